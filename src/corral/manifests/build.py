@@ -1,0 +1,338 @@
+"""Assemble a :class:`~corral.model.Cluster` from snapshot objects (SPEC.md §1.1).
+
+Decisions where the spec is silent (each is how Volcano behaves unless noted):
+- A queue named "default" always exists (Volcano creates it); a parent named "root" that no object
+  defines is created implicitly as the hierarchy's root.
+- A pod whose podgroup is missing, or a podgroup naming a missing queue, is *valid input that cannot be
+  honoured*: its job carries ``invalid_reason`` and is reported unschedulable, not rejected.
+- A missing parent queue, a queue cycle, a HyperNode cycle or a HyperNode member naming a missing
+  HyperNode is bad input (:class:`InputError`), because no sane reading of the tree exists.
+- Pods of other schedulers that hold a node are fixed load on it; pending ones are ignored.
+- A node that does not advertise ``pods`` has no pod-count limit.
+- A job's priority is its PodGroup's priorityClassName value, else the highest priority of its pods.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from corral.errors import InputError
+from corral.manifests.kinds import (PREEMPTABLE_KEY, TASK_SPEC_KEY, HyperNodeRec, NodeRec, PodGroupRec,
+                                    PodRec, QueueRec, parse_object)
+from corral.manifests.load import SourcedObject, read_objects
+from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
+from corral.model.hypernodes import HyperNode, HyperNodeTree
+from corral.model.nodes import Nodes
+from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
+from corral.model.resources import PODS, ResourceIndex
+
+__all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS"]
+
+DEFAULT_SCHEDULERS = ("corral", "volcano", "kai-scheduler")
+SYSTEM_CRITICAL = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+
+def load_snapshot(paths: Iterable[str | Path], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
+    """Read files/directories and build the cluster; raises :class:`InputError` on bad input."""
+    return build_cluster(read_objects(paths), schedulers)
+
+
+def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
+    by_kind: dict[str, list] = defaultdict(list)
+    for file, raw in objects:
+        parsed = parse_object(file, raw)
+        if parsed is not None:
+            by_kind[parsed[0]].append(parsed[1])
+    resources = _resource_index(by_kind)
+    nodes = _nodes(by_kind["Node"], resources)
+    cluster = Cluster(resources=resources, nodes=nodes)
+    for name, value, default in by_kind["PriorityClass"]:
+        cluster.priority_classes[name] = PriorityClass(name, value, default)
+    for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
+        cluster.pdbs.append(PodDisruptionBudget(f"{ns}/{name}", ns, sel, min_av, max_un))
+    cluster.queues = _queues(by_kind["Queue"], resources)
+    cluster.hypernodes = _hypernodes(by_kind["HyperNode"], nodes)
+    _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
+    cluster.account()
+    return cluster
+
+
+def _resource_index(by_kind: dict[str, list]) -> ResourceIndex:
+    names: set[str] = set()
+    for rec in by_kind["Node"]:
+        names.update(rec.allocatable)
+    for rec in by_kind["Pod"]:
+        names.update(rec.requests)
+    for rec in by_kind["Queue"]:
+        for d in (rec.capability, rec.deserved, rec.guarantee):
+            names.update(d or ())
+    for rec in by_kind["PodGroup"]:
+        names.update(rec.min_resources or ())
+    return ResourceIndex(sorted(names))
+
+
+def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
+    recs = sorted(recs, key=lambda r: r.name)
+    seen = set()
+    for r in recs:
+        if r.name in seen:
+            raise InputError("duplicate node", obj=f"Node {r.name}", field="metadata.name")
+        seen.add(r.name)
+    alloc = np.zeros((len(recs), len(resources)))
+    pods = resources.pos(PODS)
+    for i, r in enumerate(recs):
+        for k, v in r.allocatable.items():
+            alloc[i, resources.pos(k)] = v
+        if PODS not in r.allocatable:
+            alloc[i, pods] = np.inf
+    return Nodes(resources, [r.name for r in recs], alloc, [r.labels for r in recs],
+                 [r.taints for r in recs], [r.unschedulable for r in recs])
+
+
+def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float) -> np.ndarray | None:
+    if amounts is None:
+        return None
+    vec = np.full(len(resources), fill)
+    for k, v in amounts.items():
+        vec[resources.pos(k)] = v
+    return vec
+
+
+def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
+    queues: dict[str, Queue] = {}
+    for r in sorted(recs, key=lambda r: r.name):
+        if r.name in queues:
+            raise InputError("duplicate queue", file=r.file, obj=f"Queue {r.name}", field="metadata.name")
+        queues[r.name] = Queue(
+            name=r.name, weight=r.weight, capability=_vec(resources, r.capability, np.inf),
+            deserved=_vec(resources, r.deserved, 0.0), guarantee=_vec(resources, r.guarantee, 0.0),
+            reclaimable=r.reclaimable, parent=r.parent, priority=r.priority, state=r.state,
+            preempt_min_runtime=r.preempt_min_runtime, reclaim_min_runtime=r.reclaim_min_runtime,
+            annotations=r.annotations, creation=r.creation, source=r.source)
+    hierarchical = any(q.parent for q in queues.values())
+    if hierarchical and "root" not in queues:
+        queues["root"] = Queue(name="root", source="implicit")
+    if "default" not in queues:
+        queues["default"] = Queue(name="default", source="implicit",
+                                  parent="root" if hierarchical else None)
+    for q in queues.values():
+        if q.parent == q.name:
+            raise InputError("a queue cannot be its own parent", obj=f"Queue {q.name}", field="spec.parent")
+        if q.parent and q.parent not in queues:
+            raise InputError(f"parent queue {q.parent!r} does not exist", obj=f"Queue {q.name}",
+                             field="spec.parent")
+    for name in sorted(queues):
+        seen = [name]
+        cur = queues[name].parent
+        while cur:
+            if cur in seen:
+                cycle = " -> ".join(seen[seen.index(cur):] + [cur])
+                raise InputError(f"queue cycle: {cycle}", obj=f"Queue {name}", field="spec.parent")
+            seen.append(cur)
+            cur = queues[cur].parent
+    for name in sorted(queues):
+        parent = queues[name].parent
+        if parent:
+            queues[parent].children.append(name)
+    return queues
+
+
+def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
+    hns: dict[str, HyperNode] = {}
+    for r in recs:
+        if r.name in hns:
+            raise InputError("duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name")
+        hns[r.name] = HyperNode(r.name, r.tier, r.members)
+    for hn in hns.values():
+        for mtype, kind, value in hn.members:
+            if mtype != "HyperNode":
+                continue
+            for child in _match_names(sorted(hns), kind, value, {n: {} for n in hns}):
+                if child == hn.name:
+                    raise InputError("a hypernode cannot contain itself", obj=f"HyperNode {hn.name}",
+                                     field="spec.members")
+                hn.children.append(child)
+                hns[child].parent = hn.name
+            if kind == "exact" and value not in hns:
+                raise InputError(f"member hypernode {value!r} does not exist", obj=f"HyperNode {hn.name}",
+                                 field="spec.members")
+    state: dict[str, int] = {}
+
+    def resolve(name: str, path: list[str]) -> np.ndarray:
+        hn = hns[name]
+        if state.get(name) == 2:
+            return hn.mask  # type: ignore[return-value]
+        if state.get(name) == 1:
+            cycle = " -> ".join(path[path.index(name):] + [name])
+            raise InputError(f"hypernode cycle: {cycle}", obj=f"HyperNode {name}", field="spec.members")
+        state[name] = 1
+        mask = np.zeros(len(nodes), dtype=bool)
+        for mtype, kind, value in hn.members:
+            if mtype == "Node":
+                if kind == "exact":
+                    i = nodes.index.get(value)  # type: ignore[arg-type]
+                    if i is not None:
+                        mask[i] = True
+                elif kind == "regex":
+                    mask |= nodes.regex_mask(value)  # type: ignore[arg-type]
+                else:
+                    mask |= np.fromiter((value.matches(lab) for lab in nodes.labels), bool, len(nodes))  # type: ignore[union-attr]
+        for child in hn.children:
+            mask |= resolve(child, path + [name])
+        hn.mask = mask
+        state[name] = 2
+        return mask
+
+    for name in sorted(hns):
+        resolve(name, [])
+    return HyperNodeTree(hns)
+
+
+def _match_names(names: list[str], kind: str, value: object, labels: dict[str, dict]) -> list[str]:
+    import re
+    if kind == "exact":
+        return [value] if value in labels else []  # type: ignore[list-item]
+    if kind == "regex":
+        rx = re.compile(value)  # type: ignore[arg-type]
+        return [n for n in names if rx.fullmatch(n)]
+    return [n for n in names if value.matches(labels[n])]  # type: ignore[attr-defined]
+
+
+def _pod_priority(cluster: Cluster, rec: PodRec) -> int:
+    if rec.priority is not None:
+        return rec.priority
+    if rec.priority_class:
+        pc = cluster.priority_classes.get(rec.priority_class)
+        if pc is not None:
+            return pc.value
+        if rec.priority_class in SYSTEM_CRITICAL:
+            return SYSTEM_CRITICAL[rec.priority_class]
+    return _global_default(cluster)
+
+
+def _global_default(cluster: Cluster) -> int:
+    for pc in sorted(cluster.priority_classes.values(), key=lambda p: p.name):
+        if pc.global_default:
+            return pc.value
+    return 0
+
+
+def _task_status(rec: PodRec, node: int) -> TaskStatus:
+    if rec.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if rec.phase == "Failed":
+        return TaskStatus.FAILED
+    if rec.node_name:
+        if rec.deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.RUNNING if rec.phase == "Running" else TaskStatus.BOUND
+    if rec.deleting:
+        return TaskStatus.FAILED  # a pending pod being deleted holds nothing and will not run
+    return TaskStatus.PIPELINED if rec.nominated else TaskStatus.PENDING
+
+
+def _preemptable(labels: dict[str, str], annotations: dict[str, str]) -> bool:
+    value = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY, "true"))
+    return value.strip().lower() != "false"
+
+
+def _task(cluster: Cluster, rec: PodRec) -> Task:
+    resources, nodes = cluster.resources, cluster.nodes
+    req = np.zeros(len(resources))
+    for k, v in rec.requests.items():
+        req[resources.pos(k)] = v
+    best_effort = not req.any()
+    req[resources.pos(PODS)] = 1000.0
+    node = nodes.index.get(rec.node_name, -1) if rec.node_name else -1
+    status = _task_status(rec, node)
+    nominated = nodes.index.get(rec.nominated, -1) if rec.nominated else -1
+    if status is TaskStatus.PIPELINED and nominated < 0:
+        status = TaskStatus.PENDING
+    role = rec.annotations.get(TASK_SPEC_KEY, rec.labels.get(TASK_SPEC_KEY, ""))
+    affinity = rec.affinity
+    klass = (req.tobytes(), tuple(sorted(rec.node_selector.items())), affinity, rec.tolerations,
+             rec.namespace if affinity is not None and affinity.has_pod_terms else "")
+    return Task(uid=rec.uid, name=rec.name, namespace=rec.namespace, request=req, role=role,
+                priority=_pod_priority(cluster, rec), status=status, node=node, nominated=nominated,
+                labels=rec.labels, annotations=rec.annotations, node_selector=rec.node_selector,
+                affinity=affinity, tolerations=rec.tolerations, creation=rec.creation,
+                start_time=rec.start_time, preemptable=_preemptable(rec.labels, rec.annotations),
+                preempt_never=rec.preempt_never, priority_class=rec.priority_class,
+                best_effort=best_effort, klass=klass)
+
+
+def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
+    resources = cluster.resources
+    job = Job(uid=f"{pg.namespace}/{pg.name}", name=pg.name, namespace=pg.namespace, queue=pg.queue,
+              min_member=pg.min_member, min_task_member=pg.min_task_member,
+              min_resources=_vec(resources, pg.min_resources, 0.0), priority_class=pg.priority_class,
+              creation=pg.creation, annotations=pg.annotations, labels=pg.labels,
+              topology_mode=pg.topology_mode, topology_tier=pg.topology_tier,
+              preemptable=_preemptable(pg.labels, pg.annotations))
+    try:
+        job.phase = PodGroupPhase(pg.phase)
+    except ValueError:
+        job.phase = PodGroupPhase.PENDING
+    if pg.queue not in cluster.queues:
+        job.invalid_reason = f"queue {pg.queue!r} does not exist"
+    return job
+
+
+def _jobs_and_tasks(cluster: Cluster, groups: list[PodGroupRec], pods: list[PodRec], schedulers: set[str]) -> None:
+    for pg in sorted(groups, key=lambda g: (g.namespace, g.name)):
+        job = _job_from_group(cluster, pg)
+        if job.uid in cluster.jobs:
+            raise InputError("duplicate podgroup", obj=f"PodGroup {job.uid}", field="metadata.name")
+        cluster.jobs[job.uid] = job
+    for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        task = _task(cluster, rec)
+        if task.uid in cluster.tasks or any(t.uid == task.uid for t in cluster.foreign):
+            raise InputError("duplicate pod", file=rec.file, obj=f"Pod {task.key}", field="metadata.uid")
+        if rec.scheduler not in schedulers:
+            if task.node >= 0 and task.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING):
+                task.managed = False
+                task.preemptable = False
+                cluster.foreign.append(task)
+                cluster.tasks[task.uid] = task
+            continue
+        group = rec.group
+        if group:
+            uid = f"{rec.namespace}/{group}"
+            job = cluster.jobs.get(uid)
+            if job is None:
+                job = Job(uid=uid, name=group, namespace=rec.namespace, creation=rec.creation,
+                          invalid_reason=f"podgroup {uid} does not exist")
+                cluster.jobs[uid] = job
+        else:
+            uid = f"{rec.namespace}/{rec.name}"
+            job = Job(uid=uid, name=rec.name, namespace=rec.namespace, creation=rec.creation,
+                      min_resources=task.request.copy(), synthetic=True)
+            if uid in cluster.jobs:
+                raise InputError("a pod without podgroup has the name of a podgroup", obj=f"Pod {uid}",
+                                 field="metadata.name")
+            cluster.jobs[uid] = job
+        task.job = job
+        job.tasks.append(task)
+        cluster.tasks[task.uid] = task
+    for job in cluster.jobs.values():
+        _finish_job(cluster, job)
+
+
+def _finish_job(cluster: Cluster, job: Job) -> None:
+    if job.priority_class and job.priority_class in cluster.priority_classes:
+        job.priority = cluster.priority_classes[job.priority_class].value
+    elif job.tasks:
+        job.priority = max(t.priority for t in job.tasks)
+    else:
+        job.priority = _global_default(cluster)
+    if job.min_resources is None:
+        job.min_resources = np.zeros(len(cluster.resources))
+    if job.synthetic and job.tasks and job.tasks[0].status is not TaskStatus.PENDING:
+        job.phase = PodGroupPhase.RUNNING
+    if not job.preemptable:
+        for t in job.tasks:
+            t.preemptable = False

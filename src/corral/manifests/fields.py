@@ -1,0 +1,130 @@
+"""Small typed accessors over manifest dicts that fail with the object and field named."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from corral.errors import InputError
+
+__all__ = ["Obj", "parse_time", "parse_duration", "format_time"]
+
+
+def parse_time(value: Any, *, file: str | None = None, obj: str | None = None,
+               field: str | None = None) -> float:
+    """RFC 3339 time → seconds since the epoch (UTC when no offset is given)."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.strip().replace("z", "Z"))
+        except ValueError:
+            raise InputError(f"malformed time {value!r} (expected RFC 3339, e.g. 2026-01-01T00:00:00Z)",
+                             file=file, obj=obj, field=field) from None
+    else:
+        raise InputError(f"expected an RFC 3339 time, got {value!r}", file=file, obj=obj, field=field)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def format_time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_DUR = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
+_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: Any, *, file: str | None = None, obj: str | None = None,
+                   field: str | None = None) -> float:
+    """A Go/Kubernetes duration (``90s``, ``5m``, ``1h30m``) or a number of seconds → seconds."""
+    if isinstance(value, bool):
+        raise InputError(f"expected a duration, got {value!r}", file=file, obj=obj, field=field)
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise InputError(f"expected a non-negative duration, got {value!r}", file=file, obj=obj,
+                             field=field)
+        return float(value)
+    if isinstance(value, str):
+        s = value.strip()
+        if re.fullmatch(r"\d+(\.\d+)?", s):
+            return float(s)
+        pos, total = 0, 0.0
+        for m in _DUR.finditer(s):
+            if m.start() != pos:
+                break
+            total += float(m.group(1)) * _UNIT[m.group(2)]
+            pos = m.end()
+        if pos == len(s) and s:
+            return total
+    raise InputError(f"malformed duration {value!r} (expected e.g. 90s, 5m, 1h30m)", file=file, obj=obj,
+                     field=field)
+
+
+class Obj:
+    """A manifest object with its file and identity, for error messages."""
+
+    __slots__ = ("raw", "file", "kind", "name", "namespace", "meta")
+
+    def __init__(self, raw: dict, file: str, kind: str, namespaced: bool) -> None:
+        self.raw = raw
+        self.file = file
+        self.kind = kind
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            raise InputError("missing metadata", file=file, obj=kind, field="metadata")
+        self.meta = meta
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError("missing name", file=file, obj=kind, field="metadata.name")
+        self.name = name
+        self.namespace = str(meta.get("namespace") or "default") if namespaced else ""
+
+    @property
+    def ident(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+    def error(self, message: str, field: str | None = None) -> InputError:
+        return InputError(message, file=self.file, obj=self.ident, field=field)
+
+    def section(self, key: str) -> dict:
+        value = self.raw.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error("expected a mapping", key)
+        return value
+
+    def strmap(self, value: Any, path: str) -> dict[str, str]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error("expected a mapping of strings", path)
+        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+
+    def integer(self, value: Any, path: str, *, minimum: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise self.error(f"expected an integer, got {value!r}", path)
+        try:
+            n = int(value)
+        except ValueError:
+            raise self.error(f"expected an integer, got {value!r}", path) from None
+        if minimum is not None and n < minimum:
+            raise self.error(f"expected an integer >= {minimum}, got {n}", path)
+        return n
+
+    def number(self, value: Any, path: str) -> float:
+        if isinstance(value, bool):
+            raise self.error(f"expected a number, got {value!r}", path)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise self.error(f"expected a number, got {value!r}", path) from None
+
+    def time(self, value: Any, path: str) -> float:
+        return parse_time(value, file=self.file, obj=self.ident, field=path)
+
+    def duration(self, value: Any, path: str) -> float:
+        return parse_duration(value, file=self.file, obj=self.ident, field=path)

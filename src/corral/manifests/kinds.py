@@ -1,0 +1,378 @@
+"""One parser per snapshot kind (SPEC.md §1.1), from a manifest dict to a plain record.
+
+Records keep resource amounts as ``{name: milli}`` dicts; :mod:`build` turns them into vectors once the
+set of resource names of the whole snapshot is known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.errors import InputError
+from corral.manifests.fields import Obj
+from corral.manifests.selectors import Affinity, parse_affinity, parse_label_selector
+from corral.model.objects import Taint, Toleration
+from corral.model.quantity import parse_quantity
+
+__all__ = ["KNOWN_KINDS", "NodeRec", "PodRec", "PodGroupRec", "QueueRec", "HyperNodeRec", "parse_object",
+           "GROUP_ANNOTATION", "KAI_GROUP_KEY", "TASK_SPEC_KEY", "PREEMPTABLE_KEY"]
+
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+KAI_GROUP_KEY = "pod-group-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+
+#: kind -> accepted apiVersions
+KNOWN_KINDS: dict[str, tuple[str, ...]] = {
+    "Node": ("v1",),
+    "Pod": ("v1",),
+    "PriorityClass": ("scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"),
+    "PodDisruptionBudget": ("policy/v1",),
+    "PodGroup": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2alpha2"),
+    "Queue": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2"),
+    "HyperNode": ("topology.volcano.sh/v1alpha1",),
+}
+
+
+def _resources(o: Obj, raw: Any, path: str) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise o.error("expected a mapping of resource quantities", path)
+    return {str(k): parse_quantity(v, where=o.ident, field=f"{path}.{k}") for k, v in raw.items()}
+
+
+def _max_into(acc: dict[str, float], other: dict[str, float]) -> None:
+    for k, v in other.items():
+        if v > acc.get(k, 0.0):
+            acc[k] = v
+
+
+@dataclass
+class NodeRec:
+    name: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: dict[str, float]
+    annotations: dict[str, str]
+
+
+@dataclass
+class PodRec:
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    creation: float
+    deleting: bool
+    scheduler: str
+    node_name: str
+    priority: int | None
+    priority_class: str
+    preempt_never: bool
+    requests: dict[str, float]
+    node_selector: dict[str, str]
+    affinity: Affinity | None
+    tolerations: tuple[Toleration, ...]
+    phase: str
+    nominated: str
+    start_time: float | None
+    file: str = ""
+
+    @property
+    def group(self) -> str:
+        return (self.annotations.get(GROUP_ANNOTATION) or self.labels.get(KAI_GROUP_KEY)
+                or self.annotations.get(KAI_GROUP_KEY) or "")
+
+
+@dataclass
+class PodGroupRec:
+    name: str
+    namespace: str
+    min_member: int
+    min_task_member: dict[str, int]
+    min_resources: dict[str, float] | None
+    queue: str
+    priority_class: str
+    topology_mode: str
+    topology_tier: int | None
+    phase: str
+    creation: float
+    annotations: dict[str, str]
+    labels: dict[str, str]
+
+
+@dataclass
+class QueueRec:
+    name: str
+    source: str
+    weight: float = 1.0
+    capability: dict[str, float] | None = None
+    deserved: dict[str, float] | None = None
+    guarantee: dict[str, float] | None = None
+    reclaimable: bool = True
+    parent: str | None = None
+    priority: int = 0
+    state: str = "Open"
+    preempt_min_runtime: float | None = None
+    reclaim_min_runtime: float | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    creation: float = 0.0
+    file: str = ""
+
+
+@dataclass
+class HyperNodeRec:
+    name: str
+    tier: int
+    members: list[tuple[str, str, object]]
+    file: str = ""
+
+
+def _node(o: Obj) -> NodeRec:
+    spec, status = o.section("spec"), o.section("status")
+    alloc = status.get("allocatable") or status.get("capacity")
+    if alloc is None:
+        raise o.error("missing status.allocatable", "status.allocatable")
+    taints = []
+    for i, t in enumerate(spec.get("taints") or []):
+        if not isinstance(t, dict) or "key" not in t or "effect" not in t:
+            raise o.error("a taint needs key and effect", f"spec.taints[{i}]")
+        taints.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
+    return NodeRec(o.name, o.strmap(o.meta.get("labels"), "metadata.labels"), tuple(taints),
+                   bool(spec.get("unschedulable", False)), _resources(o, alloc, "status.allocatable"),
+                   o.strmap(o.meta.get("annotations"), "metadata.annotations"))
+
+
+def _container_requests(o: Obj, containers: Any, path: str) -> list[dict[str, float]]:
+    if containers is None:
+        return []
+    if not isinstance(containers, list):
+        raise o.error("expected a list of containers", path)
+    out = []
+    for i, c in enumerate(containers):
+        res = (c or {}).get("resources") or {}
+        # Kubernetes defaults a missing request to the limit.
+        req = {**_resources(o, res.get("limits"), f"{path}[{i}].resources.limits"),
+               **_resources(o, res.get("requests"), f"{path}[{i}].resources.requests")}
+        out.append(req)
+    return out
+
+
+def _pod(o: Obj) -> PodRec:
+    spec, status = o.section("spec"), o.section("status")
+    if "containers" not in spec:
+        raise o.error("missing spec.containers", "spec.containers")
+    requests: dict[str, float] = {}
+    for req in _container_requests(o, spec.get("containers"), "spec.containers"):
+        for k, v in req.items():
+            requests[k] = requests.get(k, 0.0) + v
+    for req in _container_requests(o, spec.get("initContainers"), "spec.initContainers"):
+        _max_into(requests, req)
+    for k, v in _resources(o, spec.get("overhead"), "spec.overhead").items():
+        requests[k] = requests.get(k, 0.0) + v
+    tolerations = []
+    for i, t in enumerate(spec.get("tolerations") or []):
+        if not isinstance(t, dict):
+            raise o.error("expected a toleration mapping", f"spec.tolerations[{i}]")
+        op = t.get("operator", "Equal")
+        if op not in ("Equal", "Exists"):
+            raise o.error(f"unknown operator {op!r} (allowed: Equal, Exists)", f"spec.tolerations[{i}].operator")
+        tolerations.append(Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""),
+                                      str(t.get("effect") or "")))
+    priority = spec.get("priority")
+    meta = o.meta
+    creation = meta.get("creationTimestamp")
+    start = status.get("startTime")
+    return PodRec(
+        name=o.name, namespace=o.namespace, uid=str(meta.get("uid") or f"{o.namespace}/{o.name}"),
+        labels=o.strmap(meta.get("labels"), "metadata.labels"),
+        annotations=o.strmap(meta.get("annotations"), "metadata.annotations"),
+        creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
+        deleting=bool(meta.get("deletionTimestamp")),
+        scheduler=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=str(spec.get("nodeName") or ""),
+        priority=None if priority is None else o.integer(priority, "spec.priority"),
+        priority_class=str(spec.get("priorityClassName") or ""),
+        preempt_never=spec.get("preemptionPolicy") == "Never",
+        requests=requests,
+        node_selector=o.strmap(spec.get("nodeSelector"), "spec.nodeSelector"),
+        affinity=parse_affinity(spec.get("affinity"), o.ident),
+        tolerations=tuple(tolerations),
+        phase=str(status.get("phase") or "Pending"),
+        nominated=str(status.get("nominatedNodeName") or ""),
+        start_time=o.time(start, "status.startTime") if start else None,
+        file=o.file,
+    )
+
+
+def _podgroup(o: Obj, api: str) -> PodGroupRec:
+    spec, status = o.section("spec"), o.section("status")
+    kai = api.startswith("scheduling.run.ai")
+    min_member = o.integer(spec.get("minMember", 1), "spec.minMember", minimum=0)
+    mtm = spec.get("minTaskMember") or {}
+    if not isinstance(mtm, dict):
+        raise o.error("expected a mapping of role to count", "spec.minTaskMember")
+    min_task = {str(k): o.integer(v, f"spec.minTaskMember.{k}", minimum=0) for k, v in mtm.items()}
+    mode, tier = "", None
+    if kai:
+        tc = spec.get("topologyConstraint") or {}
+        if tc.get("requiredTopologyLevel"):
+            mode = "hard"
+        elif tc.get("preferredTopologyLevel"):
+            mode = "soft"
+        if tc.get("highestTierAllowed") is not None:
+            tier = o.integer(tc["highestTierAllowed"], "spec.topologyConstraint.highestTierAllowed", minimum=1)
+    else:
+        nt = spec.get("networkTopology") or {}
+        if nt:
+            mode = str(nt.get("mode") or "hard")
+            if mode not in ("hard", "soft"):
+                raise o.error(f"unknown mode {mode!r} (allowed: hard, soft)", "spec.networkTopology.mode")
+            if nt.get("highestTierAllowed") is not None:
+                tier = o.integer(nt["highestTierAllowed"], "spec.networkTopology.highestTierAllowed", minimum=1)
+    min_res = spec.get("minResources")
+    creation = o.meta.get("creationTimestamp")
+    return PodGroupRec(
+        name=o.name, namespace=o.namespace, min_member=min_member, min_task_member=min_task,
+        min_resources=_resources(o, min_res, "spec.minResources") if min_res is not None else None,
+        queue=str(spec.get("queue") or "default"),
+        priority_class=str(spec.get("priorityClassName") or ""),
+        topology_mode=mode, topology_tier=tier, phase=str(status.get("phase") or "Pending"),
+        creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
+        annotations=o.strmap(o.meta.get("annotations"), "metadata.annotations"),
+        labels=o.strmap(o.meta.get("labels"), "metadata.labels"),
+    )
+
+
+_KAI_UNITS = {"gpu": ("nvidia.com/gpu", 1000.0), "cpu": ("cpu", 1.0), "memory": ("memory", 1e6 * 1000)}
+
+
+def _kai_queue(o: Obj, rec: QueueRec, spec: dict) -> None:
+    rec.parent = spec.get("parentQueue") or None
+    resources = spec.get("resources") or {}
+    cap: dict[str, float] = {}
+    des: dict[str, float] = {}
+    for key, (name, scale) in _KAI_UNITS.items():
+        r = resources.get(key) or {}
+        path = f"spec.resources.{key}"
+        quota, limit = r.get("quota"), r.get("limit")
+        if quota is not None and o.number(quota, f"{path}.quota") >= 0:
+            des[name] = o.number(quota, f"{path}.quota") * scale
+        if limit is not None and o.number(limit, f"{path}.limit") >= 0:
+            cap[name] = o.number(limit, f"{path}.limit") * scale
+        if key == "gpu" and r.get("overQuotaWeight") is not None:
+            rec.weight = o.number(r["overQuotaWeight"], f"{path}.overQuotaWeight")
+    rec.capability = cap or None
+    rec.deserved = des or None
+    for f in ("preemptMinRuntime", "reclaimMinRuntime"):
+        if spec.get(f) is not None:
+            setattr(rec, "preempt_min_runtime" if f.startswith("preempt") else "reclaim_min_runtime",
+                    o.duration(spec[f], f"spec.{f}"))
+
+
+def _queue(o: Obj, api: str) -> QueueRec:
+    spec, status = o.section("spec"), o.section("status")
+    ann = o.strmap(o.meta.get("annotations"), "metadata.annotations")
+    creation = o.meta.get("creationTimestamp")
+    rec = QueueRec(name=o.name, source="kai" if api.startswith("scheduling.run.ai") else "volcano",
+                   annotations=ann, state=str(status.get("state") or "Open"), file=o.file,
+                   creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0)
+    if spec.get("priority") is not None:
+        rec.priority = o.integer(spec["priority"], "spec.priority")
+    if rec.source == "kai":
+        _kai_queue(o, rec, spec)
+        return rec
+    if spec.get("weight") is not None:
+        rec.weight = o.number(spec["weight"], "spec.weight")
+        if rec.weight <= 0:
+            raise o.error("expected a positive weight", "spec.weight")
+    if spec.get("capability") is not None:
+        rec.capability = _resources(o, spec["capability"], "spec.capability")
+    if spec.get("deserved") is not None:
+        rec.deserved = _resources(o, spec["deserved"], "spec.deserved")
+    if (spec.get("guarantee") or {}).get("resource") is not None:
+        rec.guarantee = _resources(o, spec["guarantee"]["resource"], "spec.guarantee.resource")
+    if spec.get("reclaimable") is not None:
+        rec.reclaimable = bool(spec["reclaimable"])
+    rec.parent = spec.get("parent") or None
+    for key, attr in (("preemptMinRuntime", "preempt_min_runtime"), ("reclaimMinRuntime", "reclaim_min_runtime")):
+        ann_key = "corral.io/" + ("preempt-min-runtime" if key.startswith("preempt") else "reclaim-min-runtime")
+        if spec.get(key) is not None:
+            setattr(rec, attr, o.duration(spec[key], f"spec.{key}"))
+        elif ann_key in ann:
+            setattr(rec, attr, o.duration(ann[ann_key], f"metadata.annotations.{ann_key}"))
+    return rec
+
+
+def _hypernode(o: Obj) -> HyperNodeRec:
+    spec = o.section("spec")
+    if spec.get("tier") is None:
+        raise o.error("missing tier", "spec.tier")
+    tier = o.integer(spec["tier"], "spec.tier", minimum=0)
+    members = []
+    for i, m in enumerate(spec.get("members") or []):
+        p = f"spec.members[{i}]"
+        if not isinstance(m, dict):
+            raise o.error("expected a member mapping", p)
+        mtype = m.get("type", "Node")
+        if mtype not in ("Node", "HyperNode"):
+            raise o.error(f"unknown member type {mtype!r} (allowed: Node, HyperNode)", f"{p}.type")
+        sel = m.get("selector") or {}
+        if "exactMatch" in sel:
+            name = (sel["exactMatch"] or {}).get("name")
+            if not name:
+                raise o.error("exactMatch needs name", f"{p}.selector.exactMatch.name")
+            members.append((mtype, "exact", str(name)))
+        elif "regexMatch" in sel:
+            pattern = (sel["regexMatch"] or {}).get("pattern")
+            if not pattern:
+                raise o.error("regexMatch needs pattern", f"{p}.selector.regexMatch.pattern")
+            import re
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise o.error(f"bad pattern: {exc}", f"{p}.selector.regexMatch.pattern") from None
+            members.append((mtype, "regex", str(pattern)))
+        elif "labelMatch" in sel:
+            members.append((mtype, "label", parse_label_selector(sel["labelMatch"], o.ident,
+                                                                 f"{p}.selector.labelMatch")))
+        else:
+            raise o.error("selector needs exactMatch, regexMatch or labelMatch", f"{p}.selector")
+    return HyperNodeRec(o.name, tier, members, o.file)
+
+
+def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
+    """``(kind, record)`` for a known kind; None for kinds corral does not use (Services, Events, ...)."""
+    kind, api = raw.get("kind"), raw.get("apiVersion")
+    if not isinstance(kind, str):
+        name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
+        raise InputError("missing kind", file=file, obj=str(name), field="kind")
+    if kind not in KNOWN_KINDS:
+        return None
+    if api not in KNOWN_KINDS[kind]:
+        name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
+        raise InputError(f"unknown apiVersion {api!r} for kind {kind} (expected one of: "
+                         f"{', '.join(KNOWN_KINDS[kind])})", file=file, obj=f"{kind} {name}", field="apiVersion")
+    namespaced = kind in ("Pod", "PodGroup", "PodDisruptionBudget")
+    o = Obj(raw, file, kind, namespaced)
+    if kind == "Node":
+        return kind, _node(o)
+    if kind == "Pod":
+        return kind, _pod(o)
+    if kind == "PodGroup":
+        return kind, _podgroup(o, api)
+    if kind == "Queue":
+        return kind, _queue(o, api)
+    if kind == "HyperNode":
+        return kind, _hypernode(o)
+    if kind == "PriorityClass":
+        if raw.get("value") is None:
+            raise o.error("missing value", "value")
+        return kind, (o.name, o.integer(raw["value"], "value"), bool(raw.get("globalDefault", False)))
+    spec = o.section("spec")  # PodDisruptionBudget
+    sel = parse_label_selector(spec.get("selector"), o.ident, "spec.selector")
+    return kind, (o.namespace, o.name, sel, spec.get("minAvailable"), spec.get("maxUnavailable"))

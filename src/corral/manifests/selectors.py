@@ -1,0 +1,182 @@
+"""Label selectors, node selector requirements and affinity, parsed once from manifests.
+
+Semantics follow Kubernetes: a LabelSelector ANDs matchLabels and matchExpressions (In, NotIn, Exists,
+DoesNotExist); an empty selector matches everything; required node affinity ORs its nodeSelectorTerms and
+ANDs the requirements inside a term (Gt and Lt compare integers); ``matchFields`` supports
+``metadata.name``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from corral.errors import InputError
+
+__all__ = ["Requirement", "LabelSelector", "PodAffinityTerm", "Affinity", "parse_label_selector",
+           "parse_affinity", "NODE_OPERATORS"]
+
+LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NODE_OPERATORS = LABEL_OPERATORS + ("Gt", "Lt")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    key: str
+    op: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        v = labels.get(self.key)
+        if self.op == "In":
+            return v is not None and v in self.values
+        if self.op == "NotIn":
+            return v is None or v not in self.values
+        if self.op == "Exists":
+            return v is not None
+        if self.op == "DoesNotExist":
+            return v is None
+        if v is None:
+            return False
+        try:
+            n, bound = int(v), int(self.values[0])
+        except (ValueError, IndexError):
+            return False
+        return n > bound if self.op == "Gt" else n < bound
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    requirements: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+
+@dataclass(frozen=True)
+class PodAffinityTerm:
+    selector: LabelSelector
+    namespaces: tuple[str, ...]   # empty: the pod's own namespace
+    topology_key: str
+    weight: int = 0               # preferred terms only
+
+
+@dataclass(frozen=True)
+class Affinity:
+    # required node affinity: OR over terms, AND inside; None when absent
+    node_terms: tuple[tuple[Requirement, ...], ...] | None = None
+    node_preferred: tuple[tuple[int, tuple[Requirement, ...]], ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_affinity_preferred: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity_preferred: tuple[PodAffinityTerm, ...] = ()
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def has_pod_terms(self) -> bool:
+        return bool(self.pod_affinity or self.pod_anti_affinity)
+
+
+def _requirements(exprs: Any, where: str, path: str, allowed: tuple[str, ...]) -> list[Requirement]:
+    if exprs is None:
+        return []
+    if not isinstance(exprs, list):
+        raise InputError("expected a list", obj=where, field=path)
+    out = []
+    for i, e in enumerate(exprs):
+        p = f"{path}[{i}]"
+        if not isinstance(e, dict) or "key" not in e or "operator" not in e:
+            raise InputError("expected {key, operator, values}", obj=where, field=p)
+        op = e["operator"]
+        if op not in allowed:
+            raise InputError(f"unknown operator {op!r} (allowed: {', '.join(allowed)})", obj=where,
+                             field=f"{p}.operator")
+        values = tuple(str(v) for v in (e.get("values") or ()))
+        if op in ("In", "NotIn") and not values:
+            raise InputError(f"operator {op} needs values", obj=where, field=f"{p}.values")
+        if op in ("Gt", "Lt"):
+            if len(values) != 1 or not values[0].lstrip("-").isdigit():
+                raise InputError(f"operator {op} needs one integer value", obj=where, field=f"{p}.values")
+        out.append(Requirement(str(e["key"]), op, values))
+    return out
+
+
+def parse_label_selector(raw: Any, where: str, path: str) -> LabelSelector:
+    """A metav1.LabelSelector. ``None`` gives the empty selector (matches everything)."""
+    if raw is None:
+        return LabelSelector()
+    if not isinstance(raw, dict):
+        raise InputError("expected a label selector mapping", obj=where, field=path)
+    reqs = [Requirement(str(k), "In", (str(v),)) for k, v in sorted((raw.get("matchLabels") or {}).items())]
+    reqs += _requirements(raw.get("matchExpressions"), where, f"{path}.matchExpressions", LABEL_OPERATORS)
+    return LabelSelector(tuple(reqs))
+
+
+def _pod_terms(raw: Any, where: str, path: str, weighted: bool) -> tuple[PodAffinityTerm, ...]:
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError("expected a list", obj=where, field=path)
+    out = []
+    for i, item in enumerate(raw):
+        p = f"{path}[{i}]"
+        weight = 0
+        term = item
+        if weighted:
+            if not isinstance(item, dict) or "podAffinityTerm" not in item:
+                raise InputError("expected {weight, podAffinityTerm}", obj=where, field=p)
+            weight = int(item.get("weight", 1))
+            term = item["podAffinityTerm"]
+            p += ".podAffinityTerm"
+        if not isinstance(term, dict) or not term.get("topologyKey"):
+            raise InputError("a pod affinity term needs topologyKey", obj=where, field=f"{p}.topologyKey")
+        sel = parse_label_selector(term.get("labelSelector"), where, f"{p}.labelSelector")
+        out.append(PodAffinityTerm(sel, tuple(term.get("namespaces") or ()), str(term["topologyKey"]),
+                                   weight))
+    return tuple(out)
+
+
+def parse_affinity(raw: Any, where: str) -> Affinity | None:
+    """``spec.affinity`` of a pod, or None when it has none that corral uses."""
+    if not raw:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping", obj=where, field="spec.affinity")
+    base = "spec.affinity"
+    na = raw.get("nodeAffinity") or {}
+    node_terms = None
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req:
+        terms = []
+        for i, term in enumerate(req.get("nodeSelectorTerms") or []):
+            p = f"{base}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
+            reqs = _requirements(term.get("matchExpressions"), where, f"{p}.matchExpressions", NODE_OPERATORS)
+            for j, f in enumerate(term.get("matchFields") or []):
+                if f.get("key") != "metadata.name":
+                    raise InputError("only metadata.name is supported in matchFields", obj=where,
+                                     field=f"{p}.matchFields[{j}].key")
+                reqs += [Requirement("\x00name", f.get("operator", "In"),
+                                     tuple(str(v) for v in f.get("values") or ()))]
+            terms.append(tuple(reqs))
+        node_terms = tuple(terms)
+    preferred = []
+    for i, pt in enumerate(na.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        p = f"{base}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        reqs = _requirements((pt.get("preference") or {}).get("matchExpressions"), where,
+                             f"{p}.preference.matchExpressions", NODE_OPERATORS)
+        preferred.append((int(pt.get("weight", 1)), tuple(reqs)))
+    pa = raw.get("podAffinity") or {}
+    paa = raw.get("podAntiAffinity") or {}
+    R, P = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
+    aff = Affinity(
+        node_terms=node_terms,
+        node_preferred=tuple(preferred),
+        pod_affinity=_pod_terms(pa.get(R), where, f"{base}.podAffinity.{R}", False),
+        pod_anti_affinity=_pod_terms(paa.get(R), where, f"{base}.podAntiAffinity.{R}", False),
+        pod_affinity_preferred=_pod_terms(pa.get(P), where, f"{base}.podAffinity.{P}", True),
+        pod_anti_affinity_preferred=_pod_terms(paa.get(P), where, f"{base}.podAntiAffinity.{P}", True),
+    )
+    if (aff.node_terms is None and not aff.node_preferred and not aff.has_pod_terms
+            and not aff.pod_affinity_preferred and not aff.pod_anti_affinity_preferred):
+        return None
+    return aff

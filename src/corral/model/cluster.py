@@ -1,0 +1,82 @@
+"""The cluster as the scheduler sees it: nodes (columnar), tasks, jobs, queues, hypernodes, classes, PDBs.
+
+The :class:`Cluster` is mutable: a Session changes task states and node columns through Statements, and
+a front end applies the decisions (binds run, evicted pods leave) between cycles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from corral.model.hypernodes import HyperNodeTree
+from corral.model.nodes import Nodes
+from corral.model.objects import OCCUPYING_STATES, Job, Queue, Task, TaskStatus
+from corral.model.resources import ResourceIndex
+
+__all__ = ["Cluster", "PriorityClass", "PodDisruptionBudget"]
+
+
+@dataclass(frozen=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+
+
+@dataclass
+class PodDisruptionBudget:
+    """policy/v1 PDB. ``selector`` is a parsed label selector (see manifests.selectors)."""
+
+    key: str
+    namespace: str
+    selector: object
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+@dataclass
+class Cluster:
+    resources: ResourceIndex
+    nodes: Nodes
+    tasks: dict[str, Task] = field(default_factory=dict)          # by uid
+    jobs: dict[str, Job] = field(default_factory=dict)            # by "ns/name"
+    queues: dict[str, Queue] = field(default_factory=dict)
+    hypernodes: HyperNodeTree = field(default_factory=lambda: HyperNodeTree({}))
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    foreign: list[Task] = field(default_factory=list)              # pods of other schedulers
+
+    def account(self) -> None:
+        """Recompute the node columns from task states (after loading or applying decisions)."""
+        nodes = self.nodes
+        nodes.used[:] = 0
+        nodes.releasing[:] = 0
+        nodes.pipelined[:] = 0
+        for task in self.tasks.values():
+            self.charge(task, +1)
+
+    def charge(self, task: Task, sign: int) -> None:
+        """Add (sign +1) or remove (-1) what ``task`` holds on its node in its current state."""
+        nodes = self.nodes
+        if task.status in OCCUPYING_STATES and task.node >= 0:
+            nodes.used[task.node] += sign * task.request
+            if task.status is TaskStatus.RELEASING:
+                nodes.releasing[task.node] += sign * task.request
+        elif task.status is TaskStatus.PIPELINED and task.nominated >= 0:
+            nodes.pipelined[task.nominated] += sign * task.request
+
+    def total_allocatable(self) -> np.ndarray:
+        live = ~(self.nodes.down)
+        return self.nodes.allocatable[live].sum(axis=0)
+
+    def queue_chain(self, name: str) -> list[str]:
+        """The queue and its ancestors, leaf first."""
+        chain = []
+        seen = set()
+        while name and name not in seen and name in self.queues:
+            seen.add(name)
+            chain.append(name)
+            name = self.queues[name].parent or ""
+        return chain

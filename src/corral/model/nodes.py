@@ -1,0 +1,118 @@
+"""Nodes as columns (DESIGN.md convention 5).
+
+``allocatable``, ``used``, ``releasing`` and ``pipelined`` are ``[nodes × resources]`` float64 arrays in
+milli-units. ``idle = allocatable - used``; ``future_idle = idle + releasing - pipelined`` (Volcano's
+``FutureIdle``). Labels are indexed lazily: a label selector over all nodes is a cached boolean mask.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from corral.model.objects import Taint
+from corral.model.resources import ResourceIndex
+
+__all__ = ["Nodes"]
+
+
+class Nodes:
+    """All nodes of a cluster, sorted by name so row order is a stable tie-break."""
+
+    def __init__(self, resources: ResourceIndex, names: Sequence[str], allocatable: np.ndarray,
+                 labels: Sequence[dict[str, str]], taints: Sequence[tuple[Taint, ...]],
+                 unschedulable: Sequence[bool]) -> None:
+        self.resources = resources
+        self.names = list(names)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.allocatable = np.asarray(allocatable, dtype=float).reshape(len(self.names), len(resources))
+        n, r = self.allocatable.shape
+        self.used = np.zeros((n, r))
+        self.releasing = np.zeros((n, r))
+        self.pipelined = np.zeros((n, r))
+        self.labels = list(labels)
+        self.taints = list(taints)
+        self.unschedulable = np.asarray(unschedulable, dtype=bool).reshape(n)
+        self.down = np.zeros(n, dtype=bool)     # simulator: node failed
+        self.locked_for: list[str | None] = [None] * n  # reservation (seed 001)
+        self._mask_cache: dict[tuple, np.ndarray] = {}
+        self._taint_ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    # -- derived capacity -------------------------------------------------------------------------
+    @property
+    def idle(self) -> np.ndarray:
+        return self.allocatable - self.used
+
+    @property
+    def future_idle(self) -> np.ndarray:
+        return self.allocatable - self.used + self.releasing - self.pipelined
+
+    def state_bytes(self) -> bytes:
+        """A byte image of the mutable columns, for the discard-restores-exactly property."""
+        return b"".join(a.tobytes() for a in (self.used, self.releasing, self.pipelined))
+
+    # -- label index ------------------------------------------------------------------------------
+    def label_values(self, key: str) -> list[str | None]:
+        cached = self._mask_cache.get(("values", key))
+        if cached is None:
+            cached = [lab.get(key) for lab in self.labels]
+            self._mask_cache[("values", key)] = cached  # type: ignore[assignment]
+        return cached  # type: ignore[return-value]
+
+    def label_mask(self, key: str, op: str, values: Iterable[str] = ()) -> np.ndarray:
+        """Nodes whose labels satisfy one node-selector requirement (Kubernetes operators:
+        In, NotIn, Exists, DoesNotExist, Gt, Lt). Cached per requirement."""
+        vals = tuple(sorted(values))
+        ck = (op, key, vals)
+        mask = self._mask_cache.get(ck)
+        if mask is not None:
+            return mask
+        column = self.label_values(key)
+        if op == "In":
+            s = set(vals)
+            mask = np.fromiter((v is not None and v in s for v in column), bool, len(column))
+        elif op == "NotIn":
+            s = set(vals)
+            mask = np.fromiter((v is None or v not in s for v in column), bool, len(column))
+        elif op == "Exists":
+            mask = np.fromiter((v is not None for v in column), bool, len(column))
+        elif op == "DoesNotExist":
+            mask = np.fromiter((v is None for v in column), bool, len(column))
+        elif op in ("Gt", "Lt"):
+            bound = int(vals[0])
+            mask = np.fromiter((_int_cmp(v, op, bound) for v in column), bool, len(column))
+        else:
+            raise ValueError(f"unknown operator {op}")
+        self._mask_cache[ck] = mask
+        return mask
+
+    def regex_mask(self, pattern: str) -> np.ndarray:
+        rx = re.compile(pattern)
+        return np.fromiter((rx.fullmatch(n) is not None for n in self.names), bool, len(self.names))
+
+    def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
+        """Nodes grouped by identical NoSchedule/NoExecute taint sets: (group id per node, groups)."""
+        if self._taint_ids is None:
+            groups: dict[tuple[Taint, ...], int] = {}
+            ids = np.empty(len(self.names), dtype=np.int32)
+            for i, taints in enumerate(self.taints):
+                key = tuple(t for t in taints if t.effect in ("NoSchedule", "NoExecute"))
+                ids[i] = groups.setdefault(key, len(groups))
+            self._taint_ids = ids
+            self._taint_list = list(groups)
+        return self._taint_ids, self._taint_list
+
+
+def _int_cmp(value: str | None, op: str, bound: int) -> bool:
+    if value is None:
+        return False
+    try:
+        v = int(value)
+    except ValueError:
+        return False
+    return v > bound if op == "Gt" else v < bound

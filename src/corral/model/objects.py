@@ -1,0 +1,175 @@
+"""Tasks, jobs and queues: the per-object part of the model (nodes are columnar, see :mod:`nodes`).
+
+Task states follow SPEC.md §1.1 and Volcano's ``TaskStatus``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["TaskStatus", "Task", "Job", "Queue", "PodGroupPhase", "Toleration", "Taint",
+           "ALLOCATED_STATES", "OCCUPYING_STATES"]
+
+
+class TaskStatus(enum.Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"      # placed by this cycle, not yet bound
+    PIPELINED = "Pipelined"      # nominated onto capacity that is still being freed
+    BOUND = "Bound"              # has a node, pod phase Pending
+    RUNNING = "Running"
+    RELEASING = "Releasing"      # deletionTimestamp set or evicted: still holds its node
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+#: States that count towards a job being ready (with SUCCEEDED), Volcano's "allocated" set.
+ALLOCATED_STATES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+#: States that hold resources on a node.
+OCCUPYING_STATES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING,
+                              TaskStatus.RELEASING})
+
+
+class PodGroupPhase(str, enum.Enum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str  # Equal | Exists
+    value: str
+    effect: str    # "" matches every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(slots=True, eq=False)
+class Task:
+    """One pod. ``node`` is a node row (or -1); ``nominated`` likewise for nominatedNodeName.
+
+    ``request`` is the resource vector (milli-units, including one ``pods`` unit). ``managed`` is False for
+    pods of other schedulers: fixed load, never moved, never victims. ``klass`` is the equivalence class
+    key: tasks with the same request and constraints share cached predicate masks.
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    request: np.ndarray
+    job: "Job | None" = None
+    role: str = ""
+    priority: int = 0
+    status: TaskStatus = TaskStatus.PENDING
+    node: int = -1
+    nominated: int = -1
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity: Any = None            # manifests.affinity.Affinity or None
+    tolerations: tuple[Toleration, ...] = ()
+    creation: float = 0.0           # seconds since the epoch
+    start_time: float | None = None
+    preemptable: bool = True
+    preempt_never: bool = False     # spec.preemptionPolicy: Never
+    managed: bool = True
+    priority_class: str = ""
+    best_effort: bool = False
+    klass: tuple = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """One PodGroup (or a pod without one, as a job of minMember 1)."""
+
+    uid: str                        # "namespace/name"
+    name: str
+    namespace: str
+    queue: str = "default"
+    min_member: int = 1
+    min_task_member: dict[str, int] = field(default_factory=dict)
+    min_resources: np.ndarray | None = None
+    priority: int = 0
+    priority_class: str = ""
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    tasks: list[Task] = field(default_factory=list)
+    creation: float = 0.0
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    topology_mode: str = ""         # "", "hard", "soft"
+    topology_tier: int | None = None
+    preemptable: bool = True
+    invalid_reason: str = ""        # valid input that cannot be honoured (missing queue, missing group)
+    synthetic: bool = False         # a pod without podgroup
+
+    def count(self, *states: TaskStatus) -> int:
+        return sum(1 for t in self.tasks if t.status in states)
+
+    def ready_count(self) -> int:
+        return sum(1 for t in self.tasks
+                   if t.status in ALLOCATED_STATES or t.status is TaskStatus.SUCCEEDED)
+
+    def role_counts(self, states: frozenset[TaskStatus] | set[TaskStatus]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tasks:
+            if t.status in states:
+                out[t.role] = out.get(t.role, 0) + 1
+        return out
+
+    def pending_tasks(self) -> list[Task]:
+        return [t for t in self.tasks if t.status is TaskStatus.PENDING and t.managed]
+
+    @property
+    def elastic(self) -> bool:
+        """Seed 000: minMember below the sum of the role minimums means role limits do not bind."""
+        return bool(self.min_task_member) and self.min_member < sum(self.min_task_member.values())
+
+
+@dataclass(slots=True, eq=False)
+class Queue:
+    """A Volcano or KAI queue; vectors are milli-units, ``inf`` where unlimited/unset."""
+
+    name: str
+    weight: float = 1.0
+    capability: np.ndarray | None = None
+    deserved: np.ndarray | None = None
+    guarantee: np.ndarray | None = None
+    reclaimable: bool = True
+    parent: str | None = None
+    priority: int = 0
+    state: str = "Open"
+    preempt_min_runtime: float | None = None   # seconds; None inherits
+    reclaim_min_runtime: float | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+    creation: float = 0.0
+    source: str = ""                # "volcano" | "kai" | "implicit"
+
+    @property
+    def open(self) -> bool:
+        return self.state in ("", "Open")

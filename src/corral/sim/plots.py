@@ -1,0 +1,199 @@
+"""The plots of a simulation report, drawn on matplotlib's Agg canvas and returned as PNG bytes.
+
+Nothing here touches ``matplotlib.pyplot`` or the global backend: every figure is a
+:class:`~matplotlib.figure.Figure` with its own Agg canvas, so drawing is safe in a library, in threads
+and in tests. PNG files carry no ``Software`` metadata; with the same data and the same matplotlib
+version the bytes are identical.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Mapping, Sequence
+
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from corral.sim.result import SimResult
+
+__all__ = ["step_plot", "share_plot", "cdf_plot", "data_uri", "report_plots", "comparison_plots"]
+
+Series = tuple[Sequence[float], Sequence[float]]
+
+
+def _time_unit(seconds: float) -> tuple[float, str]:
+    """A divisor and a name that keep a time axis readable."""
+    if seconds >= 3 * 3600:
+        return 3600.0, "hours"
+    if seconds >= 600:
+        return 60.0, "minutes"
+    return 1.0, "seconds"
+
+
+def _figure(width: float = 8.0, height: float = 4.0) -> tuple[Figure, object]:
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _png(fig: Figure, ax: object, empty: bool) -> bytes:
+    if empty:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+MAX_POINTS = 2000
+
+
+def _extend(times: Sequence[float], values: Sequence[float], end: float | None) -> tuple[np.ndarray,
+                                                                                            np.ndarray]:
+    """Sorted step samples, with the last value held until ``end``; a series of more than
+    :data:`MAX_POINTS` samples is resampled to that many equal time buckets, each showing the
+    time-weighted mean of the step function over the bucket (a plot cannot show more anyway, and
+    drawing a million segments takes seconds)."""
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(t, kind="stable")
+    t, v = t[order], v[order]
+    if len(t) and end is not None and end > t[-1]:
+        t, v = np.append(t, end), np.append(v, v[-1])
+    if len(t) <= MAX_POINTS or t[-1] <= t[0]:
+        return t, v
+    # integral of the step function from t[0] to each sample, then to each bucket edge
+    cumulative = np.concatenate(([0.0], np.cumsum(v[:-1] * np.diff(t))))
+    edges = np.linspace(t[0], t[-1], MAX_POINTS + 1)
+    at = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, len(t) - 1)
+    integral = cumulative[at] + v[at] * (edges - t[at])
+    means = np.diff(integral) / np.diff(edges)
+    return edges, np.append(means, means[-1])
+
+
+def step_plot(series: Mapping[str, Series], *, title: str, ylabel: str,
+              end: float | Mapping[str, float] | None = None,
+              ylim: tuple[float, float] | None = None) -> bytes:
+    """One step line per entry of ``series`` (label -> (times in seconds, values)); each sample holds
+    until the next, the last until ``end`` (one time, or one per label). A legend appears when there
+    is more than one line."""
+    fig, ax = _figure()
+    ends = end if isinstance(end, Mapping) else {label: end for label in series}
+    extended = {label: _extend(t, v, ends.get(label)) for label, (t, v) in series.items()}
+    span = max((t[-1] for t, _ in extended.values() if len(t)), default=0.0)
+    scale, unit = _time_unit(span)
+    drawn = [label for label, (t, _) in extended.items() if len(t)]
+    for label in drawn:
+        t, v = extended[label]
+        ax.step(t / scale, v, where="post", label=label, linewidth=1.2)
+    ax.set_title(title)
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if len(extended) > 1 and drawn:
+        ax.legend(fontsize="small")
+    return _png(fig, ax, empty=not drawn)
+
+
+def share_plot(queues: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+               end: float | None = None) -> bytes:
+    """Per queue, its allocated share (solid) and deserved share (dashed, same colour) over time;
+    ``queues`` maps a queue name to (times, allocated shares, deserved shares)."""
+    fig, ax = _figure(9.0, 4.5)
+    cmap = matplotlib.colormaps["tab20" if len(queues) > 10 else "tab10"]
+    colours = [cmap(i % cmap.N) for i in range(len(queues))]
+    span = max((max(t) for t, _, _ in queues.values() if len(t)), default=0.0)
+    span = max(span, end or 0.0)
+    scale, unit = _time_unit(span)
+    for colour, (name, (times, allocated, deserved)) in zip(colours, queues.items()):
+        t, a = _extend(times, allocated, end)
+        _, d = _extend(times, deserved, end)
+        if len(t):
+            ax.step(t / scale, a, where="post", color=colour, linewidth=1.2, label=name)
+            ax.step(t / scale, d, where="post", color=colour, linewidth=1.0, linestyle="--")
+    ax.set_title("Queue shares: allocated (solid) vs deserved (dashed)")
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("share of cluster GPUs")
+    if queues:
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _png(fig, ax, empty=not queues)
+
+
+def cdf_plot(series: Mapping[str, Sequence[float]], *, title: str, xlabel: str) -> bytes:
+    """The empirical CDF of each entry's values (seconds), on a symmetric-log time axis because job
+    times span seconds to weeks."""
+    fig, ax = _figure()
+    cleaned = {k: np.sort(np.asarray(v, dtype=float)) for k, v in series.items()}
+    top = max((v[-1] for v in cleaned.values() if len(v)), default=0.0)
+    scale, unit = _time_unit(top)
+    for label, values in cleaned.items():
+        if len(values):
+            y = np.arange(1, len(values) + 1) / len(values)
+            ax.step(np.concatenate(([values[0]], values)) / scale, np.concatenate(([0.0], y)),
+                    where="post", label=f"{label} (n={len(values)})", linewidth=1.2)
+    ax.set_xscale("symlog", linthresh=max(1.0 / scale, 1e-3))
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title)
+    ax.set_xlabel(f"{xlabel} ({unit})")
+    ax.set_ylabel("fraction of jobs")
+    if any(len(v) for v in cleaned.values()):
+        ax.legend(fontsize="small", loc="lower right")
+    return _png(fig, ax, empty=not any(len(v) for v in cleaned.values()))
+
+
+def data_uri(png: bytes) -> str:
+    """A ``data:`` URI that embeds the PNG in an HTML page with no external file."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _utilisation(result: SimResult) -> Series:
+    return [s.time for s in result.cluster], [s.utilisation for s in result.cluster]
+
+
+def _values(result: SimResult, name: str) -> list[float]:
+    return [getattr(j, name) for j in result.jobs if getattr(j, name) is not None]
+
+
+def report_plots(result: SimResult, end: float | None = None) -> dict[str, bytes]:
+    """The plots of one run, file name -> PNG: utilisation and pending jobs over time, per-queue
+    allocated vs deserved share, and the CDFs of JCT and wait."""
+    queues: dict[str, tuple[list, list, list]] = {}
+    for sample in sorted(result.queues, key=lambda s: (s.queue, s.time)):
+        t, a, d = queues.setdefault(sample.queue, ([], [], []))
+        t.append(sample.time)
+        a.append(sample.allocated_share)
+        d.append(sample.deserved_share)
+    pending = {"pending": ([s.time for s in result.cluster], [s.pending_jobs for s in result.cluster]),
+               "running": ([s.time for s in result.cluster], [s.running_jobs for s in result.cluster])}
+    return {
+        "utilisation.png": step_plot({"": _utilisation(result)}, title="GPU utilisation",
+                                     ylabel="GPUs in use / GPUs", end=end, ylim=(0, 1.05)),
+        "pending.png": step_plot(pending, title="Jobs pending and running", ylabel="jobs", end=end),
+        "shares.png": share_plot(queues, end),
+        "jct_cdf.png": cdf_plot({"JCT": _values(result, "jct")}, title="Job completion time (CDF)",
+                                xlabel="submit to end"),
+        "wait_cdf.png": cdf_plot({"wait": _values(result, "wait")}, title="Wait (CDF)",
+                                 xlabel="submit to first start"),
+    }
+
+
+def comparison_plots(results: Mapping[str, SimResult],
+                     ends: Mapping[str, float] | None = None) -> dict[str, bytes]:
+    """Overlaid plots of several runs, one line per config: utilisation over time, JCT and wait CDFs.
+    Each run's utilisation holds until its own end (``ends``)."""
+    util = {name: _utilisation(r) for name, r in results.items()}
+    util_png = step_plot(util, title="GPU utilisation", ylabel="GPUs in use / GPUs", end=ends or None,
+                         ylim=(0, 1.05))
+    return {
+        "utilisation.png": util_png,
+        "jct_cdf.png": cdf_plot({n: _values(r, "jct") for n, r in results.items()},
+                                title="Job completion time (CDF)", xlabel="submit to end"),
+        "wait_cdf.png": cdf_plot({n: _values(r, "wait") for n, r in results.items()},
+                                 title="Wait (CDF)", xlabel="submit to first start"),
+    }

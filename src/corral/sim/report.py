@@ -1,0 +1,470 @@
+"""Metrics and report folders of simulation runs (SPEC.md §4: ``corral simulate`` and ``corral compare``).
+
+:func:`summarize` turns a :class:`~corral.sim.result.SimResult` into flat metrics; :func:`write_report`
+and :func:`write_comparison` write a report folder (JSON, CSV, PNG and one self-contained HTML page);
+:func:`summary_table` renders metrics for the terminal. Promises:
+
+* the same SimResult gives the same JSON and CSV bytes (summary floats are rounded to 6 significant
+  digits; records are written with Python's shortest round-trip float repr; in JSON a non-finite
+  number becomes ``null``, in CSV a missing value is an empty cell);
+* a report folder is written beside its destination and renamed into place at the end: a failure leaves
+  the previous report (or nothing) there, never half a report (SPEC.md §5: nothing already written is
+  lost). An unwritable destination is an :class:`~corral.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import html
+import json
+import math
+import operator
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+from rich.table import Table
+
+from corral.errors import InputError
+from corral.sim.plots import comparison_plots, data_uri, report_plots
+from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
+
+__all__ = ["METRICS", "run_end", "time_average", "summarize", "queue_summary", "format_metric",
+           "write_report", "write_comparison", "summary_table"]
+
+# metric key -> (label, kind); the kind decides how a value is shown to a person.
+METRICS: dict[str, tuple[str, str]] = {
+    "jobs_total": ("jobs", "count"),
+    "jobs_completed": ("completed", "count"),
+    "jobs_running": ("running at end", "count"),
+    "jobs_pending": ("pending at end", "count"),
+    "jobs_never_fits": ("never fit", "count"),
+    "jct_mean": ("JCT mean", "seconds"),
+    "jct_p50": ("JCT p50", "seconds"),
+    "jct_p95": ("JCT p95", "seconds"),
+    "jct_p99": ("JCT p99", "seconds"),
+    "wait_mean": ("wait mean", "seconds"),
+    "wait_p50": ("wait p50", "seconds"),
+    "wait_p95": ("wait p95", "seconds"),
+    "wait_p99": ("wait p99", "seconds"),
+    "makespan": ("makespan", "seconds"),
+    "gpu_utilisation": ("GPU utilisation", "fraction"),
+    "broken_gangs": ("broken gangs (restarts)", "count"),
+    "evictions": ("evictions", "count"),
+    "gpu_hours_lost": ("GPU-hours lost", "hours"),
+    "max_wait_largest_5pct": ("max wait, largest 5% of jobs", "seconds"),
+    "jain_fairness": ("Jain fairness across queues", "index"),
+}
+_JOB_FIELDS = [f.name for f in dataclasses.fields(JobRecord)]
+_QUEUE_FIELDS = [f.name for f in dataclasses.fields(QueueSample)]
+_CLUSTER_FIELDS = [f.name for f in dataclasses.fields(ClusterSample)]
+
+
+# ------------------------------------------------------------------------------------------- metrics
+
+def _sig(value: Any) -> Any:
+    """Round a float to 6 significant digits (stable JSON); ints, strings and None pass; non-finite
+    floats become None."""
+    if value is None or isinstance(value, (bool, int, str, np.integer)):
+        return int(value) if isinstance(value, np.integer) else value
+    value = float(value)
+    if not math.isfinite(value):
+        return None
+    return float(f"{value:.6g}") + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def run_end(result: SimResult) -> float:
+    """When the run ended: ``meta["end_time"]`` when set, else the latest time the result mentions."""
+    end = result.meta.get("end_time")
+    if isinstance(end, (int, float)) and not isinstance(end, bool) and math.isfinite(end):
+        return float(end)
+    times = [s.time for s in result.cluster] + [s.time for s in result.queues]
+    times += [j.end for j in result.jobs if j.end is not None] + [j.submit for j in result.jobs]
+    return max(times, default=0.0)
+
+
+def time_average(times: Sequence[float], values: Sequence[float], end: float | None) -> float | None:
+    """Mean of a step function: each sample holds until the next (of equal times the later wins), the
+    last until ``end``; averaged from the first sample to ``end``. None without samples; the last value
+    when the samples span no time."""
+    if len(times) == 0:
+        return None
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(t, kind="stable")
+    t, v = t[order], v[order]
+    stop = max(t[-1], end if end is not None else t[-1])
+    widths = np.diff(np.append(t, stop))
+    total = widths.sum()
+    if total <= 0:
+        return float(v[-1])
+    return float((widths * v).sum() / total)
+
+
+def _stats(values: list[float]) -> tuple[float | None, ...]:
+    """Mean, p50, p95, p99 (numpy's linear interpolation); all None for no values."""
+    if not values:
+        return None, None, None, None
+    array = np.asarray(values, dtype=float)
+    p50, p95, p99 = np.percentile(array, [50, 95, 99])
+    return float(array.mean()), float(p50), float(p95), float(p99)
+
+
+def _share_averages(result: SimResult, end: float) -> dict[str, tuple[float, float]]:
+    """Queue -> (time-averaged allocated share, time-averaged deserved share)."""
+    by_queue: dict[str, list[QueueSample]] = {}
+    for sample in result.queues:
+        by_queue.setdefault(sample.queue, []).append(sample)
+    out = {}
+    for queue, samples in sorted(by_queue.items()):
+        times = [s.time for s in samples]
+        out[queue] = (time_average(times, [s.allocated_share for s in samples], end),
+                      time_average(times, [s.deserved_share for s in samples], end))
+    return out
+
+
+def _jain(result: SimResult, end: float) -> float | None:
+    """Jain's index over queues with a positive (time-averaged) deserved share of x = allocated /
+    deserved: (sum x)^2 / (n * sum x^2), 1 when every queue gets the same fraction of what it deserves.
+    None when no queue deserves anything or no queue got anything."""
+    ratios = [a / d for a, d in _share_averages(result, end).values() if d and d > 0]
+    squares = sum(x * x for x in ratios)
+    if not ratios or squares <= 0:
+        return None
+    return sum(ratios) ** 2 / (len(ratios) * squares)
+
+
+def _max_wait_largest(jobs: list[JobRecord], end: float) -> float | None:
+    """Max wait over the 5% of jobs (at least one) with the most GPUs; a job tied with the smallest of
+    them is in too, so ties never decide membership. Jobs that never fit are left out (they are counted
+    apart, and would otherwise always be the largest); a job that never started waited until ``end``."""
+    population = [j for j in jobs if j.status != "never_fits"]
+    if not population:
+        return None
+    k = max(1, math.ceil(0.05 * len(population)))
+    threshold = sorted((j.gpus for j in population), reverse=True)[k - 1]
+    return max(j.wait if j.wait is not None else max(0.0, end - j.submit)
+               for j in population if j.gpus >= threshold)
+
+
+def summarize(result: SimResult) -> dict[str, int | float | None]:
+    """The run's metrics, keyed as :data:`METRICS` (in that order); floats rounded to 6 significant
+    digits, None where there is nothing to measure.
+
+    JCT and wait statistics cover the jobs that have them (completed jobs; started jobs for wait).
+    ``makespan`` is the last end minus the first submit. ``gpu_utilisation`` is the time-weighted mean
+    of the cluster samples (:func:`time_average` up to :func:`run_end`). ``broken_gangs`` sums the jobs'
+    restarts. ``max_wait_largest_5pct`` and ``jain_fairness`` are described at their helpers.
+    """
+    jobs = result.jobs
+    end = run_end(result)
+    status = [j.status for j in jobs]
+    jct = _stats([j.jct for j in jobs if j.jct is not None])
+    wait = _stats([j.wait for j in jobs if j.wait is not None])
+    ends = [j.end for j in jobs if j.end is not None]
+    makespan = max(ends) - min(j.submit for j in jobs) if ends else None
+    cluster = sorted(result.cluster, key=lambda s: s.time)
+    values = [len(jobs), status.count("completed"), status.count("running"), status.count("pending"),
+              status.count("never_fits"), *jct, *wait, makespan,
+              time_average([s.time for s in cluster], [s.utilisation for s in cluster], end),
+              sum(j.restarts for j in jobs), sum(j.evictions for j in jobs),
+              sum(j.gpu_hours_lost for j in jobs), _max_wait_largest(jobs, end), _jain(result, end)]
+    return {key: _sig(value) for key, value in zip(METRICS, values)}
+
+
+def queue_summary(result: SimResult) -> list[dict[str, Any]]:
+    """One row per queue (sorted by name): its jobs, how they fared, and its time-averaged shares."""
+    end = run_end(result)
+    shares = _share_averages(result, end)
+    by_queue: dict[str, list[JobRecord]] = {q: [] for q in shares}
+    for job in result.jobs:
+        by_queue.setdefault(job.queue, []).append(job)
+    rows = []
+    for queue, jobs in sorted(by_queue.items()):
+        allocated, deserved = shares.get(queue, (None, None))
+        jct = _stats([j.jct for j in jobs if j.jct is not None])
+        wait = _stats([j.wait for j in jobs if j.wait is not None])
+        row = {"queue": queue, "jobs": len(jobs),
+               "completed": sum(j.status == "completed" for j in jobs),
+               "pending": sum(j.status in ("pending", "never_fits") for j in jobs),
+               "jct_mean": jct[0], "wait_mean": wait[0], "wait_p95": wait[2],
+               "allocated_share": allocated, "deserved_share": deserved,
+               "share_ratio": allocated / deserved if allocated is not None and deserved else None,
+               "evictions": sum(j.evictions for j in jobs),
+               "gpu_hours_lost": sum(j.gpu_hours_lost for j in jobs)}
+        rows.append({k: _sig(v) for k, v in row.items()} | {"queue": queue})
+    return rows
+
+
+def format_metric(key: str, value: Any) -> str:
+    """A value for a person: counts with separators, times in s/min/h, fractions as percentages."""
+    if value is None:
+        return "—"
+    kind = METRICS.get(key, ("", "number"))[1]
+    if kind == "count":
+        return f"{int(value):,}"
+    if kind == "seconds":
+        seconds = float(value)
+        if abs(seconds) < 120:
+            return f"{seconds:.1f} s"
+        if abs(seconds) < 7200:
+            return f"{seconds / 60:.1f} min"
+        return f"{seconds / 3600:,.2f} h"
+    if kind == "fraction":
+        return f"{float(value):.1%}"
+    if kind == "hours":
+        return f"{float(value):,.2f} GPU-h"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+# -------------------------------------------------------------------------------------- file writers
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe copy: numpy scalars to Python, non-finite floats to None, paths and others to str."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return [_plain(v) for v in items]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    return str(value)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(_plain(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _write_records_json(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """A JSON array with one record per line: compact for 100,000 jobs, still diffable."""
+    lines = [_json_line(row) for row in rows]
+    path.write_text("[\n" + ",\n".join(lines) + ("\n" if lines else "") + "]\n", encoding="utf-8")
+
+
+def _json_line(row: Mapping[str, Any]) -> str:
+    try:  # records are plain numbers and strings: the fast path almost always holds
+        return json.dumps(row, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_plain(row), ensure_ascii=False, allow_nan=False)
+
+
+def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Any], *, records: bool = False) -> None:
+    """One line per row: mappings by key, or objects by attribute (``records``). None is an empty
+    cell; floats are written in Python's shortest round-trip form."""
+    get = (operator.attrgetter if records else operator.itemgetter)(*columns)
+    single = len(columns) == 1
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(((get(row),) if single else get(row)) for row in rows)
+
+
+def _atomic_folder(folder: str | Path, fill: Callable[[Path], None]) -> Path:
+    """Run ``fill`` on a fresh hidden sibling of ``folder``, then swap it into place: remove nothing
+    until the new report is complete, and restore the old one if the final rename fails."""
+    shown, folder = str(folder), Path(folder).resolve()  # resolve: "." has no name to rename
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise InputError("exists and is not a folder", file=shown)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+        try:
+            os.chmod(tmp, 0o755)
+            fill(tmp)
+            if folder.exists():
+                graveyard = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+                folder.rename(graveyard / "previous")
+                try:
+                    tmp.rename(folder)
+                except OSError:
+                    (graveyard / "previous").rename(folder)
+                    raise
+                shutil.rmtree(graveyard, ignore_errors=True)
+            else:
+                tmp.rename(folder)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    except OSError as exc:
+        raise InputError(f"cannot write report: {exc.strerror or exc}", file=shown) from None
+    return folder
+
+
+def _write_run(result: SimResult, folder: Path) -> dict[str, Any]:
+    """Every file of one run's report into an existing empty ``folder``; returns the summary."""
+    summary = summarize(result)
+    (folder / "summary.json").write_text(_json_text(summary), encoding="utf-8")
+    (folder / "meta.json").write_text(_json_text(result.meta), encoding="utf-8")
+    _write_csv(folder / "jobs.csv", _JOB_FIELDS, result.jobs, records=True)
+    _write_records_json(folder / "jobs.json", ({c: getattr(j, c) for c in _JOB_FIELDS}
+                                               for j in result.jobs))
+    _write_csv(folder / "queues.csv", _QUEUE_FIELDS, result.queues, records=True)
+    _write_csv(folder / "cluster.csv", _CLUSTER_FIELDS, result.cluster, records=True)
+    queues = queue_summary(result)
+    _write_csv(folder / "queue_summary.csv", list(_QUEUE_COLUMNS), queues)
+    plots = report_plots(result, run_end(result))
+    for name, png in plots.items():
+        (folder / name).write_bytes(png)
+    (folder / "index.html").write_text(_run_page(result, summary, queues, plots), encoding="utf-8")
+    return summary
+
+
+def write_report(result: SimResult, folder: str | Path) -> Path:
+    """Write one run's report folder and return its path. Files: ``summary.json`` (:func:`summarize`),
+    ``meta.json``, ``jobs.csv`` / ``jobs.json`` (one record per job), ``queues.csv`` (queue samples:
+    shares over time), ``cluster.csv`` (cluster samples: utilisation over time), ``queue_summary.csv``,
+    PNG plots (``utilisation``, ``pending``, ``shares``, ``jct_cdf``, ``wait_cdf``) and ``index.html``,
+    which embeds them and needs no other file. An existing folder is replaced only once the new report
+    is complete."""
+    return _atomic_folder(folder, lambda tmp: _write_run(result, tmp))
+
+
+_RESERVED = {"index.html", "comparison.json", "comparison.csv", "utilisation.png", "jct_cdf.png",
+             "wait_cdf.png"}
+
+
+def _folder_names(names: Iterable[str]) -> dict[str, str]:
+    """Config name -> a safe, unique subfolder name (letters, digits, ``._-``)."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "config"
+        candidate, n = slug, 2
+        while candidate.lower() in used or candidate.lower() in _RESERVED:
+            candidate, n = f"{slug}-{n}", n + 1
+        used.add(candidate.lower())
+        out[name] = candidate
+    return out
+
+
+def write_comparison(results: Mapping[str, SimResult], folder: str | Path) -> Path:
+    """Write a comparison of several configs run on the same workload: ``comparison.json`` and
+    ``comparison.csv`` (one row per config: ``config``, ``report`` subfolder, then every metric),
+    overlaid ``utilisation``/``jct_cdf``/``wait_cdf`` plots, ``index.html`` with the table side by side,
+    and each run's own report (as :func:`write_report`) in a subfolder named after its config. Written
+    atomically like :func:`write_report`. No results, or one that is not a SimResult, is an InputError.
+    """
+    if not results:
+        raise InputError("nothing to compare: no results", file=str(folder))
+    for name, result in results.items():
+        if not isinstance(result, SimResult):
+            raise InputError(f"expected a SimResult, got {type(result).__name__}", file=str(folder),
+                             obj=str(name))
+    subfolders = _folder_names(results)
+
+    def fill(tmp: Path) -> None:
+        rows = []
+        for name, result in results.items():
+            (tmp / subfolders[name]).mkdir()
+            rows.append({"config": name, "report": subfolders[name],
+                         **_write_run(result, tmp / subfolders[name])})
+        (tmp / "comparison.json").write_text(_json_text(rows), encoding="utf-8")
+        _write_csv(tmp / "comparison.csv", ["config", "report", *METRICS], rows)
+        plots = comparison_plots(results, {n: run_end(r) for n, r in results.items()})
+        for file_name, png in plots.items():
+            (tmp / file_name).write_bytes(png)
+        (tmp / "index.html").write_text(_comparison_page(rows, plots), encoding="utf-8")
+
+    return _atomic_folder(folder, fill)
+
+
+# -------------------------------------------------------------------------------------------- HTML
+
+_QUEUE_COLUMNS = {"queue": "queue", "jobs": "jobs", "completed": "completed", "pending": "pending",
+                  "jct_mean": "JCT mean", "wait_mean": "wait mean", "wait_p95": "wait p95",
+                  "allocated_share": "allocated share", "deserved_share": "deserved share",
+                  "share_ratio": "allocated / deserved", "evictions": "evictions",
+                  "gpu_hours_lost": "GPU-hours lost"}
+_QUEUE_KINDS = {"jobs": "jobs_total", "completed": "jobs_total", "pending": "jobs_total",
+                "jct_mean": "jct_mean", "wait_mean": "wait_mean", "wait_p95": "wait_mean",
+                "allocated_share": "gpu_utilisation", "deserved_share": "gpu_utilisation",
+                "share_ratio": "jain_fairness", "evictions": "evictions",
+                "gpu_hours_lost": "gpu_hours_lost"}
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}
+figure{display:inline-block;margin:.5em}img{max-width:100%;border:1px solid #eee}
+code{background:#f5f5f5;padding:0 .2em}"""
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>\n"
+                   for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
+
+
+def _figures(plots: Mapping[str, bytes]) -> str:
+    return "\n".join(f'<figure><img alt="{html.escape(name)}" src="{data_uri(png)}">'
+                     f"<figcaption>{html.escape(name)}</figcaption></figure>"
+                     for name, png in plots.items())
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
+            f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n")
+
+
+def _run_page(result: SimResult, summary: Mapping[str, Any], queues: list[dict[str, Any]],
+              plots: Mapping[str, bytes]) -> str:
+    config = result.meta.get("config") or result.meta.get("config_name") or ""
+    metrics = _table(["metric", "value"],
+                     [(METRICS[k][0], format_metric(k, v)) for k, v in summary.items()])
+    queue_rows = [[format_metric(_QUEUE_KINDS.get(c, ""), row[c]) for c in _QUEUE_COLUMNS]
+                  for row in queues]
+    meta = _table(["key", "value"], [(k, v if isinstance(v, str) else json.dumps(_plain(v)))
+                                     for k, v in result.meta.items()])
+    files = ", ".join(f'<a href="{n}"><code>{n}</code></a>' for n in
+                      ("summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv", "cluster.csv",
+                       "queue_summary.csv"))
+    body = (f"<h2>Summary</h2>{metrics}<h2>Plots</h2>{_figures(plots)}"
+            f"<h2>Queues</h2>{_table(list(_QUEUE_COLUMNS.values()), queue_rows)}"
+            f"<h2>Run</h2>{meta}<p>Data: {files}</p>")
+    return _page(f"corral simulation report{': ' + str(config) if config else ''}", body)
+
+
+def _comparison_page(rows: list[dict[str, Any]], plots: Mapping[str, bytes]) -> str:
+    headers = ["metric"] + [str(r["config"]) for r in rows]
+    table = _table(headers, [[label] + [format_metric(key, r[key]) for r in rows]
+                             for key, (label, _) in METRICS.items()])
+    links = "".join(f'<li><a href="{html.escape(r["report"])}/index.html">'
+                    f'{html.escape(str(r["config"]))}</a></li>' for r in rows)
+    body = (f"<h2>Metrics</h2>{table}<h2>Plots</h2>{_figures(plots)}"
+            f"<h2>Reports</h2><ul>{links}</ul>"
+            '<p>Data: <a href="comparison.csv"><code>comparison.csv</code></a>, '
+            '<a href="comparison.json"><code>comparison.json</code></a></p>')
+    return _page("corral comparison", body)
+
+
+# ------------------------------------------------------------------------------------------ terminal
+
+def summary_table(summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]],
+                  title: str | None = None) -> Table:
+    """A rich Table of one summary (metric, value) or of several (config -> summary: one column per
+    config, side by side). Unknown keys are shown after the known ones, formatted plainly."""
+    several = bool(summary) and all(isinstance(v, Mapping) for v in summary.values())
+    columns: dict[str, Mapping[str, Any]] = dict(summary) if several else {"value": summary}
+    table = Table(title=title)
+    table.add_column("metric")
+    for name in columns:
+        table.add_column(str(name), justify="right")
+    keys = [k for k in METRICS if any(k in s for s in columns.values())]
+    keys += sorted({k for s in columns.values() for k in s if k not in METRICS})
+    for key in keys:
+        label = METRICS.get(key, (key, ""))[0]
+        table.add_row(label, *(format_metric(key, s.get(key)) for s in columns.values()))
+    return table

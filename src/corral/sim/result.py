@@ -1,0 +1,71 @@
+"""The flat records a simulation produces (DESIGN.md convention 7: they load straight into a DataFrame).
+
+The engine fills a :class:`SimResult`; the report module reads it. Times are simulated seconds from the
+start of the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["JobRecord", "QueueSample", "ClusterSample", "SimResult"]
+
+
+@dataclass
+class JobRecord:
+    """What one job experienced. ``status`` is ``completed``, ``running``, ``pending`` (still waiting at
+    the end of the run) or ``never_fits`` (larger than the cluster or its queue could ever give).
+    ``wait`` is first start minus submit; ``jct`` is end minus submit; both ``None`` when not reached."""
+
+    job: str
+    queue: str
+    priority: int
+    pods: int
+    min_member: int
+    gpus: float
+    duration: float
+    submit: float
+    first_start: float | None = None
+    end: float | None = None
+    wait: float | None = None
+    jct: float | None = None
+    restarts: int = 0
+    evictions: int = 0
+    gpu_hours_lost: float = 0.0
+    status: str = "pending"
+
+
+@dataclass
+class QueueSample:
+    """One queue at one instant: GPUs allocated and its allocated and deserved shares of the cluster."""
+
+    time: float
+    queue: str
+    allocated_gpus: float
+    allocated_share: float
+    deserved_share: float
+    pending_jobs: int
+
+
+@dataclass
+class ClusterSample:
+    """The cluster at one instant."""
+
+    time: float
+    gpu_used: float
+    gpu_total: float
+    utilisation: float
+    pending_jobs: int
+    running_jobs: int
+
+
+@dataclass
+class SimResult:
+    """Everything one simulation run produced, plus what it was run on (``meta``: config name, cluster and
+    workload descriptions, simulated end time, wall time, event count, seed)."""
+
+    jobs: list[JobRecord] = field(default_factory=list)
+    queues: list[QueueSample] = field(default_factory=list)
+    cluster: list[ClusterSample] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)

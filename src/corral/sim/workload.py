@@ -1,0 +1,645 @@
+"""Workload loaders and generators: every one returns the jobs of a trace as :class:`JobSpec`.
+
+Promises shared by every loader here (SPEC.md §1.3):
+
+* the result is sorted by ``(submit, name)`` and re-based so that the first job submits at ``0.0``;
+* requests are plain base units (cpu cores, memory bytes, ``nvidia.com/gpu`` devices); a pod that asks
+  for no GPU carries no ``nvidia.com/gpu`` entry;
+* bad input is one :class:`~corral.errors.InputError` naming the file, the 1-based data row (the header
+  is not counted) and the column — never a traceback. A missing or unreadable file is an ``InputError``;
+* rows a loader deliberately leaves out are counted in :attr:`JobList.skipped` and logged.
+
+The schema of corral's own format, and what is taken from each public trace, is written up in
+``docs/traces.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, NoReturn
+
+import numpy as np
+import pandas as pd
+
+from corral.errors import InputError
+from corral.model.quantity import MILLI, parse_quantity
+from corral.sim.jobspec import GPU, JobSpec, RoleSpec
+
+__all__ = ["JobList", "SyntheticSpec", "CORRAL_COLUMNS", "load_trace", "load_corral_trace",
+           "load_philly", "load_alibaba", "synthetic", "filter_jobs", "scale_arrivals"]
+
+log = logging.getLogger(__name__)
+
+MIB = 2 ** 20
+GIB = 2 ** 30
+CORRAL_COLUMNS = ("name", "submit", "duration", "queue", "priority", "pods", "min_member", "gpu", "cpu",
+                  "memory", "topology_mode", "topology_tier")
+TOPOLOGY_MODES = ("hard", "soft")
+# Alibaba QoS class -> priority. Guaranteed is Kubernetes' strictest QoS class, so it ranks with LS.
+ALIBABA_PRIORITY = {"LS": 100, "Guaranteed": 100, "Burstable": 50, "BE": 0}
+_EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
+
+
+class JobList(list):
+    """A ``list[JobSpec]`` that also says which rows its loader left out.
+
+    ``skipped`` maps a reason (e.g. ``"duration <= 0"``) to the number of rows dropped for it; it is
+    empty when every row became a job.
+    """
+
+    def __init__(self, jobs: Iterable[JobSpec] = (), skipped: Mapping[str, int] | None = None) -> None:
+        super().__init__(jobs)
+        self.skipped: dict[str, int] = dict(skipped or {})
+
+
+# --------------------------------------------------------------------------------------------- tables
+
+class _Table:
+    """A trace read into a DataFrame, with the file name every error message needs."""
+
+    def __init__(self, frame: pd.DataFrame, path: str) -> None:
+        frame = frame.reset_index(drop=True)
+        frame.columns = [str(c).strip() for c in frame.columns]
+        self.frame = frame
+        self.path = path
+        self.rows = np.arange(1, len(frame) + 1)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def fail(self, index: int, column: str, message: str) -> NoReturn:
+        raise InputError(message, file=self.path, obj=f"row {int(self.rows[index])}", field=column)
+
+    def require(self, *columns: str) -> None:
+        missing = [c for c in columns if c not in self.frame.columns]
+        if missing:
+            raise InputError(f"missing required column {missing[0]!r} (the file has: "
+                             f"{', '.join(self.frame.columns) or 'no columns'})",
+                             file=self.path, field=missing[0])
+
+    def raw(self, index: int, column: str) -> Any:
+        return self.frame[column].iloc[index]
+
+    def blank(self, column: str) -> np.ndarray:
+        """True where a cell is empty (NaN, None or only whitespace)."""
+        series = self.frame[column]
+        mask = series.isna()
+        if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_datetime64_any_dtype(series)):
+            mask = mask | (series.astype(str).str.strip() == "")
+        return mask.to_numpy(dtype=bool)
+
+    def _floats(self, column: str) -> np.ndarray:
+        series = self.frame[column]
+        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            return np.array(series.to_numpy(dtype=float, na_value=np.nan))  # a writable copy
+        text = series.astype(str).str.strip()
+        return np.array(pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan))
+
+    def _check(self, column: str, blank: np.ndarray, bad: np.ndarray, default: Any, what: str) -> None:
+        """Fail on the first row that is blank without a default or bad."""
+        if default is None:
+            bad = bad | blank
+        if bad.any():
+            index = int(np.flatnonzero(bad)[0])
+            if blank[index]:
+                self.fail(index, column, "missing value")
+            self.fail(index, column, f"expected {what}, got {self.raw(index, column)!r}")
+
+    def number(self, column: str, *, default: Any = None, integer: bool = False,
+               low: float | None = None, low_open: bool = False, what: str = "a number") -> np.ndarray:
+        """The column as float64. ``default`` (a scalar or one value per row) fills blanks and a missing
+        column; ``None`` makes the column required. ``low`` is the least allowed value (excluded when
+        ``low_open``)."""
+        if column not in self.frame.columns:
+            if default is None:
+                self.require(column)
+            return np.array(np.broadcast_to(np.asarray(default, dtype=float), len(self)))
+        blank = self.blank(column)
+        values = self._floats(column)
+        with np.errstate(invalid="ignore"):
+            bad = ~blank & ~np.isfinite(values)
+            if integer:
+                bad |= ~blank & (values != np.floor(values))
+            if low is not None:
+                bad |= ~blank & ((values <= low) if low_open else (values < low))
+        self._check(column, blank, bad, default, what)
+        if default is not None and blank.any():
+            values = np.where(blank, np.asarray(default, dtype=float), values)
+        return values
+
+    def quantity(self, column: str, *, default: float, what: str) -> np.ndarray:
+        """A resource column in base units: numbers as they are, strings may carry a Kubernetes suffix
+        (``500m``, ``4Gi``)."""
+        if column not in self.frame.columns:
+            return np.full(len(self), float(default))
+        blank = self.blank(column)
+        values = self._floats(column)
+        todo = ~blank & np.isnan(values)
+        if todo.any():
+            text = self.frame[column].astype(str).str.strip()
+            parsed: dict[str, float] = {}
+            for index in np.flatnonzero(todo):
+                cell = text.iloc[index]
+                if cell not in parsed:
+                    try:
+                        parsed[cell] = parse_quantity(cell) / MILLI
+                    except InputError as exc:
+                        self.fail(int(index), column, exc.message)
+                values[index] = parsed[cell]
+        with np.errstate(invalid="ignore"):
+            bad = ~blank & (~np.isfinite(values) | (values < 0))
+        self._check(column, blank, bad, default, what)
+        return np.where(blank, float(default), values)
+
+    def seconds(self, column: str) -> np.ndarray:
+        """A required time column as seconds: plain numbers, or RFC 3339 / ``YYYY-MM-DD HH:MM:SS`` times
+        (naive times are UTC) converted to seconds since the epoch. One column is all one or the other."""
+        self.require(column)
+        series = self.frame[column]
+        blank = self.blank(column)
+        if pd.api.types.is_datetime64_any_dtype(series):
+            self._check(column, blank, np.zeros_like(blank), None, "a time")
+            stamps = series if series.dt.tz is not None else series.dt.tz_localize("UTC")
+            return (stamps - _EPOCH).dt.total_seconds().to_numpy(dtype=float)
+        values = self._floats(column)
+        if not np.isnan(values[~blank]).any():
+            what = "a finite number of seconds or a time"
+            self._check(column, blank, ~blank & ~np.isfinite(values), None, what)
+            return values
+        text = series.astype(str).str.strip()
+        stamps = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
+        bad = ~blank & stamps.isna().to_numpy(dtype=bool)
+        self._check(column, blank, bad, None, "seconds or a time (RFC 3339 or YYYY-MM-DD HH:MM:SS)")
+        return (stamps - _EPOCH).dt.total_seconds().to_numpy(dtype=float)
+
+    def text(self, column: str, default: str | None) -> np.ndarray:
+        """The column as stripped strings (an object array); blanks become ``default``."""
+        if column not in self.frame.columns:
+            if default is None:
+                self.require(column)
+            return np.full(len(self), default, dtype=object)
+        blank = self.blank(column)
+        self._check(column, blank, np.zeros_like(blank), default, "a value")
+        values = np.array(self.frame[column].astype(str).str.strip().to_numpy(dtype=object))
+        values[blank] = default
+        return values
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Drop the rows where ``mask`` is false, keeping their original row numbers for messages."""
+        self.frame = self.frame[mask].reset_index(drop=True)
+        self.rows = self.rows[mask]
+
+
+def _read_table(path: str | Path | _Table) -> _Table:
+    """Read a CSV (any compression pandas infers) or Parquet file; every cell of a CSV stays text so
+    that ids such as ``6214e9`` are not taken for numbers. A table already read passes through."""
+    if isinstance(path, _Table):
+        return path
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", file=str(path))
+    if not p.is_file():
+        raise InputError("not a file", file=str(path))
+    name = p.name.lower()
+    try:
+        if name.endswith((".parquet", ".pq")):
+            frame = pd.read_parquet(p)
+        elif ".csv" in name or name.endswith(".txt"):
+            frame = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True,
+                                encoding="utf-8-sig")
+        else:
+            raise InputError(f"unknown trace format {p.suffix!r} (expected .csv or .parquet)",
+                             file=str(path))
+    except (ValueError, OSError) as exc:  # pandas' and pyarrow's parse errors are ValueErrors
+        raise InputError(f"cannot read trace: {exc}", file=str(path)) from None
+    return _Table(frame, str(path))
+
+
+# ------------------------------------------------------------------------------------------ building
+
+def _role(count: int, gpu: float, cpu: float, memory: float, name: str = "") -> RoleSpec:
+    requests = {"cpu": cpu, "memory": memory}
+    if gpu > 0:
+        requests[GPU] = gpu
+    return RoleSpec(name=name, count=count, requests=requests)
+
+
+def _single_roles(pods: np.ndarray, gpu: np.ndarray, cpu: np.ndarray,
+                  memory: np.ndarray) -> list[tuple[RoleSpec, ...]]:
+    """One role of identical pods per row. Identical shapes share one (read-only) RoleSpec, which keeps
+    a trace of 100,000 jobs cheap to build and to hold."""
+    cache: dict[tuple, tuple[RoleSpec, ...]] = {}
+    out = []
+    for key in zip(pods.astype(int).tolist(), gpu.tolist(), cpu.tolist(), memory.tolist()):
+        roles = cache.get(key)
+        if roles is None:
+            roles = cache[key] = (_role(*key),)
+        out.append(roles)
+    return out
+
+
+def _assemble(table: _Table, names: np.ndarray, submit: np.ndarray, duration: np.ndarray,
+              queues: np.ndarray, priority: np.ndarray, roles: list, min_member: np.ndarray,
+              topology: list | None = None, skipped: Mapping[str, int] | None = None) -> JobList:
+    """Build the JobSpecs, re-based so the first submits at 0, sorted by (submit, name)."""
+    duplicated = pd.Series(names).duplicated().to_numpy()
+    if duplicated.any():
+        index = int(np.flatnonzero(duplicated)[0])
+        table.fail(index, "name", f"duplicate job name {names[index]!r}")
+    start = float(submit.min()) if len(submit) else 0.0
+    relative = (submit - start).tolist()
+    topology = topology if topology is not None else [None] * len(table)
+    jobs = [JobSpec(name=n, submit=s, duration=d, queue=q, roles=r, priority=p, min_member=m,
+                    topology=t, source=f"{table.path} row {row}")
+            for n, s, d, q, r, p, m, t, row in zip(
+                names.tolist(), relative, duration.tolist(), queues.tolist(), roles,
+                priority.astype(int).tolist(), min_member.astype(int).tolist(), topology,
+                table.rows.tolist())]
+    jobs.sort(key=lambda j: (j.submit, j.name))
+    for reason, count in (skipped or {}).items():
+        log.warning("%s: skipped %d row(s): %s", table.path, count, reason)
+    return JobList(jobs, skipped)
+
+
+def _default_names(table: _Table, prefix: str) -> np.ndarray:
+    names = table.text("name", "")
+    for index in np.flatnonzero(names == ""):
+        names[index] = f"{prefix}-{table.rows[index]}"
+    return names
+
+
+# --------------------------------------------------------------------------------------- corral schema
+
+def load_corral_trace(path: str | Path) -> list[JobSpec]:
+    """Load corral's own trace schema from CSV or Parquet (chosen by extension), one row per job.
+
+    Columns (only ``submit`` and ``duration`` are required; docs/traces.md has the table and an example):
+    ``name`` (default ``job-<row>``), ``submit`` (seconds, or RFC 3339 / ``YYYY-MM-DD HH:MM:SS``),
+    ``duration`` (seconds > 0), ``queue`` ("default"), ``priority`` (integer, 0), ``pods`` (integer >= 1,
+    1), ``min_member`` (integer 1..pods, default pods), ``gpu``, ``cpu``, ``memory`` (per pod; numbers
+    in devices, cores and bytes, or Kubernetes quantities such as ``500m`` and ``4Gi``; defaults 0, 1,
+    ``4Gi``), ``topology_mode`` (``hard``/``soft``; default ``hard`` when only a tier is given) and
+    ``topology_tier`` (integer >= 1; default 1 when only a mode is given). An unknown column is an error
+    (it is usually a misspelt one); a duplicate name is an error.
+    """
+    table = _read_table(path)
+    unknown = [c for c in table.frame.columns if c not in CORRAL_COLUMNS]
+    if unknown:
+        raise InputError(f"unknown column {unknown[0]!r} (allowed: {', '.join(CORRAL_COLUMNS)})",
+                         file=table.path, field=unknown[0])
+    table.require("submit", "duration")
+    names = _default_names(table, "job")
+    submit = table.seconds("submit")
+    duration = table.number("duration", low=0, low_open=True, what="a positive number of seconds")
+    queues = table.text("queue", "default")
+    priority = table.number("priority", default=0, integer=True, what="an integer")
+    pods = table.number("pods", default=1, integer=True, low=1, what="an integer >= 1")
+    min_member = table.number("min_member", default=pods, integer=True, low=1, what="an integer >= 1")
+    over = np.flatnonzero(min_member > pods)
+    if len(over):
+        table.fail(int(over[0]), "min_member",
+                   f"min_member {int(min_member[over[0]])} exceeds pods {int(pods[over[0]])}")
+    gpu = table.quantity("gpu", default=0.0, what="a non-negative number of GPUs")
+    cpu = table.quantity("cpu", default=1.0, what="a non-negative number of cores or a quantity")
+    memory = table.quantity("memory", default=4 * GIB, what="a non-negative quantity (bytes or 4Gi)")
+    roles = _single_roles(pods, gpu, cpu, memory)
+    return _assemble(table, names, submit, duration, queues, priority, roles, min_member,
+                     _topology(table))
+
+
+def _topology(table: _Table) -> list[tuple[str, int] | None]:
+    """Per row ``(mode, highest_tier)`` or None. Volcano's defaults fill a half-given constraint: mode
+    ``hard``, highestTierAllowed 1."""
+    has_mode = "topology_mode" in table.frame.columns
+    has_tier = "topology_tier" in table.frame.columns
+    if not (has_mode or has_tier):
+        return [None] * len(table)
+    modes = table.text("topology_mode", "") if has_mode else np.full(len(table), "", object)
+    tiers = table.number("topology_tier", default=0, integer=True, low=1,
+                         what="an integer tier >= 1") if has_tier else np.zeros(len(table))
+    tier_blank = table.blank("topology_tier") if has_tier else np.ones(len(table), bool)
+    out: list[tuple[str, int] | None] = []
+    for index, (mode, tier, no_tier) in enumerate(zip(modes.tolist(), tiers.tolist(), tier_blank)):
+        mode = mode.lower()
+        if mode and mode not in TOPOLOGY_MODES:
+            table.fail(index, "topology_mode", f"expected one of {', '.join(TOPOLOGY_MODES)}, got {mode!r}")
+        if not mode and no_tier:
+            out.append(None)
+        else:
+            out.append((mode or "hard", 1 if no_tier else int(tier)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- Philly
+
+def load_philly(path: str | Path, gpus_per_node: int = 8) -> list[JobSpec]:
+    """Load the Philly trace (columns ``timestamp, duration, num_gpus, gpu_time, cluster``).
+
+    Each row is one job in queue ``cluster`` (the virtual cluster id), priority 0, named
+    ``philly-<row>``. A job of at most ``gpus_per_node`` GPUs is one pod; a larger one is a rigid gang
+    (min_member = pods) of ``ceil(num_gpus / gpus_per_node)`` pods sharing the GPUs as evenly as
+    possible — 16 GPUs are 2 pods of 8, the trace's 12-GPU jobs are 2 pods of 6 (when the split is
+    uneven, the larger pods form role ``""`` and the smaller ones role ``"rest"``). Per pod, cpu is
+    4 cores and memory 32Gi per GPU, an assumption: the trace records neither. ``gpu_time`` is not
+    used (it is duration x num_gpus). A duration <= 0, a non-integer or non-positive ``num_gpus`` or a
+    malformed timestamp is an InputError naming the row: the published file (82,247 rows) has none, so
+    no row is ever skipped silently.
+    """
+    table = _read_table(path)
+    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
+        raise InputError(f"gpus_per_node must be a positive integer, got {gpus_per_node!r}",
+                         file=table.path, field="gpus_per_node")
+    table.require("timestamp", "duration", "num_gpus", "cluster")
+    submit = table.seconds("timestamp")
+    duration = table.number("duration", low=0, low_open=True, what="a positive number of seconds")
+    gpus = table.number("num_gpus", integer=True, low=1, what="an integer number of GPUs >= 1")
+    queues = table.text("cluster", None)
+    names = np.array([f"philly-{row}" for row in table.rows.tolist()], dtype=object)
+    sizes = gpus.astype(int).tolist()
+    shapes = {g: _philly_roles(g, gpus_per_node) for g in set(sizes)}
+    roles = [shapes[g] for g in sizes]
+    pods = np.array([sum(r.count for r in rs) for rs in roles], dtype=float)
+    return _assemble(table, names, submit, duration, queues, np.zeros(len(table)), roles, pods)
+
+
+def _philly_roles(gpus: int, per_node: int) -> tuple[RoleSpec, ...]:
+    pods = max(1, math.ceil(gpus / per_node))
+    base, extra = divmod(gpus, pods)
+    shape = lambda g: (float(g), 4.0 * g, 32.0 * GIB * g)  # noqa: E731 - gpu, cpu, memory of a pod
+    if extra == 0:
+        return (_role(pods, *shape(base)),)
+    return (_role(extra, *shape(base + 1)), _role(pods - extra, *shape(base), name="rest"))
+
+
+# ------------------------------------------------------------------------------------------ Alibaba
+
+def load_alibaba(path: str | Path) -> list[JobSpec]:
+    """Load an Alibaba GPU-2023 (openb) pod list: each row is a single-pod job.
+
+    ``submit`` = creation_time; ``duration`` = deletion_time - scheduled_time, or - creation_time when
+    scheduled_time is blank (pods still Pending when the trace was cut; their duration is then the time
+    they existed). Rows whose duration is <= 0 are skipped and counted in ``JobList.skipped`` (the
+    default list has 1 such row). Every phase (Running, Failed, ...) is kept. Per pod: cpu =
+    cpu_milli / 1000, memory = memory_mib MiB, gpu = num_gpu, except a GPU-sharing pod (num_gpu 1,
+    0 < gpu_milli < 1000) which asks for the fraction gpu_milli / 1000 of a device. Queue = ``qos``;
+    priority LS 100, Guaranteed 100, Burstable 50, BE 0, any other class 0. ``gpu_spec`` (GPU model
+    constraints) is not used. Files without times (``openb_pod_list_multigpu50.csv``) cannot be a
+    workload: their missing ``creation_time`` is an InputError.
+    """
+    table = _read_table(path)
+    table.require("creation_time", "deletion_time", "name", "cpu_milli", "memory_mib", "num_gpu", "qos")
+    created = table.number("creation_time", what="seconds")
+    deleted = table.number("deletion_time", what="seconds")
+    scheduled = table.number("scheduled_time", default=np.nan, what="seconds")
+    duration = deleted - np.where(np.isnan(scheduled), created, scheduled)
+    positive = duration > 0
+    skipped = {"duration <= 0": int((~positive).sum())} if not positive.all() else {}
+    table.keep(positive)
+    created, duration = created[positive], duration[positive]
+    cpu = table.number("cpu_milli", low=0, what="non-negative millicores") / 1000.0
+    memory = table.number("memory_mib", low=0, what="non-negative MiB") * MIB
+    gpus = table.number("num_gpu", integer=True, low=0, what="an integer number of GPUs >= 0")
+    milli = table.number("gpu_milli", default=gpus * 1000, low=0, what="non-negative GPU millis")
+    sharing = (gpus == 1) & (milli > 0) & (milli < 1000)
+    gpu = np.where(sharing, milli / 1000.0, gpus)
+    queues = table.text("qos", None)
+    priority = np.array([ALIBABA_PRIORITY.get(q, 0) for q in queues.tolist()], dtype=float)
+    names = _default_names(table, "pod")
+    roles = _single_roles(np.ones(len(table)), gpu, cpu, memory)
+    return _assemble(table, names, created, duration, queues, priority, roles, np.ones(len(table)),
+                     skipped=skipped)
+
+
+def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
+    """Load any supported trace. ``kind`` is ``corral``, ``philly`` or ``alibaba``; ``None`` picks by
+    the header: ``timestamp``+``num_gpus``+``cluster`` is Philly, ``creation_time``+``num_gpu`` is
+    Alibaba, anything else corral's schema."""
+    loaders = {"corral": load_corral_trace, "philly": load_philly, "alibaba": load_alibaba}
+    if kind is None:
+        path = _read_table(path)  # read once; the loader takes the table as it is
+        columns = set(path.frame.columns)
+        if {"timestamp", "num_gpus", "cluster"} <= columns:
+            kind = "philly"
+        elif {"creation_time", "num_gpu"} <= columns:
+            kind = "alibaba"
+        else:
+            kind = "corral"
+    if kind not in loaders:
+        raise InputError(f"unknown trace kind {kind!r} (allowed: {', '.join(loaders)})",
+                         file=str(path), field="kind")
+    return loaders[kind](path)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------- synthetic
+
+def _weights(name: str, value: Any, key: Any) -> dict:
+    """A non-empty mapping of choice -> non-negative weight with a positive sum. ``key`` converts a
+    choice (config files may write ``"16": 0.05``) and raises ValueError on a bad one. Keys are sorted
+    so that the order a config file lists them in never changes the draws."""
+    if not isinstance(value, Mapping) or not value:
+        raise InputError(f"expected a non-empty mapping of choice -> weight, got {value!r}",
+                         obj="synthetic workload", field=name)
+    out = {}
+    for choice, weight in value.items():
+        try:
+            k, w = key(choice), float(weight)
+        except (TypeError, ValueError):
+            raise InputError(f"bad entry {choice!r}: {weight!r}", obj="synthetic workload",
+                             field=name) from None
+        if not (w >= 0 and math.isfinite(w)):
+            raise InputError(f"weight of {choice!r} must be a number >= 0, got {weight!r}",
+                             obj="synthetic workload", field=name)
+        out[k] = w
+    if sum(out.values()) <= 0:
+        raise InputError("weights must not all be zero", obj="synthetic workload", field=name)
+    return dict(sorted(out.items()))
+
+
+def _number(value: Any, low: float, high: float = math.inf, *, open_low: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(value)
+    number = float(value)
+    if not (low < number if open_low else low <= number) or not number <= high or number == math.inf:
+        raise ValueError(value)
+    return number
+
+
+def _integer(value: Any, low: float = -math.inf) -> int:
+    number = _number(value, low)
+    if number != int(number):
+        raise ValueError(value)
+    return int(number)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(value)
+    return value
+
+
+def _memory(value: Any) -> float:
+    if isinstance(value, str) and not value.strip().replace(".", "", 1).isdigit():
+        return parse_quantity(value) / MILLI
+    return _number(value, 0)
+
+
+_positive = lambda v: _number(v, 0, open_low=True)  # noqa: E731
+_KEYS = {"gang_sizes": lambda v: _integer(v, 1), "gpus_per_pod": _positive, "queues": str,
+         "priorities": _integer}
+# field -> (converter raising ValueError or InputError, what the field must be)
+_SCALARS = {
+    "n_jobs": (lambda v: _integer(v, 1), "an integer >= 1"),
+    "arrival_rate": (_positive, "a positive number (jobs per second)"),
+    "duration_median": (_positive, "a positive number of seconds"),
+    "duration_sigma": (lambda v: _number(v, 0), "a number >= 0"),
+    "duration_min": (_positive, "a positive number of seconds"),
+    "duration_max": (_positive, "a positive number of seconds"),
+    "cpu_per_gpu": (lambda v: _number(v, 0), "a number of cores >= 0"),
+    "memory_per_gpu": (_memory, "bytes or a quantity such as 32Gi"),
+    "topology_fraction": (lambda v: _number(v, 0, 1), "a fraction in [0, 1]"),
+    "topology_mode": (lambda v: TOPOLOGY_MODES[TOPOLOGY_MODES.index(v)], "hard or soft"),
+    "topology_tier": (lambda v: _integer(v, 1), "an integer >= 1"),
+    "name_prefix": (_text, "a non-empty string"),
+}
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """What :func:`synthetic` generates. Weights need not sum to 1 (they are normalised).
+
+    Arrivals are a Poisson process of ``arrival_rate`` jobs per second. A job is a rigid gang of
+    ``gang_sizes`` pods (pods -> weight), each pod with ``gpus_per_pod`` GPUs (GPUs -> weight, a
+    fraction below 1 is a GPU-sharing pod), ``cpu_per_gpu`` cores and ``memory_per_gpu`` bytes per GPU.
+    Durations are lognormal with median ``duration_median`` seconds and shape ``duration_sigma``,
+    clipped to [``duration_min``, ``duration_max``] and rounded to whole seconds. A fraction
+    ``topology_fraction`` of the multi-pod gangs carries the constraint (``topology_mode``,
+    ``topology_tier``).
+    """
+
+    n_jobs: int = 200
+    arrival_rate: float = 1 / 120
+    gang_sizes: Mapping[int, float] = field(default_factory=lambda: {1: .5, 2: .2, 4: .15, 8: .1, 16: .05})
+    gpus_per_pod: Mapping[float, float] = field(default_factory=lambda: {1: .3, 2: .15, 4: .2, 8: .35})
+    duration_median: float = 1800.0
+    duration_sigma: float = 1.0
+    duration_min: float = 60.0
+    duration_max: float = 86400.0
+    queues: Mapping[str, float] = field(default_factory=lambda: {"default": 1.0})
+    priorities: Mapping[int, float] = field(default_factory=lambda: {0: 1.0})
+    cpu_per_gpu: float = 4.0
+    memory_per_gpu: float = 32.0 * GIB
+    topology_fraction: float = 0.0
+    topology_mode: str = "hard"
+    topology_tier: int = 1
+    name_prefix: str = "job"
+
+    def __post_init__(self) -> None:
+        for name, (convert, what) in _SCALARS.items():
+            value = getattr(self, name)
+            try:
+                object.__setattr__(self, name, convert(value))
+            except (TypeError, ValueError, InputError):
+                raise InputError(f"expected {what}, got {value!r}", obj="synthetic workload",
+                                 field=name) from None
+        if self.duration_min > self.duration_max:
+            raise InputError(f"{self.duration_min} exceeds duration_max {self.duration_max}",
+                             obj="synthetic workload", field="duration_min")
+        for name, key in _KEYS.items():
+            object.__setattr__(self, name, _weights(name, getattr(self, name), key))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "SyntheticSpec":
+        """Build from a config mapping; an unknown key is an InputError naming it and the allowed keys."""
+        if not isinstance(values, Mapping):
+            raise InputError(f"expected a mapping, got {type(values).__name__}", obj="synthetic workload")
+        allowed = [f.name for f in fields(cls)]
+        for key in values:
+            if key not in allowed:
+                raise InputError(f"unknown key {key!r} (allowed: {', '.join(allowed)})",
+                                 obj="synthetic workload", field=str(key))
+        return cls(**values)
+
+
+def synthetic(seed: int | np.random.Generator, spec: SyntheticSpec | None = None,
+              **overrides: Any) -> list[JobSpec]:
+    """Generate a seeded synthetic workload (DESIGN.md convention 6: every draw comes from
+    ``numpy.random.default_rng(seed)``, or the Generator passed in). ``overrides`` are SyntheticSpec
+    fields, validated like :meth:`SyntheticSpec.from_mapping`. The same seed and spec give the same
+    list, job for job. Jobs are named ``<prefix>-<index>`` with zero-padded indices in submit order.
+    """
+    base = {f.name: getattr(spec, f.name) for f in fields(SyntheticSpec)} if spec else {}
+    spec = SyntheticSpec.from_mapping({**base, **overrides}) if overrides or spec is None else spec
+    if not isinstance(seed, np.random.Generator):
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InputError(f"expected an integer >= 0, got {seed!r}", obj="synthetic workload",
+                             field="seed")
+        seed = np.random.default_rng(seed)
+    rng, n = seed, spec.n_jobs
+
+    def pick(weights: Mapping) -> np.ndarray:
+        keys = list(weights)
+        p = np.array(list(weights.values()), dtype=float)
+        return np.array(keys, dtype=object)[rng.choice(len(keys), size=n, p=p / p.sum())]
+
+    gaps = rng.exponential(1.0 / spec.arrival_rate, size=n)
+    submit = np.round(np.concatenate(([0.0], np.cumsum(gaps[1:]))), 3)
+    pods = pick(spec.gang_sizes)
+    per_pod = pick(spec.gpus_per_pod)
+    duration = rng.lognormal(math.log(spec.duration_median), spec.duration_sigma, size=n)
+    duration = np.maximum(1.0, np.round(np.clip(duration, spec.duration_min, spec.duration_max)))
+    queues = pick(spec.queues)
+    priority = pick(spec.priorities)
+    constrained = rng.random(n) < spec.topology_fraction
+    width = len(str(n - 1))
+    jobs = []
+    for i in range(n):
+        g = float(per_pod[i])
+        role = _role(int(pods[i]), g, spec.cpu_per_gpu * g, spec.memory_per_gpu * g)
+        topology = (spec.topology_mode, spec.topology_tier) if constrained[i] and pods[i] > 1 else None
+        jobs.append(JobSpec(name=f"{spec.name_prefix}-{i:0{width}d}", submit=float(submit[i]),
+                            duration=float(duration[i]), queue=str(queues[i]), roles=(role,),
+                            priority=int(priority[i]), min_member=int(pods[i]), topology=topology,
+                            source=f"synthetic job {i}"))
+    jobs.sort(key=lambda j: (j.submit, j.name))
+    return JobList(jobs)
+
+
+# ----------------------------------------------------------------------------------------- shaping
+
+def filter_jobs(jobs: Iterable[JobSpec], start: float | None = None, end: float | None = None,
+                queues: Iterable[str] | None = None) -> list[JobSpec]:
+    """Keep the jobs with ``start <= submit < end`` (seconds on the trace's re-based clock) and, when
+    ``queues`` is given, in one of those queues; then re-base so the first kept job submits at 0 (a
+    window is simulated as a workload of its own). A queue that no job uses, or an empty window
+    (``end <= start``), is an InputError: both are almost always a typo.
+    """
+    skipped = getattr(jobs, "skipped", None)
+    jobs = list(jobs)
+    if start is not None and end is not None and end <= start:
+        raise InputError(f"empty window: end {end} <= start {start}", obj="workload filter", field="end")
+    wanted = None
+    if queues is not None:
+        wanted = {str(q) for q in queues}
+        present = {j.queue for j in jobs}
+        for queue in sorted(wanted - present):
+            raise InputError(f"no job is in queue {queue!r} (queues: {', '.join(sorted(present))})",
+                             obj="workload filter", field="queues")
+    kept = [j for j in jobs
+            if (start is None or j.submit >= start) and (end is None or j.submit < end)
+            and (wanted is None or j.queue in wanted)]
+    origin = min((j.submit for j in kept), default=0.0)
+    kept = [replace(j, submit=j.submit - origin) if origin else j for j in kept]
+    kept.sort(key=lambda j: (j.submit, j.name))
+    return JobList(kept, skipped)
+
+
+def scale_arrivals(jobs: Iterable[JobSpec], factor: float) -> list[JobSpec]:
+    """Multiply every submit time by ``factor`` (< 1 packs arrivals closer: more load; > 1 spreads
+    them). Durations are unchanged. ``factor`` must be a finite number > 0, else InputError."""
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor < math.inf):
+        raise InputError(f"expected a positive number, got {factor!r}", obj="arrival scaling",
+                         field="factor")
+    return JobList([replace(j, submit=j.submit * factor) for j in jobs], getattr(jobs, "skipped", None))
