@@ -1,0 +1,154 @@
+"""``allocate`` (SPEC.md §3.1, Volcano ``actions/allocate``).
+
+Queues in QueueOrder (an Overused queue is skipped for the rest of the cycle), one job at a time from
+the chosen queue in JobOrder, its waiting tasks in TaskOrder; each task goes to the best feasible node
+(``placement.best_node``), onto capacity being released (a pipeline) when nothing is free now. The job's
+Statement is committed when JobReady, kept applied but uncommitted when only JobPipelined (the held
+placement is nominated when the session closes, so it persists), and discarded otherwise. A task that
+fits nowhere ends the job's attempt, as in Volcano.
+
+Jobs with a topology constraint ask the session for their gang search space (seed 000, SPEC.md §3.3);
+each domain is tried in order inside a save/restore and the first where the gang becomes ready (or,
+failing that, pipelined) wins. No topology logic lives here beyond that.
+
+When enqueue is not among the configured actions, Pending podgroups are treated as admitted. A job that
+becomes ready gets the ``kai.scheduler/last-start-timestamp`` annotation (seed 002), which appears in the
+decisions as a podgroup update.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import numpy as np
+
+from corral.actions.placement import best_node, no_fit_reason
+from corral.framework.extension import Purpose
+from corral.framework.plugin import Action
+from corral.framework.session import PENDING_LIKE, Session
+from corral.framework.statement import Statement
+from corral.manifests.fields import format_time
+from corral.model import Job, PodGroupPhase, Task
+
+__all__ = ["AllocateAction", "LAST_START", "waiting_tasks", "schedulable_jobs"]
+
+LAST_START = "kai.scheduler/last-start-timestamp"
+
+
+def waiting_tasks(job: Job) -> list[Task]:
+    return [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
+
+
+def schedulable_jobs(session: Session) -> list[Job]:
+    """Jobs with waiting pods that may be scheduled this cycle; the others get their reason."""
+    admit_all = "enqueue" not in session.actions
+    out = []
+    for uid in sorted(session.cluster.jobs):
+        job = session.cluster.jobs[uid]
+        if not waiting_tasks(job):
+            continue
+        if job.phase is PodGroupPhase.PENDING and not admit_all:
+            session.reasons.setdefault(job.uid, "podgroup not yet admitted (Pending): enqueue has not "
+                                                "admitted it")
+            continue
+        reason = session.job_valid(job) or session.gang_predicate(job)
+        if reason:
+            session.unschedulable(job, reason)
+            continue
+        queue = session.cluster.queues.get(job.queue)
+        if queue is None or not queue.open:
+            session.unschedulable(job, f"queue {job.queue!r} is closed")
+            continue
+        out.append(job)
+    return out
+
+
+class AllocateAction(Action):
+    name = "allocate"
+
+    def execute(self, session: Session) -> None:
+        queues = session.cluster.queues
+        by_queue: dict[str, list] = {}
+        job_key = session.job_key()
+        seq = itertools.count()
+        for job in schedulable_jobs(session):
+            heapq.heappush(by_queue.setdefault(job.queue, []), (job_key(job), next(seq), job))
+        queue_key = session.queue_key()
+        while by_queue:
+            name = min(by_queue, key=lambda n: queue_key(queues[n]))
+            queue = queues[name]
+            if session.overused(queue):
+                for _, _, job in by_queue.pop(name):
+                    session.unschedulable(job, f"queue {name!r} already holds its deserved share")
+                continue
+            _, _, job = heapq.heappop(by_queue[name])
+            if not by_queue[name]:
+                del by_queue[name]
+            self.place_job(session, job)
+
+    # -- one job ---------------------------------------------------------------------------------
+    def place_job(self, session: Session, job: Job) -> None:
+        was_ready = session.job_ready(job)
+        tasks = sorted(waiting_tasks(job), key=session.task_key())
+        stmt = session.statement()
+        domains = [None]
+        if job.topology_mode:
+            domains = [d.mask for d in session.gang_search_space(job, Purpose.ALLOCATE)]
+        if len(domains) == 1:
+            reason = self.place_tasks(session, job, tasks, stmt, domains[0])
+        else:
+            reason = self.place_in_domains(session, job, tasks, stmt, domains)
+        self.finish(session, job, stmt, was_ready, reason)
+
+    def place_in_domains(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
+                         domains: list) -> str:
+        """Try each domain in order (save/restore); keep the first where the gang is ready, else the
+        first where it is pipelined."""
+        reason, fallback = "", None
+        for mask in domains:
+            mark = stmt.save()
+            reason = self.place_tasks(session, job, tasks, stmt, mask)
+            if session.job_ready(job):
+                return ""
+            if fallback is None and session.job_pipelined(job):
+                fallback = mask
+            stmt.restore(mark)
+        if fallback is not None:
+            self.place_tasks(session, job, tasks, stmt, fallback)
+        return reason or "no topology domain can hold the gang"
+
+    def place_tasks(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
+                    domain: np.ndarray | None) -> str:
+        queue = session.cluster.queues[job.queue]
+        placed = job.ready_count()
+        for task in tasks:
+            if task.status not in PENDING_LIKE:
+                continue
+            if not session.allocatable(queue, task):
+                return (f"{placed} of {job.min_member} pods placed; queue {job.queue!r} would exceed its "
+                        f"capability with pod {task.name}")
+            row, pipelined = best_node(session, task, domain)
+            if row < 0:
+                return no_fit_reason(session, job, task, placed, domain)
+            if pipelined:
+                stmt.pipeline(task, row)
+            else:
+                stmt.allocate(task, row)
+            placed += 1
+        return ""
+
+    def finish(self, session: Session, job: Job, stmt: Statement, was_ready: bool, reason: str) -> None:
+        if session.job_ready(job):
+            stmt.commit()
+            if not was_ready:
+                job.phase = PodGroupPhase.RUNNING
+                session.annotate(job, LAST_START, format_time(session.now))
+        elif session.job_pipelined(job) and stmt.ops:
+            session.keep(stmt)
+            session.unschedulable(job, "waiting for resources being released; placement held as "
+                                       "nominations" + (f" ({reason})" if reason else ""))
+        else:
+            stmt.discard()
+            session.unschedulable(job, reason or f"gang not ready: {job.ready_count()} of "
+                                                 f"{job.min_member} pods can be placed")

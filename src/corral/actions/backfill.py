@@ -1,0 +1,36 @@
+"""``backfill`` (SPEC.md §3.1, Volcano ``actions/backfill``): best-effort pods — pods that request no
+resources besides their pod slot — go onto the best feasible node with a free pod slot, one at a time;
+each is committed on its own (a best-effort pod is never part of a gang's minimum)."""
+
+from __future__ import annotations
+
+from corral.actions.placement import no_fit_reason, pick
+from corral.framework.plugin import Action
+from corral.framework.session import PENDING_LIKE, Session
+from corral.model import PodGroupPhase
+
+__all__ = ["BackfillAction"]
+
+
+class BackfillAction(Action):
+    name = "backfill"
+
+    def execute(self, session: Session) -> None:
+        cluster = session.cluster
+        admit_all = "enqueue" not in session.actions
+        for uid in sorted(cluster.jobs):
+            job = cluster.jobs[uid]
+            tasks = [t for t in job.tasks if t.best_effort and t.managed and t.status in PENDING_LIKE]
+            if not tasks or (job.phase is PodGroupPhase.PENDING and not admit_all and not job.synthetic):
+                continue
+            if session.job_valid(job):
+                session.unschedulable(job, session.job_valid(job) or "")
+                continue
+            for task in sorted(tasks, key=session.task_key()):
+                row = pick(session, task, session.predicate(task) & session.fits(task))
+                if row < 0:
+                    session.unschedulable(job, no_fit_reason(session, job, task, job.ready_count()))
+                    break
+                with session.statement() as stmt:
+                    stmt.allocate(task, row)
+                    stmt.commit()

@@ -1,0 +1,80 @@
+"""Placing one task: the feasible nodes, the best of them, and a reason a person can act on when there
+is none. Shared by allocate, backfill and the eviction actions (vectorised over all nodes, DESIGN.md
+convention 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corral.framework.session import Session
+from corral.model import Job, Task
+from corral.model.quantity import format_quantity
+from corral.model.resources import EPS, PODS
+
+__all__ = ["best_node", "no_fit_reason", "pick"]
+
+
+def pick(session: Session, task: Task, mask: np.ndarray) -> int:
+    """The best node row in ``mask`` by the summed NodeOrder scores; ties go to the lowest row (name)."""
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return -1
+    if rows.size == 1:
+        return int(rows[0])
+    scores = session.node_scores(task, rows)
+    return int(rows[int(np.argmax(scores))])
+
+
+def best_node(session: Session, task: Task, domain: np.ndarray | None = None) -> tuple[int, bool]:
+    """``(row, pipelined)``: where ``task`` goes now, or failing that onto capacity being released;
+    ``(-1, False)`` when nowhere. A task nominated by an earlier cycle keeps its node when it fits there."""
+    feasible = session.predicate(task)
+    if domain is not None:
+        feasible = feasible & domain
+    now = feasible & session.fits(task)
+    nominated = task.nominated
+    if nominated >= 0 and now[nominated]:
+        return nominated, False
+    row = pick(session, task, now)
+    if row >= 0:
+        return row, False
+    later = feasible & session.fits(task, future=True)
+    if nominated >= 0 and later[nominated]:
+        return nominated, True
+    row = pick(session, task, later)
+    return row, row >= 0
+
+
+def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: np.ndarray | None = None) -> str:
+    """Why ``task`` fits nowhere, in words: the predicate that ruled nodes out, or the resource that
+    is short, with the largest amount free and where ("needs 8 nvidia.com/gpu on one node; largest free
+    is 4 on node-17")."""
+    nodes = session.cluster.nodes
+    head = f"{placed} of {job.min_member} pods placed; pod {task.name}"
+    feasible = session.predicate(task)
+    if domain is not None:
+        feasible = feasible & domain
+    if not feasible.any():
+        counts = []
+        for mask, why in session.explain(task):
+            n = int(np.count_nonzero(mask))
+            if n:
+                counts.append(f"{n} {why}")
+        if domain is not None:
+            outside = int(np.count_nonzero(~domain))
+            if outside:
+                counts.append(f"{outside} node(s) outside the topology domain")
+        return f"{head}: 0/{len(nodes)} nodes are available: " + "; ".join(counts)
+    res = session.cluster.resources
+    cols = np.flatnonzero(task.request)
+    free = session.free(task, future=True)
+    short_by = ((free < task.request[cols] - EPS) & feasible[:, None]).sum(axis=0)
+    worst = int(np.argmax(short_by))
+    col = int(cols[worst])
+    name = res.names[col]
+    rows = np.flatnonzero(feasible)
+    best = int(rows[int(np.argmax(free[rows, worst]))])
+    amount = max(float(free[best, worst]), 0.0)
+    unit = "pod slots" if name == PODS else name
+    return (f"{head} needs {format_quantity(task.request[col], name)} {unit} on one node; largest free is "
+            f"{format_quantity(amount, name)} on {nodes.names[best]}")

@@ -1,0 +1,142 @@
+"""``corral``: the command line (SPEC.md §4).
+
+Commands: ``schedule`` (cycles over a snapshot, printing decisions), ``validate`` (check input only),
+``simulate`` and ``compare`` (the trace-driven simulator, :mod:`corral.sim.commands`). Every
+:class:`~corral.errors.CorralError` becomes one line on stderr and its exit code (2 for bad input, 1 for
+an internal fault); any other exception is an internal error, exit 1, one line, no traceback (set
+``CORRAL_DEBUG=1`` to see it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from corral.errors import CorralError, InputError
+from corral.framework.config import Config, load_config_file
+from corral.framework.cycle import apply_decisions, run_cycle
+from corral.framework.decisions import Decisions
+from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
+from corral.manifests.fields import parse_time
+from corral.registry import REGISTRY, default_config
+
+__all__ = ["app", "main", "schedule_snapshot"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="corral: a gang-aware batch scheduler for GPU clusters.")
+
+EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"
+
+
+def _fail(exc: BaseException) -> None:
+    if isinstance(exc, CorralError):
+        typer.echo(f"error: {exc.describe()}", err=True)
+        raise typer.Exit(exc.exit_code)
+    if os.environ.get("CORRAL_DEBUG"):
+        raise exc
+    typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+    raise typer.Exit(1)
+
+
+def _config(path: Optional[Path]) -> Config:
+    return default_config() if path is None else load_config_file(path, REGISTRY)
+
+
+def _now(text: Optional[str]) -> float:
+    if text is None:
+        return float(int(time.time()))
+    try:
+        return parse_time(text)
+    except Exception:
+        raise InputError(f"expected an RFC 3339 time such as 2026-01-01T00:00:00Z, got {text!r}",
+                         field="--now") from None
+
+
+def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int = 1, period: float = 1.0,
+                      schedulers: tuple[str, ...] = DEFAULT_SCHEDULERS) -> Decisions:
+    """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
+    nominations and podgroup updates persist (SPEC.md §4)."""
+    cluster = load_snapshot(paths, schedulers)
+    out = Decisions()
+    for c in range(1, cycles + 1):
+        decisions = run_cycle(cluster, config, REGISTRY, now, c)
+        out.extend(decisions)
+        apply_decisions(cluster, decisions, now)
+        now += period
+    return out
+
+
+@app.command()
+def schedule(
+    snapshot: List[Path] = typer.Argument(None, help="snapshot files or directories (default: built-in example)"),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+    now: Optional[str] = typer.Option(None, "--now", help="fix the clock (RFC 3339)"),
+    cycles: int = typer.Option(1, "--cycles", min=1, help="number of cycles to run"),
+    period: float = typer.Option(1.0, "--period", min=0.0, help="seconds between cycles"),
+    output: str = typer.Option("table", "--output", "-o", help="json or table"),
+    scheduler_name: List[str] = typer.Option(None, "--scheduler-name",
+                                             help="schedulerName values corral owns (repeatable)"),
+) -> None:
+    """Run scheduling cycles over a Kubernetes snapshot and print the decisions."""
+    try:
+        if output not in ("json", "table"):
+            raise InputError(f"expected json or table, got {output!r}", field="--output")
+        paths = list(snapshot) if snapshot else [EXAMPLE]
+        names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+        decisions = schedule_snapshot(paths, _config(config), _now(now), cycles, period, names)
+    except typer.Exit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        _fail(exc)
+        return
+    if output == "json":
+        sys.stdout.write(json.dumps(decisions.to_json(cycles), indent=1) + "\n")
+    else:
+        from corral.tables import print_decisions
+        print_decisions(decisions, cycles)
+
+
+@app.command()
+def validate(
+    snapshot: List[Path] = typer.Argument(..., help="snapshot files or directories"),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+) -> None:
+    """Check a snapshot (and a configuration) without scheduling."""
+    try:
+        cfg = _config(config)
+        cluster = load_snapshot(list(snapshot))
+    except BaseException as exc:  # noqa: BLE001
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        _fail(exc)
+        return
+    invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
+    typer.echo(f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
+               f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
+               f"hypernodes; config {cfg.source}"
+               + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else ""))
+
+
+def _register_sim() -> None:
+    try:
+        from corral.sim.commands import register
+    except ModuleNotFoundError as exc:   # the simulator package is optional only while it is being built
+        if exc.name != "corral.sim.commands":
+            raise
+        return
+    register(app)
+
+
+_register_sim()
+
+
+def main() -> None:
+    app()

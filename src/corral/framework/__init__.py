@@ -1,0 +1,12 @@
+"""The scheduling framework: Session, Statement, extension points, configuration, decisions."""
+
+from corral.framework.config import Config, load_config_file, parse_config
+from corral.framework.cycle import apply_decisions, run_cycle
+from corral.framework.decisions import Decisions
+from corral.framework.extension import Domain, Purpose, Vote
+from corral.framework.plugin import Action, Plugin
+from corral.framework.session import Session
+from corral.framework.statement import Statement
+
+__all__ = ["Config", "load_config_file", "parse_config", "apply_decisions", "run_cycle", "Decisions",
+           "Domain", "Purpose", "Vote", "Action", "Plugin", "Session", "Statement"]

@@ -1,0 +1,74 @@
+"""Run one scheduling cycle, and apply a cycle's decisions to the cluster (SPEC.md §2, §4).
+
+Every front end goes through these two functions, so ``corral schedule --cycles N``, the simulator and
+the live scheduler can never disagree on what a decision means.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from corral.framework.decisions import Decisions
+from corral.framework.session import Session
+from corral.model import Cluster, PodGroupPhase, TaskStatus
+
+if TYPE_CHECKING:
+    from corral.framework.config import Config, Registry
+
+__all__ = ["run_cycle", "apply_decisions"]
+
+
+def run_cycle(cluster: Cluster, config: "Config", registry: "Registry", now: float, cycle: int = 1) -> Decisions:
+    """Open a session, run the configured actions in order, close it; return the decisions.
+
+    The cluster is left in the session's end state (placements applied as Allocated/Pipelined, evicted
+    pods Releasing); call :func:`apply_decisions` to move it to what the world looks like once the
+    decisions are carried out.
+    """
+    session = Session(cluster, config, registry, now, cycle)
+    for ac in config.actions:
+        action = registry.action_class(ac.name)(ac.args)
+        session.action = ac.name
+        action.execute(session)
+    return session.close()
+
+
+def apply_decisions(cluster: Cluster, decisions: Decisions, now: float, *, bound: TaskStatus = TaskStatus.RUNNING,
+                    remove_evicted: bool = True) -> None:
+    """Carry ``decisions`` out on ``cluster``.
+
+    Binds put the pod on its node in state ``bound`` (``corral schedule``: Running at once; the simulator
+    passes Bound and starts the pod later). Evicted pods leave (``remove_evicted``) or stay Releasing
+    until the caller removes them after a grace period. Nominations set nominatedNodeName (state
+    Pipelined), podgroup updates set phase and annotations, node locks set the lock. Allocations of this
+    cycle that were not decided go back to Pending; a nomination from an earlier cycle persists.
+    """
+    by_key = {t.key: t for t in cluster.tasks.values() if t.managed}
+    nodes = cluster.nodes
+    for task in by_key.values():
+        if task.status is TaskStatus.ALLOCATED:
+            task.status, task.node = TaskStatus.PENDING, -1
+    for b in decisions.binds:
+        task = by_key[b.pod]
+        task.status, task.node, task.nominated = bound, nodes.index[b.node], -1
+        task.start_time = now
+    for n in decisions.nominations:
+        task = by_key[n.pod]
+        if task.status is TaskStatus.PENDING:
+            task.status, task.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
+    for e in decisions.evictions:
+        task = by_key[e.pod]
+        if remove_evicted:
+            del cluster.tasks[task.uid]
+            if task.job is not None:
+                task.job.tasks.remove(task)
+        else:
+            task.status = TaskStatus.RELEASING
+    for u in decisions.podgroups:
+        job = cluster.jobs.get(u.podgroup)
+        if job is not None:
+            job.phase = PodGroupPhase(u.phase)
+            job.annotations.update(u.annotations)
+    for lock in decisions.node_locks:
+        nodes.locked_for[nodes.index[lock.node]] = lock.job
+    cluster.account()

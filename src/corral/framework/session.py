@@ -1,0 +1,366 @@
+"""The Session: one scheduling cycle over a cluster (SPEC.md §2).
+
+Opening a session instantiates the configured plugins tier by tier and builds one list per extension
+point (DESIGN.md convention 1); the dispatch methods below combine the plugins' answers with the tier
+semantics documented on each point in :mod:`corral.framework.extension` (Volcano's
+``framework/session_plugins.go``). Actions run through :class:`~corral.framework.statement.Statement`\\ s;
+committed operations become decisions, and closing the session adds podgroup updates and the reasons
+why the jobs that did not start could not.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from corral.errors import PluginError
+from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, PodGroupUpdate, Unschedulable
+from corral.framework.extension import POINTS, Domain, Purpose, Vote
+from corral.framework.statement import Op, Statement
+from corral.model import Cluster, Job, PodGroupPhase, Queue, Task, TaskStatus
+from corral.model.resources import EPS
+
+if TYPE_CHECKING:
+    from corral.framework.config import Config, Registry
+
+__all__ = ["Session", "PENDING_LIKE"]
+
+#: Task states a placement action considers: waiting, or nominated by an earlier cycle.
+PENDING_LIKE = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
+
+
+def _method(point: Any) -> str:
+    return next(n for n in point.protocol.__dict__ if not n.startswith("_"))
+
+
+class Session:
+    """One cycle. ``now`` is seconds since the epoch; ``cycle`` numbers the decisions."""
+
+    def __init__(self, cluster: Cluster, config: "Config", registry: "Registry", now: float,
+                 cycle: int = 1) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.registry = registry
+        self.now = now
+        self.cycle = cycle
+        self.version = 0
+        self.decisions = Decisions()
+        self.reasons: dict[str, str] = {}            # job uid -> why it did not start this cycle
+        self.annotations: dict[str, dict[str, str]] = {}
+        self.kept: list[Statement] = []               # pipelined jobs' statements, held to the end
+        self.nominated_domains: dict[str, str] = {}   # job uid -> domain name (gang eviction)
+        self.action = ""
+        self.actions = [a.name for a in config.actions]
+        self._phase0 = {uid: j.phase for uid, j in cluster.jobs.items()}
+        self.tiers: list[list[Any]] = []
+        for tier in config.tiers:
+            row = []
+            for pc in tier:
+                cls = registry.plugin_class(pc.name)
+                if cls is None:
+                    raise PluginError(f"plugin {pc.name!r} is not registered")
+                row.append((cls(self, pc.args, dict(pc.switches)), pc))
+            self.tiers.append(row)
+        self.points: dict[str, list[list[Callable]]] = {}
+        for point in POINTS:
+            methods = [m for m in point.protocol.__dict__ if not m.startswith("_")]
+            tiers = []
+            for row in self.tiers:
+                fns = [getattr(p, methods[0]) for p, pc in row
+                       if all(callable(getattr(p, m, None)) for m in methods) and pc.enabled(point.switch)]
+                if fns:
+                    tiers.append(fns)
+            self.points[point.name] = tiers
+        self._handlers = [p for row in self.tiers for p, _ in row
+                          if callable(getattr(p, "on_allocate", None))]
+        for row in self.tiers:
+            for p, _ in row:
+                p.on_session_open()
+
+    # -- plumbing ------------------------------------------------------------------------------------
+    def plugins(self) -> list[Any]:
+        return [p for row in self.tiers for p, _ in row]
+
+    def plugin(self, name: str) -> Any | None:
+        for row in self.tiers:
+            for p, pc in row:
+                if pc.name == name:
+                    return p
+        return None
+
+    def fns(self, point: str) -> list[Callable]:
+        return [f for tier in self.points[point] for f in tier]
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    def fire_allocate(self, task: Task) -> None:
+        for h in self._handlers:
+            h.on_allocate(task)
+
+    def fire_deallocate(self, task: Task) -> None:
+        for h in self._handlers:
+            h.on_deallocate(task)
+
+    def job_enqueued(self, job: Job) -> None:
+        """Tell plugins that keep admission state (``on_job_enqueued``) that enqueue admitted ``job``."""
+        for p in self.plugins():
+            hook = getattr(p, "on_job_enqueued", None)
+            if callable(hook):
+                hook(job)
+
+    def record(self, ops: Sequence[Op]) -> None:
+        """Turn committed operations into decisions (called by ``Statement.commit``)."""
+        names = self.cluster.nodes.names
+        for op in ops:
+            t = op.task
+            if op.kind == "allocate":
+                self.decisions.binds.append(Bind(t.key, names[op.node], self.cycle))
+            elif op.kind == "pipeline":
+                self.decisions.nominations.append(Nomination(t.key, names[op.node], self.cycle))
+            else:
+                preemptor = op.preemptor
+                self.decisions.evictions.append(Eviction(t.key, names[op.node], op.action, preemptor,
+                                                         self.cycle))
+
+    def keep(self, stmt: Statement) -> None:
+        """Hold a pipelined job's placement for the rest of the cycle; it is nominated at close."""
+        self.kept.append(stmt)
+
+    def unschedulable(self, job: Job, reason: str) -> None:
+        self.reasons[job.uid] = reason
+
+    def annotate(self, job: Job, key: str, value: str) -> None:
+        job.annotations[key] = value
+        self.annotations.setdefault(job.uid, {})[key] = value
+
+    # -- ordering ------------------------------------------------------------------------------------
+    def _compare(self, point: str, a: Any, b: Any) -> int:
+        for tier in self.points[point]:
+            for fn in tier:
+                r = fn(a, b)
+                if r:
+                    return r
+        return 0
+
+    def job_key(self) -> Callable[[Job], Any]:
+        def cmp(a: Job, b: Job) -> int:
+            return self._compare("JobOrder", a, b) or _cmp((a.creation, a.uid), (b.creation, b.uid))
+        return functools.cmp_to_key(cmp)
+
+    def queue_key(self) -> Callable[[Queue], Any]:
+        def cmp(a: Queue, b: Queue) -> int:
+            return self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+        return functools.cmp_to_key(cmp)
+
+    def victim_queue_key(self) -> Callable[[Queue], Any]:
+        def cmp(a: Queue, b: Queue) -> int:
+            return self._compare("VictimQueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+        return functools.cmp_to_key(cmp)
+
+    def task_key(self) -> Callable[[Task], Any]:
+        def cmp(a: Task, b: Task) -> int:
+            return self._compare("TaskOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+        return functools.cmp_to_key(cmp)
+
+    # -- gates ---------------------------------------------------------------------------------------
+    def job_valid(self, job: Job) -> str | None:
+        if job.invalid_reason:
+            return job.invalid_reason
+        for fn in self.fns("JobValid"):
+            reason = fn(job)
+            if reason:
+                return reason
+        return None
+
+    def job_enqueueable(self, job: Job) -> bool:
+        for tier in self.points["JobEnqueueable"]:
+            permit = False
+            for fn in tier:
+                vote = fn(job)
+                if vote is Vote.REJECT:
+                    return False
+                permit = permit or vote is Vote.PERMIT
+            if permit:
+                return True
+        return True
+
+    def job_ready(self, job: Job) -> bool:
+        return all(fn(job) for fn in self.fns("JobReady"))
+
+    def job_pipelined(self, job: Job) -> bool:
+        return all(fn(job) for fn in self.fns("JobPipelined"))
+
+    def job_starving(self, job: Job) -> bool:
+        fns = self.fns("JobStarving")
+        return bool(fns) and all(fn(job) for fn in fns)
+
+    def allocatable(self, queue: Queue, task: Task) -> bool:
+        return all(fn(queue, task) for fn in self.fns("Allocatable"))
+
+    def overused(self, queue: Queue) -> bool:
+        return any(fn(queue) for fn in self.fns("Overused"))
+
+    def preemptive(self, queue: Queue, task: Task) -> bool:
+        return all(fn(queue, task) for fn in self.fns("Preemptive"))
+
+    # -- placement -----------------------------------------------------------------------------------
+    def predicate(self, task: Task) -> np.ndarray:
+        """Nodes ``task`` may go to, resources aside: AND of the plugins' masks, never a down node."""
+        mask = ~self.cluster.nodes.down
+        for fn in self.fns("Predicate"):
+            mask = mask & fn(task)
+        return mask
+
+    def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
+        out = [(self.cluster.nodes.down, "node is down")]
+        for row in self.tiers:
+            for p, pc in row:
+                if callable(getattr(p, "explain", None)) and pc.enabled("enablePredicate"):
+                    out.extend(p.explain(task))
+        return out
+
+    def free(self, task: Task, *, future: bool = False) -> np.ndarray:
+        """What each node can give ``task`` now (``future``: once releasing pods are gone), over the
+        columns ``task`` requests. Binds never take capacity promised to a nomination: "now" is the
+        smaller of idle and future idle (SPEC.md §5, no over-commit by binds and nominations)."""
+        nodes = self.cluster.nodes
+        cols = np.flatnonzero(task.request)
+        fut = nodes.allocatable[:, cols] - nodes.used[:, cols] + nodes.releasing[:, cols] \
+            - nodes.pipelined[:, cols]
+        if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
+            fut[task.nominated] += task.request[cols]       # its own reservation is its to use
+        if future:
+            return fut
+        return np.minimum(fut, nodes.allocatable[:, cols] - nodes.used[:, cols])
+
+    def fits(self, task: Task, *, future: bool = False) -> np.ndarray:
+        cols = np.flatnonzero(task.request)
+        return (self.free(task, future=future) >= task.request[cols] - EPS).all(axis=1)
+
+    def node_scores(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        score = np.zeros(len(rows))
+        for fn in self.fns("NodeOrder"):
+            score = score + fn(task, rows)
+        return score
+
+    def hypernode_scores(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
+        score = np.zeros(len(domains))
+        for fn in self.fns("HyperNodeOrder"):
+            score = score + fn(job, domains)
+        return score
+
+    # -- victims -------------------------------------------------------------------------------------
+    def _victims(self, points: Sequence[str], preemptor: Task, candidates: list[Task], *extra: Any) -> list[Task]:
+        for name in points:
+            for tier in self.points[name]:
+                answered: set[int] | None = None
+                for fn in tier:
+                    got = fn(preemptor, candidates, *extra)
+                    if got is None:
+                        continue
+                    ids = {id(t) for t in got}
+                    answered = ids if answered is None else answered & ids
+                if answered is not None:
+                    return [t for t in candidates if id(t) in answered]
+        return list(candidates)
+
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task]:
+        if self.points["UnifiedEvictable"]:
+            return self._victims(["UnifiedEvictable"], preemptor, candidates, "preempt")
+        return self._victims(["Preemptable"], preemptor, candidates)
+
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
+        if self.points["UnifiedEvictable"]:
+            return self._victims(["UnifiedEvictable"], reclaimer, candidates, "reclaim")
+        return self._victims(["Reclaimable"], reclaimer, candidates)
+
+    def victim_filter(self, preemptor: Job, victim: Job, action: str) -> bool:
+        return all(fn(preemptor, victim, action) for fn in self.fns("VictimFilter"))
+
+    def scenario_valid(self, preemptor: Job, victims: Sequence[Job], tasks: Sequence[Task], action: str) -> bool:
+        return all(fn(preemptor, victims, tasks, action) for fn in self.fns("ScenarioValidator"))
+
+    def victim_tasks(self) -> list[Task]:
+        seen: dict[int, Task] = {}
+        for fn in self.fns("VictimTasks"):
+            for t in fn():
+                seen.setdefault(id(t), t)
+        return list(seen.values())
+
+    # -- gang level (seed 000) -----------------------------------------------------------------------
+    def gang_predicate(self, job: Job) -> str | None:
+        for fn in self.fns("GangPredicate"):
+            reason = fn(job)
+            if reason:
+                return reason
+        return None
+
+    def gang_search_space(self, job: Job, purpose: Purpose) -> list[Domain]:
+        """The first plugin (config order) with a non-empty answer defines the space; with none, the
+        whole cluster is the one domain."""
+        for fn in self.fns("GangSearchSpace"):
+            got = fn(job, purpose)
+            if got:
+                return list(got)
+        return [Domain("cluster", np.ones(len(self.cluster.nodes), dtype=bool), None)]
+
+    def gang_victims(self, preemptor: Job, domain: Domain, candidates: list[Task], need: np.ndarray,
+                     action: str) -> list[Task] | None:
+        for fn in self.fns("GangVictimSelector"):
+            got = fn(preemptor, domain, candidates, need, action)
+            if got is not None:
+                return got
+        return None
+
+    # -- simulation (seed 003) -----------------------------------------------------------------------
+    def simulate_add(self, task: Task, node: int) -> None:
+        for fn in self.fns("SimulateAddTask"):
+            fn(task, node)
+
+    def simulate_remove(self, task: Task, node: int) -> None:
+        for fn in self.fns("SimulateRemoveTask"):
+            fn(task, node)
+
+    def simulate_predicate(self, task: Task, node: int) -> bool:
+        return all(fn(task, node) for fn in self.fns("SimulatePredicate"))
+
+    def simulate_allocatable(self, queue: Queue, task: Task) -> bool:
+        return all(fn(queue, task) for fn in self.fns("SimulateAllocatable"))
+
+    # -- close ---------------------------------------------------------------------------------------
+    def close(self) -> Decisions:
+        """Nominate held pipelined placements, emit podgroup updates and unschedulable reasons."""
+        names = self.cluster.nodes.names
+        for stmt in self.kept:
+            for op in stmt.ops:
+                self.decisions.nominations.append(Nomination(op.task.key, names[op.node], self.cycle))
+            stmt.closed = True
+        for uid, job in sorted(self.cluster.jobs.items()):
+            self._close_job(job)
+        for p in self.plugins():
+            p.on_session_close()
+        return self.decisions
+
+    def _close_job(self, job: Job) -> None:
+        if not job.tasks and not job.invalid_reason:
+            return
+        if job.phase is not PodGroupPhase.COMPLETED and job.tasks and job.ready_count() >= job.min_member \
+                and not job.invalid_reason:
+            job.phase = PodGroupPhase.RUNNING
+        notes = self.annotations.get(job.uid, {})
+        if not job.synthetic and (job.phase is not self._phase0.get(job.uid) or notes):
+            self.decisions.podgroups.append(PodGroupUpdate(job.uid, job.phase.value, dict(sorted(notes.items())),
+                                                           self.cycle))
+        waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
+        reason = self.reasons.get(job.uid)
+        if job.invalid_reason:
+            reason = job.invalid_reason
+        if waiting and reason and job.ready_count() < job.min_member:
+            self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
+
+
+def _cmp(a: Any, b: Any) -> int:
+    return (a > b) - (a < b)

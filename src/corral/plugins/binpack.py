@@ -1,0 +1,66 @@
+"""``binpack`` (Volcano ``plugins/binpack``): prefer nodes that are already full, to keep whole nodes
+free for the big gangs.
+
+For each resource the pod requests that has a weight (``binpack.cpu``, ``binpack.memory``,
+``binpack.resources: nvidia.com/gpu`` with ``binpack.resources.nvidia.com/gpu``), the node's used fraction
+after placing the pod, weighted and averaged, times 100 and ``binpack.weight``. A node where the pod does
+not fit scores 0 for that resource (it is filtered out anyway).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from corral.errors import ConfigError
+from corral.framework.config import arg
+from corral.framework.plugin import Plugin
+from corral.model import Task
+from corral.model.resources import CPU, MEMORY
+
+__all__ = ["BinpackPlugin"]
+
+
+@dataclass(frozen=True)
+class BinpackArgs:
+    weight: float = arg("binpack.weight", 1.0, "weight of the binpack score among node orders", kind="float")
+    cpu: float = arg("binpack.cpu", 1.0, "weight of cpu", kind="float")
+    memory: float = arg("binpack.memory", 1.0, "weight of memory", kind="float")
+    resources: str = arg("binpack.resources", "", "comma-separated extra resources, e.g. nvidia.com/gpu")
+    resource_weights: dict = arg("binpack.resources.", {}, "weight of each extra resource (default 1)",
+                                 prefix=True, kind="float")
+
+
+class BinpackPlugin(Plugin):
+    name = "binpack"
+    Args = BinpackArgs
+
+    def on_session_open(self) -> None:
+        res = self.session.cluster.resources
+        weights = np.zeros(len(res))
+        weights[res.pos(CPU)] = self.args.cpu
+        weights[res.pos(MEMORY)] = self.args.memory
+        extra = [r.strip() for r in self.args.resources.split(",") if r.strip()]
+        for name in extra:
+            pos = res.get(name)
+            if pos is not None:
+                weights[pos] = float(self.args.resource_weights.get(name, 1.0))
+        for name in self.args.resource_weights:
+            if name not in extra:
+                raise ConfigError(f"binpack.resources.{name} given but {name} is not in binpack.resources",
+                                  field=f"binpack.resources.{name}")
+        self.weights = weights
+
+    def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        w = self.weights * (task.request > 0)
+        cols = np.flatnonzero(w)
+        total_w = w[cols].sum()
+        if not len(cols) or total_w <= 0 or not self.args.weight:
+            return np.zeros(len(rows))
+        nodes = self.session.cluster.nodes
+        alloc = nodes.allocatable[np.ix_(rows, cols)]
+        used = nodes.used[np.ix_(rows, cols)] + task.request[cols]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where((alloc > 0) & (used <= alloc), used / np.where(alloc > 0, alloc, 1.0), 0.0)
+        return (frac @ w[cols]) / total_w * 100.0 * self.args.weight

@@ -1,0 +1,40 @@
+"""``capacity`` (Volcano ``plugins/capacity`` with hierarchical queues; KAI queues map onto it).
+
+Every queue states what it deserves (``deserved``; KAI ``quota``), what it is guaranteed and its
+capability (KAI ``limit``); parents bound their children. A queue without ``deserved`` deserves its
+guarantee (zero when unset): it runs on idle capacity but cannot reclaim. Allocatable and
+JobEnqueueable check the capability of the queue and of every ancestor; QueueOrder serves the smallest
+share first; Preemptive lets a queue reclaim only while it stays within what it deserves; Reclaimable
+takes only from queues above what they deserve, never pushing one below (:mod:`corral.plugins.queues`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corral.framework.extension import Vote
+from corral.model import Job, Queue, Task
+from corral.plugins.queues import QueuePlugin
+
+__all__ = ["CapacityPlugin"]
+
+
+class CapacityPlugin(QueuePlugin):
+    name = "capacity"
+
+    def compute_deserved(self) -> dict[str, np.ndarray]:
+        out = {}
+        for name, q in self.queues.items():
+            if q.deserved is not None:
+                out[name] = np.where(self.cols, q.deserved, 0.0)
+            else:
+                out[name] = self.guarantee(q)
+        return out
+
+    def allocatable(self, queue: Queue, task: Task) -> bool:
+        return self.within_capability(queue, task.request * self.cols)
+
+    def job_enqueueable(self, job: Job) -> Vote:
+        if job.queue not in self.queues:
+            return Vote.ABSTAIN
+        return Vote.PERMIT if self.enqueue_fits(job) else Vote.REJECT

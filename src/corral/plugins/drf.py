@@ -1,0 +1,124 @@
+"""``drf``: dominant resource fairness (Volcano ``plugins/drf``).
+
+A job's share is its dominant share: the largest, over resources, of what it holds divided by the
+cluster total. JobOrder serves the smaller share first; Preemptable lets a preemptor evict a task of
+another job only while the preemptor's share after taking the task stays below the victim's share after
+losing it. With ``enableHierarchy`` the queues are ordered by Volcano's hierarchical DRF: each queue's
+place in the tree is its ``volcano.sh/hierarchy`` annotation (``root/eng/prod``) with weights from
+``volcano.sh/hierarchy-weights`` (``1/2/8``); two queues are compared at the first level where their paths
+part, by the dominant share of the subtree divided by its weight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corral.framework.plugin import Plugin
+from corral.model import Job, Queue, Task
+from corral.model.resources import PODS
+from corral.plugins.shares import job_usage
+
+__all__ = ["DrfPlugin"]
+
+_HIER, _WEIGHTS = "volcano.sh/hierarchy", "volcano.sh/hierarchy-weights"
+
+
+class DrfPlugin(Plugin):
+    name = "drf"
+
+    def on_session_open(self) -> None:
+        cluster = self.session.cluster
+        total = cluster.total_allocatable().astype(float)
+        total[cluster.resources.pos(PODS)] = 0.0        # pods count is not a resource to share fairly
+        self.inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+        self.usage = job_usage(cluster)
+        self.hierarchy = self.switch("enableHierarchy", False)
+        if self.hierarchy:
+            self._build_hierarchy()
+
+    # -- shares ----------------------------------------------------------------------------------
+    def share(self, vec: np.ndarray) -> float:
+        return float((vec * self.inv).max(initial=0.0))
+
+    def job_share(self, job: Job) -> float:
+        return self.share(self.usage.get(job.uid, 0.0 * self.inv))
+
+    def job_order(self, a: Job, b: Job) -> int:
+        sa, sb = self.job_share(a), self.job_share(b)
+        return (sa > sb) - (sa < sb)
+
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
+        pj = preemptor.job
+        if pj is None:
+            return None
+        mine = self.share(self.usage.get(pj.uid, 0.0) + preemptor.request)
+        out, left = [], {}
+        for t in candidates:
+            if t.job is None or t.job is pj:
+                out.append(t)
+                continue
+            vec = left.get(t.job.uid)
+            if vec is None:
+                vec = self.usage.get(t.job.uid, np.zeros_like(self.inv)).copy()
+            vec = vec - t.request
+            if mine < self.share(vec) or np.isclose(mine, self.share(vec)):
+                out.append(t)
+                left[t.job.uid] = vec
+        return out
+
+    # -- events ----------------------------------------------------------------------------------
+    def on_allocate(self, task: Task) -> None:
+        if task.job is not None:
+            self.usage[task.job.uid] = self.usage.get(task.job.uid, 0.0) + task.request
+            if self.hierarchy:
+                self._charge(task, +1)
+
+    def on_deallocate(self, task: Task) -> None:
+        if task.job is not None:
+            self.usage[task.job.uid] = self.usage.get(task.job.uid, 0.0) - task.request
+            if self.hierarchy:
+                self._charge(task, -1)
+
+    # -- hierarchy -------------------------------------------------------------------------------
+    def _path(self, queue: Queue) -> list[tuple[str, float]]:
+        names = [p for p in queue.annotations.get(_HIER, f"root/{queue.name}").split("/") if p]
+        raw = [w for w in queue.annotations.get(_WEIGHTS, "").split("/") if w]
+        weights = []
+        for i in range(len(names)):
+            try:
+                weights.append(max(float(raw[i]), 1e-9))
+            except (IndexError, ValueError):
+                weights.append(1.0)
+        prefix = []
+        out = []
+        for name, w in zip(names, weights):
+            prefix.append(name)
+            out.append(("/".join(prefix), w))
+        return out
+
+    def _build_hierarchy(self) -> None:
+        cluster = self.session.cluster
+        self.paths = {q.name: self._path(q) for q in cluster.queues.values()}
+        self.node_usage: dict[str, np.ndarray] = {}
+        for job in cluster.jobs.values():
+            vec = self.usage.get(job.uid)
+            if vec is None or job.queue not in self.paths:
+                continue
+            for key, _ in self.paths[job.queue]:
+                self.node_usage[key] = self.node_usage.get(key, 0.0) + vec
+
+    def _charge(self, task: Task, sign: int) -> None:
+        for key, _ in self.paths.get(task.job.queue, ()):
+            self.node_usage[key] = self.node_usage.get(key, 0.0) + sign * task.request
+
+    def queue_order(self, a: Queue, b: Queue) -> int:
+        if not self.hierarchy:
+            return 0
+        pa, pb = self.paths.get(a.name, []), self.paths.get(b.name, [])
+        for (ka, wa), (kb, wb) in zip(pa, pb):
+            if ka == kb:
+                continue
+            sa = self.share(self.node_usage.get(ka, 0.0 * self.inv)) / wa
+            sb = self.share(self.node_usage.get(kb, 0.0 * self.inv)) / wb
+            return (sa > sb) - (sa < sb)
+        return 0

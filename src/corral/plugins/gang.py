@@ -1,0 +1,79 @@
+"""``gang``: all-or-nothing start (Volcano ``pkg/scheduler/plugins/gang``).
+
+JobValid rejects a gang with fewer pods than minMember (or than a role's minTaskMember); JobReady and
+JobPipelined count the pods placed (and nominated) against minMember and every role minimum; JobStarving
+is "not yet ready counting nominations"; JobOrder puts jobs that are not ready before ready ones. With
+``enablePreemptable``/``enableReclaimable`` (off in the default config, as in Volcano's) a victim is
+allowed only while its job keeps minMember without it.
+"""
+
+from __future__ import annotations
+
+from corral.framework.plugin import Plugin
+from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
+
+__all__ = ["GangPlugin"]
+
+_READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
+_PIPE = _READY | {TaskStatus.PIPELINED}
+
+
+def _meets(job: Job, states: frozenset) -> bool:
+    if sum(1 for t in job.tasks if t.status in states) < job.min_member:
+        return False
+    if job.min_task_member:
+        counts = job.role_counts(states)
+        return all(counts.get(role, 0) >= n for role, n in job.min_task_member.items())
+    return True
+
+
+class GangPlugin(Plugin):
+    name = "gang"
+
+    def job_valid(self, job: Job) -> str | None:
+        valid = [t for t in job.tasks if t.status is not TaskStatus.FAILED]
+        if len(valid) < job.min_member:
+            return (f"gang: only {len(valid)} pods exist for minMember {job.min_member}; "
+                    f"create the missing pods or lower minMember")
+        if job.min_task_member:
+            counts: dict[str, int] = {}
+            for t in valid:
+                counts[t.role] = counts.get(t.role, 0) + 1
+            for role, n in sorted(job.min_task_member.items()):
+                if counts.get(role, 0) < n:
+                    return f"gang: role {role!r} has {counts.get(role, 0)} pods for minTaskMember {n}"
+        return None
+
+    def job_ready(self, job: Job) -> bool:
+        return _meets(job, _READY)
+
+    def job_pipelined(self, job: Job) -> bool:
+        return _meets(job, _PIPE)
+
+    def job_starving(self, job: Job) -> bool:
+        return not _meets(job, _PIPE)
+
+    def job_order(self, a: Job, b: Job) -> int:
+        ra, rb = _meets(a, _READY), _meets(b, _READY)
+        return 0 if ra == rb else (1 if ra else -1)
+
+    def _surplus(self, candidates: list[Task]) -> list[Task]:
+        left: dict[str, int] = {}
+        out = []
+        for t in candidates:
+            job = t.job
+            if job is None:
+                out.append(t)
+                continue
+            if job.uid not in left:
+                left[job.uid] = job.ready_count() - job.min_member
+            if left[job.uid] > 0:
+                left[job.uid] -= 1
+                out.append(t)
+        return out
+
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
+        return self._surplus(candidates)
+
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        return self._surplus(candidates)

@@ -1,0 +1,102 @@
+"""``nodeorder`` (Volcano ``plugins/nodeorder``, the kube-scheduler scores): each score is 0–100 times
+its weight, summed.
+
+- ``leastrequested.weight`` (1): mean over cpu and memory of the free fraction after placing the pod;
+- ``mostrequested.weight`` (0): mean over cpu and memory of the used fraction after placing the pod;
+- ``balancedresource.weight`` (1): 100 × (1 − the spread of the cpu, memory and GPU fractions);
+- ``nodeaffinity.weight`` (2): the preferred node-affinity weights a node matches, scaled so the best
+  node of the set scores 100;
+- ``podaffinity.weight`` (2): preferred inter-pod affinity (+weight) and anti-affinity (−weight) terms per
+  matching placed pod in the node's topology domain, scaled to 0–100 over the set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from corral.framework.config import arg
+from corral.framework.plugin import Plugin
+from corral.model import Task
+from corral.model.resources import CPU, GPU, MEMORY
+
+__all__ = ["NodeOrderPlugin"]
+
+
+@dataclass(frozen=True)
+class NodeOrderArgs:
+    least: float = arg("leastrequested.weight", 1.0, "weight of the least-requested score", kind="float")
+    most: float = arg("mostrequested.weight", 0.0, "weight of the most-requested score", kind="float")
+    balanced: float = arg("balancedresource.weight", 1.0, "weight of the balanced-allocation score", kind="float")
+    node_affinity: float = arg("nodeaffinity.weight", 2.0, "weight of preferred node affinity", kind="float")
+    pod_affinity: float = arg("podaffinity.weight", 2.0, "weight of preferred inter-pod affinity", kind="float")
+
+
+def _scaled(raw: np.ndarray) -> np.ndarray:
+    lo, hi = float(raw.min(initial=0.0)), float(raw.max(initial=0.0))
+    if hi - lo <= 0:
+        return np.zeros_like(raw)
+    return (raw - lo) * (100.0 / (hi - lo))
+
+
+class NodeOrderPlugin(Plugin):
+    name = "nodeorder"
+    Args = NodeOrderArgs
+
+    def on_session_open(self) -> None:
+        res = self.session.cluster.resources
+        self.cols = [res.pos(CPU), res.pos(MEMORY)]
+        self.bal_cols = self.cols + ([res.pos(GPU)] if GPU in res else [])
+
+    def _fractions(self, task: Task, rows: np.ndarray, cols: list[int]) -> np.ndarray:
+        nodes = self.session.cluster.nodes
+        alloc = nodes.allocatable[np.ix_(rows, cols)]
+        used = nodes.used[np.ix_(rows, cols)] + task.request[cols]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1.0), 0.0)
+        return np.clip(frac, 0.0, 1.0)
+
+    def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        a = self.args
+        score = np.zeros(len(rows))
+        if a.least or a.most:
+            frac = self._fractions(task, rows, self.cols).mean(axis=1)
+            score += a.least * (1.0 - frac) * 100.0 + a.most * frac * 100.0
+        if a.balanced:
+            frac = self._fractions(task, rows, self.bal_cols)
+            score += a.balanced * (1.0 - frac.std(axis=1)) * 100.0
+        aff = task.affinity
+        if aff is not None and a.node_affinity and aff.node_preferred:
+            raw = np.zeros(len(rows))
+            pred = self.session.plugin("predicates")
+            for weight, reqs in aff.node_preferred:
+                m = np.ones(len(self.session.cluster.nodes), dtype=bool)
+                for r in reqs:
+                    m &= pred._requirement(r) if pred is not None else \
+                        self.session.cluster.nodes.label_mask(r.key, r.op, r.values)
+                raw += weight * m[rows]
+            score += a.node_affinity * _scaled(raw)
+        if aff is not None and a.pod_affinity and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred):
+            score += a.pod_affinity * _scaled(self._pod_preferred(task, rows))
+        return score
+
+    def _pod_preferred(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        nodes = self.session.cluster.nodes
+        placed = [t for t in self.session.cluster.tasks.values()
+                  if t.node >= 0 and t.status.value in ("Allocated", "Bound", "Running") and t is not task]
+        raw = np.zeros(len(rows))
+        terms = [(t, +1) for t in task.affinity.pod_affinity_preferred] + \
+                [(t, -1) for t in task.affinity.pod_anti_affinity_preferred]
+        for term, sign in terms:
+            namespaces = term.namespaces or (task.namespace,)
+            values = nodes.label_values(term.topology_key)
+            counts: dict[str, int] = {}
+            for other in placed:
+                if other.namespace in namespaces and term.selector.matches(other.labels):
+                    v = values[other.node]
+                    if v is not None:
+                        counts[v] = counts.get(v, 0) + 1
+            raw += sign * term.weight * np.array([counts.get(values[r], 0) if values[r] is not None else 0
+                                                  for r in rows], dtype=float)
+        return raw

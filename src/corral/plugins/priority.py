@@ -1,0 +1,31 @@
+"""``priority`` (Volcano ``plugins/priority``): higher-priority jobs and tasks first; a preemptor may
+evict only pods of lower priority — across jobs by job priority, inside one job by pod priority.
+JobStarving is left to ``gang`` (Volcano's priority starving check is the same gang count)."""
+
+from __future__ import annotations
+
+from corral.framework.plugin import Plugin
+from corral.model import Job, Task
+
+__all__ = ["PriorityPlugin"]
+
+
+class PriorityPlugin(Plugin):
+    name = "priority"
+
+    def job_order(self, a: Job, b: Job) -> int:
+        return (b.priority > a.priority) - (b.priority < a.priority)
+
+    def task_order(self, a: Task, b: Task) -> int:
+        return (b.priority > a.priority) - (b.priority < a.priority)
+
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
+        pj = preemptor.job
+        out = []
+        for t in candidates:
+            if t.job is not None and pj is not None and t.job is not pj:
+                if t.job.priority < pj.priority:
+                    out.append(t)
+            elif t.priority < preemptor.priority:
+                out.append(t)
+        return out

@@ -1,0 +1,146 @@
+"""The queue bookkeeping shared by ``proportion`` and ``capacity``: per queue, what it holds (kept
+current by allocate/deallocate events, summed up the queue tree), what it deserves, its capability and
+guarantee, and the minResources of its admitted jobs that have not started (Volcano's ``inqueue``).
+
+Only the columns that are shared resources take part (the ``pods`` count and resources no node offers
+are left out), so an unset dimension never makes a queue look full.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corral.framework.plugin import Plugin
+from corral.model import Job, PodGroupPhase, Queue, Task
+from corral.model.resources import EPS, PODS
+from corral.plugins.shares import queue_usage
+
+__all__ = ["QueuePlugin"]
+
+
+class QueuePlugin(Plugin):
+    """Base of proportion and capacity: usage, shares and the victim rule they have in common."""
+
+    def on_session_open(self) -> None:
+        cluster = self.session.cluster
+        total = cluster.total_allocatable().astype(float)
+        self.cols = np.isfinite(total) & (total > 0)
+        self.cols[cluster.resources.pos(PODS)] = False
+        self.total = np.where(self.cols, total, 0.0)
+        self.queues = cluster.queues
+        self.allocated = {name: v * self.cols for name, v in queue_usage(cluster).items()}
+        for name, q in self.queues.items():              # leaf usage summed into every ancestor
+            if q.children:
+                continue
+            for parent in cluster.queue_chain(name)[1:]:
+                self.allocated[parent] = self.allocated[parent] + self.allocated[name]
+        self.inqueue = {name: np.zeros_like(self.total) for name in self.queues}
+        for job in cluster.jobs.values():
+            if job.phase is PodGroupPhase.INQUEUE and job.queue in self.queues and job.min_resources is not None \
+                    and job.ready_count() < job.min_member:
+                for name in cluster.queue_chain(job.queue):
+                    self.inqueue[name] = self.inqueue[name] + job.min_resources * self.cols
+        self.deserved = self.compute_deserved()
+
+    def compute_deserved(self) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def vec(self, v: np.ndarray | None, fill: float) -> np.ndarray:
+        if v is None:
+            return np.full_like(self.total, fill)
+        return np.where(self.cols, v, fill if fill else 0.0)
+
+    def capability(self, q: Queue) -> np.ndarray:
+        return self.vec(q.capability, np.inf)
+
+    def guarantee(self, q: Queue) -> np.ndarray:
+        return self.vec(q.guarantee, 0.0)
+
+    # -- shares ----------------------------------------------------------------------------------
+    def share(self, name: str) -> float:
+        alloc, deserved = self.allocated[name], self.deserved[name]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(deserved > 0, alloc / np.where(deserved > 0, deserved, 1.0),
+                             np.where(alloc > EPS, 1.0, 0.0))
+        ratio = np.where(np.isfinite(deserved), ratio, 0.0)
+        return float(ratio[self.cols].max(initial=0.0))
+
+    def queue_order(self, a: Queue, b: Queue) -> int:
+        sa, sb = self.share(a.name), self.share(b.name)
+        return (sa > sb) - (sa < sb)
+
+    def _charge(self, task: Task, sign: int) -> None:
+        job = task.job
+        if job is None or job.queue not in self.queues:
+            return
+        delta = sign * task.request * self.cols
+        for name in self.session.cluster.queue_chain(job.queue):
+            self.allocated[name] = self.allocated[name] + delta
+
+    def on_allocate(self, task: Task) -> None:
+        self._charge(task, +1)
+
+    def on_deallocate(self, task: Task) -> None:
+        self._charge(task, -1)
+
+    # -- victims ---------------------------------------------------------------------------------
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        """A victim is allowed only while its queue stays at or above what it deserves, in every
+        resource the victim holds (stricter than Volcano, which allows the task that crosses the line:
+        a reclaim must never push a queue below its deserved share)."""
+        left: dict[str, np.ndarray] = {}
+        out = []
+        for t in candidates:
+            job = t.job
+            if job is None or job.queue not in self.queues:
+                continue
+            chain = self.session.cluster.queue_chain(job.queue)
+            req = t.request * self.cols
+            ok = True
+            for name in chain:
+                after = left.get(name, self.allocated[name]) - req
+                dims = req > 0
+                if np.any(after[dims] < self.deserved[name][dims] - EPS):
+                    ok = False
+                    break
+            if ok:
+                for name in chain:
+                    left[name] = left.get(name, self.allocated[name]) - req
+                out.append(t)
+        return out
+
+    def preemptive(self, queue: Queue, task: Task) -> bool:
+        """May ``queue`` reclaim for ``task``: only while it stays within what it deserves."""
+        if queue.name not in self.queues:
+            return False
+        future = self.allocated[queue.name] + task.request * self.cols
+        dims = task.request * self.cols > 0
+        return bool(np.all(future[dims] <= self.deserved[queue.name][dims] + EPS))
+
+    def within_capability(self, queue: Queue, extra: np.ndarray) -> bool:
+        """Would every queue on the chain stay within its capability after taking ``extra``?"""
+        dims = extra * self.cols > 0
+        for name in self.session.cluster.queue_chain(queue.name):
+            cap = self.capability(self.queues[name])
+            if np.any(self.allocated[name][dims] + extra[dims] > cap[dims] + EPS):
+                return False
+        return True
+
+    def enqueue_fits(self, job: Job) -> bool:
+        """minResources + held + admitted-not-started within capability along the chain."""
+        queue = self.queues.get(job.queue)
+        if queue is None or job.min_resources is None:
+            return True
+        need = job.min_resources * self.cols
+        for name in self.session.cluster.queue_chain(job.queue):
+            cap = self.capability(self.queues[name])
+            if np.any(need + self.allocated[name] + self.inqueue[name] > cap + EPS):
+                return False
+        return True
+
+    def on_job_enqueued(self, job: Job) -> None:
+        """Count a job just moved to Inqueue by ``enqueue``."""
+        if job.min_resources is None:
+            return
+        for name in self.session.cluster.queue_chain(job.queue):
+            self.inqueue[name] = self.inqueue[name] + job.min_resources * self.cols

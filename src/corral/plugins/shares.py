@@ -1,0 +1,50 @@
+"""Helpers shared by the fairness plugins: what each job and queue holds, kept current by the session's
+allocate/deallocate events (Volcano's ``AllocateFunc``/``DeallocateFunc`` event handlers)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corral.model import ALLOCATED_STATES, Cluster, Task, TaskStatus
+
+__all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests"]
+
+#: States counted as held by a job or queue: placed or nominated (not Releasing: it is on its way out).
+HOLDING = ALLOCATED_STATES | {TaskStatus.PIPELINED}
+
+
+def holding(task: Task) -> bool:
+    return task.status in HOLDING and task.managed
+
+
+def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for uid, job in cluster.jobs.items():
+        vec = np.zeros(len(cluster.resources))
+        for t in job.tasks:
+            if holding(t):
+                vec += t.request
+        out[uid] = vec
+    return out
+
+
+def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """What each queue holds, leaf queues only (parents are summed by the hierarchical plugins)."""
+    jobs = job_usage(cluster) if jobs is None else jobs
+    out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
+    for uid, job in cluster.jobs.items():
+        if job.queue in out:
+            out[job.queue] += jobs[uid]
+    return out
+
+
+def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
+    """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``)."""
+    out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
+    for job in cluster.jobs.values():
+        if job.queue not in out:
+            continue
+        for t in job.tasks:
+            if t.managed and (holding(t) or t.status is TaskStatus.PENDING):
+                out[job.queue] += t.request
+    return out

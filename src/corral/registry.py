@@ -1,0 +1,71 @@
+"""The one explicit registry of actions and plugins (DESIGN.md convention 1), and the built-in default
+configuration. Names are matched case-insensitively; ``gang-preempt``/``gang-reclaim`` are aliases of
+``gangpreempt``/``gangreclaim`` once those actions exist."""
+
+from __future__ import annotations
+
+from corral.actions.allocate import AllocateAction
+from corral.actions.backfill import BackfillAction
+from corral.actions.enqueue import EnqueueAction
+from corral.framework.config import Config, parse_config
+from corral.plugins.binpack import BinpackPlugin
+from corral.plugins.capacity import CapacityPlugin
+from corral.plugins.conformance import ConformancePlugin
+from corral.plugins.drf import DrfPlugin
+from corral.plugins.gang import GangPlugin
+from corral.plugins.nodeorder import NodeOrderPlugin
+from corral.plugins.predicates import PredicatesPlugin
+from corral.plugins.priority import PriorityPlugin
+from corral.plugins.proportion import ProportionPlugin
+
+__all__ = ["REGISTRY", "Registry", "default_config", "DEFAULT_CONFIG"]
+
+
+class Registry:
+    def __init__(self, actions: dict[str, type], plugins: dict[str, type], aliases: dict[str, str]) -> None:
+        self.actions = actions
+        self.plugins = plugins
+        self.aliases = aliases
+
+    def canonical_action(self, name: str) -> str:
+        key = name.strip().lower()
+        return self.aliases.get(key, key)
+
+    def action_class(self, name: str) -> type | None:
+        return self.actions.get(self.canonical_action(name))
+
+    def plugin_class(self, name: str) -> type | None:
+        key = name.strip().lower()
+        return self.plugins.get(self.aliases.get(key, key))
+
+    def action_names(self) -> list[str]:
+        return sorted(self.actions)
+
+    def plugin_names(self) -> list[str]:
+        return sorted(self.plugins)
+
+
+REGISTRY = Registry(
+    actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction)},
+    plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
+                                       ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
+                                       BinpackPlugin)},
+    aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
+             "network-topology": "network-topology-aware"},
+)
+
+#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters).
+DEFAULT_CONFIG = {
+    "actions": "enqueue, allocate, backfill",
+    "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False},
+                     {"name": "conformance"}]},
+        {"plugins": [{"name": "drf", "enablePreemptable": False}, {"name": "predicates"},
+                     {"name": "proportion"}, {"name": "nodeorder"}, {"name": "binpack", "arguments": {
+                         "binpack.resources": "nvidia.com/gpu", "binpack.resources.nvidia.com/gpu": 4}}]},
+    ],
+}
+
+
+def default_config() -> Config:
+    return parse_config(DEFAULT_CONFIG, REGISTRY, "built-in default")
