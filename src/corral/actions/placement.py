@@ -16,13 +16,7 @@ __all__ = ["best_node", "no_fit_reason", "pick"]
 
 def pick(session: Session, task: Task, mask: np.ndarray) -> int:
     """The best node row in ``mask`` by the summed NodeOrder scores; ties go to the lowest row (name)."""
-    rows = np.flatnonzero(mask)
-    if rows.size == 0:
-        return -1
-    if rows.size == 1:
-        return int(rows[0])
-    scores = session.node_scores(task, rows)
-    return int(rows[int(np.argmax(scores))])
+    return session.best_row(task, mask)
 
 
 def best_node(session: Session, task: Task, domain: np.ndarray | None = None) -> tuple[int, bool]:

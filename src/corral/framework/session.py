@@ -54,6 +54,10 @@ class Session:
         self.action = ""
         self.actions = [a.name for a in config.actions]
         self._phase0 = {uid: j.phase for uid, j in cluster.jobs.items()}
+        # per-row change stamps: caches of fits and scores recompute only the rows changed since
+        self.row_version = np.zeros(len(cluster.nodes), dtype=np.int64)
+        self._fit_cache: dict[tuple, list] = {}
+        self._score_cache: dict[tuple, list] = {}
         self.tiers: list[list[Any]] = []
         for tier in config.tiers:
             row = []
@@ -95,6 +99,28 @@ class Session:
 
     def statement(self) -> Statement:
         return Statement(self)
+
+    def touch(self, *rows: int) -> None:
+        """Node rows whose state just changed (called by the Statement on every apply and revert)."""
+        self.version += 1
+        for r in rows:
+            if r >= 0:
+                self.row_version[r] = self.version
+
+    def _refresh(self, cache: dict, key: tuple, compute: Callable[[np.ndarray | None], np.ndarray]) -> np.ndarray:
+        """A per-node array cached under ``key``; rows touched since it was computed are recomputed."""
+        entry = cache.get(key)
+        if entry is None:
+            arr = compute(None)
+            cache[key] = [arr, self.version]
+            return arr
+        arr, at = entry
+        if at != self.version:
+            dirty = np.flatnonzero(self.row_version > at)
+            if dirty.size:
+                arr[dirty] = compute(dirty)
+            entry[1] = self.version
+        return arr
 
     def fire_allocate(self, task: Task) -> None:
         for h in self._handlers:
@@ -222,29 +248,72 @@ class Session:
                     out.extend(p.explain(task))
         return out
 
-    def free(self, task: Task, *, future: bool = False) -> np.ndarray:
-        """What each node can give ``task`` now (``future``: once releasing pods are gone), over the
-        columns ``task`` requests. Binds never take capacity promised to a nomination: "now" is the
-        smaller of idle and future idle (SPEC.md §5, no over-commit by binds and nominations)."""
+    def free(self, task: Task, *, future: bool = False, rows: np.ndarray | None = None) -> np.ndarray:
+        """What each node (or each of ``rows``) can give ``task`` now (``future``: once releasing pods
+        are gone), over the columns ``task`` requests. Binds never take capacity promised to a
+        nomination: "now" is the smaller of idle and future idle (SPEC.md §5, no over-commit by binds and
+        nominations)."""
         nodes = self.cluster.nodes
         cols = np.flatnonzero(task.request)
-        fut = nodes.allocatable[:, cols] - nodes.used[:, cols] + nodes.releasing[:, cols] \
-            - nodes.pipelined[:, cols]
+        sel = (slice(None), cols) if rows is None else np.ix_(rows, cols)
+        idle = nodes.allocatable[sel] - nodes.used[sel]
+        fut = idle + nodes.releasing[sel] - nodes.pipelined[sel]
         if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
-            fut[task.nominated] += task.request[cols]       # its own reservation is its to use
-        if future:
-            return fut
-        return np.minimum(fut, nodes.allocatable[:, cols] - nodes.used[:, cols])
+            own = task.request[cols]                       # its own reservation is its to use
+            if rows is None:
+                fut[task.nominated] += own
+            else:
+                fut[rows == task.nominated] += own
+        return fut if future else np.minimum(fut, idle)
 
     def fits(self, task: Task, *, future: bool = False) -> np.ndarray:
+        """Boolean mask over nodes: does ``task``'s request fit (cached per equivalence class; do not
+        modify the returned array)."""
         cols = np.flatnonzero(task.request)
-        return (self.free(task, future=future) >= task.request[cols] - EPS).all(axis=1)
+        need = task.request[cols] - EPS
+
+        def compute(rows: np.ndarray | None) -> np.ndarray:
+            return (self.free(task, future=future, rows=rows) >= need).all(axis=1)
+
+        if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
+            return compute(None)
+        return self._refresh(self._fit_cache, (task.klass, future), compute)
+
+    def _scores_cacheable(self, task: Task) -> bool:
+        for p in self.plugins():
+            local = getattr(p, "scores_row_local", None)
+            if callable(local) and not local(task):
+                return False
+        return True
 
     def node_scores(self, task: Task, rows: np.ndarray) -> np.ndarray:
-        score = np.zeros(len(rows))
-        for fn in self.fns("NodeOrder"):
-            score = score + fn(task, rows)
-        return score
+        """Summed NodeOrder scores for ``rows``. A plugin whose score for a node depends on other nodes
+        says so through ``scores_row_local(task) -> False``; otherwise scores are cached per class."""
+        fns = self.fns("NodeOrder")
+        if not fns:
+            return np.zeros(len(rows))
+
+        def compute(sub: np.ndarray | None) -> np.ndarray:
+            rr = np.arange(len(self.cluster.nodes)) if sub is None else sub
+            score = np.zeros(len(rr))
+            for fn in fns:
+                score = score + fn(task, rr)
+            return score
+
+        if not self._scores_cacheable(task):
+            return compute(rows)
+        return self._refresh(self._score_cache, (task.klass,), compute)[rows]
+
+    def best_row(self, task: Task, mask: np.ndarray) -> int:
+        """The best node in ``mask`` by summed NodeOrder scores; ties go to the lowest row (name)."""
+        if not mask.any():
+            return -1
+        if not self.fns("NodeOrder") or not self._scores_cacheable(task):
+            rows = np.flatnonzero(mask)
+            return int(rows[int(np.argmax(self.node_scores(task, rows)))])
+        all_rows = np.arange(len(self.cluster.nodes))
+        scores = self.node_scores(task, all_rows)
+        return int(np.argmax(np.where(mask, scores, -np.inf)))
 
     def hypernode_scores(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
         score = np.zeros(len(domains))

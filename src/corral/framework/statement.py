@@ -62,7 +62,7 @@ class Statement:
             session.fire_deallocate(task)
         else:
             session.fire_allocate(task)
-        session.version += 1
+        session.touch(op.node, op.prev_node, op.prev_nominated)
 
     def _revert(self, op: Op) -> None:
         session, task = self.session, op.task
@@ -73,7 +73,7 @@ class Statement:
             session.fire_allocate(task)
         else:
             session.fire_deallocate(task)
-        session.version += 1
+        session.touch(op.node, op.prev_node, op.prev_nominated)
 
     def _op(self, kind: str, task: Task, node: int, **extra: str) -> None:
         if self.closed:

@@ -25,6 +25,9 @@ class TaskStatus(enum.Enum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
+    # members are singletons: identity hashing keeps the hot ``status in STATES`` checks cheap
+    __hash__ = object.__hash__
+
 
 #: States that count towards a job being ready (with SUCCEEDED), Volcano's "allocated" set.
 ALLOCATED_STATES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})

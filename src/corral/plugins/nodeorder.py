@@ -4,10 +4,12 @@ its weight, summed.
 - ``leastrequested.weight`` (1): mean over cpu and memory of the free fraction after placing the pod;
 - ``mostrequested.weight`` (0): mean over cpu and memory of the used fraction after placing the pod;
 - ``balancedresource.weight`` (1): 100 × (1 − the spread of the cpu, memory and GPU fractions);
-- ``nodeaffinity.weight`` (2): the preferred node-affinity weights a node matches, scaled so the best
-  node of the set scores 100;
+- ``nodeaffinity.weight`` (2): the preferred node-affinity weights a node matches over the sum of all
+  preferred weights, times 100 (kube-scheduler normalises over the candidate set instead; dividing by
+  the total keeps a node's score its own, so scores can be cached per node);
 - ``podaffinity.weight`` (2): preferred inter-pod affinity (+weight) and anti-affinity (−weight) terms per
-  matching placed pod in the node's topology domain, scaled to 0–100 over the set.
+  matching placed pod in the node's topology domain, scaled to 0–100 over the set (this score depends
+  on other nodes, so ``scores_row_local`` says so and the session does not cache it).
 """
 
 from __future__ import annotations
@@ -49,10 +51,15 @@ class NodeOrderPlugin(Plugin):
         self.cols = [res.pos(CPU), res.pos(MEMORY)]
         self.bal_cols = self.cols + ([res.pos(GPU)] if GPU in res else [])
 
+    def scores_row_local(self, task: Task) -> bool:
+        aff = task.affinity
+        return not (aff is not None and self.args.pod_affinity
+                    and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred))
+
     def _fractions(self, task: Task, rows: np.ndarray, cols: list[int]) -> np.ndarray:
         nodes = self.session.cluster.nodes
-        alloc = nodes.allocatable[np.ix_(rows, cols)]
-        used = nodes.used[np.ix_(rows, cols)] + task.request[cols]
+        alloc = nodes.allocatable[rows][:, cols]
+        used = nodes.used[rows][:, cols] + task.request[cols]
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1.0), 0.0)
         return np.clip(frac, 0.0, 1.0)
@@ -60,12 +67,13 @@ class NodeOrderPlugin(Plugin):
     def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
         a = self.args
         score = np.zeros(len(rows))
-        if a.least or a.most:
-            frac = self._fractions(task, rows, self.cols).mean(axis=1)
-            score += a.least * (1.0 - frac) * 100.0 + a.most * frac * 100.0
-        if a.balanced:
-            frac = self._fractions(task, rows, self.bal_cols)
-            score += a.balanced * (1.0 - frac.std(axis=1)) * 100.0
+        if a.least or a.most or a.balanced:
+            frac = self._fractions(task, rows, self.bal_cols)      # cpu, memory[, gpu]
+            if a.least or a.most:
+                mean = frac[:, :2].mean(axis=1)
+                score += a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
+            if a.balanced:
+                score += a.balanced * (1.0 - frac.std(axis=1)) * 100.0
         aff = task.affinity
         if aff is not None and a.node_affinity and aff.node_preferred:
             raw = np.zeros(len(rows))
@@ -76,7 +84,8 @@ class NodeOrderPlugin(Plugin):
                     m &= pred._requirement(r) if pred is not None else \
                         self.session.cluster.nodes.label_mask(r.key, r.op, r.values)
                 raw += weight * m[rows]
-            score += a.node_affinity * _scaled(raw)
+            total = sum(w for w, _ in aff.node_preferred) or 1
+            score += a.node_affinity * raw * (100.0 / total)
         if aff is not None and a.pod_affinity and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred):
             score += a.pod_affinity * _scaled(self._pod_preferred(task, rows))
         return score

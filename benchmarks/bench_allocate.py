@@ -1,0 +1,141 @@
+"""Allocate at scale (issue: scheduling core). A generated cluster of 10,000 nodes (8 GPUs, 96 CPUs,
+1 TiB each) in a 3-tier HyperNode tree, 30,000 running pods and 20,000 pending pods in 2,500 gangs of
+1–64 pods over three queues. Prints the time to build the model from the objects, one full cycle's time
+(enqueue, allocate, backfill with the default config), peak memory and pods placed per second, next to
+the targets (cycle <= 5 s, 4,000 pods/s; peak memory <= 2 GiB).
+
+    .venv/bin/python benchmarks/bench_allocate.py [--nodes N] [--seed S] [--yaml]
+
+``--yaml`` also writes the snapshot as multi-document YAML and times loading it from disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from corral.framework.cycle import run_cycle
+from corral.manifests.build import build_cluster, load_snapshot
+from corral.registry import REGISTRY, default_config
+
+T0 = "2026-01-01T00:00:00Z"
+
+
+def generate(nodes: int, running: int, gangs: int, pending: int, seed: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    docs: list[dict] = []
+    per_rack, per_spine = 16, 32                       # tier 1: 16 nodes; tier 2: 32 racks; tier 3: all
+    for i in range(nodes):
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i:05d}",
+                     "labels": {"rack": f"rack-{i // per_rack:04d}"}},
+                     "status": {"allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}}})
+    racks = (nodes + per_rack - 1) // per_rack
+    for r in range(racks):
+        docs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": f"rack-{r:04d}"},
+                     "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": f"rack-{r:04d}"}}}}]}})
+    spines = (racks + per_spine - 1) // per_spine
+    for s in range(spines):
+        docs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": f"spine-{s:03d}"},
+                     "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": f"rack-{r:04d}"}}}
+                                                     for r in range(s * per_spine, min(racks, (s + 1) * per_spine))]}})
+    docs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "core"},
+                 "spec": {"tier": 3, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": f"spine-{s:03d}"}}}
+                                                 for s in range(spines)]}})
+    queues = ["research", "production", "batch"]
+    for q, w in zip(queues, (2, 3, 1)):
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q},
+                     "spec": {"weight": w}})
+
+    def pod(name: str, group: str, gpu: int, node: str | None) -> dict:
+        p = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": name, "namespace": "bench", "uid": name, "creationTimestamp": T0,
+                          "annotations": {"scheduling.k8s.io/group-name": group}},
+             "spec": {"schedulerName": "corral", "containers": [{"name": "c", "resources": {
+                 "requests": {"cpu": str(4 * gpu), "memory": f"{32 * gpu}Gi", "nvidia.com/gpu": str(gpu)}}}]},
+             "status": {"phase": "Pending"}}
+        if node:
+            p["spec"]["nodeName"] = node
+            p["status"] = {"phase": "Running", "startTime": T0}
+        return p
+
+    # running: 30,000 one-GPU pods, three per node on the first 10,000 nodes, in groups of 10
+    for g in range(running // 10):
+        name = f"run-{g:05d}"
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": "bench", "creationTimestamp": T0},
+                     "spec": {"minMember": 10, "queue": queues[g % 3]}, "status": {"phase": "Running"}})
+        for k in range(10):
+            idx = g * 10 + k
+            docs.append(pod(f"{name}-{k}", name, 1, f"node-{(idx // 3) % nodes:05d}"))
+    # pending: 2,500 gangs, sizes 1-64 summing to `pending` pods
+    sizes = rng.integers(1, 65, size=gangs)
+    sizes = np.clip(np.round(sizes * pending / sizes.sum()).astype(int), 1, 64)
+    i = 0
+    while sizes.sum() != pending:                       # nudge to the exact total, staying in 1..64
+        step = 1 if sizes.sum() < pending else -1
+        if 1 <= sizes[i % gangs] + step <= 64:
+            sizes[i % gangs] += step
+        i += 1
+    for g, size in enumerate(sizes):
+        name = f"gang-{g:04d}"
+        gpu = int(rng.choice([1, 2, 4, 8], p=[0.2, 0.2, 0.2, 0.4]))
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": "bench", "creationTimestamp": T0},
+                     "spec": {"minMember": int(size), "queue": queues[g % 3]}, "status": {"phase": "Inqueue"}})
+        docs += [pod(f"{name}-{k}", name, gpu, None) for k in range(int(size))]
+    return docs
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--running", type=int, default=30_000)
+    ap.add_argument("--gangs", type=int, default=2_500)
+    ap.add_argument("--pending", type=int, default=20_000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--yaml", action="store_true", help="also time loading the snapshot from YAML on disk")
+    args = ap.parse_args()
+    t = time.perf_counter()
+    docs = generate(args.nodes, args.running, args.gangs, args.pending, args.seed)
+    print(f"generated {len(docs)} objects in {time.perf_counter() - t:.1f} s")
+    if args.yaml:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "snapshot.yaml"
+            path.write_text(yaml.dump_all(docs, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)))
+            t = time.perf_counter()
+            load_snapshot([path])
+            print(f"YAML load ({path.stat().st_size / 2**20:.0f} MiB): {time.perf_counter() - t:.2f} s")
+    t = time.perf_counter()
+    cluster = build_cluster(("bench", d) for d in docs)
+    load = time.perf_counter() - t
+    del docs
+    config = default_config()
+    t = time.perf_counter()
+    decisions = run_cycle(cluster, config, REGISTRY, 1767225600.0, 1)
+    cycle = time.perf_counter() - t
+    binds = len(decisions.binds)
+    rate = binds / cycle if cycle > 0 else float("inf")
+    peak = peak_mib()
+    print(f"nodes {args.nodes}, running pods {args.running}, pending pods {args.pending} in {args.gangs} gangs")
+    print(f"model build:   {load:8.2f} s")
+    print(f"one cycle:     {cycle:8.2f} s   (target <= 5 s)        {'OK' if cycle <= 5 else 'MISSED'}")
+    print(f"pods placed:   {binds:8d}     ({rate:,.0f} pods placed/s; target >= 4,000 pods/s)")
+    print(f"pods handled:  {args.pending:8d}     ({args.pending / cycle:,.0f} pending pods decided/s)")
+    print(f"unschedulable: {len(decisions.unschedulable):8d} gangs")
+    print(f"peak memory:   {peak:8.0f} MiB (target <= 2048 MiB)  {'OK' if peak <= 2048 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
