@@ -7,6 +7,8 @@ from __future__ import annotations
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
 from corral.actions.enqueue import EnqueueAction
+from corral.actions.preempt import PreemptAction
+from corral.actions.reclaim import ReclaimAction
 from corral.framework.config import Config, parse_config
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
@@ -14,6 +16,7 @@ from corral.plugins.conformance import ConformancePlugin
 from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
 from corral.plugins.nodeorder import NodeOrderPlugin
+from corral.plugins.pdb import PdbPlugin
 from corral.plugins.predicates import PredicatesPlugin
 from corral.plugins.priority import PriorityPlugin
 from corral.plugins.proportion import ProportionPlugin
@@ -46,10 +49,11 @@ class Registry:
 
 
 REGISTRY = Registry(
-    actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction)},
+    actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction, PreemptAction,
+                                               ReclaimAction)},
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
-                                       BinpackPlugin)},
+                                       BinpackPlugin, PdbPlugin)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )

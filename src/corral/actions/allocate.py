@@ -40,8 +40,9 @@ def waiting_tasks(job: Job) -> list[Task]:
     return [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
 
 
-def schedulable_jobs(session: Session) -> list[Job]:
-    """Jobs with waiting pods that may be scheduled this cycle; the others get their reason."""
+def schedulable_jobs(session: Session, *, quiet: bool = False) -> list[Job]:
+    """Jobs with waiting pods that may be scheduled this cycle; the others get their reason (unless
+    ``quiet``: the eviction actions ask again after allocate already said why)."""
     admit_all = "enqueue" not in session.actions
     out = []
     for uid in sorted(session.cluster.jobs):
@@ -49,16 +50,18 @@ def schedulable_jobs(session: Session) -> list[Job]:
         if not waiting_tasks(job):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_all:
+            if quiet:
+                continue
             session.reasons.setdefault(job.uid, "podgroup not yet admitted (Pending): enqueue has not "
                                                 "admitted it")
             continue
         reason = session.job_valid(job) or session.gang_predicate(job)
-        if reason:
-            session.unschedulable(job, reason)
-            continue
         queue = session.cluster.queues.get(job.queue)
-        if queue is None or not queue.open:
-            session.unschedulable(job, f"queue {job.queue!r} is closed")
+        if not reason and (queue is None or not queue.open):
+            reason = f"queue {job.queue!r} is closed"
+        if reason:
+            if not quiet:
+                session.unschedulable(job, reason)
             continue
         out.append(job)
     return out

@@ -53,9 +53,13 @@ def apply_decisions(cluster: Cluster, decisions: Decisions, now: float, *, bound
         task.status, task.node, task.nominated = bound, nodes.index[b.node], -1
         task.start_time = now
     for n in decisions.nominations:
-        task = by_key[n.pod]
-        if task.status is TaskStatus.PENDING:
+        task = by_key.get(n.pod)
+        if task is None or task.status not in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+            continue
+        if n.node:
             task.status, task.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
+        else:                                   # an empty node clears the nomination
+            task.status, task.nominated = TaskStatus.PENDING, -1
     for e in decisions.evictions:
         task = by_key[e.pod]
         if remove_evicted:

@@ -19,7 +19,7 @@ from corral.errors import PluginError
 from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, PodGroupUpdate, Unschedulable
 from corral.framework.extension import POINTS, Domain, Purpose, Vote
 from corral.framework.statement import Op, Statement
-from corral.model import Cluster, Job, PodGroupPhase, Queue, Task, TaskStatus
+from corral.model import ALLOCATED_STATES, Cluster, Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.resources import EPS
 
 if TYPE_CHECKING:
@@ -54,6 +54,11 @@ class Session:
         self.action = ""
         self.actions = [a.name for a in config.actions]
         self._phase0 = {uid: j.phase for uid, j in cluster.jobs.items()}
+        # Nominations made by earlier cycles reserve node capacity (the ``pipelined`` column) but, as in
+        # Volcano where such pods open the session as Pending, they do not count as held by their job or
+        # queue until this session places them again.
+        self.open_nominations: dict[int, Task] = {id(t): t for t in cluster.tasks.values()
+                                                  if t.status is TaskStatus.PIPELINED}
         # per-row change stamps: caches of fits and scores recompute only the rows changed since
         self.row_version = np.zeros(len(cluster.nodes), dtype=np.int64)
         self._fit_cache: dict[tuple, list] = {}
@@ -122,6 +127,11 @@ class Session:
             entry[1] = self.version
         return arr
 
+    def counted(self, task: Task) -> bool:
+        """Does ``task`` hold resources for its job and queue (what the events report)?"""
+        return task.status in ALLOCATED_STATES or (task.status is TaskStatus.PIPELINED
+                                                   and id(task) not in self.open_nominations)
+
     def fire_allocate(self, task: Task) -> None:
         for h in self._handlers:
             h.on_allocate(task)
@@ -146,6 +156,9 @@ class Session:
                 self.decisions.binds.append(Bind(t.key, names[op.node], self.cycle))
             elif op.kind == "pipeline":
                 self.decisions.nominations.append(Nomination(t.key, names[op.node], self.cycle))
+            elif op.kind == "clear":
+                # a nomination with an empty node clears nominatedNodeName (SPEC.md §4, added meaning)
+                self.decisions.nominations.append(Nomination(t.key, "", self.cycle))
             else:
                 preemptor = op.preemptor
                 self.decisions.evictions.append(Eviction(t.key, names[op.node], op.action, preemptor,
@@ -351,6 +364,31 @@ class Session:
 
     def scenario_valid(self, preemptor: Job, victims: Sequence[Job], tasks: Sequence[Task], action: str) -> bool:
         return all(fn(preemptor, victims, tasks, action) for fn in self.fns("ScenarioValidator"))
+
+    def violations(self, tasks: Sequence[Task]) -> list[bool]:
+        """For each of ``tasks`` (evicted together, in order): would its eviction break a disruption
+        budget? OR over plugins that implement ``violating(tasks) -> list[bool]`` (the ``pdb`` plugin)."""
+        out = [False] * len(tasks)
+        for p in self.plugins():
+            fn = getattr(p, "violating", None)
+            if callable(fn):
+                out = [a or b for a, b in zip(out, fn(tasks))]
+        return out
+
+    def resolvable(self, task: Task) -> np.ndarray:
+        """Nodes where ``task`` could go once pods are evicted: AND over Predicate plugins of their
+        ``resolvable(task)`` mask when they have one; a plugin that simulates (SimulatePredicate) is
+        otherwise left to the dry run; any other plugin's predicate mask applies as is."""
+        mask = ~self.cluster.nodes.down
+        for row in self.tiers:
+            for p, pc in row:
+                if not pc.enabled("enablePredicate") or not callable(getattr(p, "predicate", None)):
+                    continue
+                if callable(getattr(p, "resolvable", None)):
+                    mask = mask & p.resolvable(task)
+                elif not callable(getattr(p, "simulate_predicate", None)):
+                    mask = mask & p.predicate(task)
+        return mask
 
     def victim_tasks(self) -> list[Task]:
         seen: dict[int, Task] = {}

@@ -22,7 +22,7 @@ __all__ = ["Statement", "Op"]
 
 @dataclass(slots=True)
 class Op:
-    kind: str           # allocate | pipeline | evict
+    kind: str           # allocate | pipeline | evict | clear (drop a nomination)
     task: Task
     node: int
     prev_status: TaskStatus
@@ -31,6 +31,7 @@ class Op:
     action: str = ""
     preemptor: str = ""
     reason: str = ""
+    was_open_nomination: bool = False
 
 
 class Statement:
@@ -50,30 +51,39 @@ class Statement:
     # -- operations --------------------------------------------------------------------------------
     def _apply(self, op: Op) -> None:
         session, task = self.session, op.task
+        was = session.counted(task)
         session.cluster.charge(task, -1)
         if op.kind == "allocate":
             task.status, task.node, task.nominated = TaskStatus.ALLOCATED, op.node, -1
         elif op.kind == "pipeline":
             task.status, task.nominated = TaskStatus.PIPELINED, op.node
+        elif op.kind == "clear":
+            task.status, task.nominated = TaskStatus.PENDING, -1
         else:
             task.status = TaskStatus.RELEASING
+        op.was_open_nomination = session.open_nominations.pop(id(task), None) is not None
         session.cluster.charge(task, +1)
-        if op.kind == "evict":
-            session.fire_deallocate(task)
-        else:
-            session.fire_allocate(task)
+        self._fire(was, session.counted(task), task)
         session.touch(op.node, op.prev_node, op.prev_nominated)
 
     def _revert(self, op: Op) -> None:
         session, task = self.session, op.task
+        was = session.counted(task)
         session.cluster.charge(task, -1)
         task.status, task.node, task.nominated = op.prev_status, op.prev_node, op.prev_nominated
+        if op.was_open_nomination:
+            session.open_nominations[id(task)] = task
         session.cluster.charge(task, +1)
-        if op.kind == "evict":
-            session.fire_allocate(task)
-        else:
-            session.fire_deallocate(task)
+        self._fire(was, session.counted(task), task)
         session.touch(op.node, op.prev_node, op.prev_nominated)
+
+    def _fire(self, was: bool, now: bool, task: Task) -> None:
+        """Events follow what the task holds: allocate when it starts holding, deallocate when it stops,
+        both when it moves while holding (so per-node indexes follow it)."""
+        if was:
+            self.session.fire_deallocate(task)
+        if now:
+            self.session.fire_allocate(task)
 
     def _op(self, kind: str, task: Task, node: int, **extra: str) -> None:
         if self.closed:
@@ -99,6 +109,13 @@ class Statement:
         if task.status not in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.ALLOCATED):
             raise CommitError(f"cannot evict a task in state {task.status.value}", obj=f"Pod {task.key}")
         self._op("evict", task, task.node, action=action, preemptor=preemptor, reason=reason)
+
+    def clear_nomination(self, task: Task) -> None:
+        """Drop ``task``'s nomination (it goes back to Pending): a higher-priority preemptor took the node."""
+        if task.status is not TaskStatus.PIPELINED:
+            raise CommitError(f"cannot clear the nomination of a task in state {task.status.value}",
+                              obj=f"Pod {task.key}")
+        self._op("clear", task, task.nominated)
 
     # -- transaction -------------------------------------------------------------------------------
     def save(self) -> int:

@@ -180,6 +180,10 @@ class PredicatesPlugin(Plugin):
                 mask = mask & m
         return mask
 
+    def resolvable(self, task: Task) -> np.ndarray:
+        """Inter-pod terms can change when pods are evicted; the static checks cannot."""
+        return self.static_mask(task)
+
     def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
         self.static_mask(task)
         return list(self._explain[task.klass]) + [(~m, why) for m, why in self._pod_parts(task)]

@@ -58,12 +58,15 @@ class QueuePlugin(Plugin):
 
     # -- shares ----------------------------------------------------------------------------------
     def share(self, name: str) -> float:
+        """Held over deserved, the largest over the resources the queue deserves (Volcano's
+        ``updateShare`` iterates ``deserved.ResourceNames()``, the non-zero ones): a queue that deserves
+        only GPUs is not made to look full by the CPU its pods also hold. A queue that deserves nothing
+        at all has share 1 once it holds anything (it runs on idle capacity only), else 0."""
         alloc, deserved = self.allocated[name], self.deserved[name]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(deserved > 0, alloc / np.where(deserved > 0, deserved, 1.0),
-                             np.where(alloc > EPS, 1.0, 0.0))
-        ratio = np.where(np.isfinite(deserved), ratio, 0.0)
-        return float(ratio[self.cols].max(initial=0.0))
+        dims = self.cols & (deserved > EPS) & np.isfinite(deserved)
+        if not dims.any():
+            return 1.0 if bool(np.any(alloc[self.cols] > EPS)) else 0.0
+        return float((alloc[dims] / deserved[dims]).max())
 
     def queue_order(self, a: Queue, b: Queue) -> int:
         sa, sb = self.share(a.name), self.share(b.name)
@@ -82,6 +85,16 @@ class QueuePlugin(Plugin):
 
     def on_deallocate(self, task: Task) -> None:
         self._charge(task, -1)
+
+    # -- simulation (seed 003): a dry run moves queue usage without events ----------------------
+    def simulate_add_task(self, task: Task, node: int) -> None:
+        self._charge(task, +1)
+
+    def simulate_remove_task(self, task: Task, node: int) -> None:
+        self._charge(task, -1)
+
+    def simulate_allocatable(self, queue: Queue, task: Task) -> bool:
+        return self.within_capability(queue, task.request * self.cols)
 
     # -- victims ---------------------------------------------------------------------------------
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:

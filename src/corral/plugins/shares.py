@@ -9,8 +9,10 @@ from corral.model import ALLOCATED_STATES, Cluster, Task, TaskStatus
 
 __all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests"]
 
-#: States counted as held by a job or queue: placed or nominated (not Releasing: it is on its way out).
-HOLDING = ALLOCATED_STATES | {TaskStatus.PIPELINED}
+#: States counted as held by a job or queue when a session opens: placed (not Releasing: it is on its
+#: way out; not nominated by an earlier cycle: see ``Session.open_nominations``). Nominations made in
+#: the session are added by the allocate events.
+HOLDING = ALLOCATED_STATES
 
 
 def holding(task: Task) -> bool:
@@ -45,6 +47,6 @@ def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
         if job.queue not in out:
             continue
         for t in job.tasks:
-            if t.managed and (holding(t) or t.status is TaskStatus.PENDING):
+            if t.managed and t.status in HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}:
                 out[job.queue] += t.request
     return out

@@ -1,0 +1,189 @@
+"""Making room for one pod on one node, the careful way (seed 003, SPEC.md §3.2): shared by ``preempt``
+and ``reclaim``.
+
+For a preemptor pod the :class:`Evictor` narrows the nodes to those where it could fit once pods are
+gone (the plugins' resolvable masks, and enough capacity in future idle plus every allowed victim —
+one vectorised pass), dry-runs the most promising of them (at least ``min_candidates`` nodes or
+``min_candidates_pct`` percent, as kube-scheduler's DefaultPreemption does, ordered by the priority of
+the victims they would need), and ranks the plans:
+
+1. victims in order (PDB-safe first, lowest priority first, newest first) are removed through the
+   simulation points (SimulateRemoveTask) until the pod fits — resources, SimulatePredicate,
+   SimulateAllocatable — counting higher-priority pods already nominated to the node and releasing the
+   nominations of lower-priority ones;
+2. the reprieve adds victims back (SimulateAddTask), PDB-violating and highest priority first, keeping
+   each that still lets the pod fit;
+3. the ScenarioValidator points see the plan; the state is restored;
+4. plans rank by fewest PDB violations, lowest highest-victim priority, smallest priority sum, fewest
+   victims, latest earliest start among the victims, then node name.
+
+Dry runs are sequential: plugin state is shared and Python threads would not run them faster; the
+capacity pre-filter and the candidate cap keep the number of dry runs small (the benchmark prints it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from corral.framework.session import Session
+from corral.model import Job, Task, TaskStatus
+from corral.model.resources import EPS
+
+__all__ = ["Evictor", "Plan", "VICTIM_STATES"]
+
+#: Pods that can be victims: running, or bound by an earlier cycle. Pods placed in this cycle cannot.
+VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+
+
+@dataclass
+class Plan:
+    node: int
+    victims: list[Task]
+    violations: int
+    cleared: list[Task] = field(default_factory=list)   # lower-priority nominations on the node
+
+    def rank(self) -> tuple:
+        prios = [v.priority for v in self.victims]
+        starts = [v.start_time or 0.0 for v in self.victims]
+        return (self.violations, max(prios, default=-(2 ** 31)), sum(prios), len(self.victims),
+                -min(starts, default=float("inf")), self.node)
+
+
+class Evictor:
+    """Per-action index of the pods that hold nodes, and the per-node dry run."""
+
+    def __init__(self, session: Session, action: str, min_candidates: int = 100, min_candidates_pct: float = 10.0):
+        self.session = session
+        self.action = action
+        cluster = session.cluster
+        self.n = len(cluster.nodes)
+        self.limit = max(min_candidates, int(np.ceil(self.n * min_candidates_pct / 100.0)))
+        occupants = sorted((t for t in cluster.tasks.values()
+                            if t.managed and t.status in VICTIM_STATES and t.node >= 0),
+                           key=lambda t: (t.node, t.creation, t.name))
+        self.tasks = occupants
+        self.t_node = np.array([t.node for t in occupants], dtype=np.int64)
+        self.t_prio = np.array([t.priority for t in occupants], dtype=np.int64)
+        self.t_req = np.array([t.request for t in occupants]).reshape(len(occupants), len(cluster.resources))
+        self.alive = np.ones(len(occupants), dtype=bool)
+        self.by_node: dict[int, list[int]] = {}
+        for i, t in enumerate(occupants):
+            self.by_node.setdefault(t.node, []).append(i)
+        self.index = {id(t): i for i, t in enumerate(occupants)}
+        self.dry_runs = 0
+        self.nominated = [t for t in cluster.tasks.values() if t.status is TaskStatus.PIPELINED]
+
+    def nominate(self, task: Task) -> None:
+        self.nominated.append(task)
+
+    def _nominations(self, task: Task, row: int | None = None) -> list[Task]:
+        """Lower-priority pods nominated (to ``row``, or anywhere) that would give way to ``task``."""
+        return [t for t in self.nominated if t.status is TaskStatus.PIPELINED and t.nominated >= 0
+                and t.priority < task.priority and t is not task and (row is None or t.nominated == row)]
+
+    def gone(self, victims: list[Task]) -> None:
+        for v in victims:
+            i = self.index.get(id(v))
+            if i is not None:
+                self.alive[i] = False
+
+    # -- candidates ------------------------------------------------------------------------------
+    def candidates(self, task: Task, allowed: np.ndarray) -> np.ndarray:
+        """Node rows worth a dry run, best first. ``allowed`` marks occupant pods this preemptor could
+        evict at all (action rules)."""
+        session, nodes = self.session, self.session.cluster.nodes
+        cols = np.flatnonzero(task.request)
+        sel = allowed & self.alive
+        freeable = np.zeros((self.n, len(cols)))
+        np.add.at(freeable, self.t_node[sel], self.t_req[sel][:, cols])
+        room = nodes.future_idle[:, cols] + freeable + self._lower_nominated(task)[:, cols]
+        mask = session.resolvable(task) & (room >= task.request[cols] - EPS).all(axis=1)
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            return rows
+        top = np.full(self.n, -(2 ** 62), dtype=np.int64)
+        np.maximum.at(top, self.t_node[sel], self.t_prio[sel])
+        order = np.lexsort((rows, top[rows]))
+        return rows[order][: self.limit]
+
+    def _lower_nominated(self, task: Task) -> np.ndarray:
+        """Resources held by nominations of lower-priority pods, per node (they give way)."""
+        out = np.zeros((self.n, len(self.session.cluster.resources)))
+        for t in self._nominations(task):
+            out[t.nominated] += t.request
+        return out
+
+    # -- the dry run -----------------------------------------------------------------------------
+    def plan(self, task: Task, job: Job, row: int, allowed: np.ndarray,
+             victim_ok: Callable[[list[Task]], list[Task]], evicted: list[Task]) -> Plan | None:
+        """A plan for ``task`` on node ``row``, or None. ``victim_ok`` applies the plugins' filters to
+        the node's candidates; ``evicted`` are the victims already chosen for this job (for the
+        ScenarioValidator)."""
+        session = self.session
+        self.dry_runs += 1
+        nodes = session.cluster.nodes
+        queue = session.cluster.queues[job.queue]
+        cleared = self._nominations(task, row)
+        free = nodes.future_idle[row].copy()
+        for t in cleared:
+            free += t.request
+        if task.status is TaskStatus.PIPELINED and task.nominated == row:
+            free += task.request
+        cols = np.flatnonzero(task.request)
+
+        def fits() -> bool:
+            return bool(np.all(free[cols] >= task.request[cols] - EPS)) and \
+                session.simulate_predicate(task, row) and session.simulate_allocatable(queue, task)
+
+        if fits():
+            return Plan(row, [], 0, cleared)
+        idx = [i for i in self.by_node.get(row, []) if self.alive[i] and allowed[i]]
+        pods = victim_ok([self.tasks[i] for i in idx])
+        if not pods:
+            return None
+        bad = dict(zip(map(id, pods), session.violations(pods)))
+        pods.sort(key=lambda t: (bad[id(t)], t.priority, -(t.start_time or 0.0), t.name))
+        removed: list[Task] = []
+        for v in pods:
+            session.simulate_remove(v, row)
+            free += v.request
+            removed.append(v)
+            if fits():
+                break
+        else:
+            self._restore(removed, row)
+            return None
+        victims: list[Task] = []
+        for v in sorted(removed, key=lambda t: (not bad[id(t)], -t.priority, t.start_time or 0.0, t.name)):
+            session.simulate_add(v, row)
+            free -= v.request
+            if fits():
+                continue                                    # reprieved
+            session.simulate_remove(v, row)
+            free += v.request
+            victims.append(v)
+        self._restore(victims, row)
+        if victims:
+            victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())
+            if not session.scenario_valid(job, victim_jobs, evicted + victims, self.action):
+                return None
+        violations = sum(1 for ok in session.violations(victims) if ok)
+        return Plan(row, victims, violations, cleared)
+
+    def _restore(self, removed: list[Task], row: int) -> None:
+        for v in reversed(removed):
+            self.session.simulate_add(v, row)
+
+    def best(self, task: Task, job: Job, allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]],
+             evicted: list[Task]) -> Plan | None:
+        best: Plan | None = None
+        for row in self.candidates(task, allowed):
+            plan = self.plan(task, job, int(row), allowed, victim_ok, evicted)
+            if plan is not None and (best is None or plan.rank() < best.rank()):
+                best = plan
+                if not plan.victims:
+                    break
+        return best

@@ -1,0 +1,125 @@
+"""``preempt`` (SPEC.md §3.2, seed 003; Volcano ``actions/preempt``): inside a queue, by priority.
+
+Starving jobs (JobStarving: not yet pipelined) in QueueOrder and JobOrder try, task by task in TaskOrder,
+to make room: the :class:`~corral.actions.evict.Evictor` finds the best node and the minimal victims
+among running pods of the same queue whose job has strictly lower priority (SPEC.md §5 — pods of the
+preemptor's own job are never victims: corral does not preempt inside a job), that pass the plugins'
+Preemptable (or UnifiedEvictable) filters and the VictimFilter. The victims are evicted, the task is
+nominated onto the node (pipelined), lower-priority nominations on that node are cleared. The job's
+Statement commits only when the job is pipelined (gang: minMember placed or nominated); otherwise every
+eviction made for it is undone — a gang never breaks other pods for a start it cannot make.
+
+Arguments: ``minCandidateNodesAbsolute`` (100) and ``minCandidateNodesPercentage`` (10): how many
+candidate nodes are dry-run per pod, as kube-scheduler's DefaultPreemption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from corral.actions.allocate import schedulable_jobs
+from corral.actions.evict import Evictor
+from corral.framework.config import arg
+from corral.framework.plugin import Action
+from corral.framework.session import Session
+from corral.framework.statement import Statement
+from corral.model import Job, Task, TaskStatus
+
+__all__ = ["PreemptAction", "EvictArgs", "run_evictions"]
+
+
+@dataclass(frozen=True)
+class EvictArgs:
+    min_candidates: int = arg("minCandidateNodesAbsolute", 100, "candidate nodes dry-run per pod, at least")
+    min_candidates_pct: float = arg("minCandidateNodesPercentage", 10.0, "candidate nodes dry-run per pod, "
+                                    "as a percentage of all nodes")
+
+
+def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
+    """The shared loop of preempt and reclaim over starving jobs."""
+    evictor = Evictor(session, action.name, action.args.min_candidates, action.args.min_candidates_pct)
+    queues = session.cluster.queues
+    queue_key, job_key = session.queue_key(), session.job_key()
+    jobs = [j for j in schedulable_jobs(session, quiet=True) if session.job_starving(j)]
+    jobs.sort(key=lambda j: (queue_key(queues[j.queue]), job_key(j)))
+    for job in jobs:
+        if not action.may_start(session, job):
+            continue
+        stmt = session.statement()
+        evicted: list[Task] = []
+        tasks = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort),
+                       key=session.task_key())
+        for task in tasks:
+            if session.job_pipelined(job):
+                break
+            if not action.may_take(session, job, task):
+                break
+            allowed = action.allowed(session, evictor, job)
+            plan = evictor.best(task, job, allowed, lambda pods: action.filter(session, task, job, pods), evicted)
+            if plan is None:
+                break
+            for v in plan.victims:
+                stmt.evict(v, f"{action.name} for {job.uid}", action=action.name, preemptor=job.uid)
+            for t in plan.cleared:
+                stmt.clear_nomination(t)
+            stmt.pipeline(task, plan.node)
+            evictor.nominate(task)
+            evicted.extend(plan.victims)
+        finish(session, job, stmt, evictor, evicted)
+    return evictor
+
+
+def finish(session: Session, job: Job, stmt: Statement, evictor: Evictor, evicted: list[Task]) -> None:
+    if stmt.ops and session.job_pipelined(job):
+        stmt.commit()
+        evictor.gone(evicted)
+    else:
+        stmt.discard()
+
+
+class EvictionAction(Action):
+    """Hooks that tell preempt and reclaim apart."""
+
+    Args = EvictArgs
+
+    def execute(self, session: Session) -> None:
+        run_evictions(session, self)
+
+    def may_start(self, session: Session, job: Job) -> bool:
+        return True
+
+    def may_take(self, session: Session, job: Job, task: Task) -> bool:
+        return True
+
+    def allowed(self, session: Session, evictor: Evictor, job: Job) -> np.ndarray:
+        raise NotImplementedError
+
+    def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
+        raise NotImplementedError
+
+    def _job_filter(self, session: Session, job: Job, pods: list[Task]) -> list[Task]:
+        verdict: dict[int, bool] = {}
+        out = []
+        for t in pods:
+            v = t.job
+            if v is None:
+                continue
+            if id(v) not in verdict:
+                verdict[id(v)] = session.victim_filter(job, v, self.name)
+            if verdict[id(v)]:
+                out.append(t)
+        return out
+
+
+class PreemptAction(EvictionAction):
+    name = "preempt"
+
+    def allowed(self, session: Session, evictor: Evictor, job: Job) -> np.ndarray:
+        return np.fromiter((t.job is not None and t.job is not job and t.job.queue == job.queue
+                            and t.job.priority < job.priority and t.preemptable for t in evictor.tasks),
+                           bool, len(evictor.tasks))
+
+    def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
+        return self._job_filter(session, job, session.preemptable(task, pods))
