@@ -2,10 +2,14 @@
 and ``reclaim``.
 
 For a preemptor pod the :class:`Evictor` narrows the nodes to those where it could fit once pods are
-gone (the plugins' resolvable masks, and enough capacity in future idle plus every allowed victim —
-one vectorised pass), dry-runs the most promising of them (at least ``min_candidates`` nodes or
-``min_candidates_pct`` percent, as kube-scheduler's DefaultPreemption does, ordered by the priority of
-the victims they would need), and ranks the plans:
+gone (the plugins' resolvable masks, and enough capacity in future idle plus the allowed victims), and
+computes for each a lower bound of the highest victim priority it would need (victims added level by
+level, lowest priority first — a few vectorised passes). Nodes are dry-run in that order; the search
+stops when no remaining node can beat the best plan on (PDB violations, highest victim priority), after
+``ties`` further nodes that could only tie on it (default 16), or at the cap of
+``max(minCandidateNodesAbsolute, minCandidateNodesPercentage × nodes)`` — kube-scheduler's
+DefaultPreemption dry-runs that many nodes every time; the bound lets corral stop early with the same
+best node in the common case. The plans rank as follows:
 
 1. victims in order (PDB-safe first, lowest priority first, newest first) are removed through the
    simulation points (SimulateRemoveTask) until the pod fits — resources, SimulatePredicate,
@@ -55,7 +59,8 @@ class Plan:
 class Evictor:
     """Per-action index of the pods that hold nodes, and the per-node dry run."""
 
-    def __init__(self, session: Session, action: str, min_candidates: int = 100, min_candidates_pct: float = 10.0):
+    def __init__(self, session: Session, action: str, min_candidates: int = 100, min_candidates_pct: float = 10.0,
+                 ties: int = 16):
         self.session = session
         self.action = action
         cluster = session.cluster
@@ -74,6 +79,7 @@ class Evictor:
             self.by_node.setdefault(t.node, []).append(i)
         self.index = {id(t): i for i, t in enumerate(occupants)}
         self.dry_runs = 0
+        self.ties = ties
         self.nominated = [t for t in cluster.tasks.values() if t.status is TaskStatus.PIPELINED]
 
     def nominate(self, task: Task) -> None:
@@ -91,23 +97,29 @@ class Evictor:
                 self.alive[i] = False
 
     # -- candidates ------------------------------------------------------------------------------
-    def candidates(self, task: Task, allowed: np.ndarray) -> np.ndarray:
-        """Node rows worth a dry run, best first. ``allowed`` marks occupant pods this preemptor could
-        evict at all (action rules)."""
+    def candidates(self, task: Task, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Node rows worth a dry run, best first, with a lower bound of the highest victim priority each
+        would need. ``allowed`` marks occupant pods this preemptor could evict at all (action rules)."""
         session, nodes = self.session, self.session.cluster.nodes
         cols = np.flatnonzero(task.request)
-        sel = allowed & self.alive
-        freeable = np.zeros((self.n, len(cols)))
-        np.add.at(freeable, self.t_node[sel], self.t_req[sel][:, cols])
-        room = nodes.future_idle[:, cols] + freeable + self._lower_nominated(task)[:, cols]
-        mask = session.resolvable(task) & (room >= task.request[cols] - EPS).all(axis=1)
+        need = task.request[cols] - EPS
+        sel = np.flatnonzero(allowed & self.alive)
+        room = nodes.future_idle[:, cols] + self._lower_nominated(task)[:, cols]
+        lower = np.full(self.n, np.inf)
+        lower[(room >= need).all(axis=1)] = -np.inf          # fits without evicting anyone
+        prios = self.t_prio[sel]
+        for level in np.unique(prios):                        # add victims level by level, lowest first
+            at = sel[prios == level]
+            for j, c in enumerate(cols):
+                room[:, j] += np.bincount(self.t_node[at], weights=self.t_req[at, c], minlength=self.n)
+            hit = np.isinf(lower) & (lower > 0) & (room >= need).all(axis=1)
+            lower[hit] = level
+        mask = np.isfinite(lower) | (lower < 0)
+        mask &= session.resolvable(task)
         rows = np.flatnonzero(mask)
-        if rows.size == 0:
-            return rows
-        top = np.full(self.n, -(2 ** 62), dtype=np.int64)
-        np.maximum.at(top, self.t_node[sel], self.t_prio[sel])
-        order = np.lexsort((rows, top[rows]))
-        return rows[order][: self.limit]
+        order = np.lexsort((rows, lower[rows]))
+        rows = rows[order][: self.limit]
+        return rows, lower[rows]
 
     def _lower_nominated(self, task: Task) -> np.ndarray:
         """Resources held by nominations of lower-priority pods, per node (they give way)."""
@@ -127,7 +139,7 @@ class Evictor:
         nodes = session.cluster.nodes
         queue = session.cluster.queues[job.queue]
         cleared = self._nominations(task, row)
-        free = nodes.future_idle[row].copy()
+        free = nodes.allocatable[row] - nodes.used[row] + nodes.releasing[row] - nodes.pipelined[row]
         for t in cleared:
             free += t.request
         if task.status is TaskStatus.PIPELINED and task.nominated == row:
@@ -179,8 +191,20 @@ class Evictor:
 
     def best(self, task: Task, job: Job, allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]],
              evicted: list[Task]) -> Plan | None:
+        """Dry-run candidates in order of their lower bound; stop when no remaining node can beat the
+        best plan on (violations, highest victim priority), or after ``ties`` more nodes that could only
+        tie on it, or at the candidate cap."""
         best: Plan | None = None
-        for row in self.candidates(task, allowed):
+        extra = 0
+        rows, lower = self.candidates(task, allowed)
+        for row, bound in zip(rows, lower):
+            if best is not None:
+                top = best.rank()[:2]
+                if top[0] == 0 and bound > top[1]:
+                    break
+                extra += 1
+                if extra > self.ties:
+                    break
             plan = self.plan(task, job, int(row), allowed, victim_ok, evicted)
             if plan is not None and (best is None or plan.rank() < best.rank()):
                 best = plan

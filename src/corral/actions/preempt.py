@@ -35,15 +35,18 @@ class EvictArgs:
     min_candidates: int = arg("minCandidateNodesAbsolute", 100, "candidate nodes dry-run per pod, at least")
     min_candidates_pct: float = arg("minCandidateNodesPercentage", 10.0, "candidate nodes dry-run per pod, "
                                     "as a percentage of all nodes")
+    ties: int = arg("tieCandidates", 16, "further nodes dry-run once no node can beat the best plan but by a tie")
 
 
 def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
     """The shared loop of preempt and reclaim over starving jobs."""
-    evictor = Evictor(session, action.name, action.args.min_candidates, action.args.min_candidates_pct)
+    evictor = Evictor(session, action.name, action.args.min_candidates, action.args.min_candidates_pct,
+                      action.args.ties)
     queues = session.cluster.queues
     queue_key, job_key = session.queue_key(), session.job_key()
     jobs = [j for j in schedulable_jobs(session, quiet=True) if session.job_starving(j)]
     jobs.sort(key=lambda j: (queue_key(queues[j.queue]), job_key(j)))
+    cache: dict[tuple, np.ndarray] = {}
     for job in jobs:
         if not action.may_start(session, job):
             continue
@@ -56,7 +59,9 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
                 break
             if not action.may_take(session, job, task):
                 break
-            allowed = action.allowed(session, evictor, job)
+            allowed = cache.get(action.allowed_key(job))
+            if allowed is None:
+                allowed = cache[action.allowed_key(job)] = action.allowed(session, evictor, job)
             plan = evictor.best(task, job, allowed, lambda pods: action.filter(session, task, job, pods), evicted)
             if plan is None:
                 break
@@ -96,6 +101,10 @@ class EvictionAction(Action):
     def allowed(self, session: Session, evictor: Evictor, job: Job) -> np.ndarray:
         raise NotImplementedError
 
+    def allowed_key(self, job: Job) -> tuple:
+        """Jobs with the same key may evict the same pods (the ``allowed`` mask is cached by it)."""
+        return (job.uid,)
+
     def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
         raise NotImplementedError
 
@@ -115,6 +124,10 @@ class EvictionAction(Action):
 
 class PreemptAction(EvictionAction):
     name = "preempt"
+
+    def allowed_key(self, job: Job) -> tuple:
+        # the preemptor's own pods have its priority, so they are never allowed: queue and priority decide
+        return (job.queue, job.priority)
 
     def allowed(self, session: Session, evictor: Evictor, job: Job) -> np.ndarray:
         return np.fromiter((t.job is not None and t.job is not job and t.job.queue == job.queue

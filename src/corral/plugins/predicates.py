@@ -186,4 +186,9 @@ class PredicatesPlugin(Plugin):
 
     def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
         self.static_mask(task)
-        return list(self._explain[task.klass]) + [(~m, why) for m, why in self._pod_parts(task)]
+        # one entry per reason, as kube-scheduler counts nodes per reason: several placed pods (or
+        # terms) rejecting different nodes for the same reason add up to one "N node(s) ..." line
+        merged: dict[str, np.ndarray] = {}
+        for m, why in self._pod_parts(task):
+            merged[why] = merged[why] | ~m if why in merged else ~m
+        return list(self._explain[task.klass]) + [(m, why) for why, m in merged.items()]

@@ -28,6 +28,7 @@ class QueuePlugin(Plugin):
         self.cols[cluster.resources.pos(PODS)] = False
         self.total = np.where(self.cols, total, 0.0)
         self.queues = cluster.queues
+        self._chains: dict[str, list[str]] = {}
         self.allocated = {name: v * self.cols for name, v in queue_usage(cluster).items()}
         for name, q in self.queues.items():              # leaf usage summed into every ancestor
             if q.children:
@@ -77,7 +78,10 @@ class QueuePlugin(Plugin):
         if job is None or job.queue not in self.queues:
             return
         delta = sign * task.request * self.cols
-        for name in self.session.cluster.queue_chain(job.queue):
+        chain = self._chains.get(job.queue)
+        if chain is None:
+            chain = self._chains[job.queue] = self.session.cluster.queue_chain(job.queue)
+        for name in chain:
             self.allocated[name] = self.allocated[name] + delta
 
     def on_allocate(self, task: Task) -> None:
