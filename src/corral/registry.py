@@ -7,6 +7,7 @@ from __future__ import annotations
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
 from corral.actions.enqueue import EnqueueAction
+from corral.actions.gang_evict import GangPreemptAction, GangReclaimAction
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.framework.config import Config, parse_config
@@ -16,6 +17,8 @@ from corral.plugins.conformance import ConformancePlugin
 from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
 from corral.plugins.nodeorder import NodeOrderPlugin
+from corral.plugins.minruntime import MinRuntimePlugin
+from corral.plugins.network_topology import NetworkTopologyPlugin
 from corral.plugins.pdb import PdbPlugin
 from corral.plugins.predicates import PredicatesPlugin
 from corral.plugins.priority import PriorityPlugin
@@ -50,10 +53,10 @@ class Registry:
 
 REGISTRY = Registry(
     actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction, PreemptAction,
-                                               ReclaimAction)},
+                                               ReclaimAction, GangPreemptAction, GangReclaimAction)},
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
-                                       BinpackPlugin, PdbPlugin)},
+                                       BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )

@@ -24,16 +24,18 @@ import itertools
 import numpy as np
 
 from corral.actions.placement import best_node, no_fit_reason
-from corral.framework.extension import Purpose
+from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
 from corral.manifests.fields import format_time
-from corral.model import Job, PodGroupPhase, Task
+from corral.model import Job, PodGroupPhase, Task, TaskStatus
 
 __all__ = ["AllocateAction", "LAST_START", "waiting_tasks", "schedulable_jobs"]
 
 LAST_START = "kai.scheduler/last-start-timestamp"
+#: Domains dry-run per job at most (seed 000 asks for all; a cap keeps a cycle bounded on big trees).
+MAX_DRY_RUNS = 32
 
 
 def waiting_tasks(job: Job) -> list[Task]:
@@ -95,30 +97,47 @@ class AllocateAction(Action):
         was_ready = session.job_ready(job)
         tasks = sorted(waiting_tasks(job), key=session.task_key())
         stmt = session.statement()
-        domains = [None]
+        domains: list = [None]
         if job.topology_mode:
-            domains = [d.mask for d in session.gang_search_space(job, Purpose.ALLOCATE)]
+            domains = session.gang_search_space(job, Purpose.ALLOCATE)
         if len(domains) == 1:
-            reason = self.place_tasks(session, job, tasks, stmt, domains[0])
+            only = domains[0]
+            reason = self.place_tasks(session, job, tasks, stmt, None if only is None else only.mask)
         else:
             reason = self.place_in_domains(session, job, tasks, stmt, domains)
         self.finish(session, job, stmt, was_ready, reason)
 
     def place_in_domains(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
-                         domains: list) -> str:
-        """Try each domain in order (save/restore); keep the first where the gang is ready, else the
-        first where it is pipelined."""
-        reason, fallback = "", None
-        for mask in domains:
+                         domains: list[Domain]) -> str:
+        """Dry-run the domains (save/restore) and re-apply the best plan (seed 000 §2.2): a domain holding
+        the job's nominations first, then the lowest tier, then the best HyperNodeOrder score after
+        placement (bin-packing). Dry runs stop at the first ready plan in the nominated domain, when the
+        tier rises above the best plan's, or after ``MAX_DRY_RUNS`` domains; with no ready plan the first
+        pipelined one is kept."""
+        nominated = np.array([t.nominated for t in tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0],
+                             dtype=np.int64)
+        def holds(d: Domain) -> bool:
+            return bool(nominated.size) and bool(d.mask[nominated].all())
+        domains = sorted(domains, key=lambda d: not holds(d))         # stable: plugin order otherwise
+        reason, best, fallback = "", None, None
+        for i, d in enumerate(domains):
+            if i >= MAX_DRY_RUNS or (best is not None and (d.tier or 1 << 30) > best[0][1]):
+                break
             mark = stmt.save()
-            reason = self.place_tasks(session, job, tasks, stmt, mask)
+            reason = self.place_tasks(session, job, tasks, stmt, d.mask)
             if session.job_ready(job):
-                return ""
-            if fallback is None and session.job_pipelined(job):
-                fallback = mask
+                key = (0 if holds(d) else 1, d.tier or 1 << 30, -float(session.hypernode_scores(job, [d])[0]), i)
+                if best is None or key < best[0]:
+                    best = (key, d)
+            elif fallback is None and session.job_pipelined(job):
+                fallback = d
             stmt.restore(mark)
-        if fallback is not None:
-            self.place_tasks(session, job, tasks, stmt, fallback)
+            if best is not None and best[0][0] == 0:
+                break
+        chosen = best[1] if best is not None else fallback
+        if chosen is not None:
+            self.place_tasks(session, job, tasks, stmt, chosen.mask)
+            return ""
         return reason or "no topology domain can hold the gang"
 
     def place_tasks(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,

@@ -184,6 +184,10 @@ class Session:
                     return r
         return 0
 
+    def compare_jobs(self, a: Job, b: Job) -> int:
+        """JobOrder over the plugins only (0 when none can tell)."""
+        return self._compare("JobOrder", a, b)
+
     def job_key(self) -> Callable[[Job], Any]:
         def cmp(a: Job, b: Job) -> int:
             return self._compare("JobOrder", a, b) or _cmp((a.creation, a.uid), (b.creation, b.uid))

@@ -10,6 +10,11 @@ Decisions where the spec is silent (each is how Volcano behaves unless noted):
 - Pods of other schedulers that hold a node are fixed load on it; pending ones are ignored.
 - A node that does not advertise ``pods`` has no pod-count limit.
 - A job's priority is its PodGroup's priorityClassName value, else the highest priority of its pods.
+- Node annotations are kept (``Nodes.annotations``, one dict per row) for plugins that read them
+  (gpushare). A node that gives its GPU memory per device (label or annotation
+  ``volcano.sh/gpu-memory-per-device``, e.g. ``8Gi``) but no ``volcano.sh/gpu-memory`` allocatable
+  advertises ``per-device × nvidia.com/gpu`` (else ``volcano.sh/gpu-number``) of it, so pods asking for
+  GPU memory pass the actions' resource fit (gpushare, SPEC.md §3.2).
 """
 
 from __future__ import annotations
@@ -28,12 +33,18 @@ from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
 from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
-from corral.model.resources import PODS, ResourceIndex
+from corral.model.quantity import MILLI, parse_quantity
+from corral.model.resources import GPU, PODS, ResourceIndex
 
-__all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS"]
+__all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
+           "GPU_MEMORY_PER_DEVICE"]
 
 DEFAULT_SCHEDULERS = ("corral", "volcano", "kai-scheduler")
 SYSTEM_CRITICAL = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+#: Volcano's GPU-share resources, and corral's per-device node label/annotation (gpushare).
+GPU_MEMORY = "volcano.sh/gpu-memory"
+GPU_NUMBER = "volcano.sh/gpu-number"
+GPU_MEMORY_PER_DEVICE = "volcano.sh/gpu-memory-per-device"
 
 
 def load_snapshot(paths: Iterable[str | Path], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
@@ -89,8 +100,23 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
             alloc[i, resources.pos(k)] = v
         if PODS not in r.allocatable:
             alloc[i, pods] = np.inf
-    return Nodes(resources, [r.name for r in recs], alloc, [r.labels for r in recs],
-                 [r.taints for r in recs], [r.unschedulable for r in recs])
+        _gpu_memory(r, resources, alloc[i])
+    nodes = Nodes(resources, [r.name for r in recs], alloc, [r.labels for r in recs],
+                  [r.taints for r in recs], [r.unschedulable for r in recs])
+    nodes.annotations = [r.annotations for r in recs]  # type: ignore[attr-defined]
+    return nodes
+
+
+def _gpu_memory(r: NodeRec, resources: ResourceIndex, row: np.ndarray) -> None:
+    """Fill ``volcano.sh/gpu-memory`` allocatable from the per-device label/annotation when absent."""
+    col = resources.get(GPU_MEMORY)
+    per = r.annotations.get(GPU_MEMORY_PER_DEVICE, r.labels.get(GPU_MEMORY_PER_DEVICE))
+    if col is None or GPU_MEMORY in r.allocatable or not per:
+        return
+    count = r.allocatable.get(GPU) or r.allocatable.get(GPU_NUMBER) or 0.0
+    section = "annotations" if GPU_MEMORY_PER_DEVICE in r.annotations else "labels"
+    row[col] = parse_quantity(per, where=f"Node {r.name}", field=f"metadata.{section}.{GPU_MEMORY_PER_DEVICE}") \
+        * int(count // MILLI)
 
 
 def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float) -> np.ndarray | None:

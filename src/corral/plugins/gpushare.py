@@ -1,0 +1,310 @@
+"""``gpushare``: pods share GPU devices by memory (Volcano's GPU-share predicate, ``volcano.sh/gpu-memory``),
+and dry runs keep each pod on its device — the topology story of seed 003 (SPEC.md §2, §3.2).
+
+Devices. A node has ``nvidia.com/gpu`` devices (else ``volcano.sh/gpu-number``; a node that advertises
+only ``volcano.sh/gpu-memory`` is one device). Each device has the memory given by the node label or
+annotation ``volcano.sh/gpu-memory-per-device`` (a quantity, ``8Gi``; the annotation wins), else the
+node's ``volcano.sh/gpu-memory`` allocatable divided evenly over its devices (Volcano's convention). A
+pod asks for GPU memory with the request ``volcano.sh/gpu-memory`` and must fit on ONE device; pods
+without that request pass everywhere. (The actions still check the node total, SPEC.md §2.)
+
+State, per node and device: the free memory (``free[row, device]``) and, per node, the largest free
+device (``max_free``) so the Predicate is one vectorised comparison over all nodes. Devices are
+accounted in the *future* view the events use: running, bound, allocated and pipelined (nominated)
+pods hold their share; releasing pods (evicted, or being deleted) no longer do.
+
+At session open the placed pods are assigned to devices: a pod annotated ``volcano.sh/gpu-index``
+(what Volcano writes at bind) keeps that device; the others go first fit in device order, ordered by
+creation then name (running/bound before nominated). A pod that fits no device is put on the freest
+one (it is a fact, not a choice), so the books always add up.
+
+Events (Statement operations). ``on_allocate``/``on_deallocate`` reconcile the pod with where it now
+is: a pod that starts holding a node is put on the device it last held on that node if that device has
+room (so a reverted eviction, or a reverted move, restores exactly the same device), else by binpack —
+the fullest device that fits, as Volcano's gpushare does; a pod that stops holding frees its share and
+the plugin remembers its device. Clearing a nomination made by an earlier cycle fires no event; the
+plugin notices through the session's version stamp.
+
+Simulation points (seed 003). ``simulate_remove_task`` frees the pod's share but remembers the device;
+``simulate_add_task`` puts it back on that same device (topology preserved: scenario 2 of the seed —
+re-adding pod A to its GPU makes pod C fail again, so evicting A is necessary), or, with the argument
+``keepDeviceOnReAdd: false``, binpacks it like a new pod (scenario 1: A moves to the other GPU, C still
+fits, and the preemption is judged unnecessary — the accident the seed warns about; kept for
+comparison). ``simulate_predicate`` asks whether one device on the node has the memory free.
+
+At session close, pods bound or nominated by this cycle get ``volcano.sh/gpu-index`` in the model's
+annotations (as Volcano writes at bind), so the next cycle keeps their device.
+
+Arguments: ``keepDeviceOnReAdd`` (true).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from corral.framework.config import arg
+from corral.framework.plugin import Plugin
+from corral.manifests.build import GPU_MEMORY, GPU_MEMORY_PER_DEVICE, GPU_NUMBER
+from corral.model import GPU, Task, TaskStatus, format_quantity, parse_quantity
+from corral.model.quantity import MILLI
+from corral.model.resources import EPS
+
+__all__ = ["GpuSharePlugin", "GpuShareArgs", "GPU_INDEX", "GPU_MEMORY", "GPU_MEMORY_PER_DEVICE"]
+
+#: The pod annotation naming the device a pod runs on (Volcano's ``volcano.sh/gpu-index``).
+GPU_INDEX = "volcano.sh/gpu-index"
+
+_ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+
+
+@dataclass(frozen=True)
+class GpuShareArgs:
+    keep_device: bool = arg("keepDeviceOnReAdd", True, "a simulated re-add puts a pod back on the device it "
+                            "had (seed 003, scenario 2); false binpacks it like a new pod (scenario 1)")
+
+
+def _where(task: Task) -> int:
+    """The node row ``task`` holds GPU memory on in the future view, or -1."""
+    if task.status in _ON_NODE:
+        return task.node
+    if task.status is TaskStatus.PIPELINED:
+        return task.nominated
+    return -1
+
+
+class GpuSharePlugin(Plugin):
+    """GPU sharing by device memory, with topology-preserving simulation (seed 003)."""
+
+    name = "gpushare"
+    Args = GpuShareArgs
+
+    # -- open ----------------------------------------------------------------------------------
+    def on_session_open(self) -> None:
+        cluster = self.session.cluster
+        nodes = cluster.nodes
+        self.n = n = len(nodes)
+        self.col = cluster.resources.get(GPU_MEMORY)
+        self.assign: dict[str, tuple[int, int]] = {}          # uid -> (row, device), held now
+        self.memory: dict[str, dict[int, int]] = {}           # uid -> {row: last device there}
+        self.tasks: dict[str, Task] = {}
+        self._removed: set[str] = set()                       # simulate-removed, not yet re-added
+        self._watch: list[Task] = []                          # earlier nominations: may change silently
+        self._everywhere = np.ones(n, dtype=bool)
+        self.devices = np.zeros(n, dtype=np.int64)
+        self.per_device = np.zeros(n)
+        if self.col is None:                                  # no pod asks for GPU memory
+            self.free = np.full((n, 1), -np.inf)
+            self.max_free = np.full(n, -np.inf)
+            self.capacity = np.full(n, -np.inf)
+            self._seen = self.session.version
+            return
+        annotations = getattr(nodes, "annotations", None) or [{}] * n
+        res = cluster.resources
+        gpu, number = res.get(GPU), res.get(GPU_NUMBER)
+        for row in range(n):
+            alloc = nodes.allocatable[row]
+            count = int(alloc[gpu] // MILLI) if gpu is not None else 0
+            if count <= 0 and number is not None:
+                count = int(alloc[number] // MILLI)
+            total = float(alloc[self.col])
+            per = annotations[row].get(GPU_MEMORY_PER_DEVICE, nodes.labels[row].get(GPU_MEMORY_PER_DEVICE))
+            if per:
+                size = parse_quantity(per, where=f"Node {nodes.names[row]}", field=GPU_MEMORY_PER_DEVICE)
+            elif total > 0:
+                count = max(count, 1)
+                size = total / count
+            else:
+                count, size = 0, 0.0
+            self.devices[row], self.per_device[row] = count, size
+        width = max(int(self.devices.max(initial=0)), 1)
+        self.free = np.full((n, width), -np.inf)
+        for row in range(n):
+            self.free[row, : self.devices[row]] = self.per_device[row]
+        self.capacity = np.where(self.devices > 0, self.per_device, -np.inf)
+        self.max_free = self.free.max(axis=1)
+        # existing pods: annotated first, then running/bound before nominated, by creation then name
+        placed = [t for t in cluster.tasks.values() if self._req(t) > 0 and _where(t) >= 0]
+        placed.sort(key=lambda t: (self._annotated(t) is None, t.status is TaskStatus.PIPELINED,
+                                   t.creation, t.name))
+        for t in placed:
+            row = _where(t)
+            dev = self._annotated(t)
+            if dev is None or dev >= self.devices[row]:
+                dev = self._first_fit(row, self._req(t))
+            self._place(t, row, dev)
+            if t.status is TaskStatus.PIPELINED:
+                self._watch.append(t)
+        self._seen = self.session.version
+
+    def on_session_close(self) -> None:
+        """Write the device of pods bound or nominated this cycle into their annotations (the model's)."""
+        if self.col is None:
+            return
+        decided = {b.pod for b in self.session.decisions.binds}
+        decided |= {m.pod for m in self.session.decisions.nominations if m.node}
+        for uid, (row, dev) in self.assign.items():
+            t = self.tasks[uid]
+            if t.key in decided:
+                t.annotations[GPU_INDEX] = str(dev)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _req(self, task: Task) -> float:
+        return float(task.request[self.col]) if self.col is not None else 0.0
+
+    @staticmethod
+    def _annotated(task: Task) -> int | None:
+        raw = task.annotations.get(GPU_INDEX)
+        if raw is None:
+            return None
+        try:
+            dev = int(str(raw).split(",")[0].strip())
+        except ValueError:
+            return None
+        return dev if dev >= 0 else None
+
+    def _first_fit(self, row: int, req: float) -> int:
+        free = self.free[row, : self.devices[row]]
+        ok = np.flatnonzero(free >= req - EPS)
+        if ok.size:
+            return int(ok[0])
+        return int(np.argmax(free)) if free.size else 0
+
+    def _binpack(self, row: int, req: float) -> int:
+        """The fullest device of ``row`` that fits ``req`` (lowest index on ties); the freest if none does."""
+        free = self.free[row, : self.devices[row]]
+        ok = free >= req - EPS
+        if ok.any():
+            return int(np.argmin(np.where(ok, free, np.inf)))
+        return int(np.argmax(free)) if free.size else 0
+
+    def _place(self, task: Task, row: int, dev: int) -> None:
+        if self.devices[row] <= 0:
+            return                                           # a node without GPU devices: nothing to hold
+        req = self._req(task)
+        self.free[row, dev] -= req
+        self.max_free[row] = self.free[row].max()
+        self.assign[task.uid] = (row, dev)
+        self.memory.setdefault(task.uid, {})[row] = dev
+        self.tasks[task.uid] = task
+
+    def _release(self, task: Task) -> None:
+        held = self.assign.pop(task.uid, None)
+        if held is None:
+            return
+        row, dev = held
+        self.free[row, dev] += self._req(task)
+        self.max_free[row] = self.free[row].max()
+
+    def _reconcile(self, task: Task) -> None:
+        """Make the books follow where ``task`` now is; prefer the device it last held on that node."""
+        if self._req(task) <= 0:
+            return
+        row = _where(task)
+        held = self.assign.get(task.uid)
+        if held is not None and held[0] == row:
+            return
+        self._release(task)
+        if row < 0:
+            return
+        dev = self.memory.get(task.uid, {}).get(row)
+        if dev is None or self.free[row, dev] < self._req(task) - EPS:
+            dev = self._binpack(row, self._req(task))
+        self._place(task, row, dev)
+
+    def _sync(self) -> None:
+        """Catch changes that fire no event (an earlier cycle's nomination cleared, or that reverted)."""
+        if self._seen == self.session.version:
+            return
+        self._seen = self.session.version
+        for t in self._watch:
+            if t.uid not in self._removed:
+                self._reconcile(t)
+
+    def _room(self, task: Task, row: int) -> float:
+        """The largest free device on ``row`` for ``task`` (its own share counts as free)."""
+        held = self.assign.get(task.uid)
+        if held is not None and held[0] == row:
+            free = self.free[row].copy()
+            free[held[1]] += self._req(task)
+            return float(free.max())
+        return float(self.max_free[row])
+
+    # -- events --------------------------------------------------------------------------------
+    def on_allocate(self, task: Task) -> None:
+        self._reconcile(task)
+
+    def on_deallocate(self, task: Task) -> None:
+        self._reconcile(task)
+
+    # -- placement -----------------------------------------------------------------------------
+    def predicate(self, task: Task) -> np.ndarray:
+        req = self._req(task)
+        if req <= 0:
+            return self._everywhere
+        self._sync()
+        mask = self.max_free >= req - EPS
+        held = self.assign.get(task.uid)
+        if held is not None:
+            mask = mask.copy()
+            mask[held[0]] = self._room(task, held[0]) >= req - EPS
+        return mask
+
+    def resolvable(self, task: Task) -> np.ndarray:
+        """Nodes with a device big enough for ``task`` once pods are evicted (the preempt pre-filter)."""
+        req = self._req(task)
+        if req <= 0:
+            return self._everywhere
+        return self.capacity >= req - EPS
+
+    def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
+        req = self._req(task)
+        if req <= 0:
+            return []
+        return [(~self.predicate(task), f"node(s) had no single GPU device with {format_quantity(req, 'memory')} "
+                                            "of GPU memory free")]
+
+    # -- simulation (seed 003) -----------------------------------------------------------------
+    def simulate_remove_task(self, task: Task, node: int) -> None:
+        """Free ``task``'s share, remembering its device."""
+        if self._req(task) <= 0:
+            return
+        self._sync()
+        if task.uid in self.assign:
+            self._release(task)
+            self._removed.add(task.uid)
+
+    def simulate_add_task(self, task: Task, node: int) -> None:
+        """Put ``task`` on ``node``: back on its device when it had one there (``keepDeviceOnReAdd``),
+        else the fullest device that fits."""
+        req = self._req(task)
+        if req <= 0 or node < 0:
+            return
+        self._sync()
+        held = self.assign.get(task.uid)
+        if held is not None:
+            if held[0] == node:
+                return
+            self._release(task)
+        self._removed.discard(task.uid)
+        dev = self.memory.get(task.uid, {}).get(node) if self.args.keep_device else None
+        if dev is None:
+            dev = self._binpack(node, req)
+        self._place(task, node, dev)
+
+    def simulate_predicate(self, task: Task, node: int) -> bool:
+        req = self._req(task)
+        if req <= 0:
+            return True
+        self._sync()
+        return self._room(task, node) >= req - EPS
+
+    # -- inspection ----------------------------------------------------------------------------
+    def device_of(self, task: Task) -> tuple[int, int] | None:
+        """``(node row, device)`` that ``task`` holds GPU memory on, or None."""
+        return self.assign.get(task.uid)
+
+    def device_free(self, node: int) -> np.ndarray:
+        """Free memory (milli-bytes) of each device of node row ``node``."""
+        return self.free[node, : self.devices[node]].copy()

@@ -1,0 +1,536 @@
+"""Clusters for the simulator (SPEC.md §1.3): a generator spec or a snapshot, and the checks a workload
+must pass against the cluster before a run starts.
+
+A **generator spec** is a YAML mapping (the format is written up in ``docs/simulator.md``)::
+
+    nodes:                       # node shapes; nodes are named <name>-000, <name>-001, ...
+    - {name: gpu, count: 64, gpus: 8, cpu: 96, memory: 768Gi, pods: 110, labels: {pool: a100}}
+    topology: {tiers: [8, 4]}    # tier 1: groups of 8 nodes; tier 2: groups of 4 tier-1 groups
+    queues:                      # optional: the only queues jobs may name (plus "default")
+    - {name: research, weight: 2, capability: {nvidia.com/gpu: 256}}
+    queue_weights: {prod: 3}     # without ``queues``: weights of the queues the workload names
+
+A **snapshot** (SPEC.md §1.1, read by :func:`corral.manifests.load_snapshot`) contributes its nodes,
+queues and hypernodes; its pods and podgroups are ignored. Nodes that advertise
+``alibabacloud.com/gpu-count`` but no ``nvidia.com/gpu`` (the Alibaba GPU-2023 node list) get that count
+as ``nvidia.com/gpu``, so the Alibaba pod traces run on the Alibaba nodes.
+
+:func:`check_workload` is where bad input becomes one :class:`~corral.errors.InputError` naming the
+trace file and row (a job larger than the whole cluster, a queue the cluster does not have, a bad
+duration), and where jobs that fit the cluster but can never run (their queue's capability is too small,
+the queue is closed, no topology domain allowed to them is large enough) are returned as *never fits*.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import yaml
+
+from corral.errors import InputError
+from corral.manifests import load_snapshot
+from corral.model import Cluster, HyperNode, HyperNodeTree, Nodes, Queue
+from corral.model.quantity import MILLI, parse_quantity
+from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
+from corral.sim.jobspec import JobSpec
+
+__all__ = ["NodeShape", "QueueSpec", "ClusterSpec", "ClusterTemplate", "build_cluster", "from_spec", "load_cluster",
+           "check_workload", "pod_vector", "GPU_ALIASES"]
+
+#: Node resources read as ``nvidia.com/gpu`` when a snapshot's nodes do not advertise it.
+GPU_ALIASES = ("alibabacloud.com/gpu-count",)
+_WHERE = "cluster spec"
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """``count`` identical nodes named ``<name>-<index>``. ``cpu`` in cores, ``memory`` in bytes (or a
+    quantity such as ``768Gi``), ``gpus`` in devices, ``pods`` the pod slots of each node."""
+
+    name: str
+    count: int
+    gpus: int = 8
+    cpu: float = 96.0
+    memory: float | str = "768Gi"
+    pods: int = 110
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """A queue of a generated cluster. ``capability``/``guarantee``/``deserved`` map resource names to
+    plain amounts (GPUs in devices, cpu in cores, memory in bytes or a quantity)."""
+
+    name: str
+    weight: float = 1.0
+    capability: Mapping[str, Any] | None = None
+    guarantee: Mapping[str, Any] | None = None
+    deserved: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A generated cluster: node shapes, HyperNode tiers and (optionally) an explicit queue list."""
+
+    nodes: tuple[NodeShape, ...]
+    tiers: tuple[int, ...] = ()
+    queues: tuple[QueueSpec, ...] | None = None
+    queue_weights: Mapping[str, float] = field(default_factory=dict)
+    name: str = "generated"
+
+    @classmethod
+    def from_mapping(cls, raw: Any, file: str = _WHERE) -> "ClusterSpec":
+        """Validate a parsed YAML mapping; every fault is an InputError naming ``file`` and the field."""
+        if not isinstance(raw, Mapping):
+            raise InputError(f"expected a mapping, got {type(raw).__name__}", file=file)
+        _only(raw, ("name", "nodes", "topology", "queues", "queue_weights", "kind"), file, "")
+        shapes = raw.get("nodes")
+        if not isinstance(shapes, list) or not shapes:
+            raise InputError("expected a non-empty list of node shapes", file=file, field="nodes")
+        nodes = tuple(_shape(s, file, f"nodes[{i}]") for i, s in enumerate(shapes))
+        names = [s.name for s in nodes]
+        if len(set(names)) != len(names):
+            raise InputError("node shape names must be unique", file=file, field="nodes")
+        topology = raw.get("topology") or {}
+        if not isinstance(topology, Mapping):
+            raise InputError("expected a mapping with 'tiers'", file=file, field="topology")
+        _only(topology, ("tiers",), file, "topology.")
+        tiers = topology.get("tiers") or []
+        if not isinstance(tiers, list):
+            raise InputError("expected a list of group sizes", file=file, field="topology.tiers")
+        tiers = tuple(_int(t, file, f"topology.tiers[{i}]", 1) for i, t in enumerate(tiers))
+        queues = None
+        if raw.get("queues") is not None:
+            if not isinstance(raw["queues"], list):
+                raise InputError("expected a list of queues", file=file, field="queues")
+            queues = tuple(_queue(q, file, f"queues[{i}]") for i, q in enumerate(raw["queues"]))
+            if len({q.name for q in queues}) != len(queues):
+                raise InputError("queue names must be unique", file=file, field="queues")
+        weights = raw.get("queue_weights") or {}
+        if not isinstance(weights, Mapping):
+            raise InputError("expected a mapping of queue -> weight", file=file, field="queue_weights")
+        weights = {str(k): _num(v, file, f"queue_weights.{k}", 0.0, open_low=True) for k, v in weights.items()}
+        return cls(nodes, tiers, queues, weights, str(raw.get("name") or "generated"))
+
+    def describe(self) -> str:
+        parts = [f"{s.count} x {s.name} ({s.gpus} GPU, {s.cpu:g} cpu, {s.memory})" for s in self.nodes]
+        text = f"{self.name}: " + ", ".join(parts)
+        if self.tiers:
+            text += f"; hypernode tiers {list(self.tiers)}"
+        return text
+
+
+# ------------------------------------------------------------------------------------------ parsing
+
+def _only(raw: Mapping, allowed: Sequence[str], file: str, prefix: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise InputError(f"unknown key {key!r} (allowed: {', '.join(allowed)})", file=file,
+                             field=f"{prefix}{key}")
+
+
+def _num(value: Any, file: str, path: str, low: float, *, open_low: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < low or (open_low and value == low):
+        bound = f"> {low:g}" if open_low else f">= {low:g}"
+        raise InputError(f"expected a number {bound}, got {value!r}", file=file, field=path)
+    return float(value)
+
+
+def _int(value: Any, file: str, path: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"expected an integer >= {low}, got {value!r}", file=file, field=path)
+    return value
+
+
+def _amount(name: str, value: Any, file: str, path: str) -> float:
+    """A plain amount in milli-units: numbers are devices/cores/bytes, strings Kubernetes quantities."""
+    if isinstance(value, str):
+        return parse_quantity(value, where=file, field=path)
+    return _num(value, file, path, 0.0) * MILLI
+
+
+def _shape(raw: Any, file: str, path: str) -> NodeShape:
+    if not isinstance(raw, Mapping):
+        raise InputError("expected a mapping", file=file, field=path)
+    _only(raw, ("name", "count", "gpus", "cpu", "memory", "pods", "labels"), file, f"{path}.")
+    name = raw.get("name", "node")
+    if not isinstance(name, str) or not name:
+        raise InputError("expected a non-empty name", file=file, field=f"{path}.name")
+    labels = raw.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise InputError("expected a mapping of label -> value", file=file, field=f"{path}.labels")
+    shape = NodeShape(name=name, count=_int(raw.get("count"), file, f"{path}.count", 1),
+                      gpus=_int(raw.get("gpus", 8), file, f"{path}.gpus", 0),
+                      cpu=_amount(CPU, raw.get("cpu", 96), file, f"{path}.cpu") / MILLI,
+                      memory=raw.get("memory", "768Gi"), pods=_int(raw.get("pods", 110), file, f"{path}.pods", 1),
+                      labels={str(k): str(v) for k, v in labels.items()})
+    _amount(MEMORY, shape.memory, file, f"{path}.memory")
+    return shape
+
+
+def _queue(raw: Any, file: str, path: str) -> QueueSpec:
+    if not isinstance(raw, Mapping):
+        raise InputError("expected a mapping", file=file, field=path)
+    _only(raw, ("name", "weight", "capability", "guarantee", "deserved"), file, f"{path}.")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("expected a non-empty name", file=file, field=f"{path}.name")
+    vectors = {}
+    for key in ("capability", "guarantee", "deserved"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            raise InputError("expected a mapping of resource -> amount", file=file, field=f"{path}.{key}")
+        if value is not None:
+            for res, amount in value.items():
+                _amount(str(res), amount, file, f"{path}.{key}.{res}")
+        vectors[key] = dict(value) if value is not None else None
+    return QueueSpec(name=name, weight=_num(raw.get("weight", 1), file, f"{path}.weight", 0.0, open_low=True),
+                     **vectors)
+
+
+# ----------------------------------------------------------------------------------------- building
+
+def _vector(resources: ResourceIndex, amounts: Mapping[str, Any] | None, fill: float, file: str,
+            path: str) -> np.ndarray | None:
+    if amounts is None:
+        return None
+    vec = np.full(len(resources), fill)
+    for name, value in amounts.items():
+        pos = resources.get(str(name))
+        if pos is None:
+            raise InputError(f"no node offers resource {name!r} (resources: {', '.join(resources.names)})",
+                             file=file, field=f"{path}.{name}")
+        vec[pos] = _amount(str(name), value, file, f"{path}.{name}")
+    return vec
+
+
+def build_cluster(spec: ClusterSpec, file: str = _WHERE) -> Cluster:
+    """The nodes, HyperNode tree and explicit queues of ``spec`` as a :class:`Cluster` without pods.
+    Nodes are named ``<shape>-<index>`` (zero-padded) and sorted by name; tier-1 hypernodes group
+    ``tiers[0]`` consecutive nodes, tier k groups ``tiers[k-1]`` consecutive tier-(k-1) hypernodes. A
+    queue named ``default`` always exists (Volcano creates it)."""
+    resources = ResourceIndex([GPU])
+    names, rows, labels = [], [], []
+    for shape in spec.nodes:
+        width = max(3, len(str(shape.count - 1)))
+        vec = resources.zeros()
+        vec[resources.pos(CPU)] = shape.cpu * MILLI
+        vec[resources.pos(MEMORY)] = _amount(MEMORY, shape.memory, file, f"nodes.{shape.name}.memory")
+        vec[resources.pos(PODS)] = shape.pods * MILLI
+        vec[resources.pos(GPU)] = shape.gpus * MILLI
+        for i in range(shape.count):
+            name = f"{shape.name}-{i:0{width}d}"
+            names.append(name)
+            rows.append(vec)
+            labels.append({"kubernetes.io/hostname": name, **shape.labels})
+    order = sorted(range(len(names)), key=names.__getitem__)
+    if len(set(names)) != len(names):
+        raise InputError("two node shapes produce the same node name", file=file, field="nodes")
+    nodes = Nodes(resources, [names[i] for i in order], np.array([rows[i] for i in order]),
+                  [labels[i] for i in order], [()] * len(names), [False] * len(names))
+    cluster = Cluster(resources=resources, nodes=nodes, hypernodes=_tree(nodes, spec.tiers))
+    for i, q in enumerate(spec.queues or ()):
+        where = f"queues[{i}]"
+        cluster.queues[q.name] = Queue(
+            name=q.name, weight=q.weight, source="volcano",
+            capability=_vector(resources, q.capability, np.inf, file, f"{where}.capability"),
+            guarantee=_vector(resources, q.guarantee, 0.0, file, f"{where}.guarantee"),
+            deserved=_vector(resources, q.deserved, 0.0, file, f"{where}.deserved"))
+    cluster.queues.setdefault("default", Queue(name="default", source="implicit"))
+    cluster.account()
+    return cluster
+
+
+def _tree(nodes: Nodes, tiers: Sequence[int]) -> HyperNodeTree:
+    """Tier by tier, consecutive groups of the level below (the last group of a tier may be smaller)."""
+    hns: dict[str, HyperNode] = {}
+    below: list[tuple[str, np.ndarray]] = []
+    for row, name in enumerate(nodes.names):
+        mask = np.zeros(len(nodes), dtype=bool)
+        mask[row] = True
+        below.append((name, mask))
+    for tier, size in enumerate(tiers, start=1):
+        level = []
+        count = math.ceil(len(below) / size)
+        width = max(3, len(str(count - 1)))
+        for g in range(count):
+            members = below[g * size:(g + 1) * size]
+            name = f"t{tier}-{g:0{width}d}"
+            kind = "Node" if tier == 1 else "HyperNode"
+            mask = np.logical_or.reduce([m for _, m in members])
+            hn = HyperNode(name, tier, [(kind, "exact", m) for m, _ in members],
+                           children=[] if tier == 1 else [m for m, _ in members], mask=mask)
+            for child, _ in members if tier > 1 else ():
+                hns[child].parent = name
+            hns[name] = hn
+            level.append((name, mask))
+        below = level
+    return HyperNodeTree(hns)
+
+
+@dataclass
+class ClusterTemplate:
+    """A cluster to run workloads on, before its queues are known. ``explicit_queues``: the source
+    lists its queues, so a job naming another queue is an error; otherwise :meth:`instantiate` creates
+    one queue per name the workload uses."""
+
+    cluster: Cluster
+    explicit_queues: bool
+    description: str
+    queue_weights: Mapping[str, float] = field(default_factory=dict)
+
+    def instantiate(self, queue_names: Iterable[str] = ()) -> Cluster:
+        """A fresh copy (the engine mutates the cluster it runs on) with the workload's queues added
+        when the template does not list its own."""
+        cluster = copy.deepcopy(self.cluster)
+        if not self.explicit_queues:
+            for name in sorted(set(queue_names)):
+                if name not in cluster.queues:
+                    cluster.queues[name] = Queue(name=name, weight=float(self.queue_weights.get(name, 1.0)),
+                                                 source="implicit")
+        return cluster
+
+    def gpus_per_node(self) -> int:
+        """The largest GPU count of a node (how the Philly loader splits large jobs into pods)."""
+        pos = self.cluster.resources.get(GPU)
+        if pos is None or not len(self.cluster.nodes):
+            return 8
+        return max(1, int(self.cluster.nodes.allocatable[:, pos].max() // MILLI))
+
+
+def from_spec(spec: ClusterSpec, file: str = _WHERE) -> ClusterTemplate:
+    cluster = build_cluster(spec, file)
+    return ClusterTemplate(cluster, spec.queues is not None, spec.describe(), dict(spec.queue_weights))
+
+
+def load_cluster(path: str | Path) -> ClusterTemplate:
+    """A generator spec (a YAML mapping with ``nodes``, no ``apiVersion``) or a snapshot (files or a
+    directory of Kubernetes objects). Unreadable or malformed input is an InputError naming the file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file or directory", file=str(path))
+    if p.is_file() and p.suffix.lower() in (".yaml", ".yml", ".json"):
+        try:
+            docs = [d for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d is not None]
+        except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read: {exc}", file=str(path)) from None
+        if len(docs) == 1 and isinstance(docs[0], Mapping) and "apiVersion" not in docs[0] \
+                and "nodes" in docs[0]:
+            return from_spec(ClusterSpec.from_mapping(docs[0], str(path)), str(path))
+    return _from_snapshot(p)
+
+
+def _from_snapshot(path: Path) -> ClusterTemplate:
+    snap = load_snapshot([path])
+    if not len(snap.nodes):
+        raise InputError("the snapshot has no nodes", file=str(path))
+    snap = _with_gpu_alias(snap)
+    cluster = Cluster(resources=snap.resources, nodes=snap.nodes, queues=snap.queues,
+                      hypernodes=snap.hypernodes, priority_classes=snap.priority_classes)
+    cluster.account()
+    explicit = any(q.source != "implicit" for q in cluster.queues.values())
+    gpus = 0.0 if GPU not in cluster.resources else cluster.total_allocatable()[cluster.resources.pos(GPU)] / MILLI
+    text = f"snapshot {path}: {len(cluster.nodes)} nodes, {gpus:g} GPUs, {len(cluster.hypernodes.hypernodes)} hypernodes"
+    return ClusterTemplate(cluster, explicit, text)
+
+
+def _with_gpu_alias(snap: Cluster) -> Cluster:
+    """Copy an alias column (``alibabacloud.com/gpu-count``) into ``nvidia.com/gpu`` when no node
+    advertises the latter."""
+    res = snap.resources
+    if GPU in res and snap.nodes.allocatable[:, res.pos(GPU)].any():
+        return snap
+    alias = next((a for a in GPU_ALIASES if a in res), None)
+    if alias is None:
+        return snap
+    new = ResourceIndex([*res.names, GPU])
+    alloc = np.zeros((len(snap.nodes), len(new)))
+    for name in res.names:
+        alloc[:, new.pos(name)] = snap.nodes.allocatable[:, res.pos(name)]
+    alloc[:, new.pos(GPU)] = snap.nodes.allocatable[:, res.pos(alias)]
+    old = snap.nodes
+    nodes = Nodes(new, old.names, alloc, old.labels, old.taints, old.unschedulable)
+    queues = {}
+    for name, q in snap.queues.items():
+        q = copy.copy(q)
+        for attr in ("capability", "deserved", "guarantee"):
+            vec = getattr(q, attr)
+            if vec is not None:
+                wide = np.full(len(new), np.inf if attr == "capability" else 0.0)
+                wide[: len(vec)] = vec
+                setattr(q, attr, wide)
+        queues[name] = q
+    return Cluster(resources=new, nodes=nodes, queues=queues, hypernodes=snap.hypernodes,
+                   priority_classes=snap.priority_classes)
+
+
+# ------------------------------------------------------------------------------------------- checks
+
+def pod_vector(resources: ResourceIndex, requests: Mapping[str, float], where: str) -> np.ndarray:
+    """A pod's request in milli-units (plain units in ``requests``), with its one ``pods`` unit. A
+    resource the cluster does not have, or a negative or non-finite amount, is an InputError."""
+    vec = resources.zeros()
+    for name, amount in requests.items():
+        amount = float(amount)
+        if not (math.isfinite(amount) and amount >= 0):
+            raise InputError(f"request {name} must be a finite number >= 0, got {amount!r}", obj=where)
+        if not amount:
+            continue
+        pos = resources.get(name)
+        if pos is None:
+            raise InputError(f"larger than the cluster: it asks for {name}, which no node offers", obj=where)
+        vec[pos] = math.ceil(amount * MILLI - 1e-6)
+    vec[resources.pos(PODS)] = MILLI
+    return vec
+
+
+def _slots(alloc: np.ndarray, pod: np.ndarray) -> np.ndarray:
+    """How many copies of ``pod`` each node could hold if empty."""
+    cols = np.flatnonzero(pod)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.floor((alloc[:, cols] + EPS) / pod[cols])
+    return per.min(axis=1)
+
+
+class _Checker:
+    """Caches the per-shape checks: traces repeat a handful of job shapes thousands of times."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.alloc = cluster.nodes.allocatable[~cluster.nodes.down]
+        self.total = self.alloc.sum(axis=0)
+        self.cache: dict[tuple, tuple[str, str]] = {}
+
+    def shape(self, spec: JobSpec) -> tuple[str, str]:
+        """(error, never-fits reason) for ``spec``; empty strings when there is none."""
+        key = (tuple((r.name, r.count, r.min_count, tuple(sorted(r.requests.items()))) for r in spec.roles),
+               spec.min_pods, spec.queue, spec.topology)
+        got = self.cache.get(key)
+        if got is None:
+            got = self.cache[key] = self._shape(spec)
+        return got
+
+    def _shape(self, spec: JobSpec) -> tuple[str, str]:
+        res = self.cluster.resources
+        pods, need = _minimum(spec, res)
+        for role, (pod, count) in pods.items():
+            slots = _slots(self.alloc, pod)
+            if not slots.any():
+                return (f"larger than the cluster: a pod of role {role!r} needs {res.describe(pod)}, more "
+                        f"than any node has", "")
+            if slots.sum() < count:
+                return (f"larger than the cluster: {count} pods of {res.describe(pod)} do not fit on all "
+                        f"nodes together", "")
+        if np.any(need > self.total + EPS):
+            return f"larger than the cluster: it needs {res.describe(need)}, the cluster has " \
+                   f"{res.describe(self.total)}", ""
+        return "", self._never(spec, pods, need)
+
+    def _never(self, spec: JobSpec, pods: dict, need: np.ndarray) -> str:
+        cluster, res = self.cluster, self.cluster.resources
+        for name in cluster.queue_chain(spec.queue):
+            queue = cluster.queues[name]
+            if not queue.open:
+                return f"queue {name!r} is {queue.state}"
+            cap = queue.capability
+            if cap is not None and np.any(need > cap + EPS):
+                return f"queue {name!r} capability ({res.describe(np.where(np.isfinite(cap), cap, 0))}) " \
+                       f"is smaller than the job's minimum ({res.describe(need)})"
+        if spec.topology and spec.topology[0] == "hard" and cluster.hypernodes:
+            tree = cluster.hypernodes
+            tier = min(spec.topology[1], max(tree.tiers))
+            masks = [hn.mask for t in tree.tiers if t <= tier for hn in tree.domains(t)]
+            if masks and not any(self._fits_in(mask, pods) for mask in masks):
+                return f"no topology domain of tier <= {tier} can hold the gang (hard constraint)"
+        return ""
+
+    def _fits_in(self, mask: np.ndarray, pods: dict) -> bool:
+        alloc = self.cluster.nodes.allocatable[mask & ~self.cluster.nodes.down]
+        left = alloc.copy()
+        for pod, count in pods.values():        # greedy, largest pods first: a sufficient test
+            for _ in range(count):
+                fit = np.flatnonzero((left + EPS >= pod).all(axis=1))
+                if not len(fit):
+                    return False
+                left[fit[0]] -= pod
+        return True
+
+
+def _minimum(spec: JobSpec, res: ResourceIndex) -> tuple[dict[str, tuple[np.ndarray, int]], np.ndarray]:
+    """Per role (pod vector, pods of it in the job's minimum) and the minimum's total: every role's
+    ``min_count`` first, then further pods in role order up to ``min_member`` (as Volcano computes a
+    podgroup's minResources)."""
+    left = spec.min_pods
+    counts = {}
+    for role in spec.roles:
+        take = min(role.min_count or 0, role.count, left)
+        counts[role.name] = take
+        left -= take
+    for role in spec.roles:
+        extra = min(role.count - counts[role.name], left)
+        counts[role.name] += extra
+        left -= extra
+    pods, need = {}, res.zeros()
+    for role in spec.roles:
+        pod = pod_vector(res, role.requests, spec.source or spec.name)
+        if counts[role.name]:
+            pods[role.name] = (pod, counts[role.name])
+            need += pod * counts[role.name]
+    order = sorted(pods, key=lambda r: -float(pods[r][0].sum()))
+    return {r: pods[r] for r in order}, need
+
+
+def _spec_error(spec: JobSpec) -> str:
+    """What is wrong with one JobSpec on its own, or ''."""
+    if not (isinstance(spec.submit, (int, float)) and math.isfinite(spec.submit)):
+        return f"malformed submit time {spec.submit!r}"
+    if not (isinstance(spec.duration, (int, float)) and math.isfinite(spec.duration) and spec.duration > 0):
+        return f"duration must be a positive number of seconds, got {spec.duration!r}"
+    if not spec.roles or any(r.count < 1 for r in spec.roles):
+        return "a job needs at least one pod in every role"
+    if not 1 <= spec.min_pods <= spec.num_pods:
+        return f"min_member {spec.min_pods} must be between 1 and the job's {spec.num_pods} pods"
+    for r in spec.roles:
+        if r.min_count is not None and not 0 <= r.min_count <= r.count:
+            return f"role {r.name!r}: min_count {r.min_count} must be between 0 and {r.count}"
+    if spec.topology is not None and (spec.topology[0] not in ("hard", "soft") or spec.topology[1] < 1):
+        return f"bad topology constraint {spec.topology!r} (mode hard|soft, tier >= 1)"
+    return ""
+
+
+def check_workload(cluster: Cluster, jobs: Iterable[JobSpec]) -> dict[str, str]:
+    """Check every job against ``cluster`` before a run starts.
+
+    Raises InputError (naming the job's file and row from ``JobSpec.source``) for a malformed job, a
+    duplicate name, a queue the cluster does not have, or a job larger than the whole cluster (a pod
+    larger than every node, more pods than all nodes hold, or more than the cluster's total). Returns
+    ``{job name: reason}`` for the jobs that fit the cluster but can never run: queue capability, a
+    closed queue, or a hard topology constraint no domain can meet.
+    """
+    checker = _Checker(cluster)
+    never: dict[str, str] = {}
+    seen: set[str] = set()
+    for spec in jobs:
+        where = spec.source or f"job {spec.name}"
+        if spec.name in seen:
+            raise InputError(f"duplicate job name {spec.name!r}", obj=where)
+        seen.add(spec.name)
+        problem = _spec_error(spec)
+        if problem:
+            raise InputError(problem, obj=where)
+        if spec.queue not in cluster.queues:
+            known = ", ".join(sorted(cluster.queues))
+            raise InputError(f"unknown queue {spec.queue!r} (the cluster defines: {known})", obj=where,
+                             field="queue")
+        error, reason = checker.shape(spec)
+        if error:
+            raise InputError(f"job {spec.name} is {error}" if error.startswith("larger") else error, obj=where)
+        if reason:
+            never[spec.name] = reason
+    return never

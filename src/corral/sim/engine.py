@@ -1,0 +1,654 @@
+"""The discrete-event simulator (SPEC.md §1.3, §4; DESIGN.md convention 7).
+
+An event heap of ``(time, priority, sequence, kind, payload)``; :meth:`Engine.step` handles one event and
+:meth:`Engine.run` runs to the end or to ``until``. Events at the same instant run in this order: job
+completions, evicted pods leaving, node failures and repairs, pod starts, injected evictions, job
+submissions, the scheduling cycle, queue samples — so a cycle sees everything that happened at its
+instant. Ties at one instant and priority break on the sequence number (insertion order), which makes a
+run deterministic: the same inputs give the same result, record for record.
+
+**Cycles.** A cycle runs at multiples of ``schedule_period`` through the same core as ``corral
+schedule`` (:func:`~corral.framework.cycle.run_cycle`, then
+:func:`~corral.framework.cycle.apply_decisions` with binds as ``Bound`` and evictions as
+``Releasing``). A cycle is skipped when no job waits or when nothing changed since the last one (no
+submit, completion, release or node event, and the last cycle made no decision); with ``heartbeat`` set,
+a cycle also runs at least that often while jobs wait (for time-dependent plugins).
+
+**Jobs.** A job is a podgroup of pods (roles, requests, minMember, queue, priority, topology). Bound pods
+run after ``startup_delay``. A job makes progress only while at least minMember of its pods (and every
+role's minimum) run; it completes after ``duration`` seconds of such progress. An eviction that drops a
+running gang below its minimum restarts it: the progress since its last checkpoint (every
+``checkpoint_interval`` seconds of progress; ``None``: never) is lost, and so are that many seconds times
+the GPUs it held (``gpu_hours_lost``); its phase goes back to Pending (Inqueue when no ``enqueue`` action
+is configured). Evicting a surplus pod of an elastic job does not restart it. Evicted pods hold their node
+for ``eviction_grace`` seconds, then come back as Pending pods of their job. A node that fails loses its
+pods at once. Finished jobs leave the cluster, so a cycle costs what is active, not what has been.
+
+**Metrics** (:mod:`corral.sim.result`): one :class:`JobRecord` per submitted job; a
+:class:`ClusterSample` whenever GPU use or the job counts change (GPUs held by bound, running and
+releasing pods over the GPUs of live nodes); a :class:`QueueSample` per queue every ``sample_period``.
+A queue's deserved share is computed here by weight water-filling over GPUs — Volcano proportion's
+algorithm on one dimension: capped by capability and by what the queue's active jobs ask for, raised to
+its guarantee — so that every configuration is measured against the same yardstick.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time as _time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from corral.errors import InputError
+from corral.framework.cycle import apply_decisions, run_cycle
+from corral.framework.session import PENDING_LIKE
+from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
+from corral.model.quantity import MILLI
+from corral.model.resources import GPU
+from corral.sim.clusters import check_workload, pod_vector
+from corral.sim.jobspec import JobSpec
+from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
+
+__all__ = ["SimOptions", "Engine", "simulate", "water_fill", "ProgressFn"]
+
+# event priorities at one instant (see the module docstring)
+COMPLETE, RELEASE, NODE, START, EVICT, SUBMIT, CYCLE, SAMPLE = range(8)
+ProgressFn = Callable[[float, int, int], None]
+_HOLDING = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+_STALL_CYCLES = 100
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """How the simulated world behaves. Times in simulated seconds. ``sample_period`` None picks
+    1/500 of the run's span (at least ``schedule_period``)."""
+
+    schedule_period: float = 10.0
+    startup_delay: float = 0.0
+    eviction_grace: float = 0.0
+    checkpoint_interval: float | None = None
+    until: float | None = None
+    sample_period: float | None = None
+    heartbeat: float | None = None
+    namespace: str = "default"
+
+    def __post_init__(self) -> None:
+        for name in ("schedule_period", "checkpoint_interval", "sample_period", "heartbeat"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
+                raise InputError(f"expected a positive number of seconds, got {value!r}", obj="simulation",
+                                 field=name)
+        for name in ("startup_delay", "eviction_grace", "until"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and 0 <= value < math.inf):
+                raise InputError(f"expected a number of seconds >= 0, got {value!r}", obj="simulation",
+                                 field=name)
+
+
+class SimJob:
+    """The engine's side of one job: its model Job and what it has lived through."""
+
+    __slots__ = ("spec", "job", "gpus", "progress", "since", "epoch", "first_start", "end", "restarts",
+                 "evictions", "lost", "records")
+
+    def __init__(self, spec: JobSpec, job: Job, gpus: float) -> None:
+        self.spec, self.job, self.gpus = spec, job, gpus
+        self.progress = 0.0              # seconds of progress before ``since``
+        self.since: float | None = None  # running at >= minMember since
+        self.epoch = 0                   # bumps on every stop: stale completion events are ignored
+        self.first_start: float | None = None
+        self.end: float | None = None
+        self.restarts = self.evictions = 0
+        self.lost = 0.0                  # GPU-seconds lost to restarts
+
+
+def water_fill(total: float, weight: np.ndarray, demand: np.ndarray, cap: np.ndarray,
+               guarantee: np.ndarray) -> np.ndarray:
+    """Deal ``total`` out by ``weight``, each share capped by ``cap`` and ``demand`` and raised to
+    ``guarantee``; rounds repeat over the queues not yet satisfied until nothing is left or nothing
+    changes (Volcano proportion's loop, one resource)."""
+    deserved = np.zeros(len(weight))
+    remaining = float(total)
+    met = np.zeros(len(weight), dtype=bool)
+    for _ in range(len(weight) + 2):
+        w = np.where(met, 0.0, np.maximum(weight, 0.0))
+        if w.sum() <= 0 or remaining <= 0:
+            break
+        new = deserved + remaining * w / w.sum()
+        new = np.where(met, deserved, np.maximum(np.minimum(np.minimum(new, cap), demand), guarantee))
+        increased = float((new - deserved).sum())
+        deserved = new
+        met |= demand <= deserved + 1e-9
+        if increased <= 1e-12:
+            break
+        remaining = max(remaining - increased, 0.0)
+    return deserved
+
+
+class Engine:
+    """One simulation of ``jobs`` on ``cluster`` (which it mutates: pass a fresh one) under ``config``.
+
+    Inputs are validated here, before anything runs (:func:`~corral.sim.clusters.check_workload`):
+    bad input raises InputError; jobs that can never run are recorded as ``never_fits`` with their
+    reason in ``meta["never_fits"]``. ``progress(now, finished_jobs, total_jobs)`` is called now and
+    then (at most every 0.2 s of wall time) and at the end.
+    """
+
+    def __init__(self, cluster: Cluster, jobs: Sequence[JobSpec], config: Any, registry: Any = None,
+                 options: SimOptions | None = None, *, progress: ProgressFn | None = None,
+                 meta: Mapping[str, Any] | None = None) -> None:
+        if registry is None:
+            from corral.registry import REGISTRY as registry
+        self.cluster, self.config, self.registry = cluster, config, registry
+        self.options = options or SimOptions()
+        self.specs = sorted(jobs, key=lambda j: (j.submit, j.name))
+        self.never_fits = check_workload(cluster, self.specs)
+        self.progress_fn = progress
+        self.meta = dict(meta or {})
+        self.now = 0.0
+        self.events = 0
+        self.cycles = 0
+        self._heap: list[tuple] = []
+        self._seq = 0
+        self._enqueue = any(a.name == "enqueue" for a in config.actions)
+        self._gpu = cluster.resources.get(GPU)
+        self._active: dict[str, SimJob] = {}      # submitted, not finished; by job uid
+        self._waiting: dict[str, SimJob] = {}     # active jobs with pending or pipelined pods
+        self._running: set[str] = set()           # active jobs making progress
+        self._done: dict[str, SimJob] = {}
+        self._started: set[str] = set()           # uids of pods in state Running
+        self._release_token: dict[str, int] = {}
+        self._reasons: dict[str, str] = {}        # last unschedulable reason, per waiting job
+        self._submitted = 0
+        self._dirty = False
+        self._cycle_at: float | None = None
+        self._beat_at: float | None = None
+        self._last_cycle = -math.inf
+        self._idle_cycles = 0
+        self._stalled: float | None = None
+        self._changed = True
+        self._last_sample: ClusterSample | None = None
+        self._samples: list[ClusterSample] = []
+        self._queue_samples: list[QueueSample] = []
+        self._queues = sorted({s.queue for s in self.specs})
+        self._role_cache: dict[int, list] = {}
+        self._wall = _time.monotonic()
+        self._progress_at = 0.0
+        for index, spec in enumerate(self.specs):
+            self._push(spec.submit, SUBMIT, index)
+        span = self.options.until if self.options.until is not None else \
+            (self.specs[-1].submit if self.specs else 0.0)
+        period = self.options.sample_period or max(self.options.schedule_period, span / 500.0)
+        self._sample_period = period
+        self._push(0.0, SAMPLE, 0)
+
+    # -- the heap --------------------------------------------------------------------------------
+    def _push(self, at: float, kind: int, payload: Any) -> int:
+        self._seq += 1
+        heapq.heappush(self._heap, (float(at), kind, self._seq, payload))
+        return self._seq
+
+    def evict(self, at: float, pods: Iterable[str]) -> None:
+        """Inject an eviction of the pods named ``namespace/name`` (or of every pod of a job given by
+        its name) at time ``at``; pods that are not bound or running then are left alone."""
+        self._push(float(at), EVICT, tuple(pods))
+
+    def node_down(self, at: float, node: str, duration: float | None = None) -> None:
+        """Fail ``node`` at ``at`` (its pods are lost at once); repair it ``duration`` later if given."""
+        row = self.cluster.nodes.index.get(node)
+        if row is None:
+            raise InputError(f"no node named {node!r}", obj="node event")
+        self._push(float(at), NODE, (row, True))
+        if duration is not None:
+            self._push(float(at) + duration, NODE, (row, False))
+
+    def node_up(self, at: float, node: str) -> None:
+        row = self.cluster.nodes.index.get(node)
+        if row is None:
+            raise InputError(f"no node named {node!r}", obj="node event")
+        self._push(float(at), NODE, (row, False))
+
+    # -- running -----------------------------------------------------------------------------------
+    def step(self, until: float | None = None) -> bool:
+        """Handle the next event (not past ``until``); False when there is none left to handle."""
+        until = self.options.until if until is None else until
+        if not self._heap or (until is not None and self._heap[0][0] > until):
+            return False
+        at, kind, _, payload = heapq.heappop(self._heap)
+        if kind == SAMPLE and not self._heap:
+            return False                     # nothing else will happen: the run is over
+        self.now = at
+        self.events += 1
+        if kind == SUBMIT:
+            self._submit(self.specs[payload])
+        elif kind == CYCLE:
+            self._cycle(payload == "beat")
+        elif kind == COMPLETE:
+            self._complete(*payload)
+        elif kind == START:
+            self._start(*payload)
+        elif kind == RELEASE:
+            self._release_event(*payload)
+        elif kind == EVICT:
+            self._inject(payload)
+        elif kind == NODE:
+            self._node(*payload)
+        elif kind == SAMPLE:
+            self._sample_queues()
+        if kind != CYCLE and kind != SAMPLE:
+            self._idle_cycles = 0
+        if self._changed:
+            self._sample_cluster()
+        if self.progress_fn is not None and (self.events & 255) == 0:
+            self._report_progress(False)
+        return True
+
+    def run(self, until: float | None = None) -> SimResult:
+        """Run until no event is left (or to ``until``, default ``options.until``); return the result."""
+        until = self.options.until if until is None else until
+        while self.step(until):
+            pass
+        if until is not None:
+            self.now = max(self.now, until)
+        self._changed = True
+        self._sample_cluster()
+        self._sample_queues(final=True)
+        self._report_progress(True)
+        return self.result()
+
+    def _report_progress(self, final: bool) -> None:
+        if self.progress_fn is None:
+            return
+        wall = _time.monotonic()
+        if final or wall - self._progress_at >= 0.2:
+            self._progress_at = wall
+            self.progress_fn(self.now, len(self._done), len(self.specs))
+
+    # -- jobs --------------------------------------------------------------------------------------
+    def _submit(self, spec: JobSpec) -> None:
+        self._submitted += 1
+        if spec.name in self.never_fits:
+            return
+        sim = self._build(spec)
+        job = sim.job
+        self.cluster.jobs[job.uid] = job
+        for task in job.tasks:
+            self.cluster.tasks[task.uid] = task
+        self._active[job.uid] = sim
+        self._waiting[job.uid] = sim
+        self._changed = True
+        self._wake()
+
+    def _roles(self, spec: JobSpec) -> list:
+        """Per role (name, count, request vector, class key, GPUs); the vectors are shared by every pod
+        of the role (nothing writes into a task's request) and cached across jobs of one trace."""
+        got = self._role_cache.get(id(spec.roles))
+        if got is None or got[0] is not spec.roles:
+            res = self.cluster.resources
+            rows = []
+            for role in spec.roles:
+                req = pod_vector(res, role.requests, spec.source or spec.name)
+                gpus = float(req[self._gpu]) / MILLI if self._gpu is not None else 0.0
+                rows.append((role, req, (req.tobytes(), (), None, (), ""), gpus))
+            got = self._role_cache[id(spec.roles)] = [spec.roles, rows]
+        return got[1]
+
+    def _build(self, spec: JobSpec) -> SimJob:
+        ns = self.options.namespace
+        job = Job(uid=f"{ns}/{spec.name}", name=spec.name, namespace=ns, queue=spec.queue,
+                  min_member=spec.min_pods, priority=spec.priority, creation=spec.submit,
+                  annotations=dict(spec.annotations))
+        job.min_task_member = {r.name: r.min_count for r in spec.roles if r.min_count is not None}
+        if spec.topology is not None:
+            job.topology_mode, job.topology_tier = spec.topology
+        rows = self._roles(spec)
+        gpus, left, need = 0.0, spec.min_pods, None
+        quota = {r.name: min(r.min_count or 0, r.count) for r, *_ in rows}
+        left -= sum(quota.values())
+        for role, req, klass, g in rows:
+            extra = min(role.count - quota[role.name], max(left, 0))
+            quota[role.name] += extra
+            left -= extra
+            part = req * quota[role.name]
+            need = part if need is None else need + part
+            prefix = f"{spec.name}-" if len(rows) == 1 and not role.name else f"{spec.name}-{role.name or 'pod'}-"
+            for i in range(role.count):
+                name = f"{prefix}{i}"
+                task = Task(uid=f"{ns}/{name}", name=name, namespace=ns, request=req, job=job, role=role.name,
+                            priority=spec.priority, creation=spec.submit, klass=klass)
+                job.tasks.append(task)
+            gpus += g * role.count
+        job.min_resources = need
+        return SimJob(spec, job, gpus)
+
+    def _meets(self, job: Job) -> bool:
+        running = sum(1 for t in job.tasks if t.status is TaskStatus.RUNNING)
+        if running < job.min_member:
+            return False
+        if job.min_task_member:
+            counts = job.role_counts(frozenset({TaskStatus.RUNNING}))
+            return all(counts.get(r, 0) >= n for r, n in job.min_task_member.items())
+        return True
+
+    def _update(self, sim: SimJob, held_gpus: float = 0.0) -> None:
+        """Start or stop ``sim``'s progress after its pods changed; a stop is a restart."""
+        ok = self._meets(sim.job)
+        uid = sim.job.uid
+        if ok and sim.since is None:
+            sim.since = self.now
+            if sim.first_start is None:
+                sim.first_start = self.now
+                self._reasons.pop(uid, None)
+            self._running.add(uid)
+            self._push(self.now + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
+            self._changed = True
+        elif not ok and sim.since is not None:
+            sim.progress += self.now - sim.since
+            sim.since = None
+            sim.epoch += 1
+            self._running.discard(uid)
+            interval = self.options.checkpoint_interval
+            saved = 0.0 if interval is None else math.floor(sim.progress / interval + 1e-9) * interval
+            saved = min(saved, sim.progress)
+            sim.lost += (sim.progress - saved) * held_gpus
+            sim.progress = saved
+            sim.restarts += 1
+            sim.job.phase = PodGroupPhase.PENDING if self._enqueue else PodGroupPhase.INQUEUE
+            self._changed = True
+
+    def _start(self, task: Task, bound_at: float) -> None:
+        if task.status is not TaskStatus.BOUND or task.start_time != bound_at or task.uid not in self.cluster.tasks:
+            return
+        self._run_task(task)
+        self._update(self._active[task.job.uid])
+
+    def _run_task(self, task: Task) -> None:
+        task.status, task.start_time = TaskStatus.RUNNING, self.now
+        self._started.add(task.uid)
+        self._changed = True
+
+    def _complete(self, sim: SimJob, epoch: int) -> None:
+        uid = sim.job.uid
+        if epoch != sim.epoch or uid not in self._active or sim.since is None:
+            return
+        sim.progress = sim.spec.duration
+        sim.since, sim.end = None, self.now
+        cluster = self.cluster
+        for task in sim.job.tasks:
+            cluster.charge(task, -1)
+            task.status = TaskStatus.SUCCEEDED
+            cluster.tasks.pop(task.uid, None)
+            self._started.discard(task.uid)
+            self._release_token.pop(task.uid, None)
+        del cluster.jobs[uid]
+        del self._active[uid]
+        self._waiting.pop(uid, None)
+        self._running.discard(uid)
+        self._reasons.pop(uid, None)
+        self._done[uid] = sim
+        self._changed = True
+        self._wake()
+
+    # -- evictions ---------------------------------------------------------------------------------
+    def _inject(self, names: tuple[str, ...]) -> None:
+        ns, cluster = self.options.namespace, self.cluster
+        tasks = []
+        for name in names:
+            key = name if "/" in name else f"{ns}/{name}"
+            if key in cluster.tasks:
+                tasks.append(cluster.tasks[key])
+            elif key in cluster.jobs:
+                tasks.extend(cluster.jobs[key].tasks)
+        victims = []
+        for task in dict.fromkeys(tasks):
+            if task.status in _HOLDING:
+                cluster.charge(task, -1)
+                task.status = TaskStatus.RELEASING
+                cluster.charge(task, +1)
+                victims.append(task)
+        self._evicted(victims, self.options.eviction_grace)
+
+    def _evicted(self, tasks: Sequence[Task], grace: float) -> None:
+        """Count evictions (tasks are Releasing now), restart gangs that fell below their minimum and
+        let the pods go after ``grace``."""
+        by_job: dict[str, list[Task]] = {}
+        for task in tasks:
+            by_job.setdefault(task.job.uid, []).append(task)
+        for uid, group in by_job.items():
+            sim = self._active[uid]
+            sim.evictions += len(group)
+            held = sum(self._gpus(t) for t in sim.job.tasks
+                       if t.status is TaskStatus.RUNNING or t.uid in self._started)
+            for task in group:
+                self._started.discard(task.uid)
+            self._update(sim, held)
+        for task in tasks:
+            if grace <= 0:
+                self._release(task)
+            else:
+                token = self._seq + 1            # the sequence number _push is about to use
+                self._push(self.now + grace, RELEASE, (task, token))
+                self._release_token[task.uid] = token
+        self._changed = True
+
+    def _gpus(self, task: Task) -> float:
+        return float(task.request[self._gpu]) / MILLI if self._gpu is not None else 0.0
+
+    def _release_event(self, task: Task, token: int) -> None:
+        if self._release_token.get(task.uid) == token:
+            self._release(task)
+
+    def _release(self, task: Task) -> None:
+        """An evicted pod is gone from its node: it comes back as a Pending pod of its job."""
+        self._release_token.pop(task.uid, None)
+        if task.uid not in self.cluster.tasks or task.status is not TaskStatus.RELEASING:
+            return
+        self.cluster.charge(task, -1)
+        task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
+        sim = self._active[task.job.uid]
+        self._waiting[task.job.uid] = sim
+        self._changed = True
+        self._wake()
+
+    def _node(self, row: int, down: bool) -> None:
+        nodes = self.cluster.nodes
+        if bool(nodes.down[row]) == down:
+            return
+        nodes.down[row] = down
+        if down:
+            lost, cleared = [], []
+            for task in self.cluster.tasks.values():
+                if task.node == row and task.status in OCCUPYING_STATES:
+                    lost.append(task)
+                elif task.status is TaskStatus.PIPELINED and task.nominated == row:
+                    cleared.append(task)
+            for task in cleared:
+                self.cluster.charge(task, -1)
+                task.status, task.nominated = TaskStatus.PENDING, -1
+            fresh = [t for t in lost if t.status is not TaskStatus.RELEASING]
+            for task in lost:
+                if task.status is not TaskStatus.RELEASING:
+                    self.cluster.charge(task, -1)
+                    task.status = TaskStatus.RELEASING
+                    self.cluster.charge(task, +1)
+            self._evicted(fresh, 0.0)
+            for task in lost:
+                self._release(task)
+        self._changed = True
+        self._wake()
+
+    # -- cycles ------------------------------------------------------------------------------------
+    def _wake(self) -> None:
+        """Something changed: make sure a cycle is coming at the next period boundary."""
+        self._dirty = True
+        if self._cycle_at is None and self._waiting and self._stalled is None:
+            period = self.options.schedule_period
+            at = math.ceil(self.now / period - 1e-9) * period
+            if at <= self._last_cycle:
+                at = self._last_cycle + period
+            self._cycle_at = at
+            self._push(at, CYCLE, None)
+
+    def _fingerprint(self) -> list:
+        return [(t.status, t.nominated) for sim in self._waiting.values() for t in sim.job.tasks]
+
+    def _cycle(self, beat: bool = False) -> None:
+        if beat:
+            self._beat_at, self._dirty = None, True
+        else:
+            self._cycle_at = None
+        if not self._waiting or not self._dirty:
+            self._dirty = False
+            return
+        self.cycles += 1
+        self._last_cycle = self.now
+        before = self._fingerprint()
+        decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles)
+        apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
+        tasks = self.cluster.tasks
+        touched: dict[str, SimJob] = {}
+        for bind in decisions.binds:
+            task = tasks[bind.pod]
+            touched[task.job.uid] = self._active[task.job.uid]
+            if self.options.startup_delay <= 0:
+                self._run_task(task)
+            else:
+                self._push(self.now + self.options.startup_delay, START, (task, task.start_time))
+        self._evicted([tasks[e.pod] for e in decisions.evictions], self.options.eviction_grace)
+        for sim in touched.values():
+            self._update(sim)
+        for record in decisions.unschedulable:
+            if record.podgroup in self._waiting:
+                self._reasons[record.podgroup] = record.reason
+        changed = bool(decisions.binds or decisions.evictions or decisions.podgroups) \
+            or before != self._fingerprint()
+        for uid in [u for u, s in self._waiting.items()
+                    if not any(t.status in PENDING_LIKE for t in s.job.tasks)]:
+            del self._waiting[uid]
+        self._changed = True
+        # decisions that change state but never bind, with nothing else happening: a livelock of the
+        # policy (e.g. evicting and re-nominating forever); stop cycling and report it in the meta
+        self._idle_cycles = 0 if decisions.binds or not changed else self._idle_cycles + 1
+        if self._idle_cycles >= _STALL_CYCLES:
+            self._stalled = self.now
+        self._dirty = False
+        if changed:
+            self._wake()
+        if self.options.heartbeat and self._waiting and self._beat_at is None and self._stalled is None:
+            self._beat_at = self.now + self.options.heartbeat
+            self._push(self._beat_at, CYCLE, "beat")
+
+    # -- metrics -----------------------------------------------------------------------------------
+    def _sample_cluster(self) -> None:
+        self._changed = False
+        nodes, live = self.cluster.nodes, ~self.cluster.nodes.down
+        if self._gpu is None:
+            used = total = 0.0
+        else:
+            used = float(nodes.used[live, self._gpu].sum()) / MILLI
+            total = float(nodes.allocatable[live, self._gpu].sum()) / MILLI
+        running = len(self._running)
+        sample = ClusterSample(self.now, used, total, used / total if total > 0 else 0.0,
+                               len(self._active) - running, running)
+        last = self._last_sample
+        if last is not None and (last.gpu_used, last.gpu_total, last.pending_jobs, last.running_jobs) == \
+                (used, total, sample.pending_jobs, running):
+            return
+        if last is not None and last.time == self.now:
+            self._samples[-1] = sample
+        else:
+            self._samples.append(sample)
+        self._last_sample = sample
+
+    def _sample_queues(self, final: bool = False) -> None:
+        if not final and self._heap:
+            self._push(self.now + self._sample_period, SAMPLE, 0)
+        names = self._queues
+        if not names:
+            return
+        if self._queue_samples and self._queue_samples[-1].time == self.now:
+            del self._queue_samples[-len(names):]
+        index = {n: i for i, n in enumerate(names)}
+        held, demand, pending = np.zeros(len(names)), np.zeros(len(names)), np.zeros(len(names), int)
+        for uid, sim in self._active.items():
+            i = index[sim.spec.queue]
+            demand[i] += sim.gpus
+            if uid not in self._running:
+                pending[i] += 1
+            for t in sim.job.tasks:
+                if t.status in _HOLDING:
+                    held[i] += self._gpus(t)
+        total = self._gpu_total()
+        deserved = self._deserved(names, demand, total)
+        for i, name in enumerate(names):
+            self._queue_samples.append(QueueSample(
+                self.now, name, float(held[i]), float(held[i] / total) if total > 0 else 0.0,
+                float(deserved[i] / total) if total > 0 else 0.0, int(pending[i])))
+
+    def _gpu_total(self) -> float:
+        if self._gpu is None:
+            return 0.0
+        nodes = self.cluster.nodes
+        return float(nodes.allocatable[~nodes.down, self._gpu].sum()) / MILLI
+
+    def _deserved(self, names: list[str], demand: np.ndarray, total: float) -> np.ndarray:
+        queues = self.cluster.queues
+        g = self._gpu
+
+        def column(attr: str, fill: float) -> np.ndarray:
+            out = np.full(len(names), fill)
+            for i, n in enumerate(names):
+                vec = getattr(queues[n], attr)
+                if vec is not None and g is not None:
+                    out[i] = vec[g] / MILLI
+            return out
+
+        weight = np.array([queues[n].weight for n in names], dtype=float)
+        return water_fill(total, weight, demand, column("capability", np.inf), column("guarantee", 0.0))
+
+    # -- the result --------------------------------------------------------------------------------
+    def _record(self, spec: JobSpec, sim: SimJob | None) -> JobRecord:
+        rec = JobRecord(job=spec.name, queue=spec.queue, priority=spec.priority, pods=spec.num_pods,
+                        min_member=spec.min_pods, gpus=float(spec.gpus), duration=float(spec.duration),
+                        submit=float(spec.submit))
+        if sim is None:
+            rec.status = "never_fits" if spec.name in self.never_fits else "pending"
+            return rec
+        rec.first_start, rec.end = sim.first_start, sim.end
+        rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
+        rec.jct = None if sim.end is None else sim.end - spec.submit
+        rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
+        rec.status = "completed" if sim.end is not None else \
+            "running" if sim.job.uid in self._running else "pending"
+        return rec
+
+    def result(self) -> SimResult:
+        """The flat records of the run so far (jobs in submit order; jobs not yet submitted are left out
+        and counted in ``meta["jobs_not_submitted"]``)."""
+        ns = self.options.namespace
+        records = []
+        for spec in self.specs[:self._submitted]:
+            uid = f"{ns}/{spec.name}"
+            records.append(self._record(spec, self._active.get(uid) or self._done.get(uid)))
+        meta = {"config": getattr(self.config, "source", ""), **self.meta,
+                "end_time": self.now, "wall_time": round(_time.monotonic() - self._wall, 3),
+                "events": self.events, "cycles": self.cycles,
+                "jobs_not_submitted": len(self.specs) - self._submitted,
+                "options": asdict(self.options),
+                "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
+                "pending_reasons": {self._active[u].spec.name: r for u, r in sorted(self._reasons.items())
+                                    if u in self._active}}
+        if self._stalled is not None:
+            meta["stalled_at"] = self._stalled
+        return SimResult(jobs=records, queues=list(self._queue_samples), cluster=list(self._samples),
+                         meta=meta)
+
+
+def simulate(cluster: Cluster, jobs: Sequence[JobSpec], config: Any, registry: Any = None,
+             options: SimOptions | None = None, *, progress: ProgressFn | None = None,
+             meta: Mapping[str, Any] | None = None) -> SimResult:
+    """Build an :class:`Engine` and run it to the end (or ``options.until``)."""
+    return Engine(cluster, jobs, config, registry, options, progress=progress, meta=meta).run()

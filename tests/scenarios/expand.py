@@ -1,0 +1,135 @@
+"""Expand the scenario shorthand (nodes, queues, jobs) into Kubernetes objects, so every scenario runs
+through the real snapshot loader. Raw objects can be given under ``objects:`` as well.
+
+Shorthand:
+- node: ``name``, ``cpu`` (96), ``memory`` (1Ti), ``gpu`` (8; 0 for none), ``pods`` (110), ``labels``,
+  ``taints``, ``unschedulable``, ``allocatable`` (extra resources);
+- queue: ``name``, ``annotations``, ``state`` (status.state), anything else goes into ``spec``
+  (``weight``, ``capability``, ``deserved``, ``guarantee``, ``parent`` ...);
+- job: ``name``, ``namespace``, ``queue``, ``priority`` (a PriorityClass ``p<N>`` is generated),
+  ``minMember`` (default: all pods), ``minTaskMember``, ``minResources``, ``phase`` (Inqueue),
+  ``created``, ``annotations`` (of the podgroup), ``bare`` (pods without a podgroup), ``no_group``
+  (pods name a podgroup that is not created), ``group`` (the podgroup name the pods use), ``kai``
+  (a KAI podgroup, pods labelled ``pod-group-name``), ``pods``: groups of pods with ``count``,
+  ``role``, ``cpu``/``memory``/``gpu``/``requests``, ``priority``, ``labels``, ``annotations``,
+  ``nodeSelector``, ``affinity``, ``tolerations``, ``scheduler``, ``created``, ``nodes`` (pod i runs on
+  nodes[i]), ``phase`` and ``started`` (of those), ``deleting`` (those carry a deletionTimestamp),
+  ``nominated`` (status.nominatedNodeName per pod).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["expand"]
+
+T0 = "2026-01-01T00:00:00Z"
+
+
+def _requests(spec: dict) -> dict:
+    req = {}
+    for short, name in (("cpu", "cpu"), ("memory", "memory"), ("gpu", "nvidia.com/gpu")):
+        if short in spec:
+            req[name] = str(spec[short])
+    req.update({k: str(v) for k, v in (spec.get("requests") or {}).items()})
+    return req
+
+
+def _node(n: dict) -> dict:
+    labels = {"kubernetes.io/hostname": n["name"], **(n.get("labels") or {})}
+    alloc = {"cpu": str(n.get("cpu", 96)), "memory": str(n.get("memory", "1Ti")), "pods": str(n.get("pods", 110))}
+    if n.get("gpu", 8):
+        alloc["nvidia.com/gpu"] = str(n.get("gpu", 8))
+    alloc.update({k: str(v) for k, v in (n.get("allocatable") or {}).items()})
+    spec: dict[str, Any] = {}
+    if n.get("taints"):
+        spec["taints"] = n["taints"]
+    if n.get("unschedulable"):
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n["name"], "labels": labels},
+            "spec": spec, "status": {"allocatable": alloc}}
+
+
+def _queue(q: dict) -> dict:
+    spec = {k: v for k, v in q.items() if k not in ("name", "annotations", "state")}
+    meta = {"name": q["name"]}
+    if q.get("annotations"):
+        meta["annotations"] = q["annotations"]
+    out = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": meta, "spec": spec}
+    if q.get("state"):
+        out["status"] = {"state": q["state"]}
+    return out
+
+
+def _pods(job: dict, ns: str, created: str) -> list[dict]:
+    out = []
+    index = 0
+    for group in job.get("pods") or []:
+        nodes = group.get("nodes") or []
+        count = group.get("count", len(nodes) or 1)
+        for i in range(count):
+            name = f"{job['name']}-{group['role']}-{i}" if group.get("role") else f"{job['name']}-{index}"
+            index += 1
+            meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"{ns}-{name}",
+                                    "creationTimestamp": group.get("created", created),
+                                    "labels": dict(group.get("labels") or {}),
+                                    "annotations": dict(group.get("annotations") or {})}
+            if job.get("kai"):
+                meta["labels"]["pod-group-name"] = job.get("group", job["name"])
+            elif not job.get("bare"):
+                meta["annotations"]["scheduling.k8s.io/group-name"] = job.get("group", job["name"])
+            if group.get("role"):
+                meta["annotations"]["volcano.sh/task-spec"] = group["role"]
+            spec: dict[str, Any] = {"schedulerName": group.get("scheduler", "corral"),
+                                    "containers": [{"name": "c", "resources": {"requests": _requests(group)}}]}
+            prio = group.get("priority", job.get("priority"))
+            if prio is not None:
+                spec["priorityClassName"] = f"p{prio}"
+            for key in ("nodeSelector", "affinity", "tolerations"):
+                if key in group:
+                    spec[key] = group[key]
+            status: dict[str, Any] = {"phase": "Pending"}
+            if i < len(nodes) and nodes[i]:
+                spec["nodeName"] = nodes[i]
+                status = {"phase": group.get("phase", "Running"), "startTime": group.get("started", created)}
+                if group.get("deleting"):
+                    meta["deletionTimestamp"] = T0
+            if group.get("nominated"):
+                status["nominatedNodeName"] = group["nominated"][i]
+            out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status})
+    return out
+
+
+def expand(case: dict) -> list[dict]:
+    docs: list[dict] = [_node(n) for n in case.get("nodes") or []]
+    docs += [_queue(q) for q in case.get("queues") or []]
+    prios = set()
+    for job in case.get("jobs") or []:
+        ns = job.get("namespace", "default")
+        created = job.get("created", T0)
+        for p in [job.get("priority")] + [g.get("priority") for g in job.get("pods") or []]:
+            if p is not None:
+                prios.add(int(p))
+        if not job.get("bare") and not job.get("no_group"):
+            spec: dict[str, Any] = {"minMember": job.get("minMember", sum(
+                g.get("count", len(g.get("nodes") or []) or 1) for g in job.get("pods") or [])),
+                "queue": job.get("queue", "default")}
+            if job.get("priority") is not None:
+                spec["priorityClassName"] = f"p{job['priority']}"
+            for key in ("minResources", "minTaskMember", "networkTopology"):
+                if key in job:
+                    spec[key] = job[key]
+            # KAI podgroups carry no phase unless one is given; Volcano ones default to Inqueue (admitted)
+            api = "scheduling.run.ai/v2alpha2" if job.get("kai") else "scheduling.volcano.sh/v1beta1"
+            phase = job.get("phase", None if job.get("kai") else "Inqueue")
+            status = {"phase": phase} if phase else {}
+            docs.append({"apiVersion": api, "kind": "PodGroup",
+                         "metadata": {"name": job["name"], "namespace": ns, "creationTimestamp": created,
+                                      "annotations": job.get("annotations") or {}},
+                         "spec": spec, "status": status})
+        docs += _pods(job, ns, created)
+    for p in sorted(prios):
+        docs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{p}"},
+                     "value": p})
+    docs += case.get("objects") or []
+    return docs
