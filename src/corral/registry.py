@@ -17,6 +17,7 @@ from corral.plugins.conformance import ConformancePlugin
 from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
 from corral.plugins.nodeorder import NodeOrderPlugin
+from corral.plugins.gpushare import GpuSharePlugin
 from corral.plugins.minruntime import MinRuntimePlugin
 from corral.plugins.network_topology import NetworkTopologyPlugin
 from corral.plugins.pdb import PdbPlugin
@@ -56,7 +57,8 @@ REGISTRY = Registry(
                                                ReclaimAction, GangPreemptAction, GangReclaimAction)},
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
-                                       BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin)},
+                                       BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
+                                       GpuSharePlugin)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )

@@ -91,7 +91,7 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
     seen = set()
     for r in recs:
         if r.name in seen:
-            raise InputError("duplicate node", obj=f"Node {r.name}", field="metadata.name")
+            raise InputError("duplicate node", file=r.file or None, obj=f"Node {r.name}", field="metadata.name")
         seen.add(r.name)
     alloc = np.zeros((len(recs), len(resources)))
     pods = resources.pos(PODS)
@@ -130,6 +130,7 @@ def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float
 
 def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
     queues: dict[str, Queue] = {}
+    files = {r.name: r.file or None for r in recs}     # errors about a queue name the file it came from
     for r in sorted(recs, key=lambda r: r.name):
         if r.name in queues:
             raise InputError("duplicate queue", file=r.file, obj=f"Queue {r.name}", field="metadata.name")
@@ -147,9 +148,10 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
                                   parent="root" if hierarchical else None)
     for q in queues.values():
         if q.parent == q.name:
-            raise InputError("a queue cannot be its own parent", obj=f"Queue {q.name}", field="spec.parent")
+            raise InputError("a queue cannot be its own parent", file=files.get(q.name), obj=f"Queue {q.name}",
+                             field="spec.parent")
         if q.parent and q.parent not in queues:
-            raise InputError(f"parent queue {q.parent!r} does not exist", obj=f"Queue {q.name}",
+            raise InputError(f"parent queue {q.parent!r} does not exist", file=files.get(q.name), obj=f"Queue {q.name}",
                              field="spec.parent")
     for name in sorted(queues):
         seen = [name]
@@ -157,7 +159,8 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
         while cur:
             if cur in seen:
                 cycle = " -> ".join(seen[seen.index(cur):] + [cur])
-                raise InputError(f"queue cycle: {cycle}", obj=f"Queue {name}", field="spec.parent")
+                raise InputError(f"queue cycle: {cycle}", file=files.get(name), obj=f"Queue {name}",
+                                 field="spec.parent")
             seen.append(cur)
             cur = queues[cur].parent
     for name in sorted(queues):
@@ -169,6 +172,7 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
 
 def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
     hns: dict[str, HyperNode] = {}
+    files = {r.name: r.file or None for r in recs}
     for r in recs:
         if r.name in hns:
             raise InputError("duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name")
@@ -179,12 +183,14 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
                 continue
             for child in _match_names(sorted(hns), kind, value, {n: {} for n in hns}):
                 if child == hn.name:
-                    raise InputError("a hypernode cannot contain itself", obj=f"HyperNode {hn.name}",
+                    raise InputError("a hypernode cannot contain itself", file=files.get(hn.name),
+                                     obj=f"HyperNode {hn.name}",
                                      field="spec.members")
                 hn.children.append(child)
                 hns[child].parent = hn.name
             if kind == "exact" and value not in hns:
-                raise InputError(f"member hypernode {value!r} does not exist", obj=f"HyperNode {hn.name}",
+                raise InputError(f"member hypernode {value!r} does not exist", file=files.get(hn.name),
+                                 obj=f"HyperNode {hn.name}",
                                  field="spec.members")
     state: dict[str, int] = {}
 
@@ -194,7 +200,8 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
             return hn.mask  # type: ignore[return-value]
         if state.get(name) == 1:
             cycle = " -> ".join(path[path.index(name):] + [name])
-            raise InputError(f"hypernode cycle: {cycle}", obj=f"HyperNode {name}", field="spec.members")
+            raise InputError(f"hypernode cycle: {cycle}", file=files.get(name), obj=f"HyperNode {name}",
+                             field="spec.members")
         state[name] = 1
         mask = np.zeros(len(nodes), dtype=bool)
         for mtype, kind, value in hn.members:
@@ -312,7 +319,8 @@ def _jobs_and_tasks(cluster: Cluster, groups: list[PodGroupRec], pods: list[PodR
     for pg in sorted(groups, key=lambda g: (g.namespace, g.name)):
         job = _job_from_group(cluster, pg)
         if job.uid in cluster.jobs:
-            raise InputError("duplicate podgroup", obj=f"PodGroup {job.uid}", field="metadata.name")
+            raise InputError("duplicate podgroup", file=pg.file or None, obj=f"PodGroup {job.uid}",
+                             field="metadata.name")
         cluster.jobs[job.uid] = job
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         task = _task(cluster, rec)
@@ -338,7 +346,8 @@ def _jobs_and_tasks(cluster: Cluster, groups: list[PodGroupRec], pods: list[PodR
             job = Job(uid=uid, name=rec.name, namespace=rec.namespace, creation=rec.creation,
                       min_resources=task.request.copy(), synthetic=True)
             if uid in cluster.jobs:
-                raise InputError("a pod without podgroup has the name of a podgroup", obj=f"Pod {uid}",
+                raise InputError("a pod without podgroup has the name of a podgroup", file=rec.file or None,
+                                 obj=f"Pod {uid}",
                                  field="metadata.name")
             cluster.jobs[uid] = job
         task.job = job

@@ -1,10 +1,11 @@
 """``gpushare``: pods share GPU devices by memory (Volcano's GPU-share predicate, ``volcano.sh/gpu-memory``),
 and dry runs keep each pod on its device — the topology story of seed 003 (SPEC.md §2, §3.2).
 
-Devices. A node has ``nvidia.com/gpu`` devices (else ``volcano.sh/gpu-number``; a node that advertises
-only ``volcano.sh/gpu-memory`` is one device). Each device has the memory given by the node label or
-annotation ``volcano.sh/gpu-memory-per-device`` (a quantity, ``8Gi``; the annotation wins), else the
-node's ``volcano.sh/gpu-memory`` allocatable divided evenly over its devices (Volcano's convention). A
+Devices. A node has ``nvidia.com/gpu`` devices (else ``volcano.sh/gpu-number``). Each device has the
+memory given by the node label or annotation ``volcano.sh/gpu-memory-per-device`` (a quantity, ``8Gi``;
+the annotation wins), else the node's ``volcano.sh/gpu-memory`` allocatable divided evenly over its
+devices (Volcano's convention; a node with that total and no device count is one device). The loader
+fills a missing ``volcano.sh/gpu-memory`` allocatable from the per-device value (manifests/build.py). A
 pod asks for GPU memory with the request ``volcano.sh/gpu-memory`` and must fit on ONE device; pods
 without that request pass everywhere. (The actions still check the node total, SPEC.md §2.)
 
@@ -102,40 +103,66 @@ class GpuSharePlugin(Plugin):
             return
         annotations = getattr(nodes, "annotations", None) or [{}] * n
         res = cluster.resources
+        alloc = nodes.allocatable
+        count = np.zeros(n, dtype=np.int64)
         gpu, number = res.get(GPU), res.get(GPU_NUMBER)
-        for row in range(n):
-            alloc = nodes.allocatable[row]
-            count = int(alloc[gpu] // MILLI) if gpu is not None else 0
-            if count <= 0 and number is not None:
-                count = int(alloc[number] // MILLI)
-            total = float(alloc[self.col])
-            per = annotations[row].get(GPU_MEMORY_PER_DEVICE, nodes.labels[row].get(GPU_MEMORY_PER_DEVICE))
-            if per:
-                size = parse_quantity(per, where=f"Node {nodes.names[row]}", field=GPU_MEMORY_PER_DEVICE)
-            elif total > 0:
-                count = max(count, 1)
-                size = total / count
-            else:
-                count, size = 0, 0.0
-            self.devices[row], self.per_device[row] = count, size
+        if gpu is not None:
+            count = (alloc[:, gpu] // MILLI).astype(np.int64)
+        if number is not None:
+            count = np.where(count > 0, count, (alloc[:, number] // MILLI).astype(np.int64))
+        total = alloc[:, self.col]
+        # Volcano's convention: the node total over its devices (one device if it gives no count)
+        has_total = total > 0
+        count = np.where(has_total, np.maximum(count, 1), 0)
+        size = np.where(has_total, total / np.maximum(count, 1), 0.0)
+        key, labels = GPU_MEMORY_PER_DEVICE, nodes.labels
+        given = [(r, per) for r in range(n) if (per := annotations[r].get(key) or labels[r].get(key))]
+        if given:                                             # the per-device label/annotation wins
+            rr = np.array([r for r, _ in given])
+            size[rr] = [parse_quantity(per, where=f"Node {nodes.names[r]}", field=key) for r, per in given]
+            given_count = np.zeros(len(rr), dtype=np.int64)
+            if gpu is not None:
+                given_count = (alloc[rr, gpu] // MILLI).astype(np.int64)
+            if number is not None:
+                given_count = np.where(given_count > 0, given_count, (alloc[rr, number] // MILLI).astype(np.int64))
+            by_total = np.where(size[rr] > 0, total[rr] // np.where(size[rr] > 0, size[rr], 1), 0).astype(np.int64)
+            count[rr] = np.where(given_count > 0, given_count, by_total)
+        self.devices, self.per_device = count.astype(np.int64), size
         width = max(int(self.devices.max(initial=0)), 1)
-        self.free = np.full((n, width), -np.inf)
-        for row in range(n):
-            self.free[row, : self.devices[row]] = self.per_device[row]
+        self.free = np.where(np.arange(width)[None, :] < self.devices[:, None], size[:, None], -np.inf)
         self.capacity = np.where(self.devices > 0, self.per_device, -np.inf)
-        self.max_free = self.free.max(axis=1)
-        # existing pods: annotated first, then running/bound before nominated, by creation then name
-        placed = [t for t in cluster.tasks.values() if self._req(t) > 0 and _where(t) >= 0]
-        placed.sort(key=lambda t: (self._annotated(t) is None, t.status is TaskStatus.PIPELINED,
-                                   t.creation, t.name))
-        for t in placed:
-            row = _where(t)
-            dev = self._annotated(t)
-            if dev is None or dev >= self.devices[row]:
-                dev = self._first_fit(row, self._req(t))
-            self._place(t, row, dev)
+        # existing pods: annotated first, then running/bound before nominated, by creation then name;
+        # plain lists while assigning (thousands of pods), one array write at the end
+        col = self.col
+        placed = [(t, r, self._annotated(t)) for t in cluster.tasks.values()
+                  if t.request[col] > 0 and (r := _where(t)) >= 0]
+        placed.sort(key=lambda x: (x[2] is None, x[0].status is TaskStatus.PIPELINED, x[0].creation, x[0].name))
+        rows: dict[int, list[float]] = {}
+        counts, sizes = self.devices.tolist(), size.tolist()
+        for t, r, dev in placed:
+            k = counts[r]
+            if k <= 0:
+                continue
+            free = rows.get(r)
+            if free is None:
+                free = rows[r] = [sizes[r]] * k
+            req = float(t.request[col])
+            if dev is None or dev >= k:
+                need = req - EPS
+                for dev in range(k):
+                    if free[dev] >= need:
+                        break
+                else:                                         # fits nowhere: a fact, put on the freest
+                    dev = free.index(max(free))
+            free[dev] -= req
+            self.assign[t.uid] = (r, dev)
+            self.memory[t.uid] = {r: dev}
+            self.tasks[t.uid] = t
             if t.status is TaskStatus.PIPELINED:
                 self._watch.append(t)
+        for r, free in rows.items():
+            self.free[r, : len(free)] = free
+        self.max_free = self.free.max(axis=1)
         self._seen = self.session.version
 
     def on_session_close(self) -> None:
@@ -146,8 +173,8 @@ class GpuSharePlugin(Plugin):
         decided |= {m.pod for m in self.session.decisions.nominations if m.node}
         for uid, (row, dev) in self.assign.items():
             t = self.tasks[uid]
-            if t.key in decided:
-                t.annotations[GPU_INDEX] = str(dev)
+            if t.key in decided:                           # a new dict: pods may share one (simulator)
+                t.annotations = {**t.annotations, GPU_INDEX: str(dev)}
 
     # -- helpers -------------------------------------------------------------------------------
     def _req(self, task: Task) -> float:
@@ -163,13 +190,6 @@ class GpuSharePlugin(Plugin):
         except ValueError:
             return None
         return dev if dev >= 0 else None
-
-    def _first_fit(self, row: int, req: float) -> int:
-        free = self.free[row, : self.devices[row]]
-        ok = np.flatnonzero(free >= req - EPS)
-        if ok.size:
-            return int(ok[0])
-        return int(np.argmax(free)) if free.size else 0
 
     def _binpack(self, row: int, req: float) -> int:
         """The fullest device of ``row`` that fits ``req`` (lowest index on ties); the freest if none does."""
