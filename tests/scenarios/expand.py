@@ -12,9 +12,14 @@ Shorthand:
   (pods name a podgroup that is not created), ``group`` (the podgroup name the pods use), ``kai``
   (a KAI podgroup, pods labelled ``pod-group-name``), ``pods``: groups of pods with ``count``,
   ``role``, ``cpu``/``memory``/``gpu``/``requests``, ``priority``, ``labels``, ``annotations``,
-  ``nodeSelector``, ``affinity``, ``tolerations``, ``scheduler``, ``created``, ``nodes`` (pod i runs on
-  nodes[i]), ``phase`` and ``started`` (of those), ``deleting`` (those carry a deletionTimestamp),
-  ``nominated`` (status.nominatedNodeName per pod).
+  ``nodeSelector``, ``affinity``, ``tolerations``, ``preemptionPolicy``, ``scheduler``, ``created``,
+  ``nodes`` (pod i runs on nodes[i]), ``phase`` and ``started`` (of those), ``deleting`` (those carry
+  a deletionTimestamp), ``nominated`` (status.nominatedNodeName per pod);
+- pdb (a policy/v1 PodDisruptionBudget): ``name``, ``namespace``, ``selector`` (matchLabels),
+  ``minAvailable`` / ``maxUnavailable``;
+- hypernode: ``name``, ``tier``, ``nodes`` (member nodes by exact name), ``hypernodes`` (member
+  hypernodes by exact name), ``regex`` (member nodes by pattern); a job's ``networkTopology`` goes into
+  its podgroup as is.
 """
 
 from __future__ import annotations
@@ -61,6 +66,15 @@ def _queue(q: dict) -> dict:
     return out
 
 
+def _hypernode(h: dict) -> dict:
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in h.get("nodes") or []]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": n}}} for n in h.get("hypernodes") or []]
+    if h.get("regex"):
+        members.append({"type": "Node", "selector": {"regexMatch": {"pattern": h["regex"]}}})
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": h["name"]},
+            "spec": {"tier": h["tier"], "members": members}}
+
+
 def _pods(job: dict, ns: str, created: str) -> list[dict]:
     out = []
     index = 0
@@ -85,7 +99,7 @@ def _pods(job: dict, ns: str, created: str) -> list[dict]:
             prio = group.get("priority", job.get("priority"))
             if prio is not None:
                 spec["priorityClassName"] = f"p{prio}"
-            for key in ("nodeSelector", "affinity", "tolerations"):
+            for key in ("nodeSelector", "affinity", "tolerations", "preemptionPolicy"):
                 if key in group:
                     spec[key] = group[key]
             status: dict[str, Any] = {"phase": "Pending"}
@@ -103,6 +117,7 @@ def _pods(job: dict, ns: str, created: str) -> list[dict]:
 def expand(case: dict) -> list[dict]:
     docs: list[dict] = [_node(n) for n in case.get("nodes") or []]
     docs += [_queue(q) for q in case.get("queues") or []]
+    docs += [_hypernode(h) for h in case.get("hypernodes") or []]
     prios = set()
     for job in case.get("jobs") or []:
         ns = job.get("namespace", "default")
@@ -131,5 +146,15 @@ def expand(case: dict) -> list[dict]:
     for p in sorted(prios):
         docs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{p}"},
                      "value": p})
+    docs += [_pdb(b) for b in case.get("pdbs") or []]
     docs += case.get("objects") or []
     return docs
+
+
+def _pdb(b: dict) -> dict:
+    spec: dict[str, Any] = {"selector": {"matchLabels": dict(b.get("selector") or {})}}
+    for key in ("minAvailable", "maxUnavailable"):
+        if key in b:
+            spec[key] = b[key]
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": b["name"], "namespace": b.get("namespace", "default")}, "spec": spec}

@@ -111,26 +111,33 @@ class AllocateAction(Action):
                          domains: list[Domain]) -> str:
         """Dry-run the domains (save/restore) and re-apply the best plan (seed 000 §2.2): a domain holding
         the job's nominations first, then the lowest tier, then the best HyperNodeOrder score after
-        placement (bin-packing). Dry runs stop at the first ready plan in the nominated domain, when the
-        tier rises above the best plan's, or after ``MAX_DRY_RUNS`` domains; with no ready plan the first
-        pipelined one is kept."""
+        placement (bin-packing), then the plugin's order. Dry runs stop at the first ready plan in the
+        nominated domain, when the tier rises above the best plan's, or after ``MAX_DRY_RUNS`` domains;
+        with no ready plan the first pipelined one is kept."""
         nominated = np.array([t.nominated for t in tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0],
                              dtype=np.int64)
+
         def holds(d: Domain) -> bool:
             return bool(nominated.size) and bool(d.mask[nominated].all())
+
+        def tier(d: Domain) -> int:
+            return d.tier if d.tier is not None else 1 << 30          # the whole cluster comes last
         domains = sorted(domains, key=lambda d: not holds(d))         # stable: plugin order otherwise
-        reason, best, fallback = "", None, None
+        reasons: list[tuple[str, str]] = []
+        best, fallback = None, None
         for i, d in enumerate(domains):
-            if i >= MAX_DRY_RUNS or (best is not None and (d.tier or 1 << 30) > best[0][1]):
+            if i >= MAX_DRY_RUNS or (best is not None and tier(d) > best[0][1]):
                 break
             mark = stmt.save()
             reason = self.place_tasks(session, job, tasks, stmt, d.mask)
             if session.job_ready(job):
-                key = (0 if holds(d) else 1, d.tier or 1 << 30, -float(session.hypernode_scores(job, [d])[0]), i)
+                key = (0 if holds(d) else 1, tier(d), -float(session.hypernode_scores(job, [d])[0]), i)
                 if best is None or key < best[0]:
                     best = (key, d)
             elif fallback is None and session.job_pipelined(job):
                 fallback = d
+            else:
+                reasons.append((d.name, reason))
             stmt.restore(mark)
             if best is not None and best[0][0] == 0:
                 break
@@ -138,7 +145,12 @@ class AllocateAction(Action):
         if chosen is not None:
             self.place_tasks(session, job, tasks, stmt, chosen.mask)
             return ""
-        return reason or "no topology domain can hold the gang"
+        if not reasons:
+            return "no topology domain can hold the gang"
+        names = ", ".join(n for n, _ in reasons[:5]) + (", ..." if len(reasons) > 5 else "")
+        last, why = reasons[-1]
+        return (f"none of {len(reasons)} topology domain(s) ({names}) can hold the gang"
+                + (f"; in {last}: {why}" if why else ""))
 
     def place_tasks(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
                     domain: np.ndarray | None) -> str:

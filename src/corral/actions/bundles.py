@@ -20,7 +20,7 @@ import numpy as np
 
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 
-__all__ = ["Bundle", "make_bundles", "sort_bundles", "ROI_THRESHOLD"]
+__all__ = ["Bundle", "make_bundles", "sort_bundles", "ROI_THRESHOLD", "SAFE", "WHOLE"]
 
 ROI_THRESHOLD = 0.05
 SAFE, WHOLE = 0, 1
@@ -35,6 +35,14 @@ class Bundle:
     global_cost: np.ndarray         # what breaking it destroys: the bundle (SAFE) or the whole job (WHOLE)
     roi: float = 0.0
     local: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def shrink(self, tasks: list[Task], need: np.ndarray) -> None:
+        """Keep only ``tasks`` (what the victim plugins allowed) and score again; a SAFE bundle's cost
+        is what it still evicts."""
+        self.tasks = tasks
+        if self.kind == SAFE:
+            self.global_cost = sum((t.request for t in tasks), np.zeros_like(need))
+        self.score(need)
 
     def score(self, need: np.ndarray) -> None:
         self.local = sum((t.request for t in self.tasks), np.zeros_like(need))
@@ -105,7 +113,7 @@ def _roles_ok(job: Job, ready: list[Task]) -> bool:
 def sort_bundles(bundles: list[Bundle], policy: Callable[[Bundle, Bundle], int],
                  job_order: Callable[[Job, Job], int]) -> list[Bundle]:
     """The seed's comparator: kind, policy (priority or victim queue order), ROI beyond the threshold,
-    reverse job order, newest first, then name for determinism."""
+    reverse job order, newest first, then name; the same bundles in any input order sort alike."""
     def cmp(a: Bundle, b: Bundle) -> int:
         if a.kind != b.kind:
             return a.kind - b.kind
@@ -120,4 +128,7 @@ def sort_bundles(bundles: list[Bundle], policy: Callable[[Bundle, Bundle], int],
         if a.job.creation != b.job.creation:
             return -1 if a.job.creation > b.job.creation else 1
         return (a.job.uid > b.job.uid) - (a.job.uid < b.job.uid)
-    return sorted(bundles, key=functools.cmp_to_key(cmp))
+    # the ROI threshold makes the comparator intransitive (1.0 ~ 0.97 ~ 0.94, yet 1.0 > 0.94), so the
+    # result could depend on the input order: start from a canonical one
+    canonical = sorted(bundles, key=lambda b: (b.job.uid, b.kind))
+    return sorted(canonical, key=functools.cmp_to_key(cmp))

@@ -5,16 +5,19 @@ For a preemptor pod the :class:`Evictor` narrows the nodes to those where it cou
 gone (the plugins' resolvable masks, and enough capacity in future idle plus the allowed victims), and
 computes for each a lower bound of the highest victim priority it would need (victims added level by
 level, lowest priority first — a few vectorised passes). Nodes are dry-run in that order; the search
-stops when no remaining node can beat the best plan on (PDB violations, highest victim priority), after
-``ties`` further nodes that could only tie on it (default 16), or at the cap of
+stops when no remaining node can beat the best plan on (PDB violations, highest victim priority) — the
+best plan violates no budget and the next bound is above its highest victim priority —, after ``ties``
+further nodes that could only tie on it (default 16; nodes whose bound is below the best plan's highest
+victim priority could beat it and are always dry-run), or at the cap of
 ``max(minCandidateNodesAbsolute, minCandidateNodesPercentage × nodes)`` — kube-scheduler's
 DefaultPreemption dry-runs that many nodes every time; the bound lets corral stop early with the same
 best node in the common case. The plans rank as follows:
 
-1. victims in order (PDB-safe first, lowest priority first, newest first) are removed through the
-   simulation points (SimulateRemoveTask) until the pod fits — resources, SimulatePredicate,
-   SimulateAllocatable — counting higher-priority pods already nominated to the node and releasing the
-   nominations of lower-priority ones;
+1. victims in order (PDB-safe first, lowest priority first, newest first; when a budget allows only
+   some of the pods it covers, the lower-priority ones are the safe ones, as in kube-scheduler) are
+   removed through the simulation points (SimulateRemoveTask) until the pod fits — resources,
+   SimulatePredicate, SimulateAllocatable — counting higher-priority pods already nominated to the node
+   and releasing the nominations of lower-priority pods of other jobs;
 2. the reprieve adds victims back (SimulateAddTask), PDB-violating and highest priority first, keeping
    each that still lets the pod fit;
 3. the ScenarioValidator points see the plan; the state is restored;
@@ -38,7 +41,8 @@ from corral.model.resources import EPS
 
 __all__ = ["Evictor", "Plan", "VICTIM_STATES"]
 
-#: Pods that can be victims: running, or bound by an earlier cycle. Pods placed in this cycle cannot.
+#: Pods that can be victims: running, or bound by an earlier cycle. Pods placed in this cycle cannot, nor
+#: pods already evicted (Releasing) — by an earlier job, or for an earlier pod of the same job.
 VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 
 
@@ -86,15 +90,25 @@ class Evictor:
         self.nominated.append(task)
 
     def _nominations(self, task: Task, row: int | None = None) -> list[Task]:
-        """Lower-priority pods nominated (to ``row``, or anywhere) that would give way to ``task``."""
+        """Lower-priority pods of other jobs nominated (to ``row``, or anywhere) that would give way to
+        ``task`` (a job never clears its own nominations)."""
         return [t for t in self.nominated if t.status is TaskStatus.PIPELINED and t.nominated >= 0
-                and t.priority < task.priority and t is not task and (row is None or t.nominated == row)]
+                and t.priority < task.priority and t is not task
+                and (t.job is None or t.job is not task.job) and (row is None or t.nominated == row)]
 
     def gone(self, victims: list[Task]) -> None:
+        """``victims`` were evicted (their Statement may still be discarded: see :meth:`back`)."""
+        self._mark(victims, False)
+
+    def back(self, victims: list[Task]) -> None:
+        """The evictions of ``victims`` were undone: they hold their nodes again."""
+        self._mark(victims, True)
+
+    def _mark(self, victims: list[Task], alive: bool) -> None:
         for v in victims:
             i = self.index.get(id(v))
             if i is not None:
-                self.alive[i] = False
+                self.alive[i] = alive
 
     # -- candidates ------------------------------------------------------------------------------
     def candidates(self, task: Task, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -152,12 +166,14 @@ class Evictor:
 
         if fits():
             return Plan(row, [], 0, cleared)
-        idx = [i for i in self.by_node.get(row, []) if self.alive[i] and allowed[i]]
+        idx = [i for i in self.by_node.get(row, [])
+               if self.alive[i] and allowed[i] and self.tasks[i].status in VICTIM_STATES]
         pods = victim_ok([self.tasks[i] for i in idx])
         if not pods:
             return None
+        pods.sort(key=lambda t: (t.priority, -(t.start_time or 0.0), t.name))
         bad = dict(zip(map(id, pods), session.violations(pods)))
-        pods.sort(key=lambda t: (bad[id(t)], t.priority, -(t.start_time or 0.0), t.name))
+        pods.sort(key=lambda t: bad[id(t)])                 # stable: PDB-safe first, then as above
         removed: list[Task] = []
         for v in pods:
             session.simulate_remove(v, row)
@@ -193,18 +209,20 @@ class Evictor:
              evicted: list[Task]) -> Plan | None:
         """Dry-run candidates in order of their lower bound; stop when no remaining node can beat the
         best plan on (violations, highest victim priority), or after ``ties`` more nodes that could only
-        tie on it, or at the candidate cap."""
+        tie on it, or at the candidate cap. A node whose bound is below the best plan's highest victim
+        priority, or any node while the best plan violates a budget, could beat it and is dry-run."""
         best: Plan | None = None
         extra = 0
         rows, lower = self.candidates(task, allowed)
         for row, bound in zip(rows, lower):
             if best is not None:
-                top = best.rank()[:2]
-                if top[0] == 0 and bound > top[1]:
-                    break
-                extra += 1
-                if extra > self.ties:
-                    break
+                violations, top = best.rank()[:2]
+                if violations == 0 and bound > top:
+                    break                                   # rows are sorted by bound: none can beat it
+                if violations == 0 and bound >= top:       # could at best tie on (violations, top)
+                    extra += 1
+                    if extra > self.ties:
+                        break
             plan = self.plan(task, job, int(row), allowed, victim_ok, evicted)
             if plan is not None and (best is None or plan.rank() < best.rank()):
                 best = plan

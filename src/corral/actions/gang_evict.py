@@ -1,24 +1,36 @@
 """``gangpreempt`` and ``gangreclaim`` (aliases ``gang-preempt``, ``gang-reclaim``): gang-aware eviction
 (seed 000 §3, SPEC.md §3.3).
 
-For each starving gang (QueueOrder, JobOrder) that passes GangPredicate: the domains of GangSearchSpace
-(purpose Evict, at most ``maxDomains``) are tried in order and the first success wins. In a domain:
+For each starving gang (QueueOrder, JobOrder) that passes GangPredicate — a gang any of whose waiting
+pods has ``preemptionPolicy: Never`` is left alone — the domains of GangSearchSpace (purpose Evict, at
+most ``maxDomains``) are tried in order and the first success wins. In a domain:
 
 1. the pods that may be victims — running or bound, preemptable, of a job of strictly lower priority in
    the same queue (gangpreempt) or of a reclaimable queue other than the preemptor's (gangreclaim),
-   passing the VictimFilter — are grouped by job into SAFE and WHOLE bundles (:mod:`bundles`);
+   passing the VictimFilter — are grouped by job into SAFE and WHOLE bundles (:mod:`bundles`; ROI and
+   coverage are measured over the resources the pods request, not the pod slot each takes);
 2. the bundles are sorted and validated with ONE call of the plugins' Preemptable/Reclaimable
-   (UnifiedEvictable) filter over the flattened list, so stateful plugins count cumulatively; a WHOLE
+   (UnifiedEvictable) filter over the flattened list, so stateful plugins count cumulatively (for
+   gangreclaim the queue rule of proportion/capacity applies whatever tier it sits in); a WHOLE
    bundle survives only if all of it is allowed, a SAFE bundle shrinks to its allowed part; re-sorted;
    ``allowWholeBundle: false`` drops WHOLE bundles; a GangVictimSelector plugin may replace the choice;
-3. bundles are taken until what they free, with what is free in the domain, covers the need — a SAFE
-   bundle pod by pod, never more of it than needed — then the ScenarioValidator sees the plan and the
-   gang is dry-run into the domain (allocate's placement restricted to the domain, onto capacity being
-   freed); if it does not fit yet, the next bundle is added and the dry run repeated (Volcano's gang
-   preemption over-evicts here; corral stops at the first set that works);
-4. on success the victims are evicted, every pod of the gang is nominated (pipelined) in the domain and
-   the domain is remembered (``Session.nominated_domains``), so the next cycle's allocate places the gang
-   there first and no smaller job can take the freed nodes.
+3. bundles are taken in that order until what they free, with what is free in the domain, covers the
+   need — a SAFE bundle pod by pod, a WHOLE bundle as a whole; what would make the ScenarioValidator
+   reject the plan is passed over (a plan a validator rejects is taken to stay rejected when more is
+   evicted, as with minruntime) — and the gang is
+   dry-run into the domain (each waiting pod goes to the best node by NodeOrder of the
+   domain where it fits once the victims are gone); if it does not fit yet, more is taken and the dry
+   run repeated. Among bundles of the same kind and policy rank (and among the pods of a SAFE bundle)
+   the first that lets more of the gang fit, by a first-fit estimate over the nodes (:class:`Packer`),
+   is taken before those that only add scattered capacity: one gang that frees a whole node goes before
+   eight gangs with one GPU on each of four nodes. Once the gang fits, what was taken earlier and turns
+   out not to be needed is spared again, latest first (a reprieve by the estimate; the smaller set is
+   dry-run once, and the full set kept if the estimate was wrong);
+4. on success the victims are evicted and every waiting pod the gang needs is nominated (pipelined) in
+   the domain. The nominations carry the domain into the next cycle: there allocate tries first the
+   domain that holds them, each pod keeps its nominated node, and the capacity they reserve is not given
+   to any other job, so no smaller job can take the freed nodes. ``Session.nominated_domains`` records
+   the domain chosen in this cycle.
 """
 
 from __future__ import annotations
@@ -30,13 +42,14 @@ import numpy as np
 from corral.actions.allocate import schedulable_jobs
 from corral.actions.bundles import Bundle, WHOLE, make_bundles, sort_bundles
 from corral.actions.evict import VICTIM_STATES
+from corral.actions.reclaim import queue_rules
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
 from corral.model import Job, Task, TaskStatus
-from corral.model.resources import EPS
+from corral.model.resources import EPS, PODS
 
 __all__ = ["GangPreemptAction", "GangReclaimAction"]
 
@@ -74,6 +87,77 @@ def needed_tasks(session: Session, job: Job) -> list[Task]:
     return chosen
 
 
+#: Candidates (bundles of one kind and policy rank, or pods of one SAFE bundle) looked at for one that
+#: lets more of the gang fit.
+LOOKAHEAD = 32
+
+
+class Packer:
+    """A quick estimate of how many of the gang's waiting pods a domain could hold once given victims are
+    gone: first fit, pod by pod in TaskOrder, over each node's future idle capacity plus what the victims
+    on it free, within the pod's predicate mask. It only steers which victims are taken first and which
+    are spared; the dry run decides."""
+
+    def __init__(self, session: Session, tasks: list[Task], domain: Domain) -> None:
+        nodes = session.cluster.nodes
+        self.rows = np.flatnonzero(domain.mask & ~nodes.down)
+        self.pos = {int(r): i for i, r in enumerate(self.rows)}
+        self.base = np.clip(nodes.future_idle[self.rows], 0, None)
+        # runs of identical pods (same class: same request and constraints), in TaskOrder
+        self.groups: list[list] = []            # [request, mask, count]
+        for t in tasks:
+            last = self.groups[-1] if self.groups else None
+            if last is not None and t.klass and last[3] == t.klass:
+                last[2] += 1
+                continue
+            self.groups.append([t.request, session.predicate(t)[self.rows], 1, t.klass])
+        self.n = len(tasks)
+
+    def freed(self, victims: list[Task], free: np.ndarray | None = None) -> np.ndarray:
+        """Each domain node's room once ``victims`` are gone (added to ``free`` if given, else to what
+        is free or being freed now)."""
+        free = self.base.copy() if free is None else free.copy()
+        idx = [(self.pos[v.node], v.request) for v in victims if v.node in self.pos]
+        if idx:
+            np.add.at(free, [i for i, _ in idx], np.array([r for _, r in idx]))
+        return free
+
+    def fit(self, free: np.ndarray) -> int:
+        """How many of the gang's waiting pods fit into ``free``, first fit in TaskOrder."""
+        free = free.copy()
+        placed = 0
+        for req, mask, k, _ in self.groups:
+            cols = req > 0
+            # first fit of k identical pods: fill the nodes in row order
+            room = np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1) if cols.any() else np.full(len(free), k)
+            room = np.where(mask, np.maximum(room, 0), 0)
+            take = np.minimum(room, np.maximum(k - (np.cumsum(room) - room), 0))
+            free -= take[:, None] * req
+            placed += int(take.sum())
+        return placed
+
+    def count(self, victims: list[Task]) -> int:
+        return self.fit(self.freed(victims))
+
+
+def _first_useful(pack: Packer, victims: list[Task], options: list[list[Task]], same) -> int:
+    """Index of the first option (among the leading ones for which ``same(i)`` holds, at most
+    ``LOOKAHEAD``) whose pods, evicted on top of ``victims``, let the estimate place more of the gang;
+    0 when none does."""
+    if len(options) <= 1:
+        return 0
+    base = pack.freed(victims)
+    have = pack.fit(base)
+    if have >= pack.n:
+        return 0
+    for i, opt in enumerate(options[:LOOKAHEAD]):
+        if not same(i):
+            break
+        if pack.fit(pack.freed(opt, base)) > have:
+            return i
+    return 0
+
+
 class GangEvictAction(Action):
     Args = GangEvictArgs
 
@@ -86,12 +170,14 @@ class GangEvictAction(Action):
             if not self.may_start(session, job):
                 continue
             tasks = needed_tasks(session, job)
-            if not tasks:
-                continue
+            if not tasks or any(t.preempt_never for t in tasks):
+                continue                # preemptionPolicy Never: the pod never preempts or reclaims
             domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
             for domain in domains:
                 if self.try_domain(session, job, tasks, domain):
                     session.nominated_domains[job.uid] = domain.name
+                    session.unschedulable(job, f"{self.name}: nominated in {domain.name}; waiting for the "
+                                               f"evicted pods to leave")
                     break
 
     # -- hooks -----------------------------------------------------------------------------------
@@ -127,6 +213,9 @@ class GangEvictAction(Action):
         by_job = self.candidates(session, job, domain)
         if not by_job:
             return []
+        # ROI and coverage count the resources the pods request, not the pod slot every pod takes
+        need = need.copy()
+        need[session.cluster.resources.pos(PODS)] = 0
         order = sort_bundles(make_bundles(by_job, need), self.policy(session), session.compare_jobs)
         flat = [t for b in order for t in b.tasks]
         ok = {id(t) for t in self.plugin_filter(session, tasks[0], flat)}
@@ -136,50 +225,88 @@ class GangEvictAction(Action):
             if b.kind == WHOLE and (len(keep) < len(b.tasks) or not self.args.allow_whole):
                 continue
             if keep:
-                b.tasks = keep
-                b.score(need)
+                b.shrink(keep, need)
                 valid.append(b)
         return sort_bundles(valid, self.policy(session), session.compare_jobs)
 
     def try_domain(self, session: Session, job: Job, tasks: list[Task], domain: Domain) -> bool:
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
-        nodes = session.cluster.nodes
         cols = np.flatnonzero(need)
-        free = np.clip(nodes.future_idle[domain.mask][:, cols], 0, None).sum(axis=0)
         bundles = self.bundles(session, job, tasks, domain, need)
         custom = session.gang_victims(job, domain, [t for b in bundles for t in b.tasks], need, self.name)
         if custom is not None:
             return self.attempt(session, job, tasks, domain, list(custom))
-        victims: list[Task] = []
-        if np.all(free >= need[cols] - EPS) and self.attempt(session, job, tasks, domain, victims):
+        nodes = session.cluster.nodes
+        base = np.clip(nodes.future_idle[domain.mask & ~nodes.down][:, cols], 0, None).sum(axis=0)
+
+        def covered(victims: list[Task]) -> bool:
+            freed = sum((v.request[cols] for v in victims), np.zeros(len(cols)))
+            return bool(np.all(base + freed >= need[cols] - EPS))
+
+        if covered([]) and self.attempt(session, job, tasks, domain, []):
             return True
-        for b in bundles:
-            pods = b.tasks if b.kind == WHOLE else b.tasks
-            for t in pods:
-                victims.append(t)
-                free = free + t.request[cols]
-                if b.kind != WHOLE and not np.all(free >= need[cols] - EPS):
-                    continue            # a SAFE bundle: pod by pod, only as far as the need requires
-                if b.kind == WHOLE and t is not pods[-1]:
-                    continue            # a WHOLE bundle goes as a whole
-                if np.all(free >= need[cols] - EPS) and self.attempt(session, job, tasks, domain, victims):
+        pack = Packer(session, tasks, domain)
+        policy = self.policy(session)
+        victims: list[Task] = []
+        units: list[list[Task]] = []        # what was taken, in order: a WHOLE bundle, or one SAFE pod
+        pending = list(bundles)
+        while pending:
+            b = pending.pop(_first_useful(pack, victims, [x.tasks for x in pending],
+                                          lambda i: pending[i].kind == pending[0].kind
+                                          and policy(pending[0], pending[i]) == 0))
+            left = [list(b.tasks)] if b.kind == WHOLE else [[t] for t in b.tasks]
+            while left:
+                unit = left.pop(_first_useful(pack, victims, left, lambda i: True))
+                if not self.valid(session, job, victims + unit):
+                    continue            # a ScenarioValidator rejects it: pass it over
+                victims = victims + unit
+                units.append(unit)
+                # a SAFE bundle goes pod by pod, only as far as the need requires; a WHOLE one as a whole.
+                # Dry-run once the estimate says the gang fits, or at the end of a bundle anyway
+                if not covered(victims) or (left and pack.count(victims) < pack.n):
+                    continue
+                spared = self.reprieve(session, job, units, covered, pack)
+                if len(spared) < len(victims) and self.attempt(session, job, tasks, domain, spared):
+                    return True
+                if self.attempt(session, job, tasks, domain, victims):
                     return True
         return False
 
-    def attempt(self, session: Session, job: Job, tasks: list[Task], domain: Domain, victims: list[Task]) -> bool:
-        """Evict ``victims``, dry-run the gang into ``domain`` onto the capacity being freed; commit on
-        success, otherwise undo everything."""
-        victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())
-        if victims and not session.scenario_valid(job, victim_jobs, victims, self.name):
+    def reprieve(self, session: Session, job: Job, units: list[list[Task]], covered, pack: "Packer") -> list[Task]:
+        """Spare what turned out not to be needed: each unit taken before the last one, latest first, is
+        given back when the estimate says the gang still fits without it (the caller dry-runs the result
+        first, then the full set if the estimate was wrong)."""
+        keep = list(units)
+        for unit in reversed(units[:-1]):
+            trial = [t for u in keep if u is not unit for t in u]
+            if covered(trial) and pack.count(trial) >= pack.n and self.valid(session, job, trial):
+                keep = [u for u in keep if u is not unit]
+        return [t for u in keep for t in u]
+
+    def attempt(self, session: Session, job: Job, tasks: list[Task], domain: Domain, victims: list[Task],
+                *, commit: bool = True) -> bool:
+        """Evict ``victims``, dry-run the gang into ``domain`` onto the capacity being freed; on success
+        commit (or, with ``commit=False``, only report it), otherwise undo everything."""
+        if not self.valid(session, job, victims):
             return False
         stmt = session.statement()
         for v in victims:
             stmt.evict(v, f"{self.name} for {job.uid}", action=self.name, preemptor=job.uid)
         if self.nominate(session, job, tasks, domain, stmt) and session.job_pipelined(job):
-            stmt.commit()
+            if commit:
+                stmt.commit()
+            else:
+                stmt.discard()
             return True
         stmt.discard()
         return False
+
+    def valid(self, session: Session, job: Job, victims: list[Task]) -> bool:
+        """The ScenarioValidator points on evicting ``victims`` for ``job``."""
+        if not victims:
+            return True
+        victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())
+        return session.scenario_valid(job, victim_jobs, victims, self.name)
 
     def nominate(self, session: Session, job: Job, tasks: list[Task], domain: Domain, stmt: Statement) -> bool:
         queue = session.cluster.queues[job.queue]
@@ -222,12 +349,35 @@ class GangReclaimAction(GangEvictAction):
         return victim.job.queue != job.queue and q is not None and q.reclaimable
 
     def policy(self, session: Session):
+        """VictimQueueOrder; where no plugin answers it, the reverse of QueueOrder (the queue allocate
+        would serve last — with proportion or capacity, the one furthest above its share — gives first);
+        bundles of queues no plugin tells apart are left to the ROI."""
         queues = session.cluster.queues
-        key = session.victim_queue_key()
+        victim_order, queue_order = session.fns("VictimQueueOrder"), session.fns("QueueOrder")
+
         def cmp(a: Bundle, b: Bundle) -> int:
-            ka, kb = key(queues[a.job.queue]), key(queues[b.job.queue])
-            return -1 if ka < kb else (1 if kb < ka else 0)
+            qa, qb = queues[a.job.queue], queues[b.job.queue]
+            if qa is qb:
+                return 0
+            for fn in victim_order:
+                r = fn(qa, qb)
+                if r:
+                    return r
+            for fn in queue_order:
+                r = fn(qa, qb)
+                if r:
+                    return -r
+            return 0
         return cmp
 
     def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
-        return session.reclaimable(task, pods)
+        """Reclaimable over the ordered list, then — whatever tier they sit in, as in ``reclaim`` — the
+        queue rule of proportion/capacity (a victim only while its queue stays at or above its
+        deserved share, counted cumulatively along the list)."""
+        allowed = session.reclaimable(task, pods)
+        for rule in queue_rules(session):
+            ok = rule(task, allowed)
+            if ok is not None:
+                keep = {id(t) for t in ok}
+                allowed = [t for t in allowed if id(t) in keep]
+        return allowed

@@ -5,9 +5,11 @@ to make room: the :class:`~corral.actions.evict.Evictor` finds the best node and
 among running pods of the same queue whose job has strictly lower priority (SPEC.md §5 — pods of the
 preemptor's own job are never victims: corral does not preempt inside a job), that pass the plugins'
 Preemptable (or UnifiedEvictable) filters and the VictimFilter. The victims are evicted, the task is
-nominated onto the node (pipelined), lower-priority nominations on that node are cleared. The job's
+nominated onto the node (pipelined), lower-priority nominations on that node are cleared (also one that
+``allocate`` made earlier in this cycle: it is no longer emitted when the session closes). The job's
 Statement commits only when the job is pipelined (gang: minMember placed or nominated); otherwise every
-eviction made for it is undone — a gang never breaks other pods for a start it cannot make.
+eviction made for it is undone — a gang never breaks other pods for a start it cannot make. A pod with
+``preemptionPolicy: Never`` neither preempts nor reclaims (SPEC.md §1.1).
 
 Arguments: ``minCandidateNodesAbsolute`` (100) and ``minCandidateNodesPercentage`` (10): how many
 candidate nodes are dry-run per pod, as kube-scheduler's DefaultPreemption.
@@ -57,6 +59,8 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
         for task in tasks:
             if session.job_pipelined(job):
                 break
+            if task.preempt_never:
+                continue
             if not action.may_take(session, job, task):
                 break
             allowed = cache.get(action.allowed_key(job))
@@ -67,6 +71,7 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
                 break
             for v in plan.victims:
                 stmt.evict(v, f"{action.name} for {job.uid}", action=action.name, preemptor=job.uid)
+            evictor.gone(plan.victims)                  # the job's later pods must not pick them again
             for t in plan.cleared:
                 stmt.clear_nomination(t)
             stmt.pipeline(task, plan.node)
@@ -78,10 +83,20 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
 
 def finish(session: Session, job: Job, stmt: Statement, evictor: Evictor, evicted: list[Task]) -> None:
     if stmt.ops and session.job_pipelined(job):
+        cleared = {id(op.task) for op in stmt.ops if op.kind == "clear"}
         stmt.commit()
-        evictor.gone(evicted)
+        if cleared:
+            drop_kept_nominations(session, cleared)
     else:
         stmt.discard()
+        evictor.back(evicted)
+
+
+def drop_kept_nominations(session: Session, cleared: set[int]) -> None:
+    """Nominations held by statements ``allocate`` kept for pipelined jobs are emitted when the session
+    closes; a cleared one must not be (the pod is Pending again and its node went to the preemptor)."""
+    for kept in session.kept:
+        kept.ops = [op for op in kept.ops if id(op.task) not in cleared]
 
 
 class EvictionAction(Action):

@@ -3,10 +3,16 @@
 A queue that is not Overused takes resources back for its starving jobs, pod by pod while Preemptive
 (it stays within what it deserves), from running pods of *other* queues that are reclaimable, passing
 the plugins' Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim only
-while its queue stays at or above its deserved share — and the VictimFilter. Victims on a node are
-taken as the shared :class:`~corral.actions.evict.Evictor` orders them (PDB-safe, lowest priority,
-newest first), then reprieved; the node ranking is the same as preempt's. As in preempt, the job's
-evictions commit only if the job ends up pipelined.
+while its queue stays at or above its deserved share in the scarce resources (its reclaim floor, see
+:mod:`corral.plugins.queues`), counting cumulatively along the candidates in VictimQueueOrder, lowest
+priority and newest first — and the VictimFilter. The queue rule of proportion and capacity applies
+whatever tier they sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in
+tier 1, as in Volcano's default configuration) would otherwise decide alone and a victim queue could be
+pushed below its deserved share (SPEC.md §3.2 forbids it); a queue plugin configured with
+``enableReclaimable: false`` is left out. Victims on a node are taken as the shared
+:class:`~corral.actions.evict.Evictor` orders them (PDB-safe, lowest priority, newest first), then
+reprieved; the node ranking is the same as preempt's. As in preempt, the job's evictions commit only if
+the job ends up pipelined.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from corral.actions.evict import Evictor
 from corral.actions.preempt import EvictionAction
 from corral.framework.session import Session
 from corral.model import Job, Task
+from corral.plugins.queues import QueuePlugin
 
 __all__ = ["ReclaimAction"]
 
@@ -44,5 +51,18 @@ class ReclaimAction(EvictionAction):
     def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
         queues = session.cluster.queues
         qkey = session.victim_queue_key()
-        pods = sorted(pods, key=lambda t: (qkey(queues[t.job.queue]), t.priority, t.name))
-        return self._job_filter(session, job, session.reclaimable(task, pods))
+        # the queue rule counts cumulatively along this list: the pods the Evictor would take first
+        # (lowest priority, newest first) are the ones it allows
+        pods = sorted(pods, key=lambda t: (qkey(queues[t.job.queue]), t.priority, -(t.start_time or 0.0), t.name))
+        allowed = session.reclaimable(task, pods)
+        for rule in queue_rules(session):
+            ok = rule(task, allowed)
+            if ok is not None:
+                keep = {id(t) for t in ok}
+                allowed = [t for t in allowed if id(t) in keep]
+        return self._job_filter(session, job, allowed)
+
+
+def queue_rules(session: Session) -> list:
+    """The Reclaimable answers of the queue plugins (proportion, capacity) configured for the point."""
+    return [fn for fn in session.fns("Reclaimable") if isinstance(getattr(fn, "__self__", None), QueuePlugin)]

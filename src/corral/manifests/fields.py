@@ -97,6 +97,40 @@ class Obj:
             raise self.error("expected a mapping", key)
         return value
 
+    def mapping(self, value: Any, path: str) -> dict:
+        """``value`` as a mapping (``None`` is empty), else an error naming ``path``."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(f"expected a mapping, got {type(value).__name__} {value!r}", path)
+        return value
+
+    def string(self, value: Any, path: str) -> str:
+        """A name-like field: a string (numbers are taken as written), ``None`` is empty."""
+        if value is None:
+            return ""
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.error(f"expected a string, got {type(value).__name__} {value!r}", path)
+        return str(value)
+
+    def boolean(self, value: Any, path: str, default: bool) -> bool:
+        """``true``/``false`` (YAML booleans or those words), ``None`` gives ``default``."""
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise self.error(f"expected true or false, got {value!r}", path)
+
+    def listof(self, value: Any, path: str) -> list:
+        """``value`` as a list (``None`` is empty), else an error naming ``path``."""
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error(f"expected a list, got {type(value).__name__} {value!r}", path)
+        return value
+
     def strmap(self, value: Any, path: str) -> dict[str, str]:
         if value is None:
             return {}

@@ -57,6 +57,7 @@ class NodeRec:
     unschedulable: bool
     allocatable: dict[str, float]
     annotations: dict[str, str]
+    file: str = ""
 
 
 @dataclass
@@ -103,6 +104,7 @@ class PodGroupRec:
     creation: float
     annotations: dict[str, str]
     labels: dict[str, str]
+    file: str = ""
 
 
 @dataclass
@@ -138,13 +140,13 @@ def _node(o: Obj) -> NodeRec:
     if alloc is None:
         raise o.error("missing status.allocatable", "status.allocatable")
     taints = []
-    for i, t in enumerate(spec.get("taints") or []):
+    for i, t in enumerate(o.listof(spec.get("taints"), "spec.taints")):
         if not isinstance(t, dict) or "key" not in t or "effect" not in t:
             raise o.error("a taint needs key and effect", f"spec.taints[{i}]")
         taints.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
     return NodeRec(o.name, o.strmap(o.meta.get("labels"), "metadata.labels"), tuple(taints),
                    bool(spec.get("unschedulable", False)), _resources(o, alloc, "status.allocatable"),
-                   o.strmap(o.meta.get("annotations"), "metadata.annotations"))
+                   o.strmap(o.meta.get("annotations"), "metadata.annotations"), o.file)
 
 
 def _container_requests(o: Obj, containers: Any, path: str) -> list[dict[str, float]]:
@@ -154,7 +156,7 @@ def _container_requests(o: Obj, containers: Any, path: str) -> list[dict[str, fl
         raise o.error("expected a list of containers", path)
     out = []
     for i, c in enumerate(containers):
-        res = (c or {}).get("resources") or {}
+        res = o.mapping(o.mapping(c, f"{path}[{i}]").get("resources"), f"{path}[{i}].resources")
         # Kubernetes defaults a missing request to the limit.
         req = {**_resources(o, res.get("limits"), f"{path}[{i}].resources.limits"),
                **_resources(o, res.get("requests"), f"{path}[{i}].resources.requests")}
@@ -175,7 +177,7 @@ def _pod(o: Obj) -> PodRec:
     for k, v in _resources(o, spec.get("overhead"), "spec.overhead").items():
         requests[k] = requests.get(k, 0.0) + v
     tolerations = []
-    for i, t in enumerate(spec.get("tolerations") or []):
+    for i, t in enumerate(o.listof(spec.get("tolerations"), "spec.tolerations")):
         if not isinstance(t, dict):
             raise o.error("expected a toleration mapping", f"spec.tolerations[{i}]")
         op = t.get("operator", "Equal")
@@ -188,22 +190,22 @@ def _pod(o: Obj) -> PodRec:
     creation = meta.get("creationTimestamp")
     start = status.get("startTime")
     return PodRec(
-        name=o.name, namespace=o.namespace, uid=str(meta.get("uid") or f"{o.namespace}/{o.name}"),
+        name=o.name, namespace=o.namespace, uid=o.string(meta.get("uid"), "metadata.uid") or f"{o.namespace}/{o.name}",
         labels=o.strmap(meta.get("labels"), "metadata.labels"),
         annotations=o.strmap(meta.get("annotations"), "metadata.annotations"),
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         deleting=bool(meta.get("deletionTimestamp")),
-        scheduler=str(spec.get("schedulerName") or "default-scheduler"),
-        node_name=str(spec.get("nodeName") or ""),
+        scheduler=o.string(spec.get("schedulerName"), "spec.schedulerName") or "default-scheduler",
+        node_name=o.string(spec.get("nodeName"), "spec.nodeName"),
         priority=None if priority is None else o.integer(priority, "spec.priority"),
-        priority_class=str(spec.get("priorityClassName") or ""),
+        priority_class=o.string(spec.get("priorityClassName"), "spec.priorityClassName"),
         preempt_never=spec.get("preemptionPolicy") == "Never",
         requests=requests,
         node_selector=o.strmap(spec.get("nodeSelector"), "spec.nodeSelector"),
         affinity=parse_affinity(spec.get("affinity"), o.ident),
         tolerations=tuple(tolerations),
-        phase=str(status.get("phase") or "Pending"),
-        nominated=str(status.get("nominatedNodeName") or ""),
+        phase=o.string(status.get("phase"), "status.phase") or "Pending",
+        nominated=o.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         start_time=o.time(start, "status.startTime") if start else None,
         file=o.file,
     )
@@ -219,7 +221,7 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
     min_task = {str(k): o.integer(v, f"spec.minTaskMember.{k}", minimum=0) for k, v in mtm.items()}
     mode, tier = "", None
     if kai:
-        tc = spec.get("topologyConstraint") or {}
+        tc = o.mapping(spec.get("topologyConstraint"), "spec.topologyConstraint")
         if tc.get("requiredTopologyLevel"):
             mode = "hard"
         elif tc.get("preferredTopologyLevel"):
@@ -227,7 +229,7 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
         if tc.get("highestTierAllowed") is not None:
             tier = o.integer(tc["highestTierAllowed"], "spec.topologyConstraint.highestTierAllowed", minimum=1)
     else:
-        nt = spec.get("networkTopology") or {}
+        nt = o.mapping(spec.get("networkTopology"), "spec.networkTopology")
         if nt:
             mode = str(nt.get("mode") or "hard")
             if mode not in ("hard", "soft"):
@@ -239,12 +241,13 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
     return PodGroupRec(
         name=o.name, namespace=o.namespace, min_member=min_member, min_task_member=min_task,
         min_resources=_resources(o, min_res, "spec.minResources") if min_res is not None else None,
-        queue=str(spec.get("queue") or "default"),
-        priority_class=str(spec.get("priorityClassName") or ""),
-        topology_mode=mode, topology_tier=tier, phase=str(status.get("phase") or "Pending"),
+        queue=o.string(spec.get("queue"), "spec.queue") or "default",
+        priority_class=o.string(spec.get("priorityClassName"), "spec.priorityClassName"),
+        topology_mode=mode, topology_tier=tier, phase=o.string(status.get("phase"), "status.phase") or "Pending",
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         annotations=o.strmap(o.meta.get("annotations"), "metadata.annotations"),
         labels=o.strmap(o.meta.get("labels"), "metadata.labels"),
+        file=o.file,
     )
 
 
@@ -252,13 +255,13 @@ _KAI_UNITS = {"gpu": ("nvidia.com/gpu", 1000.0), "cpu": ("cpu", 1.0), "memory": 
 
 
 def _kai_queue(o: Obj, rec: QueueRec, spec: dict) -> None:
-    rec.parent = spec.get("parentQueue") or None
-    resources = spec.get("resources") or {}
+    rec.parent = o.string(spec.get("parentQueue"), "spec.parentQueue") or None
+    resources = o.mapping(spec.get("resources"), "spec.resources")
     cap: dict[str, float] = {}
     des: dict[str, float] = {}
     for key, (name, scale) in _KAI_UNITS.items():
-        r = resources.get(key) or {}
         path = f"spec.resources.{key}"
+        r = o.mapping(resources.get(key), path)
         quota, limit = r.get("quota"), r.get("limit")
         if quota is not None and o.number(quota, f"{path}.quota") >= 0:
             des[name] = o.number(quota, f"{path}.quota") * scale
@@ -279,7 +282,7 @@ def _queue(o: Obj, api: str) -> QueueRec:
     ann = o.strmap(o.meta.get("annotations"), "metadata.annotations")
     creation = o.meta.get("creationTimestamp")
     rec = QueueRec(name=o.name, source="kai" if api.startswith("scheduling.run.ai") else "volcano",
-                   annotations=ann, state=str(status.get("state") or "Open"), file=o.file,
+                   annotations=ann, state=o.string(status.get("state"), "status.state") or "Open", file=o.file,
                    creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0)
     if spec.get("priority") is not None:
         rec.priority = o.integer(spec["priority"], "spec.priority")
@@ -294,11 +297,10 @@ def _queue(o: Obj, api: str) -> QueueRec:
         rec.capability = _resources(o, spec["capability"], "spec.capability")
     if spec.get("deserved") is not None:
         rec.deserved = _resources(o, spec["deserved"], "spec.deserved")
-    if (spec.get("guarantee") or {}).get("resource") is not None:
+    if o.mapping(spec.get("guarantee"), "spec.guarantee").get("resource") is not None:
         rec.guarantee = _resources(o, spec["guarantee"]["resource"], "spec.guarantee.resource")
-    if spec.get("reclaimable") is not None:
-        rec.reclaimable = bool(spec["reclaimable"])
-    rec.parent = spec.get("parent") or None
+    rec.reclaimable = o.boolean(spec.get("reclaimable"), "spec.reclaimable", True)
+    rec.parent = o.string(spec.get("parent"), "spec.parent") or None
     for key, attr in (("preemptMinRuntime", "preempt_min_runtime"), ("reclaimMinRuntime", "reclaim_min_runtime")):
         ann_key = "corral.io/" + ("preempt-min-runtime" if key.startswith("preempt") else "reclaim-min-runtime")
         if spec.get(key) is not None:
@@ -314,21 +316,21 @@ def _hypernode(o: Obj) -> HyperNodeRec:
         raise o.error("missing tier", "spec.tier")
     tier = o.integer(spec["tier"], "spec.tier", minimum=0)
     members = []
-    for i, m in enumerate(spec.get("members") or []):
+    for i, m in enumerate(o.listof(spec.get("members"), "spec.members")):
         p = f"spec.members[{i}]"
         if not isinstance(m, dict):
             raise o.error("expected a member mapping", p)
         mtype = m.get("type", "Node")
         if mtype not in ("Node", "HyperNode"):
             raise o.error(f"unknown member type {mtype!r} (allowed: Node, HyperNode)", f"{p}.type")
-        sel = m.get("selector") or {}
+        sel = o.mapping(m.get("selector"), f"{p}.selector")
         if "exactMatch" in sel:
-            name = (sel["exactMatch"] or {}).get("name")
+            name = o.mapping(sel["exactMatch"], f"{p}.selector.exactMatch").get("name")
             if not name:
                 raise o.error("exactMatch needs name", f"{p}.selector.exactMatch.name")
             members.append((mtype, "exact", str(name)))
         elif "regexMatch" in sel:
-            pattern = (sel["regexMatch"] or {}).get("pattern")
+            pattern = o.mapping(sel["regexMatch"], f"{p}.selector.regexMatch").get("pattern")
             if not pattern:
                 raise o.error("regexMatch needs pattern", f"{p}.selector.regexMatch.pattern")
             import re
@@ -357,6 +359,26 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
         name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
         raise InputError(f"unknown apiVersion {api!r} for kind {kind} (expected one of: "
                          f"{', '.join(KNOWN_KINDS[kind])})", file=file, obj=f"{kind} {name}", field="apiVersion")
+    try:
+        return _parse_known(file, raw, kind, api)
+    except InputError as exc:
+        # helpers below the object (quantities, selectors, affinity) know the object and field but not
+        # the file: every input error names the file it is about
+        if exc.file is None:
+            exc.file = file
+            exc.args = (exc.describe(),)
+        raise
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        # a value of a shape no parser above expected (a string where a mapping belongs, ...): still
+        # bad input, not an internal fault (SPEC.md §5)
+        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        name = meta.get("name", "?")
+        ns = meta.get("namespace")
+        raise InputError(f"malformed object: {type(exc).__name__}: {exc}", file=file,
+                         obj=f"{kind} {ns + '/' if ns else ''}{name}") from None
+
+
+def _parse_known(file: str, raw: dict, kind: str, api: str) -> tuple[str, Any]:
     namespaced = kind in ("Pod", "PodGroup", "PodDisruptionBudget")
     o = Obj(raw, file, kind, namespaced)
     if kind == "Node":
@@ -372,7 +394,7 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
     if kind == "PriorityClass":
         if raw.get("value") is None:
             raise o.error("missing value", "value")
-        return kind, (o.name, o.integer(raw["value"], "value"), bool(raw.get("globalDefault", False)))
+        return kind, (o.name, o.integer(raw["value"], "value"), o.boolean(raw.get("globalDefault"), "globalDefault", False))
     spec = o.section("spec")  # PodDisruptionBudget
     sel = parse_label_selector(spec.get("selector"), o.ident, "spec.selector")
     return kind, (o.namespace, o.name, sel, spec.get("minAvailable"), spec.get("maxUnavailable"))

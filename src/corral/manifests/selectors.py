@@ -77,6 +77,28 @@ class Affinity:
         return bool(self.pod_affinity or self.pod_anti_affinity)
 
 
+def _map(value: Any, where: str, path: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"expected a mapping, got {type(value).__name__} {value!r}", obj=where, field=path)
+    return value
+
+
+def _list(value: Any, where: str, path: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"expected a list, got {type(value).__name__} {value!r}", obj=where, field=path)
+    return value
+
+
+def _weight(value: Any, where: str, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).lstrip("-").isdigit():
+        raise InputError(f"expected an integer weight, got {value!r}", obj=where, field=path)
+    return int(value)
+
+
 def _requirements(exprs: Any, where: str, path: str, allowed: tuple[str, ...]) -> list[Requirement]:
     if exprs is None:
         return []
@@ -107,7 +129,8 @@ def parse_label_selector(raw: Any, where: str, path: str) -> LabelSelector:
         return LabelSelector()
     if not isinstance(raw, dict):
         raise InputError("expected a label selector mapping", obj=where, field=path)
-    reqs = [Requirement(str(k), "In", (str(v),)) for k, v in sorted((raw.get("matchLabels") or {}).items())]
+    labels = _map(raw.get("matchLabels"), where, f"{path}.matchLabels")
+    reqs = [Requirement(str(k), "In", (str(v),)) for k, v in sorted(labels.items())]
     reqs += _requirements(raw.get("matchExpressions"), where, f"{path}.matchExpressions", LABEL_OPERATORS)
     return LabelSelector(tuple(reqs))
 
@@ -125,7 +148,7 @@ def _pod_terms(raw: Any, where: str, path: str, weighted: bool) -> tuple[PodAffi
         if weighted:
             if not isinstance(item, dict) or "podAffinityTerm" not in item:
                 raise InputError("expected {weight, podAffinityTerm}", obj=where, field=p)
-            weight = int(item.get("weight", 1))
+            weight = _weight(item.get("weight", 1), where, f"{p}.weight")
             term = item["podAffinityTerm"]
             p += ".podAffinityTerm"
         if not isinstance(term, dict) or not term.get("topologyKey"):
@@ -143,15 +166,18 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
     if not isinstance(raw, dict):
         raise InputError("expected a mapping", obj=where, field="spec.affinity")
     base = "spec.affinity"
-    na = raw.get("nodeAffinity") or {}
+    na = _map(raw.get("nodeAffinity"), where, f"{base}.nodeAffinity")
     node_terms = None
-    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    rp = f"{base}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    req = _map(na.get("requiredDuringSchedulingIgnoredDuringExecution"), where, rp)
     if req:
         terms = []
-        for i, term in enumerate(req.get("nodeSelectorTerms") or []):
-            p = f"{base}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
+        for i, term in enumerate(_list(req.get("nodeSelectorTerms"), where, f"{rp}.nodeSelectorTerms")):
+            p = f"{rp}.nodeSelectorTerms[{i}]"
+            term = _map(term, where, p)
             reqs = _requirements(term.get("matchExpressions"), where, f"{p}.matchExpressions", NODE_OPERATORS)
-            for j, f in enumerate(term.get("matchFields") or []):
+            for j, f in enumerate(_list(term.get("matchFields"), where, f"{p}.matchFields")):
+                f = _map(f, where, f"{p}.matchFields[{j}]")
                 if f.get("key") != "metadata.name":
                     raise InputError("only metadata.name is supported in matchFields", obj=where,
                                      field=f"{p}.matchFields[{j}].key")
@@ -160,13 +186,15 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
             terms.append(tuple(reqs))
         node_terms = tuple(terms)
     preferred = []
-    for i, pt in enumerate(na.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
-        p = f"{base}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-        reqs = _requirements((pt.get("preference") or {}).get("matchExpressions"), where,
+    pp = f"{base}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, pt in enumerate(_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), where, pp)):
+        p = f"{pp}[{i}]"
+        pt = _map(pt, where, p)
+        reqs = _requirements(_map(pt.get("preference"), where, f"{p}.preference").get("matchExpressions"), where,
                              f"{p}.preference.matchExpressions", NODE_OPERATORS)
-        preferred.append((int(pt.get("weight", 1)), tuple(reqs)))
-    pa = raw.get("podAffinity") or {}
-    paa = raw.get("podAntiAffinity") or {}
+        preferred.append((_weight(pt.get("weight", 1), where, f"{p}.weight"), tuple(reqs)))
+    pa = _map(raw.get("podAffinity"), where, f"{base}.podAffinity")
+    paa = _map(raw.get("podAntiAffinity"), where, f"{base}.podAntiAffinity")
     R, P = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
     aff = Affinity(
         node_terms=node_terms,

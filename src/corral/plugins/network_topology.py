@@ -7,11 +7,14 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
 
 - **GangSearchSpace** — the hypernodes of allowed tiers that contain every node the job already runs on
   (their lowest common ancestor or above) and whose allocatable capacity could hold the job's pending
-  pods; for ALLOCATE all of them, lowest tier first, then tightest fit (hypernode bin-packing: least
-  idle capacity left after the job); for EVICT the top ``evictDomains`` (8) by the cost to enter —
-  most capacity already free or releasing first, then lowest tier. Soft mode appends the whole cluster.
-- **GangPredicate** — fast fail when the job's pending pods need more than the largest allowed domain
-  (hard) or the cluster (any mode) has in total.
+  pods. For ALLOCATE all of them, lowest tier first, then tightest fit (hypernode bin-packing: the
+  largest share of the domain's GPU, else CPU, capacity in use once the job's waiting pods are added).
+  For EVICT the top ``evictDomains`` (8) by the cost to enter (:meth:`entry_costs`: free room first,
+  then what the jobs that would have to give way hold, cheapest first), then lowest tier, then name.
+  Soft mode appends the whole cluster.
+- **GangPredicate** — fast fail, with a reason that names the numbers, when the job's waiting pods need
+  more than the cluster (any mode) or any allowed hypernode (hard) has in total, or when no allowed
+  hypernode holds the nodes the job already runs on (hard).
 - **HyperNodeOrder** — the bin-packing score of a domain: the fraction of its GPU (else CPU) capacity in
   use, 0–100.
 
@@ -29,16 +32,23 @@ from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, TaskStatus
+from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS
 
 __all__ = ["NetworkTopologyPlugin"]
 
 _WAITING = {TaskStatus.PENDING, TaskStatus.PIPELINED}
+_VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 
 
 @dataclass(frozen=True)
 class TopologyArgs:
     evict_domains: int = arg("evictDomains", 8, "domains returned for eviction (top K)")
+
+
+def _amounts(res, vec: np.ndarray) -> str:
+    """``24 nvidia.com/gpu, 8 cpu`` (the pod count left out)."""
+    return ", ".join(f"{format_quantity(vec[i], n)} {n}" for i, n in enumerate(res.names) if vec[i] and n != PODS)
 
 
 class NetworkTopologyPlugin(Plugin):
@@ -97,24 +107,80 @@ class NetworkTopologyPlugin(Plugin):
 
     # -- extension points ------------------------------------------------------------------------
     def gang_search_space(self, job: Job, purpose: Purpose) -> list[Domain]:
-        domains = self.allowed_domains(job)
         if not job.topology_mode:
             return []
+        domains = self.allowed_domains(job)
         need = self.need(job)
         nodes = self.session.cluster.nodes
         if purpose is Purpose.ALLOCATE:
             scored = [Domain(d.name, d.mask, d.tier, self._score(d.mask, need)) for d in domains]
             scored.sort(key=lambda d: (d.tier, -d.score, d.name))
         else:
-            fut = np.clip(nodes.future_idle, 0, None)
-            def free_share(d: Domain) -> float:
-                c = self.score_col
-                return float(fut[d.mask, c].sum()) / max(float(need[c]), EPS)
-            scored = sorted(domains, key=lambda d: (-min(free_share(d), 1.0), d.tier, d.name))
+            cost = self.entry_costs(job, domains, need)
+            scored = [Domain(d.name, d.mask, d.tier, -c) for d, c in zip(domains, cost)]
+            scored.sort(key=lambda d: (-d.score, d.tier, d.name))
             scored = scored[: self.args.evict_domains]
         if job.topology_mode == "soft":
             scored.append(Domain("cluster", ~nodes.down, None))
         return scored
+
+    def entry_costs(self, job: Job, domains: Sequence[Domain], need: np.ndarray) -> list[float]:
+        """The cost to enter each domain, for eviction: what the gang lacks there once the free and
+        releasing capacity is used, made up from the running pods that might give way — pods of lower
+        priority in the job's queue or pods of other queues (preemptable, of this scheduler) — as the
+        bundles do: surplus pods (all of a broken job's) first, costing themselves, then the cores of
+        healthy jobs, costing all the job holds; in each group those that free most of the need per
+        resource they cost first. The cost is what is taken, measured against the need and summed over
+        the requested resources. 0: enough is free already; inf: even all of them would not do.
+        An estimate: the eviction action decides (victim rules, bundles, dry run)."""
+        cluster = self.session.cluster
+        nodes = cluster.nodes
+        cols = np.flatnonzero((need > EPS) & self.cols)
+        if not cols.size:
+            return [0.0] * len(domains)
+        want = need[cols]
+        fut = np.clip(nodes.future_idle[:, cols] * (~nodes.down)[:, None], 0, None)
+        pods = [t for t in cluster.tasks.values()
+                if t.status in _VICTIM and t.managed and t.preemptable and t.node >= 0 and t.job is not None
+                and t.job is not job and (t.job.queue != job.queue or t.job.priority < job.priority)]
+        jobs = list({id(t.job): t.job for t in pods}.values())
+        index = {id(j): i for i, j in enumerate(jobs)}
+        rows = np.array([t.node for t in pods], dtype=np.int64)
+        owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
+        req = np.array([t.request[cols] for t in pods]).reshape(len(pods), len(cols))
+        held = np.array([sum((t.request[cols] for t in j.tasks if t.status in ALLOCATED_STATES),
+                             np.zeros(len(cols))) for j in jobs]).reshape(len(jobs), len(cols))
+        surplus = np.array([j.ready_count() - j.min_member for j in jobs], dtype=np.int64)
+        out = []
+        for d in domains:
+            lack = want - fut[d.mask].sum(axis=0)
+            if np.all(lack <= EPS):
+                out.append(0.0)
+                continue
+            inside = d.mask[rows] if rows.size else np.zeros(0, dtype=bool)
+            local = np.zeros((len(jobs), len(cols)))
+            np.add.at(local, owner[inside], req[inside])
+            count = np.bincount(owner[inside], minlength=len(jobs))
+            # like the bundles: a job's surplus pods (all of them when it is broken) cost only themselves,
+            # the rest costs everything the job holds
+            share = np.where(surplus < 0, 1.0, np.minimum(count, np.maximum(surplus, 0)) / np.maximum(count, 1))
+            items = []
+            for i in np.flatnonzero(count):
+                for kind, frees, spent in ((0, local[i] * share[i], local[i] * share[i]),
+                                           (1, local[i] * (1 - share[i]), held[i])):
+                    if np.any(frees > EPS):
+                        gain = float((np.minimum(frees, want) / want).sum())
+                        spend = float((spent / want).sum())
+                        items.append((kind, -(gain / spend) if spend > 0 else -np.inf, jobs[i].uid, frees, spend))
+            items.sort(key=lambda it: it[:3])
+            total = 0.0
+            for _, _, _, frees, spend in items:
+                if np.all(lack <= EPS):
+                    break
+                lack = lack - frees
+                total += spend
+            out.append(total if np.all(lack <= EPS) else float("inf"))
+        return out
 
     def gang_predicate(self, job: Job) -> str | None:
         if not job.topology_mode:
@@ -124,13 +190,27 @@ class NetworkTopologyPlugin(Plugin):
         total = self.session.cluster.total_allocatable()
         short = (total < need - EPS) & self.cols
         if short.any():
-            col = int(np.argmax(short))
-            return (f"the gang needs {res.describe(need)}; the whole cluster has only "
-                    f"{res.describe(total * short)} of {res.names[col]}")
+            parts = [f"{format_quantity(need[c], res.names[c])} {res.names[c]} but the whole cluster has only "
+                     f"{format_quantity(total[c], res.names[c])}" for c in np.flatnonzero(short)]
+            return "the gang's waiting pods need " + "; ".join(parts)
         if job.topology_mode == "hard" and self.tree and not self.allowed_domains(job):
-            tier = job.topology_tier if job.topology_tier is not None else "any"
-            return (f"no HyperNode of tier <= {tier} can hold the gang ({res.describe(need)})"
-                    + (" together with the pods already running" if self._placed_rows(job).size else ""))
+            tier = job.topology_tier if job.topology_tier is not None else max(self.tree.tiers)
+            allowed = [hn for t in self.tree.tiers if t <= tier for hn in self.tree.domains(t)]
+            placed = self._placed_rows(job)
+            if placed.size and not any(hn.mask[placed].all() for hn in allowed):  # type: ignore[index]
+                return (f"no HyperNode of tier <= {tier} holds all the nodes the gang already runs on, so "
+                        f"its waiting pods ({_amounts(res, need)}) cannot join them")
+            nodes = self.session.cluster.nodes
+            alloc = nodes.allocatable * (~nodes.down)[:, None]
+            c = self.score_col if need[self.score_col] > 0 else int(np.argmax(need * self.cols))
+            cap = [float(alloc[hn.mask, c].sum()) for hn in allowed]  # type: ignore[index]
+            largest = ""
+            if allowed:
+                i = int(np.argmax(cap))
+                largest = (f"; the largest, {allowed[i].name}, has {format_quantity(cap[i], res.names[c])} "
+                           f"{res.names[c]} in all")
+            return (f"no HyperNode of tier <= {tier} can hold the gang's waiting pods ({_amounts(res, need)})"
+                    + (" together with the pods already running" if placed.size else "") + largest)
         return None
 
     def hypernode_order(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:

@@ -48,6 +48,7 @@ class PdbPlugin(Plugin):
         cluster = self.session.cluster
         pods = [t for t in cluster.tasks.values()]
         self.budgets = [(pdb, allowed_disruptions(pdb, pods)) for pdb in cluster.pdbs]
+        self.healthy = {id(t) for t in pods if t.status in _HEALTHY}
 
     def violating(self, tasks: Sequence[Task]) -> list[bool]:
         left = {id(pdb): allowed for pdb, allowed in self.budgets}
@@ -61,14 +62,19 @@ class PdbPlugin(Plugin):
             out.append(bad)
         return out
 
+    def _move(self, task: Task, sign: int) -> None:
+        self.budgets = [(pdb, allowed + (sign if task.namespace == pdb.namespace and pdb.selector.matches(task.labels)
+                                         else 0)) for pdb, allowed in self.budgets]
+
     def on_deallocate(self, task: Task) -> None:
-        """An eviction committed or applied in the session uses up the budgets it matches."""
-        if task.status is TaskStatus.RELEASING:
-            self.budgets = [(pdb, allowed - (1 if task.namespace == pdb.namespace and pdb.selector.matches(task.labels)
-                                              else 0)) for pdb, allowed in self.budgets]
+        """An eviction committed or applied in the session uses up the budgets it matches — only if the
+        pod was healthy (running): evicting a pod that is not does not lower what a budget allows."""
+        if task.status not in _HEALTHY and id(task) in self.healthy:
+            self.healthy.discard(id(task))
+            self._move(task, -1)
 
     def on_allocate(self, task: Task) -> None:
-        """A reverted eviction gives the budget back."""
-        if task.status in _HEALTHY:
-            self.budgets = [(pdb, allowed + (1 if task.namespace == pdb.namespace and pdb.selector.matches(task.labels)
-                                              else 0)) for pdb, allowed in self.budgets]
+        """A reverted eviction of a healthy pod gives the budget back."""
+        if task.status in _HEALTHY and id(task) not in self.healthy:
+            self.healthy.add(id(task))
+            self._move(task, +1)

@@ -4,6 +4,13 @@ guarantee, and the minResources of its admitted jobs that have not started (Volc
 
 Only the columns that are shared resources take part (the ``pods`` count and resources no node offers
 are left out), so an unset dimension never makes a queue look full.
+
+Reclaim floor: a reclaim never takes a victim queue below what it deserves in a *scarce* resource —
+one the queues together request more of than the cluster has (pending pods included), so that the
+deserved amounts are real shares. In a resource everyone can have all they ask for, proportion's
+deserved is just the queue's request (capped by nothing), and protecting it would forbid every
+reclaim on a GPU cluster whose pods also ask for CPU; there the floor is the queue's guarantee.
+``reclaim_floor`` holds the floor per queue.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import numpy as np
 from corral.framework.plugin import Plugin
 from corral.model import Job, PodGroupPhase, Queue, Task
 from corral.model.resources import EPS, PODS
-from corral.plugins.shares import queue_usage
+from corral.plugins.shares import queue_requests, queue_usage
 
 __all__ = ["QueuePlugin"]
 
@@ -42,6 +49,10 @@ class QueuePlugin(Plugin):
                 for name in cluster.queue_chain(job.queue):
                     self.inqueue[name] = self.inqueue[name] + job.min_resources * self.cols
         self.deserved = self.compute_deserved()
+        asked = sum(queue_requests(cluster).values(), np.zeros_like(self.total)) * self.cols
+        self.scarce = self.cols & (asked > self.total + EPS)
+        self.reclaim_floor = {name: np.where(self.scarce, self.deserved[name], self.guarantee(q))
+                              for name, q in self.queues.items()}
 
     def compute_deserved(self) -> dict[str, np.ndarray]:
         raise NotImplementedError
@@ -102,9 +113,11 @@ class QueuePlugin(Plugin):
 
     # -- victims ---------------------------------------------------------------------------------
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
-        """A victim is allowed only while its queue stays at or above what it deserves, in every
-        resource the victim holds (stricter than Volcano, which allows the task that crosses the line:
-        a reclaim must never push a queue below its deserved share)."""
+        """A victim is allowed only while its queue (and every ancestor) stays at or above its reclaim
+        floor — what it deserves in the scarce resources, its guarantee in the others — in every
+        resource the victim holds, counting the candidates allowed before it in the list (stricter than
+        Volcano, which allows the task that crosses the line: a reclaim must never push a queue below
+        its deserved share)."""
         left: dict[str, np.ndarray] = {}
         out = []
         for t in candidates:
@@ -117,7 +130,7 @@ class QueuePlugin(Plugin):
             for name in chain:
                 after = left.get(name, self.allocated[name]) - req
                 dims = req > 0
-                if np.any(after[dims] < self.deserved[name][dims] - EPS):
+                if np.any(after[dims] < self.reclaim_floor[name][dims] - EPS):
                     ok = False
                     break
             if ok:

@@ -39,8 +39,8 @@ from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
 from corral.sim.jobspec import JobSpec
 
-__all__ = ["NodeShape", "QueueSpec", "ClusterSpec", "ClusterTemplate", "build_cluster", "from_spec", "load_cluster",
-           "check_workload", "pod_vector", "GPU_ALIASES"]
+__all__ = ["NodeShape", "QueueSpec", "ClusterSpec", "ClusterTemplate", "build_cluster", "from_spec",
+           "load_cluster", "check_workload", "min_counts", "pod_vector", "GPU_ALIASES"]
 
 #: Node resources read as ``nvidia.com/gpu`` when a snapshot's nodes do not advertise it.
 GPU_ALIASES = ("alibabacloud.com/gpu-count",)
@@ -462,10 +462,9 @@ class _Checker:
         return True
 
 
-def _minimum(spec: JobSpec, res: ResourceIndex) -> tuple[dict[str, tuple[np.ndarray, int]], np.ndarray]:
-    """Per role (pod vector, pods of it in the job's minimum) and the minimum's total: every role's
-    ``min_count`` first, then further pods in role order up to ``min_member`` (as Volcano computes a
-    podgroup's minResources)."""
+def min_counts(spec: JobSpec) -> dict[str, int]:
+    """How many pods of each role make up the job's minimum: every role's ``min_count`` first, then
+    further pods in role order up to ``min_member`` (as Volcano computes a podgroup's minResources)."""
     left = spec.min_pods
     counts = {}
     for role in spec.roles:
@@ -476,6 +475,13 @@ def _minimum(spec: JobSpec, res: ResourceIndex) -> tuple[dict[str, tuple[np.ndar
         extra = min(role.count - counts[role.name], left)
         counts[role.name] += extra
         left -= extra
+    return counts
+
+
+def _minimum(spec: JobSpec, res: ResourceIndex) -> tuple[dict[str, tuple[np.ndarray, int]], np.ndarray]:
+    """Per role (pod vector, pods of it in the job's minimum, see :func:`min_counts`), largest pods
+    first, and the minimum's total."""
+    counts = min_counts(spec)
     pods, need = {}, res.zeros()
     for role in spec.roles:
         pod = pod_vector(res, role.requests, spec.source or spec.name)
@@ -494,6 +500,8 @@ def _spec_error(spec: JobSpec) -> str:
         return f"duration must be a positive number of seconds, got {spec.duration!r}"
     if not spec.roles or any(r.count < 1 for r in spec.roles):
         return "a job needs at least one pod in every role"
+    if len({r.name for r in spec.roles}) != len(spec.roles):
+        return "role names must be unique within a job"
     if not 1 <= spec.min_pods <= spec.num_pods:
         return f"min_member {spec.min_pods} must be between 1 and the job's {spec.num_pods} pods"
     for r in spec.roles:

@@ -19,10 +19,12 @@ run after ``startup_delay``. A job makes progress only while at least minMember 
 role's minimum) run; it completes after ``duration`` seconds of such progress. An eviction that drops a
 running gang below its minimum restarts it: the progress since its last checkpoint (every
 ``checkpoint_interval`` seconds of progress; ``None``: never) is lost, and so are that many seconds times
-the GPUs it held (``gpu_hours_lost``); its phase goes back to Pending (Inqueue when no ``enqueue`` action
-is configured). Evicting a surplus pod of an elastic job does not restart it. Evicted pods hold their node
-for ``eviction_grace`` seconds, then come back as Pending pods of their job. A node that fails loses its
-pods at once. Finished jobs leave the cluster, so a cycle costs what is active, not what has been.
+the GPUs it held (``gpu_hours_lost``). With ``restart_policy="job"`` (the default, Volcano's RestartJob)
+its surviving pods stop too and the podgroup goes back to Pending (Inqueue without an ``enqueue``
+action); with ``"pods"`` the survivors keep their nodes and the job stays Inqueue until its evicted pods
+are placed again. Evicting a surplus pod of an elastic job does not restart it. Evicted pods hold their
+node for ``eviction_grace`` seconds, then come back as Pending pods of their job. A node that fails loses
+its pods at once. Finished jobs leave the cluster, so a cycle costs what is active, not what has been.
 
 **Metrics** (:mod:`corral.sim.result`): one :class:`JobRecord` per submitted job; a
 :class:`ClusterSample` whenever GPU use or the job counts change (GPUs held by bound, running and
@@ -48,17 +50,22 @@ from corral.framework.session import PENDING_LIKE
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
-from corral.sim.clusters import check_workload, pod_vector
+from corral.sim.clusters import check_workload, min_counts, pod_vector
 from corral.sim.jobspec import JobSpec
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
-__all__ = ["SimOptions", "Engine", "simulate", "water_fill", "ProgressFn"]
+__all__ = ["SimOptions", "Engine", "simulate", "water_fill", "ProgressFn", "RESTART_POLICIES"]
 
 # event priorities at one instant (see the module docstring)
 COMPLETE, RELEASE, NODE, START, EVICT, SUBMIT, CYCLE, SAMPLE = range(8)
 ProgressFn = Callable[[float, int, int], None]
 _HOLDING = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
 _STALL_CYCLES = 100
+#: At most this many instants of queue samples are kept (see ``Engine._sample_queues``).
+MAX_QUEUE_INSTANTS = 1000
+#: ``job``: a broken gang stops all its pods and is rescheduled whole (Volcano's RestartJob policy);
+#: ``pods``: only the evicted pods are rescheduled while the survivors wait on their nodes.
+RESTART_POLICIES = ("job", "pods")
 
 
 @dataclass(frozen=True)
@@ -73,9 +80,13 @@ class SimOptions:
     until: float | None = None
     sample_period: float | None = None
     heartbeat: float | None = None
+    restart_policy: str = "job"
     namespace: str = "default"
 
     def __post_init__(self) -> None:
+        if self.restart_policy not in RESTART_POLICIES:
+            raise InputError(f"expected one of {', '.join(RESTART_POLICIES)}, got {self.restart_policy!r}",
+                             obj="simulation", field="restart_policy")
         for name in ("schedule_period", "checkpoint_interval", "sample_period", "heartbeat"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
@@ -92,7 +103,7 @@ class SimJob:
     """The engine's side of one job: its model Job and what it has lived through."""
 
     __slots__ = ("spec", "job", "gpus", "progress", "since", "epoch", "first_start", "end", "restarts",
-                 "evictions", "lost", "records")
+                 "evictions", "lost")
 
     def __init__(self, spec: JobSpec, job: Job, gpus: float) -> None:
         self.spec, self.job, self.gpus = spec, job, gpus
@@ -121,7 +132,7 @@ def water_fill(total: float, weight: np.ndarray, demand: np.ndarray, cap: np.nda
         new = np.where(met, deserved, np.maximum(np.minimum(np.minimum(new, cap), demand), guarantee))
         increased = float((new - deserved).sum())
         deserved = new
-        met |= demand <= deserved + 1e-9
+        met |= (demand <= deserved + 1e-9) | (cap <= deserved + 1e-9)   # satisfied, or full
         if increased <= 1e-12:
             break
         remaining = max(remaining - increased, 0.0)
@@ -267,6 +278,10 @@ class Engine:
             self._progress_at = wall
             self.progress_fn(self.now, len(self._done), len(self.specs))
 
+    def running_jobs(self) -> list[str]:
+        """Uids of the jobs making progress now (at least their minimum of pods running), sorted."""
+        return sorted(self._running)
+
     # -- jobs --------------------------------------------------------------------------------------
     def _submit(self, spec: JobSpec) -> None:
         self._submitted += 1
@@ -297,31 +312,23 @@ class Engine:
         return got[1]
 
     def _build(self, spec: JobSpec) -> SimJob:
+        """The Job and its Pending pods; minResources is the request of the job's minimum (Volcano)."""
         ns = self.options.namespace
         job = Job(uid=f"{ns}/{spec.name}", name=spec.name, namespace=ns, queue=spec.queue,
                   min_member=spec.min_pods, priority=spec.priority, creation=spec.submit,
-                  annotations=dict(spec.annotations))
+                  annotations=dict(spec.annotations), min_resources=self.cluster.resources.zeros())
         job.min_task_member = {r.name: r.min_count for r in spec.roles if r.min_count is not None}
         if spec.topology is not None:
             job.topology_mode, job.topology_tier = spec.topology
-        rows = self._roles(spec)
-        gpus, left, need = 0.0, spec.min_pods, None
-        quota = {r.name: min(r.min_count or 0, r.count) for r, *_ in rows}
-        left -= sum(quota.values())
+        rows, counts, gpus = self._roles(spec), min_counts(spec), 0.0
         for role, req, klass, g in rows:
-            extra = min(role.count - quota[role.name], max(left, 0))
-            quota[role.name] += extra
-            left -= extra
-            part = req * quota[role.name]
-            need = part if need is None else need + part
+            job.min_resources += req * counts[role.name]
             prefix = f"{spec.name}-" if len(rows) == 1 and not role.name else f"{spec.name}-{role.name or 'pod'}-"
             for i in range(role.count):
-                name = f"{prefix}{i}"
-                task = Task(uid=f"{ns}/{name}", name=name, namespace=ns, request=req, job=job, role=role.name,
-                            priority=spec.priority, creation=spec.submit, klass=klass)
-                job.tasks.append(task)
+                job.tasks.append(Task(uid=f"{ns}/{prefix}{i}", name=f"{prefix}{i}", namespace=ns, request=req,
+                                      job=job, role=role.name, priority=spec.priority, creation=spec.submit,
+                                      klass=klass))
             gpus += g * role.count
-        job.min_resources = need
         return SimJob(spec, job, gpus)
 
     def _meets(self, job: Job) -> bool:
@@ -346,18 +353,38 @@ class Engine:
             self._push(self.now + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
             self._changed = True
         elif not ok and sim.since is not None:
-            sim.progress += self.now - sim.since
-            sim.since = None
-            sim.epoch += 1
-            self._running.discard(uid)
-            interval = self.options.checkpoint_interval
-            saved = 0.0 if interval is None else math.floor(sim.progress / interval + 1e-9) * interval
-            saved = min(saved, sim.progress)
-            sim.lost += (sim.progress - saved) * held_gpus
-            sim.progress = saved
-            sim.restarts += 1
-            sim.job.phase = PodGroupPhase.PENDING if self._enqueue else PodGroupPhase.INQUEUE
-            self._changed = True
+            self._restart(sim, held_gpus)
+
+    def _restart(self, sim: SimJob, held_gpus: float) -> None:
+        """The gang fell below its minimum: roll back to the last checkpoint. Policy ``pods``: the
+        surviving pods keep their nodes and the job stays admitted (Inqueue) until its evicted pods are
+        placed again; policy ``job``: the survivors are stopped too and the podgroup goes back to Pending
+        (Inqueue when no ``enqueue`` action is configured, as nothing would admit it)."""
+        sim.progress += self.now - sim.since
+        sim.since = None
+        sim.epoch += 1
+        self._running.discard(sim.job.uid)
+        interval = self.options.checkpoint_interval
+        saved = 0.0 if interval is None else math.floor(sim.progress / interval + 1e-9) * interval
+        saved = min(saved, sim.progress)
+        sim.lost += (sim.progress - saved) * held_gpus
+        sim.progress = saved
+        sim.restarts += 1
+        self._changed = True
+        if self.options.restart_policy == "pods":
+            sim.job.phase = PodGroupPhase.INQUEUE
+            return
+        sim.job.phase = PodGroupPhase.PENDING if self._enqueue else PodGroupPhase.INQUEUE
+        for task in sim.job.tasks:
+            if task.status in _HOLDING:
+                self._mark_releasing(task)
+                self._started.discard(task.uid)
+                self._let_go(task, self.options.eviction_grace)
+
+    def _mark_releasing(self, task: Task) -> None:
+        self.cluster.charge(task, -1)
+        task.status = TaskStatus.RELEASING
+        self.cluster.charge(task, +1)
 
     def _start(self, task: Task, bound_at: float) -> None:
         if task.status is not TaskStatus.BOUND or task.start_time != bound_at or task.uid not in self.cluster.tasks:
@@ -402,13 +429,9 @@ class Engine:
                 tasks.append(cluster.tasks[key])
             elif key in cluster.jobs:
                 tasks.extend(cluster.jobs[key].tasks)
-        victims = []
-        for task in dict.fromkeys(tasks):
-            if task.status in _HOLDING:
-                cluster.charge(task, -1)
-                task.status = TaskStatus.RELEASING
-                cluster.charge(task, +1)
-                victims.append(task)
+        victims = [t for t in dict.fromkeys(tasks) if t.status in _HOLDING]
+        for task in victims:
+            self._mark_releasing(task)
         self._evicted(victims, self.options.eviction_grace)
 
     def _evicted(self, tasks: Sequence[Task], grace: float) -> None:
@@ -426,13 +449,17 @@ class Engine:
                 self._started.discard(task.uid)
             self._update(sim, held)
         for task in tasks:
-            if grace <= 0:
-                self._release(task)
-            else:
-                token = self._seq + 1            # the sequence number _push is about to use
-                self._push(self.now + grace, RELEASE, (task, token))
-                self._release_token[task.uid] = token
+            self._let_go(task, grace)
         self._changed = True
+
+    def _let_go(self, task: Task, grace: float) -> None:
+        """A Releasing pod leaves its node after ``grace`` seconds (at once when 0)."""
+        if grace <= 0:
+            self._release(task)
+        else:
+            token = self._seq + 1            # the sequence number _push is about to use
+            self._push(self.now + grace, RELEASE, (task, token))
+            self._release_token[task.uid] = token
 
     def _gpus(self, task: Task) -> float:
         return float(task.request[self._gpu]) / MILLI if self._gpu is not None else 0.0
@@ -469,11 +496,8 @@ class Engine:
                 self.cluster.charge(task, -1)
                 task.status, task.nominated = TaskStatus.PENDING, -1
             fresh = [t for t in lost if t.status is not TaskStatus.RELEASING]
-            for task in lost:
-                if task.status is not TaskStatus.RELEASING:
-                    self.cluster.charge(task, -1)
-                    task.status = TaskStatus.RELEASING
-                    self.cluster.charge(task, +1)
+            for task in fresh:
+                self._mark_releasing(task)
             self._evicted(fresh, 0.0)
             for task in lost:
                 self._release(task)
@@ -564,13 +588,23 @@ class Engine:
         self._last_sample = sample
 
     def _sample_queues(self, final: bool = False) -> None:
-        if not final and self._heap:
-            self._push(self.now + self._sample_period, SAMPLE, 0)
+        """Queue samples on a grid of ``sample_period``; past :data:`MAX_QUEUE_INSTANTS` instants every
+        other one is dropped and the period doubles, so a run of any length keeps a bounded series."""
         names = self._queues
-        if not names:
-            return
-        if self._queue_samples and self._queue_samples[-1].time == self.now:
+        if names and self._queue_samples and self._queue_samples[-1].time == self.now:
             del self._queue_samples[-len(names):]
+        if names:
+            self._queue_sample(names)
+        if final:
+            return
+        if names and len(self._queue_samples) > MAX_QUEUE_INSTANTS * len(names):
+            width = len(names)
+            self._queue_samples = [s for i, s in enumerate(self._queue_samples) if (i // width) % 2 == 0]
+            self._sample_period *= 2
+        if self._heap:
+            self._push((math.floor(self.now / self._sample_period + 1e-9) + 1) * self._sample_period, SAMPLE, 0)
+
+    def _queue_sample(self, names: list[str]) -> None:
         index = {n: i for i, n in enumerate(names)}
         held, demand, pending = np.zeros(len(names)), np.zeros(len(names)), np.zeros(len(names), int)
         for uid, sim in self._active.items():

@@ -1,0 +1,281 @@
+"""``corral simulate`` and ``corral compare`` (SPEC.md §4): the simulator on the command line.
+
+:func:`register` adds both commands to the ``corral`` typer app. ``corral simulate`` with no arguments
+runs the built-in example (:mod:`corral.sim.example`) and writes ``./corral-report/``; ``corral compare
+CONF...`` runs each configuration on the same cluster and workload and writes ``./corral-compare/``.
+Every :class:`~corral.errors.CorralError` becomes one line ``error: ...`` on stderr with its exit code (2
+for bad input); any other exception is ``internal error: ...`` with exit code 1 (``CORRAL_DEBUG=1``
+shows the traceback). A report folder is written whole or not at all (``report.write_report``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from corral.errors import CorralError, InputError
+from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
+from corral.sim.engine import SimOptions, simulate
+from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
+from corral.sim.jobspec import JobSpec
+from corral.sim.report import summarize, summary_table, write_comparison, write_report
+from corral.sim.result import SimResult
+from corral.sim.synthetic import SyntheticSpec, synthetic
+from corral.sim.workload import filter_jobs, load_alibaba, load_corral_trace, load_philly, load_trace, \
+    scale_arrivals
+
+__all__ = ["register", "RunInputs", "prepare", "run_config", "parse_seconds", "FORMATS"]
+
+FORMATS = ("corral", "philly", "alibaba", "synthetic")
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_seconds(text: str | None, option: str) -> float | None:
+    """``3600``, ``90m``, ``36h``, ``7d`` or ``1d12h`` as seconds; None stays None; anything else (or a
+    negative number) is an InputError naming the option."""
+    if text is None:
+        return None
+    s = str(text).strip()
+    try:
+        value = float(s)
+    except ValueError:
+        parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", s)
+        if not parts or "".join(n + u for n, u in parts) != s:
+            raise InputError(f"expected seconds or a duration such as 90m, 36h, 7d, got {text!r}",
+                             field=option) from None
+        value = sum(float(n) * _UNITS[u] for n, u in parts)
+    if not 0 <= value < float("inf"):
+        raise InputError(f"expected a number of seconds >= 0, got {text!r}", field=option)
+    return value
+
+
+@dataclass
+class RunInputs:
+    """What every configuration of one ``simulate``/``compare`` run shares."""
+
+    template: ClusterTemplate
+    jobs: list[JobSpec]
+    options: SimOptions
+    meta: dict[str, Any]
+
+
+def _sniff(path: Path) -> str:
+    """The format of a workload file from its name or header."""
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return "synthetic"
+    if ".csv" in path.name.lower():
+        try:
+            with path.open(encoding="utf-8-sig") as handle:
+                header = {c.strip() for c in handle.readline().split(",")}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read: {exc}", file=str(path)) from None
+        if {"timestamp", "num_gpus", "cluster"} <= header:
+            return "philly"
+    return "auto"
+
+
+def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed: int) -> list[JobSpec]:
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r} (allowed: {', '.join(FORMATS)})", field="--format")
+    if not path.exists():
+        raise InputError("no such file", file=str(path))
+    kind = fmt or _sniff(path)
+    if kind == "synthetic":
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read: {exc}", file=str(path)) from None
+        try:
+            return synthetic(seed, SyntheticSpec.from_mapping(raw))
+        except InputError as exc:   # name the file the spec came from
+            raise InputError(exc.message, file=str(path), obj=exc.obj, field=exc.field) from None
+    if kind == "philly":
+        return load_philly(path, gpus_per_node=template.gpus_per_node())
+    loaders: dict[str, Callable[[Path], list[JobSpec]]] = {"corral": load_corral_trace, "alibaba": load_alibaba}
+    return loaders[kind](path) if kind in loaders else load_trace(path)
+
+
+def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str | None = None,
+            start: str | None = None, end: str | None = None, queues: list[str] | None = None,
+            scale: float | None = None, seed: int = 0, until: str | None = None,
+            schedule_period: float = 10.0, checkpoint_interval: float | None = None,
+            startup_delay: float = 0.0, eviction_grace: float = 0.0, restart_policy: str = "job") -> RunInputs:
+    """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
+    Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
+    its three queues for the example, with the workload's own queues otherwise)."""
+    if cluster is not None:
+        template = load_cluster(cluster)
+    elif workload is None:
+        template = example_cluster()
+    else:
+        template = from_spec(replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"),
+                             "built-in example cluster")
+    jobs = example_workload(seed) if workload is None else _load_workload(workload, fmt, template, seed)
+    lo, hi = parse_seconds(start, "--start"), parse_seconds(end, "--end")
+    if lo is not None or hi is not None or queues:
+        jobs = filter_jobs(jobs, lo, hi, queues or None)
+    if scale is not None:
+        jobs = scale_arrivals(jobs, scale)
+    if not jobs:
+        raise InputError("the workload has no jobs (check --start/--end/--queue)",
+                         file=str(workload) if workload else None)
+    options = SimOptions(schedule_period=schedule_period, startup_delay=startup_delay,
+                         eviction_grace=eviction_grace, checkpoint_interval=checkpoint_interval,
+                         until=parse_seconds(until, "--until"), restart_policy=restart_policy)
+    meta = {"cluster": template.description, "seed": seed,
+            "workload": str(workload) if workload else f"built-in example (seed {seed})",
+            "jobs": len(jobs)}
+    return RunInputs(template, list(jobs), options, meta)
+
+
+def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool = False,
+               console: Console | None = None) -> SimResult:
+    """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
+    cluster = inputs.template.instantiate(j.queue for j in inputs.jobs)
+    meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
+    if not show_progress:
+        return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("jobs done, simulated {task.fields[clock]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(name, total=len(inputs.jobs), clock="0 s")
+
+        def tick(now: float, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, clock=_clock(now))
+
+        return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta, progress=tick)
+
+
+def _clock(seconds: float) -> str:
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def _load_config(path: Path | None) -> tuple[str, Any]:
+    from corral.framework.config import load_config_file
+    from corral.registry import REGISTRY, default_config
+    if path is None or (str(path) == "default" and not path.exists()):
+        return "default", default_config()
+    return path.stem or str(path), load_config_file(path, REGISTRY)
+
+
+def _fail(exc: BaseException) -> None:
+    """The CLI boundary: one line and an exit code, never a traceback."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, typer.Exit)):
+        raise exc
+    if isinstance(exc, CorralError):
+        typer.echo(f"error: {exc.describe()}", err=True)
+        raise typer.Exit(exc.exit_code)
+    if os.environ.get("CORRAL_DEBUG"):
+        raise exc
+    typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+    raise typer.Exit(1)
+
+
+def _notes(result: SimResult, console: Console) -> None:
+    never = result.meta.get("never_fits") or []
+    if never:
+        first = never[0]
+        console.print(f"{len(never)} job(s) can never run (first: {first['job']}: {first['reason']}); "
+                      "see meta.json")
+    if "stalled_at" in result.meta:
+        console.print(f"warning: the scheduler stopped making progress at t={result.meta['stalled_at']:g} s")
+
+
+# ------------------------------------------------------------------------------------------ options
+_CONFIG = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML; default: built-in)")
+_CLUSTER = typer.Option(None, "--cluster", help="a snapshot (files/folder) or a generator spec YAML")
+_WORKLOAD = typer.Option(None, "--workload", "-w", help="trace file (CSV/Parquet) or synthetic spec YAML")
+_FORMAT = typer.Option(None, "--format", help="corral, philly, alibaba or synthetic (default: detect)")
+_START = typer.Option(None, "--start", help="keep jobs submitted at or after this (seconds, 36h, 7d)")
+_END = typer.Option(None, "--end", help="keep jobs submitted before this (seconds, 36h, 7d)")
+_QUEUE = typer.Option(None, "--queue", "-q", help="keep only jobs of this queue (repeatable)")
+_SCALE = typer.Option(None, "--scale", help="multiply submit times (< 1: more load)")
+_SEED = typer.Option(0, "--seed", min=0, help="seed of the synthetic workload")
+_UNTIL = typer.Option(None, "--until", help="stop the simulated clock here (seconds, 36h, 7d)")
+_PERIOD = typer.Option(10.0, "--schedule-period", help="simulated seconds between cycles")
+_CHECKPOINT = typer.Option(None, "--checkpoint-interval", help="seconds of progress between checkpoints")
+_STARTUP = typer.Option(0.0, "--startup-delay", help="seconds from bind to running")
+_GRACE = typer.Option(0.0, "--grace-period", help="seconds an evicted pod holds its node")
+_RESTART = typer.Option("job", "--restart-policy",
+                        help="a broken gang restarts all its pods (job) or only the evicted ones (pods)")
+_NO_PROGRESS = typer.Option(False, "--no-progress", help="no progress bar")
+
+
+def simulate_command(
+    config: Optional[Path] = _CONFIG, cluster: Optional[Path] = _CLUSTER, workload: Optional[Path] = _WORKLOAD,
+    fmt: Optional[str] = _FORMAT, start: Optional[str] = _START, end: Optional[str] = _END,
+    queue: Optional[List[str]] = _QUEUE, scale: Optional[float] = _SCALE, seed: int = _SEED,
+    until: Optional[str] = _UNTIL, schedule_period: float = _PERIOD,
+    checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
+    grace_period: float = _GRACE, restart_policy: str = _RESTART,
+    output: Path = typer.Option(Path("corral-report"), "--output", "-o", help="report folder"),
+    no_progress: bool = _NO_PROGRESS,
+) -> None:
+    """Replay a workload through the scheduler over simulated time and write a report (no arguments:
+    the built-in example)."""
+    console = Console()
+    try:
+        name, cfg = _load_config(config)
+        inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
+                         checkpoint_interval, startup_delay, grace_period, restart_policy)
+        result = run_config(inputs, cfg, name, show_progress=not no_progress and console.is_terminal,
+                            console=console)
+        folder = write_report(result, output)
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
+        _fail(exc)
+        return
+    console.print(summary_table(summarize(result), title=f"corral simulate: {name}"))
+    _notes(result, console)
+    console.print(f"report: {folder / 'index.html'}")
+
+
+def compare_command(
+    configs: List[Path] = typer.Argument(..., help="configuration files ('default' is the built-in one)"),
+    cluster: Optional[Path] = _CLUSTER, workload: Optional[Path] = _WORKLOAD,
+    fmt: Optional[str] = _FORMAT, start: Optional[str] = _START, end: Optional[str] = _END,
+    queue: Optional[List[str]] = _QUEUE, scale: Optional[float] = _SCALE, seed: int = _SEED,
+    until: Optional[str] = _UNTIL, schedule_period: float = _PERIOD,
+    checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
+    grace_period: float = _GRACE, restart_policy: str = _RESTART,
+    output: Path = typer.Option(Path("corral-compare"), "--output", "-o", help="comparison folder"),
+    no_progress: bool = _NO_PROGRESS,
+) -> None:
+    """Run several configurations on the same cluster and workload and lay the results side by side."""
+    console = Console()
+    try:
+        loaded = [_load_config(path) for path in configs]     # every config is checked before any run
+        inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
+                         checkpoint_interval, startup_delay, grace_period, restart_policy)
+        results: dict[str, SimResult] = {}
+        for name, cfg in loaded:
+            unique, n = name, 2
+            while unique in results:
+                unique, n = f"{name}-{n}", n + 1
+            results[unique] = run_config(inputs, cfg, unique, console=console,
+                                         show_progress=not no_progress and console.is_terminal)
+        folder = write_comparison(results, output)
+    except BaseException as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    console.print(summary_table({n: summarize(r) for n, r in results.items()}, title="corral compare"))
+    for result in results.values():
+        _notes(result, console)
+    console.print(f"comparison: {folder / 'index.html'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``simulate`` and ``compare`` to ``app``."""
+    app.command("simulate")(simulate_command)
+    app.command("compare")(compare_command)

@@ -1,0 +1,482 @@
+"""An exact victim-selection oracle for one preemptor gang (issue "Gang-level pipeline ... gang-aware
+eviction", item 5: compare with the legacy way). OR-Tools CP-SAT.
+
+Given a cluster snapshot and one waiting gang, :func:`solve_gang_eviction` chooses the running pods to
+evict so that the gang fits, minimising the **work lost**: the GPU-hours already run by every pod that
+must restart. A victim job whose running pods drop below minMember (or, unless the job is elastic, a
+role below its minTaskMember) is *broken* and restarts all its pods — the loss is the sum over its
+running pods of GPUs × time run so far; a victim job that stays at or above its minimums loses only its
+evicted (surplus) pods. Ties are broken by the fewest evicted pods.
+
+What is modelled
+----------------
+* **Victims** — running or bound pods (:data:`~corral.actions.evict.VICTIM_STATES`) of other jobs,
+  managed by corral, preemptable (pod or PodGroup annotation/label), not in ``kube-system`` nor of a
+  system-critical priority class (the ``conformance`` plugin), on a node of an allowed domain:
+
+  - ``action="preempt"``: the victim's job is in the preemptor's queue and has *strictly lower* job
+    priority (``gangpreempt``, and the ``priority`` plugin's rule);
+  - ``action="reclaim"``: the victim's job is in another queue that exists and is reclaimable. With
+    ``queue_slack`` (see :func:`queue_slack`) the queue rule of ``proportion``/``capacity`` is modelled
+    exactly: for each queue on a victim's queue chain and each shared resource, the victims of that
+    queue may free at most ``max(allocated − floor, 0)`` — a victim queue never ends below its deserved
+    share (its reclaim floor) in any resource its victims hold; a queue at or below it gives nothing.
+    The plugin checks the same condition pod by pod, cumulatively, so the two agree on which *sets*
+    are allowed. Without ``queue_slack`` reclaim victims are limited only by reclaimability (what the
+    actions do when the rule is not configured to apply).
+
+* **Domain** — the gang lands entirely in ONE domain: a HyperNode of tier ≤ ``highestTierAllowed``
+  (all tiers when unset) that contains every node the gang already runs on, when the job has
+  ``networkTopology`` mode ``hard``; the whole cluster when it has no constraint or mode ``soft`` (soft
+  is a preference, the cluster is its last resort). The domain choice is part of the model (one
+  boolean per hypernode, exactly one chosen) — the oracle considers *every* allowed hypernode, not the
+  top K the eviction actions try.
+
+* **Placement** — the waiting pods of the gang are grouped into classes (same role and request); an
+  integer per class and node counts the pods placed there. Enough pods are placed to reach minMember
+  (counting pods already running, bound or nominated) and every role's minTaskMember. Per node and per
+  resource the gang requests (including the ``pods`` count): placed requests ≤ future idle
+  (allocatable − used + releasing − nominated) + what the evicted victims on that node hold. A node is
+  eligible when it is not down and not cordoned, and, if given, ``node_mask(task)`` allows it.
+
+* **Work** — a pod's run time is ``now − status.startTime`` (creation time when no start time; never
+  negative); its weight is its GPU count. A job already below its minimums before the decision has no
+  "broken" switch: each of its evicted pods costs its own work.
+
+Not modelled: PodDisruptionBudgets, minimum runtime, VictimFilter/ScenarioValidator plugins, inter-pod
+affinity, GPU sharing, the preemptor queue's own gates (Overused/Preemptive), and the victims'
+*priorities* among themselves — the oracle only minimises work lost, while ``gangpreempt`` must take
+lower-priority victims first; that is a real source of difference, not an error of either.
+
+The model is solved with CP-SAT under ``time_limit`` seconds; ``status`` is the solver's answer
+(``OPTIMAL``, ``FEASIBLE`` when stopped early with a solution, ``INFEASIBLE`` when no choice of
+victims lets the gang fit, ``UNKNOWN`` when stopped early without one), or ``NOTHING_TO_DO`` (the gang
+needs no more pods) / ``NO_DOMAIN`` (hard topology and no hypernode can hold it).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
+from corral.model.resources import EPS, GPU
+
+__all__ = ["OracleResult", "solve_gang_eviction", "solve_priority_first", "candidate_victims", "work_lost", "pod_work",
+           "queue_slack", "allowed_domains", "waiting_pods"]
+
+#: Pods that can be victims (as in ``corral.actions.evict``): running, or bound by an earlier cycle.
+VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+_READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
+_HAVE = _READY | {TaskStatus.PIPELINED}
+_CRITICAL = {"system-cluster-critical", "system-node-critical"}
+
+
+@dataclass
+class OracleResult:
+    """The oracle's answer for one preemptor gang."""
+
+    status: str                         # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN | MODEL_INVALID |
+                                        # NOTHING_TO_DO | NO_DOMAIN
+    placed: bool                        # a victim set was found with which the gang fits
+    victims: list[Task] = field(default_factory=list)
+    work_lost: float = 0.0              # GPU-hours, of the returned victims
+    broken: list[Job] = field(default_factory=list)     # healthy jobs the victims break
+    domain: str | None = None           # hypernode name, or "cluster"
+    placement: list[tuple[Task, int]] = field(default_factory=list)   # (waiting pod, node row)
+    bound: float = 0.0                  # the solver's lower bound on the work lost (GPU-hours)
+    candidates: int = 0                 # candidate victim pods in the model
+    nodes: int = 0                      # nodes in the model (the union of the allowed domains)
+    wall: float = 0.0                   # seconds
+
+    @property
+    def proven(self) -> bool:
+        """Is the answer proved (optimal victims, or proved impossible)?"""
+        return self.status in ("OPTIMAL", "INFEASIBLE", "NOTHING_TO_DO", "NO_DOMAIN")
+
+
+# -- work ------------------------------------------------------------------------------------------
+def _gpus(cluster: Cluster, task: Task) -> float:
+    col = cluster.resources.get(GPU)
+    return 0.0 if col is None else float(task.request[col]) / 1000.0
+
+
+def pod_work(cluster: Cluster, task: Task, now: float) -> float:
+    """GPU-seconds ``task`` has run so far (GPUs × (now − start)), 0 for a pod without GPUs."""
+    start = task.start_time if task.start_time is not None else (task.creation or now)
+    return _gpus(cluster, task) * max(now - start, 0.0)
+
+
+def _running(job: Job) -> list[Task]:
+    return [t for t in job.tasks if t.status in VICTIM_STATES]
+
+
+def _role_surplus(job: Job) -> dict[str, int] | None:
+    """Per role: ready pods above minTaskMember, when role limits bind (None otherwise)."""
+    if not job.min_task_member or job.elastic:
+        return None
+    counts: dict[str, int] = {}
+    for t in job.tasks:
+        if t.status in _READY:
+            counts[t.role] = counts.get(t.role, 0) + 1
+    return {r: counts.get(r, 0) - n for r, n in job.min_task_member.items()}
+
+
+def _healthy(job: Job) -> bool:
+    if job.ready_count() < job.min_member:
+        return False
+    roles = _role_surplus(job)
+    return roles is None or all(s >= 0 for s in roles.values())
+
+
+def work_lost(cluster: Cluster, victims: Iterable[Task], now: float) -> tuple[float, list[Job]]:
+    """The work (GPU-hours) destroyed by evicting ``victims`` from the cluster state *before* the
+    eviction, and the healthy jobs they break (running pods below minMember or a binding role below its
+    minTaskMember): a broken job loses all its running pods' work, any other victim job only its
+    evicted pods'."""
+    by_job: dict[int, tuple[Job | None, list[Task]]] = {}
+    for v in victims:
+        by_job.setdefault(id(v.job) if v.job is not None else id(v), (v.job, []))[1].append(v)
+    total = 0.0
+    broken: list[Job] = []
+    for job, pods in by_job.values():
+        if job is not None and _healthy(job):
+            left = job.ready_count() - len(pods)
+            roles = _role_surplus(job)
+            gone_roles: dict[str, int] = {}
+            for p in pods:
+                gone_roles[p.role] = gone_roles.get(p.role, 0) + 1
+            if left < job.min_member or (roles is not None and any(
+                    roles[r] - gone_roles.get(r, 0) < 0 for r in roles)):
+                broken.append(job)
+                total += sum(pod_work(cluster, t, now) for t in _running(job))
+                continue
+        total += sum(pod_work(cluster, t, now) for t in pods)
+    return total / 3600.0, broken
+
+
+# -- eligibility -----------------------------------------------------------------------------------
+def waiting_pods(job: Job) -> list[Task]:
+    return [t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort]
+
+
+def allowed_domains(cluster: Cluster, job: Job) -> list[tuple[str, np.ndarray]]:
+    """The domains the gang may land in, as (name, node mask): the hypernodes of allowed tiers holding
+    every node the gang already occupies and enough allocatable capacity (hard topology), else the
+    whole cluster."""
+    nodes = cluster.nodes
+    live = ~nodes.down
+    tree = cluster.hypernodes
+    if job.topology_mode != "hard" or not tree:
+        return [("cluster", live.copy())]
+    top = job.topology_tier if job.topology_tier is not None else max(tree.tiers, default=1)
+    placed = np.array(sorted({t.node for t in job.tasks if t.status in ALLOCATED_STATES and t.node >= 0}),
+                      dtype=np.int64)
+    need = sum((t.request for t in waiting_pods(job)), np.zeros(len(cluster.resources)))
+    alloc = nodes.allocatable * live[:, None]
+    out = []
+    for tier in tree.tiers:
+        if tier > top:
+            break
+        for hn in tree.domains(tier):
+            mask = hn.mask & live
+            if placed.size and not mask[placed].all():
+                continue
+            if np.any(alloc[mask].sum(axis=0) < need - EPS):
+                continue
+            out.append((hn.name, mask))
+    return out
+
+
+def _evictable(t: Task) -> bool:
+    return (t.managed and t.preemptable and t.namespace != "kube-system" and t.priority_class not in _CRITICAL
+            and (t.job is None or t.job.preemptable))
+
+
+def candidate_victims(cluster: Cluster, job: Job, action: str = "preempt",
+                      node_mask: np.ndarray | None = None) -> list[Task]:
+    """Pods the oracle may evict for ``job`` (see the module doc), on nodes of ``node_mask`` if given."""
+    if action not in ("preempt", "reclaim"):
+        raise ValueError(f"action must be 'preempt' or 'reclaim', not {action!r}")
+    out = []
+    for t in cluster.tasks.values():
+        if t.status not in VICTIM_STATES or t.node < 0 or not _evictable(t):
+            continue
+        if node_mask is not None and not node_mask[t.node]:
+            continue
+        v = t.job
+        if v is None or v is job:
+            continue
+        if action == "preempt":
+            if v.queue != job.queue or v.priority >= job.priority:
+                continue
+        else:
+            q = cluster.queues.get(v.queue)
+            if v.queue == job.queue or q is None or not q.reclaimable:
+                continue
+        out.append(t)
+    out.sort(key=lambda t: (t.node, t.name))
+    return out
+
+
+def queue_slack(session) -> dict[str, np.ndarray]:
+    """Per queue, how much of each resource it may give up in a reclaim: ``allocated − floor`` over
+    the shared resources (+inf elsewhere), from the session's ``proportion`` or ``capacity`` plugin —
+    the floor is the plugin's ``reclaim_floor`` when it has one (deserved in the scarce resources,
+    guarantee in the others), else its deserved share. Empty when neither plugin is configured."""
+    plugin = session.plugin("proportion") or session.plugin("capacity")
+    if plugin is None:
+        return {}
+    floors = getattr(plugin, "reclaim_floor", None) or plugin.deserved
+    out = {}
+    for name in plugin.queues:
+        slack = plugin.allocated[name] - floors[name]
+        out[name] = np.where(plugin.cols, slack, np.inf)
+    return out
+
+
+def solve_priority_first(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
+    """The oracle under the preemption convention "the lowest highest-victim priority first": the
+    victim priority levels are tried from the lowest up (victims of job priority ≤ level), and the first
+    level at which the gang fits gives the answer (least work lost at that level). ``wall`` is the total
+    over the solves. Same arguments as :func:`solve_gang_eviction`."""
+    levels = sorted({v.job.priority for v in candidate_victims(cluster, job, kwargs.get("action", "preempt"))})
+    wall = 0.0
+    res = None
+    for level in levels or [None]:
+        res = solve_gang_eviction(cluster, job, max_victim_priority=level, **kwargs)
+        wall += res.wall
+        if res.placed or res.status in ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO"):
+            break
+    res.wall = wall
+    return res
+
+
+# -- the model -------------------------------------------------------------------------------------
+def _needed(job: Job) -> tuple[int, dict[str, int]]:
+    have = sum(1 for t in job.tasks if t.status in _HAVE)
+    missing = max(job.min_member - have, 0)
+    roles: dict[str, int] = {}
+    if job.min_task_member:
+        counts: dict[str, int] = {}
+        for t in job.tasks:
+            if t.status in _HAVE:
+                counts[t.role] = counts.get(t.role, 0) + 1
+        for r, n in job.min_task_member.items():
+            if n - counts.get(r, 0) > 0:
+                roles[r] = n - counts.get(r, 0)
+    return missing, roles
+
+
+def _scale(values: Iterable[float]) -> int:
+    """The largest integer unit (gcd, in milli-units) dividing every value: keeps CP-SAT coefficients
+    small and, since all sums are sums of these values, keeps capacity checks exact after flooring."""
+    g = 0
+    for v in values:
+        iv = int(round(v))
+        if iv:
+            g = math.gcd(g, abs(iv))
+    return g or 1
+
+
+def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", now: float,
+                        time_limit: float = 10.0, queue_slack: Mapping[str, np.ndarray] | None = None,
+                        node_mask: Callable[[Task], np.ndarray] | None = None, workers: int = 1,
+                        hint: Sequence[Task] | None = None, max_victim_priority: int | None = None) -> OracleResult:
+    """The victim set of least work lost with which ``job`` fits in one allowed domain (module doc).
+
+    ``cluster`` is read only. ``action``: "preempt" or "reclaim". ``now``: seconds since the epoch
+    (run times are measured to it). ``queue_slack``: per queue, what it may give up (reclaim; see
+    :func:`queue_slack`). ``node_mask(task)``: extra node eligibility for a waiting pod. ``hint``: a
+    known-feasible victim set to start the search from (e.g. what an action chose).
+    ``max_victim_priority``: only victims whose job priority is at most this (see
+    :func:`solve_priority_first`).
+    """
+    from ortools.sat.python import cp_model
+
+    t0 = time.perf_counter()
+    nodes = cluster.nodes
+    n_res = len(cluster.resources)
+    missing, role_missing = _needed(job)
+    waiting = waiting_pods(job)
+    if missing == 0 and not role_missing:
+        return OracleResult("NOTHING_TO_DO", True, wall=time.perf_counter() - t0)
+    domains = allowed_domains(cluster, job)
+    if not domains:
+        return OracleResult("NO_DOMAIN", False, wall=time.perf_counter() - t0)
+    union = np.zeros(len(nodes), dtype=bool)
+    for _, m in domains:
+        union |= m
+    eligible = union & ~nodes.unschedulable
+
+    # classes of waiting pods: (role, request)
+    classes: dict[tuple, list[Task]] = {}
+    for t in sorted(waiting, key=lambda t: (-t.priority, t.creation, t.name)):
+        classes.setdefault((t.role, tuple(np.round(t.request, 6))), []).append(t)
+    klist = list(classes.values())
+    cols = np.flatnonzero(np.any([k[0].request for k in klist], axis=0)) if klist else np.zeros(0, int)
+    masks = []
+    for pods in klist:
+        m = eligible.copy()
+        if node_mask is not None:
+            m &= node_mask(pods[0])
+        masks.append(m)
+    rows = np.flatnonzero(np.any(masks, axis=0)) if masks else np.zeros(0, int)
+
+    victims = candidate_victims(cluster, job, action, union)
+    victims = [v for v in victims if eligible[v.node] and any(m[v.node] for m in masks)
+               and (max_victim_priority is None or v.job.priority <= max_victim_priority)]
+    by_node: dict[int, list[int]] = {}
+    for i, v in enumerate(victims):
+        by_node.setdefault(v.node, []).append(i)
+
+    # integer units per requested column
+    free = nodes.future_idle
+    units = {}
+    for c in cols:
+        vals = [k[0].request[c] for k in klist] + [v.request[c] for v in victims]
+        units[c] = _scale(vals)
+
+    model = cp_model.CpModel()
+    count: dict[tuple[int, int], cp_model.IntVar] = {}
+    evict = [model.NewBoolVar(f"e{i}") for i in range(len(victims))]
+    use_dom: list[tuple[str, np.ndarray, cp_model.IntVar]] = []
+    if len(domains) > 1:
+        for name, m in domains:
+            use_dom.append((name, m, model.NewBoolVar(f"d_{name}")))
+        model.AddExactlyOne(d for _, _, d in use_dom)
+
+    for r in rows:
+        vic = by_node.get(int(r), [])
+        cap_int = {}                    # column -> (free now, freed by evicting every victim), in units
+        for c in cols:
+            u = units[c]
+            freed = sum(victims[i].request[c] for i in vic)
+            cap_int[c] = (math.floor((free[r, c] + EPS) / u), int(round(freed / u)))
+        node_vars = []
+        for k, pods in enumerate(klist):
+            if not masks[k][r]:
+                continue
+            req = pods[0].request
+            ub = len(pods)
+            for c in cols:
+                q = int(round(req[c] / units[c]))
+                if q > 0:
+                    ub = min(ub, max(cap_int[c][0] + cap_int[c][1], 0) // q)
+            if ub <= 0:
+                continue
+            x = model.NewIntVar(0, ub, f"x{k}_{r}")
+            count[(k, int(r))] = x
+            node_vars.append((k, x))
+        if not node_vars:
+            continue
+        for c in cols:
+            u = units[c]
+            placed = [(x, int(round(klist[k][0].request[c] / u))) for k, x in node_vars]
+            placed = [(x, q) for x, q in placed if q > 0]
+            if not placed:
+                continue
+            base, _ = cap_int[c]
+            freed_terms = [(evict[i], int(round(victims[i].request[c] / u))) for i in vic]
+            model.Add(sum(q * x for x, q in placed) <= base + sum(q * e for e, q in freed_terms if q))
+        if use_dom:
+            doms = [d for _, m, d in use_dom if m[r]]
+            for k, x in node_vars:
+                model.Add(x <= len(klist[k]) * sum(doms))
+
+    # how many pods, per class, overall and per role
+    totals = []
+    for k, pods in enumerate(klist):
+        xs = [x for (kk, _), x in count.items() if kk == k]
+        tot = sum(xs) if xs else 0
+        if xs:
+            model.Add(tot <= len(pods))
+        totals.append(tot)
+    model.Add(sum(totals) >= missing)
+    for role, n in role_missing.items():
+        model.Add(sum(tot for k, tot in enumerate(totals) if klist[k][0].role == role) >= n)
+
+    # victims' jobs: broken switches and the cost
+    w = [int(round(pod_work(cluster, v, now))) for v in victims]
+    jobs: dict[int, tuple[Job, list[int]]] = {}
+    for i, v in enumerate(victims):
+        jobs.setdefault(id(v.job), (v.job, []))[1].append(i)
+    cost_terms = []
+    for vj, idx in jobs.values():
+        local = sum(w[i] for i in idx)
+        if not _healthy(vj):
+            cost_terms.append(sum(w[i] * evict[i] for i in idx))
+            continue
+        whole = int(round(sum(pod_work(cluster, t, now) for t in _running(vj))))
+        whole = max(whole, local)
+        b = model.NewBoolVar(f"b_{vj.uid}")        # the job drops below its minimums: restarts whole
+        surplus = vj.ready_count() - vj.min_member
+        n = len(idx)
+        if surplus < n:
+            model.Add(sum(evict[i] for i in idx) <= surplus + n * b)
+        roles = _role_surplus(vj)
+        if roles is not None:
+            for role, s in roles.items():
+                ri = [i for i in idx if victims[i].role == role]
+                if s < len(ri):
+                    model.Add(sum(evict[i] for i in ri) <= s + len(ri) * b)
+        loss = model.NewIntVar(0, whole, f"loss_{vj.uid}")
+        model.Add(loss >= sum(w[i] * evict[i] for i in idx))
+        model.Add(loss >= whole * b)
+        cost_terms.append(loss)
+
+    # reclaim: victim queues keep their deserved share
+    if action == "reclaim" and queue_slack:
+        per_queue: dict[str, list[int]] = {}
+        for i, v in enumerate(victims):
+            for name in cluster.queue_chain(v.job.queue):
+                if name in queue_slack:
+                    per_queue.setdefault(name, []).append(i)
+        for name, idx in per_queue.items():
+            slack = queue_slack[name]
+            for c in range(n_res):
+                reqs = [victims[i].request[c] for i in idx]
+                if not any(r > 0 for r in reqs) or not np.isfinite(slack[c]):
+                    continue
+                u = _scale(reqs)
+                limit = max(math.floor((slack[c] + EPS) / u), 0)
+                model.Add(sum(int(round(victims[i].request[c] / u)) * evict[i]
+                              for i in idx if victims[i].request[c] > 0) <= limit)
+
+    weight = len(victims) + 1
+    model.Minimize(weight * sum(cost_terms) + sum(evict))
+    if hint:
+        chosen = {id(t) for t in hint}
+        for i, v in enumerate(victims):
+            model.AddHint(evict[i], id(v) in chosen)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = max(int(workers), 1)
+    code = solver.Solve(model)
+    status = solver.StatusName(code)
+    res = OracleResult(status, False, candidates=len(victims), nodes=int(union.sum()))
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        res.placed = True
+        res.victims = [v for i, v in enumerate(victims) if solver.Value(evict[i])]
+        res.work_lost, res.broken = work_lost(cluster, res.victims, now)
+        res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0   # the work part
+        if use_dom:
+            res.domain = next(name for name, _, d in use_dom if solver.Value(d))
+        else:
+            res.domain = domains[0][0]
+        for k, pods in enumerate(klist):
+            queue = list(pods)
+            for (kk, r), x in sorted(count.items(), key=lambda kv: kv[0][1]):
+                if kk != k:
+                    continue
+                for _ in range(solver.Value(x)):
+                    res.placement.append((queue.pop(0), r))
+    elif code == cp_model.INFEASIBLE:
+        res.bound = math.inf
+    res.wall = time.perf_counter() - t0
+    return res
