@@ -294,11 +294,7 @@ CONFIG_CASES = {
                              ["field configurations[0].arguments.overcommit-factor", "at least 1.0"]),
 }
 #: known bugs outside tests/, plugins/ and manifests/ (see the final report)
-CONFIG_XFAIL = {
-    "overcommit_below_one": "actions/enqueue.py EnqueueAction.__init__ checks overcommit-factor >= 1 only when the "
-                            "action is built for a cycle: the error names neither the config file nor the config "
-                            "path (configurations[0].arguments...), and `corral validate` accepts the file",
-}
+CONFIG_XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=CONFIG_XFAIL[n], strict=True))

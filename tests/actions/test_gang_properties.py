@@ -169,7 +169,7 @@ def _check_common(gen: Gen, cluster, decisions, info, job_of, running) -> None:
             f"{pre} nominated across hypernodes: {sorted(nom_nodes)}")
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=250, **SETTINGS)
 @given(clusters())
 def test_gangpreempt_properties(gen: Gen) -> None:
     cluster, decisions, info, job_of, running = _run(gen, "gangpreempt", "proportion")
@@ -182,7 +182,7 @@ def test_gangpreempt_properties(gen: Gen) -> None:
     _check_common(gen, cluster, decisions, info, job_of, running)
 
 
-@settings(max_examples=80, **SETTINGS)
+@settings(max_examples=150, **SETTINGS)
 @given(clusters(), st.booleans())
 def test_gangpreempt_without_whole_bundles_breaks_no_healthy_gang(gen: Gen, allow: bool) -> None:
     ready_before = {}
@@ -205,7 +205,7 @@ def test_gangpreempt_without_whole_bundles_breaks_no_healthy_gang(gen: Gen, allo
     _check_common(gen, cluster, decisions, info, job_of, running)
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=200, **SETTINGS)
 @given(clusters(reclaim=True))
 def test_gangreclaim_properties(gen: Gen) -> None:
     # the floor the queue plugin keeps each queue at (what it deserves, at least in scarce resources)

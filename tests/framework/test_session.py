@@ -239,9 +239,6 @@ def test_event_handlers_hear_apply_and_revert() -> None:
     assert [m for m, _ in Both.calls] == ["on_allocate", "on_deallocate"]
 
 
-@pytest.mark.xfail(strict=True, reason="framework/session.py Session.__init__ registers an event handler when "
-                   "it has on_allocate only; fire_deallocate then calls its missing on_deallocate "
-                   "(AttributeError) - the EventHandler point needs both methods")
 def test_a_plugin_with_only_on_allocate_is_not_an_event_handler() -> None:
     Half = make_plugin("half", on_allocate=lambda t: None)
     s = session(["half"], plugins=(Half,))

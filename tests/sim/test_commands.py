@@ -3,6 +3,7 @@ line with exit code 2 (never a traceback, never a half-written report) for each 
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -10,8 +11,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from corral.sim.commands import parse_seconds, prepare, register
+from rich.console import Console
+
 from corral.errors import InputError
+from corral.registry import default_config
+from corral.sim.commands import parse_seconds, prepare, register, run_config
 
 CLUSTER = "nodes:\n- {name: n, count: 2, gpus: 8}\ntopology: {tiers: [2]}\n"
 WORKLOAD = "name,submit,duration,queue,pods,gpu\na,0,100,q1,1,8\nb,0,100,q2,2,8\nc,10,50,q1,1,4\n"
@@ -137,3 +141,10 @@ def test_prepare_filters_and_scales(files):
     inputs = prepare(cluster=files / "cluster.yaml", workload=files / "w.csv", start="5", queues=["q1"], scale=2.0)
     assert [(j.name, j.submit) for j in inputs.jobs] == [("c", 0.0)]
     assert not inputs.template.explicit_queues
+
+
+def test_progress_bar_runs_on_a_terminal(files):
+    inputs = prepare(cluster=files / "cluster.yaml", workload=files / "w.csv")
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    result = run_config(inputs, default_config(), "default", show_progress=True, console=console)
+    assert len(result.jobs) == 3 and result.meta["config"] == "default"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,22 @@ def test_surplus_eviction_of_an_elastic_job_does_not_restart_it():
     eng.evict(40, ["e-2"])
     r = by_name(eng.run())["e"]
     assert (r.end, r.restarts, r.evictions, r.gpu_hours_lost) == (100, 0, 1, 0.0)
+
+
+@pytest.mark.parametrize("policy, held", [("job", 8.0), ("pods", 16.0)])
+def test_restart_policy_decides_what_the_broken_gang_holds(policy, held):
+    # g-0 is evicted at 50 and gone at 70; the high-priority x (t=60) takes its node at 70 (no enqueue:
+    # nothing holds x back for the cluster being full). Under "job" g-1 stopped too, so only x holds GPUs
+    # until 1070; under "pods" g-1 idles on its node meanwhile.
+    jobs = [job("g", 0, 100, 8, pods=2), job("x", 60, 1000, 8, priority=100)]
+    config = parse_config({**DEFAULT_CONFIG, "actions": "allocate, backfill"}, REGISTRY, "no enqueue")
+    eng = engine(jobs, eviction_grace=20, restart_policy=policy, config=config)
+    eng.evict(50, ["g-0"])
+    result = eng.run()
+    r = by_name(result)
+    assert (r["x"].first_start, r["g"].restarts, r["g"].end) == (70, 1, 1170)
+    during = [s.gpu_used for s in result.cluster if 70 <= s.time < 1070]
+    assert during and set(during) == {held}
 
 
 @pytest.mark.skipif(REGISTRY.action_class("preempt") is None, reason="no preempt action registered yet")
@@ -233,14 +250,23 @@ def workloads(draw):
                        min_member=draw(st.integers(1, pods)), queue=draw(st.sampled_from(["a", "b"]))))
     evictions = draw(st.lists(st.tuples(st.integers(0, 600), st.sampled_from([j.name for j in out])),
                               max_size=3))
-    return out, evictions, draw(st.sampled_from([None, 60.0])), draw(st.sampled_from([0.0, 15.0]))
+    return (out, evictions, draw(st.sampled_from([None, 60.0])), draw(st.sampled_from([0.0, 15.0])),
+            draw(st.sampled_from(list(CONFIGS))), draw(st.sampled_from(["job", "pods"])))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CONFIGS = {"default": DEFAULT_CONFIG}
+if REGISTRY.action_class("preempt") is not None:   # the scheduler evicts too, when it can
+    CONFIGS["preempt"] = {**DEFAULT_CONFIG, "actions": "enqueue, allocate, preempt, backfill",
+                          "configurations": [{"name": "enqueue", "arguments": {"overcommit-factor": 2.0}}]}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_invariants_under_random_workloads(case):
-    jobs, evictions, checkpoint, grace = case
-    eng = engine(jobs, nodes=3, checkpoint_interval=checkpoint, eviction_grace=grace)
+    jobs, evictions, checkpoint, grace, config, policy = case
+    jobs = [replace(j, priority=10 * (i % 3)) for i, j in enumerate(jobs)]
+    eng = engine(jobs, nodes=3, checkpoint_interval=checkpoint, eviction_grace=grace, restart_policy=policy,
+                 config=parse_config(CONFIGS[config], REGISTRY, config))
     for at, name in evictions:
         eng.evict(at, [name])
     while eng.step():

@@ -1,6 +1,7 @@
 """``backfill`` (SPEC.md §3.1, Volcano ``actions/backfill``): best-effort pods — pods that request no
-resources besides their pod slot — go onto the best feasible node with a free pod slot, one at a time;
-each is committed on its own (a best-effort pod is never part of a gang's minimum)."""
+resources besides their pod slot — go onto the best feasible node with a free pod slot. A job's
+best-effort pods are placed in one Statement that commits only when the job is ready, so a gang of
+best-effort pods never binds below minMember (SPEC.md §5)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ class BackfillAction(Action):
             if session.job_valid(job):
                 session.unschedulable(job, session.job_valid(job) or "")
                 continue
-            for task in sorted(tasks, key=session.task_key()):
-                row = pick(session, task, session.predicate(task) & session.fits(task))
-                if row < 0:
-                    session.unschedulable(job, no_fit_reason(session, job, task, job.ready_count()))
-                    break
-                with session.statement() as stmt:
+            with session.statement() as stmt:
+                for task in sorted(tasks, key=session.task_key()):
+                    row = pick(session, task, session.predicate(task) & session.fits(task))
+                    if row < 0:
+                        session.unschedulable(job, no_fit_reason(session, job, task, job.ready_count()))
+                        break
                     stmt.allocate(task, row)
+                if session.job_ready(job):
                     stmt.commit()

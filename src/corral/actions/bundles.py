@@ -2,9 +2,12 @@
 
 Each victim job's pods inside the domain split into a SAFE bundle — surplus above minMember and above
 every role's minTaskMember (role limits ignored for elastic jobs, whose minMember is below the sum of the
-role minimums), or all of them when the job is already broken — and a WHOLE bundle, its core. Bundles
-sort: SAFE before WHOLE; then victim priority (preempt) or VictimQueueOrder (reclaim); then the ROI
-(local gain over global cost, measured against what the preemptor needs; differences under 0.05 defer);
+role minimums), or all of them when the job is already broken (fewer ready pods than minMember, or a
+role below its minimum) — and a WHOLE bundle, its core. A SAFE bundle costs what it evicts, a WHOLE
+bundle everything its job holds. Bundles sort: SAFE before WHOLE; then victim priority (preempt) or the
+victim queue order (reclaim); then the ROI (local gain over global cost, measured against what the
+preemptor needs, over the resources where ``need`` is positive — the caller leaves the pod slot out;
+differences under 0.05 defer);
 then the reverse of JobOrder (the job that would be scheduled last goes first); then creation time,
 newest first — the seed says oldest first; corral evicts the job that has run least, which loses the
 least work.

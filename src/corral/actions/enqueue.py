@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from corral.errors import ConfigError
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session
@@ -25,18 +24,13 @@ __all__ = ["EnqueueAction"]
 
 @dataclass(frozen=True)
 class EnqueueArgs:
-    overcommit_factor: float = arg("overcommit-factor", 1.2, "admit up to this multiple of the cluster")
+    overcommit_factor: float = arg("overcommit-factor", 1.2, "admit up to this multiple of the cluster",
+                                   minimum=1.0)
 
 
 class EnqueueAction(Action):
     name = "enqueue"
     Args = EnqueueArgs
-
-    def __init__(self, args: EnqueueArgs) -> None:
-        super().__init__(args)
-        if args.overcommit_factor < 1.0:
-            raise ConfigError(f"overcommit-factor must be at least 1.0, got {args.overcommit_factor}",
-                              field="configurations.enqueue.overcommit-factor")
 
     def execute(self, session: Session) -> None:
         cluster = session.cluster
@@ -72,10 +66,9 @@ class EnqueueAction(Action):
                     continue
                 short = need > budget + EPS
                 if need.any() and short.any():
-                    col = int(np.argmax(short))
                     session.unschedulable(job, f"not admitted: minResources need {res.describe(need)}; the "
-                                               f"cluster can admit {res.describe(np.maximum(budget, 0) * short)} "
-                                               f"more of {res.names[col]}")
+                                               f"cluster can admit only {res.describe(np.maximum(budget, 0) * short)}"
+                                               f" more (overcommit-factor {self.args.overcommit_factor:g})")
                     continue
                 budget = budget - need
                 job.phase = PodGroupPhase.INQUEUE

@@ -15,17 +15,17 @@ most ``maxDomains``) are tried in order and the first success wins. In a domain:
    bundle survives only if all of it is allowed, a SAFE bundle shrinks to its allowed part; re-sorted;
    ``allowWholeBundle: false`` drops WHOLE bundles; a GangVictimSelector plugin may replace the choice;
 3. bundles are taken in that order until what they free, with what is free in the domain, covers the
-   need — a SAFE bundle pod by pod, a WHOLE bundle as a whole; what would make the ScenarioValidator
-   reject the plan is passed over (a plan a validator rejects is taken to stay rejected when more is
-   evicted, as with minruntime) — and the gang is
-   dry-run into the domain (each waiting pod goes to the best node by NodeOrder of the
-   domain where it fits once the victims are gone); if it does not fit yet, more is taken and the dry
-   run repeated. Among bundles of the same kind and policy rank (and among the pods of a SAFE bundle)
-   the first that lets more of the gang fit, by a first-fit estimate over the nodes (:class:`Packer`),
-   is taken before those that only add scattered capacity: one gang that frees a whole node goes before
-   eight gangs with one GPU on each of four nodes. Once the gang fits, what was taken earlier and turns
-   out not to be needed is spared again, latest first (a reprieve by the estimate; the smaller set is
-   dry-run once, and the full set kept if the estimate was wrong);
+   need in total — a SAFE bundle pod by pod, a WHOLE bundle as a whole; what would make the
+   ScenarioValidator reject the plan is passed over (a plan a validator rejects is taken to stay
+   rejected when more is evicted, as with minruntime). Then, once a first-fit estimate over the domain's
+   nodes (:class:`Packer`) says the gang fits, or at the end of a bundle anyway, the gang is dry-run into
+   the domain (each waiting pod goes to the best node by NodeOrder of the domain where it fits once the
+   victims are gone); if it does not fit yet, more is taken and the dry run repeated. Among bundles of
+   the same kind and policy rank (and among the pods of a SAFE bundle) the first that lets more of the
+   gang fit, by the estimate, is taken before those that only add scattered capacity: one gang that
+   frees a whole node goes before eight gangs with one GPU on each of four nodes. Once the gang fits,
+   what was taken earlier and turns out not to be needed is spared again, latest first (a reprieve by
+   the estimate; the smaller set is dry-run, and the full set if the estimate was wrong);
 4. on success the victims are evicted and every waiting pod the gang needs is nominated (pipelined) in
    the domain. The nominations carry the domain into the next cycle: there allocate tries first the
    domain that holds them, each pod keeps its nominated node, and the capacity they reserve is not given

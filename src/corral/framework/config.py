@@ -27,9 +27,10 @@ SWITCHES = tuple(sorted({p.switch for p in POINTS if p.switch} | set(FEATURE_SWI
 
 
 def arg(key: str, default: Any, doc: str = "", *, kind: str | None = None, prefix: bool = False,
-        choices: tuple[str, ...] = ()) -> Any:
-    """Declare an argument field read from ``key``. ``kind`` "duration" parses Go durations to seconds."""
-    meta = {"key": key, "doc": doc, "kind": kind, "prefix": prefix, "choices": choices}
+        choices: tuple[str, ...] = (), minimum: float | None = None) -> Any:
+    """Declare an argument field read from ``key``. ``kind`` "duration" parses Go durations to seconds;
+    ``minimum`` bounds numbers from below."""
+    meta = {"key": key, "doc": doc, "kind": kind, "prefix": prefix, "choices": choices, "minimum": minimum}
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
     return field(default=default, metadata=meta)
@@ -79,6 +80,14 @@ class Config:
 
 
 def _coerce(value: Any, f: dataclasses.Field, where: str, file: str) -> Any:
+    out = _coerce_type(value, f, where, file)
+    low = f.metadata.get("minimum")
+    if low is not None and isinstance(out, (int, float)) and not isinstance(out, bool) and out < low:
+        raise ConfigError(f"must be at least {float(low)}, got {value!r}", file=file, field=where)
+    return out
+
+
+def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any:
     meta = f.metadata
     want = f.type if isinstance(f.type, type) else str(f.type)
     kind = meta.get("kind")

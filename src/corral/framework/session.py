@@ -83,7 +83,7 @@ class Session:
                     tiers.append(fns)
             self.points[point.name] = tiers
         self._handlers = [p for row in self.tiers for p, _ in row
-                          if callable(getattr(p, "on_allocate", None))]
+                          if callable(getattr(p, "on_allocate", None)) and callable(getattr(p, "on_deallocate", None))]
         for row in self.tiers:
             for p, _ in row:
                 p.on_session_open()
@@ -459,17 +459,18 @@ class Session:
         if not job.tasks and not job.invalid_reason:
             return
         if job.phase is not PodGroupPhase.COMPLETED and job.tasks and job.ready_count() >= job.min_member \
-                and not job.invalid_reason:
+                and self.job_ready(job) and not job.invalid_reason:
             job.phase = PodGroupPhase.RUNNING
         notes = self.annotations.get(job.uid, {})
         if not job.synthetic and (job.phase is not self._phase0.get(job.uid) or notes):
             self.decisions.podgroups.append(PodGroupUpdate(job.uid, job.phase.value, dict(sorted(notes.items())),
                                                            self.cycle))
-        waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
+        waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed]
         reason = self.reasons.get(job.uid)
         if job.invalid_reason:
             reason = job.invalid_reason
-        if waiting and reason and job.ready_count() < job.min_member:
+        if waiting and reason and (job.ready_count() < job.min_member or not self.job_ready(job)
+                                   or any(t.best_effort for t in waiting)):
             self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
 
 

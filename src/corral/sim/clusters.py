@@ -88,7 +88,7 @@ class ClusterSpec:
         """Validate a parsed YAML mapping; every fault is an InputError naming ``file`` and the field."""
         if not isinstance(raw, Mapping):
             raise InputError(f"expected a mapping, got {type(raw).__name__}", file=file)
-        _only(raw, ("name", "nodes", "topology", "queues", "queue_weights", "kind"), file, "")
+        _only(raw, ("name", "nodes", "topology", "queues", "queue_weights"), file, "")
         shapes = raw.get("nodes")
         if not isinstance(shapes, list) or not shapes:
             raise InputError("expected a non-empty list of node shapes", file=file, field="nodes")
@@ -335,8 +335,10 @@ def _from_snapshot(path: Path) -> ClusterTemplate:
                       hypernodes=snap.hypernodes, priority_classes=snap.priority_classes)
     cluster.account()
     explicit = any(q.source != "implicit" for q in cluster.queues.values())
-    gpus = 0.0 if GPU not in cluster.resources else cluster.total_allocatable()[cluster.resources.pos(GPU)] / MILLI
-    text = f"snapshot {path}: {len(cluster.nodes)} nodes, {gpus:g} GPUs, {len(cluster.hypernodes.hypernodes)} hypernodes"
+    gpu = cluster.resources.get(GPU)
+    gpus = 0.0 if gpu is None else cluster.total_allocatable()[gpu] / MILLI
+    text = (f"snapshot {path}: {len(cluster.nodes)} nodes, {gpus:g} GPUs, "
+            f"{len(cluster.hypernodes.hypernodes)} hypernodes")
     return ClusterTemplate(cluster, explicit, text)
 
 

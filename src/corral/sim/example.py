@@ -1,8 +1,8 @@
 """The built-in example ``corral simulate`` runs with no arguments: a few thousand synthetic jobs on a
 64-node GPU cluster (8 GPUs per node, 512 in all) with three weighted queues and a two-tier network
-topology (8 leaf switches of 8 nodes, 2 spines of 4 leaves). The load is about 0.9 of the cluster, so
-queues form, fairness matters and topology-constrained gangs compete with loose ones; the whole run
-takes well under a minute.
+topology (8 leaf switches of 8 nodes, 2 spines of 4 leaves). The load averages about 0.7 of the cluster,
+with bursts that build queues, so fairness matters and topology-constrained gangs compete with loose
+ones; the whole run takes well under a minute.
 """
 
 from __future__ import annotations
