@@ -17,9 +17,8 @@ preemptor gang of 8–128 GPUs per scenario (about a third with a hard topology 
 
 Pods request GPUs only (``--cpu-requests`` adds 4 CPUs and 32 GiB per GPU, which never bind on these
 nodes; before ``proportion`` had a reclaim floor for non-scarce resources, they made its reclaim rule
-refuse every victim). ``proportion`` sits in tier 1 so its reclaim rule is intersected with
-conformance's answer and both reclaim actions obey it (the oracle models it exactly);
-``--volcano-tiers`` puts it in tier 2, as in Volcano's default configuration.
+refuse every victim). Both reclaim actions keep a victim queue at or above its reclaim floor
+(proportion's rule, applied whatever its tier); the oracle models that exactly.
 
 Each scenario runs, on a fresh copy of the cluster, through one cycle ``enqueue, allocate, <action>``
 with the same plugins (gang with ``enablePreemptable``/``enableReclaimable`` false, so the legacy
@@ -67,22 +66,16 @@ PRIORITIES = {"low": 10, "mid": 20, "high-batch": 30, "urgent": 100, "critical":
 HIGH = "urgent"
 
 
-def config(action: str, queue_rule: bool = True) -> dict:
-    """Volcano's default plugins plus network-topology-aware; the gang plugin does not vote on victims
-    (``enablePreemptable``/``enableReclaimable`` false) so the legacy actions may break gangs.
-
-    The first tier that answers Preemptable/Reclaimable decides, and conformance answers in tier 1: with
-    Volcano's default tiers (``queue_rule`` false, ``--volcano-tiers``) the ``proportion`` rule "a victim
-    queue stays at or above its deserved share" is not consulted by ``gangreclaim`` (``reclaim`` applies
-    it whatever the tier). By default proportion sits in tier 1, so its answer is intersected with
-    conformance's and both reclaim actions obey it; the oracle models it then."""
-    tier1 = [{"name": "priority"}, {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
-             {"name": "conformance"}]
-    tier2 = [{"name": "predicates"}, {"name": "proportion"}, {"name": "network-topology-aware"},
-             {"name": "nodeorder"}, {"name": "binpack"}]
-    if queue_rule:
-        tier1.append(tier2.pop(1))
-    return {"actions": f"enqueue, allocate, {action}", "tiers": [{"plugins": tier1}, {"plugins": tier2}]}
+def config(action: str) -> dict:
+    """Volcano's default tiers plus network-topology-aware; the gang plugin does not vote on victims
+    (``enablePreemptable``/``enableReclaimable`` false) so the legacy actions may break gangs. Both
+    reclaim actions apply the queue rule of proportion (a victim queue stays at or above its reclaim
+    floor) whatever tier it sits in; the oracle models it."""
+    return {"actions": f"enqueue, allocate, {action}", "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
+                     {"name": "conformance"}]},
+        {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "network-topology-aware"},
+                     {"name": "nodeorder"}, {"name": "binpack"}]}]}
 
 
 def _ts(seconds_ago: float) -> str:
@@ -285,11 +278,11 @@ class Outcome:
     victims: list[str] = field(default_factory=list)
 
 
-def run_action(sc: Scenario, action: str, pristine, queue_rule: bool = True) -> Outcome:
+def run_action(sc: Scenario, action: str, pristine) -> Outcome:
     """One cycle ``enqueue, allocate, <action>`` on a fresh copy of the scenario; only the last action's
     ``execute`` is timed."""
     cluster = build_cluster(("bench", d) for d in sc.docs)
-    cfg = parse_config(config(action, queue_rule), REGISTRY, "bench")
+    cfg = parse_config(config(action), REGISTRY, "bench")
     session = Session(cluster, cfg, REGISTRY, NOW, 1)
     for ac in cfg.actions[:-1]:
         session.action = ac.name
@@ -325,11 +318,11 @@ def run_action(sc: Scenario, action: str, pristine, queue_rule: bool = True) -> 
 
 
 def run_oracle(sc: Scenario, pristine, action: str, time_limit: float, workers: int, hint=None,
-               queue_rule: bool = True, priority_first: bool = False) -> Outcome:
+               priority_first: bool = False) -> Outcome:
     job = pristine.jobs[sc.preemptor]
     slack = None
-    if action == "reclaim" and queue_rule:      # model the proportion rule only when the actions apply it
-        session = Session(pristine, parse_config(config("gangreclaim", True), REGISTRY, "bench"), REGISTRY, NOW, 1)
+    if action == "reclaim":                     # the proportion rule, as both reclaim actions apply it
+        session = Session(pristine, parse_config(config("gangreclaim"), REGISTRY, "bench"), REGISTRY, NOW, 1)
         slack = queue_slack(session)
     solve = solve_priority_first if priority_first else solve_gang_eviction
     res = solve(pristine, job, action=action, now=NOW, time_limit=time_limit, queue_slack=slack, workers=workers,
@@ -406,16 +399,12 @@ def main() -> int:
     ap.add_argument("--oracle-victims", type=int, default=5000, help="... and at most this many candidate victims")
     ap.add_argument("--oracle-time", type=float, default=10.0, help="CP-SAT time limit per solve, seconds")
     ap.add_argument("--oracle-workers", type=int, default=2, help="CP-SAT search workers")
-    ap.add_argument("--volcano-tiers", action="store_true", help="proportion in tier 2 as in Volcano's default "
-                    "configuration: its reclaim rule (a victim queue stays at or above its deserved share) is then "
-                    "not consulted by gangreclaim, and the oracle does not model it")
     ap.add_argument("--cpu-requests", action="store_true", help="pods also request 4 CPUs and 32 GiB per GPU "
                     "(by default only GPUs: CPU and memory never bind on these nodes)")
     ap.add_argument("--verbose", "-v", action="store_true", help="one line per scenario")
     ap.add_argument("--show-losses", type=int, default=5, help="print this many instances where gang-aware "
                     "loses most to the oracle")
     args = ap.parse_args()
-    args.queue_rule = not args.volcano_tiers
     if args.quick:
         args.scenarios = min(args.scenarios, 40)
         args.max_nodes = min(args.max_nodes, 128)
@@ -427,17 +416,15 @@ def main() -> int:
         sc = generate(i, np.random.default_rng([args.seed, i]), args.max_nodes, cpu_requests=args.cpu_requests)
         pristine = build_cluster(("bench", d) for d in sc.docs)
         legacy, gang = ("preempt", "gangpreempt") if sc.kind == "preempt" else ("reclaim", "gangreclaim")
-        res = {"legacy": run_action(sc, legacy, pristine, args.queue_rule),
-               "gang": run_action(sc, gang, pristine, args.queue_rule)}
+        res = {"legacy": run_action(sc, legacy, pristine), "gang": run_action(sc, gang, pristine)}
         nn, nv = oracle_size(sc, pristine, sc.kind)
         if nn <= args.oracle_nodes and nv <= args.oracle_victims:
             by_key = {t.key: t for t in pristine.tasks.values()}
             hint = [by_key[k] for k in res["gang"].victims] if res["gang"].placed else None
-            res["oracle"] = run_oracle(sc, pristine, sc.kind, args.oracle_time, args.oracle_workers, hint,
-                                       args.queue_rule)
+            res["oracle"] = run_oracle(sc, pristine, sc.kind, args.oracle_time, args.oracle_workers, hint)
             if sc.kind == "preempt":
                 res["oracle-prio"] = run_oracle(sc, pristine, sc.kind, args.oracle_time, args.oracle_workers, None,
-                                                args.queue_rule, priority_first=True)
+                                                priority_first=True)
         rows.extend(res.values())
         pairs.append((sc, res))
         if args.verbose:

@@ -379,3 +379,20 @@ def test_reclaim_action_applies_queue_rule_whatever_the_tier() -> None:
     assert names(h.session.reclaimable(h.task, pods)) == {"a-0", "a-1"}   # tier 1 (conformance) decides
     assert h.ok(pods) == []                                                 # the action keeps qa at 6
     assert h.plan("n1") is None
+
+
+def test_plan_clears_only_the_nominations_it_needs() -> None:
+    """Two lower-priority pods of the same queue are nominated to n1 (4 GPUs each, capacity being
+    released); a 4-GPU preemptor needs only one of the places: the lower of the two gives way. A
+    nomination of another queue is never cleared."""
+    case = {"nodes": [{"name": "n1"}],
+            "queues": [{"name": "qa"}, {"name": "qb"}],
+            "jobs": [{"name": "leaving", "queue": "qa", "priority": 1,
+                      "pods": [{"count": 1, "gpu": 8, "nodes": ["n1"], "deleting": True}]},
+                     {"name": "n10", "queue": "qa", "priority": 10, "pods": [{"count": 1, "gpu": 4, "nominated": ["n1"]}]},
+                     {"name": "n20", "queue": "qa", "priority": 20, "pods": [{"count": 1, "gpu": 4, "nominated": ["n1"]}]},
+                     pending(gpu=4) | {"queue": "qa"}]}
+    plan = Harness(case).plan("n1")
+    assert plan is not None and plan.victims == [] and names(plan.cleared) == {"n10-0"}
+    other = {**case, "jobs": [j | {"queue": "qb"} if j["name"] in ("n10", "n20") else j for j in case["jobs"]]}
+    assert Harness(other).plan("n1") is None       # the other queue's reservations stand

@@ -8,8 +8,9 @@ placement is nominated when the session closes, so it persists), and discarded o
 fits nowhere ends the job's attempt, as in Volcano.
 
 Jobs with a topology constraint ask the session for their gang search space (seed 000, SPEC.md §3.3);
-each domain is tried in order inside a save/restore and the first where the gang becomes ready (or,
-failing that, pipelined) wins. No topology logic lives here beyond that.
+each domain is dry-run inside a save/restore and the best plan is re-applied (``place_in_domains``):
+a domain holding the job's nominations first, then the lowest tier, then the best HyperNodeOrder score.
+No topology logic lives here beyond that.
 
 When enqueue is not among the configured actions, Pending podgroups are treated as admitted. A job that
 becomes ready gets the ``kai.scheduler/last-start-timestamp`` annotation (seed 002), which appears in the

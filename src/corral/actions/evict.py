@@ -16,10 +16,11 @@ best node in the common case. The plans rank as follows:
 1. victims in order (PDB-safe first, lowest priority first, newest first; when a budget allows only
    some of the pods it covers, the lower-priority ones are the safe ones, as in kube-scheduler) are
    removed through the simulation points (SimulateRemoveTask) until the pod fits — resources,
-   SimulatePredicate, SimulateAllocatable — counting higher-priority pods already nominated to the node
-   and releasing the nominations of lower-priority pods of other jobs;
+   SimulatePredicate, SimulateAllocatable — counting the pods already nominated to the node, except
+   lower-priority ones of other jobs of the same queue, whose nominations are released;
 2. the reprieve adds victims back (SimulateAddTask), PDB-violating and highest priority first, keeping
-   each that still lets the pod fit;
+   each that still lets the pod fit; then the released nominations, highest priority first, keep their
+   node while the pod still fits (a nomination is cleared only when the room is needed);
 3. the ScenarioValidator points see the plan; the state is restored;
 4. plans rank by fewest PDB violations, lowest highest-victim priority, smallest priority sum, fewest
    victims, latest earliest start among the victims, then node name.
@@ -90,11 +91,15 @@ class Evictor:
         self.nominated.append(task)
 
     def _nominations(self, task: Task, row: int | None = None) -> list[Task]:
-        """Lower-priority pods of other jobs nominated (to ``row``, or anywhere) that would give way to
-        ``task`` (a job never clears its own nominations)."""
+        """Lower-priority pods of other jobs of the same queue nominated (to ``row``, or anywhere) that
+        would give way to ``task``. A job never clears its own nominations, and a nomination of another
+        queue is that queue's reservation: capacity moves between queues by reclaim's fairness rules,
+        not by priority (else a preemptor of queue A could take the node that queue B's preemptor just
+        had cleared by evicting B's own pods)."""
+        job = task.job
         return [t for t in self.nominated if t.status is TaskStatus.PIPELINED and t.nominated >= 0
-                and t.priority < task.priority and t is not task
-                and (t.job is None or t.job is not task.job) and (row is None or t.nominated == row)]
+                and t.priority < task.priority and t is not task and t.job is not None and job is not None
+                and t.job is not job and t.job.queue == job.queue and (row is None or t.nominated == row)]
 
     def gone(self, victims: list[Task]) -> None:
         """``victims`` were evicted (their Statement may still be discarded: see :meth:`back`)."""
@@ -164,8 +169,19 @@ class Evictor:
             return bool(np.all(free[cols] >= task.request[cols] - EPS)) and \
                 session.simulate_predicate(task, row) and session.simulate_allocatable(queue, task)
 
+        def spare(cleared: list[Task]) -> list[Task]:
+            """The nominations that must give way: keep each (highest priority first) that still lets
+            the pod fit."""
+            out = []
+            for t in sorted(cleared, key=lambda t: (-t.priority, t.creation, t.name)):
+                free[:] -= t.request
+                if not fits():
+                    free[:] += t.request
+                    out.append(t)
+            return out
+
         if fits():
-            return Plan(row, [], 0, cleared)
+            return Plan(row, [], 0, spare(cleared))
         idx = [i for i in self.by_node.get(row, [])
                if self.alive[i] and allowed[i] and self.tasks[i].status in VICTIM_STATES]
         pods = victim_ok([self.tasks[i] for i in idx])
@@ -193,6 +209,7 @@ class Evictor:
             session.simulate_remove(v, row)
             free += v.request
             victims.append(v)
+        cleared = spare(cleared)                            # with the victims still gone
         self._restore(victims, row)
         if victims:
             victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())

@@ -467,6 +467,10 @@ class Session:
                                                            self.cycle))
         waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed]
         reason = self.reasons.get(job.uid)
+        nominated = sum(1 for t in waiting if t.status is TaskStatus.PIPELINED)
+        if reason and nominated and self.job_pipelined(job) and not reason.startswith("waiting for"):
+            reason = (f"waiting for resources being released: {nominated} pod(s) nominated, "
+                      f"{job.ready_count()} of {job.min_member} placed")
         if job.invalid_reason:
             reason = job.invalid_reason
         if waiting and reason and (job.ready_count() < job.min_member or not self.job_ready(job)

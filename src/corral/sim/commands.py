@@ -223,8 +223,7 @@ def simulate_command(
     output: Path = typer.Option(Path("corral-report"), "--output", "-o", help="report folder"),
     no_progress: bool = _NO_PROGRESS,
 ) -> None:
-    """Replay a workload through the scheduler over simulated time and write a report (no arguments:
-    the built-in example)."""
+    """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     console = Console()
     try:
         name, cfg = _load_config(config)
