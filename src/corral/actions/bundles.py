@@ -11,6 +11,15 @@ differences under 0.05 defer);
 then the reverse of JobOrder (the job that would be scheduled last goes first); then creation time,
 newest first — the seed says oldest first; corral evicts the job that has run least, which loses the
 least work.
+
+**Work-weighted cost (corral's choice).** Given ``age`` (:func:`run_hours`), the global cost counts
+*work*, not resources: each pod's request weighted by the hours it has run so far (at least
+:data:`MIN_RUN` so a brand-new pod is not free). The seed's cost treats a gang that started ten
+minutes ago like one that has run for three days; what an eviction really destroys is the work done
+(the restarted pods run it again), so the ROI — the same formula, with ``global_r`` in work — prefers
+the victims that lose the least work. Without ``age`` every pod weighs 1 (the seed's formula on
+resources). :func:`work_cost` is the same measure for a whole victim set (a job the set breaks costs
+everything it holds, any other victim only itself).
 """
 
 from __future__ import annotations
@@ -23,11 +32,44 @@ import numpy as np
 
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 
-__all__ = ["Bundle", "make_bundles", "sort_bundles", "ROI_THRESHOLD", "SAFE", "WHOLE"]
+__all__ = ["Bundle", "make_bundles", "sort_bundles", "run_hours", "work_cost", "ROI_THRESHOLD",
+           "MIN_RUN", "SAFE", "WHOLE", "WorkCost"]
 
 ROI_THRESHOLD = 0.05
 SAFE, WHOLE = 0, 1
+#: The least run time a pod is charged with, seconds: a pod that has just started is not free to evict.
+MIN_RUN = 60.0
 _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
+
+Age = Callable[[Task], float]
+
+
+def run_hours(now: float, floor: float = MIN_RUN) -> Age:
+    """A pod's weight in the work-weighted cost: the hours it has run at ``now`` (since
+    ``status.startTime``, else its creation; a pod placed in this cycle has run 0), at least ``floor``
+    seconds."""
+    def age(t: Task) -> float:
+        start = t.start_time if t.start_time is not None else (t.creation or now)
+        return max(now - start, floor) / 3600.0
+    return age
+
+
+def _weighted(tasks, age: Age | None, size: int) -> np.ndarray:
+    out = np.zeros(size)
+    for t in tasks:
+        out += t.request * (age(t) if age is not None else 1.0)
+    return out
+
+
+def _held(job: Job) -> list[Task]:
+    return [t for t in job.tasks if t.status in ALLOCATED_STATES]
+
+
+def work_cost(victims: list[Task], need: np.ndarray, age: Age | None) -> float:
+    """The cost of evicting ``victims`` together, in the ROI's cost measure (Σ_r global_r / need_r over
+    the resources where ``need`` is positive): a healthy job the set breaks costs every pod it holds,
+    any other victim (surplus, or of a job broken already) only itself."""
+    return WorkCost(need, age).total(victims)
 
 
 @dataclass
@@ -35,23 +77,26 @@ class Bundle:
     job: Job
     kind: int                       # SAFE or WHOLE
     tasks: list[Task]
-    global_cost: np.ndarray         # what breaking it destroys: the bundle (SAFE) or the whole job (WHOLE)
+    global_cost: np.ndarray         # what breaking it destroys: the bundle (SAFE) or the whole job (WHOLE),
+                                    # in work (request x hours run) when the bundle has an ``age``
     roi: float = 0.0
     local: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    age: Age | None = None
+    cost: float = 0.0               # Σ_r global_cost_r / need_r: the ROI's denominator
 
     def shrink(self, tasks: list[Task], need: np.ndarray) -> None:
         """Keep only ``tasks`` (what the victim plugins allowed) and score again; a SAFE bundle's cost
         is what it still evicts."""
         self.tasks = tasks
         if self.kind == SAFE:
-            self.global_cost = sum((t.request for t in tasks), np.zeros_like(need))
+            self.global_cost = _weighted(tasks, self.age, len(need))
         self.score(need)
 
     def score(self, need: np.ndarray) -> None:
         self.local = sum((t.request for t in self.tasks), np.zeros_like(need))
         dims = need > 0
         gain = float(np.sum(np.minimum(self.local[dims], need[dims]) / need[dims]))
-        cost = float(np.sum(self.global_cost[dims] / need[dims]))
+        self.cost = cost = float(np.sum(self.global_cost[dims] / need[dims]))
         self.roi = gain / cost if cost > 0 else (float("inf") if gain > 0 else 0.0)
 
 
@@ -66,17 +111,19 @@ def _victim_order(need: np.ndarray) -> Callable[[Task], tuple]:
     return key
 
 
-def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray) -> list[Bundle]:
-    """SAFE and WHOLE bundles of each victim job's local pods (``jobs``: id -> (job, local pods))."""
+def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray, age: Age | None = None) -> list[Bundle]:
+    """SAFE and WHOLE bundles of each victim job's local pods (``jobs``: id -> (job, local pods)); with
+    ``age`` (:func:`run_hours`) the global cost is work-weighted."""
     out: list[Bundle] = []
     order = _victim_order(need)
+    n = len(need)
     for job, local in jobs.values():
         local = sorted(local, key=order)
         ready = [t for t in job.tasks if t.status in _READY]
-        held = sum((t.request for t in job.tasks if t.status in ALLOCATED_STATES), np.zeros_like(need))
+        held = _weighted(_held(job), age, n)
         surplus = len(ready) - job.min_member
         if surplus < 0 or not _roles_ok(job, ready):
-            out.append(Bundle(job, SAFE, local, sum((t.request for t in local), np.zeros_like(need))))
+            out.append(Bundle(job, SAFE, local, _weighted(local, age, n), age=age))
             continue
         enforce = bool(job.min_task_member) and not job.elastic
         role_surplus: dict[str, int] = {}
@@ -96,9 +143,9 @@ def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray) -> l
             else:
                 core.append(t)
         if safe:
-            out.append(Bundle(job, SAFE, safe, sum((t.request for t in safe), np.zeros_like(need))))
+            out.append(Bundle(job, SAFE, safe, _weighted(safe, age, n), age=age))
         if core:
-            out.append(Bundle(job, WHOLE, core, held))
+            out.append(Bundle(job, WHOLE, core, held, age=age))
     for b in out:
         b.score(need)
     return out
@@ -135,3 +182,81 @@ def sort_bundles(bundles: list[Bundle], policy: Callable[[Bundle, Bundle], int],
     # result could depend on the input order: start from a canonical one
     canonical = sorted(bundles, key=lambda b: (b.job.uid, b.kind))
     return sorted(canonical, key=functools.cmp_to_key(cmp))
+
+
+class WorkCost:
+    """:func:`work_cost` with the per-pod and per-job sums cached, for the many evaluations of one
+    domain (the plan's cost, the reprieve's savings)."""
+
+    def __init__(self, need: np.ndarray, age: Age | None) -> None:
+        self.dims = need > 0
+        self.inv = np.where(self.dims, 1.0 / np.where(self.dims, need, 1.0), 0.0)
+        self.age = age
+        self._pod: dict[int, float] = {}
+        self._held: dict[int, float] = {}
+        self._state: dict[int, tuple] = {}
+
+    def pod(self, t: Task) -> float:
+        c = self._pod.get(id(t))
+        if c is None:
+            c = self._pod[id(t)] = float(t.request @ self.inv) * (self.age(t) if self.age is not None else 1.0)
+        return c
+
+    def held(self, job: Job) -> float:
+        c = self._held.get(id(job))
+        if c is None:
+            c = self._held[id(job)] = sum(self.pod(t) for t in _held(job))
+        return c
+
+    def _breaks(self, job: Job, pods: list[Task]) -> bool:
+        st = self._state.get(id(job))
+        if st is None:
+            ready = [t for t in job.tasks if t.status in _READY]
+            counts: dict[str, int] = {}
+            for t in ready:
+                counts[t.role] = counts.get(t.role, 0) + 1
+            healthy = len(ready) >= job.min_member and _roles_ok(job, ready)
+            roles = bool(job.min_task_member) and not job.elastic
+            st = self._state[id(job)] = (healthy, len(ready), counts, roles)
+        healthy, ready, counts, roles = st
+        if not healthy or not pods:
+            return False
+        if ready - len(pods) < job.min_member:
+            return True
+        if roles:
+            gone: dict[str, int] = {}
+            for p in pods:
+                gone[p.role] = gone.get(p.role, 0) + 1
+            return any(counts.get(r, 0) - gone.get(r, 0) < n for r, n in job.min_task_member.items())
+        return False
+
+    def job(self, job: Job | None, pods: list[Task]) -> float:
+        """What evicting ``pods`` (all of ``job``) costs."""
+        if job is not None and self._breaks(job, pods):
+            return self.held(job)
+        return sum(self.pod(t) for t in pods)
+
+    def total(self, victims: list[Task]) -> float:
+        by_job: dict[int, tuple[Job | None, list[Task]]] = {}
+        for v in victims:
+            by_job.setdefault(id(v.job) if v.job is not None else id(v), (v.job, []))[1].append(v)
+        return sum(self.job(j, pods) for j, pods in by_job.values())
+
+    def savings(self, units: list[list[Task]]) -> list[float]:
+        """For each unit (pods of one job) of a victim set made of ``units``: what sparing it alone
+        saves."""
+        by_job: dict[int, list[Task]] = {}
+        for u in units:
+            for v in u:
+                by_job.setdefault(id(v.job) if v.job is not None else id(v), []).append(v)
+        out = []
+        for u in units:
+            if not u:
+                out.append(0.0)
+                continue
+            key = id(u[0].job) if u[0].job is not None else id(u[0])
+            pods = by_job[key]
+            ids = {id(t) for t in u}
+            rest = [t for t in pods if id(t) not in ids]
+            out.append(self.job(u[0].job, pods) - self.job(u[0].job, rest))
+        return out

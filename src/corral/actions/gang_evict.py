@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from corral.actions.allocate import schedulable_jobs
-from corral.actions.bundles import Bundle, WHOLE, make_bundles, sort_bundles
+from corral.actions.bundles import Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
 from corral.actions.evict import VICTIM_STATES
 from corral.actions.reclaim import queue_rules
 from corral.framework.config import arg
@@ -173,8 +173,20 @@ class GangEvictAction(Action):
             if not tasks or any(t.preempt_never for t in tasks):
                 continue                # preemptionPolicy Never: the pod never preempts or reclaims
             domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
-            for domain in domains:
-                if self.try_domain(session, job, tasks, domain):
+            # every domain offered is planned (dry runs only); the plan that loses the least work wins,
+            # the search-space order breaking ties; a plan that evicts nothing ends the search
+            plans: list[tuple[float, int, Domain, list[Task]]] = []
+            for i, domain in enumerate(domains):
+                plan = self.plan_domain(session, job, tasks, domain)
+                if plan is None:
+                    continue
+                cost, victims = plan
+                plans.append((cost, i, domain, victims))
+                if not victims:
+                    break
+            plans.sort(key=lambda p: (p[0], len(p[3]), p[1]))
+            for _, _, domain, victims in plans:
+                if self.attempt(session, job, tasks, domain, victims):
                     session.nominated_domains[job.uid] = domain.name
                     session.unschedulable(job, f"{self.name}: nominated in {domain.name}; waiting for the "
                                                f"evicted pods to leave")
@@ -210,32 +222,49 @@ class GangEvictAction(Action):
         return by_job
 
     def bundles(self, session: Session, job: Job, tasks: list[Task], domain: Domain, need: np.ndarray) -> list[Bundle]:
+        """The domain's bundles, sorted, each checked with the plugins' victim filter on its own (a WHOLE
+        bundle kept only if all of it is allowed, a SAFE one shrunk to its allowed part), sorted again.
+        What stateful plugins allow *together* is checked along the selection (:meth:`plan_domain`)."""
         by_job = self.candidates(session, job, domain)
         if not by_job:
             return []
         # ROI and coverage count the resources the pods request, not the pod slot every pod takes
-        need = need.copy()
-        need[session.cluster.resources.pos(PODS)] = 0
-        order = sort_bundles(make_bundles(by_job, need), self.policy(session), session.compare_jobs)
-        flat = [t for b in order for t in b.tasks]
-        ok = {id(t) for t in self.plugin_filter(session, tasks[0], flat)}
+        need = self.roi_need(session, need)
+        order = sort_bundles(make_bundles(by_job, need, run_hours(session.now)), self.policy(session),
+                             session.compare_jobs)
         valid = []
         for b in order:
+            if b.kind == WHOLE and not self.args.allow_whole:
+                continue
+            ok = {id(t) for t in self.plugin_filter(session, tasks[0], b.tasks)}
             keep = [t for t in b.tasks if id(t) in ok]
-            if b.kind == WHOLE and (len(keep) < len(b.tasks) or not self.args.allow_whole):
+            if b.kind == WHOLE and len(keep) < len(b.tasks):
                 continue
             if keep:
                 b.shrink(keep, need)
                 valid.append(b)
         return sort_bundles(valid, self.policy(session), session.compare_jobs)
 
-    def try_domain(self, session: Session, job: Job, tasks: list[Task], domain: Domain) -> bool:
+    @staticmethod
+    def roi_need(session: Session, need: np.ndarray) -> np.ndarray:
+        need = need.copy()
+        need[session.cluster.resources.pos(PODS)] = 0
+        return need
+
+    def plan_domain(self, session: Session, job: Job, tasks: list[Task], domain: Domain
+                    ) -> tuple[float, list[Task]] | None:
+        """The victims with which the gang fits ``domain`` (dry-run, nothing kept) and their cost in
+        work (:class:`WorkCost`), or None."""
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
         cols = np.flatnonzero(need)
         bundles = self.bundles(session, job, tasks, domain, need)
+        costs = WorkCost(self.roi_need(session, need), run_hours(session.now))
         custom = session.gang_victims(job, domain, [t for b in bundles for t in b.tasks], need, self.name)
         if custom is not None:
-            return self.attempt(session, job, tasks, domain, list(custom))
+            victims = list(custom)
+            if self.attempt(session, job, tasks, domain, victims, commit=False):
+                return costs.total(victims), victims
+            return None
         nodes = session.cluster.nodes
         base = np.clip(nodes.future_idle[domain.mask & ~nodes.down][:, cols], 0, None).sum(axis=0)
 
@@ -243,8 +272,8 @@ class GangEvictAction(Action):
             freed = sum((v.request[cols] for v in victims), np.zeros(len(cols)))
             return bool(np.all(base + freed >= need[cols] - EPS))
 
-        if covered([]) and self.attempt(session, job, tasks, domain, []):
-            return True
+        if covered([]) and self.attempt(session, job, tasks, domain, [], commit=False):
+            return 0.0, []
         pack = Packer(session, tasks, domain)
         policy = self.policy(session)
         victims: list[Task] = []
@@ -259,29 +288,41 @@ class GangEvictAction(Action):
                 unit = left.pop(_first_useful(pack, victims, left, lambda i: True))
                 if not self.valid(session, job, victims + unit):
                     continue            # a ScenarioValidator rejects it: pass it over
+                if not self.allowed_together(session, tasks[0], victims, unit):
+                    continue            # a stateful victim filter refuses it on top of what is taken
                 victims = victims + unit
                 units.append(unit)
                 # a SAFE bundle goes pod by pod, only as far as the need requires; a WHOLE one as a whole.
                 # Dry-run once the estimate says the gang fits, or at the end of a bundle anyway
                 if not covered(victims) or (left and pack.count(victims) < pack.n):
                     continue
-                spared = self.reprieve(session, job, units, covered, pack)
-                if len(spared) < len(victims) and self.attempt(session, job, tasks, domain, spared):
-                    return True
-                if self.attempt(session, job, tasks, domain, victims):
-                    return True
-        return False
+                spared = self.reprieve(session, job, units, covered, pack, costs)
+                if len(spared) < len(victims) and self.attempt(session, job, tasks, domain, spared, commit=False):
+                    return costs.total(spared), spared
+                if self.attempt(session, job, tasks, domain, victims, commit=False):
+                    return costs.total(victims), victims
+        return None
 
-    def reprieve(self, session: Session, job: Job, units: list[list[Task]], covered, pack: "Packer") -> list[Task]:
-        """Spare what turned out not to be needed: each unit taken before the last one, latest first, is
-        given back when the estimate says the gang still fits without it (the caller dry-runs the result
-        first, then the full set if the estimate was wrong)."""
-        keep = list(units)
-        for unit in reversed(units[:-1]):
-            trial = [t for u in keep if u is not unit for t in u]
+    def allowed_together(self, session: Session, task: Task, victims: list[Task], unit: list[Task]) -> bool:
+        """Does the plugins' victim filter allow ``unit`` on top of ``victims`` (one call over the
+        selection in the order taken, so stateful plugins count cumulatively what is really taken)?"""
+        ok = {id(t) for t in self.plugin_filter(session, task, victims + unit)}
+        return all(id(t) in ok for t in unit)
+
+    def reprieve(self, session: Session, job: Job, units: list[list[Task]], covered, pack: "Packer",
+                 costs: WorkCost) -> list[Task]:
+        """Spare what turned out not to be needed: each unit taken is given back, the one whose sparing
+        saves the most work first (then the latest taken), when the estimate says the gang still fits
+        without it (the caller dry-runs the result first, then the full set if the estimate was wrong).
+        A unit of a gang the set breaks anyway saves nothing and is tried last."""
+        saving = costs.savings(units)
+        keep = set(range(len(units)))
+        for i in sorted(range(len(units)), key=lambda i: (-saving[i], -i)):
+            rest = keep - {i}
+            trial = [t for j in sorted(rest) for t in units[j]]
             if covered(trial) and pack.count(trial) >= pack.n and self.valid(session, job, trial):
-                keep = [u for u in keep if u is not unit]
-        return [t for u in keep for t in u]
+                keep = rest
+        return [t for j in sorted(keep) for t in units[j]]
 
     def attempt(self, session: Session, job: Job, tasks: list[Task], domain: Domain, victims: list[Task],
                 *, commit: bool = True) -> bool:

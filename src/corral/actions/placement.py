@@ -66,7 +66,10 @@ def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: n
     worst = int(np.argmax(short_by))
     col = int(cols[worst])
     name = res.names[col]
-    rows = np.flatnonzero(feasible)
+    others = np.ones(len(cols), dtype=bool)
+    others[worst] = False
+    rest_fit = (free[:, others] >= task.request[cols][others] - EPS).all(axis=1) & feasible
+    rows = np.flatnonzero(rest_fit if rest_fit.any() else feasible)   # prefer nodes short of only this
     best = int(rows[int(np.argmax(free[rows, worst]))])
     amount = max(float(free[best, worst]), 0.0)
     unit = "pod slots" if name == PODS else name

@@ -447,7 +447,10 @@ class Session:
         names = self.cluster.nodes.names
         for stmt in self.kept:
             for op in stmt.ops:
-                self.decisions.nominations.append(Nomination(op.task.key, names[op.node], self.cycle))
+                t = op.task          # still where the held placement put it (a later action may move it)
+                if (t.status is TaskStatus.PIPELINED and t.nominated == op.node) or \
+                        (t.status is TaskStatus.ALLOCATED and t.node == op.node):
+                    self.decisions.nominations.append(Nomination(t.key, names[op.node], self.cycle))
             stmt.closed = True
         for uid, job in sorted(self.cluster.jobs.items()):
             self._close_job(job)
