@@ -238,8 +238,6 @@ class GangEvictAction(Action):
                 continue
             ok = {id(t) for t in self.plugin_filter(session, tasks[0], b.tasks)}
             keep = [t for t in b.tasks if id(t) in ok]
-            if b.kind == WHOLE and len(keep) < len(b.tasks):
-                continue
             if keep:
                 b.shrink(keep, need)
                 valid.append(b)
@@ -283,13 +281,16 @@ class GangEvictAction(Action):
             b = pending.pop(_first_useful(pack, victims, [x.tasks for x in pending],
                                           lambda i: pending[i].kind == pending[0].kind
                                           and policy(pending[0], pending[i]) == 0))
+            # a SAFE bundle pod by pod, only as far as the need requires; a WHOLE one as a whole (once its
+            # gang is broken the rest of its pods in the domain cost nothing more)
             left = [list(b.tasks)] if b.kind == WHOLE else [[t] for t in b.tasks]
             while left:
                 unit = left.pop(_first_useful(pack, victims, left, lambda i: True))
+                unit = self.allowed_together(session, tasks[0], victims, unit)
+                if not unit:
+                    continue            # a stateful victim filter refuses it on top of what is taken
                 if not self.valid(session, job, victims + unit):
                     continue            # a ScenarioValidator rejects it: pass it over
-                if not self.allowed_together(session, tasks[0], victims, unit):
-                    continue            # a stateful victim filter refuses it on top of what is taken
                 victims = victims + unit
                 units.append(unit)
                 # a SAFE bundle goes pod by pod, only as far as the need requires; a WHOLE one as a whole.
@@ -303,25 +304,43 @@ class GangEvictAction(Action):
                     return costs.total(victims), victims
         return None
 
-    def allowed_together(self, session: Session, task: Task, victims: list[Task], unit: list[Task]) -> bool:
-        """Does the plugins' victim filter allow ``unit`` on top of ``victims`` (one call over the
-        selection in the order taken, so stateful plugins count cumulatively what is really taken)?"""
+    def allowed_together(self, session: Session, task: Task, victims: list[Task], unit: list[Task]) -> list[Task]:
+        """What of ``unit`` the plugins' victim filter allows on top of ``victims`` (one call over the
+        selection in the order taken, so stateful plugins count cumulatively only what is really
+        taken): all of it or nothing for one SAFE pod, the allowed part of a WHOLE bundle (its gang
+        breaks all the same)."""
         ok = {id(t) for t in self.plugin_filter(session, task, victims + unit)}
-        return all(id(t) in ok for t in unit)
+        return [t for t in unit if id(t) in ok]
 
     def reprieve(self, session: Session, job: Job, units: list[list[Task]], covered, pack: "Packer",
                  costs: WorkCost) -> list[Task]:
-        """Spare what turned out not to be needed: each unit taken is given back, the one whose sparing
-        saves the most work first (then the latest taken), when the estimate says the gang still fits
-        without it (the caller dry-runs the result first, then the full set if the estimate was wrong).
-        A unit of a gang the set breaks anyway saves nothing and is tried last."""
-        saving = costs.savings(units)
+        """Spare what turned out not to be needed, the most expensive first: first every victim gang as
+        a whole (all its pods taken, by what the gang costs), then each pod on its own (by what sparing
+        it saves, then the latest taken), each given back when the estimate says the gang still fits
+        without it (the caller dry-runs the result first, then the full set if the estimate was
+        wrong). A pod of a gang the set breaks anyway saves nothing and is tried last."""
         keep = set(range(len(units)))
-        for i in sorted(range(len(units)), key=lambda i: (-saving[i], -i)):
-            rest = keep - {i}
+
+        def spare(drop: set[int]) -> bool:
+            nonlocal keep
+            rest = keep - drop
             trial = [t for j in sorted(rest) for t in units[j]]
             if covered(trial) and pack.count(trial) >= pack.n and self.valid(session, job, trial):
                 keep = rest
+                return True
+            return False
+
+        groups: dict[int, list[int]] = {}
+        for i, u in enumerate(units):
+            groups.setdefault(id(u[0].job), []).append(i)
+        if len(groups) > 1:
+            cost = {k: costs.job(units[ix[0]][0].job, [t for i in ix for t in units[i]]) for k, ix in groups.items()}
+            for k in sorted(groups, key=lambda k: (-cost[k], -max(groups[k]))):
+                spare(set(groups[k]))
+        live = sorted(keep)
+        saving = dict(zip(live, costs.savings([units[i] for i in live])))
+        for i in sorted(live, key=lambda i: (-saving[i], -i)):
+            spare({i})
         return [t for j in sorted(keep) for t in units[j]]
 
     def attempt(self, session: Session, job: Job, tasks: list[Task], domain: Domain, victims: list[Task],

@@ -183,6 +183,14 @@ def _fail(exc: BaseException) -> None:
     raise typer.Exit(1)
 
 
+def _console() -> Console:
+    """A console that does not wrap tables into narrow columns when output is not a terminal."""
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    return console
+
+
 def _notes(result: SimResult, console: Console) -> None:
     never = result.meta.get("never_fits") or []
     if never:
@@ -224,7 +232,7 @@ def simulate_command(
     no_progress: bool = _NO_PROGRESS,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
-    console = Console()
+    console = _console()
     try:
         name, cfg = _load_config(config)
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
@@ -237,7 +245,7 @@ def simulate_command(
         return
     console.print(summary_table(summarize(result), title=f"corral simulate: {name}"))
     _notes(result, console)
-    console.print(f"report: {folder / 'index.html'}")
+    console.print(f"report: {folder / 'index.html'}", soft_wrap=True)
 
 
 def compare_command(
@@ -252,7 +260,7 @@ def compare_command(
     no_progress: bool = _NO_PROGRESS,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
-    console = Console()
+    console = _console()
     try:
         loaded = [_load_config(path) for path in configs]     # every config is checked before any run
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
@@ -271,7 +279,7 @@ def compare_command(
     console.print(summary_table({n: summarize(r) for n, r in results.items()}, title="corral compare"))
     for result in results.values():
         _notes(result, console)
-    console.print(f"comparison: {folder / 'index.html'}")
+    console.print(f"comparison: {folder / 'index.html'}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,167 @@
+"""The simulator's measurements (split from :mod:`corral.sim.engine`): cluster and queue samples over
+time, the deserved share each queue is measured against (GPU water-filling by weight, capped by
+demand and capability, raised to guarantee — the same for every configuration, so runs compare), the
+per-job records and the :class:`~corral.sim.result.SimResult`. ``EngineMetrics`` is a mixin of
+:class:`~corral.sim.engine.Engine`; it reads the engine's state and owns no event logic."""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from corral.model.quantity import MILLI
+from corral.sim.events import _HOLDING, MAX_QUEUE_INSTANTS, SAMPLE
+from corral.sim.jobspec import JobSpec
+from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
+
+if TYPE_CHECKING:
+    from corral.sim.engine import SimJob
+
+__all__ = ["EngineMetrics", "water_fill"]
+
+
+def water_fill(total: float, weight: np.ndarray, demand: np.ndarray, cap: np.ndarray,
+               guarantee: np.ndarray) -> np.ndarray:
+    """Deal ``total`` out by ``weight``, each share capped by ``cap`` and ``demand`` and raised to
+    ``guarantee``; rounds repeat over the queues not yet satisfied until nothing is left or nothing
+    changes (Volcano proportion's loop, one resource)."""
+    deserved = np.zeros(len(weight))
+    remaining = float(total)
+    met = np.zeros(len(weight), dtype=bool)
+    for _ in range(len(weight) + 2):
+        w = np.where(met, 0.0, np.maximum(weight, 0.0))
+        if w.sum() <= 0 or remaining <= 0:
+            break
+        new = deserved + remaining * w / w.sum()
+        new = np.where(met, deserved, np.maximum(np.minimum(np.minimum(new, cap), demand), guarantee))
+        increased = float((new - deserved).sum())
+        deserved = new
+        met |= (demand <= deserved + 1e-9) | (cap <= deserved + 1e-9)   # satisfied, or full
+        if increased <= 1e-12:
+            break
+        remaining = max(remaining - increased, 0.0)
+    return deserved
+
+
+class EngineMetrics:
+    """Sampling and results of a simulation run (mixed into Engine)."""
+
+    def _sample_cluster(self) -> None:
+        self._changed = False
+        nodes, live = self.cluster.nodes, ~self.cluster.nodes.down
+        if self._gpu is None:
+            used = total = 0.0
+        else:
+            used = float(nodes.used[live, self._gpu].sum()) / MILLI
+            total = float(nodes.allocatable[live, self._gpu].sum()) / MILLI
+        running = len(self._running)
+        sample = ClusterSample(self.now, used, total, used / total if total > 0 else 0.0,
+                               len(self._active) - running, running)
+        last = self._last_sample
+        if last is not None and (last.gpu_used, last.gpu_total, last.pending_jobs, last.running_jobs) == \
+                (used, total, sample.pending_jobs, running):
+            return
+        if last is not None and last.time == self.now:
+            self._samples[-1] = sample
+        else:
+            self._samples.append(sample)
+        self._last_sample = sample
+
+    def _sample_queues(self, final: bool = False) -> None:
+        """Queue samples on a grid of ``sample_period``; past :data:`MAX_QUEUE_INSTANTS` instants every
+        other one is dropped and the period doubles, so a run of any length keeps a bounded series."""
+        names = self._queues
+        if names and self._queue_samples and self._queue_samples[-1].time == self.now:
+            del self._queue_samples[-len(names):]
+        if names:
+            self._queue_sample(names)
+        if final:
+            return
+        if names and len(self._queue_samples) > MAX_QUEUE_INSTANTS * len(names):
+            width = len(names)
+            self._queue_samples = [s for i, s in enumerate(self._queue_samples) if (i // width) % 2 == 0]
+            self._sample_period *= 2
+        if self._heap:
+            self._push((math.floor(self.now / self._sample_period + 1e-9) + 1) * self._sample_period, SAMPLE, 0)
+
+    def _queue_sample(self, names: list[str]) -> None:
+        index = {n: i for i, n in enumerate(names)}
+        held, demand, pending = np.zeros(len(names)), np.zeros(len(names)), np.zeros(len(names), int)
+        for uid, sim in self._active.items():
+            i = index[sim.spec.queue]
+            demand[i] += sim.gpus
+            if uid not in self._running:
+                pending[i] += 1
+            for t in sim.job.tasks:
+                if t.status in _HOLDING:
+                    held[i] += self._gpus(t)
+        total = self._gpu_total()
+        deserved = self._deserved(names, demand, total)
+        for i, name in enumerate(names):
+            self._queue_samples.append(QueueSample(
+                self.now, name, float(held[i]), float(held[i] / total) if total > 0 else 0.0,
+                float(deserved[i] / total) if total > 0 else 0.0, int(pending[i])))
+
+    def _gpu_total(self) -> float:
+        if self._gpu is None:
+            return 0.0
+        nodes = self.cluster.nodes
+        return float(nodes.allocatable[~nodes.down, self._gpu].sum()) / MILLI
+
+    def _deserved(self, names: list[str], demand: np.ndarray, total: float) -> np.ndarray:
+        queues = self.cluster.queues
+        g = self._gpu
+
+        def column(attr: str, fill: float) -> np.ndarray:
+            out = np.full(len(names), fill)
+            for i, n in enumerate(names):
+                vec = getattr(queues[n], attr)
+                if vec is not None and g is not None:
+                    out[i] = vec[g] / MILLI
+            return out
+
+        weight = np.array([queues[n].weight for n in names], dtype=float)
+        return water_fill(total, weight, demand, column("capability", np.inf), column("guarantee", 0.0))
+
+    # -- the result --------------------------------------------------------------------------------
+    def _record(self, spec: JobSpec, sim: "SimJob | None") -> JobRecord:
+        rec = JobRecord(job=spec.name, queue=spec.queue, priority=spec.priority, pods=spec.num_pods,
+                        min_member=spec.min_pods, gpus=float(spec.gpus), duration=float(spec.duration),
+                        submit=float(spec.submit))
+        if sim is None:
+            rec.status = "never_fits" if spec.name in self.never_fits else "pending"
+            return rec
+        rec.first_start, rec.end = sim.first_start, sim.end
+        rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
+        rec.jct = None if sim.end is None else sim.end - spec.submit
+        rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
+        rec.status = "completed" if sim.end is not None else \
+            "running" if sim.job.uid in self._running else "pending"
+        return rec
+
+    def result(self) -> SimResult:
+        """The flat records of the run so far (jobs in submit order; jobs not yet submitted are left out
+        and counted in ``meta["jobs_not_submitted"]``)."""
+        ns = self.options.namespace
+        records = []
+        for spec in self.specs[:self._submitted]:
+            uid = f"{ns}/{spec.name}"
+            records.append(self._record(spec, self._active.get(uid) or self._done.get(uid)))
+        meta = {"config": getattr(self.config, "source", ""), **self.meta,
+                "end_time": self.now, "wall_time": round(_time.monotonic() - self._wall, 3),
+                "events": self.events, "cycles": self.cycles,
+                "jobs_not_submitted": len(self.specs) - self._submitted,
+                "options": asdict(self.options),
+                "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
+                "pending_reasons": {self._active[u].spec.name: r for u, r in sorted(self._reasons.items())
+                                    if u in self._active}}
+        if self._stalled is not None:
+            meta["stalled_at"] = self._stalled
+        return SimResult(jobs=records, queues=list(self._queue_samples), cluster=list(self._samples),
+                         meta=meta)
+
+
