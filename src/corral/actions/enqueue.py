@@ -61,14 +61,16 @@ class EnqueueAction(Action):
                     continue
                 need = job.min_resources if job.min_resources is not None else np.zeros(len(res))
                 if not session.job_enqueueable(job):
-                    session.unschedulable(job, f"not admitted: queue {job.queue!r} capability cannot hold "
-                                               f"minResources ({res.describe(need)})")
+                    session.unschedulable(job, lambda job=job, need=need: (
+                        f"not admitted: queue {job.queue!r} capability cannot hold minResources "
+                        f"({res.describe(need)})"))
                     continue
                 short = need > budget + EPS
                 if need.any() and short.any():
-                    session.unschedulable(job, f"not admitted: minResources need {res.describe(need)}; the "
-                                               f"cluster can admit only {res.describe(np.maximum(budget, 0) * short)}"
-                                               f" more (overcommit-factor {self.args.overcommit_factor:g})")
+                    left = np.maximum(budget, 0) * short
+                    session.unschedulable(job, lambda need=need, left=left: (
+                        f"not admitted: minResources need {res.describe(need)}; the cluster can admit only "
+                        f"{res.describe(left)} more (overcommit-factor {self.args.overcommit_factor:g})"))
                     continue
                 budget = budget - need
                 job.phase = PodGroupPhase.INQUEUE

@@ -168,7 +168,8 @@ class Session:
         """Hold a pipelined job's placement for the rest of the cycle; it is nominated at close."""
         self.kept.append(stmt)
 
-    def unschedulable(self, job: Job, reason: str) -> None:
+    def unschedulable(self, job: Job, reason: "str | Callable[[], str]") -> None:
+        """Why ``job`` did not start; a callable is formatted only when the session closes."""
         self.reasons[job.uid] = reason
 
     def annotate(self, job: Job, key: str, value: str) -> None:
@@ -470,6 +471,8 @@ class Session:
                                                            self.cycle))
         waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed]
         reason = self.reasons.get(job.uid)
+        if callable(reason):
+            reason = reason()
         nominated = sum(1 for t in waiting if t.status is TaskStatus.PIPELINED)
         if reason and nominated and self.job_pipelined(job) and not reason.startswith("waiting for"):
             reason = (f"waiting for resources being released: {nominated} pod(s) nominated, "

@@ -32,6 +32,7 @@ class DrfPlugin(Plugin):
         total[cluster.resources.pos(PODS)] = 0.0        # pods count is not a resource to share fairly
         self.inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
         self.usage = job_usage(cluster)
+        self._shares: dict[str, float] = {}           # cache, dropped for a job when its usage changes
         self.hierarchy = self.switch("enableHierarchy", False)
         if self.hierarchy:
             self._build_hierarchy()
@@ -41,7 +42,10 @@ class DrfPlugin(Plugin):
         return float((vec * self.inv).max(initial=0.0))
 
     def job_share(self, job: Job) -> float:
-        return self.share(self.usage.get(job.uid, 0.0 * self.inv))
+        share = self._shares.get(job.uid)
+        if share is None:
+            share = self._shares[job.uid] = self.share(self.usage.get(job.uid, 0.0 * self.inv))
+        return share
 
     def job_order(self, a: Job, b: Job) -> int:
         sa, sb = self.job_share(a), self.job_share(b)
@@ -70,12 +74,14 @@ class DrfPlugin(Plugin):
     def on_allocate(self, task: Task) -> None:
         if task.job is not None:
             self.usage[task.job.uid] = self.usage.get(task.job.uid, 0.0) + task.request
+            self._shares.pop(task.job.uid, None)
             if self.hierarchy:
                 self._charge(task, +1)
 
     def on_deallocate(self, task: Task) -> None:
         if task.job is not None:
             self.usage[task.job.uid] = self.usage.get(task.job.uid, 0.0) - task.request
+            self._shares.pop(task.job.uid, None)
             if self.hierarchy:
                 self._charge(task, -1)
 
