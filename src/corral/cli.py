@@ -10,7 +10,6 @@ an internal fault); any other exception is an internal error, exit 1, one line, 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,9 @@ from typing import List, Optional
 
 import typer
 
-from corral.errors import CorralError, InputError
+from corral.cli_errors import fail
+
+from corral.errors import InputError
 from corral.framework.config import Config, load_config_file
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.decisions import Decisions
@@ -34,14 +35,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"
 
 
-def _fail(exc: BaseException) -> None:
-    if isinstance(exc, CorralError):
-        typer.echo(f"error: {exc.describe()}", err=True)
-        raise typer.Exit(exc.exit_code)
-    if os.environ.get("CORRAL_DEBUG"):
-        raise exc
-    typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
-    raise typer.Exit(1)
+_fail = fail
 
 
 def _config(path: Optional[Path]) -> Config:

@@ -10,18 +10,19 @@ shows the traceback). A report folder is written whole or not at all (``report.w
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, List, Optional
 
 import typer
+
+from corral.cli_errors import fail
 import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from corral.errors import CorralError, InputError
+from corral.errors import InputError
 from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
 from corral.sim.engine import SimOptions, simulate
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
@@ -170,17 +171,7 @@ def _load_config(path: Path | None) -> tuple[str, Any]:
     return path.stem or str(path), load_config_file(path, REGISTRY)
 
 
-def _fail(exc: BaseException) -> None:
-    """The CLI boundary: one line and an exit code, never a traceback."""
-    if isinstance(exc, (KeyboardInterrupt, SystemExit, typer.Exit)):
-        raise exc
-    if isinstance(exc, CorralError):
-        typer.echo(f"error: {exc.describe()}", err=True)
-        raise typer.Exit(exc.exit_code)
-    if os.environ.get("CORRAL_DEBUG"):
-        raise exc
-    typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
-    raise typer.Exit(1)
+_fail = fail
 
 
 def _console() -> Console:

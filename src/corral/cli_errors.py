@@ -1,0 +1,25 @@
+"""The command-line boundary shared by every ``corral`` command: one line and an exit code, never a
+traceback (``CORRAL_DEBUG=1`` re-raises internal errors to show one)."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from corral.errors import CorralError
+
+__all__ = ["fail"]
+
+
+def fail(exc: BaseException) -> None:
+    """Turn ``exc`` into ``error: ...`` (its exit code) or ``internal error: ...`` (exit 1)."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, typer.Exit)):
+        raise exc
+    if isinstance(exc, CorralError):
+        typer.echo(f"error: {exc.describe()}", err=True)
+        raise typer.Exit(exc.exit_code)
+    if os.environ.get("CORRAL_DEBUG"):
+        raise exc
+    typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+    raise typer.Exit(1)
