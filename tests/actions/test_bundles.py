@@ -1,5 +1,6 @@
 """Victim bundles (seed 000 §3.2, SPEC.md §3.3): the SAFE/WHOLE split of ``make_bundles``, the ROI of
-``Bundle.score``, ``Bundle.shrink`` and the comparator of ``sort_bundles``, on hand-built jobs.
+``Bundle.score``, ``Bundle.shrink``, the comparator of ``sort_bundles`` (absolute and relative ROI threshold)
+and the work-weighted cost (``run_hours``, ``WorkCost``, ``work_cost``), on hand-built jobs.
 
 Vectors here are ``[cpu, memory, pods, gpu]`` in milli-units, as the model stores them."""
 
@@ -232,3 +233,64 @@ def test_sort_is_deterministic_under_input_order() -> None:
     results = {tuple(names(sort_bundles(list(p), no_policy, job_order_priority)))
                for p in itertools.permutations(items)}
     assert len(results) == 1
+
+
+# --- work-weighted cost (corral's choice) -------------------------------------------------------------
+from corral.actions.bundles import MIN_RUN, WorkCost, run_hours, work_cost  # noqa: E402
+
+NOW = 100 * 3600.0
+
+
+def test_run_hours_counts_from_the_start_with_a_floor() -> None:
+    age = run_hours(NOW)
+    j = job("a", 1, [(1, 0, R, "", NOW - 7200.0), (1, 0, R, "", NOW)])
+    assert age(j.tasks[0]) == pytest.approx(2.0)
+    assert age(j.tasks[1]) == pytest.approx(MIN_RUN / 3600.0)        # just started: not free
+
+
+def test_work_weighted_roi_prefers_the_gang_that_has_run_least() -> None:
+    # same shape, both wholly in the domain: by resources a tie (ROI 1 each); by work the younger
+    # gang (1 h) has ROI 1, the older (4 h) 0.25
+    old = job("old", 2, [(4, 0, R, "", NOW - 4 * 3600.0), (4, 0, R, "", NOW - 4 * 3600.0)])
+    young = job("young", 2, [(4, 1, R, "", NOW - 3600.0), (4, 1, R, "", NOW - 3600.0)])
+    n = need(gpu=8)
+    plain = {b.job.name: b.roi for b in bundles_of([old, young], {0, 1}, n)}
+    assert plain["old"] == pytest.approx(1.0) and plain["young"] == pytest.approx(1.0)
+    worked = {b.job.name: b.roi for b in make_bundles({id(j): (j, local(j, {0, 1})) for j in (old, young)}, n,
+                                                      run_hours(NOW))}
+    assert worked["young"] == pytest.approx(1.0) and worked["old"] == pytest.approx(0.25)
+    # a WorkCost gives the same scores, and caches
+    costs = WorkCost(n, run_hours(NOW))
+    cached = {b.job.name: b.roi for b in make_bundles({id(j): (j, local(j, {0, 1})) for j in (old, young)}, n,
+                                                      run_hours(NOW), costs)}
+    assert cached == pytest.approx(worked)
+
+
+def test_relative_threshold_ties_roi_within_five_percent() -> None:
+    # absolute: 60 against 57.6 is far apart; relative (4 %): a tie, job order decides
+    out = sort_bundles([_b("hi", WHOLE, 60.0, priority=5), _b("lo", WHOLE, 57.6, priority=1)], no_policy,
+                       job_order_priority)
+    assert names(out) == ["hi", "lo"]
+    out = sort_bundles([_b("hi", WHOLE, 60.0, priority=5), _b("lo", WHOLE, 57.6, priority=1)], no_policy,
+                       job_order_priority, relative=True)
+    assert names(out) == ["lo", "hi"]
+    out = sort_bundles([_b("hi", WHOLE, 60.0, priority=5), _b("lo", WHOLE, 50.0, priority=1)], no_policy,
+                       job_order_priority, relative=True)
+    assert names(out) == ["hi", "lo"]
+
+
+def test_work_cost_of_a_victim_set() -> None:
+    # a: minMember 2 of 3 (surplus 1), 2 GPUs each, run 1 h; b: 1 pod of 4 GPUs, run 2 h
+    a = job("a", 2, [(2, 0, R, "", NOW - 3600.0)] * 3)
+    b = job("b", 1, [(4, 1, R, "", NOW - 7200.0)])
+    n = need(gpu=8)
+    age = run_hours(NOW)
+    # one surplus pod of a costs itself: 2/8 GPU x 1 h
+    assert work_cost([a.tasks[0]], n, age) == pytest.approx(0.25)
+    # two pods of a break it: all three pods are lost
+    assert work_cost(a.tasks[:2], n, age) == pytest.approx(0.75)
+    assert work_cost([a.tasks[0], b.tasks[0]], n, age) == pytest.approx(0.25 + 1.0)
+    costs = WorkCost(n, age)
+    assert costs.breaks(a.tasks[:2]) and not costs.breaks(a.tasks[:1])
+    # sparing one of two pods of a broken gang saves 0.75 - 0.25; sparing b saves all it costs
+    assert costs.savings([[a.tasks[0]], [a.tasks[1]], [b.tasks[0]]]) == pytest.approx([0.5, 0.5, 1.0])

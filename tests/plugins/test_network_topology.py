@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from corral.actions.bundles import MIN_RUN
 from corral.framework.config import parse_config
 from corral.framework.cycle import run_cycle
 from corral.framework.extension import Domain, Purpose
@@ -137,14 +138,19 @@ def test_evict_order_counts_the_bottleneck_resource() -> None:
     assert names(s.gang_search_space(s.cluster.jobs["default/g"], Purpose.EVICT)) == ["s2", "s1"]
 
 
+#: The work weight of a pod that has just started (the snapshots here start every pod at T0 = now): the
+#: entry cost counts work, request x hours run, at least MIN_RUN seconds.
+W = MIN_RUN / 3600.0
+
+
 def test_entry_costs() -> None:
-    # s1: a whole 2 x 8 GPU gang of lower priority (cost 16/16 = 1); s2: a higher-priority gang of the
-    # same queue, which nothing may evict for the gang: it cannot be entered
+    # s1: a whole 2 x 8 GPU gang of lower priority (cost 16/16 = 1, times its work weight); s2: a
+    # higher-priority gang of the same queue, which nothing may evict for the gang: it cannot be entered
     s = session([gang(), {"name": "a", "priority": 10, "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"]}]},
                  {"name": "vip", "priority": 500, "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"]}]}])
     p, job = plugin(s), s.cluster.jobs["default/g"]
     doms = p.allowed_domains(job)
-    assert p.entry_costs(job, doms, p.need(job)) == [pytest.approx(1.0), float("inf")]
+    assert p.entry_costs(job, doms, p.need(job)) == [pytest.approx(1.0 * W), float("inf")]
     assert names(s.gang_search_space(job, Purpose.EVICT)) == ["s1", "s2"]
 
 
@@ -161,10 +167,23 @@ def test_entry_costs_count_free_room_surplus_and_spread() -> None:
     p, job = plugin(s), s.cluster.jobs["default/g"]
     costs = dict(zip(names(p.allowed_domains(job)), p.entry_costs(job, p.allowed_domains(job), p.need(job))))
     # s1 lacks 8 - 4 (free on n1) = 4 GPUs: one surplus pod of el makes them up and costs only itself
-    assert costs["s1"] == pytest.approx(0.5)
+    assert costs["s1"] == pytest.approx(0.5 * W)
     # s2 and s3 lack 8: wide frees 16 there but destroys all its 32 GPUs
-    assert costs["s2"] == pytest.approx(4.0) and costs["s3"] == pytest.approx(4.0)
+    assert costs["s2"] == pytest.approx(4.0 * W) and costs["s3"] == pytest.approx(4.0 * W)
     assert names(s.gang_search_space(job, Purpose.EVICT)) == ["s1", "s2", "s3"]
+
+
+def test_entry_costs_count_work_not_resources() -> None:
+    # s1 and s2 each hold one 2 x 8 GPU gang of lower priority: the one in s2 started ten minutes ago,
+    # the one in s1 three days ago; entering s2 loses far less work, so it comes first
+    s = session([gang(), {"name": "old", "priority": 10,
+                          "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "started": "2025-12-29T00:00:00Z"}]},
+                 {"name": "young", "priority": 10,
+                  "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"], "started": "2025-12-31T23:50:00Z"}]}])
+    p, job = plugin(s), s.cluster.jobs["default/g"]
+    costs = dict(zip(names(p.allowed_domains(job)), p.entry_costs(job, p.allowed_domains(job), p.need(job))))
+    assert costs["s1"] == pytest.approx(72.0) and costs["s2"] == pytest.approx(10 / 60)
+    assert names(s.gang_search_space(job, Purpose.EVICT))[:2] == ["s2", "s1"]
 
 
 def test_evict_space_is_truncated_to_evict_domains() -> None:

@@ -25,6 +25,7 @@ everything it holds, any other victim only itself).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -78,17 +79,19 @@ class Bundle:
     kind: int                       # SAFE or WHOLE
     tasks: list[Task]
     global_cost: np.ndarray         # what breaking it destroys: the bundle (SAFE) or the whole job (WHOLE),
-                                    # in work (request x hours run) when the bundle has an ``age``
+                                    # in work (request x hours run) when the bundle has an ``age``; empty
+                                    # when a :class:`WorkCost` measures the cost
     roi: float = 0.0
     local: np.ndarray = field(default_factory=lambda: np.zeros(0))
     age: Age | None = None
     cost: float = 0.0               # Σ_r global_cost_r / need_r: the ROI's denominator
+    costs: "WorkCost | None" = None
 
     def shrink(self, tasks: list[Task], need: np.ndarray) -> None:
         """Keep only ``tasks`` (what the victim plugins allowed) and score again; a SAFE bundle's cost
         is what it still evicts."""
         self.tasks = tasks
-        if self.kind == SAFE:
+        if self.kind == SAFE and self.costs is None:
             self.global_cost = _weighted(tasks, self.age, len(need))
         self.score(need)
 
@@ -96,34 +99,45 @@ class Bundle:
         self.local = sum((t.request for t in self.tasks), np.zeros_like(need))
         dims = need > 0
         gain = float(np.sum(np.minimum(self.local[dims], need[dims]) / need[dims]))
-        self.cost = cost = float(np.sum(self.global_cost[dims] / need[dims]))
+        if self.costs is not None:
+            cost = (sum(self.costs.pod(t) for t in self.tasks) if self.kind == SAFE else self.costs.held(self.job))
+        else:
+            cost = float(np.sum(self.global_cost[dims] / need[dims]))
+        self.cost = cost
         self.roi = gain / cost if cost > 0 else (float("inf") if gain > 0 else 0.0)
 
 
 def _victim_order(need: np.ndarray) -> Callable[[Task], tuple]:
     """Within a job: largest coverage of the need first, lowest priority, least waste, youngest."""
-    dims = need > 0
+    dims = [(int(i), float(need[i])) for i in np.flatnonzero(need > 0)]
 
     def key(t: Task) -> tuple:
-        cover = float(np.sum(np.minimum(t.request[dims], need[dims]) / need[dims]))
-        waste = float(np.sum(np.maximum(t.request[dims] - need[dims], 0) / need[dims]))
+        cover = waste = 0.0
+        for i, n in dims:
+            r = float(t.request[i])
+            cover += min(r, n) / n
+            waste += max(r - n, 0.0) / n
         return (-cover, t.priority, waste, -(t.start_time or t.creation), t.name)
     return key
 
 
-def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray, age: Age | None = None) -> list[Bundle]:
+def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray, age: Age | None = None,
+                 costs: "WorkCost | None" = None) -> list[Bundle]:
     """SAFE and WHOLE bundles of each victim job's local pods (``jobs``: id -> (job, local pods)); with
-    ``age`` (:func:`run_hours`) the global cost is work-weighted."""
+    ``age`` (:func:`run_hours`) the global cost is work-weighted; with ``costs`` (a :class:`WorkCost`
+    for the same need) that measures it, caching what it can across calls."""
     out: list[Bundle] = []
-    order = _victim_order(need)
+    order = costs.order_key if costs is not None else _victim_order(need)
     n = len(need)
+    none = np.zeros(0)
     for job, local in jobs.values():
         local = sorted(local, key=order)
         ready = [t for t in job.tasks if t.status in _READY]
-        held = _weighted(_held(job), age, n)
+        held = _weighted(_held(job), age, n) if costs is None else none
         surplus = len(ready) - job.min_member
         if surplus < 0 or not _roles_ok(job, ready):
-            out.append(Bundle(job, SAFE, local, _weighted(local, age, n), age=age))
+            out.append(Bundle(job, SAFE, local, _weighted(local, age, n) if costs is None else none, age=age,
+                              costs=costs))
             continue
         enforce = bool(job.min_task_member) and not job.elastic
         role_surplus: dict[str, int] = {}
@@ -143,9 +157,10 @@ def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray, age:
             else:
                 core.append(t)
         if safe:
-            out.append(Bundle(job, SAFE, safe, _weighted(safe, age, n), age=age))
+            out.append(Bundle(job, SAFE, safe, _weighted(safe, age, n) if costs is None else none, age=age,
+                              costs=costs))
         if core:
-            out.append(Bundle(job, WHOLE, core, held, age=age))
+            out.append(Bundle(job, WHOLE, core, held, age=age, costs=costs))
     for b in out:
         b.score(need)
     return out
@@ -161,16 +176,24 @@ def _roles_ok(job: Job, ready: list[Task]) -> bool:
 
 
 def sort_bundles(bundles: list[Bundle], policy: Callable[[Bundle, Bundle], int],
-                 job_order: Callable[[Job, Job], int]) -> list[Bundle]:
+                 job_order: Callable[[Job, Job], int], relative: bool = False) -> list[Bundle]:
     """The seed's comparator: kind, policy (priority or victim queue order), ROI beyond the threshold,
-    reverse job order, newest first, then name; the same bundles in any input order sort alike."""
+    reverse job order, newest first, then name; the same bundles in any input order sort alike.
+
+    With ``relative`` the threshold is a share of the larger ROI (5 %) rather than an absolute 0.05:
+    corral's choice for work-weighted ROIs, which have the unit 1/hours — an absolute threshold would
+    tie every gang that has run for more than a day whatever its size, and never tie young ones. On
+    the seed's resource ROI (at most 1 for a gang wholly inside the domain) the two agree near 1."""
     def cmp(a: Bundle, b: Bundle) -> int:
         if a.kind != b.kind:
             return a.kind - b.kind
         r = policy(a, b)
         if r:
             return r
-        if abs(a.roi - b.roi) > ROI_THRESHOLD:
+        if relative and a.roi != b.roi and (math.isinf(a.roi) or math.isinf(b.roi)):
+            return -1 if a.roi > b.roi else 1
+        limit = ROI_THRESHOLD * max(a.roi, b.roi) if relative else ROI_THRESHOLD
+        if abs(a.roi - b.roi) > limit:
             return -1 if a.roi > b.roi else 1
         r = -job_order(a.job, b.job)
         if r:
@@ -189,6 +212,9 @@ class WorkCost:
     domain (the plan's cost, the reprieve's savings)."""
 
     def __init__(self, need: np.ndarray, age: Age | None) -> None:
+        self.need = need
+        self._order = _victim_order(need)
+        self._keys: dict[int, tuple] = {}
         self.dims = need > 0
         self.inv = np.where(self.dims, 1.0 / np.where(self.dims, need, 1.0), 0.0)
         self.age = age
@@ -201,6 +227,17 @@ class WorkCost:
         if c is None:
             c = self._pod[id(t)] = float(t.request @ self.inv) * (self.age(t) if self.age is not None else 1.0)
         return c
+
+    def order_key(self, t: Task) -> tuple:
+        """The order of a job's pods inside its bundles (:func:`make_bundles`), cached."""
+        k = self._keys.get(id(t))
+        if k is None:
+            k = self._keys[id(t)] = self._order(t)
+        return k
+
+    def size(self, t: Task) -> float:
+        """A pod's request measured against the need (Σ_r request_r / need_r)."""
+        return float(t.request @ self.inv)
 
     def held(self, job: Job) -> float:
         c = self._held.get(id(job))
@@ -241,6 +278,14 @@ class WorkCost:
         for v in victims:
             by_job.setdefault(id(v.job) if v.job is not None else id(v), (v.job, []))[1].append(v)
         return sum(self.job(j, pods) for j, pods in by_job.values())
+
+    def breaks(self, victims: list[Task]) -> bool:
+        """Does evicting ``victims`` break any healthy job?"""
+        by_job: dict[int, tuple[Job, list[Task]]] = {}
+        for v in victims:
+            if v.job is not None:
+                by_job.setdefault(id(v.job), (v.job, []))[1].append(v)
+        return any(self._breaks(j, pods) for j, pods in by_job.values())
 
     def savings(self, units: list[list[Task]]) -> list[float]:
         """For each unit (pods of one job) of a victim set made of ``units``: what sparing it alone

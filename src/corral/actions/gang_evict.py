@@ -3,44 +3,65 @@
 
 For each starving gang (QueueOrder, JobOrder) that passes GangPredicate — a gang any of whose waiting
 pods has ``preemptionPolicy: Never`` is left alone — the domains of GangSearchSpace (purpose Evict, at
-most ``maxDomains``) are tried in order and the first success wins. In a domain:
+most ``maxDomains``, which the network-topology plugin orders by an estimate of the work lost to enter
+them) are each planned, and the plan that loses the least work wins (corral's choice: the seed tries
+them in order and keeps the first success; the estimate cannot see node fit or the bundle order, so
+the first success often costs many times the cheapest). In a domain:
 
 1. the pods that may be victims — running or bound, preemptable, of a job of strictly lower priority in
    the same queue (gangpreempt) or of a reclaimable queue other than the preemptor's (gangreclaim),
    passing the VictimFilter — are grouped by job into SAFE and WHOLE bundles (:mod:`bundles`; ROI and
-   coverage are measured over the resources the pods request, not the pod slot each takes);
-2. the bundles are sorted and validated with ONE call of the plugins' Preemptable/Reclaimable
-   (UnifiedEvictable) filter over the flattened list, so stateful plugins count cumulatively (for
-   gangreclaim the queue rule of proportion/capacity applies whatever tier it sits in); a WHOLE
-   bundle survives only if all of it is allowed, a SAFE bundle shrinks to its allowed part; re-sorted;
-   ``allowWholeBundle: false`` drops WHOLE bundles; a GangVictimSelector plugin may replace the choice;
+   coverage are measured over the resources the pods request, not the pod slot each takes; the cost
+   counts *work*: each pod's request times the hours it has run, so the ROI prefers the victims that
+   lose least; ROIs within 5 % of each other are a tie);
+2. the bundles are sorted and checked with one call of the plugins' Preemptable/Reclaimable
+   (UnifiedEvictable) filter over the flattened list (for gangreclaim the queue rule of
+   proportion/capacity applies whatever tier it sits in); a bundle some of whose pods that call refuses
+   is asked about again on its own, since a stateful plugin counts the bundles before it; each keeps its
+   allowed part (a WHOLE bundle too: its gang breaks all the same); re-sorted; ``allowWholeBundle:
+   false`` drops WHOLE bundles; a GangVictimSelector plugin may replace the choice;
 3. bundles are taken in that order until what they free, with what is free in the domain, covers the
    need in total — a SAFE bundle pod by pod, a WHOLE bundle as a whole; what would make the
    ScenarioValidator reject the plan is passed over (a plan a validator rejects is taken to stay
-   rejected when more is evicted, as with minruntime). Then, once a first-fit estimate over the domain's
-   nodes (:class:`Packer`) says the gang fits, or at the end of a bundle anyway, the gang is dry-run into
-   the domain (each waiting pod goes to the best node by NodeOrder of the domain where it fits once the
-   victims are gone); if it does not fit yet, more is taken and the dry run repeated. Among bundles of
-   the same kind and policy rank (and among the pods of a SAFE bundle) the first that lets more of the
-   gang fit, by the estimate, is taken before those that only add scattered capacity: one gang that
-   frees a whole node goes before eight gangs with one GPU on each of four nodes. Once the gang fits,
-   what was taken earlier and turns out not to be needed is spared again, latest first (a reprieve by
-   the estimate; the smaller set is dry-run, and the full set if the estimate was wrong);
-4. on success the victims are evicted and every waiting pod the gang needs is nominated (pipelined) in
+   rejected when more is evicted, as with minruntime). Among bundles of the same kind and policy rank
+   (and among the pods of a SAFE bundle) the first that lets more of the gang fit, by a first-fit
+   estimate over the domain's nodes (:class:`Packer`), is taken before those that only add scattered
+   capacity. Once the estimate says the gang fits, the victim filter is asked once more about what is
+   really taken, in the order taken — so a queue's reclaimable amount is spent only on victims the
+   plan uses; what it refuses is given up and the selection goes on — and what turned out not to be
+   needed is spared again, the most expensive first (a *reprieve*: whole victim gangs by what they
+   cost, then single units by what sparing them saves);
+4. the same selection runs over *parts* of the domain (:meth:`GangEvictAction.parts`: the nodes where
+   the gang's pods cost least, chosen greedily node by node), for the best two domains; a part's plan
+   replaces the domain's when it goes no further down the bundle order (breaks no gang where the
+   domain's plan breaks none, takes no victim the policy puts later) and loses at least 5 % less work.
+   A gang such a plan breaks loses its whole WHOLE bundle in the domain, as in the domain's own plan;
+5. plans are made by the estimate; only the chosen one is dry-run (each waiting pod to the best node
+   by NodeOrder of the plan's nodes where it fits once the victims are gone — first the reprieved set,
+   then the full one), then the next best. When no estimated plan survives its dry run, plans are made
+   again dry-running each step, as the estimate may be wrong;
+6. on success the victims are evicted and every waiting pod the gang needs is nominated (pipelined) in
    the domain. The nominations carry the domain into the next cycle: there allocate tries first the
    domain that holds them, each pod keeps its nominated node, and the capacity they reserve is not given
    to any other job, so no smaller job can take the freed nodes. ``Session.nominated_domains`` records
    the domain chosen in this cycle.
-"""
 
+Plans are compared: within a domain, breaking no healthy gang first (SAFE before WHOLE), then the last
+victim by the policy, then the work lost; across domains by the work lost (within 5 %: the search-space
+order), except that gangpreempt puts the plan with the lower highest victim priority first — victim
+priority before anything else.
+"""
 from __future__ import annotations
 
+import functools
+import heapq
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
 from corral.actions.allocate import schedulable_jobs
-from corral.actions.bundles import Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
+from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
 from corral.actions.evict import VICTIM_STATES
 from corral.actions.reclaim import queue_rules
 from corral.framework.config import arg
@@ -58,6 +79,22 @@ __all__ = ["GangPreemptAction", "GangReclaimAction"]
 class GangEvictArgs:
     max_domains: int = arg("maxDomains", 8, "domains tried per gang, in the search-space order")
     allow_whole: bool = arg("allowWholeBundle", True, "may break healthy gangs (WHOLE bundles)")
+
+
+@dataclass
+class Plan:
+    """Victims with which the gang fits (dry-run) ``domain`` — the search-space domain ``name`` or a
+    part of it — what they cost in work, whether they break a healthy gang, and the victim job that
+    sorts last by the action's policy (the highest priority for gangpreempt)."""
+
+    domain: Domain
+    name: str
+    victims: list[Task]
+    cost: float
+    breaks: bool
+    worst: Job | None
+    index: int = 0
+    fallback: list[Task] | None = None  # the victims before the reprieve, if the dry run of ``victims`` fails
 
 
 def needed_tasks(session: Session, job: Job) -> list[Task]:
@@ -87,9 +124,12 @@ def needed_tasks(session: Session, job: Job) -> list[Task]:
     return chosen
 
 
+#: Domains (the best by their whole-domain plan) also planned over their cheapest parts.
+REFINE = 2
+
 #: Candidates (bundles of one kind and policy rank, or pods of one SAFE bundle) looked at for one that
 #: lets more of the gang fit.
-LOOKAHEAD = 32
+LOOKAHEAD = 16
 
 
 class Packer:
@@ -112,18 +152,32 @@ class Packer:
                 continue
             self.groups.append([t.request, session.predicate(t)[self.rows], 1, t.klass])
         self.n = len(tasks)
+        # one run of identical pods (the usual gang): a node holds floor(room / request) of them
+        self.single = len(self.groups) == 1 and bool((self.groups[0][0] > 0).any())
+        if self.single:
+            req = self.groups[0][0]
+            self.cols = req > 0
+            self.req = req[self.cols]
+            self.mask = self.groups[0][1]
 
-    def freed(self, victims: list[Task], free: np.ndarray | None = None) -> np.ndarray:
+    def rooms(self, free: np.ndarray) -> np.ndarray:
+        """(One run of identical pods.) How many of them each node holds."""
+        room = np.floor((free[:, self.cols] + EPS) / self.req).min(axis=1)
+        return np.where(self.mask, np.maximum(room, 0), 0)
+
+    def freed(self, victims: list[Task], free: np.ndarray | None = None, sign: float = 1.0) -> np.ndarray:
         """Each domain node's room once ``victims`` are gone (added to ``free`` if given, else to what
-        is free or being freed now)."""
+        is free or being freed now; with ``sign`` -1, taken back from ``free``)."""
         free = self.base.copy() if free is None else free.copy()
         idx = [(self.pos[v.node], v.request) for v in victims if v.node in self.pos]
         if idx:
-            np.add.at(free, [i for i, _ in idx], np.array([r for _, r in idx]))
+            np.add.at(free, [i for i, _ in idx], sign * np.array([r for _, r in idx]))
         return free
 
     def fit(self, free: np.ndarray) -> int:
         """How many of the gang's waiting pods fit into ``free``, first fit in TaskOrder."""
+        if self.single:
+            return int(min(self.n, self.rooms(free).sum()))
         free = free.copy()
         placed = 0
         for req, mask, k, _ in self.groups:
@@ -140,26 +194,74 @@ class Packer:
         return self.fit(self.freed(victims))
 
 
-def _first_useful(pack: Packer, victims: list[Task], options: list[list[Task]], same) -> int:
+class PackState:
+    """The estimate's room per node for one set of victims, kept up to date as victims are added or
+    given back; for a gang of one run of identical pods only the nodes touched are counted again."""
+
+    def __init__(self, pack: Packer, free: np.ndarray) -> None:
+        self.pack, self.free = pack, free
+        if pack.single:
+            self.room = pack.rooms(free)
+            self.total = float(self.room.sum())
+
+    def _touch(self, pods: list[Task], sign: float) -> dict[int, np.ndarray]:
+        add: dict[int, np.ndarray] = {}
+        for v in pods:
+            p = self.pack.pos.get(v.node)
+            if p is not None:
+                add[p] = add[p] + sign * v.request if p in add else sign * v.request
+        return add
+
+    def _rooms(self, add: dict[int, np.ndarray]) -> dict[int, float]:
+        pk = self.pack
+        return {p: (max(float(np.floor((self.free[p, pk.cols] + r[pk.cols] + EPS) / pk.req).min()), 0.0)
+                    if pk.mask[p] else 0.0) for p, r in add.items()}
+
+    def count(self) -> int:
+        """How many of the gang's pods the estimate places now."""
+        if self.pack.single:
+            return int(min(self.pack.n, self.total))
+        return self.pack.fit(self.free)
+
+    def trial(self, pods: list[Task], sign: float = 1.0) -> int:
+        """The same with ``pods`` evicted too (``sign`` -1: given back), nothing changed."""
+        if self.pack.single:
+            add = self._touch(pods, sign)
+            new = self._rooms(add)
+            return int(min(self.pack.n, self.total + sum(new[p] - self.room[p] for p in add)))
+        return self.pack.fit(self.pack.freed(pods, self.free, sign))
+
+    def apply(self, pods: list[Task], sign: float = 1.0) -> None:
+        if self.pack.single:
+            add = self._touch(pods, sign)
+            new = self._rooms(add)
+            for p, r in add.items():
+                self.total += new[p] - self.room[p]
+                self.room[p] = new[p]
+                self.free[p] += r
+        else:
+            self.free = self.pack.freed(pods, self.free, sign)
+
+
+def _first_useful(state: PackState, options: list[list[Task]], same) -> int:
     """Index of the first option (among the leading ones for which ``same(i)`` holds, at most
-    ``LOOKAHEAD``) whose pods, evicted on top of ``victims``, let the estimate place more of the gang;
-    0 when none does."""
-    if len(options) <= 1:
-        return 0
-    base = pack.freed(victims)
-    have = pack.fit(base)
-    if have >= pack.n:
+    ``LOOKAHEAD``) whose pods, evicted on top of the victims of ``state``, let the estimate place more
+    of the gang; 0 when none does."""
+    have = state.count()
+    if len(options) <= 1 or have >= state.pack.n:
         return 0
     for i, opt in enumerate(options[:LOOKAHEAD]):
         if not same(i):
             break
-        if pack.fit(pack.freed(opt, base)) > have:
+        if state.trial(opt) > have:
             return i
     return 0
 
 
 class GangEvictAction(Action):
     Args = GangEvictArgs
+
+    _pool: tuple[Job, list[Task]] | None = None       # the victim candidates of the gang being served
 
     def execute(self, session: Session) -> None:
         queues = session.cluster.queues
@@ -173,24 +275,54 @@ class GangEvictAction(Action):
             if not tasks or any(t.preempt_never for t in tasks):
                 continue                # preemptionPolicy Never: the pod never preempts or reclaims
             domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
-            # every domain offered is planned (dry runs only); the plan that loses the least work wins,
-            # the search-space order breaking ties; a plan that evicts nothing ends the search
-            plans: list[tuple[float, int, Domain, list[Task]]] = []
-            for i, domain in enumerate(domains):
-                plan = self.plan_domain(session, job, tasks, domain)
-                if plan is None:
-                    continue
-                cost, victims = plan
-                plans.append((cost, i, domain, victims))
-                if not victims:
+            # every domain offered is planned; the best plan wins (:meth:`compare_plans`), the search-space
+            # order breaking ties. Plans are made by the first-fit estimate and only the chosen one is
+            # dry-run (then the next); when no estimated plan works, plans are made dry-running each
+            need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
+            costs = WorkCost(self.roi_need(session, need), run_hours(session.now))
+            self._pool = None
+            for dry in (False, True):
+                plans = self.plans(session, job, tasks, domains, costs, dry)
+                if self.commit_first(session, job, tasks, plans):
                     break
-            plans.sort(key=lambda p: (p[0], len(p[3]), p[1]))
-            for _, _, domain, victims in plans:
-                if self.attempt(session, job, tasks, domain, victims):
-                    session.nominated_domains[job.uid] = domain.name
-                    session.unschedulable(job, f"{self.name}: nominated in {domain.name}; waiting for the "
+            self._pool = None
+
+    def plans(self, session: Session, job: Job, tasks: list[Task], domains: list[Domain], costs: WorkCost,
+              dry: bool) -> list[Plan]:
+        """A plan per domain (the bundles taken over the whole domain), then, for the best
+        :data:`REFINE` of them (for every domain when none has one), plans over the cheapest parts of
+        the domain; sorted best first."""
+        order = functools.cmp_to_key(lambda a, b: self.compare_plans(session, a, b, across=True))
+        found: list[tuple[Plan | None, int, object]] = []
+        for i, domain in enumerate(domains):
+            plan, refine = self.plan_domain(session, job, tasks, domain, costs, dry)
+            if plan is not None:
+                plan.index = i
+            found.append((plan, i, refine))
+            if plan is not None and not plan.victims:
+                return [plan]           # nothing to evict: no plan is better
+        plans = sorted((p for p, _, _ in found if p is not None), key=order)
+        chosen = {id(p) for p in plans[:REFINE]} if plans else None
+        for plan, i, refine in found:
+            if refine is None or (chosen is not None and id(plan) not in chosen):
+                continue
+            better = refine()
+            if better is not None:
+                better.index = i
+                plans.append(better)
+        return sorted(plans, key=order)
+
+    def commit_first(self, session: Session, job: Job, tasks: list[Task], plans: list[Plan]) -> bool:
+        """Evict and nominate by the first plan whose dry run succeeds (its victims, else the set it was
+        reprieved from)."""
+        for plan in plans:
+            for victims in (plan.victims, plan.fallback):
+                if victims is not None and self.attempt(session, job, tasks, plan.domain, victims):
+                    session.nominated_domains[job.uid] = plan.name
+                    session.unschedulable(job, f"{self.name}: nominated in {plan.name}; waiting for the "
                                                f"evicted pods to leave")
-                    break
+                    return True
+        return False
 
     # -- hooks -----------------------------------------------------------------------------------
     def may_start(self, session: Session, job: Job) -> bool:
@@ -207,41 +339,55 @@ class GangEvictAction(Action):
 
     # -- one domain ------------------------------------------------------------------------------
     def candidates(self, session: Session, job: Job, domain: Domain) -> dict[int, tuple[Job, list[Task]]]:
+        """The pods that may be victims for ``job`` inside ``domain``, by job."""
+        if self._pool is None or self._pool[0] is not job:
+            pool: list[Task] = []
+            verdict: dict[int, bool] = {}
+            for t in session.cluster.tasks.values():
+                if t.status not in VICTIM_STATES or not t.managed or t.node < 0:
+                    continue
+                v = t.job
+                if v is None or v is job or not t.preemptable or not self.allowed(session, job, t):
+                    continue
+                if id(v) not in verdict:
+                    verdict[id(v)] = session.victim_filter(job, v, self.name)
+                if verdict[id(v)]:
+                    pool.append(t)
+            self._pool = (job, pool)
         by_job: dict[int, tuple[Job, list[Task]]] = {}
-        verdict: dict[int, bool] = {}
-        for t in session.cluster.tasks.values():
-            if t.status not in VICTIM_STATES or not t.managed or t.node < 0 or not domain.mask[t.node]:
-                continue
-            v = t.job
-            if v is None or v is job or not t.preemptable or not self.allowed(session, job, t):
-                continue
-            if id(v) not in verdict:
-                verdict[id(v)] = session.victim_filter(job, v, self.name)
-            if verdict[id(v)]:
-                by_job.setdefault(id(v), (v, []))[1].append(t)
+        mask = domain.mask
+        for t in self._pool[1]:
+            if mask[t.node]:
+                by_job.setdefault(id(t.job), (t.job, []))[1].append(t)
         return by_job
 
-    def bundles(self, session: Session, job: Job, tasks: list[Task], domain: Domain, need: np.ndarray) -> list[Bundle]:
-        """The domain's bundles, sorted, each checked with the plugins' victim filter on its own (a WHOLE
-        bundle kept only if all of it is allowed, a SAFE one shrunk to its allowed part), sorted again.
-        What stateful plugins allow *together* is checked along the selection (:meth:`plan_domain`)."""
-        by_job = self.candidates(session, job, domain)
+    def bundles(self, session: Session, job: Job, tasks: list[Task], by_job: dict[int, tuple[Job, list[Task]]],
+                need: np.ndarray, costs: WorkCost) -> list[Bundle]:
+        """The bundles of the candidates (:meth:`candidates`), sorted, each checked with the plugins'
+        victim filter on its own and shrunk to its allowed part (for a WHOLE bundle too: its gang breaks
+        all the same), sorted again. What stateful plugins allow *together* is checked along the
+        selection (:meth:`select`)."""
         if not by_job:
             return []
         # ROI and coverage count the resources the pods request, not the pod slot every pod takes
         need = self.roi_need(session, need)
-        order = sort_bundles(make_bundles(by_job, need, run_hours(session.now)), self.policy(session),
-                             session.compare_jobs)
+        order = sort_bundles(make_bundles(by_job, need, costs.age, costs), self.policy(session),
+                             session.compare_jobs, relative=True)
+        if not self.args.allow_whole:
+            order = [b for b in order if b.kind != WHOLE]
+        # one call over the whole ordered list; a bundle some of whose pods it refuses is asked about
+        # again on its own (the refusal may be a stateful plugin's, counting the bundles before it)
+        flat = {id(t) for t in self.plugin_filter(session, tasks[0], [t for b in order for t in b.tasks])}
         valid = []
         for b in order:
-            if b.kind == WHOLE and not self.args.allow_whole:
-                continue
-            ok = {id(t) for t in self.plugin_filter(session, tasks[0], b.tasks)}
+            ok = flat
+            if not all(id(t) in ok for t in b.tasks):
+                ok = {id(t) for t in self.plugin_filter(session, tasks[0], b.tasks)}
             keep = [t for t in b.tasks if id(t) in ok]
             if keep:
                 b.shrink(keep, need)
                 valid.append(b)
-        return sort_bundles(valid, self.policy(session), session.compare_jobs)
+        return sort_bundles(valid, self.policy(session), session.compare_jobs, relative=True)
 
     @staticmethod
     def roi_need(session: Session, need: np.ndarray) -> np.ndarray:
@@ -249,86 +395,302 @@ class GangEvictAction(Action):
         need[session.cluster.resources.pos(PODS)] = 0
         return need
 
-    def plan_domain(self, session: Session, job: Job, tasks: list[Task], domain: Domain
-                    ) -> tuple[float, list[Task]] | None:
-        """The victims with which the gang fits ``domain`` (dry-run, nothing kept) and their cost in
-        work (:class:`WorkCost`), or None."""
+    def plan_domain(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost,
+                    dry: bool = True):
+        """The plan for ``domain`` — the bundles taken in their order over the whole domain — and a
+        function that plans over the cheapest parts of it (:meth:`parts`), returning the best part plan
+        that beats the domain's: one that loses less work without going further down the order
+        (breaking a gang where the whole-domain plan breaks none, or a victim the policy puts later)."""
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
-        cols = np.flatnonzero(need)
-        bundles = self.bundles(session, job, tasks, domain, need)
-        costs = WorkCost(self.roi_need(session, need), run_hours(session.now))
+        by_job = self.candidates(session, job, domain)
+        bundles = self.bundles(session, job, tasks, by_job, need, costs)
         custom = session.gang_victims(job, domain, [t for b in bundles for t in b.tasks], need, self.name)
         if custom is not None:
             victims = list(custom)
             if self.attempt(session, job, tasks, domain, victims, commit=False):
-                return costs.total(victims), victims
-            return None
-        nodes = session.cluster.nodes
-        base = np.clip(nodes.future_idle[domain.mask & ~nodes.down][:, cols], 0, None).sum(axis=0)
-
-        def covered(victims: list[Task]) -> bool:
-            freed = sum((v.request[cols] for v in victims), np.zeros(len(cols)))
-            return bool(np.all(base + freed >= need[cols] - EPS))
-
-        if covered([]) and self.attempt(session, job, tasks, domain, [], commit=False):
-            return 0.0, []
+                return self.plan(session, domain, domain.name, victims, costs), None
+            return None, None
         pack = Packer(session, tasks, domain)
+        whole = self.select(session, job, tasks, domain, domain.name, bundles, need, costs, pack, dry)
+
+        def refine() -> Plan | None:
+            cores = {id(b.job): b.tasks for b in bundles if b.kind == WHOLE}
+            best = None
+            for part in self.parts(session, tasks, domain, bundles, costs, pack):
+                sub = {k: (j, [t for t in pods if part.mask[t.node]]) for k, (j, pods) in by_job.items()}
+                sub = {k: v for k, v in sub.items() if v[1]}
+                plan = self.select(session, job, tasks, part, domain.name, self.bundles(session, job, tasks, sub, need, costs),
+                                   need, costs, Packer(session, tasks, part), dry)
+                if plan is not None:
+                    self.complete(session, job, tasks, plan, cores, costs)
+                if plan is not None and self.beats(session, plan, whole) and (
+                        best is None or self.compare_plans(session, plan, best) < 0):
+                    best = plan
+            return best
+        return whole, refine
+
+    def complete(self, session: Session, job: Job, tasks: list[Task], plan: Plan, cores: dict[int, list[Task]],
+                 costs: WorkCost) -> None:
+        """A plan made over a part of the domain breaks a gang as a whole there: the rest of the gang's
+        WHOLE bundle in the domain (``cores``: job id -> its pods) joins the victims, at no extra cost,
+        as far as the victim filter allows it on top of the plan's victims and the ScenarioValidators
+        agree."""
+        for attr in ("victims", "fallback"):
+            victims = getattr(plan, attr)
+            if not victims:
+                continue
+            have = {id(t) for t in victims}
+            groups: dict[int, list[Task]] = {}
+            for v in victims:
+                if v.job is not None:
+                    groups.setdefault(id(v.job), []).append(v)
+            extra = [t for k, pods in groups.items() if k in cores and costs.breaks(pods)
+                     for t in cores[k] if id(t) not in have]
+            if not extra:
+                continue
+            ok = {id(t) for t in self.plugin_filter(session, tasks[0], victims + extra)}
+            if not all(id(t) in ok for t in victims):
+                continue
+            extra = [t for t in extra if id(t) in ok]
+            if extra and self.valid(session, job, victims + extra):
+                setattr(plan, attr, victims + extra)
+
+    def plan(self, session: Session, domain: Domain, name: str, victims: list[Task], costs: WorkCost) -> Plan:
+        worst = None
+        policy = self.policy(session)
+        for v in victims:
+            if v.job is not None and (worst is None or policy(SimpleNamespace(job=v.job), SimpleNamespace(job=worst)) > 0):
+                worst = v.job
+        return Plan(domain, name, victims, costs.total(victims), costs.breaks(victims), worst)
+
+    def compare_plans(self, session: Session, a: Plan, b: Plan, across: bool = False) -> int:
+        """Within a domain: a plan that breaks no healthy gang before one that does (SAFE before WHOLE),
+        then the one whose last victim sorts earlier by the policy, then the least work, then the fewest
+        victims. Across domains the work decides — costs within :data:`ROI_THRESHOLD` (5 %) of each
+        other are a tie, left to the search-space order — except that gangpreempt still puts the plan
+        with the lower highest victim priority first (:meth:`across_rank`)."""
+        if not across:
+            r = self.level(session, a, b)
+            if r:
+                return r
+        else:
+            ra, rb = self.across_rank(a), self.across_rank(b)
+            if ra != rb:
+                return -1 if ra < rb else 1
+            if abs(a.cost - b.cost) > ROI_THRESHOLD * max(a.cost, b.cost):
+                return -1 if a.cost < b.cost else 1
+            return a.index - b.index
+        if abs(a.cost - b.cost) > 1e-9:
+            return -1 if a.cost < b.cost else 1
+        if len(a.victims) != len(b.victims):
+            return len(a.victims) - len(b.victims)
+        return a.index - b.index
+
+    def level(self, session: Session, a: Plan, b: Plan) -> int:
+        """How far down the bundle order two plans of one domain go: breaking no healthy gang before
+        breaking one, then the last victim by the policy."""
+        if a.breaks != b.breaks:
+            return -1 if b.breaks else 1
+        if a.worst is not None and b.worst is not None:
+            return self.policy(session)(SimpleNamespace(job=a.worst), SimpleNamespace(job=b.worst))
+        return 0
+
+    def beats(self, session: Session, part: Plan, whole: Plan | None) -> bool:
+        """Does a plan over a part of the domain replace the whole-domain plan — not going further down
+        the bundle order, and losing less work by more than :data:`ROI_THRESHOLD` (5 %; a smaller
+        difference leaves the bundle order's choice)?"""
+        if whole is None:
+            return True
+        r = self.level(session, part, whole)
+        return r < 0 or (r == 0 and part.cost < (1 - ROI_THRESHOLD) * whole.cost - 1e-12)
+
+    def across_rank(self, plan: Plan) -> float:
+        """What decides between the plans of different domains before the work they lose (lower
+        first); nothing by default."""
+        return 0.0
+
+    def parts(self, session: Session, tasks: list[Task], domain: Domain, bundles: list[Bundle], costs: WorkCost,
+              pack: "Packer") -> list[Domain]:
+        """Parts of the domain where the gang's pods could go for the least work, chosen greedily node by
+        node: each node is priced at the least cost per gang pod it could hold once victims on it are
+        gone (its free room costs nothing, a SAFE pod costs itself, the pods of a WHOLE bundle on it
+        cost together what their gang holds — nothing once the gang is broken for a node taken
+        before), the cheapest node is taken, the nodes sharing a gang it breaks are priced again, until
+        the nodes hold the gang — and again with a quarter more room. The bundles are then taken in
+        their order inside such a part (:meth:`select`)."""
+        if pack.n == 0 or not bundles:
+            return []
+        req = tasks[0].request
+        cols = req > 0
+        if not cols.any():
+            return []
+        mask = pack.groups[0][1]
+        safe_on: dict[int, list[Task]] = {}
+        core_on: dict[int, dict[int, list[Task]]] = {}
+        nodes_of: dict[int, set[int]] = {}
+        jobs: dict[int, Job] = {}
+        for b in bundles:
+            for t in b.tasks:
+                i = pack.pos.get(t.node)
+                if i is None or not mask[i]:
+                    continue
+                if b.kind == WHOLE:
+                    core_on.setdefault(i, {}).setdefault(id(b.job), []).append(t)
+                    nodes_of.setdefault(id(b.job), set()).add(i)
+                    jobs[id(b.job)] = b.job
+                else:
+                    safe_on.setdefault(i, []).append(t)
+        broken: set[int] = set()
+
+        def price(i: int) -> tuple[float, int, list[int]]:
+            """(cost per pod, pods, gangs broken) of the node's cheapest prefix."""
+            items = [(costs.pod(t), t.request, ()) for t in safe_on.get(i, ())]
+            for k, pods in core_on.get(i, {}).items():
+                items.append((0.0 if k in broken else costs.held(jobs[k]),
+                              sum((t.request for t in pods), np.zeros_like(req)), (k,) if k not in broken else ()))
+            items.sort(key=lambda it: it[0] / max(float(it[1] @ costs.inv), 1e-12))
+            free = pack.base[i].copy()
+            k0 = int(np.floor((free[cols] + EPS) / req[cols]).min())
+            best = (0.0, k0, []) if k0 > 0 else (float("inf"), 0, [])
+            spent, gangs, k = 0.0, [], k0
+            for c, r, g in items:
+                free = free + r
+                spent += c
+                gangs = gangs + list(g)
+                kk = int(np.floor((free[cols] + EPS) / req[cols]).min())
+                if kk > k:
+                    k = kk
+                    if spent / k < best[0] / max(best[1], 1) - 1e-12 or best[1] == 0:
+                        best = (spent, k, list(gangs))
+            return (best[0] / best[1] if best[1] else float("inf")), best[1], best[2]
+
+        heap = []
+        for i in range(len(pack.rows)):
+            if mask[i]:
+                c, k, g = price(i)
+                if k:
+                    heap.append((c, -k, i, 0))
+        heapq.heapify(heap)
+        version = [0] * len(pack.rows)
+        chosen: list[int] = []
+        got = 0
+        out = []
+        rooms = [pack.n, pack.n + max(1, pack.n // 4)]
+        while heap and rooms:
+            c, negk, i, ver = heapq.heappop(heap)
+            if ver != version[i]:
+                continue
+            _, k, gangs = price(i)
+            chosen.append(i)
+            got += k
+            version[i] = -1
+            for g in gangs:
+                if g not in broken:
+                    broken.add(g)
+                    for r in nodes_of.get(g, ()):
+                        if version[r] >= 0 and r != i:
+                            version[r] += 1
+                            cc, kk, _ = price(r)
+                            if kk:
+                                heapq.heappush(heap, (cc, -kk, r, version[r]))
+            while rooms and got >= rooms[0]:
+                rooms.pop(0)
+                m = np.zeros_like(domain.mask)
+                m[pack.rows[chosen]] = True
+                if m.sum() < domain.mask.sum() and not any((m == o.mask).all() for o in out):
+                    out.append(Domain(domain.name, m, domain.tier, domain.score))
+        return out
+
+    def select(self, session: Session, job: Job, tasks: list[Task], domain: Domain, name: str, bundles: list[Bundle],
+               need: np.ndarray, costs: WorkCost, pack: "Packer", dry: bool = True) -> Plan | None:
+        """Take the bundles in their order until the gang fits ``domain``: with ``dry``, by a dry run each
+        time the estimate says it fits (or a bundle ends); otherwise by the estimate alone (the caller
+        dry-runs the plan it chooses)."""
+        cols = np.flatnonzero(need)
+        nodes = session.cluster.nodes
+        want = need[cols] - EPS
+        total = base_total = np.clip(nodes.future_idle[domain.mask & ~nodes.down][:, cols], 0, None).sum(axis=0)
+        state = PackState(pack, pack.freed([]))
+        if np.all(total >= want) and (self.attempt(session, job, tasks, domain, [], commit=False) if dry
+                                      else state.count() >= pack.n):
+            return self.plan(session, domain, name, [], costs)
         policy = self.policy(session)
         victims: list[Task] = []
         units: list[list[Task]] = []        # what was taken, in order: a WHOLE bundle, or one SAFE pod
         pending = list(bundles)
         while pending:
-            b = pending.pop(_first_useful(pack, victims, [x.tasks for x in pending],
+            b = pending.pop(_first_useful(state, [x.tasks for x in pending],
                                           lambda i: pending[i].kind == pending[0].kind
                                           and policy(pending[0], pending[i]) == 0))
             # a SAFE bundle pod by pod, only as far as the need requires; a WHOLE one as a whole (once its
             # gang is broken the rest of its pods in the domain cost nothing more)
             left = [list(b.tasks)] if b.kind == WHOLE else [[t] for t in b.tasks]
             while left:
-                unit = left.pop(_first_useful(pack, victims, left, lambda i: True))
-                unit = self.allowed_together(session, tasks[0], victims, unit)
-                if not unit:
-                    continue            # a stateful victim filter refuses it on top of what is taken
+                unit = left.pop(_first_useful(state, left, lambda i: True))
                 if not self.valid(session, job, victims + unit):
                     continue            # a ScenarioValidator rejects it: pass it over
                 victims = victims + unit
                 units.append(unit)
-                # a SAFE bundle goes pod by pod, only as far as the need requires; a WHOLE one as a whole.
+                total = total + sum(v.request[cols] for v in unit)
+                state.apply(unit)
+                have = state.count()
                 # Dry-run once the estimate says the gang fits, or at the end of a bundle anyway
-                if not covered(victims) or (left and pack.count(victims) < pack.n):
-                    continue
-                spared = self.reprieve(session, job, units, covered, pack, costs)
-                if len(spared) < len(victims) and self.attempt(session, job, tasks, domain, spared, commit=False):
-                    return costs.total(spared), spared
-                if self.attempt(session, job, tasks, domain, victims, commit=False):
-                    return costs.total(victims), victims
+                while np.all(total >= want) and (have >= pack.n or (dry and not left)):
+                    spared = self.reprieve(session, job, units, PackState(pack, state.free.copy()), costs, total,
+                                           cols, want)
+                    # the victim filter over what the plan takes, in the order taken: stateful plugins
+                    # count cumulatively only what is really taken. What it refuses is given up (a WHOLE
+                    # bundle keeps its allowed part: its gang breaks all the same) and the selection
+                    # goes on
+                    ok = {id(t) for t in self.plugin_filter(session, tasks[0], spared)}
+                    if len(ok) < len(spared):
+                        refused = {id(t) for t in spared if id(t) not in ok}
+                        units = [u2 for u2 in ([t for t in u if id(t) not in refused] for u in units) if u2]
+                        victims = [t for u in units for t in u]
+                        total = base_total + sum((v.request[cols] for v in victims), np.zeros(len(cols)))
+                        state = PackState(pack, pack.freed(victims))
+                        have = state.count()
+                        if not self.valid(session, job, victims):
+                            break
+                        continue
+                    full = None
+                    if len(spared) < len(victims) and len(self.plugin_filter(session, tasks[0], victims)) == len(victims):
+                        full = victims
+                    if not dry:
+                        plan = self.plan(session, domain, name, spared, costs)
+                        plan.fallback = full
+                        return plan
+                    if self.attempt(session, job, tasks, domain, spared, commit=False):
+                        return self.plan(session, domain, name, spared, costs)
+                    if full is not None and self.attempt(session, job, tasks, domain, full, commit=False):
+                        return self.plan(session, domain, name, full, costs)
+                    break
         return None
 
-    def allowed_together(self, session: Session, task: Task, victims: list[Task], unit: list[Task]) -> list[Task]:
-        """What of ``unit`` the plugins' victim filter allows on top of ``victims`` (one call over the
-        selection in the order taken, so stateful plugins count cumulatively only what is really
-        taken): all of it or nothing for one SAFE pod, the allowed part of a WHOLE bundle (its gang
-        breaks all the same)."""
-        ok = {id(t) for t in self.plugin_filter(session, task, victims + unit)}
-        return [t for t in unit if id(t) in ok]
-
-    def reprieve(self, session: Session, job: Job, units: list[list[Task]], covered, pack: "Packer",
-                 costs: WorkCost) -> list[Task]:
+    def reprieve(self, session: Session, job: Job, units: list[list[Task]], state: PackState, costs: WorkCost,
+                 total: np.ndarray, cols: np.ndarray, want: np.ndarray) -> list[Task]:
         """Spare what turned out not to be needed, the most expensive first: first every victim gang as
         a whole (all its pods taken, by what the gang costs), then each pod on its own (by what sparing
         it saves, then the latest taken), each given back when the estimate says the gang still fits
         without it (the caller dry-runs the result first, then the full set if the estimate was
-        wrong). A pod of a gang the set breaks anyway saves nothing and is tried last."""
+        wrong). A pod of a gang the set breaks anyway saves nothing and is tried last. ``state`` and
+        ``total`` are the estimate's room per node and in all with every unit taken (``state`` is
+        changed)."""
         keep = set(range(len(units)))
+        n = state.pack.n
 
         def spare(drop: set[int]) -> bool:
-            nonlocal keep
+            nonlocal keep, total
+            pods = [t for i in drop for t in units[i]]
+            t2 = total - sum(v.request[cols] for v in pods)
+            if not np.all(t2 >= want) or state.trial(pods, -1.0) < n:
+                return False
             rest = keep - drop
-            trial = [t for j in sorted(rest) for t in units[j]]
-            if covered(trial) and pack.count(trial) >= pack.n and self.valid(session, job, trial):
-                keep = rest
-                return True
-            return False
+            if not self.valid(session, job, [t for j in sorted(rest) for t in units[j]]):
+                return False
+            state.apply(pods, -1.0)
+            keep, total = rest, t2
+            return True
 
         groups: dict[int, list[int]] = {}
         for i, u in enumerate(units):
@@ -340,7 +702,8 @@ class GangEvictAction(Action):
         live = sorted(keep)
         saving = dict(zip(live, costs.savings([units[i] for i in live])))
         for i in sorted(live, key=lambda i: (-saving[i], -i)):
-            spare({i})
+            if i in keep:
+                spare({i})
         return [t for j in sorted(keep) for t in units[j]]
 
     def attempt(self, session: Session, job: Job, tasks: list[Task], domain: Domain, victims: list[Task],
@@ -363,7 +726,7 @@ class GangEvictAction(Action):
 
     def valid(self, session: Session, job: Job, victims: list[Task]) -> bool:
         """The ScenarioValidator points on evicting ``victims`` for ``job``."""
-        if not victims:
+        if not victims or not session.fns("ScenarioValidator"):
             return True
         victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())
         return session.scenario_valid(job, victim_jobs, victims, self.name)
@@ -389,6 +752,11 @@ class GangPreemptAction(GangEvictAction):
 
     def policy(self, session: Session):
         return lambda a, b: (a.job.priority > b.job.priority) - (a.job.priority < b.job.priority)
+
+    def across_rank(self, plan: Plan) -> float:
+        """Across domains too, victim priority before anything else: the plan whose highest victim
+        priority is lower wins (as preempt ranks nodes)."""
+        return float(plan.worst.priority) if plan.worst is not None else float("-inf")
 
     def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
         return session.preemptable(task, pods)

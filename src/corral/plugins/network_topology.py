@@ -10,7 +10,8 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
   pods. For ALLOCATE all of them, lowest tier first, then tightest fit (hypernode bin-packing: the
   largest share of the domain's GPU, else CPU, capacity in use once the job's waiting pods are added).
   For EVICT the top ``evictDomains`` (8) by the cost to enter (:meth:`entry_costs`: free room first,
-  then what the jobs that would have to give way hold, cheapest first), then lowest tier, then name.
+  then the work lost by the jobs that would have to give way, cheapest first), then lowest tier, then
+  name.
   Soft mode appends the whole cluster.
 - **GangPredicate** — fast fail, with a reason that names the numbers, when the job's waiting pods need
   more than the cluster (any mode) or any allowed hypernode (hard) has in total, or when no allowed
@@ -128,17 +129,22 @@ class NetworkTopologyPlugin(Plugin):
         """The cost to enter each domain, for eviction: what the gang lacks there once the free and
         releasing capacity is used, made up from the running pods that might give way — pods of lower
         priority in the job's queue or pods of other queues (preemptable, of this scheduler) — as the
-        bundles do: surplus pods (all of a broken job's) first, costing themselves, then the cores of
-        healthy jobs, costing all the job holds; in each group those that free most of the need per
-        resource they cost first. The cost is what is taken, measured against the need and summed over
-        the requested resources. 0: enough is free already; inf: even all of them would not do.
-        An estimate: the eviction action decides (victim rules, bundles, dry run)."""
+        bundles do: surplus pods (all of a broken job's) first, costing themselves, then the cores of healthy
+        jobs, costing all the job holds; in each group those that free most of the need per
+        unit of cost first. The cost is the work that is lost (each pod's request weighted by the hours
+        it has run, :func:`~corral.actions.bundles.run_hours`, as the eviction actions count it),
+        measured against the need and summed over the requested resources. 0: enough is free already;
+        inf: even all of them would not do. An estimate: the eviction action decides (victim rules,
+        bundles, dry run)."""
+        from corral.actions.bundles import run_hours
+
         cluster = self.session.cluster
         nodes = cluster.nodes
         cols = np.flatnonzero((need > EPS) & self.cols)
         if not cols.size:
             return [0.0] * len(domains)
         want = need[cols]
+        age = run_hours(self.session.now)
         fut = np.clip(nodes.future_idle[:, cols] * (~nodes.down)[:, None], 0, None)
         pods = [t for t in cluster.tasks.values()
                 if t.status in _VICTIM and t.managed and t.preemptable and t.node >= 0 and t.job is not None
@@ -148,8 +154,14 @@ class NetworkTopologyPlugin(Plugin):
         rows = np.array([t.node for t in pods], dtype=np.int64)
         owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
         req = np.array([t.request[cols] for t in pods]).reshape(len(pods), len(cols))
-        held = np.array([sum((t.request[cols] for t in j.tasks if t.status in ALLOCATED_STATES),
-                             np.zeros(len(cols))) for j in jobs]).reshape(len(jobs), len(cols))
+        work = (req / want).sum(axis=1) * np.array([age(t) for t in pods]) if pods else np.zeros(0)
+        # what each job holds: its candidate pods, and any other pod it has placed
+        held = np.bincount(owner, weights=work, minlength=len(jobs)) if pods else np.zeros(len(jobs))
+        seen = {id(t) for t in pods}
+        for j in jobs:
+            for t in j.tasks:
+                if t.status in ALLOCATED_STATES and id(t) not in seen:
+                    held[index[id(j)]] += float((t.request[cols] / want).sum()) * age(t)
         surplus = np.array([j.ready_count() - j.min_member for j in jobs], dtype=np.int64)
         out = []
         for d in domains:
@@ -160,26 +172,24 @@ class NetworkTopologyPlugin(Plugin):
             inside = d.mask[rows] if rows.size else np.zeros(0, dtype=bool)
             local = np.zeros((len(jobs), len(cols)))
             np.add.at(local, owner[inside], req[inside])
+            local_work = np.bincount(owner[inside], weights=work[inside], minlength=len(jobs))
             count = np.bincount(owner[inside], minlength=len(jobs))
             # like the bundles: a job's surplus pods (all of them when it is broken) cost only themselves,
             # the rest costs everything the job holds
             share = np.where(surplus < 0, 1.0, np.minimum(count, np.maximum(surplus, 0)) / np.maximum(count, 1))
-            items = []
-            for i in np.flatnonzero(count):
-                for kind, frees, spent in ((0, local[i] * share[i], local[i] * share[i]),
-                                           (1, local[i] * (1 - share[i]), held[i])):
-                    if np.any(frees > EPS):
-                        gain = float((np.minimum(frees, want) / want).sum())
-                        spend = float((spent / want).sum())
-                        items.append((kind, -(gain / spend) if spend > 0 else -np.inf, jobs[i].uid, frees, spend))
-            items.sort(key=lambda it: it[:3])
-            total = 0.0
-            for _, _, _, frees, spend in items:
-                if np.all(lack <= EPS):
-                    break
-                lack = lack - frees
-                total += spend
-            out.append(total if np.all(lack <= EPS) else float("inf"))
+            frees = np.concatenate([local * share[:, None], local * (1 - share)[:, None]])
+            spend = np.concatenate([local_work * share, np.where(share < 1, held, 0.0)])
+            kind = np.repeat([0, 1], len(jobs))
+            use = np.flatnonzero(np.any(frees > EPS, axis=1))
+            if not use.size:
+                out.append(float("inf"))
+                continue
+            gain = (np.minimum(frees[use], want) / want).sum(axis=1)
+            roi = np.where(spend[use] > 0, gain / np.where(spend[use] > 0, spend[use], 1.0), np.inf)
+            order = use[np.lexsort((use % len(jobs), -roi, kind[use]))]
+            got = np.cumsum(frees[order], axis=0) >= lack - EPS
+            done = np.flatnonzero(got.all(axis=1))
+            out.append(float(np.cumsum(spend[order])[done[0]]) if done.size else float("inf"))
         return out
 
     def gang_predicate(self, job: Job) -> str | None:
