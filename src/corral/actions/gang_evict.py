@@ -25,13 +25,13 @@ the first success often costs many times the cheapest). In a domain:
    ScenarioValidator reject the plan is passed over (a plan a validator rejects is taken to stay
    rejected when more is evicted, as with minruntime). Among bundles of the same kind and policy rank
    (and among the pods of a SAFE bundle) the first that lets more of the gang fit, by a first-fit
-   estimate over the domain's nodes (:class:`Packer`), is taken before those that only add scattered
-   capacity. Once the estimate says the gang fits, the victim filter is asked once more about what is
-   really taken, in the order taken — so a queue's reclaimable amount is spent only on victims the
+   estimate over the domain's nodes (:class:`~corral.actions.packing.Packer`), is taken before those
+   that only add scattered capacity. Once the estimate says the gang fits, the victim filter is asked
+   once more about what is really taken, in the order taken — so a queue's reclaimable amount is spent only on victims the
    plan uses; what it refuses is given up and the selection goes on — and what turned out not to be
    needed is spared again, the most expensive first (a *reprieve*: whole victim gangs by what they
    cost, then single units by what sparing them saves);
-4. the same selection runs over *parts* of the domain (:meth:`GangEvictAction.parts`: the nodes where
+4. the same selection runs over *parts* of the domain (:func:`corral.actions.parts.cheapest_parts`: the nodes where
    the gang's pods cost least, chosen greedily node by node), for the best two domains; a part's plan
    replaces the domain's when it goes no further down the bundle order (breaks no gang where the
    domain's plan breaks none, takes no victim the policy puts later) and loses at least 5 % less work.
@@ -54,7 +54,6 @@ priority before anything else.
 from __future__ import annotations
 
 import functools
-import heapq
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -63,6 +62,8 @@ import numpy as np
 from corral.actions.allocate import schedulable_jobs
 from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
 from corral.actions.evict import VICTIM_STATES
+from corral.actions.packing import Packer, PackState, first_useful
+from corral.actions.parts import cheapest_parts
 from corral.actions.reclaim import queue_rules
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
@@ -126,136 +127,6 @@ def needed_tasks(session: Session, job: Job) -> list[Task]:
 
 #: Domains (the best by their whole-domain plan) also planned over their cheapest parts.
 REFINE = 2
-
-#: Candidates (bundles of one kind and policy rank, or pods of one SAFE bundle) looked at for one that
-#: lets more of the gang fit.
-LOOKAHEAD = 16
-
-
-class Packer:
-    """A quick estimate of how many of the gang's waiting pods a domain could hold once given victims are
-    gone: first fit, pod by pod in TaskOrder, over each node's future idle capacity plus what the victims
-    on it free, within the pod's predicate mask. It only steers which victims are taken first and which
-    are spared; the dry run decides."""
-
-    def __init__(self, session: Session, tasks: list[Task], domain: Domain) -> None:
-        nodes = session.cluster.nodes
-        self.rows = np.flatnonzero(domain.mask & ~nodes.down)
-        self.pos = {int(r): i for i, r in enumerate(self.rows)}
-        self.base = np.clip(nodes.future_idle[self.rows], 0, None)
-        # runs of identical pods (same class: same request and constraints), in TaskOrder
-        self.groups: list[list] = []            # [request, mask, count]
-        for t in tasks:
-            last = self.groups[-1] if self.groups else None
-            if last is not None and t.klass and last[3] == t.klass:
-                last[2] += 1
-                continue
-            self.groups.append([t.request, session.predicate(t)[self.rows], 1, t.klass])
-        self.n = len(tasks)
-        # one run of identical pods (the usual gang): a node holds floor(room / request) of them
-        self.single = len(self.groups) == 1 and bool((self.groups[0][0] > 0).any())
-        if self.single:
-            req = self.groups[0][0]
-            self.cols = req > 0
-            self.req = req[self.cols]
-            self.mask = self.groups[0][1]
-
-    def rooms(self, free: np.ndarray) -> np.ndarray:
-        """(One run of identical pods.) How many of them each node holds."""
-        room = np.floor((free[:, self.cols] + EPS) / self.req).min(axis=1)
-        return np.where(self.mask, np.maximum(room, 0), 0)
-
-    def freed(self, victims: list[Task], free: np.ndarray | None = None, sign: float = 1.0) -> np.ndarray:
-        """Each domain node's room once ``victims`` are gone (added to ``free`` if given, else to what
-        is free or being freed now; with ``sign`` -1, taken back from ``free``)."""
-        free = self.base.copy() if free is None else free.copy()
-        idx = [(self.pos[v.node], v.request) for v in victims if v.node in self.pos]
-        if idx:
-            np.add.at(free, [i for i, _ in idx], sign * np.array([r for _, r in idx]))
-        return free
-
-    def fit(self, free: np.ndarray) -> int:
-        """How many of the gang's waiting pods fit into ``free``, first fit in TaskOrder."""
-        if self.single:
-            return int(min(self.n, self.rooms(free).sum()))
-        free = free.copy()
-        placed = 0
-        for req, mask, k, _ in self.groups:
-            cols = req > 0
-            # first fit of k identical pods: fill the nodes in row order
-            room = np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1) if cols.any() else np.full(len(free), k)
-            room = np.where(mask, np.maximum(room, 0), 0)
-            take = np.minimum(room, np.maximum(k - (np.cumsum(room) - room), 0))
-            free -= take[:, None] * req
-            placed += int(take.sum())
-        return placed
-
-    def count(self, victims: list[Task]) -> int:
-        return self.fit(self.freed(victims))
-
-
-class PackState:
-    """The estimate's room per node for one set of victims, kept up to date as victims are added or
-    given back; for a gang of one run of identical pods only the nodes touched are counted again."""
-
-    def __init__(self, pack: Packer, free: np.ndarray) -> None:
-        self.pack, self.free = pack, free
-        if pack.single:
-            self.room = pack.rooms(free)
-            self.total = float(self.room.sum())
-
-    def _touch(self, pods: list[Task], sign: float) -> dict[int, np.ndarray]:
-        add: dict[int, np.ndarray] = {}
-        for v in pods:
-            p = self.pack.pos.get(v.node)
-            if p is not None:
-                add[p] = add[p] + sign * v.request if p in add else sign * v.request
-        return add
-
-    def _rooms(self, add: dict[int, np.ndarray]) -> dict[int, float]:
-        pk = self.pack
-        return {p: (max(float(np.floor((self.free[p, pk.cols] + r[pk.cols] + EPS) / pk.req).min()), 0.0)
-                    if pk.mask[p] else 0.0) for p, r in add.items()}
-
-    def count(self) -> int:
-        """How many of the gang's pods the estimate places now."""
-        if self.pack.single:
-            return int(min(self.pack.n, self.total))
-        return self.pack.fit(self.free)
-
-    def trial(self, pods: list[Task], sign: float = 1.0) -> int:
-        """The same with ``pods`` evicted too (``sign`` -1: given back), nothing changed."""
-        if self.pack.single:
-            add = self._touch(pods, sign)
-            new = self._rooms(add)
-            return int(min(self.pack.n, self.total + sum(new[p] - self.room[p] for p in add)))
-        return self.pack.fit(self.pack.freed(pods, self.free, sign))
-
-    def apply(self, pods: list[Task], sign: float = 1.0) -> None:
-        if self.pack.single:
-            add = self._touch(pods, sign)
-            new = self._rooms(add)
-            for p, r in add.items():
-                self.total += new[p] - self.room[p]
-                self.room[p] = new[p]
-                self.free[p] += r
-        else:
-            self.free = self.pack.freed(pods, self.free, sign)
-
-
-def _first_useful(state: PackState, options: list[list[Task]], same) -> int:
-    """Index of the first option (among the leading ones for which ``same(i)`` holds, at most
-    ``LOOKAHEAD``) whose pods, evicted on top of the victims of ``state``, let the estimate place more
-    of the gang; 0 when none does."""
-    have = state.count()
-    if len(options) <= 1 or have >= state.pack.n:
-        return 0
-    for i, opt in enumerate(options[:LOOKAHEAD]):
-        if not same(i):
-            break
-        if state.trial(opt) > have:
-            return i
-    return 0
 
 
 class GangEvictAction(Action):
@@ -398,7 +269,7 @@ class GangEvictAction(Action):
     def plan_domain(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost,
                     dry: bool = True):
         """The plan for ``domain`` — the bundles taken in their order over the whole domain — and a
-        function that plans over the cheapest parts of it (:meth:`parts`), returning the best part plan
+        function that plans over the cheapest parts of it (:func:`~corral.actions.parts.cheapest_parts`), returning the best part plan
         that beats the domain's: one that loses less work without going further down the order
         (breaking a gang where the whole-domain plan breaks none, or a victim the policy puts later)."""
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
@@ -416,7 +287,7 @@ class GangEvictAction(Action):
         def refine() -> Plan | None:
             cores = {id(b.job): b.tasks for b in bundles if b.kind == WHOLE}
             best = None
-            for part in self.parts(session, tasks, domain, bundles, costs, pack):
+            for part in cheapest_parts(tasks, domain, bundles, costs, pack):
                 sub = {k: (j, [t for t in pods if part.mask[t.node]]) for k, (j, pods) in by_job.items()}
                 sub = {k: v for k, v in sub.items() if v[1]}
                 plan = self.select(session, job, tasks, part, domain.name, self.bundles(session, job, tasks, sub, need, costs),
@@ -509,100 +380,8 @@ class GangEvictAction(Action):
         first); nothing by default."""
         return 0.0
 
-    def parts(self, session: Session, tasks: list[Task], domain: Domain, bundles: list[Bundle], costs: WorkCost,
-              pack: "Packer") -> list[Domain]:
-        """Parts of the domain where the gang's pods could go for the least work, chosen greedily node by
-        node: each node is priced at the least cost per gang pod it could hold once victims on it are
-        gone (its free room costs nothing, a SAFE pod costs itself, the pods of a WHOLE bundle on it
-        cost together what their gang holds — nothing once the gang is broken for a node taken
-        before), the cheapest node is taken, the nodes sharing a gang it breaks are priced again, until
-        the nodes hold the gang — and again with a quarter more room. The bundles are then taken in
-        their order inside such a part (:meth:`select`)."""
-        if pack.n == 0 or not bundles:
-            return []
-        req = tasks[0].request
-        cols = req > 0
-        if not cols.any():
-            return []
-        mask = pack.groups[0][1]
-        safe_on: dict[int, list[Task]] = {}
-        core_on: dict[int, dict[int, list[Task]]] = {}
-        nodes_of: dict[int, set[int]] = {}
-        jobs: dict[int, Job] = {}
-        for b in bundles:
-            for t in b.tasks:
-                i = pack.pos.get(t.node)
-                if i is None or not mask[i]:
-                    continue
-                if b.kind == WHOLE:
-                    core_on.setdefault(i, {}).setdefault(id(b.job), []).append(t)
-                    nodes_of.setdefault(id(b.job), set()).add(i)
-                    jobs[id(b.job)] = b.job
-                else:
-                    safe_on.setdefault(i, []).append(t)
-        broken: set[int] = set()
-
-        def price(i: int) -> tuple[float, int, list[int]]:
-            """(cost per pod, pods, gangs broken) of the node's cheapest prefix."""
-            items = [(costs.pod(t), t.request, ()) for t in safe_on.get(i, ())]
-            for k, pods in core_on.get(i, {}).items():
-                items.append((0.0 if k in broken else costs.held(jobs[k]),
-                              sum((t.request for t in pods), np.zeros_like(req)), (k,) if k not in broken else ()))
-            items.sort(key=lambda it: it[0] / max(float(it[1] @ costs.inv), 1e-12))
-            free = pack.base[i].copy()
-            k0 = int(np.floor((free[cols] + EPS) / req[cols]).min())
-            best = (0.0, k0, []) if k0 > 0 else (float("inf"), 0, [])
-            spent, gangs, k = 0.0, [], k0
-            for c, r, g in items:
-                free = free + r
-                spent += c
-                gangs = gangs + list(g)
-                kk = int(np.floor((free[cols] + EPS) / req[cols]).min())
-                if kk > k:
-                    k = kk
-                    if spent / k < best[0] / max(best[1], 1) - 1e-12 or best[1] == 0:
-                        best = (spent, k, list(gangs))
-            return (best[0] / best[1] if best[1] else float("inf")), best[1], best[2]
-
-        heap = []
-        for i in range(len(pack.rows)):
-            if mask[i]:
-                c, k, g = price(i)
-                if k:
-                    heap.append((c, -k, i, 0))
-        heapq.heapify(heap)
-        version = [0] * len(pack.rows)
-        chosen: list[int] = []
-        got = 0
-        out = []
-        rooms = [pack.n, pack.n + max(1, pack.n // 4)]
-        while heap and rooms:
-            c, negk, i, ver = heapq.heappop(heap)
-            if ver != version[i]:
-                continue
-            _, k, gangs = price(i)
-            chosen.append(i)
-            got += k
-            version[i] = -1
-            for g in gangs:
-                if g not in broken:
-                    broken.add(g)
-                    for r in nodes_of.get(g, ()):
-                        if version[r] >= 0 and r != i:
-                            version[r] += 1
-                            cc, kk, _ = price(r)
-                            if kk:
-                                heapq.heappush(heap, (cc, -kk, r, version[r]))
-            while rooms and got >= rooms[0]:
-                rooms.pop(0)
-                m = np.zeros_like(domain.mask)
-                m[pack.rows[chosen]] = True
-                if m.sum() < domain.mask.sum() and not any((m == o.mask).all() for o in out):
-                    out.append(Domain(domain.name, m, domain.tier, domain.score))
-        return out
-
     def select(self, session: Session, job: Job, tasks: list[Task], domain: Domain, name: str, bundles: list[Bundle],
-               need: np.ndarray, costs: WorkCost, pack: "Packer", dry: bool = True) -> Plan | None:
+               need: np.ndarray, costs: WorkCost, pack: Packer, dry: bool = True) -> Plan | None:
         """Take the bundles in their order until the gang fits ``domain``: with ``dry``, by a dry run each
         time the estimate says it fits (or a bundle ends); otherwise by the estimate alone (the caller
         dry-runs the plan it chooses)."""
@@ -619,14 +398,14 @@ class GangEvictAction(Action):
         units: list[list[Task]] = []        # what was taken, in order: a WHOLE bundle, or one SAFE pod
         pending = list(bundles)
         while pending:
-            b = pending.pop(_first_useful(state, [x.tasks for x in pending],
+            b = pending.pop(first_useful(state, [x.tasks for x in pending],
                                           lambda i: pending[i].kind == pending[0].kind
                                           and policy(pending[0], pending[i]) == 0))
             # a SAFE bundle pod by pod, only as far as the need requires; a WHOLE one as a whole (once its
             # gang is broken the rest of its pods in the domain cost nothing more)
             left = [list(b.tasks)] if b.kind == WHOLE else [[t] for t in b.tasks]
             while left:
-                unit = left.pop(_first_useful(state, left, lambda i: True))
+                unit = left.pop(first_useful(state, left, lambda i: True))
                 if not self.valid(session, job, victims + unit):
                     continue            # a ScenarioValidator rejects it: pass it over
                 victims = victims + unit

@@ -1,0 +1,143 @@
+"""The first-fit estimate gang eviction steers by (seed 000 §3 step 3; :mod:`corral.actions.gang_evict`):
+how many of a gang's waiting pods a domain could hold once some victims are gone. The estimate only
+orders and prunes the victims; the Statement dry run decides."""
+from __future__ import annotations
+
+import numpy as np
+
+from corral.framework.extension import Domain
+from corral.framework.session import Session
+from corral.model import Task
+from corral.model.resources import EPS
+
+__all__ = ["LOOKAHEAD", "Packer", "PackState", "first_useful"]
+
+#: Candidates (bundles of one kind and policy rank, or pods of one SAFE bundle) looked at for one that
+#: lets more of the gang fit.
+LOOKAHEAD = 16
+
+
+class Packer:
+    """A quick estimate of how many of the gang's waiting pods a domain could hold once given victims are
+    gone: first fit, pod by pod in TaskOrder, over each node's future idle capacity plus what the victims
+    on it free, within the pod's predicate mask. It only steers which victims are taken first and which
+    are spared; the dry run decides."""
+
+    def __init__(self, session: Session, tasks: list[Task], domain: Domain) -> None:
+        nodes = session.cluster.nodes
+        self.rows = np.flatnonzero(domain.mask & ~nodes.down)
+        self.pos = {int(r): i for i, r in enumerate(self.rows)}
+        self.base = np.clip(nodes.future_idle[self.rows], 0, None)
+        # runs of identical pods (same class: same request and constraints), in TaskOrder
+        self.groups: list[list] = []            # [request, mask, count]
+        for t in tasks:
+            last = self.groups[-1] if self.groups else None
+            if last is not None and t.klass and last[3] == t.klass:
+                last[2] += 1
+                continue
+            self.groups.append([t.request, session.predicate(t)[self.rows], 1, t.klass])
+        self.n = len(tasks)
+        # one run of identical pods (the usual gang): a node holds floor(room / request) of them
+        self.single = len(self.groups) == 1 and bool((self.groups[0][0] > 0).any())
+        if self.single:
+            req = self.groups[0][0]
+            self.cols = req > 0
+            self.req = req[self.cols]
+            self.mask = self.groups[0][1]
+
+    def rooms(self, free: np.ndarray) -> np.ndarray:
+        """(One run of identical pods.) How many of them each node holds."""
+        room = np.floor((free[:, self.cols] + EPS) / self.req).min(axis=1)
+        return np.where(self.mask, np.maximum(room, 0), 0)
+
+    def freed(self, victims: list[Task], free: np.ndarray | None = None, sign: float = 1.0) -> np.ndarray:
+        """Each domain node's room once ``victims`` are gone (added to ``free`` if given, else to what
+        is free or being freed now; with ``sign`` -1, taken back from ``free``)."""
+        free = self.base.copy() if free is None else free.copy()
+        idx = [(self.pos[v.node], v.request) for v in victims if v.node in self.pos]
+        if idx:
+            np.add.at(free, [i for i, _ in idx], sign * np.array([r for _, r in idx]))
+        return free
+
+    def fit(self, free: np.ndarray) -> int:
+        """How many of the gang's waiting pods fit into ``free``, first fit in TaskOrder."""
+        if self.single:
+            return int(min(self.n, self.rooms(free).sum()))
+        free = free.copy()
+        placed = 0
+        for req, mask, k, _ in self.groups:
+            cols = req > 0
+            # first fit of k identical pods: fill the nodes in row order
+            room = np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1) if cols.any() else np.full(len(free), k)
+            room = np.where(mask, np.maximum(room, 0), 0)
+            take = np.minimum(room, np.maximum(k - (np.cumsum(room) - room), 0))
+            free -= take[:, None] * req
+            placed += int(take.sum())
+        return placed
+
+    def count(self, victims: list[Task]) -> int:
+        return self.fit(self.freed(victims))
+
+
+class PackState:
+    """The estimate's room per node for one set of victims, kept up to date as victims are added or
+    given back; for a gang of one run of identical pods only the nodes touched are counted again."""
+
+    def __init__(self, pack: Packer, free: np.ndarray) -> None:
+        self.pack, self.free = pack, free
+        if pack.single:
+            self.room = pack.rooms(free)
+            self.total = float(self.room.sum())
+
+    def _touch(self, pods: list[Task], sign: float) -> dict[int, np.ndarray]:
+        add: dict[int, np.ndarray] = {}
+        for v in pods:
+            p = self.pack.pos.get(v.node)
+            if p is not None:
+                add[p] = add[p] + sign * v.request if p in add else sign * v.request
+        return add
+
+    def _rooms(self, add: dict[int, np.ndarray]) -> dict[int, float]:
+        pk = self.pack
+        return {p: (max(float(np.floor((self.free[p, pk.cols] + r[pk.cols] + EPS) / pk.req).min()), 0.0)
+                    if pk.mask[p] else 0.0) for p, r in add.items()}
+
+    def count(self) -> int:
+        """How many of the gang's pods the estimate places now."""
+        if self.pack.single:
+            return int(min(self.pack.n, self.total))
+        return self.pack.fit(self.free)
+
+    def trial(self, pods: list[Task], sign: float = 1.0) -> int:
+        """The same with ``pods`` evicted too (``sign`` -1: given back), nothing changed."""
+        if self.pack.single:
+            add = self._touch(pods, sign)
+            new = self._rooms(add)
+            return int(min(self.pack.n, self.total + sum(new[p] - self.room[p] for p in add)))
+        return self.pack.fit(self.pack.freed(pods, self.free, sign))
+
+    def apply(self, pods: list[Task], sign: float = 1.0) -> None:
+        if self.pack.single:
+            add = self._touch(pods, sign)
+            new = self._rooms(add)
+            for p, r in add.items():
+                self.total += new[p] - self.room[p]
+                self.room[p] = new[p]
+                self.free[p] += r
+        else:
+            self.free = self.pack.freed(pods, self.free, sign)
+
+
+def first_useful(state: PackState, options: list[list[Task]], same) -> int:
+    """Index of the first option (among the leading ones for which ``same(i)`` holds, at most
+    ``LOOKAHEAD``) whose pods, evicted on top of the victims of ``state``, let the estimate place more
+    of the gang; 0 when none does."""
+    have = state.count()
+    if len(options) <= 1 or have >= state.pack.n:
+        return 0
+    for i, opt in enumerate(options[:LOOKAHEAD]):
+        if not same(i):
+            break
+        if state.trial(opt) > have:
+            return i
+    return 0
