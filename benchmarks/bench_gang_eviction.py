@@ -29,7 +29,15 @@ actions may break gangs as Volcano's do), timing the action's ``execute``:
   scenarios also ``oracle-prio``, the oracle under the preemption convention "lowest highest-victim
   priority first, then least work". By default on every instance (it solves 512-node instances in
   well under a second, with rare time-outs at ``--oracle-time``); ``--oracle-nodes`` and
-  ``--oracle-victims`` restrict it.
+  ``--oracle-victims`` restrict it. ``oracle-rules`` is the oracle under corral's own order of
+  victims (no healthy gang broken when surplus pods suffice; for preempt then the lowest victim
+  priority; then the least work): how close the actions come to the best plan their rules allow.
+  The issue's targets compare with the plain least-work ``oracle``, which breaks young gangs
+  freely — so its work and "≤ 1/3 of legacy's broken gangs" pull against each other; both are
+  printed, with ``oracle-gangs`` (the fewest healthy gangs broken, then the least work): the fewest
+  gangs any selection could break on these scenarios, and ``oracle-both`` (the fewest healthy gangs
+  broken by any plan within 10 % of the least-work oracle's work): if it breaks more than a third of
+  legacy's gangs, no selection meets both targets on every instance.
 
 Measured per method: gangs broken, pods evicted, work lost (GPU-hours already run by every pod that
 must restart: a broken gang all its running pods, a surplus pod only itself; ``now`` fixed), preemptor
@@ -45,6 +53,7 @@ decision at 512 nodes (p95).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -57,8 +66,8 @@ from corral.framework.config import parse_config
 from corral.framework.session import Session
 from corral.manifests.build import build_cluster
 from corral.registry import REGISTRY
-from corral.solvers.oracle import (allowed_domains, candidate_victims, queue_slack, solve_gang_eviction,
-                                   solve_priority_first, work_lost)
+from corral.solvers.oracle import (allowed_domains, candidate_victims, queue_slack, solve_by_rules,
+                                   solve_gang_eviction, solve_priority_first, work_lost)
 
 NOW = 1767225600.0                       # 2026-01-01T00:00:00Z
 GPU_NODE = {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
@@ -66,16 +75,23 @@ PRIORITIES = {"low": 10, "mid": 20, "high-batch": 30, "urgent": 100, "critical":
 HIGH = "urgent"
 
 
+#: ``maxDomains`` of the gang actions (``--max-domains``; None: the default)
+MAX_DOMAINS: int | None = None
+
+
 def config(action: str) -> dict:
     """Volcano's default tiers plus network-topology-aware; the gang plugin does not vote on victims
     (``enablePreemptable``/``enableReclaimable`` false) so the legacy actions may break gangs. Both
     reclaim actions apply the queue rule of proportion (a victim queue stays at or above its reclaim
     floor) whatever tier it sits in; the oracle models it."""
-    return {"actions": f"enqueue, allocate, {action}", "tiers": [
+    conf = {"actions": f"enqueue, allocate, {action}", "tiers": [
         {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
                      {"name": "conformance"}]},
         {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "network-topology-aware"},
                      {"name": "nodeorder"}, {"name": "binpack"}]}]}
+    if MAX_DOMAINS is not None and action.startswith("gang"):
+        conf["configurations"] = [{"name": action, "arguments": {"maxDomains": MAX_DOMAINS}}]
+    return conf
 
 
 def _ts(seconds_ago: float) -> str:
@@ -318,16 +334,18 @@ def run_action(sc: Scenario, action: str, pristine) -> Outcome:
 
 
 def run_oracle(sc: Scenario, pristine, action: str, time_limit: float, workers: int, hint=None,
-               priority_first: bool = False) -> Outcome:
+               variant: str = "oracle", max_work: float | None = None) -> Outcome:
     job = pristine.jobs[sc.preemptor]
     slack = None
     if action == "reclaim":                     # the proportion rule, as both reclaim actions apply it
         session = Session(pristine, parse_config(config("gangreclaim"), REGISTRY, "bench"), REGISTRY, NOW, 1)
         slack = queue_slack(session)
-    solve = solve_priority_first if priority_first else solve_gang_eviction
+    solve = {"oracle": solve_gang_eviction, "oracle-prio": solve_priority_first, "oracle-rules": solve_by_rules,
+             "oracle-gangs": functools.partial(solve_gang_eviction, fewest_broken=True),
+             "oracle-both": functools.partial(solve_gang_eviction, fewest_broken=True, max_work=max_work)}[variant]
     res = solve(pristine, job, action=action, now=NOW, time_limit=time_limit, queue_slack=slack, workers=workers,
                 hint=hint)
-    out = Outcome("oracle-prio" if priority_first else "oracle", sc.index, sc.nodes, placed=res.placed,
+    out = Outcome(variant, sc.index, sc.nodes, placed=res.placed,
                   broken=len(res.broken), evicted=len(res.victims), work=res.work_lost, ms=res.wall * 1000.0,
                   status=res.status)
     out.victims = sorted(v.key for v in res.victims)
@@ -381,7 +399,7 @@ def fingerprint() -> str:
     import corral.actions
     base = Path(corral.actions.__file__).parent.parent
     out = []
-    for name in ("actions/gang_evict", "actions/bundles", "actions/evict", "actions/preempt", "actions/reclaim",
+    for name in ("actions/gang_evict", "actions/packing", "actions/parts", "actions/bundles", "actions/evict", "actions/preempt", "actions/reclaim",
                  "actions/allocate", "plugins/network_topology", "plugins/queues"):
         path = base / f"{name}.py"
         if path.exists():
@@ -401,10 +419,14 @@ def main() -> int:
     ap.add_argument("--oracle-workers", type=int, default=2, help="CP-SAT search workers")
     ap.add_argument("--cpu-requests", action="store_true", help="pods also request 4 CPUs and 32 GiB per GPU "
                     "(by default only GPUs: CPU and memory never bind on these nodes)")
+    ap.add_argument("--max-domains", type=int, help="maxDomains of gangpreempt/gangreclaim (default: theirs)")
+    ap.add_argument("--only", type=int, nargs="+", help="run only these scenario indices (with the same seed)")
     ap.add_argument("--verbose", "-v", action="store_true", help="one line per scenario")
     ap.add_argument("--show-losses", type=int, default=5, help="print this many instances where gang-aware "
                     "loses most to the oracle")
     args = ap.parse_args()
+    global MAX_DOMAINS
+    MAX_DOMAINS = args.max_domains
     if args.quick:
         args.scenarios = min(args.scenarios, 40)
         args.max_nodes = min(args.max_nodes, 128)
@@ -412,7 +434,7 @@ def main() -> int:
     t_start = time.perf_counter()
     rows: list[Outcome] = []
     pairs: list[tuple[Scenario, dict[str, Outcome]]] = []
-    for i in range(args.scenarios):
+    for i in (args.only or range(args.scenarios)):
         sc = generate(i, np.random.default_rng([args.seed, i]), args.max_nodes, cpu_requests=args.cpu_requests)
         pristine = build_cluster(("bench", d) for d in sc.docs)
         legacy, gang = ("preempt", "gangpreempt") if sc.kind == "preempt" else ("reclaim", "gangreclaim")
@@ -424,7 +446,14 @@ def main() -> int:
             res["oracle"] = run_oracle(sc, pristine, sc.kind, args.oracle_time, args.oracle_workers, hint)
             if sc.kind == "preempt":
                 res["oracle-prio"] = run_oracle(sc, pristine, sc.kind, args.oracle_time, args.oracle_workers, None,
-                                                priority_first=True)
+                                                variant="oracle-prio")
+            for variant in ("oracle-rules", "oracle-gangs"):
+                res[variant] = run_oracle(sc, pristine, sc.kind, args.oracle_time, args.oracle_workers, None,
+                                          variant=variant)
+            if res["oracle"].placed:
+                # the fewest gangs broken by any plan within 10 % of the least work
+                res["oracle-both"] = run_oracle(sc, pristine, sc.kind, args.oracle_time, args.oracle_workers, None,
+                                                variant="oracle-both", max_work=1.10 * res["oracle"].work + 0.01)
         rows.extend(res.values())
         pairs.append((sc, res))
         if args.verbose:
@@ -492,6 +521,25 @@ def main() -> int:
         print("    preempt scenarios against the priority-first oracle (lowest highest-victim priority, then work):")
         compare("gangpreempt", pre, "gang", "oracle-prio")
         compare("preempt", pre, "legacy", "oracle-prio")
+    print("    against the oracle under corral's own rules (no healthy gang broken if avoidable; for preempt\n"
+          "    then the lowest highest-victim priority; then the least work):")
+    compare("gang-aware", with_oracle, "gang", "oracle-rules")
+    compare("legacy", with_oracle, "legacy", "oracle-rules")
+    lb = sum(res["legacy"].broken for _, res in with_oracle)
+    for ref, what in (("oracle", "the least-work oracle"), ("oracle-rules", "the oracle under corral's rules"),
+                      ("oracle-gangs", "the fewest-broken-gangs oracle (the least possible)"),
+                      ("oracle-both", "the fewest broken within 10 % of the least work")):
+        ob = sum(res[ref].broken for _, res in with_oracle if ref in res)
+        print(f"    {what} breaks {ob} gangs where legacy breaks {lb} ({ob / max(lb, 1):.2f})")
+    solved = [res["oracle-both"] for _, res in with_oracle if "oracle-both" in res]
+    both = sorted((r.broken for r in solved), reverse=True)
+    # a lower bound only where CP-SAT proved the fewest broken (a looser least-work answer only widens the cap)
+    if both and all(r.status == "OPTIMAL" for r in solved):
+        rest = sum(both[math.floor(0.05 * len(both)):])
+        print(f"    even leaving out the 5 % of instances where it breaks most, a selection within 10 % of the least "
+              f"work\n    breaks at least {rest} gangs; a third of legacy's is {lb / 3:.0f}: the two targets "
+              + ("cannot both be met on these scenarios" if rest > lb / 3 else "are compatible here"))
+    if pre:
         one = [(sc, res) for sc, res in pre if sc.levels == 1]
         print(f"    preempt scenarios with one victim priority level ({len(one)}):")
         compare("gangpreempt", one, "gang", "oracle")

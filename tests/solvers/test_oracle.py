@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from corral.manifests.build import build_cluster
-from corral.solvers import candidate_victims, solve_gang_eviction, work_lost
+from corral.solvers import candidate_victims, solve_by_rules, solve_gang_eviction, work_lost
 
 NOW = 1767225600.0                      # 2026-01-01T00:00:00Z
 HOUR = 3600.0
@@ -324,19 +324,66 @@ def test_oracle_matches_brute_force_on_tiny_random_instances(seed):
     assert len(cands) <= 12
     gpu = c.resources.pos("nvidia.com/gpu")
     base = np.maximum(c.nodes.future_idle[:, gpu], 0)
-    best = None
+    best = fewest = None
     for r in range(len(cands) + 1):
         for subset in itertools.combinations(cands, r):
             cap = base.copy()
             for v in subset:
                 cap[v.node] += v.request[gpu]
             if int(np.sum(np.floor(cap / (g * 1000) + 1e-9))) >= k:
-                lost = work_lost(c, subset, NOW)[0]
+                lost, broken = work_lost(c, subset, NOW)
                 best = lost if best is None else min(best, lost)
+                fewest = (len(broken), lost) if fewest is None else min(fewest, (len(broken), lost))
     res = solve_gang_eviction(c, job, now=NOW, time_limit=5)
+    few = solve_gang_eviction(c, job, now=NOW, time_limit=5, fewest_broken=True)
     if best is None:
         assert res.status == "INFEASIBLE" and not res.placed
+        assert few.status == "INFEASIBLE"
     else:
         assert res.status == "OPTIMAL" and res.placed
         # GPU-seconds are rounded to integers in the model
         assert res.work_lost == pytest.approx(best, abs=0.01)
+        assert few.status == "OPTIMAL" and len(few.broken) == fewest[0]
+        assert few.work_lost == pytest.approx(fewest[1], abs=0.01)
+
+
+def _surplus_or_young_gang():
+    # "elastic": 8 one-GPU pods on n0, minMember 4, run 10 h: its 4 surplus pods cost 40 GPU-h.
+    # "young": 8 one-GPU pods on n1, minMember 8, run 30 min: breaking it costs 4 GPU-h.
+    s = Snap().node("n0").node("n1")
+    s.gang("elastic", ["n0"] * 8, 1, min_member=4, hours=10.0)
+    s.gang("young", ["n1"] * 8, 1, hours=0.5)
+    s.gang("want4", [None], 4, prio=100)
+    c = s.build()
+    return c, c.jobs["t/want4"]
+
+
+def test_least_work_breaks_the_young_gang_rules_take_the_surplus():
+    c, job = _surplus_or_young_gang()
+    res = solve_gang_eviction(c, job, now=NOW, time_limit=5)
+    assert _jobs(res) == {"young"} and res.work_lost == pytest.approx(4.0, abs=1e-3)
+    # corral's rules: no healthy gang broken while surplus pods suffice
+    rules = solve_by_rules(c, job, now=NOW, time_limit=5)
+    assert rules.placed and rules.broken == [] and {v.job.name for v in rules.victims} == {"elastic"}
+    assert rules.work_lost == pytest.approx(40.0, abs=1e-3)
+    safe = solve_gang_eviction(c, job, now=NOW, time_limit=5, break_gangs=False)
+    assert _names(safe) == _names(rules)
+    few = solve_gang_eviction(c, job, now=NOW, time_limit=5, fewest_broken=True)
+    assert few.broken == [] and few.work_lost == pytest.approx(40.0, abs=1e-3)
+    # within 10 GPU-h the only plan breaks the young gang
+    capped = solve_gang_eviction(c, job, now=NOW, time_limit=5, fewest_broken=True, max_work=10.0)
+    assert _jobs(capped) == {"young"}
+    assert solve_gang_eviction(c, job, now=NOW, time_limit=5, max_work=3.0).status == "INFEASIBLE"
+
+
+def test_rules_break_a_gang_when_surplus_cannot_make_room():
+    # 6 GPUs on one node: elastic's 4 surplus pods are not enough; rules then fall back to breaking
+    s = Snap().node("n0").node("n1")
+    s.gang("elastic", ["n0"] * 8, 1, min_member=4, hours=10.0)
+    s.gang("young", ["n1"] * 8, 1, hours=0.5)
+    s.gang("want6", [None], 6, prio=100)
+    c = s.build()
+    job = c.jobs["t/want6"]
+    assert solve_gang_eviction(c, job, now=NOW, time_limit=5, break_gangs=False).status == "INFEASIBLE"
+    rules = solve_by_rules(c, job, now=NOW, time_limit=5)
+    assert rules.placed and _jobs(rules) == {"young"}

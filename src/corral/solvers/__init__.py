@@ -2,7 +2,8 @@
 the victims of least work lost for one preemptor gang."""
 
 from corral.solvers.oracle import (OracleResult, allowed_domains, candidate_victims, pod_work, queue_slack,
-                                   solve_gang_eviction, solve_priority_first, waiting_pods, work_lost)
+                                   solve_by_rules, solve_gang_eviction, solve_priority_first, waiting_pods,
+                                   work_lost)
 
-__all__ = ["OracleResult", "solve_gang_eviction", "solve_priority_first", "candidate_victims", "work_lost", "pod_work", "queue_slack",
-           "allowed_domains", "waiting_pods"]
+__all__ = ["OracleResult", "solve_gang_eviction", "solve_priority_first", "solve_by_rules", "candidate_victims",
+           "work_lost", "pod_work", "queue_slack", "allowed_domains", "waiting_pods"]

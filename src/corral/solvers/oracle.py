@@ -47,6 +47,9 @@ Not modelled: PodDisruptionBudgets, minimum runtime, VictimFilter/ScenarioValida
 affinity, GPU sharing, the preemptor queue's own gates (Overused/Preemptive), and the victims'
 *priorities* among themselves — the oracle only minimises work lost, while ``gangpreempt`` must take
 lower-priority victims first; that is a real source of difference, not an error of either.
+:func:`solve_priority_first` and :func:`solve_by_rules` solve the oracle under those conventions
+(the lowest victim priority first; breaking no healthy gang first), to measure how close the actions
+come to the best plan *their own rules* allow.
 
 The model is solved with CP-SAT under ``time_limit`` seconds; ``status`` is the solver's answer
 (``OPTIMAL``, ``FEASIBLE`` when stopped early with a solution, ``INFEASIBLE`` when no choice of
@@ -66,7 +69,8 @@ import numpy as np
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.resources import EPS, GPU
 
-__all__ = ["OracleResult", "solve_gang_eviction", "solve_priority_first", "candidate_victims", "work_lost", "pod_work",
+__all__ = ["OracleResult", "solve_gang_eviction", "solve_priority_first", "solve_by_rules",
+           "candidate_victims", "work_lost", "pod_work",
            "queue_slack", "allowed_domains", "waiting_pods"]
 
 #: Pods that can be victims (as in ``corral.actions.evict``): running, or bound by an earlier cycle.
@@ -256,6 +260,25 @@ def solve_priority_first(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
     return res
 
 
+def solve_by_rules(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
+    """The oracle under corral's own order of victims (SPEC.md §3.3 sort; what ``gangpreempt`` and
+    ``gangreclaim`` approximate): breaking no healthy gang first — surplus pods only, if that places
+    the gang — then, for preempt, the lowest highest-victim priority (:func:`solve_priority_first`),
+    then the least work. ``wall`` is the total over the solves. Same arguments as
+    :func:`solve_gang_eviction`."""
+    wall = 0.0
+    res = None
+    preempt = kwargs.get("action", "preempt") == "preempt"
+    for break_gangs in (False, True):
+        solve = solve_priority_first if preempt else solve_gang_eviction
+        res = solve(cluster, job, break_gangs=break_gangs, **kwargs)
+        wall += res.wall
+        if res.placed or res.status in ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO"):
+            break
+    res.wall = wall
+    return res
+
+
 # -- the model -------------------------------------------------------------------------------------
 def _needed(job: Job) -> tuple[int, dict[str, int]]:
     have = sum(1 for t in job.tasks if t.status in _HAVE)
@@ -286,7 +309,9 @@ def _scale(values: Iterable[float]) -> int:
 def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", now: float,
                         time_limit: float = 10.0, queue_slack: Mapping[str, np.ndarray] | None = None,
                         node_mask: Callable[[Task], np.ndarray] | None = None, workers: int = 1,
-                        hint: Sequence[Task] | None = None, max_victim_priority: int | None = None) -> OracleResult:
+                        hint: Sequence[Task] | None = None, max_victim_priority: int | None = None,
+                        break_gangs: bool = True, fewest_broken: bool = False,
+                        max_work: float | None = None) -> OracleResult:
     """The victim set of least work lost with which ``job`` fits in one allowed domain (module doc).
 
     ``cluster`` is read only. ``action``: "preempt" or "reclaim". ``now``: seconds since the epoch
@@ -294,7 +319,10 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
     :func:`queue_slack`). ``node_mask(task)``: extra node eligibility for a waiting pod. ``hint``: a
     known-feasible victim set to start the search from (e.g. what an action chose).
     ``max_victim_priority``: only victims whose job priority is at most this (see
-    :func:`solve_priority_first`).
+    :func:`solve_priority_first`). ``break_gangs`` false: no healthy gang may drop below its minimums
+    (only surplus pods and pods of gangs already broken are victims; see :func:`solve_by_rules`).
+    ``fewest_broken``: minimise the number of healthy gangs broken first, the work lost second — the
+    least any victim selection can break. ``max_work``: GPU-hours the victims may lose at most.
     """
     from ortools.sat.python import cp_model
 
@@ -406,14 +434,21 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
     for i, v in enumerate(victims):
         jobs.setdefault(id(v.job), (v.job, []))[1].append(i)
     cost_terms = []
+    breaks = []
+    upper = 0                               # the most the work terms can sum to
     for vj, idx in jobs.values():
         local = sum(w[i] for i in idx)
+        upper += local
         if not _healthy(vj):
             cost_terms.append(sum(w[i] * evict[i] for i in idx))
             continue
         whole = int(round(sum(pod_work(cluster, t, now) for t in _running(vj))))
         whole = max(whole, local)
+        upper += whole - local
         b = model.NewBoolVar(f"b_{vj.uid}")        # the job drops below its minimums: restarts whole
+        breaks.append(b)
+        if not break_gangs:
+            model.Add(b == 0)
         surplus = vj.ready_count() - vj.min_member
         n = len(idx)
         if surplus < n:
@@ -447,8 +482,14 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
                 model.Add(sum(int(round(victims[i].request[c] / u)) * evict[i]
                               for i in idx if victims[i].request[c] > 0) <= limit)
 
+    if max_work is not None:
+        model.Add(sum(cost_terms) <= math.floor(max_work * 3600.0 + 1e-6))
     weight = len(victims) + 1
-    model.Minimize(weight * sum(cost_terms) + sum(evict))
+    objective = weight * sum(cost_terms) + sum(evict)
+    if fewest_broken and breaks:
+        top = weight * upper + len(victims) + 1         # more than the rest can ever sum to
+        objective = top * sum(breaks) + objective
+    model.Minimize(objective)
     if hint:
         chosen = {id(t) for t in hint}
         for i, v in enumerate(victims):
@@ -464,7 +505,8 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
         res.placed = True
         res.victims = [v for i, v in enumerate(victims) if solver.Value(evict[i])]
         res.work_lost, res.broken = work_lost(cluster, res.victims, now)
-        res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0   # the work part
+        if not fewest_broken:
+            res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0   # the work part
         if use_dom:
             res.domain = next(name for name, _, d in use_dom if solver.Value(d))
         else:
