@@ -45,7 +45,8 @@ placed (nominated or bound ≥ minMember — and, for a hard topology, inside on
 "topo-bad" counts nominations across hypernodes, which the legacy actions make) and time per decision.
 Targets: gang-aware breaks ≤ 1/3 of the gangs legacy breaks; places the preemptor whenever the oracle
 can; loses ≤ 10 % more work than the oracle on ≥ 95 % of the instances the oracle places; ≤ 50 ms per
-decision at 512 nodes (p95).
+decision at 512 nodes (p95). Each action runs ``--repeat`` times (3) on fresh copies and the fastest
+run's time counts: this machine is shared, and the same decision measured twice varies by up to 2×.
 
     .venv/bin/python benchmarks/bench_gang_eviction.py [--scenarios N] [--seed S] [--max-nodes M] [--quick] [-v]
 """
@@ -294,9 +295,22 @@ class Outcome:
     victims: list[str] = field(default_factory=list)
 
 
-def run_action(sc: Scenario, action: str, pristine) -> Outcome:
+def run_action(sc: Scenario, action: str, pristine, repeat: int = 1) -> Outcome:
     """One cycle ``enqueue, allocate, <action>`` on a fresh copy of the scenario; only the last action's
-    ``execute`` is timed."""
+    ``execute`` is timed. With ``repeat`` > 1 the cycle runs that many times (each on a fresh copy; the
+    decisions must be the same) and the fastest time counts — on a shared machine the slower runs
+    measure the neighbours."""
+    best = None
+    for _ in range(max(repeat, 1)):
+        out = _run_action(sc, action, pristine)
+        if best is not None:
+            assert out.victims == best.victims and out.placed == best.placed, "decisions differ between runs"
+            out.ms, out.cpu_ms = min(out.ms, best.ms), min(out.cpu_ms, best.cpu_ms)
+        best = out
+    return best
+
+
+def _run_action(sc: Scenario, action: str, pristine) -> Outcome:
     cluster = build_cluster(("bench", d) for d in sc.docs)
     cfg = parse_config(config(action), REGISTRY, "bench")
     session = Session(cluster, cfg, REGISTRY, NOW, 1)
@@ -420,6 +434,7 @@ def main() -> int:
     ap.add_argument("--cpu-requests", action="store_true", help="pods also request 4 CPUs and 32 GiB per GPU "
                     "(by default only GPUs: CPU and memory never bind on these nodes)")
     ap.add_argument("--max-domains", type=int, help="maxDomains of gangpreempt/gangreclaim (default: theirs)")
+    ap.add_argument("--repeat", type=int, default=3, help="time each action this many times, keep the fastest")
     ap.add_argument("--only", type=int, nargs="+", help="run only these scenario indices (with the same seed)")
     ap.add_argument("--verbose", "-v", action="store_true", help="one line per scenario")
     ap.add_argument("--show-losses", type=int, default=5, help="print this many instances where gang-aware "
@@ -438,7 +453,7 @@ def main() -> int:
         sc = generate(i, np.random.default_rng([args.seed, i]), args.max_nodes, cpu_requests=args.cpu_requests)
         pristine = build_cluster(("bench", d) for d in sc.docs)
         legacy, gang = ("preempt", "gangpreempt") if sc.kind == "preempt" else ("reclaim", "gangreclaim")
-        res = {"legacy": run_action(sc, legacy, pristine), "gang": run_action(sc, gang, pristine)}
+        res = {"legacy": run_action(sc, legacy, pristine, args.repeat), "gang": run_action(sc, gang, pristine, args.repeat)}
         nn, nv = oracle_size(sc, pristine, sc.kind)
         if nn <= args.oracle_nodes and nv <= args.oracle_victims:
             by_key = {t.key: t for t in pristine.tasks.values()}

@@ -3,6 +3,8 @@ how many of a gang's waiting pods a domain could hold once some victims are gone
 orders and prunes the victims; the Statement dry run decides."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from corral.framework.extension import Domain
@@ -85,20 +87,36 @@ class PackState:
 
     def __init__(self, pack: Packer, free: np.ndarray) -> None:
         self.pack, self.free = pack, free
+        self.one: int | None = None         # the gang requests one resource only: its column
         if pack.single:
             self.room = pack.rooms(free)
             self.total = float(self.room.sum())
+            cols = np.flatnonzero(pack.cols)
+            if len(cols) == 1:
+                # plain floats for the usual GPU-only gang: numpy is slow on one number at a time
+                self.one = int(cols[0])
+                self.free1 = free[:, self.one].tolist()
+                self.req1 = float(pack.req[0])
+                self.mask1 = pack.mask.tolist()
 
-    def _touch(self, pods: list[Task], sign: float) -> dict[int, np.ndarray]:
-        add: dict[int, np.ndarray] = {}
+    def _touch(self, pods: list[Task], sign: float) -> dict[int, np.ndarray] | dict[int, float]:
+        """What ``pods`` free per domain node (times ``sign``): request vectors, or, for a gang that
+        requests one resource, amounts of it."""
+        pos, one = self.pack.pos, self.one
+        add: dict = {}
         for v in pods:
-            p = self.pack.pos.get(v.node)
+            p = pos.get(v.node)
             if p is not None:
-                add[p] = add[p] + sign * v.request if p in add else sign * v.request
+                r = sign * (float(v.request[one]) if one is not None else v.request)
+                add[p] = add[p] + r if p in add else r
         return add
 
-    def _rooms(self, add: dict[int, np.ndarray]) -> dict[int, float]:
+    def _rooms(self, add: dict) -> dict[int, float]:
         pk = self.pack
+        if self.one is not None:
+            f, req, mask = self.free1, self.req1, self.mask1
+            return {p: (max(float(math.floor((f[p] + a + EPS) / req)), 0.0) if mask[p] else 0.0)
+                    for p, a in add.items()}
         return {p: (max(float(np.floor((self.free[p, pk.cols] + r[pk.cols] + EPS) / pk.req).min()), 0.0)
                     if pk.mask[p] else 0.0) for p, r in add.items()}
 
@@ -120,10 +138,16 @@ class PackState:
         if self.pack.single:
             add = self._touch(pods, sign)
             new = self._rooms(add)
-            for p, r in add.items():
+            for p in add:
                 self.total += new[p] - self.room[p]
                 self.room[p] = new[p]
-                self.free[p] += r
+            if self.one is not None:
+                for p, a in add.items():
+                    self.free1[p] += a
+            for v in pods:
+                p = self.pack.pos.get(v.node)
+                if p is not None:
+                    self.free[p] += sign * v.request
         else:
             self.free = self.pack.freed(pods, self.free, sign)
 

@@ -48,26 +48,48 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
             else:
                 safe_on.setdefault(i, []).append(t)
     broken: set[int] = set()
+    # per node, over the requested columns only: the SAFE pods as (cost, freed, ratio) sorted by ratio,
+    # and the WHOLE bundles' pods as gang -> (what the gang holds, freed, freed in ROI units)
+    need_cols, creq = np.flatnonzero(cols), req[cols]
+    inv = costs.inv
+    safe_items: dict[int, list[tuple[float, np.ndarray, float]]] = {}
+    for i, pods in safe_on.items():
+        items = []
+        for t in pods:
+            c, units = costs.pod(t), max(float(t.request @ inv), 1e-12)
+            items.append((c, t.request[need_cols], c / units))
+        items.sort(key=lambda it: it[2])
+        safe_items[i] = items
+    core_items: dict[int, list[tuple[int, float, np.ndarray, float]]] = {}
+    for i, groups in core_on.items():
+        core_items[i] = [(k, costs.held(jobs[k]), sum(t.request for t in pods)[need_cols],
+                          max(float(sum(t.request for t in pods) @ inv), 1e-12)) for k, pods in groups.items()]
+
+    def room(free: np.ndarray) -> int:
+        return int(np.floor((free + EPS) / creq).min())
 
     def price(i: int) -> tuple[float, int, list[int]]:
-        """(cost per pod, pods, gangs broken) of the node's cheapest prefix."""
-        items = [(costs.pod(t), t.request, ()) for t in safe_on.get(i, ())]
-        for k, pods in core_on.get(i, {}).items():
-            items.append((0.0 if k in broken else costs.held(jobs[k]),
-                          sum((t.request for t in pods), np.zeros_like(req)), (k,) if k not in broken else ()))
-        items.sort(key=lambda it: it[0] / max(float(it[1] @ costs.inv), 1e-12))
-        free = pack.base[i].copy()
-        k0 = int(np.floor((free[cols] + EPS) / req[cols]).min())
-        best = (0.0, k0, []) if k0 > 0 else (float("inf"), 0, [])
-        spent, gangs, k = 0.0, [], k0
-        for c, r, g in items:
-            free = free + r
-            spent += c
-            gangs = gangs + list(g)
-            kk = int(np.floor((free[cols] + EPS) / req[cols]).min())
+        """(cost per pod, pods, gangs broken) of the node's cheapest prefix: the node's victims taken
+        cheapest per freed resource first."""
+        items = list(safe_items.get(i, ()))
+        cores = core_items.get(i)
+        if cores:
+            items = items + [(0.0, r, 0.0, ()) if k in broken else (c, r, c / units, (k,))
+                             for k, c, r, units in cores]
+            items.sort(key=lambda it: it[2])
+        free = pack.base[i][need_cols].copy()
+        k = room(free)
+        best = (0.0, k, []) if k > 0 else (float("inf"), 0, [])
+        spent, gangs = 0.0, []
+        for it in items:
+            free += it[1]
+            spent += it[0]
+            if len(it) > 3 and it[3]:
+                gangs = gangs + list(it[3])
+            kk = room(free)
             if kk > k:
                 k = kk
-                if spent / k < best[0] / max(best[1], 1) - 1e-12 or best[1] == 0:
+                if best[1] == 0 or spent / k < best[0] / best[1] - 1e-12:
                     best = (spent, k, list(gangs))
         return (best[0] / best[1] if best[1] else float("inf")), best[1], best[2]
 

@@ -34,6 +34,7 @@ class QueuePlugin(Plugin):
         self.cols = np.isfinite(total) & (total > 0)
         self.cols[cluster.resources.pos(PODS)] = False
         self.total = np.where(self.cols, total, 0.0)
+        self._pairs: dict[int, list[tuple[int, float]]] = {}     # task id -> its counted requests
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self.allocated = {name: v * self.cols for name, v in queue_usage(cluster).items()}
@@ -118,26 +119,42 @@ class QueuePlugin(Plugin):
         resource the victim holds, counting the candidates allowed before it in the list (stricter than
         Volcano, which allows the task that crosses the line: a reclaim must never push a queue below
         its deserved share)."""
-        left: dict[str, np.ndarray] = {}
+        # what each queue may still give up, per resource, as plain floats (a per-pod numpy check is
+        # most of a gang reclaim's time)
+        slack: dict[str, list[float]] = {}
+        chains: dict[str, list[str]] = {}
         out = []
         for t in candidates:
             job = t.job
             if job is None or job.queue not in self.queues:
                 continue
-            chain = self.session.cluster.queue_chain(job.queue)
-            req = t.request * self.cols
+            chain = chains.get(job.queue)
+            if chain is None:
+                chain = chains[job.queue] = self.session.cluster.queue_chain(job.queue)
+            pairs = self._held_pairs(t)
             ok = True
             for name in chain:
-                after = left.get(name, self.allocated[name]) - req
-                dims = req > 0
-                if np.any(after[dims] < self.reclaim_floor[name][dims] - EPS):
+                left = slack.get(name)
+                if left is None:
+                    left = slack[name] = (self.allocated[name] - self.reclaim_floor[name]).tolist()
+                if any(left[c] - v < -EPS for c, v in pairs):
                     ok = False
                     break
             if ok:
                 for name in chain:
-                    left[name] = left.get(name, self.allocated[name]) - req
+                    left = slack[name]
+                    for c, v in pairs:
+                        left[c] -= v
                 out.append(t)
         return out
+
+    def _held_pairs(self, task: Task) -> list[tuple[int, float]]:
+        """(column, amount) of each resource this plugin counts that ``task`` requests."""
+        pairs = self._pairs.get(id(task))
+        if pairs is None:
+            req = task.request * self.cols
+            pairs = self._pairs[id(task)] = [(int(c), float(req[c])) for c in np.flatnonzero(req > 0)]
+        return pairs
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
         """May ``queue`` reclaim for ``task``: only while it stays within what it deserves."""
