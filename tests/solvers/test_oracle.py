@@ -347,19 +347,20 @@ def test_oracle_matches_brute_force_on_tiny_random_instances(seed):
         assert few.work_lost == pytest.approx(fewest[1], abs=0.01)
 
 
-def _surplus_or_young_gang():
+def _surplus_or_young_gang(want: int):
     # "elastic": 8 one-GPU pods on n0, minMember 4, run 10 h: its 4 surplus pods cost 40 GPU-h.
     # "young": 8 one-GPU pods on n1, minMember 8, run 30 min: breaking it costs 4 GPU-h.
+    # The preemptor wants ``want`` GPUs on one node.
     s = Snap().node("n0").node("n1")
     s.gang("elastic", ["n0"] * 8, 1, min_member=4, hours=10.0)
     s.gang("young", ["n1"] * 8, 1, hours=0.5)
-    s.gang("want4", [None], 4, prio=100)
+    s.gang("want", [None], want, prio=100)
     c = s.build()
-    return c, c.jobs["t/want4"]
+    return c, c.jobs["t/want"]
 
 
 def test_least_work_breaks_the_young_gang_rules_take_the_surplus():
-    c, job = _surplus_or_young_gang()
+    c, job = _surplus_or_young_gang(4)
     res = solve_gang_eviction(c, job, now=NOW, time_limit=5)
     assert _jobs(res) == {"young"} and res.work_lost == pytest.approx(4.0, abs=1e-3)
     # corral's rules: no healthy gang broken while surplus pods suffice
@@ -378,12 +379,7 @@ def test_least_work_breaks_the_young_gang_rules_take_the_surplus():
 
 def test_rules_break_a_gang_when_surplus_cannot_make_room():
     # 6 GPUs on one node: elastic's 4 surplus pods are not enough; rules then fall back to breaking
-    s = Snap().node("n0").node("n1")
-    s.gang("elastic", ["n0"] * 8, 1, min_member=4, hours=10.0)
-    s.gang("young", ["n1"] * 8, 1, hours=0.5)
-    s.gang("want6", [None], 6, prio=100)
-    c = s.build()
-    job = c.jobs["t/want6"]
+    c, job = _surplus_or_young_gang(6)
     assert solve_gang_eviction(c, job, now=NOW, time_limit=5, break_gangs=False).status == "INFEASIBLE"
     rules = solve_by_rules(c, job, now=NOW, time_limit=5)
     assert rules.placed and _jobs(rules) == {"young"}

@@ -59,6 +59,7 @@ needs no more pods) / ``NO_DOMAIN`` (hard topology and no hypernode can hold it)
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -243,21 +244,28 @@ def queue_slack(session) -> dict[str, np.ndarray]:
     return out
 
 
+def _first_placed(stages: Iterable[Callable[[], OracleResult]]) -> OracleResult:
+    """Solve the stages in order; the first that places the gang (or cannot answer) gives the result,
+    its ``wall`` the total over the solves made."""
+    wall = 0.0
+    res = None
+    for stage in stages:
+        res = stage()
+        wall += res.wall
+        if res.placed or res.status in ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO"):
+            break
+    res.wall = wall
+    return res
+
+
 def solve_priority_first(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
     """The oracle under the preemption convention "the lowest highest-victim priority first": the
     victim priority levels are tried from the lowest up (victims of job priority ≤ level), and the first
     level at which the gang fits gives the answer (least work lost at that level). ``wall`` is the total
     over the solves. Same arguments as :func:`solve_gang_eviction`."""
     levels = sorted({v.job.priority for v in candidate_victims(cluster, job, kwargs.get("action", "preempt"))})
-    wall = 0.0
-    res = None
-    for level in levels or [None]:
-        res = solve_gang_eviction(cluster, job, max_victim_priority=level, **kwargs)
-        wall += res.wall
-        if res.placed or res.status in ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO"):
-            break
-    res.wall = wall
-    return res
+    return _first_placed(functools.partial(solve_gang_eviction, cluster, job, max_victim_priority=level, **kwargs)
+                         for level in levels or [None])
 
 
 def solve_by_rules(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
@@ -266,17 +274,8 @@ def solve_by_rules(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
     the gang — then, for preempt, the lowest highest-victim priority (:func:`solve_priority_first`),
     then the least work. ``wall`` is the total over the solves. Same arguments as
     :func:`solve_gang_eviction`."""
-    wall = 0.0
-    res = None
-    preempt = kwargs.get("action", "preempt") == "preempt"
-    for break_gangs in (False, True):
-        solve = solve_priority_first if preempt else solve_gang_eviction
-        res = solve(cluster, job, break_gangs=break_gangs, **kwargs)
-        wall += res.wall
-        if res.placed or res.status in ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO"):
-            break
-    res.wall = wall
-    return res
+    solve = solve_priority_first if kwargs.get("action", "preempt") == "preempt" else solve_gang_eviction
+    return _first_placed(functools.partial(solve, cluster, job, break_gangs=brk, **kwargs) for brk in (False, True))
 
 
 # -- the model -------------------------------------------------------------------------------------
