@@ -31,7 +31,7 @@ class Packer:
         self.pos = {int(r): i for i, r in enumerate(self.rows)}
         self.base = np.clip(nodes.future_idle[self.rows], 0, None)
         # runs of identical pods (same class: same request and constraints), in TaskOrder
-        self.groups: list[list] = []            # [request, mask, count]
+        self.groups: list[list] = []            # [request, mask, count, class]
         for t in tasks:
             last = self.groups[-1] if self.groups else None
             if last is not None and t.klass and last[3] == t.klass:

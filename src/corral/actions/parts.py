@@ -62,8 +62,10 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
         safe_items[i] = items
     core_items: dict[int, list[tuple[int, float, np.ndarray, float]]] = {}
     for i, groups in core_on.items():
-        core_items[i] = [(k, costs.held(jobs[k]), sum(t.request for t in pods)[need_cols],
-                          max(float(sum(t.request for t in pods) @ inv), 1e-12)) for k, pods in groups.items()]
+        core_items[i] = []
+        for k, pods in groups.items():
+            freed = sum(t.request for t in pods)
+            core_items[i].append((k, costs.held(jobs[k]), freed[need_cols], max(float(freed @ inv), 1e-12)))
 
     def room(free: np.ndarray) -> int:
         return int(np.floor((free + EPS) / creq).min())
