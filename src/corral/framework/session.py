@@ -82,6 +82,9 @@ class Session:
                 if fns:
                     tiers.append(fns)
             self.points[point.name] = tiers
+        self._flat: dict[str, tuple[list, list[Callable]]] = {}     # point -> (its tiers, flattened)
+        self._cols_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._local_cache: dict[tuple, bool] = {}
         self._handlers = [p for row in self.tiers for p, _ in row
                           if callable(getattr(p, "on_allocate", None)) and callable(getattr(p, "on_deallocate", None))]
         for row in self.tiers:
@@ -100,7 +103,25 @@ class Session:
         return None
 
     def fns(self, point: str) -> list[Callable]:
-        return [f for tier in self.points[point] for f in tier]
+        """The functions of ``point`` across all tiers, in order (do not modify the returned list; it is
+        cached until ``points[point]`` is replaced)."""
+        tiers = self.points[point]
+        got = self._flat.get(point)
+        if got is None or got[0] is not tiers:
+            got = self._flat[point] = (tiers, [f for tier in tiers for f in tier])
+        return got[1]
+
+    def request_cols(self, task: Task) -> tuple[np.ndarray, np.ndarray]:
+        """``(cols, amounts)``: the resource columns ``task`` requests and how much of each (cached per
+        equivalence class: this is on the path of every placement)."""
+        key = task.klass
+        got = self._cols_cache.get(key) if key else None
+        if got is None:
+            cols = np.flatnonzero(task.request)
+            got = (cols, task.request[cols])
+            if key:
+                self._cols_cache[key] = got
+        return got
 
     def statement(self) -> Statement:
         return Statement(self)
@@ -272,12 +293,15 @@ class Session:
         nomination: "now" is the smaller of idle and future idle (SPEC.md §5, no over-commit by binds and
         nominations)."""
         nodes = self.cluster.nodes
-        cols = np.flatnonzero(task.request)
-        sel = (slice(None), cols) if rows is None else np.ix_(rows, cols)
-        idle = nodes.allocatable[sel] - nodes.used[sel]
-        fut = idle + nodes.releasing[sel] - nodes.pipelined[sel]
+        cols, own = self.request_cols(task)
+        if rows is None:
+            idle = nodes.allocatable[:, cols] - nodes.used[:, cols]
+            fut = idle + nodes.releasing[:, cols] - nodes.pipelined[:, cols]
+        else:                                              # few rows: index rows first (no np.ix_)
+            idle = nodes.allocatable[rows][:, cols] - nodes.used[rows][:, cols]
+            fut = idle + nodes.releasing[rows][:, cols] - nodes.pipelined[rows][:, cols]
         if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
-            own = task.request[cols]                       # its own reservation is its to use
+            # its own reservation is its to use
             if rows is None:
                 fut[task.nominated] += own
             else:
@@ -287,8 +311,7 @@ class Session:
     def fits(self, task: Task, *, future: bool = False) -> np.ndarray:
         """Boolean mask over nodes: does ``task``'s request fit (cached per equivalence class; do not
         modify the returned array)."""
-        cols = np.flatnonzero(task.request)
-        need = task.request[cols] - EPS
+        need = self.request_cols(task)[1] - EPS
 
         def compute(rows: np.ndarray | None) -> np.ndarray:
             return (self.free(task, future=future, rows=rows) >= need).all(axis=1)
@@ -298,29 +321,41 @@ class Session:
         return self._refresh(self._fit_cache, (task.klass, future), compute)
 
     def _scores_cacheable(self, task: Task) -> bool:
+        key = task.klass
+        if key:
+            got = self._local_cache.get(key)
+            if got is not None:
+                return got
+        ok = True
         for p in self.plugins():
             local = getattr(p, "scores_row_local", None)
             if callable(local) and not local(task):
-                return False
-        return True
+                ok = False
+                break
+        if key:
+            self._local_cache[key] = ok
+        return ok
 
     def node_scores(self, task: Task, rows: np.ndarray) -> np.ndarray:
         """Summed NodeOrder scores for ``rows``. A plugin whose score for a node depends on other nodes
         says so through ``scores_row_local(task) -> False``; otherwise scores are cached per class."""
-        fns = self.fns("NodeOrder")
-        if not fns:
+        if not self.fns("NodeOrder"):
             return np.zeros(len(rows))
-
-        def compute(sub: np.ndarray | None) -> np.ndarray:
-            rr = np.arange(len(self.cluster.nodes)) if sub is None else sub
-            score = np.zeros(len(rr))
-            for fn in fns:
-                score = score + fn(task, rr)
-            return score
-
         if not self._scores_cacheable(task):
-            return compute(rows)
-        return self._refresh(self._score_cache, (task.klass,), compute)[rows]
+            return self._sum_scores(task, rows)
+        return self._all_scores(task)[rows]
+
+    def _sum_scores(self, task: Task, sub: np.ndarray | None) -> np.ndarray:
+        rr = np.arange(len(self.cluster.nodes)) if sub is None else sub
+        fns = self.fns("NodeOrder")
+        score = np.array(fns[0](task, rr), dtype=float)    # a copy: the caches write into it
+        for fn in fns[1:]:
+            score = score + fn(task, rr)
+        return score
+
+    def _all_scores(self, task: Task) -> np.ndarray:
+        """Every node's summed score for ``task``'s class (cached; do not modify)."""
+        return self._refresh(self._score_cache, (task.klass,), lambda sub: self._sum_scores(task, sub))
 
     def best_row(self, task: Task, mask: np.ndarray) -> int:
         """The best node in ``mask`` by summed NodeOrder scores; ties go to the lowest row (name)."""
@@ -329,9 +364,7 @@ class Session:
         if not self.fns("NodeOrder") or not self._scores_cacheable(task):
             rows = np.flatnonzero(mask)
             return int(rows[int(np.argmax(self.node_scores(task, rows)))])
-        all_rows = np.arange(len(self.cluster.nodes))
-        scores = self.node_scores(task, all_rows)
-        return int(np.argmax(np.where(mask, scores, -np.inf)))
+        return int(np.argmax(np.where(mask, self._all_scores(task), -np.inf)))
 
     def hypernode_scores(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
         score = np.zeros(len(domains))

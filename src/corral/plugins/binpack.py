@@ -51,16 +51,32 @@ class BinpackPlugin(Plugin):
                 raise ConfigError(f"binpack.resources.{name} given but {name} is not in binpack.resources",
                                   field=f"binpack.resources.{name}")
         self.weights = weights
+        self._per_class: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
 
-    def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
+    def _terms(self, task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(cols, request, scaled weights)`` for ``task``, or None when it scores 0 everywhere (cached
+        per equivalence class; the score of every placed pod is recomputed on the rows it changed)."""
+        key = task.klass
+        if key and key in self._per_class:
+            return self._per_class[key]
         w = self.weights * (task.request > 0)
         cols = np.flatnonzero(w)
         total_w = w[cols].sum()
-        if not len(cols) or total_w <= 0 or not self.args.weight:
+        terms = None
+        if len(cols) and total_w > 0 and self.args.weight:
+            terms = (cols, task.request[cols], w[cols] * (100.0 * self.args.weight / total_w))
+        if key:
+            self._per_class[key] = terms
+        return terms
+
+    def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        terms = self._terms(task)
+        if terms is None:
             return np.zeros(len(rows))
+        cols, req, w = terms
         nodes = self.session.cluster.nodes
-        alloc = nodes.allocatable[np.ix_(rows, cols)]
-        used = nodes.used[np.ix_(rows, cols)] + task.request[cols]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where((alloc > 0) & (used <= alloc), used / np.where(alloc > 0, alloc, 1.0), 0.0)
-        return (frac @ w[cols]) / total_w * 100.0 * self.args.weight
+        alloc = nodes.allocatable[rows][:, cols]
+        used = nodes.used[rows][:, cols] + req
+        ok = (alloc > 0) & (used <= alloc)
+        frac = np.divide(used, alloc, out=np.zeros_like(used), where=ok)
+        return frac @ w

@@ -49,31 +49,34 @@ class NodeOrderPlugin(Plugin):
     def on_session_open(self) -> None:
         res = self.session.cluster.resources
         self.cols = [res.pos(CPU), res.pos(MEMORY)]
-        self.bal_cols = self.cols + ([res.pos(GPU)] if GPU in res else [])
+        self.bal_cols = np.array(self.cols + ([res.pos(GPU)] if GPU in res else []), dtype=np.intp)
 
     def scores_row_local(self, task: Task) -> bool:
         aff = task.affinity
         return not (aff is not None and self.args.pod_affinity
                     and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred))
 
-    def _fractions(self, task: Task, rows: np.ndarray, cols: list[int]) -> np.ndarray:
+    def _fractions(self, task: Task, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Used fraction of each of ``cols`` after placing ``task``, capped at 1 (0 where the node has
+        none of the resource). Requests and usage are never negative, so only the cap is needed."""
         nodes = self.session.cluster.nodes
         alloc = nodes.allocatable[rows][:, cols]
         used = nodes.used[rows][:, cols] + task.request[cols]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1.0), 0.0)
-        return np.clip(frac, 0.0, 1.0)
+        frac = np.divide(used, alloc, out=np.zeros_like(used), where=alloc > 0)
+        return np.minimum(frac, 1.0, out=frac)
 
     def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
         a = self.args
-        score = np.zeros(len(rows))
         if a.least or a.most or a.balanced:
             frac = self._fractions(task, rows, self.bal_cols)      # cpu, memory[, gpu]
-            if a.least or a.most:
-                mean = frac[:, :2].mean(axis=1)
-                score += a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
-            if a.balanced:
-                score += a.balanced * (1.0 - frac.std(axis=1)) * 100.0
+            mean = (frac[:, 0] + frac[:, 1]) * 0.5
+            score = a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
+            if a.balanced:                                 # population std over the columns, by hand
+                k = frac.shape[1]                          # (np.std costs more than all the rest)
+                dev = frac - (frac.sum(axis=1) / k)[:, None]
+                score += a.balanced * 100.0 * (1.0 - np.sqrt((dev * dev).sum(axis=1) / k))
+        else:
+            score = np.zeros(len(rows))
         aff = task.affinity
         if aff is not None and a.node_affinity and aff.node_preferred:
             raw = np.zeros(len(rows))

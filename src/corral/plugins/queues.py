@@ -37,6 +37,7 @@ class QueuePlugin(Plugin):
         self._pairs: dict[int, list[tuple[int, float]]] = {}     # task id -> its counted requests
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
+        self._capped: dict[str, bool] = {}               # queue -> any capability on its chain
         self.allocated = {name: v * self.cols for name, v in queue_usage(cluster).items()}
         for name, q in self.queues.items():              # leaf usage summed into every ancestor
             if q.children:
@@ -166,6 +167,12 @@ class QueuePlugin(Plugin):
 
     def within_capability(self, queue: Queue, extra: np.ndarray) -> bool:
         """Would every queue on the chain stay within its capability after taking ``extra``?"""
+        capped = self._capped.get(queue.name)
+        if capped is None:
+            capped = self._capped[queue.name] = any(self.queues[n].capability is not None
+                                                    for n in self.session.cluster.queue_chain(queue.name))
+        if not capped:                                     # no capability anywhere on the chain
+            return True
         dims = extra * self.cols > 0
         for name in self.session.cluster.queue_chain(queue.name):
             cap = self.capability(self.queues[name])
