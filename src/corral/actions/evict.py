@@ -116,9 +116,11 @@ class Evictor:
                 self.alive[i] = alive
 
     # -- candidates ------------------------------------------------------------------------------
-    def candidates(self, task: Task, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, task: Task, allowed: np.ndarray,
+                   within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Node rows worth a dry run, best first, with a lower bound of the highest victim priority each
-        would need. ``allowed`` marks occupant pods this preemptor could evict at all (action rules)."""
+        would need. ``allowed`` marks occupant pods this preemptor could evict at all (action rules);
+        ``within``, if given, the node rows it may go to (a topology domain)."""
         session, nodes = self.session, self.session.cluster.nodes
         cols = np.flatnonzero(task.request)
         need = task.request[cols] - EPS
@@ -135,6 +137,8 @@ class Evictor:
             lower[hit] = level
         mask = np.isfinite(lower) | (lower < 0)
         mask &= session.resolvable(task)
+        if within is not None:
+            mask &= within
         rows = np.flatnonzero(mask)
         order = np.lexsort((rows, lower[rows]))
         rows = rows[order][: self.limit]
@@ -223,14 +227,14 @@ class Evictor:
             self.session.simulate_add(v, row)
 
     def best(self, task: Task, job: Job, allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]],
-             evicted: list[Task]) -> Plan | None:
+             evicted: list[Task], within: np.ndarray | None = None) -> Plan | None:
         """Dry-run candidates in order of their lower bound; stop when no remaining node can beat the
         best plan on (violations, highest victim priority), or after ``ties`` more nodes that could only
         tie on it, or at the candidate cap. A node whose bound is below the best plan's highest victim
         priority, or any node while the best plan violates a budget, could beat it and is dry-run."""
         best: Plan | None = None
         extra = 0
-        rows, lower = self.candidates(task, allowed)
+        rows, lower = self.candidates(task, allowed, within)
         for row, bound in zip(rows, lower):
             if best is not None:
                 violations, top = best.rank()[:2]

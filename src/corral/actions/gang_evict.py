@@ -64,6 +64,7 @@ from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_
 from corral.actions.evict import VICTIM_STATES
 from corral.actions.packing import Packer, PackState, first_useful
 from corral.actions.parts import cheapest_parts
+from corral.actions.podwise import podwise_victims
 from corral.actions.reclaim import queue_rules
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
@@ -156,7 +157,24 @@ class GangEvictAction(Action):
                 plans = self.plans(session, job, tasks, domains, costs, dry)
                 if self.commit_first(session, job, tasks, plans):
                     break
+            else:
+                self.commit_first(session, job, tasks, self.podwise_plans(session, job, tasks, domains, costs))
             self._pool = None
+
+    def podwise_plans(self, session: Session, job: Job, tasks: list[Task], domains: list[Domain],
+                      costs: WorkCost) -> list[Plan]:
+        """The last resort when no bundle plan works: per domain, the victims found pod by pod as the
+        legacy actions find them (:mod:`corral.actions.podwise`), cheapest first."""
+        plans = []
+        for i, domain in enumerate(domains):
+            self.candidates(session, job, domain)            # fills the pool of candidates
+            victims = podwise_victims(session, self, job, tasks, domain, self._pool[1])
+            if victims is None or (not self.args.allow_whole and costs.breaks(victims)):
+                continue
+            plan = self.plan(session, domain, domain.name, victims, costs)
+            plan.index = i
+            plans.append(plan)
+        return sorted(plans, key=functools.cmp_to_key(lambda a, b: self.compare_plans(session, a, b, across=True)))
 
     def plans(self, session: Session, job: Job, tasks: list[Task], domains: list[Domain], costs: WorkCost,
               dry: bool) -> list[Plan]:
