@@ -40,7 +40,11 @@ the first success often costs many times the cheapest). In a domain:
    by NodeOrder of the plan's nodes where it fits once the victims are gone — first the reprieved set,
    then the full one), then the next best. When no estimated plan survives its dry run, plans are made
    again dry-running each step, as the estimate may be wrong;
-6. on success the victims are evicted and every waiting pod the gang needs is nominated (pipelined) in
+6. a domain whose lower bound of work (:mod:`corral.actions.bounds`) cannot beat the best plan found so
+   far is not planned (estimated plans only; the decisions are the same as planning it);
+7. when no bundle plan works, the victims are chosen pod by pod inside each domain as ``preempt`` and
+   ``reclaim`` choose them (:mod:`corral.actions.podwise`), the cheapest such plan dry-run;
+8. on success the victims are evicted and every waiting pod the gang needs is nominated (pipelined) in
    the domain. The nominations carry the domain into the next cycle: there allocate tries first the
    domain that holds them, each pod keeps its nominated node, and the capacity they reserve is not given
    to any other job, so no smaller job can take the freed nodes. ``Session.nominated_domains`` records
@@ -60,6 +64,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from corral.actions.allocate import schedulable_jobs
+from corral.actions.bounds import could_beat, deficit
 from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
 from corral.actions.evict import VICTIM_STATES
 from corral.actions.packing import Packer, PackState, first_useful
@@ -183,8 +188,13 @@ class GangEvictAction(Action):
         the domain; sorted best first."""
         order = functools.cmp_to_key(lambda a, b: self.compare_plans(session, a, b, across=True))
         found: list[tuple[Plan | None, int, object]] = []
+        best: Plan | None = None
         for i, domain in enumerate(domains):
+            if best is not None and not dry and self.hopeless(session, job, tasks, domain, costs, best):
+                continue
             plan, refine = self.plan_domain(session, job, tasks, domain, costs, dry)
+            if plan is not None and (best is None or order(plan) < order(best)):
+                best = plan
             if plan is not None:
                 plan.index = i
             found.append((plan, i, refine))
@@ -200,6 +210,19 @@ class GangEvictAction(Action):
                 better.index = i
                 plans.append(better)
         return sorted(plans, key=order)
+
+    def hopeless(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost,
+                 best: Plan) -> bool:
+        """Can no plan of ``domain`` beat ``best`` (:mod:`corral.actions.bounds`)? Only the plans made
+        by the estimate skip domains: when none of them survives its dry run every domain is planned
+        again. A GangVictimSelector plugin chooses victims its own way: then nothing is skipped."""
+        if session.fns("GangVictimSelector"):
+            return False
+        nodes = session.cluster.nodes
+        free = np.clip(nodes.future_idle[domain.mask & ~nodes.down], 0, None).sum(axis=0)
+        by_job = self.candidates(session, job, domain).values()
+        return not could_beat(by_job, costs, deficit(costs.need, free, costs), self.victim_rank,
+                              self.across_rank(best), best.cost, Packer(session, tasks, domain))
 
     def commit_first(self, session: Session, job: Job, tasks: list[Task], plans: list[Plan]) -> bool:
         """Evict and nominate by the first plan whose dry run succeeds (its victims, else the set it was
@@ -398,6 +421,10 @@ class GangEvictAction(Action):
         first); nothing by default."""
         return 0.0
 
+    def victim_rank(self, job: Job) -> float:
+        """The :meth:`across_rank` of a plan whose highest victim is of ``job``."""
+        return 0.0
+
     def select(self, session: Session, job: Job, tasks: list[Task], domain: Domain, name: str, bundles: list[Bundle],
                need: np.ndarray, costs: WorkCost, pack: Packer, dry: bool = True) -> Plan | None:
         """Take the bundles in their order until the gang fits ``domain``: with ``dry``, by a dry run each
@@ -554,6 +581,9 @@ class GangPreemptAction(GangEvictAction):
         """Across domains too, victim priority before anything else: the plan whose highest victim
         priority is lower wins (as preempt ranks nodes)."""
         return float(plan.worst.priority) if plan.worst is not None else float("-inf")
+
+    def victim_rank(self, job: Job) -> float:
+        return float(job.priority)
 
     def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
         return session.preemptable(task, pods)

@@ -1,0 +1,133 @@
+"""A lower bound on what entering a domain can cost, so that ``gangpreempt``/``gangreclaim`` skip the
+domains whose plan could not beat the best plan already found (a plan in full takes milliseconds per
+domain; the bound, a sort of the victim jobs).
+
+Every plan of a domain (:meth:`~corral.actions.gang_evict.GangEvictAction.select`, over the domain or a
+part of it) frees, with what is free in the domain, at least the need in each resource the gang
+requests. Measured as the need's fraction (Σ_r amount_r / need_r, the unit of
+:meth:`~corral.actions.bundles.WorkCost.size`), its victims therefore add up to at least the *deficit*
+``D = Σ_r max(need_r − free_r, 0) / need_r``. A victim job ``j`` with pods of total size ``cap_j`` in
+the domain can give at most ``cap_j`` of it, and whatever ``x`` it gives costs at least ``rate_j · x``,
+where ``rate_j`` is the smaller of its cheapest pod's work per unit of size (evicted pods that leave the
+gang healthy cost themselves) and its whole held work over ``cap_j`` (breaking the gang costs all it
+holds, wherever its pods run). The fractional knapsack over these rates is a lower bound of any plan's
+work; ignoring node fit, queue shares and validators only lowers it.
+
+Plans of different domains are ranked first by the action's rank of their highest victim
+(``gangpreempt``: the victim priority; ``gangreclaim``: none), then by work with a 5 % tie band
+(:data:`~corral.actions.bundles.ROI_THRESHOLD`), then by the search-space order. A later domain can
+only beat the best plan ``B`` if it can cover ``D`` with victims ranked below ``B``'s, or if, with
+victims ranked at most as ``B``'s, its bound is below ``(1 − 0.05) × cost(B)``.
+
+For a gang of identical pods the bound is also taken node by node: a victim job's cost, spread over its
+pods at its rate, splits by node, and each gang pod needs a node where what is free plus what is
+evicted there holds it (:func:`_node_bound`). This sees what the total misses — cheap victims scattered
+one per node free nothing an 8-GPU pod can use.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Callable, Iterable
+
+import numpy as np
+
+from corral.actions.bundles import ROI_THRESHOLD, WorkCost
+from corral.actions.packing import Packer
+from corral.model import Job, Task
+from corral.model.resources import EPS
+
+__all__ = ["deficit", "could_beat"]
+
+
+def deficit(need: np.ndarray, free: np.ndarray, costs: WorkCost) -> float:
+    """``D``: what the victims must free at least, in units of the need (``free``: what the domain has
+    free and being released, per resource)."""
+    return float(np.maximum(need - free, 0.0) @ costs.inv)
+
+
+def _bound(items: list[tuple[float, float]], need: float) -> float:
+    """Fractional knapsack: the least cost of ``need`` units from ``(rate, capacity)`` items; inf when
+    they cannot cover it."""
+    got = cost = 0.0
+    for rate, cap in sorted(items):
+        take = min(cap, need - got)
+        cost += rate * take
+        got += take
+        if got >= need - EPS:
+            return cost
+    return float("inf")
+
+
+def _node_bound(pack: Packer, jobs: list[tuple[float, list[Task], list[float]]], col: int) -> float:
+    """The least work with which each of the gang's (identical) pods gets a node, counting only the
+    resource ``col``: a pod of victim job ``j`` costs at least ``rate_j × size`` (the argument above),
+    which splits the cost node by node. On each node the cheapest victims per unit of ``col`` are taken
+    first (fractionally), so the cost of the k-th gang pod there only grows with k, and the gang's pods
+    go to the cheapest of these marginal costs over all nodes. inf when the nodes cannot hold the gang."""
+    g = float(pack.groups[0][0][col])
+    per_node: dict[int, list[tuple[float, float]]] = {}
+    for rate, pods, sizes in jobs:
+        for p, s in zip(pods, sizes):
+            i = pack.pos.get(p.node)
+            a = float(p.request[col])
+            if i is not None and a > EPS and pack.mask[i]:
+                per_node.setdefault(i, []).append((rate * s / a, a))
+    n = pack.n
+    marginal: list[float] = []
+    for i in np.flatnonzero(pack.mask):
+        f = float(pack.base[i, col])
+        k = min(int((f + EPS) // g), n)
+        marginal.extend([0.0] * k)
+        items = sorted(per_node.get(int(i), ()))
+        cost = prev = freed = 0.0
+        j = 0
+        left = items[0][1] if items else 0.0
+        while k < n:
+            k += 1
+            want = k * g - f - EPS
+            while freed < want and j < len(items):
+                take = min(left, want - freed)
+                cost += items[j][0] * take
+                freed += take
+                left -= take
+                if left <= EPS:
+                    j += 1
+                    left = items[j][1] if j < len(items) else 0.0
+            if freed < want:
+                break
+            marginal.append(cost - prev)
+            prev = cost
+    if len(marginal) < n:
+        return float("inf")
+    return float(sum(heapq.nsmallest(n, marginal)))
+
+
+def could_beat(by_job: Iterable[tuple[Job, list[Task]]], costs: WorkCost, need_units: float,
+               rank: Callable[[Job], float], best_rank: float, best_cost: float,
+               pack: Packer | None = None) -> bool:
+    """Could a plan over these candidate victims (by job) beat a plan of rank ``best_rank`` and work
+    ``best_cost`` found in an earlier domain? With ``pack`` (the gang's pods over the domain's nodes), a
+    gang of identical pods is also bounded node by node (:func:`_node_bound`, per requested resource)."""
+    if need_units <= EPS:
+        return True                                      # room enough: a plan that evicts nothing
+    jobs: list[tuple[float, float, float, list[Task], list[float]]] = []   # rank, rate, size, pods, sizes
+    for job, pods in by_job:
+        sizes = [costs.size(p) for p in pods]
+        cap = sum(sizes)
+        if cap <= EPS:
+            continue
+        rate = min(min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS), costs.held(job) / cap)
+        jobs.append((rank(job), rate, cap, pods, sizes))
+
+    def bound(keep: Callable[[float], bool]) -> float:
+        kept = [j for j in jobs if keep(j[0])]
+        lb = _bound([(rate, cap) for _, rate, cap, _, _ in kept], need_units)
+        if pack is not None and pack.single and lb < float("inf"):
+            for col in np.flatnonzero(pack.cols):
+                lb = max(lb, _node_bound(pack, [(rate, pods, sizes) for _, rate, _, pods, sizes in kept], int(col)))
+        return lb
+
+    if bound(lambda r: r < best_rank) < float("inf"):
+        return True                                      # may win on the rank of its highest victim
+    return bound(lambda r: r <= best_rank) < (1.0 - ROI_THRESHOLD) * best_cost
