@@ -37,7 +37,7 @@ from corral.actions.packing import Packer
 from corral.model import Job, Task
 from corral.model.resources import EPS
 
-__all__ = ["deficit", "could_beat"]
+__all__ = ["DomainBound", "deficit", "could_beat"]
 
 
 def deficit(need: np.ndarray, free: np.ndarray, costs: WorkCost) -> float:
@@ -46,11 +46,16 @@ def deficit(need: np.ndarray, free: np.ndarray, costs: WorkCost) -> float:
     return float(np.maximum(need - free, 0.0) @ costs.inv)
 
 
-def _bound(items: list[tuple[float, float]], need: float) -> float:
-    """Fractional knapsack: the least cost of ``need`` units from ``(rate, capacity)`` items; inf when
-    they cannot cover it."""
+def _bound(items: list[tuple[float, float, str]], need: float, caps: dict[str, float] | None = None) -> float:
+    """Fractional knapsack: the least cost of ``need`` units from ``(rate, capacity, group)`` items, at
+    most ``caps[group]`` units from one group (a victim queue's reclaimable amount); inf when they
+    cannot cover it. Cheapest rate first is optimal, also with the group limits."""
+    left = dict(caps) if caps else None
     got = cost = 0.0
-    for rate, cap in sorted(items):
+    for rate, cap, group in sorted(items):
+        if left is not None and group in left:
+            cap = min(cap, left[group])
+            left[group] -= cap
         take = min(cap, need - got)
         cost += rate * take
         got += take
@@ -103,31 +108,58 @@ def _node_bound(pack: Packer, jobs: list[tuple[float, list[Task], list[float]]],
     return float(sum(heapq.nsmallest(n, marginal)))
 
 
-def could_beat(by_job: Iterable[tuple[Job, list[Task]]], costs: WorkCost, need_units: float,
-               rank: Callable[[Job], float], best_rank: float, best_cost: float,
-               pack: Packer | None = None) -> bool:
-    """Could a plan over these candidate victims (by job) beat a plan of rank ``best_rank`` and work
-    ``best_cost`` found in an earlier domain? With ``pack`` (the gang's pods over the domain's nodes), a
-    gang of identical pods is also bounded node by node (:func:`_node_bound`, per requested resource)."""
-    if need_units <= EPS:
-        return True                                      # room enough: a plan that evicts nothing
-    jobs: list[tuple[float, float, float, list[Task], list[float]]] = []   # rank, rate, size, pods, sizes
-    for job, pods in by_job:
-        sizes = [costs.size(p) for p in pods]
-        cap = sum(sizes)
-        if cap <= EPS:
-            continue
-        rate = min(min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS), costs.held(job) / cap)
-        jobs.append((rank(job), rate, cap, pods, sizes))
+class DomainBound:
+    """The lower bound of one domain's plans. ``by_job``: its candidate victims by job; ``need_units``:
+    the deficit ``D``; ``rank``: the action's rank of a victim job; ``pack`` (the gang's pods over the
+    domain's nodes): a gang of identical pods is also bounded node by node (:func:`_node_bound`, per
+    resource of the need); ``caps``: the most each victim queue may give up, in units of the need
+    (gangreclaim's queue rule)."""
 
-    def bound(keep: Callable[[float], bool]) -> float:
-        kept = [j for j in jobs if keep(j[0])]
-        lb = _bound([(rate, cap) for _, rate, cap, _, _ in kept], need_units)
-        if pack is not None and pack.single and lb < float("inf"):
-            for col in np.flatnonzero(pack.cols):
-                lb = max(lb, _node_bound(pack, [(rate, pods, sizes) for _, rate, _, pods, sizes in kept], int(col)))
+    def __init__(self, by_job: Iterable[tuple[Job, list[Task]]], costs: WorkCost, need_units: float,
+                 rank: Callable[[Job], float], pack: Packer | None = None,
+                 caps: dict[str, float] | None = None) -> None:
+        self.need_units, self.pack, self.caps = need_units, pack, caps
+        self.jobs: list[tuple[float, float, float, list[Task], list[float], str]] = []  # rank, rate, size, pods, sizes, queue
+        self.cols: list[int] = []
+        self.all = 0.0                                   # the bound over every candidate
+        if need_units <= EPS:
+            return
+        for job, pods in by_job:
+            sizes = [costs.size(p) for p in pods]
+            cap = sum(sizes)
+            if cap <= EPS:
+                continue
+            rate = min(min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS), costs.held(job) / cap)
+            self.jobs.append((rank(job), rate, cap, pods, sizes, job.queue))
+        self.cols = [] if pack is None or not pack.single else [int(c) for c in np.flatnonzero(pack.cols & costs.dims)]
+        self.all = self.value(lambda r: True)
+
+    def value(self, keep: Callable[[float], bool]) -> float:
+        """The least work of a plan whose victims' ranks all satisfy ``keep``; inf: no such plan."""
+        if self.need_units <= EPS:
+            return 0.0                                   # room enough: a plan that evicts nothing
+        kept = [j for j in self.jobs if keep(j[0])]
+        lb = _bound([(rate, cap, q) for _, rate, cap, _, _, q in kept], self.need_units, self.caps)
+        for col in self.cols:
+            if lb == float("inf"):
+                break
+            lb = max(lb, _node_bound(self.pack, [(rate, pods, sizes) for _, rate, _, pods, sizes, _ in kept], col))
         return lb
 
-    if bound(lambda r: r < best_rank) < float("inf"):
-        return True                                      # may win on the rank of its highest victim
-    return bound(lambda r: r <= best_rank) < (1.0 - ROI_THRESHOLD) * best_cost
+    def could_beat(self, best_rank: float, best_cost: float, earlier: bool = False) -> bool:
+        """Could a plan of this domain beat a plan of rank ``best_rank`` and work ``best_cost``?
+        ``earlier``: this domain comes first in the search space, so it wins a tie (work within 5 %)."""
+        if self.need_units <= EPS:
+            return True
+        if self.value(lambda r: r < best_rank) < float("inf"):
+            return True                                  # may win on the rank of its highest victim
+        limit = best_cost / (1.0 - ROI_THRESHOLD) if earlier else best_cost * (1.0 - ROI_THRESHOLD)
+        lb = self.all if all(r <= best_rank for r, *_ in self.jobs) else self.value(lambda r: r <= best_rank)
+        return lb <= limit if earlier else lb < limit
+
+
+def could_beat(by_job: Iterable[tuple[Job, list[Task]]], costs: WorkCost, need_units: float,
+               rank: Callable[[Job], float], best_rank: float, best_cost: float,
+               pack: Packer | None = None, caps: dict[str, float] | None = None) -> bool:
+    """:meth:`DomainBound.could_beat` for a domain after the best plan's in the search space."""
+    return DomainBound(by_job, costs, need_units, rank, pack, caps).could_beat(best_rank, best_cost)

@@ -64,7 +64,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from corral.actions.allocate import schedulable_jobs
-from corral.actions.bounds import could_beat, deficit
+from corral.actions.bounds import DomainBound, deficit
 from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
 from corral.actions.evict import VICTIM_STATES
 from corral.actions.packing import Packer, PackState, first_useful
@@ -139,6 +139,9 @@ class GangEvictAction(Action):
     Args = GangEvictArgs
 
     _pool: tuple[Job, list[Task]] | None = None       # the victim candidates of the gang being served
+    #: order the domains by their lower bound of work and skip those that cannot win (:meth:`plans`);
+    #: False plans every domain in the search-space order (to compare, in tests)
+    use_bounds = True
 
     def execute(self, session: Session) -> None:
         queues = session.cluster.queues
@@ -189,14 +192,26 @@ class GangEvictAction(Action):
         order = functools.cmp_to_key(lambda a, b: self.compare_plans(session, a, b, across=True))
         found: list[tuple[Plan | None, int, object]] = []
         best: Plan | None = None
-        for i, domain in enumerate(domains):
-            if best is not None and not dry and self.hopeless(session, job, tasks, domain, costs, best):
+        visit = list(range(len(domains)))
+        bounds = None
+        if self.use_bounds and not dry and len(domains) > 1 and not session.fns("GangVictimSelector"):
+            # plans made by the estimate: the domains with the lowest bound of work first, and a domain
+            # none of whose plans (over it or a part of it) could beat the best so far is skipped — the
+            # plan chosen is never ranked below the one planning every domain would choose. (When none
+            # survives its dry run every domain is planned again; a GangVictimSelector plugin chooses
+            # victims its own way: then nothing is skipped.)
+            bounds = [self.bound(session, job, tasks, d, costs) for d in domains]
+            visit.sort(key=lambda i: (bounds[i].all, i))
+        for i in visit:
+            domain = domains[i]
+            if bounds is not None and (bounds[i].all == float("inf") or (
+                    best is not None and not bounds[i].could_beat(self.across_rank(best), best.cost, i < best.index))):
                 continue
             plan, refine = self.plan_domain(session, job, tasks, domain, costs, dry)
-            if plan is not None and (best is None or order(plan) < order(best)):
-                best = plan
             if plan is not None:
                 plan.index = i
+                if best is None or order(plan) < order(best):
+                    best = plan
             found.append((plan, i, refine))
             if plan is not None and not plan.victims:
                 return [plan]           # nothing to evict: no plan is better
@@ -211,18 +226,12 @@ class GangEvictAction(Action):
                 plans.append(better)
         return sorted(plans, key=order)
 
-    def hopeless(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost,
-                 best: Plan) -> bool:
-        """Can no plan of ``domain`` beat ``best`` (:mod:`corral.actions.bounds`)? Only the plans made
-        by the estimate skip domains: when none of them survives its dry run every domain is planned
-        again. A GangVictimSelector plugin chooses victims its own way: then nothing is skipped."""
-        if session.fns("GangVictimSelector"):
-            return False
+    def bound(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost) -> DomainBound:
+        """The lower bound of the work of ``domain``'s plans (:mod:`corral.actions.bounds`)."""
         nodes = session.cluster.nodes
         free = np.clip(nodes.future_idle[domain.mask & ~nodes.down], 0, None).sum(axis=0)
-        by_job = self.candidates(session, job, domain).values()
-        return not could_beat(by_job, costs, deficit(costs.need, free, costs), self.victim_rank,
-                              self.across_rank(best), best.cost, Packer(session, tasks, domain))
+        return DomainBound(self.candidates(session, job, domain).values(), costs, deficit(costs.need, free, costs),
+                           self.victim_rank, Packer(session, tasks, domain), self.victim_caps(session, costs))
 
     def commit_first(self, session: Session, job: Job, tasks: list[Task], plans: list[Plan]) -> bool:
         """Evict and nominate by the first plan whose dry run succeeds (its victims, else the set it was
@@ -425,6 +434,10 @@ class GangEvictAction(Action):
         """The :meth:`across_rank` of a plan whose highest victim is of ``job``."""
         return 0.0
 
+    def victim_caps(self, session: Session, costs: WorkCost) -> dict[str, float] | None:
+        """The most each victim queue may give up, in units of the need (none by default)."""
+        return None
+
     def select(self, session: Session, job: Job, tasks: list[Task], domain: Domain, name: str, bundles: list[Bundle],
                need: np.ndarray, costs: WorkCost, pack: Packer, dry: bool = True) -> Plan | None:
         """Take the bundles in their order until the gang fits ``domain``: with ``dry``, by a dry run each
@@ -624,6 +637,18 @@ class GangReclaimAction(GangEvictAction):
                     return -r
             return 0
         return cmp
+
+    def victim_caps(self, session: Session, costs: WorkCost) -> dict[str, float] | None:
+        """The queue rule's limit: a victim queue gives up at most what it holds above its reclaim
+        floor, in each resource (the smallest over the queue plugins), measured in units of the need."""
+        caps: dict[str, float] = {}
+        for rule in queue_rules(session):
+            plugin = rule.__self__
+            for name in plugin.queues:
+                slack = np.maximum(plugin.allocated[name] - plugin.reclaim_floor[name], 0.0)
+                cap = float(slack @ costs.inv)
+                caps[name] = min(cap, caps.get(name, cap))
+        return caps or None
 
     def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
         """Reclaimable over the ordered list, then — whatever tier they sit in, as in ``reclaim`` — the
