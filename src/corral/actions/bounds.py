@@ -120,10 +120,6 @@ class DomainBound:
                  caps: dict[str, float] | None = None) -> None:
         self.need_units, self.pack, self.caps = need_units, pack, caps
         self.jobs: list[tuple[float, float, float, list[Task], list[float], str]] = []  # rank, rate, size, pods, sizes, queue
-        self.cols: list[int] = []
-        self.all = 0.0                                   # the bound over every candidate
-        if need_units <= EPS:
-            return
         for job, pods in by_job:
             sizes = [costs.size(p) for p in pods]
             cap = sum(sizes)
@@ -132,14 +128,13 @@ class DomainBound:
             rate = min(min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS), costs.held(job) / cap)
             self.jobs.append((rank(job), rate, cap, pods, sizes, job.queue))
         self.cols = [] if pack is None or not pack.single else [int(c) for c in np.flatnonzero(pack.cols & costs.dims)]
-        self.all = self.value(lambda r: True)
+        self.all = self.value(lambda r: True)           # the bound over every candidate
 
     def value(self, keep: Callable[[float], bool]) -> float:
         """The least work of a plan whose victims' ranks all satisfy ``keep``; inf: no such plan."""
-        if self.need_units <= EPS:
-            return 0.0                                   # room enough: a plan that evicts nothing
         kept = [j for j in self.jobs if keep(j[0])]
-        lb = _bound([(rate, cap, q) for _, rate, cap, _, _, q in kept], self.need_units, self.caps)
+        lb = 0.0 if self.need_units <= EPS else \
+            _bound([(rate, cap, q) for _, rate, cap, _, _, q in kept], self.need_units, self.caps)
         for col in self.cols:
             if lb == float("inf"):
                 break
@@ -149,8 +144,6 @@ class DomainBound:
     def could_beat(self, best_rank: float, best_cost: float, earlier: bool = False) -> bool:
         """Could a plan of this domain beat a plan of rank ``best_rank`` and work ``best_cost``?
         ``earlier``: this domain comes first in the search space, so it wins a tie (work within 5 %)."""
-        if self.need_units <= EPS:
-            return True
         if self.value(lambda r: r < best_rank) < float("inf"):
             return True                                  # may win on the rank of its highest victim
         limit = best_cost / (1.0 - ROI_THRESHOLD) if earlier else best_cost * (1.0 - ROI_THRESHOLD)

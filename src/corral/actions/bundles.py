@@ -219,13 +219,14 @@ class WorkCost:
         self.inv = np.where(self.dims, 1.0 / np.where(self.dims, need, 1.0), 0.0)
         self.age = age
         self._pod: dict[int, float] = {}
+        self._size: dict[int, float] = {}
         self._held: dict[int, float] = {}
         self._state: dict[int, tuple] = {}
 
     def pod(self, t: Task) -> float:
         c = self._pod.get(id(t))
         if c is None:
-            c = self._pod[id(t)] = float(t.request @ self.inv) * (self.age(t) if self.age is not None else 1.0)
+            c = self._pod[id(t)] = self.size(t) * (self.age(t) if self.age is not None else 1.0)
         return c
 
     def order_key(self, t: Task) -> tuple:
@@ -236,8 +237,11 @@ class WorkCost:
         return k
 
     def size(self, t: Task) -> float:
-        """A pod's request measured against the need (Σ_r request_r / need_r)."""
-        return float(t.request @ self.inv)
+        """A pod's request measured against the need (Σ_r request_r / need_r), cached."""
+        c = self._size.get(id(t))
+        if c is None:
+            c = self._size[id(t)] = float(t.request @ self.inv)
+        return c
 
     def held(self, job: Job) -> float:
         c = self._held.get(id(job))
