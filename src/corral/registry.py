@@ -7,7 +7,7 @@ from __future__ import annotations
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
 from corral.actions.enqueue import EnqueueAction
-from corral.actions.gang_evict import GangPreemptAction, GangReclaimAction
+from corral.actions.gang_actions import GangPreemptAction, GangReclaimAction
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.framework.config import Config, parse_config

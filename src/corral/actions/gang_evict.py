@@ -70,7 +70,6 @@ from corral.actions.evict import VICTIM_STATES
 from corral.actions.packing import Packer, PackState, first_useful
 from corral.actions.parts import cheapest_parts
 from corral.actions.podwise import podwise_victims
-from corral.actions.reclaim import queue_rules
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -79,7 +78,7 @@ from corral.framework.statement import Statement
 from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS, PODS
 
-__all__ = ["GangPreemptAction", "GangReclaimAction"]
+__all__ = ["GangEvictAction", "Plan", "needed_tasks"]
 
 
 @dataclass(frozen=True)
@@ -579,85 +578,3 @@ class GangEvictAction(Action):
                 return False
             stmt.pipeline(task, row)
         return True
-
-
-class GangPreemptAction(GangEvictAction):
-    name = "gangpreempt"
-
-    def allowed(self, session: Session, job: Job, victim: Task) -> bool:
-        return victim.job.queue == job.queue and victim.job.priority < job.priority
-
-    def policy(self, session: Session):
-        return lambda a, b: (a.job.priority > b.job.priority) - (a.job.priority < b.job.priority)
-
-    def across_rank(self, plan: Plan) -> float:
-        """Across domains too, victim priority before anything else: the plan whose highest victim
-        priority is lower wins (as preempt ranks nodes)."""
-        return float(plan.worst.priority) if plan.worst is not None else float("-inf")
-
-    def victim_rank(self, job: Job) -> float:
-        return float(job.priority)
-
-    def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
-        return session.preemptable(task, pods)
-
-
-class GangReclaimAction(GangEvictAction):
-    name = "gangreclaim"
-
-    def may_start(self, session: Session, job: Job) -> bool:
-        queue = session.cluster.queues[job.queue]
-        if session.overused(queue):
-            return False
-        tasks = needed_tasks(session, job)
-        return bool(tasks) and session.preemptive(queue, tasks[0])
-
-    def allowed(self, session: Session, job: Job, victim: Task) -> bool:
-        q = session.cluster.queues.get(victim.job.queue)
-        return victim.job.queue != job.queue and q is not None and q.reclaimable
-
-    def policy(self, session: Session):
-        """VictimQueueOrder; where no plugin answers it, the reverse of QueueOrder (the queue allocate
-        would serve last — with proportion or capacity, the one furthest above its share — gives first);
-        bundles of queues no plugin tells apart are left to the ROI."""
-        queues = session.cluster.queues
-        victim_order, queue_order = session.fns("VictimQueueOrder"), session.fns("QueueOrder")
-
-        def cmp(a: Bundle, b: Bundle) -> int:
-            qa, qb = queues[a.job.queue], queues[b.job.queue]
-            if qa is qb:
-                return 0
-            for fn in victim_order:
-                r = fn(qa, qb)
-                if r:
-                    return r
-            for fn in queue_order:
-                r = fn(qa, qb)
-                if r:
-                    return -r
-            return 0
-        return cmp
-
-    def victim_caps(self, session: Session, costs: WorkCost) -> dict[str, float] | None:
-        """The queue rule's limit: a victim queue gives up at most what it holds above its reclaim
-        floor, in each resource (the smallest over the queue plugins), measured in units of the need."""
-        caps: dict[str, float] = {}
-        for rule in queue_rules(session):
-            plugin = rule.__self__
-            for name in plugin.queues:
-                slack = np.maximum(plugin.allocated[name] - plugin.reclaim_floor[name], 0.0)
-                cap = float(slack @ costs.inv)
-                caps[name] = min(cap, caps.get(name, cap))
-        return caps or None
-
-    def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
-        """Reclaimable over the ordered list, then — whatever tier they sit in, as in ``reclaim`` — the
-        queue rule of proportion/capacity (a victim only while its queue stays at or above its
-        deserved share, counted cumulatively along the list)."""
-        allowed = session.reclaimable(task, pods)
-        for rule in queue_rules(session):
-            ok = rule(task, allowed)
-            if ok is not None:
-                keep = {id(t) for t in ok}
-                allowed = [t for t in allowed if id(t) in keep]
-        return allowed
