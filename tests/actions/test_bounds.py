@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 
 from corral.actions import gang_evict
-from corral.actions.bounds import _bound, could_beat, deficit
+from corral.actions.bounds import DomainBound, _bound, deficit
 from corral.actions.bundles import WorkCost
 from corral.model import Job, Task, TaskStatus
 from tests.actions.test_gang_properties import SETTINGS, Gen, _run, clusters
@@ -24,6 +24,10 @@ def test_fractional_knapsack_respects_the_queue_limits() -> None:
     # queue a may give up only 2 units: the third comes from b
     assert _bound(items, 3.0, {"a": 2.0}) == 1.0 * 2 + 5.0 * 1
     assert _bound(items, 3.0, {"a": 0.5, "b": 1.0}) == float("inf")
+
+
+def could_beat(by_job, costs: WorkCost, need_units: float, rank, best_rank: float, best_cost: float) -> bool:
+    return DomainBound(by_job, costs, need_units, rank).could_beat(best_rank, best_cost)
 
 
 def _pod(name: str, gpu: float, job: Job, node: int, start: float) -> Task:

@@ -37,7 +37,7 @@ from corral.actions.packing import Packer
 from corral.model import Job, Task
 from corral.model.resources import EPS
 
-__all__ = ["DomainBound", "deficit", "could_beat"]
+__all__ = ["DomainBound", "deficit"]
 
 
 def deficit(need: np.ndarray, free: np.ndarray, costs: WorkCost) -> float:
@@ -64,27 +64,23 @@ def _bound(items: list[tuple[float, float, str]], need: float, caps: dict[str, f
     return float("inf")
 
 
-def _node_bound(pack: Packer, jobs: list[tuple[float, list[Task], list[float]]], col: int) -> float:
+def _node_bound(pack: Packer, per_node: dict[int, list[tuple[float, float, float]]], col: int,
+                keep: Callable[[float], bool]) -> float:
     """The least work with which each of the gang's (identical) pods gets a node, counting only the
     resource ``col``: a pod of victim job ``j`` costs at least ``rate_j × size`` (the argument above),
-    which splits the cost node by node. On each node the cheapest victims per unit of ``col`` are taken
-    first (fractionally), so the cost of the k-th gang pod there only grows with k, and the gang's pods
-    go to the cheapest of these marginal costs over all nodes. inf when the nodes cannot hold the gang."""
+    which splits the cost node by node. ``per_node``: for each domain node, its victims' ``(cost per
+    unit of col, amount of col, rank)``, cheapest first; only those whose rank satisfies ``keep`` count.
+    On each node the cheapest are taken first (fractionally), so the cost of the k-th gang pod there
+    only grows with k, and the gang's pods go to the cheapest of these marginal costs over all nodes.
+    inf when the nodes cannot hold the gang."""
     g = float(pack.groups[0][0][col])
-    per_node: dict[int, list[tuple[float, float]]] = {}
-    for rate, pods, sizes in jobs:
-        for p, s in zip(pods, sizes):
-            i = pack.pos.get(p.node)
-            a = float(p.request[col])
-            if i is not None and a > EPS and pack.mask[i]:
-                per_node.setdefault(i, []).append((rate * s / a, a))
     n = pack.n
     marginal: list[float] = []
     for i in np.flatnonzero(pack.mask):
         f = float(pack.base[i, col])
         k = min(int((f + EPS) // g), n)
         marginal.extend([0.0] * k)
-        items = sorted(per_node.get(int(i), ()))
+        items = [(u, a) for u, a, r in per_node.get(int(i), ()) if keep(r)]
         cost = prev = freed = 0.0
         j = 0
         left = items[0][1] if items else 0.0
@@ -119,26 +115,37 @@ class DomainBound:
                  rank: Callable[[Job], float], pack: Packer | None = None,
                  caps: dict[str, float] | None = None) -> None:
         self.need_units, self.pack, self.caps = need_units, pack, caps
-        self.jobs: list[tuple[float, float, float, list[Task], list[float], str]] = []  # rank, rate, size, pods, sizes, queue
+        self.jobs: list[tuple[float, float, float, str]] = []          # rank, rate, size in all, queue
+        cols = [] if pack is None or not pack.single else [int(c) for c in np.flatnonzero(pack.cols & costs.dims)]
+        # per requested resource: each domain node's victims as (cost per unit, amount, rank), cheapest first
+        self.per_node: dict[int, dict[int, list[tuple[float, float, float]]]] = {c: {} for c in cols}
         for job, pods in by_job:
             sizes = [costs.size(p) for p in pods]
             cap = sum(sizes)
             if cap <= EPS:
                 continue
             rate = min(min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS), costs.held(job) / cap)
-            self.jobs.append((rank(job), rate, cap, pods, sizes, job.queue))
-        self.cols = [] if pack is None or not pack.single else [int(c) for c in np.flatnonzero(pack.cols & costs.dims)]
+            r = rank(job)
+            self.jobs.append((r, rate, cap, job.queue))
+            for col, nodes in self.per_node.items():
+                for p, s in zip(pods, sizes):
+                    i = pack.pos.get(p.node)
+                    a = float(p.request[col])
+                    if i is not None and a > EPS and pack.mask[i]:
+                        nodes.setdefault(i, []).append((rate * s / a, a, r))
+        for nodes in self.per_node.values():
+            for items in nodes.values():
+                items.sort()
         self.all = self.value(lambda r: True)           # the bound over every candidate
 
     def value(self, keep: Callable[[float], bool]) -> float:
         """The least work of a plan whose victims' ranks all satisfy ``keep``; inf: no such plan."""
-        kept = [j for j in self.jobs if keep(j[0])]
         lb = 0.0 if self.need_units <= EPS else \
-            _bound([(rate, cap, q) for _, rate, cap, _, _, q in kept], self.need_units, self.caps)
-        for col in self.cols:
+            _bound([(rate, cap, q) for r, rate, cap, q in self.jobs if keep(r)], self.need_units, self.caps)
+        for col, nodes in self.per_node.items():
             if lb == float("inf"):
                 break
-            lb = max(lb, _node_bound(self.pack, [(rate, pods, sizes) for _, rate, _, pods, sizes, _ in kept], col))
+            lb = max(lb, _node_bound(self.pack, nodes, col, keep))
         return lb
 
     def could_beat(self, best_rank: float, best_cost: float, earlier: bool = False) -> bool:
@@ -150,9 +157,3 @@ class DomainBound:
         lb = self.all if all(r <= best_rank for r, *_ in self.jobs) else self.value(lambda r: r <= best_rank)
         return lb <= limit if earlier else lb < limit
 
-
-def could_beat(by_job: Iterable[tuple[Job, list[Task]]], costs: WorkCost, need_units: float,
-               rank: Callable[[Job], float], best_rank: float, best_cost: float,
-               pack: Packer | None = None, caps: dict[str, float] | None = None) -> bool:
-    """:meth:`DomainBound.could_beat` for a domain after the best plan's in the search space."""
-    return DomainBound(by_job, costs, need_units, rank, pack, caps).could_beat(best_rank, best_cost)

@@ -7,7 +7,7 @@ import numpy as np
 
 from corral.actions.bundles import Bundle, WorkCost
 from corral.actions.gang_evict import GangEvictAction, Plan, needed_tasks
-from corral.actions.reclaim import queue_rules
+from corral.actions.reclaim import queue_rules, reclaim_filter
 from corral.framework.session import Session
 from corral.model import Job, Task
 
@@ -87,10 +87,4 @@ class GangReclaimAction(GangEvictAction):
         """Reclaimable over the ordered list, then — whatever tier they sit in, as in ``reclaim`` — the
         queue rule of proportion/capacity (a victim only while its queue stays at or above its
         deserved share, counted cumulatively along the list)."""
-        allowed = session.reclaimable(task, pods)
-        for rule in queue_rules(session):
-            ok = rule(task, allowed)
-            if ok is not None:
-                keep = {id(t) for t in ok}
-                allowed = [t for t in allowed if id(t) in keep]
-        return allowed
+        return reclaim_filter(session, task, pods)

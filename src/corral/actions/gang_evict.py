@@ -66,7 +66,7 @@ import numpy as np
 from corral.actions.allocate import schedulable_jobs
 from corral.actions.bounds import DomainBound, deficit
 from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
-from corral.actions.evict import VICTIM_STATES
+from corral.actions.evict import VICTIM_STATES, Evictor
 from corral.actions.packing import Packer, PackState, first_useful
 from corral.actions.parts import cheapest_parts
 from corral.actions.podwise import podwise_victims
@@ -154,9 +154,10 @@ class GangEvictAction(Action):
             if not tasks or any(t.preempt_never for t in tasks):
                 continue                # preemptionPolicy Never: the pod never preempts or reclaims
             domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
-            # every domain offered is planned; the best plan wins (:meth:`compare_plans`), the search-space
-            # order breaking ties. Plans are made by the first-fit estimate and only the chosen one is
-            # dry-run (then the next); when no estimated plan works, plans are made dry-running each
+            # the domains offered are planned (but those a lower bound shows cannot win); the best plan
+            # wins (:meth:`compare_plans`), the search-space order breaking ties. Plans are made by the
+            # first-fit estimate and only the chosen one is dry-run (then the next); when no estimated
+            # plan works, plans are made dry-running each, and last, victims are chosen pod by pod
             need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
             costs = WorkCost(self.roi_need(session, need), run_hours(session.now))
             self._pool = None
@@ -173,9 +174,9 @@ class GangEvictAction(Action):
         """The last resort when no bundle plan works: per domain, the victims found pod by pod as the
         legacy actions find them (:mod:`corral.actions.podwise`), cheapest first."""
         plans = []
+        evictor = Evictor(session, self.name)
         for i, domain in enumerate(domains):
-            self.candidates(session, job, domain)            # fills the pool of candidates
-            victims = podwise_victims(session, self, job, tasks, domain, self._pool[1])
+            victims = podwise_victims(session, self, evictor, job, tasks, domain, self.pool(session, job))
             if victims is None or (not self.args.allow_whole and costs.breaks(victims)):
                 continue
             plan = self.plan(session, domain, domain.name, victims, costs)
@@ -199,14 +200,16 @@ class GangEvictAction(Action):
             # plan chosen is never ranked below the one planning every domain would choose. (When none
             # survives its dry run every domain is planned again; a GangVictimSelector plugin chooses
             # victims its own way: then nothing is skipped.)
-            bounds = [self.bound(session, job, tasks, d, costs) for d in domains]
+            caps = self.victim_caps(session, costs)
+            bounds = [self.bound(session, job, tasks, d, costs, caps) for d in domains]
             visit.sort(key=lambda i: (bounds[i].all, i))
         for i in visit:
             domain = domains[i]
             if bounds is not None and (bounds[i].all == float("inf") or (
                     best is not None and not bounds[i].could_beat(self.across_rank(best), best.cost, i < best.index))):
                 continue
-            plan, refine = self.plan_domain(session, job, tasks, domain, costs, dry)
+            pack = bounds[i].pack if bounds is not None else None
+            plan, refine = self.plan_domain(session, job, tasks, domain, costs, dry, pack)
             if plan is not None:
                 plan.index = i
                 if best is None or order(plan) < order(best):
@@ -225,12 +228,12 @@ class GangEvictAction(Action):
                 plans.append(better)
         return sorted(plans, key=order)
 
-    def bound(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost) -> DomainBound:
+    def bound(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost,
+              caps: dict[str, float] | None) -> DomainBound:
         """The lower bound of the work of ``domain``'s plans (:mod:`corral.actions.bounds`)."""
-        nodes = session.cluster.nodes
-        free = np.clip(nodes.future_idle[domain.mask & ~nodes.down], 0, None).sum(axis=0)
-        return DomainBound(self.candidates(session, job, domain).values(), costs, deficit(costs.need, free, costs),
-                           self.victim_rank, Packer(session, tasks, domain), self.victim_caps(session, costs))
+        pack = Packer(session, tasks, domain)
+        return DomainBound(self.candidates(session, job, domain).values(), costs,
+                           deficit(costs.need, pack.base.sum(axis=0), costs), self.victim_rank, pack, caps)
 
     def commit_first(self, session: Session, job: Job, tasks: list[Task], plans: list[Plan]) -> bool:
         """Evict and nominate by the first plan whose dry run succeeds (its victims, else the set it was
@@ -260,6 +263,16 @@ class GangEvictAction(Action):
     # -- one domain ------------------------------------------------------------------------------
     def candidates(self, session: Session, job: Job, domain: Domain) -> dict[int, tuple[Job, list[Task]]]:
         """The pods that may be victims for ``job`` inside ``domain``, by job."""
+        by_job: dict[int, tuple[Job, list[Task]]] = {}
+        mask = domain.mask
+        for t in self.pool(session, job):
+            if mask[t.node]:
+                by_job.setdefault(id(t.job), (t.job, []))[1].append(t)
+        return by_job
+
+    def pool(self, session: Session, job: Job) -> list[Task]:
+        """Every pod that may be a victim for ``job`` (the action's rules, the VictimFilter), kept while
+        the gang is served."""
         if self._pool is None or self._pool[0] is not job:
             pool: list[Task] = []
             verdict: dict[int, bool] = {}
@@ -274,12 +287,7 @@ class GangEvictAction(Action):
                 if verdict[id(v)]:
                     pool.append(t)
             self._pool = (job, pool)
-        by_job: dict[int, tuple[Job, list[Task]]] = {}
-        mask = domain.mask
-        for t in self._pool[1]:
-            if mask[t.node]:
-                by_job.setdefault(id(t.job), (t.job, []))[1].append(t)
-        return by_job
+        return self._pool[1]
 
     def bundles(self, session: Session, job: Job, tasks: list[Task], by_job: dict[int, tuple[Job, list[Task]]],
                 need: np.ndarray, costs: WorkCost) -> list[Bundle]:
@@ -316,7 +324,7 @@ class GangEvictAction(Action):
         return need
 
     def plan_domain(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost,
-                    dry: bool = True):
+                    dry: bool = True, pack: Packer | None = None):
         """The plan for ``domain`` — the bundles taken in their order over the whole domain — and a
         function that plans over the cheapest parts of it (:func:`~corral.actions.parts.cheapest_parts`), returning the best part plan
         that beats the domain's: one that loses less work without going further down the order
@@ -330,7 +338,7 @@ class GangEvictAction(Action):
             if self.attempt(session, job, tasks, domain, victims, commit=False):
                 return self.plan(session, domain, domain.name, victims, costs), None
             return None, None
-        pack = Packer(session, tasks, domain)
+        pack = pack or Packer(session, tasks, domain)      # the gang's pods over the domain's nodes
         whole = self.select(session, job, tasks, domain, domain.name, bundles, need, costs, pack, dry)
 
         def refine() -> Plan | None:

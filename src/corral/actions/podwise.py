@@ -38,13 +38,12 @@ if TYPE_CHECKING:                                    # pragma: no cover
 __all__ = ["podwise_victims"]
 
 
-def podwise_victims(session: Session, action: "GangEvictAction", job: Job, tasks: list[Task], domain: Domain,
-                    pool: list[Task]) -> list[Task] | None:
+def podwise_victims(session: Session, action: "GangEvictAction", evictor: Evictor, job: Job, tasks: list[Task],
+                    domain: Domain, pool: list[Task]) -> list[Task] | None:
     """Victims that let every pod of ``tasks`` fit inside ``domain``, found pod by pod as ``preempt`` and
-    ``reclaim`` find them (best node per pod, its victims reprieved, the earlier pods' evictions
-    counted), taken only from ``pool`` (the action's candidates); None when some pod finds no node.
-    Nothing is left applied."""
-    evictor = Evictor(session, action.name)
+    ``reclaim`` find them with ``evictor`` (best node per pod, its victims reprieved, the earlier pods'
+    evictions counted), taken only from ``pool`` (the action's candidates); None when some pod finds no
+    node. Nothing is left applied (``evictor`` included)."""
     ok = {id(t) for t in pool}
     allowed = np.fromiter((id(t) in ok for t in evictor.tasks), bool, len(evictor.tasks))
     if len(evictor.tasks):
@@ -66,3 +65,4 @@ def podwise_victims(session: Session, action: "GangEvictAction", job: Job, tasks
         return victims
     finally:
         stmt.discard()
+        evictor.back(victims)

@@ -25,7 +25,7 @@ from corral.framework.session import Session
 from corral.model import Job, Task
 from corral.plugins.queues import QueuePlugin
 
-__all__ = ["ReclaimAction"]
+__all__ = ["ReclaimAction", "queue_rules", "reclaim_filter"]
 
 
 class ReclaimAction(EvictionAction):
@@ -54,15 +54,22 @@ class ReclaimAction(EvictionAction):
         # the queue rule counts cumulatively along this list: the pods the Evictor would take first
         # (lowest priority, newest first) are the ones it allows
         pods = sorted(pods, key=lambda t: (qkey(queues[t.job.queue]), t.priority, -(t.start_time or 0.0), t.name))
-        allowed = session.reclaimable(task, pods)
-        for rule in queue_rules(session):
-            ok = rule(task, allowed)
-            if ok is not None:
-                keep = {id(t) for t in ok}
-                allowed = [t for t in allowed if id(t) in keep]
-        return self._job_filter(session, job, allowed)
+        return self._job_filter(session, job, reclaim_filter(session, task, pods))
 
 
 def queue_rules(session: Session) -> list:
     """The Reclaimable answers of the queue plugins (proportion, capacity) configured for the point."""
     return [fn for fn in session.fns("Reclaimable") if isinstance(getattr(fn, "__self__", None), QueuePlugin)]
+
+
+def reclaim_filter(session: Session, task: Task, pods: list[Task]) -> list[Task]:
+    """The victims of ``pods`` (in this order) that Reclaimable allows for ``task`` and that the queue
+    rule of proportion/capacity allows too, whatever tier those plugins sit in (counted cumulatively
+    along the list)."""
+    allowed = session.reclaimable(task, pods)
+    for rule in queue_rules(session):
+        ok = rule(task, allowed)
+        if ok is not None:
+            keep = {id(t) for t in ok}
+            allowed = [t for t in allowed if id(t) in keep]
+    return allowed

@@ -91,10 +91,7 @@ class QueuePlugin(Plugin):
         if job is None or job.queue not in self.queues:
             return
         delta = sign * task.request * self.cols
-        chain = self._chains.get(job.queue)
-        if chain is None:
-            chain = self._chains[job.queue] = self.session.cluster.queue_chain(job.queue)
-        for name in chain:
+        for name in self.chain(job.queue):
             self.allocated[name] = self.allocated[name] + delta
 
     def on_allocate(self, task: Task) -> None:
@@ -123,15 +120,12 @@ class QueuePlugin(Plugin):
         # what each queue may still give up, per resource, as plain floats (a per-pod numpy check is
         # most of a gang reclaim's time)
         slack: dict[str, list[float]] = {}
-        chains: dict[str, list[str]] = {}
         out = []
         for t in candidates:
             job = t.job
             if job is None or job.queue not in self.queues:
                 continue
-            chain = chains.get(job.queue)
-            if chain is None:
-                chain = chains[job.queue] = self.session.cluster.queue_chain(job.queue)
+            chain = self.chain(job.queue)
             pairs = self._held_pairs(t)
             ok = True
             for name in chain:
@@ -148,6 +142,13 @@ class QueuePlugin(Plugin):
                         left[c] -= v
                 out.append(t)
         return out
+
+    def chain(self, queue: str) -> list[str]:
+        """``queue`` and its ancestors, leaf first (cached: the tree does not change in a session)."""
+        chain = self._chains.get(queue)
+        if chain is None:
+            chain = self._chains[queue] = self.session.cluster.queue_chain(queue)
+        return chain
 
     def _held_pairs(self, task: Task) -> list[tuple[int, float]]:
         """(column, amount) of each resource this plugin counts that ``task`` requests."""
@@ -170,11 +171,11 @@ class QueuePlugin(Plugin):
         capped = self._capped.get(queue.name)
         if capped is None:
             capped = self._capped[queue.name] = any(self.queues[n].capability is not None
-                                                    for n in self.session.cluster.queue_chain(queue.name))
+                                                    for n in self.chain(queue.name))
         if not capped:                                     # no capability anywhere on the chain
             return True
         dims = extra * self.cols > 0
-        for name in self.session.cluster.queue_chain(queue.name):
+        for name in self.chain(queue.name):
             cap = self.capability(self.queues[name])
             if np.any(self.allocated[name][dims] + extra[dims] > cap[dims] + EPS):
                 return False
