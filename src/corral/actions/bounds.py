@@ -116,36 +116,44 @@ class DomainBound:
                  caps: dict[str, float] | None = None) -> None:
         self.need_units, self.pack, self.caps = need_units, pack, caps
         self.jobs: list[tuple[float, float, float, str]] = []          # rank, rate, size in all, queue
-        cols = [] if pack is None or not pack.single else [int(c) for c in np.flatnonzero(pack.cols & costs.dims)]
-        # per requested resource: each domain node's victims as (cost per unit, amount, rank), cheapest first
-        self.per_node: dict[int, dict[int, list[tuple[float, float, float]]]] = {c: {} for c in cols}
+        self._pods: list[tuple[float, float, list[Task], list[float]]] = []   # rank, rate, pods, sizes
+        self.cols = [] if pack is None or not pack.single else [int(c) for c in np.flatnonzero(pack.cols & costs.dims)]
+        self._per_node: dict[int, dict[int, list[tuple[float, float, float]]]] | None = None
         for job, pods in by_job:
             sizes = [costs.size(p) for p in pods]
             cap = sum(sizes)
             if cap <= EPS:
                 continue
             rate = min(min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS), costs.held(job) / cap)
-            r = rank(job)
-            self.jobs.append((r, rate, cap, job.queue))
-            for col, nodes in self.per_node.items():
-                for p, s in zip(pods, sizes):
-                    i = pack.pos.get(p.node)
-                    a = float(p.request[col])
-                    if i is not None and a > EPS and pack.mask[i]:
-                        nodes.setdefault(i, []).append((rate * s / a, a, r))
-        for nodes in self.per_node.values():
-            for items in nodes.values():
-                items.sort()
+            self.jobs.append((rank(job), rate, cap, job.queue))
+            self._pods.append((rank(job), rate, pods, sizes))
         self.all = self.value(lambda r: True)           # the bound over every candidate
+
+    def per_node(self) -> dict[int, dict[int, list[tuple[float, float, float]]]]:
+        """Per requested resource: each domain node's victims as (cost per unit, amount, rank), cheapest
+        first (built once, when the node-by-node bound is first needed)."""
+        if self._per_node is None:
+            pack = self.pack
+            self._per_node = {c: {} for c in self.cols}
+            for col, nodes in self._per_node.items():
+                for r, rate, pods, sizes in self._pods:
+                    for p, s in zip(pods, sizes):
+                        i = pack.pos.get(p.node)
+                        a = float(p.request[col])
+                        if i is not None and a > EPS and pack.mask[i]:
+                            nodes.setdefault(i, []).append((rate * s / a, a, r))
+                for items in nodes.values():
+                    items.sort()
+        return self._per_node
 
     def value(self, keep: Callable[[float], bool]) -> float:
         """The least work of a plan whose victims' ranks all satisfy ``keep``; inf: no such plan."""
         lb = 0.0 if self.need_units <= EPS else \
             _bound([(rate, cap, q) for r, rate, cap, q in self.jobs if keep(r)], self.need_units, self.caps)
-        for col, nodes in self.per_node.items():
+        for col in self.cols:
             if lb == float("inf"):
                 break
-            lb = max(lb, _node_bound(self.pack, nodes, col, keep))
+            lb = max(lb, _node_bound(self.pack, self.per_node()[col], col, keep))
         return lb
 
     def could_beat(self, best_rank: float, best_cost: float, earlier: bool = False) -> bool:
