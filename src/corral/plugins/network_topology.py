@@ -212,7 +212,7 @@ def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: n
     ``held``/``surplus``: per job. The pods of each (domain, job) pair are summed; each domain's groups
     are sorted (surplus before core, then the most of the need freed per unit of cost, then the job)
     and taken until they cover what the domain lacks — all domains in one sort, cut per domain."""
-    n_dom, n_jobs, n_cols = len(masks), len(held), len(want)
+    n_jobs, n_cols = len(held), len(want)
     out = np.where(np.all(lack <= EPS, axis=1), 0.0, np.inf)
     short = np.flatnonzero(out > 0)
     if not short.size or not rows.size:
