@@ -132,20 +132,16 @@ def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray, age:
     none = np.zeros(0)
     for job, local in jobs.values():
         local = sorted(local, key=order)
-        ready = [t for t in job.tasks if t.status in _READY]
+        healthy, ready, counts, enforce = costs.state(job) if costs is not None else _state(job)
         held = _weighted(_held(job), age, n) if costs is None else none
-        surplus = len(ready) - job.min_member
-        if surplus < 0 or not _roles_ok(job, ready):
+        surplus = ready - job.min_member
+        if not healthy:
             out.append(Bundle(job, SAFE, local, _weighted(local, age, n) if costs is None else none, age=age,
                               costs=costs))
             continue
-        enforce = bool(job.min_task_member) and not job.elastic
         role_surplus: dict[str, int] = {}
         if enforce:
-            counts: dict[str, int] = {}
-            for t in ready:
-                counts[t.role] = counts.get(t.role, 0) + 1
-            role_surplus = {r: counts.get(r, 0) - n for r, n in job.min_task_member.items()}
+            role_surplus = {r: counts.get(r, 0) - k for r, k in job.min_task_member.items()}
         safe, core = [], []
         for t in local:
             role_ok = not enforce or role_surplus.get(t.role, 1 << 30) > 0
@@ -161,9 +157,38 @@ def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray, age:
                               costs=costs))
         if core:
             out.append(Bundle(job, WHOLE, core, held, age=age, costs=costs))
-    for b in out:
-        b.score(need)
+    if costs is None:
+        for b in out:
+            b.score(need)
+    elif out:
+        _score_all(out, need, costs)
     return out
+
+
+def _score_all(bundles: list[Bundle], need: np.ndarray, costs: "WorkCost") -> None:
+    """:meth:`Bundle.score` of many bundles at once (one array of their pods' requests)."""
+    dims = need > 0
+    lens = [len(b.tasks) for b in bundles]
+    requests = np.array([t.request for b in bundles for t in b.tasks]).reshape(sum(lens), len(need))
+    local = np.add.reduceat(requests, np.cumsum([0] + lens[:-1]), axis=0)
+    gains = (np.minimum(local[:, dims], need[dims]) / need[dims]).sum(axis=1).tolist()
+    for b, row, gain in zip(bundles, local, gains):
+        b.local = row
+        cost = sum(costs.pod(t) for t in b.tasks) if b.kind == SAFE else costs.held(b.job)
+        b.cost = cost
+        b.roi = gain / cost if cost > 0 else (float("inf") if gain > 0 else 0.0)
+
+
+def _state(job: Job) -> tuple[bool, int, dict[str, int], bool]:
+    """(healthy, ready pods, ready pods per role, role minimums enforced) of a victim job: healthy when
+    its ready pods reach minMember and every role its minTaskMember (role limits ignored for elastic
+    jobs)."""
+    ready = [t for t in job.tasks if t.status in _READY]
+    counts: dict[str, int] = {}
+    for t in ready:
+        counts[t.role] = counts.get(t.role, 0) + 1
+    healthy = len(ready) >= job.min_member and _roles_ok(job, ready)
+    return healthy, len(ready), counts, bool(job.min_task_member) and not job.elastic
 
 
 def _roles_ok(job: Job, ready: list[Task]) -> bool:
@@ -249,17 +274,15 @@ class WorkCost:
             c = self._held[id(job)] = sum(self.pod(t) for t in _held(job))
         return c
 
-    def _breaks(self, job: Job, pods: list[Task]) -> bool:
+    def state(self, job: Job) -> tuple[bool, int, dict[str, int], bool]:
+        """:func:`_state` of a victim job, cached."""
         st = self._state.get(id(job))
         if st is None:
-            ready = [t for t in job.tasks if t.status in _READY]
-            counts: dict[str, int] = {}
-            for t in ready:
-                counts[t.role] = counts.get(t.role, 0) + 1
-            healthy = len(ready) >= job.min_member and _roles_ok(job, ready)
-            roles = bool(job.min_task_member) and not job.elastic
-            st = self._state[id(job)] = (healthy, len(ready), counts, roles)
-        healthy, ready, counts, roles = st
+            st = self._state[id(job)] = _state(job)
+        return st
+
+    def _breaks(self, job: Job, pods: list[Task]) -> bool:
+        healthy, ready, counts, roles = self.state(job)
         if not healthy or not pods:
             return False
         if ready - len(pods) < job.min_member:

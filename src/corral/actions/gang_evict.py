@@ -138,6 +138,8 @@ class GangEvictAction(Action):
     Args = GangEvictArgs
 
     _pool: tuple[Job, list[Task]] | None = None       # the victim candidates of the gang being served
+    _rows: np.ndarray                                   # their nodes
+    _local: dict[int, tuple[Domain, dict]]              # by domain: its candidates (:meth:`candidates`)
     #: order the domains by their lower bound of work and skip those that cannot win (:meth:`plans`);
     #: False plans every domain in the search-space order (to compare, in tests)
     use_bounds = True
@@ -167,7 +169,7 @@ class GangEvictAction(Action):
                     break
             else:
                 self.commit_first(session, job, tasks, self.podwise_plans(session, job, tasks, domains, costs))
-            self._pool = None
+            self._pool, self._local = None, {}
 
     def podwise_plans(self, session: Session, job: Job, tasks: list[Task], domains: list[Domain],
                       costs: WorkCost) -> list[Plan]:
@@ -262,12 +264,17 @@ class GangEvictAction(Action):
 
     # -- one domain ------------------------------------------------------------------------------
     def candidates(self, session: Session, job: Job, domain: Domain) -> dict[int, tuple[Job, list[Task]]]:
-        """The pods that may be victims for ``job`` inside ``domain``, by job."""
+        """The pods that may be victims for ``job`` inside ``domain``, by job (kept while the gang is
+        served: the bound and the plan of a domain share them)."""
+        pool = self.pool(session, job)
+        cached = self._local.get(id(domain))
+        if cached is not None and cached[0] is domain:
+            return cached[1]
         by_job: dict[int, tuple[Job, list[Task]]] = {}
-        mask = domain.mask
-        for t in self.pool(session, job):
-            if mask[t.node]:
-                by_job.setdefault(id(t.job), (t.job, []))[1].append(t)
+        for i in np.flatnonzero(domain.mask[self._rows]).tolist():
+            t = pool[i]
+            by_job.setdefault(id(t.job), (t.job, []))[1].append(t)
+        self._local[id(domain)] = (domain, by_job)
         return by_job
 
     def pool(self, session: Session, job: Job) -> list[Task]:
@@ -287,6 +294,8 @@ class GangEvictAction(Action):
                 if verdict[id(v)]:
                     pool.append(t)
             self._pool = (job, pool)
+            self._rows = np.array([t.node for t in pool], dtype=np.int64)
+            self._local = {}
         return self._pool[1]
 
     def bundles(self, session: Session, job: Job, tasks: list[Task], by_job: dict[int, tuple[Job, list[Task]]],
@@ -312,8 +321,9 @@ class GangEvictAction(Action):
             if not all(id(t) in ok for t in b.tasks):
                 ok = {id(t) for t in self.plugin_filter(session, tasks[0], b.tasks)}
             keep = [t for t in b.tasks if id(t) in ok]
-            if keep:
+            if len(keep) < len(b.tasks) and keep:
                 b.shrink(keep, need)
+            if keep:
                 valid.append(b)
         return sort_bundles(valid, self.policy(session), session.compare_jobs, relative=True)
 

@@ -88,6 +88,7 @@ class PackState:
     def __init__(self, pack: Packer, free: np.ndarray) -> None:
         self.pack, self.free = pack, free
         self.one: int | None = None         # the gang requests one resource only: its column
+        self._seen: dict[int, tuple[list[Task], dict]] = {}     # id(pods) -> (pods, what they free)
         if pack.single:
             self.room = pack.rooms(free)
             self.total = float(self.room.sum())
@@ -127,9 +128,17 @@ class PackState:
         return self.pack.fit(self.free)
 
     def trial(self, pods: list[Task], sign: float = 1.0) -> int:
-        """The same with ``pods`` evicted too (``sign`` -1: given back), nothing changed."""
+        """The same with ``pods`` evicted too (``sign`` -1: given back), nothing changed. (What a list
+        of pods frees per node is kept: :func:`first_useful` asks about the same options again and
+        again.)"""
         if self.pack.single:
-            add = self._touch(pods, sign)
+            if sign > 0:
+                hit = self._seen.get(id(pods))
+                if hit is None or hit[0] is not pods:
+                    hit = self._seen[id(pods)] = (pods, self._touch(pods, sign))
+                add = hit[1]
+            else:
+                add = self._touch(pods, sign)
             new = self._rooms(add)
             return int(min(self.pack.n, self.total + sum(new[p] - self.room[p] for p in add)))
         return self.pack.fit(self.pack.freed(pods, self.free, sign))

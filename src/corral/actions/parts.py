@@ -52,12 +52,17 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
     # and the WHOLE bundles' pods as gang -> (what the gang holds, freed, freed in ROI units)
     need_cols, creq = np.flatnonzero(cols), req[cols]
     inv = costs.inv
+    # a gang that requests one resource (the usual GPU gang): plain floats, numpy is slow on one number
+    one = int(need_cols[0]) if len(need_cols) == 1 else None
+
+    def amount(vec: np.ndarray):
+        return float(vec[one]) if one is not None else vec[need_cols]
     safe_items: dict[int, list[tuple[float, np.ndarray, float]]] = {}
     for i, pods in safe_on.items():
         items = []
         for t in pods:
             c, units = costs.pod(t), max(float(t.request @ inv), 1e-12)
-            items.append((c, t.request[need_cols], c / units))
+            items.append((c, amount(t.request), c / units))
         items.sort(key=lambda it: it[2])
         safe_items[i] = items
     core_items: dict[int, list[tuple[int, float, np.ndarray, float]]] = {}
@@ -65,9 +70,13 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
         core_items[i] = []
         for k, pods in groups.items():
             freed = sum(t.request for t in pods)
-            core_items[i].append((k, costs.held(jobs[k]), freed[need_cols], max(float(freed @ inv), 1e-12)))
+            core_items[i].append((k, costs.held(jobs[k]), amount(freed), max(float(freed @ inv), 1e-12)))
 
-    def room(free: np.ndarray) -> int:
+    req1 = float(creq[0])
+
+    def room(free) -> int:
+        if one is not None:
+            return int((free + EPS) // req1)
         return int(np.floor((free + EPS) / creq).min())
 
     def price(i: int) -> tuple[float, int, list[int]]:
@@ -79,12 +88,12 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
             items = items + [(0.0, r, 0.0, ()) if k in broken else (c, r, c / units, (k,))
                              for k, c, r, units in cores]
             items.sort(key=lambda it: it[2])
-        free = pack.base[i][need_cols].copy()
+        free = amount(pack.base[i]) if one is not None else pack.base[i][need_cols].copy()
         k = room(free)
         best = (0.0, k, []) if k > 0 else (float("inf"), 0, [])
         spent, gangs = 0.0, []
         for it in items:
-            free += it[1]
+            free = free + it[1]
             spent += it[0]
             if len(it) > 3 and it[3]:
                 gangs = gangs + list(it[3])
