@@ -248,6 +248,24 @@ class WorkCost:
         self._held: dict[int, float] = {}
         self._state: dict[int, tuple] = {}
 
+    def prime(self, tasks: list[Task]) -> None:
+        """Work out at once (one array of their requests) what :meth:`size`, :meth:`order_key` and
+        :meth:`pod` give for many pods — the victim candidates of a gang — with the same result."""
+        tasks = [t for t in tasks if id(t) not in self._size]
+        if not tasks:
+            return
+        reqs = np.array([t.request for t in tasks]).reshape(len(tasks), len(self.need))
+        sizes = (reqs @ self.inv).tolist()
+        dims = np.flatnonzero(self.need > 0)
+        n = self.need[dims].astype(float)
+        cover = (np.minimum(reqs[:, dims], n) / n).sum(axis=1).tolist()
+        waste = (np.maximum(reqs[:, dims] - n, 0.0) / n).sum(axis=1).tolist()
+        age = self.age
+        for t, size, c, w in zip(tasks, sizes, cover, waste):
+            self._size[id(t)] = size
+            self._pod[id(t)] = size * (age(t) if age is not None else 1.0)
+            self._keys[id(t)] = (-c, t.priority, w, -(t.start_time or t.creation), t.name)
+
     def pod(self, t: Task) -> float:
         c = self._pod.get(id(t))
         if c is None:

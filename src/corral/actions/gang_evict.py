@@ -67,7 +67,7 @@ from corral.actions.allocate import schedulable_jobs
 from corral.actions.bounds import DomainBound, deficit
 from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
 from corral.actions.evict import VICTIM_STATES, Evictor
-from corral.actions.packing import Packer, PackState, first_useful
+from corral.actions.packing import LOOKAHEAD, Packer, PackState, first_useful
 from corral.actions.parts import cheapest_parts
 from corral.actions.podwise import podwise_victims
 from corral.framework.config import arg
@@ -163,6 +163,7 @@ class GangEvictAction(Action):
             need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
             costs = WorkCost(self.roi_need(session, need), run_hours(session.now))
             self._pool = None
+            costs.prime(self.pool(session, job))
             for dry in (False, True):
                 plans = self.plans(session, job, tasks, domains, costs, dry)
                 if self.commit_first(session, job, tasks, plans):
@@ -473,7 +474,7 @@ class GangEvictAction(Action):
         units: list[list[Task]] = []        # what was taken, in order: a WHOLE bundle, or one SAFE pod
         pending = list(bundles)
         while pending:
-            b = pending.pop(first_useful(state, [x.tasks for x in pending],
+            b = pending.pop(first_useful(state, [x.tasks for x in pending[:LOOKAHEAD]],
                                           lambda i: pending[i].kind == pending[0].kind
                                           and policy(pending[0], pending[i]) == 0))
             # a SAFE bundle pod by pod, only as far as the need requires; a WHOLE one as a whole (once its

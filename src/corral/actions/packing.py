@@ -41,11 +41,32 @@ class Packer:
         self.n = len(tasks)
         # one run of identical pods (the usual gang): a node holds floor(room / request) of them
         self.single = len(self.groups) == 1 and bool((self.groups[0][0] > 0).any())
+        #: the one column that can limit how many of them a node holds, if there is one (:meth:`_binding`)
+        self.one: int | None = None
         if self.single:
             req = self.groups[0][0]
             self.cols = req > 0
             self.req = req[self.cols]
             self.mask = self.groups[0][1]
+            self.one = self._binding(req, nodes.allocatable[self.rows])
+
+    def _binding(self, req: np.ndarray, alloc: np.ndarray) -> int | None:
+        """(One run of identical pods.) The requested column that alone decides how many of them each
+        node can hold, whatever is evicted: every other requested column (the pod slot, CPU on a GPU
+        node) holds, with what is free now, at least as many as the node's whole allocatable of that
+        column could. None when no column does."""
+        cols = np.flatnonzero(self.cols)
+        if len(cols) == 1:
+            return int(cols[0])
+        if not len(self.rows):
+            return None
+        fits = np.floor((self.base[:, cols] + EPS) / req[cols])          # with what is free now
+        most = np.floor((alloc[:, cols] + EPS) / req[cols])              # with the node empty
+        for k, c in enumerate(cols):
+            others = np.delete(np.arange(len(cols)), k)
+            if np.all(fits[:, others] >= most[:, [k]]):
+                return int(c)
+        return None
 
     def rooms(self, free: np.ndarray) -> np.ndarray:
         """(One run of identical pods.) How many of them each node holds."""
@@ -86,19 +107,30 @@ class PackState:
     given back; for a gang of one run of identical pods only the nodes touched are counted again."""
 
     def __init__(self, pack: Packer, free: np.ndarray) -> None:
-        self.pack, self.free = pack, free
+        self.pack, self._free = pack, free
+        self._lag: list[tuple[int, np.ndarray]] = []          # updates of ``free`` not yet applied
         self.one: int | None = None         # the gang requests one resource only: its column
         self._seen: dict[int, tuple[list[Task], dict]] = {}     # id(pods) -> (pods, what they free)
         if pack.single:
-            self.room = pack.rooms(free)
-            self.total = float(self.room.sum())
-            cols = np.flatnonzero(pack.cols)
-            if len(cols) == 1:
-                # plain floats for the usual GPU-only gang: numpy is slow on one number at a time
-                self.one = int(cols[0])
+            room = pack.rooms(free)
+            self.total = float(room.sum())
+            self.room = room
+            if pack.one is not None:
+                # plain floats for the usual GPU gang, which only its GPUs limit: numpy is slow on one
+                # number at a time
+                self.one = pack.one
                 self.free1 = free[:, self.one].tolist()
-                self.req1 = float(pack.req[0])
+                self.req1 = float(pack.groups[0][0][self.one])
                 self.mask1 = pack.mask.tolist()
+                self.room = room.tolist()
+
+    @property
+    def free(self) -> np.ndarray:
+        """Each domain node's room (all resources) with the victims taken."""
+        if self._lag:
+            np.add.at(self._free, [p for p, _ in self._lag], np.array([r for _, r in self._lag]))
+            self._lag = []
+        return self._free
 
     def _touch(self, pods: list[Task], sign: float) -> dict[int, np.ndarray] | dict[int, float]:
         """What ``pods`` free per domain node (times ``sign``): request vectors, or, for a gang that
@@ -118,8 +150,17 @@ class PackState:
             f, req, mask = self.free1, self.req1, self.mask1
             return {p: (max(float(math.floor((f[p] + a + EPS) / req)), 0.0) if mask[p] else 0.0)
                     for p, a in add.items()}
-        return {p: (max(float(np.floor((self.free[p, pk.cols] + r[pk.cols] + EPS) / pk.req).min()), 0.0)
+        free = self.free
+        return {p: (max(float(np.floor((free[p, pk.cols] + r[pk.cols] + EPS) / pk.req).min()), 0.0)
                     if pk.mask[p] else 0.0) for p, r in add.items()}
+
+    def _added(self, pods: list[Task]) -> dict:
+        """:meth:`_touch` of evicting ``pods``, kept: :func:`first_useful` asks about the same options
+        again and again."""
+        hit = self._seen.get(id(pods))
+        if hit is None or hit[0] is not pods:
+            hit = self._seen[id(pods)] = (pods, self._touch(pods, 1.0))
+        return hit[1]
 
     def count(self) -> int:
         """How many of the gang's pods the estimate places now."""
@@ -128,37 +169,43 @@ class PackState:
         return self.pack.fit(self.free)
 
     def trial(self, pods: list[Task], sign: float = 1.0) -> int:
-        """The same with ``pods`` evicted too (``sign`` -1: given back), nothing changed. (What a list
-        of pods frees per node is kept: :func:`first_useful` asks about the same options again and
-        again.)"""
+        """The same with ``pods`` evicted too (``sign`` -1: given back), nothing changed."""
         if self.pack.single:
-            if sign > 0:
-                hit = self._seen.get(id(pods))
-                if hit is None or hit[0] is not pods:
-                    hit = self._seen[id(pods)] = (pods, self._touch(pods, sign))
-                add = hit[1]
-            else:
-                add = self._touch(pods, sign)
+            add = self._added(pods) if sign > 0 else self._touch(pods, sign)
             new = self._rooms(add)
             return int(min(self.pack.n, self.total + sum(new[p] - self.room[p] for p in add)))
         return self.pack.fit(self.pack.freed(pods, self.free, sign))
+
+    def useful(self, pods: list[Task], have: int) -> bool:
+        """Would evicting ``pods`` too let the estimate place more than ``have`` (what it places now,
+        fewer than all) of the gang? For a one-resource gang: does the room of a node they free grow
+        (rooms only grow as victims are added)."""
+        if self.one is None:
+            return self.trial(pods) > have
+        f, req, mask, room = self.free1, self.req1, self.mask1, self.room
+        for p, a in self._added(pods).items():
+            if mask[p] and math.floor((f[p] + a + EPS) / req) > room[p]:
+                return True
+        return False
 
     def apply(self, pods: list[Task], sign: float = 1.0) -> None:
         if self.pack.single:
             add = self._touch(pods, sign)
             new = self._rooms(add)
+            room = self.room
             for p in add:
-                self.total += new[p] - self.room[p]
-                self.room[p] = new[p]
+                self.total += new[p] - room[p]
+                room[p] = new[p]
             if self.one is not None:
                 for p, a in add.items():
                     self.free1[p] += a
+            pos = self.pack.pos
             for v in pods:
-                p = self.pack.pos.get(v.node)
+                p = pos.get(v.node)
                 if p is not None:
-                    self.free[p] += sign * v.request
+                    self._lag.append((p, sign * v.request))
         else:
-            self.free = self.pack.freed(pods, self.free, sign)
+            self._free = self.pack.freed(pods, self.free, sign)
 
 
 def first_useful(state: PackState, options: list[list[Task]], same) -> int:
@@ -171,6 +218,6 @@ def first_useful(state: PackState, options: list[list[Task]], same) -> int:
     for i, opt in enumerate(options[:LOOKAHEAD]):
         if not same(i):
             break
-        if state.trial(opt) > have:
+        if state.useful(opt, have):
             return i
     return 0

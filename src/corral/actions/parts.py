@@ -52,8 +52,9 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
     # and the WHOLE bundles' pods as gang -> (what the gang holds, freed, freed in ROI units)
     need_cols, creq = np.flatnonzero(cols), req[cols]
     inv = costs.inv
-    # a gang that requests one resource (the usual GPU gang): plain floats, numpy is slow on one number
-    one = int(need_cols[0]) if len(need_cols) == 1 else None
+    # a gang only one of whose resources can limit it (the usual GPU gang): plain floats, numpy is slow
+    # on one number at a time
+    one = pack.one
 
     def amount(vec: np.ndarray):
         return float(vec[one]) if one is not None else vec[need_cols]
@@ -72,7 +73,7 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
             freed = sum(t.request for t in pods)
             core_items[i].append((k, costs.held(jobs[k]), amount(freed), max(float(freed @ inv), 1e-12)))
 
-    req1 = float(creq[0])
+    req1 = float(req[one]) if one is not None else 0.0
 
     def room(free) -> int:
         if one is not None:

@@ -35,6 +35,7 @@ class QueuePlugin(Plugin):
         self.cols[cluster.resources.pos(PODS)] = False
         self.total = np.where(self.cols, total, 0.0)
         self._pairs: dict[int, list[tuple[int, float]]] = {}     # task id -> its counted requests
+        self._col_list: list[int] | None = None                   # the columns counted, as ints
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self._capped: dict[str, bool] = {}               # queue -> any capability on its chain
@@ -154,8 +155,10 @@ class QueuePlugin(Plugin):
         """(column, amount) of each resource this plugin counts that ``task`` requests."""
         pairs = self._pairs.get(id(task))
         if pairs is None:
-            req = task.request * self.cols
-            pairs = self._pairs[id(task)] = [(int(c), float(req[c])) for c in np.flatnonzero(req > 0)]
+            if self._col_list is None:
+                self._col_list = [int(c) for c in np.flatnonzero(self.cols)]
+            req = task.request.tolist()
+            pairs = self._pairs[id(task)] = [(c, req[c]) for c in self._col_list if req[c] > 0]
         return pairs
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
