@@ -122,16 +122,17 @@ def _victim_order(need: np.ndarray) -> Callable[[Task], tuple]:
 
 
 def make_bundles(jobs: dict[int, tuple[Job, list[Task]]], need: np.ndarray, age: Age | None = None,
-                 costs: "WorkCost | None" = None) -> list[Bundle]:
+                 costs: "WorkCost | None" = None, ordered: bool = False) -> list[Bundle]:
     """SAFE and WHOLE bundles of each victim job's local pods (``jobs``: id -> (job, local pods)); with
     ``age`` (:func:`run_hours`) the global cost is work-weighted; with ``costs`` (a :class:`WorkCost`
-    for the same need) that measures it, caching what it can across calls."""
+    for the same need) that measures it, caching what it can across calls. ``ordered``: each job's pods
+    come sorted by ``costs.order_key`` already."""
     out: list[Bundle] = []
     order = costs.order_key if costs is not None else _victim_order(need)
     n = len(need)
     none = np.zeros(0)
     for job, local in jobs.values():
-        local = sorted(local, key=order)
+        local = list(local) if ordered and costs is not None else sorted(local, key=order)
         healthy, ready, counts, enforce = costs.state(job) if costs is not None else _state(job)
         held = _weighted(_held(job), age, n) if costs is None else none
         surplus = ready - job.min_member

@@ -139,6 +139,7 @@ class GangEvictAction(Action):
 
     _pool: tuple[Job, list[Task]] | None = None       # the victim candidates of the gang being served
     _rows: np.ndarray                                   # their nodes
+    _ordered = False                                    # are they in the bundles' order (:meth:`pool`)
     _local: dict[int, tuple[Domain, dict]]              # by domain: its candidates (:meth:`candidates`)
     #: order the domains by their lower bound of work and skip those that cannot win (:meth:`plans`);
     #: False plans every domain in the search-space order (to compare, in tests)
@@ -163,7 +164,7 @@ class GangEvictAction(Action):
             need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
             costs = WorkCost(self.roi_need(session, need), run_hours(session.now))
             self._pool = None
-            costs.prime(self.pool(session, job))
+            self.pool(session, job, costs)
             for dry in (False, True):
                 plans = self.plans(session, job, tasks, domains, costs, dry)
                 if self.commit_first(session, job, tasks, plans):
@@ -278,9 +279,11 @@ class GangEvictAction(Action):
         self._local[id(domain)] = (domain, by_job)
         return by_job
 
-    def pool(self, session: Session, job: Job) -> list[Task]:
+    def pool(self, session: Session, job: Job, costs: WorkCost | None = None) -> list[Task]:
         """Every pod that may be a victim for ``job`` (the action's rules, the VictimFilter), kept while
-        the gang is served."""
+        the gang is served. Built with ``costs``, its pods are priced at once and kept in the order
+        bundles take a job's pods (:meth:`WorkCost.order_key`), so every job's candidates in a domain
+        come out in that order."""
         if self._pool is None or self._pool[0] is not job:
             pool: list[Task] = []
             verdict: dict[int, bool] = {}
@@ -294,8 +297,12 @@ class GangEvictAction(Action):
                     verdict[id(v)] = session.victim_filter(job, v, self.name)
                 if verdict[id(v)]:
                     pool.append(t)
+            if costs is not None:
+                costs.prime(pool)
+                pool.sort(key=costs.order_key)
             self._pool = (job, pool)
             self._rows = np.array([t.node for t in pool], dtype=np.int64)
+            self._ordered = costs is not None
             self._local = {}
         return self._pool[1]
 
@@ -309,7 +316,7 @@ class GangEvictAction(Action):
             return []
         # ROI and coverage count the resources the pods request, not the pod slot every pod takes
         need = self.roi_need(session, need)
-        order = sort_bundles(make_bundles(by_job, need, costs.age, costs), self.policy(session),
+        order = sort_bundles(make_bundles(by_job, need, costs.age, costs, ordered=self._ordered), self.policy(session),
                              session.compare_jobs, relative=True)
         if not self.args.allow_whole:
             order = [b for b in order if b.kind != WHOLE]

@@ -51,7 +51,6 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
     # per node, over the requested columns only: the SAFE pods as (cost, freed, ratio) sorted by ratio,
     # and the WHOLE bundles' pods as gang -> (what the gang holds, freed, freed in ROI units)
     need_cols, creq = np.flatnonzero(cols), req[cols]
-    inv = costs.inv
     # a gang only one of whose resources can limit it (the usual GPU gang): plain floats, numpy is slow
     # on one number at a time
     one = pack.one
@@ -62,7 +61,7 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
     for i, pods in safe_on.items():
         items = []
         for t in pods:
-            c, units = costs.pod(t), max(float(t.request @ inv), 1e-12)
+            c, units = costs.pod(t), max(costs.size(t), 1e-12)
             items.append((c, amount(t.request), c / units))
         items.sort(key=lambda it: it[2])
         safe_items[i] = items
@@ -70,8 +69,9 @@ def cheapest_parts(tasks: list[Task], domain: Domain, bundles: list[Bundle], cos
     for i, groups in core_on.items():
         core_items[i] = []
         for k, pods in groups.items():
-            freed = sum(t.request for t in pods)
-            core_items[i].append((k, costs.held(jobs[k]), amount(freed), max(float(freed @ inv), 1e-12)))
+            freed = sum(float(t.request[one]) for t in pods) if one is not None else amount(sum(t.request for t in pods))
+            units = sum(costs.size(t) for t in pods)
+            core_items[i].append((k, costs.held(jobs[k]), freed, max(units, 1e-12)))
 
     req1 = float(req[one]) if one is not None else 0.0
 
