@@ -324,15 +324,20 @@ class GangEvictAction(Action):
         # again on its own (the refusal may be a stateful plugin's, counting the bundles before it)
         flat = {id(t) for t in self.plugin_filter(session, tasks[0], [t for b in order for t in b.tasks])}
         valid = []
+        changed = False
         for b in order:
             ok = flat
             if not all(id(t) in ok for t in b.tasks):
                 ok = {id(t) for t in self.plugin_filter(session, tasks[0], b.tasks)}
             keep = [t for t in b.tasks if id(t) in ok]
-            if len(keep) < len(b.tasks) and keep:
-                b.shrink(keep, need)
+            if len(keep) < len(b.tasks):
+                changed = True
+                if keep:
+                    b.shrink(keep, need)
             if keep:
                 valid.append(b)
+        if not changed:
+            return valid                # all allowed: the order stands
         return sort_bundles(valid, self.policy(session), session.compare_jobs, relative=True)
 
     @staticmethod
