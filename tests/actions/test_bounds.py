@@ -26,8 +26,9 @@ def test_fractional_knapsack_respects_the_queue_limits() -> None:
     assert _bound(items, 3.0, {"a": 0.5, "b": 1.0}) == float("inf")
 
 
-def could_beat(by_job, costs: WorkCost, need_units: float, rank, best_rank: float, best_cost: float) -> bool:
-    return DomainBound(by_job, costs, need_units, rank).could_beat(best_rank, best_cost)
+def could_beat(by_job, costs: WorkCost, need_units: float, rank, best_rank: float, best_cost: float,
+               best_breaks: bool = True) -> bool:
+    return DomainBound(by_job, costs, need_units, rank).could_beat(best_rank, best_cost, best_breaks)
 
 
 def _pod(name: str, gpu: float, job: Job, node: int, start: float) -> Task:
@@ -65,6 +66,24 @@ def test_bound_lets_a_lower_ranked_victim_win_whatever_its_work() -> None:
     assert could_beat([(low, pods)], costs, 1.0, lambda j: float(j.priority), 5.0, 0.001)
     # a best plan of priority 1 and tiny work: not beaten
     assert not could_beat([(low, pods)], costs, 1.0, lambda j: float(j.priority), 1.0, 0.001)
+
+
+def test_bound_of_plans_that_break_no_gang() -> None:
+    # a healthy gang of four 2-GPU pods, minMember 3: one surplus pod (2 GPUs) may go without breaking it
+    job = Job(uid="d/g", name="g", namespace="d", min_member=3)
+    pods = [_pod(f"g{i}", 2, job, 0, 3600.0 * 9) for i in range(4)]
+    costs = _costs(2.0)
+    bound = DomainBound([(job, pods)], costs, 1.0, lambda j: 0.0)
+    assert abs(bound.safe - 1.0) < 1e-9            # one pod, the whole need, run 1 hour
+    # a best plan that breaks a gang is beaten by any plan that breaks none, whatever its work
+    assert bound.could_beat(0.0, 0.001, best_breaks=True)
+    # a best plan that breaks none: only a cheaper plan that breaks none beats it
+    assert not bound.could_beat(0.0, 1.0, best_breaks=False)
+    assert bound.could_beat(0.0, 2.0, best_breaks=False)
+    # twice the need: the surplus pod cannot cover it, so every plan here breaks the gang
+    tight = DomainBound([(job, pods)], costs, 2.0, lambda j: 0.0)
+    assert tight.safe == float("inf") and tight.all < float("inf")
+    assert not tight.could_beat(0.0, 1e9, best_breaks=False)
 
 
 def test_deficit_is_the_missing_part_of_the_need() -> None:

@@ -116,6 +116,7 @@ class DomainBound:
                  caps: dict[str, float] | None = None) -> None:
         self.need_units, self.pack, self.caps = need_units, pack, caps
         self.jobs: list[tuple[float, float, float, str]] = []          # rank, rate, size in all, queue
+        self.safe_jobs: list[tuple[float, float, float, str]] = []     # the same, breaking no gang
         self._pods: list[tuple[float, float, list[Task], list[float]]] = []   # rank, rate, pods, sizes
         self.cols = [] if pack is None or not pack.single else [int(c) for c in np.flatnonzero(pack.cols & costs.dims)]
         self._per_node: dict[int, dict[int, list[tuple[float, float, float]]]] | None = None
@@ -124,10 +125,17 @@ class DomainBound:
             cap = sum(sizes)
             if cap <= EPS:
                 continue
-            rate = min(min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS), costs.held(job) / cap)
+            pod_rate = min(costs.pod(p) / s for p, s in zip(pods, sizes) if s > EPS)
+            rate = min(pod_rate, costs.held(job) / cap)
             self.jobs.append((rank(job), rate, cap, job.queue))
             self._pods.append((rank(job), rate, pods, sizes))
+            healthy, ready, _, _ = costs.state(job)
+            # without breaking it: at most its surplus pods (all of a broken job's), each costing itself
+            spare = sum(sorted(sizes, reverse=True)[: max(ready - job.min_member, 0)]) if healthy else cap
+            if spare > EPS:
+                self.safe_jobs.append((rank(job), pod_rate, spare, job.queue))
         self.all = self.value(lambda r: True)           # the bound over every candidate
+        self.safe = self.value(lambda r: True, safe=True)   # ... of the plans that break no healthy gang
 
     def per_node(self) -> dict[int, dict[int, list[tuple[float, float, float]]]]:
         """Per requested resource: each domain node's victims as (cost per unit, amount, rank), cheapest
@@ -146,22 +154,31 @@ class DomainBound:
                     items.sort()
         return self._per_node
 
-    def value(self, keep: Callable[[float], bool]) -> float:
-        """The least work of a plan whose victims' ranks all satisfy ``keep``; inf: no such plan."""
+    def value(self, keep: Callable[[float], bool], safe: bool = False) -> float:
+        """The least work of a plan whose victims' ranks all satisfy ``keep`` (and, with ``safe``, that
+        breaks no healthy gang); inf: no such plan."""
+        jobs = self.safe_jobs if safe else self.jobs
         lb = 0.0 if self.need_units <= EPS else \
-            _bound([(rate, cap, q) for r, rate, cap, q in self.jobs if keep(r)], self.need_units, self.caps)
+            _bound([(rate, cap, q) for r, rate, cap, q in jobs if keep(r)], self.need_units, self.caps)
         for col in self.cols:
             if lb == float("inf"):
                 break
             lb = max(lb, _node_bound(self.pack, self.per_node()[col], col, keep))
         return lb
 
-    def could_beat(self, best_rank: float, best_cost: float, earlier: bool = False) -> bool:
-        """Could a plan of this domain beat a plan of rank ``best_rank`` and work ``best_cost``?
-        ``earlier``: this domain comes first in the search space, so it wins a tie (work within 5 %)."""
-        if self.value(lambda r: r < best_rank) < float("inf"):
+    def could_beat(self, best_rank: float, best_cost: float, best_breaks: bool = False, earlier: bool = False) -> bool:
+        """Could a plan of this domain beat a plan of rank ``best_rank`` and work ``best_cost`` that
+        breaks a healthy gang or not (``best_breaks``)? ``earlier``: this domain comes first in the
+        search space, so it wins a tie (work within 5 %)."""
+        if best_breaks and self.safe < float("inf"):
+            return True                                  # may win by breaking no gang
+        # to tie on that, a plan must break no gang either (if the best breaks one, so do all of ours)
+        safe = not best_breaks
+        if self.value(lambda r: r < best_rank, safe) < float("inf"):
             return True                                  # may win on the rank of its highest victim
         limit = best_cost / (1.0 - ROI_THRESHOLD) if earlier else best_cost * (1.0 - ROI_THRESHOLD)
-        lb = self.all if all(r <= best_rank for r, *_ in self.jobs) else self.value(lambda r: r <= best_rank)
+        jobs = self.safe_jobs if safe else self.jobs
+        lb = (self.safe if safe else self.all) if all(r <= best_rank for r, *_ in jobs) else \
+            self.value(lambda r: r <= best_rank, safe)
         return lb <= limit if earlier else lb < limit
 

@@ -51,9 +51,12 @@ the first success often costs many times the cheapest). In a domain:
    the domain chosen in this cycle.
 
 Plans are compared: within a domain, breaking no healthy gang first (SAFE before WHOLE), then the last
-victim by the policy, then the work lost; across domains by the work lost (within 5 %: the search-space
-order), except that gangpreempt puts the plan with the lower highest victim priority first — victim
-priority before anything else.
+victim by the policy, then the work lost; across domains in the same order of the same keys — a plan
+that breaks no healthy gang first, then (gangpreempt) the plan whose highest victim priority is lower,
+then the work lost, costs within 5 % of each other a tie left to the search-space order. (Corral's
+choice where SPEC.md §3.3 says "first success wins": the bundle order's own first two keys decide
+between domains too, so no gang is broken in one domain when another can take the gang without; the
+work decides only between plans the bundle order ranks alike.)
 """
 from __future__ import annotations
 
@@ -206,11 +209,14 @@ class GangEvictAction(Action):
             # victims its own way: then nothing is skipped.)
             caps = self.victim_caps(session, costs)
             bounds = [self.bound(session, job, tasks, d, costs, caps) for d in domains]
-            visit.sort(key=lambda i: (bounds[i].all, i))
+            # (those that may be entered without breaking a gang first, by that bound)
+            visit.sort(key=lambda i: (False, bounds[i].safe, i) if bounds[i].safe < float("inf")
+                       else (True, bounds[i].all, i))
         for i in visit:
             domain = domains[i]
             if bounds is not None and (bounds[i].all == float("inf") or (
-                    best is not None and not bounds[i].could_beat(self.across_rank(best), best.cost, i < best.index))):
+                    best is not None and not bounds[i].could_beat(self.across_rank(best), best.cost, best.breaks,
+                                                                  i < best.index))):
                 continue
             pack = bounds[i].pack if bounds is not None else None
             plan, refine = self.plan_domain(session, job, tasks, domain, costs, dry, pack)
@@ -417,14 +423,16 @@ class GangEvictAction(Action):
     def compare_plans(self, session: Session, a: Plan, b: Plan, across: bool = False) -> int:
         """Within a domain: a plan that breaks no healthy gang before one that does (SAFE before WHOLE),
         then the one whose last victim sorts earlier by the policy, then the least work, then the fewest
-        victims. Across domains the work decides — costs within :data:`ROI_THRESHOLD` (5 %) of each
-        other are a tie, left to the search-space order — except that gangpreempt still puts the plan
-        with the lower highest victim priority first (:meth:`across_rank`)."""
+        victims. Across domains: breaking no healthy gang first, then :meth:`across_rank` (gangpreempt:
+        the lower highest victim priority), then the work — costs within :data:`ROI_THRESHOLD` (5 %)
+        of each other are a tie, left to the search-space order."""
         if not across:
             r = self.level(session, a, b)
             if r:
                 return r
         else:
+            if a.breaks != b.breaks:
+                return -1 if b.breaks else 1
             ra, rb = self.across_rank(a), self.across_rank(b)
             if ra != rb:
                 return -1 if ra < rb else 1
