@@ -13,11 +13,16 @@ gang healthy cost themselves) and its whole held work over ``cap_j`` (breaking t
 holds, wherever its pods run). The fractional knapsack over these rates is a lower bound of any plan's
 work; ignoring node fit, queue shares and validators only lowers it.
 
-Plans of different domains are ranked first by the action's rank of their highest victim
-(``gangpreempt``: the victim priority; ``gangreclaim``: none), then by work with a 5 % tie band
-(:data:`~corral.actions.bundles.ROI_THRESHOLD`), then by the search-space order. A later domain can
-only beat the best plan ``B`` if it can cover ``D`` with victims ranked below ``B``'s, or if, with
-victims ranked at most as ``B``'s, its bound is below ``(1 − 0.05) × cost(B)``.
+Plans of different domains are ranked first by whether they break a healthy gang (those that do
+not first), then by the action's rank of their highest victim (``gangpreempt``: the victim priority;
+``gangreclaim``: none), then by work with a 5 % tie band (:data:`~corral.actions.bundles.ROI_THRESHOLD`),
+then by the search-space order. A plan that breaks no healthy gang takes from each healthy victim job
+at most its surplus pods (all the pods of a job broken already), each at its own cost: the same
+knapsack over those amounts bounds such plans (``safe``; inf: the domain cannot be entered without
+breaking a gang). A later domain can only beat the best plan ``B`` if ``B`` breaks a gang and the
+domain may be entered without; or, among plans that break a gang as ``B`` does or not, if it can cover
+``D`` with victims ranked below ``B``'s, or if, with victims ranked at most as ``B``'s, its bound is
+below ``(1 − 0.05) × cost(B)``.
 
 For a gang of identical pods the bound is also taken node by node: a victim job's cost, spread over its
 pods at its rate, splits by node, and each gang pod needs a node where what is free plus what is
