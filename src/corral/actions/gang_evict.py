@@ -73,6 +73,7 @@ from corral.actions.evict import VICTIM_STATES, Evictor
 from corral.actions.packing import LOOKAHEAD, Packer, PackState, first_useful
 from corral.actions.parts import cheapest_parts
 from corral.actions.podwise import podwise_victims
+from corral.actions.surplus import SurplusChoice
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -493,24 +494,27 @@ class GangEvictAction(Action):
         victims: list[Task] = []
         units: list[list[Task]] = []        # what was taken, in order: a WHOLE bundle, or one SAFE pod
         pending = list(bundles)
+        surplus = SurplusChoice(bundles, costs)
         while pending:
-            b = pending.pop(first_useful(state, [x.tasks for x in pending[:LOOKAHEAD]],
+            b = pending.pop(first_useful(state, [surplus.probe(x, state) for x in pending[:LOOKAHEAD]],
                                           lambda i: pending[i].kind == pending[0].kind
                                           and policy(pending[0], pending[i]) == 0))
-            # a SAFE bundle pod by pod, only as far as the need requires; a WHOLE one as a whole (once its
-            # gang is broken the rest of its pods in the domain cost nothing more)
-            left = [list(b.tasks)] if b.kind == WHOLE else [[t] for t in b.tasks]
-            while left:
+            # a SAFE bundle pod by pod, only as far as the need requires — any pod of its job in the
+            # domain may go in place of one of its pods (:mod:`corral.actions.surplus`); a WHOLE one as a
+            # whole (once its gang is broken the rest of its pods in the domain cost nothing more)
+            left = surplus.options(b)
+            while left and not surplus.done(b):
                 unit = left.pop(first_useful(state, left, lambda i: True))
-                if not self.valid(session, job, victims + unit):
-                    continue            # a ScenarioValidator rejects it: pass it over
+                if not surplus.may_take(b, unit[0]) or not self.valid(session, job, victims + unit):
+                    continue            # a role minimum, or a ScenarioValidator rejects it: pass it over
                 victims = victims + unit
                 units.append(unit)
+                surplus.take(b, unit)
                 total = total + sum(v.request[cols] for v in unit)
                 state.apply(unit)
                 have = state.count()
                 # Dry-run once the estimate says the gang fits, or at the end of a bundle anyway
-                while np.all(total >= want) and (have >= pack.n or (dry and not left)):
+                while np.all(total >= want) and (have >= pack.n or (dry and (not left or surplus.done(b)))):
                     spared = self.reprieve(session, job, units, PackState(pack, state.free.copy()), costs, total,
                                            cols, want)
                     # the victim filter over what the plan takes, in the order taken: stateful plugins
@@ -520,6 +524,7 @@ class GangEvictAction(Action):
                     ok = {id(t) for t in self.plugin_filter(session, tasks[0], spared)}
                     if len(ok) < len(spared):
                         refused = {id(t) for t in spared if id(t) not in ok}
+                        surplus.give_back(refused)
                         units = [u2 for u2 in ([t for t in u if id(t) not in refused] for u in units) if u2]
                         victims = [t for u in units for t in u]
                         total = base_total + sum((v.request[cols] for v in victims), np.zeros(len(cols)))

@@ -221,3 +221,4 @@ def first_useful(state: PackState, options: list[list[Task]], same) -> int:
         if state.useful(opt, have):
             return i
     return 0
+
