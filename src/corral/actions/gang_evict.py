@@ -378,7 +378,7 @@ class GangEvictAction(Action):
                 sub = {k: (j, [t for t in pods if part.mask[t.node]]) for k, (j, pods) in by_job.items()}
                 sub = {k: v for k, v in sub.items() if v[1]}
                 plan = self.select(session, job, tasks, part, domain.name, self.bundles(session, job, tasks, sub, need, costs),
-                                   need, costs, Packer(session, tasks, part), dry)
+                                   need, costs, Packer(session, tasks, part, pack), dry)
                 if plan is not None:
                     self.complete(session, job, tasks, plan, cores, costs)
                 if plan is not None and self.beats(session, plan, whole) and (

@@ -25,7 +25,9 @@ class Packer:
     on it free, within the pod's predicate mask. It only steers which victims are taken first and which
     are spared; the dry run decides."""
 
-    def __init__(self, session: Session, tasks: list[Task], domain: Domain) -> None:
+    def __init__(self, session: Session, tasks: list[Task], domain: Domain, within: "Packer | None" = None) -> None:
+        """``within``: the same gang's Packer over a domain holding this one (a part of it): the column
+        that alone limits the gang there does here too."""
         nodes = session.cluster.nodes
         self.rows = np.flatnonzero(domain.mask & ~nodes.down)
         self.pos = {int(r): i for i, r in enumerate(self.rows)}
@@ -48,7 +50,8 @@ class Packer:
             self.cols = req > 0
             self.req = req[self.cols]
             self.mask = self.groups[0][1]
-            self.one = self._binding(req, nodes.allocatable[self.rows])
+            self.one = within.one if within is not None and within.one is not None else \
+                self._binding(req, nodes.allocatable[self.rows])
 
     def _binding(self, req: np.ndarray, alloc: np.ndarray) -> int | None:
         """(One run of identical pods.) The requested column that alone decides how many of them each
@@ -63,8 +66,8 @@ class Packer:
         fits = np.floor((self.base[:, cols] + EPS) / req[cols])          # with what is free now
         most = np.floor((alloc[:, cols] + EPS) / req[cols])              # with the node empty
         for k, c in enumerate(cols):
-            others = np.delete(np.arange(len(cols)), k)
-            if np.all(fits[:, others] >= most[:, [k]]):
+            others = np.arange(len(cols)) != k
+            if (fits[:, others] >= most[:, k:k + 1]).all():
                 return int(c)
         return None
 
