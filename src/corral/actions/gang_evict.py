@@ -32,8 +32,9 @@ the first success often costs many times the cheapest). In a domain:
    needed is spared again, the most expensive first (a *reprieve*: whole victim gangs by what they
    cost, then single units by what sparing them saves);
 4. the same selection runs over *parts* of the domain (:func:`corral.actions.parts.cheapest_parts`: the nodes where
-   the gang's pods cost least, chosen greedily node by node), for the best two domains; a part's plan
-   replaces the domain's when it goes no further down the bundle order (breaks no gang where the
+   the gang's pods cost least, chosen greedily node by node — when the domain's plan breaks no gang,
+   among victims that break none and rank no later than its last), for the best two domains; a part's
+   plan replaces the domain's when it goes no further down the bundle order (breaks no gang where the
    domain's plan breaks none, takes no victim the policy puts later) and loses at least 5 % less work.
    A gang such a plan breaks loses its whole WHOLE bundle in the domain, as in the domain's own plan;
 5. plans are made by the estimate; only the chosen one is dry-run (each waiting pod to the best node
@@ -202,7 +203,7 @@ class GangEvictAction(Action):
         best: Plan | None = None
         visit = list(range(len(domains)))
         bounds = None
-        if self.use_bounds and not dry and len(domains) > 1 and not session.fns("GangVictimSelector"):
+        if not dry and len(domains) > 1 and not session.fns("GangVictimSelector"):
             # plans made by the estimate: the domains with the lowest bound of work first, and a domain
             # none of whose plans (over it or a part of it) could beat the best so far is skipped — the
             # plan chosen is never ranked below the one planning every domain would choose. (When none
@@ -210,14 +211,15 @@ class GangEvictAction(Action):
             # victims its own way: then nothing is skipped.)
             caps = self.victim_caps(session, costs)
             bounds = [self.bound(session, job, tasks, d, costs, caps) for d in domains]
-            # (those that may be entered without breaking a gang first, by that bound)
-            visit.sort(key=lambda i: (False, bounds[i].safe, i) if bounds[i].safe < float("inf")
-                       else (True, bounds[i].all, i))
+            if self.use_bounds:
+                # (those that may be entered without breaking a gang first, by that bound)
+                visit.sort(key=lambda i: (False, bounds[i].safe, i) if bounds[i].safe < float("inf")
+                           else (True, bounds[i].all, i))
+        skip = bounds if self.use_bounds else None
         for i in visit:
             domain = domains[i]
-            if bounds is not None and (bounds[i].all == float("inf") or (
-                    best is not None and not bounds[i].could_beat(self.across_rank(best), best.cost, best.breaks,
-                                                                  i < best.index))):
+            if skip is not None and (skip[i].all == float("inf") or (
+                    best is not None and not self.may_beat(skip[i], best, i))):
                 continue
             pack = bounds[i].pack if bounds is not None else None
             plan, refine = self.plan_domain(session, job, tasks, domain, costs, dry, pack)
@@ -229,7 +231,10 @@ class GangEvictAction(Action):
             if plan is not None and not plan.victims:
                 return [plan]           # nothing to evict: no plan is better
         plans = sorted((p for p, _, _ in found if p is not None), key=order)
-        chosen = {id(p) for p in plans[:REFINE]} if plans else None
+        # the best plans' domains are refined — but for one that cannot beat the best plan even by a
+        # part of it (by its bound), which may be skipped above: the same are refined either way
+        hopeful = [p for p in plans if bounds is None or p is plans[0] or self.may_beat(bounds[p.index], plans[0], p.index)]
+        chosen = {id(p) for p in hopeful[:REFINE]} if plans else None
         for plan, i, refine in found:
             if refine is None or (chosen is not None and id(plan) not in chosen):
                 continue
@@ -238,6 +243,10 @@ class GangEvictAction(Action):
                 better.index = i
                 plans.append(better)
         return sorted(plans, key=order)
+
+    def may_beat(self, bound: DomainBound, best: Plan, i: int) -> bool:
+        """Could a plan of the ``i``-th domain (bounded by ``bound``) beat ``best`` across domains?"""
+        return bound.could_beat(self.across_rank(best), best.cost, best.breaks, i < best.index)
 
     def bound(self, session: Session, job: Job, tasks: list[Task], domain: Domain, costs: WorkCost,
               caps: dict[str, float] | None) -> DomainBound:
@@ -374,7 +383,7 @@ class GangEvictAction(Action):
         def refine() -> Plan | None:
             cores = {id(b.job): b.tasks for b in bundles if b.kind == WHOLE}
             best = None
-            for part in cheapest_parts(tasks, domain, bundles, costs, pack):
+            for part in cheapest_parts(tasks, domain, bundles, costs, pack, self.part_modes(session, whole)):
                 sub = {k: (j, [t for t in pods if part.mask[t.node]]) for k, (j, pods) in by_job.items()}
                 sub = {k: v for k, v in sub.items() if v[1]}
                 plan = self.select(session, job, tasks, part, domain.name, self.bundles(session, job, tasks, sub, need, costs),
@@ -386,6 +395,18 @@ class GangEvictAction(Action):
                     best = plan
             return best
         return whole, refine
+
+    def part_modes(self, session: Session, whole: Plan | None) -> list[tuple[bool, object]]:
+        """Which cheapest parts to plan over (:func:`~corral.actions.parts.cheapest_parts`): a part's plan
+        replaces the whole domain's only if it goes no further down the bundle order (:meth:`beats`).
+        With no plan for the whole domain, the cheapest nodes and the cheapest that break no gang; if
+        the domain's plan breaks a gang, those too (a plan breaking none beats it); if it breaks none,
+        only the cheapest nodes that break no gang and hold only victims the policy ranks no later than
+        the plan's last."""
+        if whole is None or whole.breaks or whole.worst is None:
+            return [(False, None), (True, None)]
+        policy, last = self.policy(session), SimpleNamespace(job=whole.worst)
+        return [(True, lambda j: policy(SimpleNamespace(job=j), last) <= 0)]
 
     def complete(self, session: Session, job: Job, tasks: list[Task], plan: Plan, cores: dict[int, list[Task]],
                  costs: WorkCost) -> None:
