@@ -71,17 +71,17 @@ from corral.actions.allocate import schedulable_jobs
 from corral.actions.bounds import DomainBound, deficit
 from corral.actions.bundles import ROI_THRESHOLD, Bundle, WHOLE, WorkCost, make_bundles, run_hours, sort_bundles
 from corral.actions.evict import VICTIM_STATES, Evictor
-from corral.actions.packing import LOOKAHEAD, Packer, PackState, first_useful
+from corral.actions.packing import Packer
 from corral.actions.parts import cheapest_parts
 from corral.actions.podwise import podwise_victims
-from corral.actions.surplus import SurplusChoice
+from corral.actions.selection import BundleSelection
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
 from corral.model import Job, Task, TaskStatus
-from corral.model.resources import EPS, PODS
+from corral.model.resources import PODS
 
 __all__ = ["GangEvictAction", "Plan", "needed_tasks"]
 
@@ -139,7 +139,7 @@ def needed_tasks(session: Session, job: Job) -> list[Task]:
 REFINE = 2
 
 
-class GangEvictAction(Action):
+class GangEvictAction(BundleSelection, Action):
     Args = GangEvictArgs
 
     _pool: tuple[Job, list[Task]] | None = None       # the victim candidates of the gang being served
@@ -497,115 +497,6 @@ class GangEvictAction(Action):
     def victim_caps(self, session: Session, costs: WorkCost) -> dict[str, float] | None:
         """The most each victim queue may give up, in units of the need (none by default)."""
         return None
-
-    def select(self, session: Session, job: Job, tasks: list[Task], domain: Domain, name: str, bundles: list[Bundle],
-               need: np.ndarray, costs: WorkCost, pack: Packer, dry: bool = True) -> Plan | None:
-        """Take the bundles in their order until the gang fits ``domain``: with ``dry``, by a dry run each
-        time the estimate says it fits (or a bundle ends); otherwise by the estimate alone (the caller
-        dry-runs the plan it chooses)."""
-        cols = np.flatnonzero(need)
-        nodes = session.cluster.nodes
-        want = need[cols] - EPS
-        total = base_total = np.clip(nodes.future_idle[domain.mask & ~nodes.down][:, cols], 0, None).sum(axis=0)
-        state = PackState(pack, pack.freed([]))
-        if np.all(total >= want) and (self.attempt(session, job, tasks, domain, [], commit=False) if dry
-                                      else state.count() >= pack.n):
-            return self.plan(session, domain, name, [], costs)
-        policy = self.policy(session)
-        victims: list[Task] = []
-        units: list[list[Task]] = []        # what was taken, in order: a WHOLE bundle, or one SAFE pod
-        pending = list(bundles)
-        surplus = SurplusChoice(bundles, costs)
-        while pending:
-            b = pending.pop(first_useful(state, [surplus.probe(x, state) for x in pending[:LOOKAHEAD]],
-                                          lambda i: pending[i].kind == pending[0].kind
-                                          and policy(pending[0], pending[i]) == 0))
-            # a SAFE bundle pod by pod, only as far as the need requires — any pod of its job in the
-            # domain may go in place of one of its pods (:mod:`corral.actions.surplus`); a WHOLE one as a
-            # whole (once its gang is broken the rest of its pods in the domain cost nothing more)
-            left = surplus.options(b)
-            while left and not surplus.done(b):
-                unit = left.pop(first_useful(state, left, lambda i: True))
-                if not surplus.may_take(b, unit[0]) or not self.valid(session, job, victims + unit):
-                    continue            # a role minimum, or a ScenarioValidator rejects it: pass it over
-                victims = victims + unit
-                units.append(unit)
-                surplus.take(b, unit)
-                total = total + sum(v.request[cols] for v in unit)
-                state.apply(unit)
-                have = state.count()
-                # Dry-run once the estimate says the gang fits, or at the end of a bundle anyway
-                while np.all(total >= want) and (have >= pack.n or (dry and (not left or surplus.done(b)))):
-                    spared = self.reprieve(session, job, units, PackState(pack, state.free.copy()), costs, total,
-                                           cols, want)
-                    # the victim filter over what the plan takes, in the order taken: stateful plugins
-                    # count cumulatively only what is really taken. What it refuses is given up (a WHOLE
-                    # bundle keeps its allowed part: its gang breaks all the same) and the selection
-                    # goes on
-                    ok = {id(t) for t in self.plugin_filter(session, tasks[0], spared)}
-                    if len(ok) < len(spared):
-                        refused = {id(t) for t in spared if id(t) not in ok}
-                        surplus.give_back(refused)
-                        units = [u2 for u2 in ([t for t in u if id(t) not in refused] for u in units) if u2]
-                        victims = [t for u in units for t in u]
-                        total = base_total + sum((v.request[cols] for v in victims), np.zeros(len(cols)))
-                        state = PackState(pack, pack.freed(victims))
-                        have = state.count()
-                        if not self.valid(session, job, victims):
-                            break
-                        continue
-                    full = None
-                    if len(spared) < len(victims) and len(self.plugin_filter(session, tasks[0], victims)) == len(victims):
-                        full = victims
-                    if not dry:
-                        plan = self.plan(session, domain, name, spared, costs)
-                        plan.fallback = full
-                        return plan
-                    if self.attempt(session, job, tasks, domain, spared, commit=False):
-                        return self.plan(session, domain, name, spared, costs)
-                    if full is not None and self.attempt(session, job, tasks, domain, full, commit=False):
-                        return self.plan(session, domain, name, full, costs)
-                    break
-        return None
-
-    def reprieve(self, session: Session, job: Job, units: list[list[Task]], state: PackState, costs: WorkCost,
-                 total: np.ndarray, cols: np.ndarray, want: np.ndarray) -> list[Task]:
-        """Spare what turned out not to be needed, the most expensive first: first every victim gang as
-        a whole (all its pods taken, by what the gang costs), then each pod on its own (by what sparing
-        it saves, then the latest taken), each given back when the estimate says the gang still fits
-        without it (the caller dry-runs the result first, then the full set if the estimate was
-        wrong). A pod of a gang the set breaks anyway saves nothing and is tried last. ``state`` and
-        ``total`` are the estimate's room per node and in all with every unit taken (``state`` is
-        changed)."""
-        keep = set(range(len(units)))
-        n = state.pack.n
-
-        def spare(drop: set[int]) -> bool:
-            nonlocal keep, total
-            pods = [t for i in drop for t in units[i]]
-            t2 = total - sum(v.request[cols] for v in pods)
-            if not np.all(t2 >= want) or state.trial(pods, -1.0) < n:
-                return False
-            rest = keep - drop
-            if not self.valid(session, job, [t for j in sorted(rest) for t in units[j]]):
-                return False
-            state.apply(pods, -1.0)
-            keep, total = rest, t2
-            return True
-
-        groups: dict[int, list[int]] = {}
-        for i, u in enumerate(units):
-            groups.setdefault(id(u[0].job), []).append(i)
-        if len(groups) > 1:
-            cost = {k: costs.job(units[ix[0]][0].job, [t for i in ix for t in units[i]]) for k, ix in groups.items()}
-            for k in sorted(groups, key=lambda k: (-cost[k], -max(groups[k]))):
-                spare(set(groups[k]))
-        live = sorted(keep)
-        saving = dict(zip(live, costs.savings([units[i] for i in live])))
-        for i in sorted(live, key=lambda i: (-saving[i], -i)):
-            if i in keep:
-                spare({i})
-        return [t for j in sorted(keep) for t in units[j]]
 
     def attempt(self, session: Session, job: Job, tasks: list[Task], domain: Domain, victims: list[Task],
                 *, commit: bool = True) -> bool:
