@@ -153,16 +153,22 @@ class NetworkTopologyPlugin(Plugin):
         index = {id(j): i for i, j in enumerate(jobs)}
         rows = np.array([t.node for t in pods], dtype=np.int64)
         owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
-        req = np.array([t.request[cols] for t in pods]).reshape(len(pods), len(cols))
-        work = (req / want).sum(axis=1) * np.array([age(t) for t in pods]) if pods else np.zeros(0)
+        req = np.array([t.request for t in pods]).reshape(len(pods), len(need))[:, cols]
+        work = (req / want).sum(axis=1) * _hours(pods, self.session.now)
         # what each job holds: its candidate pods, and any other pod it has placed
         held = np.bincount(owner, weights=work, minlength=len(jobs)) if pods else np.zeros(len(jobs))
         seen = {id(t) for t in pods}
+        ready = np.zeros(len(jobs), dtype=np.int64)
         for j in jobs:
+            k = index[id(j)]
             for t in j.tasks:
-                if t.status in ALLOCATED_STATES and id(t) not in seen:
-                    held[index[id(j)]] += float((t.request[cols] / want).sum()) * age(t)
-        surplus = np.array([j.ready_count() - j.min_member for j in jobs], dtype=np.int64)
+                if t.status in ALLOCATED_STATES:
+                    ready[k] += 1
+                    if id(t) not in seen:
+                        held[k] += float((t.request[cols] / want).sum()) * age(t)
+                elif t.status is TaskStatus.SUCCEEDED:
+                    ready[k] += 1
+        surplus = ready - np.array([j.min_member for j in jobs], dtype=np.int64)
         if not domains:
             return []
         masks = np.array([d.mask for d in domains])
@@ -254,3 +260,11 @@ def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: n
         if end is not None:
             out[short[seg[i]]] = float(np.cumsum(spent[i: end + 1])[-1])
     return out.tolist()
+
+
+def _hours(pods: list, now: float) -> np.ndarray:
+    """:func:`~corral.actions.bundles.run_hours` of many pods at once."""
+    from corral.actions.bundles import MIN_RUN
+
+    starts = np.array([t.start_time if t.start_time is not None else (t.creation or now) for t in pods], dtype=float)
+    return np.maximum(now - starts, MIN_RUN) / 3600.0
