@@ -55,11 +55,9 @@ class GangReclaimAction(GangEvictAction):
         bundles of queues no plugin tells apart are left to the ROI."""
         queues = session.cluster.queues
         victim_order, queue_order = session.fns("VictimQueueOrder"), session.fns("QueueOrder")
+        known: dict[tuple[str, str], int] = {}      # the queues' shares do not change while a gang is planned
 
-        def cmp(a: Bundle, b: Bundle) -> int:
-            qa, qb = queues[a.job.queue], queues[b.job.queue]
-            if qa is qb:
-                return 0
+        def order(qa, qb) -> int:
             for fn in victim_order:
                 r = fn(qa, qb)
                 if r:
@@ -69,6 +67,15 @@ class GangReclaimAction(GangEvictAction):
                 if r:
                     return -r
             return 0
+
+        def cmp(a: Bundle, b: Bundle) -> int:
+            na, nb = a.job.queue, b.job.queue
+            if na == nb:
+                return 0
+            r = known.get((na, nb))
+            if r is None:
+                r = known[(na, nb)] = order(queues[na], queues[nb])
+            return r
         return cmp
 
     def victim_caps(self, session: Session, costs: WorkCost) -> dict[str, float] | None:
