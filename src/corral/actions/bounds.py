@@ -139,8 +139,9 @@ class DomainBound:
             spare = sum(sorted(sizes, reverse=True)[: max(ready - job.min_member, 0)]) if healthy else cap
             if spare > EPS:
                 self.safe_jobs.append((rank(job), pod_rate, spare, job.queue))
-        self.all = self.value(lambda r: True)           # the bound over every candidate
-        self.safe = self.value(lambda r: True, safe=True)   # ... of the plans that break no healthy gang
+        self._nodes: dict[tuple[int, str, float], float] = {}     # node-by-node bounds, by column and ranks
+        self.all = self.value()                          # the bound over every candidate
+        self.safe = self.value(safe=True)                # ... of the plans that break no healthy gang
 
     def per_node(self) -> dict[int, dict[int, list[tuple[float, float, float]]]]:
         """Per requested resource: each domain node's victims as (cost per unit, amount, rank), cheapest
@@ -159,16 +160,23 @@ class DomainBound:
                     items.sort()
         return self._per_node
 
-    def value(self, keep: Callable[[float], bool], safe: bool = False) -> float:
-        """The least work of a plan whose victims' ranks all satisfy ``keep`` (and, with ``safe``, that
-        breaks no healthy gang); inf: no such plan."""
+    def value(self, below: float = float("inf"), inclusive: bool = True, safe: bool = False) -> float:
+        """The least work of a plan whose victims' ranks are all below ``below`` (or equal to it, with
+        ``inclusive``) — and, with ``safe``, that breaks no healthy gang; inf: no such plan."""
+        def keep(r: float) -> bool:
+            return r <= below if inclusive else r < below
         jobs = self.safe_jobs if safe else self.jobs
         lb = 0.0 if self.need_units <= EPS else \
             _bound([(rate, cap, q) for r, rate, cap, q in jobs if keep(r)], self.need_units, self.caps)
         for col in self.cols:
             if lb == float("inf"):
                 break
-            lb = max(lb, _node_bound(self.pack, self.per_node()[col], col, keep))
+            # (the node-by-node bound counts every victim at its rate, breaking its gang or not)
+            key = (col, "le" if inclusive else "lt", below)
+            nb = self._nodes.get(key)
+            if nb is None:
+                nb = self._nodes[key] = _node_bound(self.pack, self.per_node()[col], col, keep)
+            lb = max(lb, nb)
         return lb
 
     def could_beat(self, best_rank: float, best_cost: float, best_breaks: bool = False, earlier: bool = False) -> bool:
@@ -179,11 +187,11 @@ class DomainBound:
             return True                                  # may win by breaking no gang
         # to tie on that, a plan must break no gang either (if the best breaks one, so do all of ours)
         safe = not best_breaks
-        if self.value(lambda r: r < best_rank, safe) < float("inf"):
+        if self.value(best_rank, False, safe) < float("inf"):
             return True                                  # may win on the rank of its highest victim
         limit = best_cost / (1.0 - ROI_THRESHOLD) if earlier else best_cost * (1.0 - ROI_THRESHOLD)
         jobs = self.safe_jobs if safe else self.jobs
         lb = (self.safe if safe else self.all) if all(r <= best_rank for r, *_ in jobs) else \
-            self.value(lambda r: r <= best_rank, safe)
+            self.value(best_rank, True, safe)
         return lb <= limit if earlier else lb < limit
 

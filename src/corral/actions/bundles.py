@@ -45,14 +45,28 @@ _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 Age = Callable[[Task], float]
 
 
-def run_hours(now: float, floor: float = MIN_RUN) -> Age:
+class RunHours:
     """A pod's weight in the work-weighted cost: the hours it has run at ``now`` (since
     ``status.startTime``, else its creation; a pod placed in this cycle has run 0), at least ``floor``
-    seconds."""
-    def age(t: Task) -> float:
-        start = t.start_time if t.start_time is not None else (t.creation or now)
-        return max(now - start, floor) / 3600.0
-    return age
+    seconds. Called on one pod, or :meth:`many` on a list."""
+
+    def __init__(self, now: float, floor: float = MIN_RUN) -> None:
+        self.now, self.floor = now, floor
+
+    def _start(self, t: Task) -> float:
+        return t.start_time if t.start_time is not None else (t.creation or self.now)
+
+    def __call__(self, t: Task) -> float:
+        return max(self.now - self._start(t), self.floor) / 3600.0
+
+    def many(self, tasks: list[Task]) -> np.ndarray:
+        starts = np.array([self._start(t) for t in tasks], dtype=float)
+        return np.maximum(self.now - starts, self.floor) / 3600.0
+
+
+def run_hours(now: float, floor: float = MIN_RUN) -> RunHours:
+    """:class:`RunHours` at ``now``."""
+    return RunHours(now, floor)
 
 
 def _weighted(tasks, age: Age | None, size: int) -> np.ndarray:
@@ -170,7 +184,7 @@ def _score_all(bundles: list[Bundle], need: np.ndarray, costs: "WorkCost") -> No
     """:meth:`Bundle.score` of many bundles at once (one array of their pods' requests)."""
     dims = need > 0
     lens = [len(b.tasks) for b in bundles]
-    requests = np.array([t.request for b in bundles for t in b.tasks]).reshape(sum(lens), len(need))
+    requests = costs.requests([t for b in bundles for t in b.tasks])
     local = np.add.reduceat(requests, np.cumsum([0] + lens[:-1]), axis=0)
     gains = (np.minimum(local[:, dims], need[dims]) / need[dims]).sum(axis=1).tolist()
     for b, row, gain in zip(bundles, local, gains):
@@ -248,24 +262,47 @@ class WorkCost:
         self._size: dict[int, float] = {}
         self._held: dict[int, float] = {}
         self._state: dict[int, tuple] = {}
+        self._reqs: np.ndarray | None = None       # the primed pods' requests, one row each
+        self._rows_of: dict[int, int] = {}          # id(pod) -> its row there
 
-    def prime(self, tasks: list[Task]) -> None:
-        """Work out at once (one array of their requests) what :meth:`size`, :meth:`order_key` and
-        :meth:`pod` give for many pods — the victim candidates of a gang — with the same result."""
+    def prime(self, tasks: list[Task]) -> list[Task]:
+        """Work out at once (one array of their requests) what :meth:`size` and :meth:`pod` give for
+        many pods — the victim candidates of a gang — with the same result; return them sorted by
+        :meth:`order_key` (one array sort)."""
         tasks = [t for t in tasks if id(t) not in self._size]
         if not tasks:
-            return
+            return []
         reqs = np.array([t.request for t in tasks]).reshape(len(tasks), len(self.need))
-        sizes = (reqs @ self.inv).tolist()
+        base = len(self._rows_of)
+        self._reqs = reqs if self._reqs is None else np.vstack([self._reqs, reqs])
+        ids = [id(t) for t in tasks]
+        self._rows_of.update(zip(ids, range(base, base + len(tasks))))
+        sizes = reqs @ self.inv
+        self._size.update(zip(ids, sizes.tolist()))
+        age = self.age
+        many = getattr(age, "many", None)
+        if age is None:
+            pods = sizes.tolist()
+        elif many is not None:
+            pods = (sizes * many(tasks)).tolist()
+        else:
+            pods = [s * age(t) for s, t in zip(sizes.tolist(), tasks)]
+        self._pod.update(zip(ids, pods))
         dims = np.flatnonzero(self.need > 0)
         n = self.need[dims].astype(float)
-        cover = (np.minimum(reqs[:, dims], n) / n).sum(axis=1).tolist()
-        waste = (np.maximum(reqs[:, dims] - n, 0.0) / n).sum(axis=1).tolist()
-        age = self.age
-        for t, size, c, w in zip(tasks, sizes, cover, waste):
-            self._size[id(t)] = size
-            self._pod[id(t)] = size * (age(t) if age is not None else 1.0)
-            self._keys[id(t)] = (-c, t.priority, w, -(t.start_time or t.creation), t.name)
+        cover = (np.minimum(reqs[:, dims], n) / n).sum(axis=1)
+        waste = (np.maximum(reqs[:, dims] - n, 0.0) / n).sum(axis=1)
+        # the key of :func:`_victim_order`, one array per part of it (the last is the first key)
+        order = np.lexsort((np.array([t.name for t in tasks]), np.array([-(t.start_time or t.creation) for t in tasks]),
+                            waste, np.array([t.priority for t in tasks]), -cover))
+        return [tasks[i] for i in order.tolist()]
+
+    def requests(self, tasks: list[Task]) -> np.ndarray:
+        """The requests of ``tasks``, one row each (the primed pods' rows are kept)."""
+        rows = self._rows_of
+        if self._reqs is not None and all(id(t) in rows for t in tasks):
+            return self._reqs[[rows[id(t)] for t in tasks]]
+        return np.array([t.request for t in tasks]).reshape(len(tasks), len(self.need))
 
     def pod(self, t: Task) -> float:
         c = self._pod.get(id(t))

@@ -314,8 +314,11 @@ class GangEvictAction(BundleSelection, Action):
                 if verdict[id(v)]:
                     pool.append(t)
             if costs is not None:
-                costs.prime(pool)
-                pool.sort(key=costs.order_key)
+                ordered = costs.prime(pool)
+                if len(ordered) == len(pool):
+                    pool = ordered
+                else:                       # (some were priced before: sort them all by the key)
+                    pool.sort(key=costs.order_key)
             self._pool = (job, pool)
             self._rows = np.array([t.node for t in pool], dtype=np.int64)
             self._ordered = costs is not None

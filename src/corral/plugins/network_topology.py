@@ -154,7 +154,7 @@ class NetworkTopologyPlugin(Plugin):
         rows = np.array([t.node for t in pods], dtype=np.int64)
         owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
         req = np.array([t.request for t in pods]).reshape(len(pods), len(need))[:, cols]
-        work = (req / want).sum(axis=1) * _hours(pods, self.session.now)
+        work = (req / want).sum(axis=1) * age.many(pods)
         # what each job holds: its candidate pods, and any other pod it has placed
         held = np.bincount(owner, weights=work, minlength=len(jobs)) if pods else np.zeros(len(jobs))
         seen = {id(t) for t in pods}
@@ -261,10 +261,3 @@ def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: n
             out[short[seg[i]]] = float(np.cumsum(spent[i: end + 1])[-1])
     return out.tolist()
 
-
-def _hours(pods: list, now: float) -> np.ndarray:
-    """:func:`~corral.actions.bundles.run_hours` of many pods at once."""
-    from corral.actions.bundles import MIN_RUN
-
-    starts = np.array([t.start_time if t.start_time is not None else (t.creation or now) for t in pods], dtype=float)
-    return np.maximum(now - starts, MIN_RUN) / 3600.0
