@@ -18,7 +18,7 @@ the first success often costs many times the cheapest). In a domain:
    (UnifiedEvictable) filter over the flattened list (for gangreclaim the queue rule of
    proportion/capacity applies whatever tier it sits in); a bundle some of whose pods that call refuses
    is asked about again on its own, since a stateful plugin counts the bundles before it; each keeps its
-   allowed part (a WHOLE bundle too: its gang breaks all the same); re-sorted; ``allowWholeBundle:
+   allowed part (a WHOLE bundle only if all of it is allowed); re-sorted; ``allowWholeBundle:
    false`` drops WHOLE bundles; a GangVictimSelector plugin may replace the choice;
 3. bundles are taken in that order until what they free, with what is free in the domain, covers the
    need in total — a SAFE bundle pod by pod, a WHOLE bundle as a whole; what would make the
@@ -328,9 +328,9 @@ class GangEvictAction(BundleSelection, Action):
     def bundles(self, session: Session, job: Job, tasks: list[Task], by_job: dict[int, tuple[Job, list[Task]]],
                 need: np.ndarray, costs: WorkCost) -> list[Bundle]:
         """The bundles of the candidates (:meth:`candidates`), sorted, each checked with the plugins'
-        victim filter on its own and shrunk to its allowed part (for a WHOLE bundle too: its gang breaks
-        all the same), sorted again. What stateful plugins allow *together* is checked along the
-        selection (:meth:`select`)."""
+        victim filter on its own and shrunk to its allowed part (a WHOLE bundle is kept only if all of it
+        is allowed, SPEC §3.3), sorted again. What stateful plugins allow *together* is checked along
+        the selection (:meth:`select`)."""
         if not by_job:
             return []
         # ROI and coverage count the resources the pods request, not the pod slot every pod takes
@@ -349,6 +349,8 @@ class GangEvictAction(BundleSelection, Action):
             if not all(id(t) in ok for t in b.tasks):
                 ok = {id(t) for t in self.plugin_filter(session, tasks[0], b.tasks)}
             keep = [t for t in b.tasks if id(t) in ok]
+            if b.kind == WHOLE and len(keep) < len(b.tasks):
+                keep = []               # a WHOLE bundle only if all of it is allowed (SPEC §3.3)
             if len(keep) < len(b.tasks):
                 changed = True
                 if keep:

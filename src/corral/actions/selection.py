@@ -67,18 +67,16 @@ class BundleSelection:
         """Once the estimate says the gang fits (or, with ``dry`` — a dry run at every step — the bundle
         ``ended``): spare what is not needed (:meth:`reprieve`), ask the victim filter about what is
         really taken — in the order taken: stateful plugins count cumulatively only what is really
-        taken; what it refuses is given up (a WHOLE bundle keeps its allowed part: its gang breaks all
-        the same) and, while the rest still fits, this starts again — and make the plan (dry-run with
-        ``dry``). None: the selection goes on."""
+        taken; what it refuses is given up (a WHOLE bundle as a whole: SPEC §3.3 keeps a WHOLE bundle
+        only if all of it is allowed) and, while the rest still fits, this starts again — and make the
+        plan (dry-run with ``dry``). None: the selection goes on."""
         pack = taken.pack
         while np.all(taken.total >= want) and (taken.state.count() >= pack.n or (dry and ended)):
             spared = self.reprieve(session, job, taken.units, PackState(pack, taken.state.free.copy()), costs,
                                    taken.total, taken.cols, want)
             ok = {id(t) for t in self.plugin_filter(session, tasks[0], spared)}
             if len(ok) < len(spared):
-                refused = {id(t) for t in spared if id(t) not in ok}
-                surplus.give_back(refused)
-                taken.drop(refused)
+                surplus.give_back(taken.drop({id(t) for t in spared if id(t) not in ok}))
                 if not self.valid(session, job, taken.victims):
                     return None
                 continue
@@ -157,9 +155,12 @@ class _Taken:
         self.total = self.total + sum(v.request[self.cols] for v in unit)
         self.state.apply(unit)
 
-    def drop(self, refused: set[int]) -> None:
-        """Give up the pods ``refused`` (ids): what is left is counted again."""
-        self.units = [u2 for u2 in ([t for t in u if id(t) not in refused] for u in self.units) if u2]
+    def drop(self, refused: set[int]) -> set[int]:
+        """Give up the pods ``refused`` (ids) — a WHOLE bundle any of whose pods is refused as a whole:
+        what is left is counted again. Returns the ids of every pod given up."""
+        gone = {id(t) for u in self.units if any(id(t) in refused for t in u) for t in u}
+        self.units = [u for u in self.units if not any(id(t) in refused for t in u)]
         victims = self.victims
         self.total = self.base_total + sum((v.request[self.cols] for v in victims), np.zeros(len(self.cols)))
         self.state = PackState(self.pack, self.pack.freed(victims))
+        return gone
