@@ -110,14 +110,13 @@ class Bundle:
         self.score(need)
 
     def score(self, need: np.ndarray) -> None:
+        if self.costs is not None:
+            _score_all([self], need, self.costs)
+            return
         self.local = sum((t.request for t in self.tasks), np.zeros_like(need))
         dims = need > 0
         gain = float(np.sum(np.minimum(self.local[dims], need[dims]) / need[dims]))
-        if self.costs is not None:
-            cost = (sum(self.costs.pod(t) for t in self.tasks) if self.kind == SAFE else self.costs.held(self.job))
-        else:
-            cost = float(np.sum(self.global_cost[dims] / need[dims]))
-        self.cost = cost
+        self.cost = cost = float(np.sum(self.global_cost[dims] / need[dims]))
         self.roi = gain / cost if cost > 0 else (float("inf") if gain > 0 else 0.0)
 
 
@@ -198,21 +197,16 @@ def _state(job: Job) -> tuple[bool, int, dict[str, int], bool]:
     """(healthy, ready pods, ready pods per role, role minimums enforced) of a victim job: healthy when
     its ready pods reach minMember and every role its minTaskMember (role limits ignored for elastic
     jobs)."""
-    ready = [t for t in job.tasks if t.status in _READY]
+    ready = 0
     counts: dict[str, int] = {}
-    for t in ready:
-        counts[t.role] = counts.get(t.role, 0) + 1
-    healthy = len(ready) >= job.min_member and _roles_ok(job, ready)
-    return healthy, len(ready), counts, bool(job.min_task_member) and not job.elastic
-
-
-def _roles_ok(job: Job, ready: list[Task]) -> bool:
-    if not job.min_task_member or job.elastic:
-        return True
-    counts: dict[str, int] = {}
-    for t in ready:
-        counts[t.role] = counts.get(t.role, 0) + 1
-    return all(counts.get(r, 0) >= n for r, n in job.min_task_member.items())
+    for t in job.tasks:
+        if t.status in _READY:
+            ready += 1
+            counts[t.role] = counts.get(t.role, 0) + 1
+    enforce = bool(job.min_task_member) and not job.elastic
+    healthy = ready >= job.min_member and (not enforce or all(counts.get(r, 0) >= n
+                                                              for r, n in job.min_task_member.items()))
+    return healthy, ready, counts, enforce
 
 
 def sort_bundles(bundles: list[Bundle], policy: Callable[[Bundle, Bundle], int],

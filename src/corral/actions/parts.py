@@ -118,8 +118,8 @@ class _Prices:
         for i, groups in pods_on.items():
             self.pods[i] = {}
             for k, pods in groups.items():
-                items = [(costs.pod(t), self.amount(t.request), costs.pod(t) / max(costs.size(t), 1e-12))
-                         for t in pods]
+                items = [(c, self.amount(t.request), c / max(costs.size(t), 1e-12))
+                         for t, c in ((t, costs.pod(t)) for t in pods)]
                 items.sort(key=lambda it: it[2])
                 self.pods[i][k] = items
 

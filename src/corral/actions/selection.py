@@ -158,8 +158,9 @@ class _Taken:
     def drop(self, refused: set[int]) -> set[int]:
         """Give up the pods ``refused`` (ids) — a WHOLE bundle any of whose pods is refused as a whole:
         what is left is counted again. Returns the ids of every pod given up."""
-        gone = {id(t) for u in self.units if any(id(t) in refused for t in u) for t in u}
-        self.units = [u for u in self.units if not any(id(t) in refused for t in u)]
+        hit = [any(id(t) in refused for t in u) for u in self.units]
+        gone = {id(t) for u, h in zip(self.units, hit) if h for t in u}
+        self.units = [u for u, h in zip(self.units, hit) if not h]
         victims = self.victims
         self.total = self.base_total + sum((v.request[self.cols] for v in victims), np.zeros(len(self.cols)))
         self.state = PackState(self.pack, self.pack.freed(victims))

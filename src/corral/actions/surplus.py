@@ -108,7 +108,7 @@ class SurplusChoice:
         if b.kind != SAFE:
             return True
         job = b.job
-        if self._count.get(id(job), 0) >= len(b.tasks):
+        if self.done(b):
             return False
         healthy, _, counts, enforce = self.costs.state(job)
         if not healthy or not enforce or t.role not in job.min_task_member:
