@@ -7,6 +7,7 @@ from __future__ import annotations
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
 from corral.actions.enqueue import EnqueueAction
+from corral.actions.flow import FlowAction
 from corral.actions.gang_actions import GangPreemptAction, GangReclaimAction
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
@@ -54,7 +55,8 @@ class Registry:
 
 REGISTRY = Registry(
     actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction, PreemptAction,
-                                               ReclaimAction, GangPreemptAction, GangReclaimAction)},
+                                               ReclaimAction, GangPreemptAction, GangReclaimAction,
+                                               FlowAction)},
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
                                        BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
