@@ -42,6 +42,7 @@ SCORE = 100               # a cost model's node cost lies in 0..SCORE
 PIPE_COST = 300           # placing onto capacity still being released
 TIER_STEP = 100           # each tier a gang spans above its chosen domain
 QUINCY_AGG = 150          # the cluster aggregator when a pod has preferred nodes
+CONTENTION = 50           # the contention term on a class's node arcs (:func:`_contention`)
 NOMINATED_ELSEWHERE = 100  # a nominated pod moving off its nominated node
 SIZE_MAX = 64             # pod size in units of 1/64 of the largest node
 WAIT_CAP = 1000
@@ -122,6 +123,23 @@ def _node_costs(session: Session, model: str, rep: Task) -> np.ndarray:
         total = sum(w for w, _ in aff.node_preferred) or 1
         return (SCORE - np.round(raw * SCORE / total)).astype(_I64)
     return np.zeros(n, _I64)
+
+
+def _contention(cls: _Classes) -> np.ndarray:
+    """Per class and node, a cost in 0..CONTENTION for the demand of the *other* classes that could use
+    the node (each class's demand spread evenly over the nodes it may use). Flexible pods then leave
+    the few nodes a constrained class can use to that class: several classes share a node's resources,
+    which one flow commodity cannot express, and this keeps the pod-by-pod check from finding the only
+    node of a constrained pod taken by a pod that had other choices."""
+    usable = (cls.now + cls.pipe) > 0
+    spread = np.asarray(cls.demand, dtype=float) / np.maximum(usable.sum(axis=1), 1)
+    load = usable * spread[:, None]
+    total = load.sum(axis=0)
+    other = (total[None, :] - load) * usable
+    top = float(other.max()) if other.size else 0.0
+    if top <= 0:
+        return np.zeros(usable.shape, _I64)
+    return np.round(other * (CONTENTION / top)).astype(_I64)
 
 
 class _Arcs:
@@ -255,7 +273,7 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
     nodes = session.cluster.nodes
     arcs = _Arcs()
     aggs: dict[tuple[int, str], int] = {}
-    node_cost = [_node_costs(session, model, rep) for rep in cls.reps]
+    node_cost = [_node_costs(session, model, rep) + extra for rep, extra in zip(cls.reps, _contention(cls))]
 
     def agg(c: int, name: str, mask: np.ndarray | None) -> int:
         a = aggs.get((c, name))
