@@ -53,8 +53,9 @@ from corral.solvers.flow_network import FlowNetwork, FlowSolution, solve
 
 __all__ = ["FlowAction", "FlowArgs"]
 
-#: Lower-bound re-solves per round at most (each removes at least one partial gang).
-MAX_STABILISE = 64
+#: Lower-bound re-solves per solve at most (each removes at least one partial gang); gangs still partial
+#: after them are rolled back as in ``rollback`` mode.
+MAX_STABILISE = 8
 
 
 @dataclass(frozen=True)
@@ -180,10 +181,25 @@ class FlowAction(Action):
                 out.add(job.uid)
                 rnd.reasons[job.uid] = _gang_reason(session, job, int(had[i]), mode)
             failed = self._check(session, rnd, live, built, sol, dropped, pending, out)
+            if failed and attempt < self.args.max_resolves:
+                self._release_partial(session, rnd, live, need, pending, out)
             self.stats["check"] += time.perf_counter() - t2
             if not failed:
                 break
         return rnd
+
+    @staticmethod
+    def _release_partial(session: Session, rnd: _Round, live: list[Job], need: dict[str, int],
+                         pending: dict[str, list[Task]], out: set[str]) -> None:
+        """Before a re-solve, undo the gangs the check left below their lower bound, so that what they
+        hold goes back into the network with them instead of idling until the round's end."""
+        key = session.task_key()
+        for job in live:
+            stmt = rnd.stmts[job.uid]
+            if job.uid in out or not stmt.ops or len(stmt.ops) >= need[job.uid]:
+                continue
+            stmt.restore(0)
+            pending[job.uid] = sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
 
     def _solve(self, net: FlowNetwork, lower: list[int], mode: str) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
         """Solve; return the answer, the jobs dropped as partial gangs (rolled back) and how many pods
