@@ -169,7 +169,9 @@ class FlowAction(Action):
             tasks = [pending[j.uid] for j in live]
             lower = [max(0, need[j.uid] - len(rnd.stmts[j.uid].ops)) for j in live]
             t0 = time.perf_counter()
-            built = build_network(session, live, tasks, lower if mode == "lowerbound" else [0] * len(live),
+            # a lower bound of one pod is no gang: its bypass would cost what waiting costs
+            bounds = [k if mode == "lowerbound" and k > 1 else 0 for k in lower]
+            built = build_network(session, live, tasks, bounds,
                                   model=self.args.cost_model, wait_unit=self.args.wait_unit)
             t1 = time.perf_counter()
             sol, dropped, had = self._solve(built.net, lower, mode)
