@@ -49,6 +49,7 @@ from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
 from corral.manifests.fields import format_time
 from corral.model import Job, PodGroupPhase, Task
+from corral.model.resources import EPS
 from corral.solvers.flow_network import FlowNetwork, FlowSolution, solve
 
 __all__ = ["FlowAction", "FlowArgs"]
@@ -67,6 +68,8 @@ class FlowArgs:
                                 choices=("nonGangFirst", "gangsFirst"))
     max_resolves: int = arg("maxResolves", 3, "re-solves after pods fail the pod-by-pod check", minimum=0)
     wait_unit: float = arg("waitCostUnit", 60.0, "waiting time worth one unit of cost", kind="duration")
+    exact_compare: int = arg("exactCompareLimit", 2000, "lowerbound: rounds up to this many pods compare with "
+                             "rollback by a full dry run, larger ones by the first solve", minimum=0)
 
 
 @dataclass
@@ -118,7 +121,10 @@ class FlowAction(Action):
             return
         self.stats["rounds"] += 1
         mode = self.args.gang_mode
-        if mode == "lowerbound" and any(self._lower(j) > 1 for j in jobs):
+        gangs = mode == "lowerbound" and any(self._lower(j) > 1 for j in jobs)
+        if gangs and sum(len(waiting_tasks(j)) for j in jobs) > self.args.exact_compare:
+            best = self.solve_and_check(session, jobs, "lowerbound", compare=True)
+        elif gangs:
             trial = self.solve_and_check(session, jobs, "rollback")
             baseline = trial.placed(session)
             trial.discard()
@@ -150,7 +156,7 @@ class FlowAction(Action):
     def _lower(job: Job) -> int:
         return max(0, job.min_member - job.ready_count())
 
-    def solve_and_check(self, session: Session, jobs: list[Job], mode: str) -> _Round:
+    def solve_and_check(self, session: Session, jobs: list[Job], mode: str, compare: bool = False) -> _Round:
         """Solve, check pod by pod, re-solve what failed (at most ``maxResolves`` times). ``mode``
         ``lowerbound`` puts the lower bounds in the network and stabilises; ``rollback`` solves without
         them and drops the gangs the answer leaves partial."""
@@ -175,6 +181,11 @@ class FlowAction(Action):
                                   model=self.args.cost_model, wait_unit=self.args.wait_unit)
             t1 = time.perf_counter()
             sol, dropped, had = self._solve(built.net, lower, mode)
+            if compare and not attempt:
+                plain = self._solve(built.net, lower, "rollback", bounded=False)
+                if _kept(plain) > _kept((sol, dropped, had)):
+                    sol, dropped, had = plain
+                    mode = "rollback"
             t2 = time.perf_counter()
             self.stats["build"] += t1 - t0
             self.stats["solve"] += t2 - t1
@@ -203,14 +214,15 @@ class FlowAction(Action):
             stmt.restore(0)
             pending[job.uid] = sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
 
-    def _solve(self, net: FlowNetwork, lower: list[int], mode: str) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
+    def _solve(self, net: FlowNetwork, lower: list[int], mode: str,
+               bounded: bool = True) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
         """Solve; return the answer, the jobs dropped as partial gangs (rolled back) and how many pods
-        each had when it was dropped."""
+        each had when it was dropped. ``bounded=False`` ignores the network's lower bounds."""
         k = np.array(lower, dtype=np.int64)
         active = np.ones(len(k), dtype=bool)
         dropped = np.zeros(len(k), dtype=bool)
         had = np.zeros(len(k), dtype=np.int64)
-        sol = solve(net, active)
+        sol = solve(net, active, bounded=bounded)
         self.stats["solves"] += 1
         partial = (sol.placed < k) & active
         if mode == "lowerbound":
@@ -269,9 +281,9 @@ class FlowAction(Action):
                     if not session.predicate(task)[row]:
                         failed = True
                         continue
-                    if uk[u] == 0 and session.fits(task)[row]:
+                    if uk[u] == 0 and _fits_at(session, task, row, False):
                         stmt.allocate(task, row)
-                    elif session.fits(task, future=True)[row]:
+                    elif _fits_at(session, task, row, True):
                         stmt.pipeline(task, row)
                     else:
                         failed = True
@@ -306,6 +318,19 @@ class FlowAction(Action):
         else:
             stmt.discard()
             session.unschedulable(job, reason or _fit_reason(session, job))
+
+
+def _kept(answer: tuple[FlowSolution, np.ndarray, np.ndarray]) -> int:
+    """Pods an answer places outside the gangs it rolls back."""
+    sol, dropped, _ = answer
+    return int(sol.placed[~dropped].sum())
+
+
+def _fits_at(session: Session, task: Task, row: int, future: bool) -> bool:
+    """Does ``task`` fit on node ``row`` now (or once releasing pods are gone)? ``Session.fits`` for one
+    row, without refreshing the whole per-class mask."""
+    free = session.free(task, future=future, rows=np.array([row]))
+    return bool((free[0] >= session.request_cols(task)[1] - EPS).all())
 
 
 def _fit_reason(session: Session, job: Job) -> Callable[[], str]:

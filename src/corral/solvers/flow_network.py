@@ -93,14 +93,14 @@ class FlowSolution:
     cost: int
 
 
-def solve(net: FlowNetwork, active: np.ndarray | None = None) -> FlowSolution:
+def solve(net: FlowNetwork, active: np.ndarray | None = None, *, bounded: bool = True) -> FlowSolution:
     """Solve ``net`` with the jobs of ``active`` (a boolean mask over jobs; default all): an inactive
-    job supplies nothing. Raises ``CorralError`` if OR-Tools does not report an optimum (it always
+    job supplies nothing; ``bounded=False`` drops the lower bounds (the plain network). Raises ``CorralError`` if OR-Tools does not report an optimum (it always
     should: the unscheduled aggregators make every round feasible)."""
     n_jobs, n_groups = len(net.job_supply), len(net.group_job)
     on = np.ones(n_jobs, bool) if active is None else active
     n = np.where(on, net.job_supply, 0).astype(_I64)
-    k = np.minimum(np.where(on, net.job_lower, 0), n).astype(_I64)
+    k = np.minimum(np.where(on & bounded, net.job_lower, 0), n).astype(_I64)
     jobs = np.arange(n_jobs, dtype=_I64)
     J, A, U = 1 + jobs, 1 + n_jobs + jobs, 1 + 2 * n_jobs + jobs
     G0 = 1 + 3 * n_jobs
