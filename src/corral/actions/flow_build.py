@@ -146,7 +146,6 @@ class _Arcs:
     """Accumulates arc arrays (lists of numpy chunks) for the network."""
 
     def __init__(self) -> None:
-        self.ga: list[tuple] = []
         self.gn: list[tuple] = []
         self.an: list[tuple] = []
 
@@ -186,16 +185,14 @@ def _job_costs(session: Session, jobs: list[Job], tasks: list[list[Task]], wait_
     ref_pods = session.cluster.resources.pos(PODS)
     prios = sorted({j.priority for j in jobs})
     rank = {p: i for i, p in enumerate(prios)}
-    u = np.zeros(len(jobs), _I64)
-    p = np.zeros(len(jobs), _I64)
-    for i, (job, ts) in enumerate(zip(jobs, tasks)):
-        share = ts[0].request / ref
-        share[ref_pods] = 0.0
-        size = int(min(SIZE_MAX, max(1, round(float(share.max()) * SIZE_MAX))))
-        wait = int(min(WAIT_CAP, max(0.0, session.now - job.creation) // max(wait_unit, 1e-9)))
-        u[i] = rank[job.priority] * PRIO_STEP + size * (PLACE_MAX + 1) + wait
-        p[i] = u[i] * max(1, lower[i])
-    return u, p
+    share = np.array([ts[0].request for ts in tasks], dtype=float).reshape(len(jobs), -1) / ref
+    share[:, ref_pods] = 0.0
+    size = np.clip(np.round(share.max(axis=1) * SIZE_MAX), 1, SIZE_MAX).astype(_I64)
+    age = np.maximum(session.now - np.array([j.creation for j in jobs], dtype=float), 0.0)
+    wait = np.minimum(WAIT_CAP, age // max(wait_unit, 1e-9)).astype(_I64)
+    prio = np.array([rank[j.priority] for j in jobs], dtype=_I64)
+    u = prio * PRIO_STEP + size * (PLACE_MAX + 1) + wait
+    return u, u * np.maximum(1, np.asarray(lower, dtype=_I64))
 
 
 def _chain(session: Session, job: Job, classes: list[int], cls: _Classes, need: int,
@@ -288,6 +285,9 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
     chains = {j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
               for j, cs in job_classes.items()
               if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)}
+    ga_g: list[int] = []
+    ga_a: list[int] = []
+    ga_c: list[int] = []
     for g, ts in enumerate(groups):
         c, j = group_class[g], group_job[g]
         nominated, pref = group_key[g]
@@ -309,12 +309,16 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
         chain = chains.get(j)
         if chain is None:
             if not (jobs[j].topology_mode == "hard" and nominated < 0):
-                arcs.ga.append(([g], [agg(c, "", None)], [to_cluster]))
+                ga_g.append(g)
+                ga_a.append(agg(c, "", None))
+                ga_c.append(to_cluster)
             continue
         for name, mask, cost in chain:
-            arcs.ga.append(([g], [agg(c, name, mask)], [cost + to_cluster]))
+            ga_g.append(g)
+            ga_a.append(agg(c, name, mask))
+            ga_c.append(cost + to_cluster)
     u, p = _job_costs(session, jobs, tasks, wait_unit, lower)
-    ga_group, ga_agg, ga_cost = _Arcs.cat(arcs.ga, 3)
+    ga_group, ga_agg, ga_cost = (np.array(x, dtype=_I64) for x in (ga_g, ga_a, ga_c))
     gn_group, gn_node, gn_cap, gn_cost, gn_kind = _Arcs.cat(arcs.gn, 5)
     an_agg, an_node, an_cap, an_cost, an_kind = _Arcs.cat(arcs.an, 5)
     pods = session.cluster.resources.pos(PODS)
