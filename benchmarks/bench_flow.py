@@ -2,11 +2,12 @@
 1–64 pods of 1, 2, 4 or 8 GPUs) on clusters of 1k / 10k nodes (8 GPUs each, 3-tier HyperNode tree, two
 one-GPU pods running per node), the cluster generator of ``bench_allocate.py``.
 
-For each size it prints, median of ``--repeat`` runs (3): the flow round's graph-build time, solve time
-(OR-Tools, including the lower-bound re-solves), the pod-by-pod check through the Statements, the whole
+For each size it prints, median of ``--repeat`` runs (3): the first solve of the round (graph build +
+one OR-Tools solve), then the round's total graph-build time and solve time (all solves: lower-bound
+re-solves, the comparison with rollback, re-solves after the check), the pod-by-pod check through the Statements, the whole
 action, solves and re-solves, pods placed and GPU share placed (GPUs placed / GPUs the pending pods ask
 for); and for the same input ``allocate``'s time and GPU share. Targets: 50k pods x 10k nodes in
-<= 0.5 s per round including graph building (build + solve), and a GPU share at least allocate's minus
+<= 0.5 s per round including graph building (shown for the first solve and for all solves), and a GPU share at least allocate's minus
 1 point.
 
     .venv/bin/python benchmarks/bench_flow.py [--sizes 1000x1000,10000x1000,...] [--mode lowerbound]
@@ -71,7 +72,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     print(f"flow gangMode={args.mode} costModel={args.model}; median of {args.repeat}")
-    print(f"{'pods x nodes':>14} {'build':>7} {'solve':>7} {'round':>7} {'check':>7} {'action':>7} {'solves':>6} "
+    print(f"{'pods x nodes':>14} {'first':>7} {'build':>7} {'solve':>7} {'round':>7} {'check':>7} {'action':>7} {'solves':>6} "
           f"{'resolv':>6} {'placed':>7} {'GPU%':>6} | {'alloc s':>7} {'GPU%':>6}")
     verdicts = []
     for size in args.sizes.split(","):
@@ -83,11 +84,13 @@ def main() -> int:
         def med(k: str) -> float:
             return statistics.median(r[k] for r in runs)
         rnd = statistics.median(r["build"] + r["solve"] for r in runs)
-        print(f"{pending:>6} x {nodes:<6} {med('build'):7.3f} {med('solve'):7.3f} {rnd:7.3f} {med('check'):7.3f} "
+        print(f"{pending:>6} x {nodes:<6} {med('first'):7.3f} {med('build'):7.3f} {med('solve'):7.3f} {rnd:7.3f} {med('check'):7.3f} "
               f"{med('total'):7.3f} {int(med('solves')):6d} {int(med('resolves')):6d} {int(med('placed')):7d} "
               f"{med('share'):6.1f} | {alloc['total']:7.2f} {alloc['share']:6.1f}")
         if (pending, nodes) == (50000, 10000):
-            verdicts.append(f"round (build + solve) {rnd:.3f} s, target <= 0.5 s: {'OK' if rnd <= 0.5 else 'MISSED'}")
+            first = med('first')
+            verdicts.append(f"first solve (build + solve) {first:.3f} s, target <= 0.5 s: {'OK' if first <= 0.5 else 'MISSED'}")
+            verdicts.append(f"all solves (build + solve) {rnd:.3f} s, target <= 0.5 s: {'OK' if rnd <= 0.5 else 'MISSED'}")
         gap = med('share') - alloc['share']
         verdicts.append(f"{pending} x {nodes}: GPU share {med('share'):.1f}% vs allocate {alloc['share']:.1f}% "
                         f"(target >= allocate - 1 point): {'OK' if gap >= -1 else 'MISSED'}")

@@ -98,7 +98,9 @@ class FlowAction(Action):
 
     def __init__(self, args: FlowArgs | None = None) -> None:
         super().__init__(args if args is not None else FlowArgs())
-        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "solves": 0, "resolves": 0, "rounds": 0}
+        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "solves": 0, "resolves": 0, "rounds": 0,
+                      "first": 0.0}
+        self.first_solve = 0.0
 
     def execute(self, session: Session) -> None:
         jobs = sorted(schedulable_jobs(session), key=lambda j: (-j.priority, j.creation, j.uid))
@@ -189,6 +191,8 @@ class FlowAction(Action):
             t2 = time.perf_counter()
             self.stats["build"] += t1 - t0
             self.stats["solve"] += t2 - t1
+            if not self.stats["first"]:
+                self.stats["first"] = t1 - t0 + self.first_solve
             for i in np.flatnonzero(dropped):
                 job = live[int(i)]
                 out.add(job.uid)
@@ -222,7 +226,9 @@ class FlowAction(Action):
         active = np.ones(len(k), dtype=bool)
         dropped = np.zeros(len(k), dtype=bool)
         had = np.zeros(len(k), dtype=np.int64)
+        t0 = time.perf_counter()
         sol = solve(net, active, bounded=bounded)
+        self.first_solve = self.first_solve or time.perf_counter() - t0
         self.stats["solves"] += 1
         partial = (sol.placed < k) & active
         if mode == "lowerbound":
