@@ -241,15 +241,12 @@ def _chain(session: Session, job: Job, classes: list[int], cls: _Classes, need: 
     return out
 
 
-def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lower: list[int], *,
-                  model: str, wait_unit: float) -> Built:
-    """The network of one solve: ``jobs`` with their waiting ``tasks`` (task order) and the lower bound
-    of each (0: none)."""
-    cls = _Classes(session)
+def _group_tasks(tasks: list[list[Task]], model: str) -> tuple[list[list[Task]], list[int], list[tuple[int, str]]]:
+    """``(groups, job of each group, (nominated row, preferred nodes) of each group)``: each job's
+    waiting pods split by equivalence class, nominated node and (``quincy``) preferred node set."""
     groups: list[list[Task]] = []
     group_job: list[int] = []
-    group_class: list[int] = []
-    group_key: list[tuple] = []
+    group_key: list[tuple[int, str]] = []
     for j, ts in enumerate(tasks):
         index: dict[tuple, int] = {}
         for t in ts:
@@ -262,43 +259,46 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
                 groups.append([])
                 group_job.append(j)
                 group_key.append((nominated, pref))
-                group_class.append(-1)
             groups[g].append(t)
-    for g, ts in enumerate(groups):
-        group_class[g] = cls.of(ts[0], len(ts))
-    cls.capacities()
-    nodes = session.cluster.nodes
-    arcs = _Arcs()
-    aggs: dict[tuple[int, str], int] = {}
-    node_cost = [_node_costs(session, model, rep) + extra for rep, extra in zip(cls.reps, _contention(cls))]
+    return groups, group_job, group_key
 
-    def agg(c: int, name: str, mask: np.ndarray | None) -> int:
-        a = aggs.get((c, name))
+
+class _Builder:
+    """Arcs of one network: aggregators made on demand, group arcs per group."""
+
+    def __init__(self, session: Session, cls: _Classes, model: str) -> None:
+        self.session, self.cls, self.model = session, cls, model
+        self.arcs = _Arcs()
+        self.aggs: dict[tuple[int, str], int] = {}
+        self.node_cost = [_node_costs(session, model, rep) + extra for rep, extra in zip(cls.reps, _contention(cls))]
+        self.ga: tuple[list[int], list[int], list[int]] = ([], [], [])
+
+    def agg(self, c: int, name: str, mask: np.ndarray | None) -> int:
+        a = self.aggs.get((c, name))
         if a is None:
-            a = aggs[(c, name)] = len(aggs)
-            _agg_arcs(arcs, a, cls.now[c], cls.pipe[c], node_cost[c], model == "spread", mask)
+            a = self.aggs[(c, name)] = len(self.aggs)
+            _agg_arcs(self.arcs, a, self.cls.now[c], self.cls.pipe[c], self.node_cost[c], self.model == "spread",
+                      mask)
         return a
 
-    job_classes: dict[int, list[int]] = {}
-    for g, j in enumerate(group_job):
-        job_classes.setdefault(j, []).append(group_class[g])
-    chains = {j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
-              for j, cs in job_classes.items()
-              if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)}
-    ga_g: list[int] = []
-    ga_a: list[int] = []
-    ga_c: list[int] = []
-    for g, ts in enumerate(groups):
-        c, j = group_class[g], group_job[g]
-        nominated, pref = group_key[g]
+    def to_agg(self, g: int, a: int, cost: int) -> None:
+        self.ga[0].append(g)
+        self.ga[1].append(a)
+        self.ga[2].append(cost)
+
+    def group(self, g: int, c: int, ts: list[Task], nominated: int, pref: str, chain: list | None,
+              hard: bool) -> None:
+        """The arcs of group ``g`` (class ``c``): its nominated node, its preferred nodes, then the
+        aggregators of its chain of domains, or the class's cluster aggregator."""
+        arcs, cls = self.arcs, self.cls
         to_cluster = 0
         if nominated >= 0:
-            fits_now = bool(session.fits(ts[0])[nominated])
+            fits_now = bool(self.session.fits(ts[0])[nominated])
             arcs.gn.append(([g], [nominated], [len(ts)], [0], [0 if fits_now else 1]))
             to_cluster = NOMINATED_ELSEWHERE
         if pref:
-            rows = np.array(sorted({nodes.index[n.strip()] for n in pref.split(",") if n.strip() in nodes.index}),
-                            dtype=_I64)
+            index = self.session.cluster.nodes.index
+            rows = np.array(sorted({index[n.strip()] for n in pref.split(",") if n.strip() in index}), dtype=_I64)
             now, pipe = cls.now[c][rows], cls.pipe[c][rows]
             ok, okp = now > 0, pipe > 0
             arcs.gn.append((np.full(int(ok.sum()), g), rows[ok], np.minimum(now[ok], len(ts)),
@@ -306,26 +306,42 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
             arcs.gn.append((np.full(int(okp.sum()), g), rows[okp], np.minimum(pipe[okp], len(ts)),
                             np.full(int(okp.sum()), PIPE_COST), np.ones(int(okp.sum()))))
             to_cluster = max(to_cluster, QUINCY_AGG)
-        chain = chains.get(j)
         if chain is None:
-            if not (jobs[j].topology_mode == "hard" and nominated < 0):
-                ga_g.append(g)
-                ga_a.append(agg(c, "", None))
-                ga_c.append(to_cluster)
-            continue
+            if not (hard and nominated < 0):
+                self.to_agg(g, self.agg(c, "", None), to_cluster)
+            return
         for name, mask, cost in chain:
-            ga_g.append(g)
-            ga_a.append(agg(c, name, mask))
-            ga_c.append(cost + to_cluster)
+            self.to_agg(g, self.agg(c, name, mask), cost + to_cluster)
+
+
+def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lower: list[int], *,
+                  model: str, wait_unit: float) -> Built:
+    """The network of one solve: ``jobs`` with their waiting ``tasks`` (task order) and the lower bound
+    of each (0: none)."""
+    cls = _Classes(session)
+    groups, group_job, group_key = _group_tasks(tasks, model)
+    group_class = [cls.of(ts[0], len(ts)) for ts in groups]
+    cls.capacities()
+    nodes = session.cluster.nodes
+    b = _Builder(session, cls, model)
+    job_classes: dict[int, list[int]] = {}
+    for g, j in enumerate(group_job):
+        job_classes.setdefault(j, []).append(group_class[g])
+    chains = {j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
+              for j, cs in job_classes.items()
+              if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)}
+    for g, ts in enumerate(groups):
+        j = group_job[g]
+        b.group(g, group_class[g], ts, *group_key[g], chains.get(j), jobs[j].topology_mode == "hard")
     u, p = _job_costs(session, jobs, tasks, wait_unit, lower)
-    ga_group, ga_agg, ga_cost = (np.array(x, dtype=_I64) for x in (ga_g, ga_a, ga_c))
-    gn_group, gn_node, gn_cap, gn_cost, gn_kind = _Arcs.cat(arcs.gn, 5)
-    an_agg, an_node, an_cap, an_cost, an_kind = _Arcs.cat(arcs.an, 5)
+    ga_group, ga_agg, ga_cost = (np.array(x, dtype=_I64) for x in b.ga)
+    gn_group, gn_node, gn_cap, gn_cost, gn_kind = _Arcs.cat(b.arcs.gn, 5)
+    an_agg, an_node, an_cap, an_cost, an_kind = _Arcs.cat(b.arcs.an, 5)
     pods = session.cluster.resources.pos(PODS)
-    slots = np.floor((nodes.future_idle[:, pods] + EPS) / 1000.0)
+    slots = np.floor((nodes.future_idle[:, pods] + EPS) / 1000.0)      # a pod takes 1000 milli-pods
     node_cap = np.where(nodes.down, 0, np.clip(slots, 0, None)).astype(_I64)
     net = FlowNetwork(len(nodes), np.array([len(ts) for ts in tasks], _I64), np.array(lower, _I64), u, p,
-                      np.array(group_job, _I64), np.array([len(ts) for ts in groups], _I64), len(aggs),
+                      np.array(group_job, _I64), np.array([len(ts) for ts in groups], _I64), len(b.aggs),
                       ga_group, ga_agg, ga_cost, gn_group, gn_node, gn_cap, gn_cost, gn_kind,
                       an_agg, an_node, an_cap, an_cost, an_kind, node_cap)
-    return Built(net, groups, sorted(aggs, key=aggs.get))
+    return Built(net, groups, sorted(b.aggs, key=b.aggs.get))
