@@ -88,3 +88,14 @@ def test_uses_vectorised_loader(monkeypatch: pytest.MonkeyPatch) -> None:
     net = _net([1], [0], [10], [10], [0], [1], 1, [(0, 0, 1, 0)], [(0, 0, 0)], [1])
     solve(net)
     assert calls["one"] == 0
+
+
+def test_hypernode_tree_units_stay_below_their_entry() -> None:
+    # aggregator 0 (cluster) -> aggregator 1 (a leaf holding node 0); node 1 hangs off the cluster.
+    # Group 0 enters the leaf, group 1 the cluster: group 0 must land on node 0, group 1 on node 1.
+    an = [(0, 1, 1, 0), (1, 0, 1, 0)]
+    net = _net([1, 1], [0, 0], [10, 10], [10, 10], [0, 1], [1, 1], 2, an, [(0, 1, 0), (1, 0, 0)], [1, 1])
+    net.aa_src, net.aa_dst = np.array([0], I), np.array([1], I)
+    sol = solve(net)
+    assert sorted(zip(sol.unit_group.tolist(), sol.unit_node.tolist())) == [(0, 0), (1, 1)]
+    assert net.arcs == 4 * 2 + 2 * 2 + 2 + 0 + 2 + 2 + 1

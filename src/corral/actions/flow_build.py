@@ -272,14 +272,41 @@ class _Builder:
         self.aggs: dict[tuple[int, str], int] = {}
         self.node_cost = [_node_costs(session, model, rep) + extra for rep, extra in zip(cls.reps, _contention(cls))]
         self.ga: tuple[list[int], list[int], list[int]] = ([], [], [])
+        self.aa: tuple[list[int], list[int]] = ([], [])
+        self.trees: set[int] = set()          # classes some gang reaches through the HyperNode tree
 
-    def agg(self, c: int, name: str, mask: np.ndarray | None) -> int:
-        a = self.aggs.get((c, name))
-        if a is None:
-            a = self.aggs[(c, name)] = len(self.aggs)
-            _agg_arcs(self.arcs, a, self.cls.now[c], self.cls.pipe[c], self.node_cost[c], self.model == "spread",
-                      mask)
-        return a
+    def agg(self, c: int, name: str) -> int:
+        """The aggregator of class ``c`` for HyperNode ``name`` ("": the cluster). For a class in
+        ``trees`` the class's aggregators form the HyperNode tree (cluster -> top tier -> ... -> leaves
+        -> nodes), so a node is reached by one arc per class whichever aggregator a gang enters by, and
+        the class's capacity on a node is never offered twice."""
+        if (c, "") not in self.aggs:
+            top = self.aggs[(c, "")] = len(self.aggs)
+            if c in self.trees:
+                self._tree(c, top)
+            else:
+                self._nodes(c, top, None)
+        return self.aggs[(c, name)]
+
+    def _nodes(self, c: int, a: int, mask: np.ndarray | None) -> None:
+        _agg_arcs(self.arcs, a, self.cls.now[c], self.cls.pipe[c], self.node_cost[c], self.model == "spread", mask)
+
+    def _tree(self, c: int, top: int) -> None:
+        tree = self.session.cluster.hypernodes
+        covered = np.zeros(len(self.session.cluster.nodes), dtype=bool)
+        for tier in sorted(tree.tiers, reverse=True):           # parents before children
+            for hn in tree.domains(tier):
+                a = self.aggs[(c, hn.name)] = len(self.aggs)
+                parent = self.aggs.get((c, hn.parent), top) if hn.parent else top
+                self.aa[0].append(parent)
+                self.aa[1].append(a)
+                own = hn.mask.copy()
+                for child in hn.children:
+                    if child in tree.hypernodes:
+                        own &= ~tree.hypernodes[child].mask
+                self._nodes(c, a, own)
+                covered |= hn.mask
+        self._nodes(c, top, ~covered)
 
     def to_agg(self, g: int, a: int, cost: int) -> None:
         self.ga[0].append(g)
@@ -308,10 +335,10 @@ class _Builder:
             to_cluster = max(to_cluster, QUINCY_AGG)
         if chain is None:
             if not (hard and nominated < 0):
-                self.to_agg(g, self.agg(c, "", None), to_cluster)
+                self.to_agg(g, self.agg(c, ""), to_cluster)
             return
-        for name, mask, cost in chain:
-            self.to_agg(g, self.agg(c, name, mask), cost + to_cluster)
+        for name, _mask, cost in chain:
+            self.to_agg(g, self.agg(c, name), cost + to_cluster)
 
 
 def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lower: list[int], *,
@@ -330,6 +357,7 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
     chains = {j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
               for j, cs in job_classes.items()
               if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)}
+    b.trees = {group_class[g] for g, j in enumerate(group_job) if chains.get(j)}
     for g, ts in enumerate(groups):
         j = group_job[g]
         b.group(g, group_class[g], ts, *group_key[g], chains.get(j), jobs[j].topology_mode == "hard")
@@ -340,8 +368,10 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
     pods = session.cluster.resources.pos(PODS)
     slots = np.floor((nodes.future_idle[:, pods] + EPS) / 1000.0)      # a pod takes 1000 milli-pods
     node_cap = np.where(nodes.down, 0, np.clip(slots, 0, None)).astype(_I64)
+    n_aggs = len(b.aggs)
     net = FlowNetwork(len(nodes), np.array([len(ts) for ts in tasks], _I64), np.array(lower, _I64), u, p,
-                      np.array(group_job, _I64), np.array([len(ts) for ts in groups], _I64), len(b.aggs),
+                      np.array(group_job, _I64), np.array([len(ts) for ts in groups], _I64), n_aggs,
                       ga_group, ga_agg, ga_cost, gn_group, gn_node, gn_cap, gn_cost, gn_kind,
-                      an_agg, an_node, an_cap, an_cost, an_kind, node_cap)
+                      an_agg, an_node, an_cap, an_cost, an_kind, node_cap,
+                      np.array(b.aa[0], _I64), np.array(b.aa[1], _I64))
     return Built(net, groups, sorted(b.aggs, key=b.aggs.get))

@@ -74,11 +74,15 @@ class FlowNetwork:
     an_cost: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
     an_kind: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
     node_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    # aggregator -> aggregator arcs (a class's HyperNode tree, parent to child; the parent's index is
+    # always the smaller), uncapacitated, cost 0
+    aa_src: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    aa_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
 
     @property
     def arcs(self) -> int:
         return 4 * len(self.job_supply) + 2 * len(self.group_job) + len(self.ga_group) + len(self.gn_group) \
-            + len(self.an_agg) + self.n_nodes
+            + len(self.an_agg) + self.n_nodes + len(self.aa_src)
 
 
 @dataclass
@@ -109,18 +113,19 @@ def solve(net: FlowNetwork, active: np.ndarray | None = None, *, bounded: bool =
     sink = 0
     gcap = np.where(on[net.group_job], net.group_count, 0).astype(_I64)
     gq = np.arange(n_groups, dtype=_I64)
+    n_aa = len(net.aa_src)
     sizes = [n_jobs, n_jobs, n_jobs, n_jobs, n_groups, len(net.ga_group), len(net.gn_group), len(net.an_agg),
-             net.n_nodes]
+             net.n_nodes, n_aa]
     tails = np.concatenate([J, J, A, U, A[net.group_job], G0 + net.ga_group, G0 + net.gn_group,
-                            X0 + net.an_agg, N0 + np.arange(net.n_nodes, dtype=_I64)]).astype(_I64)
+                            X0 + net.an_agg, N0 + np.arange(net.n_nodes, dtype=_I64), X0 + net.aa_src]).astype(_I64)
     heads = np.concatenate([A, U, U, np.full(n_jobs, sink, _I64), G0 + gq, X0 + net.ga_agg, N0 + net.gn_node,
-                            N0 + net.an_node, np.full(net.n_nodes, sink, _I64)]).astype(_I64)
+                            N0 + net.an_node, np.full(net.n_nodes, sink, _I64), X0 + net.aa_dst]).astype(_I64)
     ga_cap = gcap[net.ga_group] if len(net.ga_group) else np.zeros(0, _I64)
     caps = np.concatenate([n - k, n - k, k, n, gcap, ga_cap, net.gn_cap * (gcap[net.gn_group] > 0),
-                           net.an_cap, net.node_cap]).astype(_I64)
+                           net.an_cap, net.node_cap, np.full(n_aa, int(n.sum()), _I64)]).astype(_I64)
     zeros = np.zeros(n_jobs, _I64)
     costs = np.concatenate([zeros, net.job_wait_cost, net.job_penalty, zeros, np.zeros(n_groups, _I64),
-                            net.ga_cost, net.gn_cost, net.an_cost, np.zeros(net.n_nodes, _I64)]).astype(_I64)
+                            net.ga_cost, net.gn_cost, net.an_cost, np.zeros(net.n_nodes + n_aa, _I64)]).astype(_I64)
     mcf = SimpleMinCostFlow()
     mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, costs)
     supply = np.zeros(N0 + net.n_nodes, _I64)
@@ -135,15 +140,19 @@ def solve(net: FlowNetwork, active: np.ndarray | None = None, *, bounded: bool =
     flows = mcf.flows(np.arange(len(tails), dtype=_I64))
     starts = np.concatenate([[0], np.cumsum(sizes)])
     part = {name: flows[starts[i]:starts[i + 1]] for i, name in
-            enumerate(["ja", "ju", "au", "us", "ag", "gx", "gn", "xn", "ns"])}
-    ug, un, uk = _split(net, part["gx"], part["gn"], part["xn"])
+            enumerate(["ja", "ju", "au", "us", "ag", "gx", "gn", "xn", "ns", "xx"])}
+    ug, un, uk = _split(net, part["gx"], part["gn"], part["xn"], part["xx"])
     placed = np.bincount(net.group_job[ug], minlength=n_jobs) if ug.size else np.zeros(n_jobs, _I64)
     return FlowSolution(ug, un, uk, placed.astype(_I64), int(mcf.optimal_cost()))
 
 
-def _split(net: FlowNetwork, gx: np.ndarray, gn: np.ndarray, xn: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Units (group, node, kind) from the arc flows: direct group->node flows as they are; each
-    aggregator's inflows from groups paired in order with its outflows to nodes."""
+def _split(net: FlowNetwork, gx: np.ndarray, gn: np.ndarray, xn: np.ndarray,
+           xx: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Units (group, node, kind) from the arc flows: direct group->node flows as they are; the units
+    reaching an aggregator (from groups, in group order, after those passed down by its parent) are
+    handed out in order to its node arcs (by kind, then node) and then to its children. Every unit at
+    an aggregator may take any of its arcs, so any such split is a valid decomposition; parents come
+    before children in index order, so one pass in index order suffices."""
     parts_g, parts_n, parts_k = [], [], []
     sel = gn > 0
     if sel.any():
@@ -151,21 +160,35 @@ def _split(net: FlowNetwork, gx: np.ndarray, gn: np.ndarray, xn: np.ndarray) -> 
         parts_g.append(np.repeat(net.gn_group[sel], reps))
         parts_n.append(np.repeat(net.gn_node[sel], reps))
         parts_k.append(np.repeat(net.gn_kind[sel], reps))
-    sel_in, sel_out = gx > 0, xn > 0
-    if sel_in.any():
-        # inflow units sorted by (aggregator, group); outflow units by (aggregator, kind, node)
-        ia, ig, ir = net.ga_agg[sel_in], net.ga_group[sel_in], gx[sel_in]
-        order = np.lexsort((ig, ia))
-        in_agg = np.repeat(ia[order], ir[order])
-        in_group = np.repeat(ig[order], ir[order])
-        oa, on, ok, orr = net.an_agg[sel_out], net.an_node[sel_out], net.an_kind[sel_out], xn[sel_out]
-        order = np.lexsort((on, ok, oa))
-        out_agg = np.repeat(oa[order], orr[order])
-        if len(in_agg) != len(out_agg) or not np.array_equal(in_agg, out_agg):
+    sel = gx > 0
+    ia, ig, ir = net.ga_agg[sel], net.ga_group[sel], gx[sel]
+    order = np.lexsort((ig, ia))
+    in_agg, in_group = np.repeat(ia[order], ir[order]), np.repeat(ig[order], ir[order])
+    sel = xn > 0
+    oa, on, ok, orr = net.an_agg[sel], net.an_node[sel], net.an_kind[sel], xn[sel]
+    order = np.lexsort((on, ok, oa))
+    oa, on, ok, orr = oa[order], on[order], ok[order], orr[order]
+    sel = xx > 0
+    ca, cd, cf = net.aa_src[sel], net.aa_dst[sel], xx[sel]
+    order = np.lexsort((cd, ca))
+    ca, cd, cf = ca[order], cd[order], cf[order]
+    passed: dict[int, np.ndarray] = {}
+    for a in np.unique(np.concatenate([in_agg, oa, ca])).tolist():
+        lo, hi = np.searchsorted(in_agg, [a, a + 1])
+        units = np.concatenate([passed.pop(a, np.zeros(0, _I64)), in_group[lo:hi]])
+        lo, hi = np.searchsorted(oa, [a, a + 1])
+        reps = orr[lo:hi]
+        used = int(reps.sum())
+        if used:
+            parts_g.append(units[:used])
+            parts_n.append(np.repeat(on[lo:hi], reps))
+            parts_k.append(np.repeat(ok[lo:hi], reps))
+        lo, hi = np.searchsorted(ca, [a, a + 1])
+        for child, f in zip(cd[lo:hi].tolist(), cf[lo:hi].tolist()):
+            passed[child] = units[used:used + f]
+            used += f
+        if used != len(units):
             raise CorralError("min-cost flow solution does not conserve flow at an aggregator")
-        parts_g.append(in_group)
-        parts_n.append(np.repeat(on[order], orr[order]))
-        parts_k.append(np.repeat(ok[order], orr[order]))
     if not parts_g:
         empty = np.zeros(0, _I64)
         return empty, empty, empty
