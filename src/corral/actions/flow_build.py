@@ -67,6 +67,8 @@ class _Classes:
         self.index: dict[object, int] = {}
         self.reps: list[Task] = []
         self.demand: list[int] = []
+        self._room: dict[tuple[int, int], np.ndarray] = {}
+        self._owner: dict[int, np.ndarray] = {}
 
     def of(self, task: Task, count: int) -> int:
         key = task.klass or ("task", task.uid)
@@ -77,6 +79,22 @@ class _Classes:
             self.demand.append(0)
         self.demand[c] += count
         return c
+
+    def room(self, c: int, tier: int) -> np.ndarray:
+        """Pods of class ``c`` that fit now in each HyperNode of ``tier`` (cached per round)."""
+        key = (c, tier)
+        got = self._room.get(key)
+        if got is None:
+            hns = self.session.cluster.hypernodes.domains(tier)
+            owner = self._owner.get(tier)
+            if owner is None:                    # the HyperNode of this tier holding each node (-1: none)
+                owner = self._owner[tier] = np.full(len(self.session.cluster.nodes), -1, dtype=_I64)
+                for i, hn in enumerate(hns):
+                    owner[hn.mask & (owner < 0)] = i
+            ok = owner >= 0
+            got = self._room[key] = np.bincount(owner[ok], weights=self.now[c][ok],
+                                                minlength=len(hns)).astype(_I64)
+        return got
 
     def capacities(self) -> None:
         session = self.session
@@ -215,7 +233,7 @@ def _chain(session: Session, job: Job, classes: list[int], cls: _Classes, need: 
         chosen = None
         for tier in tree.tiers:
             hns = tree.domains(tier)
-            room = np.array([min(int(cls.now[c][hn.mask].sum()) for c in classes) for hn in hns])
+            room = np.min([cls.room(c, tier) for c in classes], axis=0)
             ok = np.flatnonzero(room >= need)
             if ok.size:
                 hn = hns[int(ok[np.argmin(room[ok])])]
