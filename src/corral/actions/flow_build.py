@@ -15,9 +15,10 @@ capacities, aggregators and the integer costs of each cost model. The network it
   arc outside the chosen domain's ancestors of an allowed tier.
 - **Costs** (all integers, so OR-Tools' optimum is exact): a placement path costs at most
   ``PLACE_MAX``; leaving a pod waiting costs ``u_j`` = priority rank x ``PRIO_STEP`` + pod size x
-  (``PLACE_MAX`` + 1) + wait steps, so placing always beats waiting, a pod of higher priority is worth
-  more than any pod of lower priority, then bigger pods (dominant share of a node) and older jobs come
-  first. A gang's bypass costs ``p_j = u_j x k_j`` per missing pod: a pod short of minMember is as bad
+  (``PLACE_MAX`` + 1 + wait steps), so placing always beats waiting and a pod of higher priority is
+  worth more than any pod of lower priority; among equal priorities each unit of capacity is worth
+  the same plus what its job has waited, so the round places as much as it can and, where pods
+  compete, the older job's pods first. A gang's bypass costs ``p_j = u_j x k_j`` per missing pod: a pod short of minMember is as bad
   as the whole minimum left waiting.
 """
 
@@ -46,7 +47,7 @@ CONTENTION = 50           # the contention term on a class's node arcs (:func:`_
 NOMINATED_ELSEWHERE = 100  # a nominated pod moving off its nominated node
 SIZE_MAX = 64             # pod size in units of 1/64 of the largest node
 WAIT_CAP = 1000
-PRIO_STEP = SIZE_MAX * (PLACE_MAX + 1) + WAIT_CAP + 1
+PRIO_STEP = SIZE_MAX * (PLACE_MAX + 1 + WAIT_CAP) + 1
 _I64 = np.int64
 
 
@@ -209,7 +210,7 @@ def _job_costs(session: Session, jobs: list[Job], tasks: list[list[Task]], wait_
     age = np.maximum(session.now - np.array([j.creation for j in jobs], dtype=float), 0.0)
     wait = np.minimum(WAIT_CAP, age // max(wait_unit, 1e-9)).astype(_I64)
     prio = np.array([rank[j.priority] for j in jobs], dtype=_I64)
-    u = prio * PRIO_STEP + size * (PLACE_MAX + 1) + wait
+    u = prio * PRIO_STEP + size * (PLACE_MAX + 1 + wait)
     return u, u * np.maximum(1, np.asarray(lower, dtype=_I64))
 
 
