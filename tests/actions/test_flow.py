@@ -86,7 +86,7 @@ def test_stats_and_gangs_whole(mode: str) -> None:
 def files(tmp_path: Path) -> Path:
     (tmp_path / "cluster.yaml").write_text(CLUSTER)
     (tmp_path / "w.csv").write_text(WORKLOAD)
-    for mode in ("lowerbound", "sequential"):
+    for mode in ("sequential",):
         (tmp_path / f"flow-{mode}.yaml").write_text(
             "actions: \"enqueue, flow, backfill\"\nconfigurations:\n- name: flow\n  arguments: {gangMode: "
             f"{mode}}}\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
@@ -98,13 +98,12 @@ def test_compare_allocate_and_flow(files: Path) -> None:
     app = typer.Typer()
     register(app)
     out = files / "cmp"
-    res = CliRunner().invoke(app, ["compare", "default", str(files / "flow-lowerbound.yaml"),
-                                   str(files / "flow-sequential.yaml"), "--workload", str(files / "w.csv"),
+    res = CliRunner().invoke(app, ["compare", "default", str(files / "flow-sequential.yaml"),
+                                   "--workload", str(files / "w.csv"),
                                    "--cluster", str(files / "cluster.yaml"), "--output", str(out),
                                    "--no-progress"], catch_exceptions=False)
     assert res.exit_code == 0, res.stderr
     rows = {r["config"]: r for r in json.loads((out / "comparison.json").read_text())}
-    assert set(rows) == {"default", "flow-lowerbound", "flow-sequential"}
-    for name in ("flow-lowerbound", "flow-sequential"):
-        summary = json.loads((out / name / "summary.json").read_text())
-        assert summary["jobs_completed"] == 3
+    assert set(rows) == {"default", "flow-sequential"}
+    summary = json.loads((out / "flow-sequential" / "summary.json").read_text())
+    assert summary["jobs_completed"] == 3
