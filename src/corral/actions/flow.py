@@ -54,8 +54,8 @@ from corral.solvers.flow_network import FlowNetwork, FlowSolution, solve
 
 __all__ = ["FlowAction", "FlowArgs"]
 
-#: Lower-bound re-solves per solve at most (each removes at least one partial gang); gangs still partial
-#: after them are rolled back as in ``rollback`` mode.
+#: Lower-bound re-solves at most in a round's first solve (each removes at least one partial gang), and
+#: 2 in the re-solves after the check; gangs still partial after them are rolled back as in ``rollback``.
 MAX_STABILISE = 8
 
 
@@ -182,7 +182,7 @@ class FlowAction(Action):
             built = build_network(session, live, tasks, bounds,
                                   model=self.args.cost_model, wait_unit=self.args.wait_unit)
             t1 = time.perf_counter()
-            sol, dropped, had = self._solve(built.net, lower, mode)
+            sol, dropped, had = self._solve(built.net, lower, mode, stabilise=MAX_STABILISE if not attempt else 2)
             if compare and not attempt:
                 plain = self._solve(built.net, lower, "rollback", bounded=False)
                 if _kept(plain) > _kept((sol, dropped, had)):
@@ -218,8 +218,8 @@ class FlowAction(Action):
             stmt.restore(0)
             pending[job.uid] = sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
 
-    def _solve(self, net: FlowNetwork, lower: list[int], mode: str,
-               bounded: bool = True) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
+    def _solve(self, net: FlowNetwork, lower: list[int], mode: str, bounded: bool = True,
+               stabilise: int = MAX_STABILISE) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
         """Solve; return the answer, the jobs dropped as partial gangs (rolled back) and how many pods
         each had when it was dropped. ``bounded=False`` ignores the network's lower bounds."""
         k = np.array(lower, dtype=np.int64)
@@ -232,7 +232,7 @@ class FlowAction(Action):
         self.stats["solves"] += 1
         partial = (sol.placed < k) & active
         if mode == "lowerbound":
-            for _ in range(MAX_STABILISE):
+            for _ in range(stabilise):
                 # a gang with nothing placed asks nothing of the others: only partial ones go
                 partial = (sol.placed > 0) & (sol.placed < k) & active
                 if not partial.any():
