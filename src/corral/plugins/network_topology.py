@@ -39,6 +39,8 @@ from corral.model.resources import CPU, EPS, GPU, PODS
 __all__ = ["NetworkTopologyPlugin"]
 
 _WAITING = {TaskStatus.PENDING, TaskStatus.PIPELINED}
+#: Full domains (no room by the free-capacity bound) still offered to allocate when none has room.
+FULL_DOMAINS_TRIED = 2
 _VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 
 
@@ -151,8 +153,9 @@ class NetworkTopologyPlugin(Plugin):
         (the bin-packing score once the job's pods are added), then name. A domain where even the
         releasing capacity cannot hold the waiting pods is left out: allocate cannot make room, and a
         capped number of dry runs must not be spent on full domains (the eviction actions ask with
-        purpose EVICT and get those). When no domain has room, the tightest one alone is returned, so that
-        a hard-topology gang keeps its constraint and gets a reason from its dry run."""
+        purpose EVICT and get those). When no domain has room, the :data:`FULL_DOMAINS_TRIED` tightest
+        are returned, so that a hard-topology gang keeps its constraint and its reason says where it was
+        tried, at the cost of that many dry runs, not of one per domain of the tree."""
         if not cand.size:
             return []
         hx = self.tree.index()
@@ -164,7 +167,7 @@ class NetworkTopologyPlugin(Plugin):
         klass = self._fit_class(job, cand, need)
         order = np.lexsort((cand, -score, hx.tier[cand], klass))
         room = order[klass[order] < 2]
-        keep = room if room.size else order[:1]
+        keep = room if room.size else order[:FULL_DOMAINS_TRIED]
         return [Domain(hx.names[cand[i]], hx.nodes[cand[i]].mask, int(hx.tier[cand[i]]), float(score[i]))
                 for i in keep]
 
