@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from corral.errors import InputError
+from corral.files import check_output_folder
 from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
 from corral.sim.engine import SimOptions, simulate
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
@@ -210,6 +211,7 @@ _GRACE = typer.Option(0.0, "--grace-period", help="seconds an evicted pod holds 
 _RESTART = typer.Option("job", "--restart-policy",
                         help="a broken gang restarts all its pods (job) or only the evicted ones (pods)")
 _NO_PROGRESS = typer.Option(False, "--no-progress", help="no progress bar")
+_FORCE = typer.Option(False, "--force", help="replace --output even if it is not a previous corral report")
 
 
 def simulate_command(
@@ -220,17 +222,18 @@ def simulate_command(
     checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
     grace_period: float = _GRACE, restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-report"), "--output", "-o", help="report folder"),
-    no_progress: bool = _NO_PROGRESS,
+    no_progress: bool = _NO_PROGRESS, force: bool = _FORCE,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     console = _console()
     try:
+        check_output_folder(output, force)
         name, cfg = _load_config(config)
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)
         result = run_config(inputs, cfg, name, show_progress=not no_progress and console.is_terminal,
                             console=console)
-        folder = write_report(result, output)
+        folder = write_report(result, output, force=force)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
         _fail(exc)
         return
@@ -248,11 +251,12 @@ def compare_command(
     checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
     grace_period: float = _GRACE, restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-compare"), "--output", "-o", help="comparison folder"),
-    no_progress: bool = _NO_PROGRESS,
+    no_progress: bool = _NO_PROGRESS, force: bool = _FORCE,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     console = _console()
     try:
+        check_output_folder(output, force)
         loaded = [_load_config(path) for path in configs]     # every config is checked before any run
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)
@@ -263,7 +267,7 @@ def compare_command(
                 unique, n = f"{name}-{n}", n + 1
             results[unique] = run_config(inputs, cfg, unique, console=console,
                                          show_progress=not no_progress and console.is_terminal)
-        folder = write_comparison(results, output)
+        folder = write_comparison(results, output, force=force)
     except BaseException as exc:  # noqa: BLE001
         _fail(exc)
         return

@@ -20,17 +20,15 @@ import html
 import json
 import math
 import operator
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from rich.table import Table
 
 from corral.errors import InputError
+from corral.files import atomic_folder
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
@@ -272,37 +270,6 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Any], *, recor
         writer.writerows(((get(row),) if single else get(row)) for row in rows)
 
 
-def _atomic_folder(folder: str | Path, fill: Callable[[Path], None]) -> Path:
-    """Run ``fill`` on a fresh hidden sibling of ``folder``, then swap it into place: remove nothing
-    until the new report is complete, and restore the old one if the final rename fails."""
-    shown, folder = str(folder), Path(folder).resolve()  # resolve: "." has no name to rename
-    try:
-        if folder.exists() and not folder.is_dir():
-            raise InputError("exists and is not a folder", file=shown)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
-        try:
-            os.chmod(tmp, 0o755)
-            fill(tmp)
-            if folder.exists():
-                graveyard = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
-                folder.rename(graveyard / "previous")
-                try:
-                    tmp.rename(folder)
-                except OSError:
-                    (graveyard / "previous").rename(folder)
-                    raise
-                shutil.rmtree(graveyard, ignore_errors=True)
-            else:
-                tmp.rename(folder)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    except OSError as exc:
-        raise InputError(f"cannot write report: {exc.strerror or exc}", file=shown) from None
-    return folder
-
-
 def _write_run(result: SimResult, folder: Path) -> dict[str, Any]:
     """Every file of one run's report into an existing empty ``folder``; returns the summary."""
     summary = summarize(result)
@@ -322,14 +289,14 @@ def _write_run(result: SimResult, folder: Path) -> dict[str, Any]:
     return summary
 
 
-def write_report(result: SimResult, folder: str | Path) -> Path:
+def write_report(result: SimResult, folder: str | Path, *, force: bool = False) -> Path:
     """Write one run's report folder and return its path. Files: ``summary.json`` (:func:`summarize`),
     ``meta.json``, ``jobs.csv`` / ``jobs.json`` (one record per job), ``queues.csv`` (queue samples:
     shares over time), ``cluster.csv`` (cluster samples: utilisation over time), ``queue_summary.csv``,
     PNG plots (``utilisation``, ``pending``, ``shares``, ``jct_cdf``, ``wait_cdf``) and ``index.html``,
     which embeds them and needs no other file. An existing folder is replaced only once the new report
-    is complete."""
-    return _atomic_folder(folder, lambda tmp: _write_run(result, tmp))
+    is complete, and only if it is a previous report or ``force`` is given (:func:`corral.files.atomic_folder`)."""
+    return atomic_folder(folder, lambda tmp: _write_run(result, tmp), force=force)
 
 
 _RESERVED = {"index.html", "comparison.json", "comparison.csv", "utilisation.png", "jct_cdf.png",
@@ -350,7 +317,7 @@ def _folder_names(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def write_comparison(results: Mapping[str, SimResult], folder: str | Path) -> Path:
+def write_comparison(results: Mapping[str, SimResult], folder: str | Path, *, force: bool = False) -> Path:
     """Write a comparison of several configs run on the same workload: ``comparison.json`` and
     ``comparison.csv`` (one row per config: ``config``, ``report`` subfolder, then every metric),
     overlaid ``utilisation``/``jct_cdf``/``wait_cdf`` plots, ``index.html`` with the table side by side,
@@ -378,7 +345,7 @@ def write_comparison(results: Mapping[str, SimResult], folder: str | Path) -> Pa
             (tmp / file_name).write_bytes(png)
         (tmp / "index.html").write_text(_comparison_page(rows, plots), encoding="utf-8")
 
-    return _atomic_folder(folder, fill)
+    return atomic_folder(folder, fill, force=force)
 
 
 # -------------------------------------------------------------------------------------------- HTML
