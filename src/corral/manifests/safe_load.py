@@ -114,13 +114,16 @@ def decode(data: bytes, file: str, error: ErrorType = InputError) -> str:
                 return data.decode(codec)
             except UnicodeDecodeError as exc:
                 raise error(f"not valid {name} text (bad bytes at offset {exc.start})", file=file) from None
+    nul = data.find(0)      # never in YAML or JSON text; all over UTF-16 without its byte-order mark
+    if nul >= 0:
+        head = data[:4096]
+        if head.count(0) * 4 >= len(head):
+            raise error("the file looks like UTF-16 or UTF-32 without a byte-order mark; save it as UTF-8",
+                        file=file)
+        raise error(f"a NUL byte at offset {nul}: not a text file", file=file)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        head = data[:4096]
-        if head and head.count(0) * 4 >= len(head):
-            raise error("the file looks like UTF-16 or UTF-32 without a byte-order mark; save it as UTF-8",
-                        file=file) from None
         raise error(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); the file must "
                     "be UTF-8, or UTF-16 with a byte-order mark", file=file) from None
 

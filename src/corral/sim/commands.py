@@ -18,12 +18,12 @@ from typing import Any, Callable, List, Optional
 import typer
 
 from corral.cli_errors import fail
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from corral.errors import InputError
 from corral.files import check_output_folder
+from corral.manifests.safe_load import load_yaml, read_text
 from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
 from corral.sim.engine import SimOptions, simulate
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
@@ -91,10 +91,7 @@ def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed:
         raise InputError("no such file", file=str(path))
     kind = fmt or _sniff(path)
     if kind == "synthetic":
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read: {exc}", file=str(path)) from None
+        raw = load_yaml(read_text(path), str(path)) or {}
         try:
             return synthetic(seed, SyntheticSpec.from_mapping(raw))
         except InputError as exc:   # name the file the spec came from
