@@ -206,3 +206,48 @@ def test_simulator_cluster_and_workload_specs(tmp_path: Path) -> None:
                                    "--no-progress"])
     one_error(res, "w.yaml", "UTF-32")
     assert not (tmp_path / "r").exists()
+
+
+# -- what reaches the terminal ------------------------------------------------------------------------------
+EVIL = ('apiVersion: v1\nkind: Pod\nmetadata: {name: "[bold]evil[/", namespace: default}\n'
+        'spec: {schedulerName: corral, containers: [{name: c, resources: {requests: {cpu: "1"}}}]}\n---\n'
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: "red\\e[31mX\\u202e\\r", namespace: default}\n'
+        'spec: {schedulerName: corral, containers: [{name: c, resources: {requests: {cpu: "100"}}}]}\n')
+
+
+def test_names_are_shown_not_obeyed_in_tables(tmp_path: Path) -> None:
+    path = write(tmp_path, "s.yaml", NODE_YAML + "---\n" + EVIL)
+    res = schedule(path)
+    assert res.exit_code == 0, res.output
+    assert "[bold]evil[/" in res.stdout
+    assert "\x1b" not in res.stdout and "\u202e" not in res.stdout and "\r" not in res.stdout
+    assert "red\\x1b[31mX\\u202e\\r" in res.stdout.replace("\n", "").replace("│", "").replace(" ", "")
+
+
+def test_json_output_is_unaffected(tmp_path: Path) -> None:
+    res = schedule(write(tmp_path, "s.yaml", NODE_YAML + "---\n" + EVIL), "-o", "json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert "default/[bold]evil[/" in json.dumps(data)
+    assert "red\\u001b[31mX\\u202e\\r" in json.dumps(data)      # the string itself, as JSON escapes it
+
+
+def test_errors_escape_what_came_from_input(tmp_path: Path) -> None:
+    text = ('apiVersion: v1\nkind: Node\nmetadata: {name: "n\\e[2J\\nfake: ok"}\n'
+            'status: {allocatable: {cpu: "lots"}}\n')
+    line = one_error(schedule(write(tmp_path, "s.yaml", text)), "Node n\\x1b[2J\\nfake: ok")
+    assert "\x1b" not in line
+
+
+def test_tables_fit_the_terminal() -> None:
+    import io
+    from rich.console import Console
+    from corral.framework.decisions import Decisions
+    from corral.tables import print_decisions
+    d = Decisions()
+    schedule_text = "x" * 300
+    from corral.framework.decisions import Bind
+    d.binds.append(Bind(f"default/{schedule_text}", "n1", 1))
+    out = io.StringIO()
+    print_decisions(d, 1, Console(file=out, width=60))
+    assert max(len(line) for line in out.getvalue().splitlines()) <= 60

@@ -26,6 +26,7 @@ from corral.framework.decisions import Decisions
 from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
 from corral.manifests.fields import parse_time
 from corral.registry import REGISTRY, default_config
+from corral.terminal import plain
 
 __all__ = ["app", "main", "schedule_snapshot"]
 
@@ -115,7 +116,7 @@ def validate(
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
     typer.echo(f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
                f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
-               f"hypernodes; config {cfg.source}"
+               f"hypernodes; config {plain(cfg.source)}"
                + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else ""))
 
 

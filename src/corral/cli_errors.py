@@ -8,6 +8,7 @@ import os
 import typer
 
 from corral.errors import CorralError
+from corral.terminal import plain
 
 __all__ = ["fail"]
 
@@ -17,9 +18,9 @@ def fail(exc: BaseException) -> None:
     if isinstance(exc, (KeyboardInterrupt, SystemExit, typer.Exit)):
         raise exc
     if isinstance(exc, CorralError):
-        typer.echo(f"error: {exc.describe()}", err=True)
+        typer.echo(f"error: {plain(exc.describe())}", err=True)   # one line, input shown not obeyed
         raise typer.Exit(exc.exit_code)
     if os.environ.get("CORRAL_DEBUG"):
         raise exc
-    typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+    typer.echo(f"internal error: {type(exc).__name__}: {plain(exc)}", err=True)
     raise typer.Exit(1)

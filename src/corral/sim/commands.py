@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from corral.errors import InputError
 from corral.files import check_output_folder
 from corral.manifests.safe_load import load_yaml, read_text
+from corral.terminal import plain
 from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
 from corral.sim.engine import SimOptions, simulate
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
@@ -142,7 +143,7 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
     meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
     if not show_progress:
         return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                TextColumn("jobs done, simulated {task.fields[clock]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(name, total=len(inputs.jobs), clock="0 s")
@@ -184,8 +185,8 @@ def _notes(result: SimResult, console: Console) -> None:
     never = result.meta.get("never_fits") or []
     if never:
         first = never[0]
-        console.print(f"{len(never)} job(s) can never run (first: {first['job']}: {first['reason']}); "
-                      "see meta.json")
+        console.print(f"{len(never)} job(s) can never run (first: {plain(first['job'])}: "
+                      f"{plain(first['reason'])}); see meta.json", markup=False, highlight=False)
     if "stalled_at" in result.meta:
         console.print(f"warning: the scheduler stopped making progress at t={result.meta['stalled_at']:g} s")
 
@@ -236,7 +237,7 @@ def simulate_command(
         return
     console.print(summary_table(summarize(result), title=f"corral simulate: {name}"))
     _notes(result, console)
-    console.print(f"report: {folder / 'index.html'}", soft_wrap=True)
+    console.print(f"report: {plain(folder / 'index.html')}", soft_wrap=True, markup=False, highlight=False)
 
 
 def compare_command(
@@ -271,7 +272,8 @@ def compare_command(
     console.print(summary_table({n: summarize(r) for n, r in results.items()}, title="corral compare"))
     for result in results.values():
         _notes(result, console)
-    console.print(f"comparison: {folder / 'index.html'}", soft_wrap=True)
+    console.print(f"comparison: {plain(folder / 'index.html')}", soft_wrap=True, markup=False,
+                  highlight=False)
 
 
 def register(app: typer.Typer) -> None:

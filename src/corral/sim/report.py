@@ -29,6 +29,7 @@ from rich.table import Table
 
 from corral.errors import InputError
 from corral.files import atomic_folder
+from corral.terminal import cell
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
@@ -425,10 +426,10 @@ def summary_table(summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]],
     config, side by side). Unknown keys are shown after the known ones, formatted plainly."""
     several = bool(summary) and all(isinstance(v, Mapping) for v in summary.values())
     columns: dict[str, Mapping[str, Any]] = dict(summary) if several else {"value": summary}
-    table = Table(title=title)
+    table = Table(title=cell(title) if title else None)
     table.add_column("metric")
     for name in columns:
-        table.add_column(str(name), justify="right")
+        table.add_column(cell(name), justify="right")     # config names are shown, never read as markup
     keys = [k for k in METRICS if any(k in s for s in columns.values())]
     keys += sorted({k for s in columns.values() for k in s if k not in METRICS})
     for key in keys:
