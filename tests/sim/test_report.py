@@ -242,7 +242,7 @@ def test_summary_table_single_and_side_by_side():
     text = render(summary_table(one))
     assert "GPU utilisation" in text and "35.0%" in text and "Jain fairness" in text
     table = summary_table({"x": one, "y": {**one, "extra": 3}}, title="compare")
-    assert [c.header for c in table.columns] == ["metric", "x", "y"]
+    assert [str(c.header) for c in table.columns] == ["metric", "x", "y"]
     assert table.row_count == len(METRICS) + 1
     assert "—" in render(table)  # x has no "extra"
 
