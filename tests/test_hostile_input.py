@@ -251,3 +251,28 @@ def test_tables_fit_the_terminal() -> None:
     out = io.StringIO()
     print_decisions(d, 1, Console(file=out, width=60))
     assert max(len(line) for line in out.getvalue().splitlines()) <= 60
+
+
+# -- HyperNode patterns -------------------------------------------------------------------------------------
+def hypernode(pattern: str) -> str:
+    return ("apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: hn}\n"
+            f"spec:\n  tier: 1\n  members:\n  - type: Node\n    selector: {{regexMatch: {{pattern: {json.dumps(pattern)}}}}}\n")
+
+
+def test_catastrophic_pattern_is_linear(tmp_path: Path) -> None:
+    node = dict(NODE, metadata={"name": "a" * 50_000 + "!"})
+    text = yaml.safe_dump(node) + "---\n" + yaml.safe_dump(NODE) + "---\n" + hypernode("(a+)+$")
+    res = run("validate", str(write(tmp_path, "s.yaml", text)))   # Python's re: minutes; RE2: at once
+    assert res.exit_code == 0, res.output
+    assert "1 hypernodes" in res.stdout
+
+
+@pytest.mark.parametrize("pattern", ["(a)\\1", "(?<=a)b", "[", "x" * 5000])
+def test_patterns_outside_re2_are_bad_input(tmp_path: Path, pattern: str) -> None:
+    text = NODE_YAML + "---\n" + hypernode(pattern)
+    one_error(schedule(write(tmp_path, "s.yaml", text)), "HyperNode hn", "regexMatch.pattern", "bad pattern")
+
+
+def test_a_pattern_that_is_not_a_string(tmp_path: Path) -> None:
+    text = NODE_YAML + "---\n" + hypernode("x").replace('"x"', "[1, 2]")
+    one_error(schedule(write(tmp_path, "s.yaml", text)), "HyperNode hn", "regexMatch.pattern")

@@ -36,6 +36,22 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            typer.echo(f"corral {version('corral')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            typer.echo("corral (not installed)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(_v: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                  help="print the version and exit")) -> None:
+    """corral: a gang-aware batch scheduler for GPU clusters."""
+
+
 _fail = fail
 
 
