@@ -17,7 +17,7 @@ from typing import List, Optional
 
 import typer
 
-from corral.cli_errors import fail
+from corral.cli_errors import OneLineErrors, fail
 
 from corral.errors import InputError
 from corral.framework.config import Config, load_config_file
@@ -30,7 +30,7 @@ from corral.terminal import plain
 
 __all__ = ["app", "main", "schedule_snapshot"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=OneLineErrors,
                   help="corral: a gang-aware batch scheduler for GPU clusters.")
 
 EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"

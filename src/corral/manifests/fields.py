@@ -31,7 +31,11 @@ def parse_time(value: Any, *, file: str | None = None, obj: str | None = None,
 
 
 def format_time(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 UTC; a time outside the years 1-9999 (no RFC 3339 form) is written as seconds."""
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds:.0f}s"
 
 
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")

@@ -55,9 +55,27 @@ def parse_seconds(text: str | None, option: str) -> float | None:
             raise InputError(f"expected seconds or a duration such as 90m, 36h, 7d, got {text!r}",
                              field=option) from None
         value = sum(float(n) * _UNITS[u] for n, u in parts)
-    if not 0 <= value < float("inf"):
-        raise InputError(f"expected a number of seconds >= 0, got {text!r}", field=option)
+    if not 0 <= value <= MAX_SECONDS:
+        raise InputError(f"expected a number of seconds from 0 to {MAX_SECONDS:g}, got {text!r}", field=option)
     return value
+
+
+# Simulated times stay within three centuries and steps at least a millisecond: a float64 clock near
+# 1e10 s still moves by 1e-3 s, so no cycle can stop the clock (a step that vanishes in rounding would
+# loop for ever), and every time has an RFC 3339 form.
+MAX_SECONDS = 1e10
+MIN_STEP = 1e-3
+
+
+def _check_options(scale: float | None, schedule_period: float, checkpoint_interval: float | None,
+                   startup_delay: float, eviction_grace: float) -> None:
+    for option, value, low in (("--schedule-period", schedule_period, MIN_STEP),
+                               ("--checkpoint-interval", checkpoint_interval, MIN_STEP),
+                               ("--startup-delay", startup_delay, 0.0), ("--grace-period", eviction_grace, 0.0)):
+        if value is not None and not low <= value <= MAX_SECONDS:
+            raise InputError(f"expected seconds from {low:g} to {MAX_SECONDS:g}, got {value!r}", field=option)
+    if scale is not None and not 1e-6 <= scale <= 1e6:
+        raise InputError(f"expected a factor from 1e-06 to 1e+06, got {scale!r}", field="--scale")
 
 
 @dataclass
@@ -111,6 +129,7 @@ def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str 
     """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
     Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
     its three queues for the example, with the workload's own queues otherwise)."""
+    _check_options(scale, schedule_period, checkpoint_interval, startup_delay, eviction_grace)
     if cluster is not None:
         template = load_cluster(cluster)
     elif workload is None:
