@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
-import yaml
-
 from corral.errors import ConfigError
 from corral.framework.extension import FEATURE_SWITCHES, POINTS
 from corral.manifests.fields import parse_duration
@@ -79,6 +77,11 @@ class Config:
         return None
 
 
+# Every numeric argument is range-checked at load: no scheduler weight, factor or count is meaningful
+# beyond this, and a bound keeps budgets (capacity x factor) finite in float64.
+_MAX_NUMBER = 1e12
+
+
 def _coerce(value: Any, f: dataclasses.Field, where: str, file: str) -> Any:
     out = _coerce_type(value, f, where, file)
     low = f.metadata.get("minimum")
@@ -103,16 +106,22 @@ def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any
             return value.lower() == "true"
         raise ConfigError(f"expected true or false, got {value!r}", file=file, field=where)
     if want in (int, "int"):
-        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).lstrip("-").isdigit():
-            raise ConfigError(f"expected an integer, got {value!r}", file=file, field=where)
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or (isinstance(value, str) and (
+                not value.lstrip("-").isdigit() or len(value) > 20)) or not abs(int(value)) <= _MAX_NUMBER:
+            raise ConfigError(f"expected an integer of magnitude at most {_MAX_NUMBER:g}, got {str(value)[:40]!r}",
+                              file=file, field=where)
         return int(value)
     if want in (float, "float"):
         if isinstance(value, bool):
             raise ConfigError(f"expected a number, got {value!r}", file=file, field=where)
         try:
-            return float(value)
-        except (TypeError, ValueError):
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"expected a number, got {value!r}", file=file, field=where) from None
+        if not abs(number) <= _MAX_NUMBER:   # NaN, inf and overflowing budgets stop here
+            raise ConfigError(f"expected a finite number of magnitude at most {_MAX_NUMBER:g}, got {value!r}",
+                              file=file, field=where)
+        return number
     if want in (str, "str"):
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(f"expected a string, got {value!r}", file=file, field=where)
@@ -147,7 +156,9 @@ def parse_args(cls: type, raw: Any, where: str, file: str) -> Any:
             if key.startswith(pkey):
                 try:
                     collected[pf.name][key[len(pkey):]] = float(value)
-                except (TypeError, ValueError):
+                    if not abs(collected[pf.name][key[len(pkey):]]) <= _MAX_NUMBER:
+                        raise ValueError(value)
+                except (TypeError, ValueError, OverflowError):
                     raise ConfigError(f"expected a number, got {value!r}", file=file, field=path) from None
                 break
         else:
@@ -250,15 +261,7 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
 
 
 def load_config_file(path: str | Path, registry: Registry) -> Config:
+    from corral.manifests.safe_load import load_yaml, read_text   # bounded: size, encoding, depth, aliases
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(p)) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"malformed YAML{at}: {getattr(exc, 'problem', exc)}", file=str(p)) from None
+    raw = load_yaml(read_text(p, ConfigError), str(p), ConfigError)
     return parse_config(raw, registry, str(p))

@@ -35,6 +35,7 @@ from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
 from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.quantity import MILLI, parse_quantity
+from corral.model.patterns import compile_name_pattern
 from corral.model.resources import GPU, PODS, ResourceIndex
 
 __all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
@@ -242,12 +243,11 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
 
 
 def _match_names(names: list[str], kind: str, value: object, labels: dict[str, dict]) -> list[str]:
-    import re
     if kind == "exact":
         return [value] if value in labels else []  # type: ignore[list-item]
     if kind == "regex":
-        rx = re.compile(value)  # type: ignore[arg-type]
-        return [n for n in names if rx.fullmatch(n)]
+        matches = compile_name_pattern(value)   # RE2: linear time (corral.model.patterns)
+        return [n for n in names if matches(n)]
     return [n for n in names if value.matches(labels[n])]  # type: ignore[attr-defined]
 
 

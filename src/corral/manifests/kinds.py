@@ -13,6 +13,7 @@ from corral.errors import InputError
 from corral.manifests.fields import Obj
 from corral.manifests.selectors import Affinity, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
+from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity
 
 __all__ = ["KNOWN_KINDS", "NodeRec", "PodRec", "PodGroupRec", "QueueRec", "HyperNodeRec", "parse_object",
@@ -164,6 +165,25 @@ def _container_requests(o: Obj, containers: Any, path: str) -> list[dict[str, fl
     return out
 
 
+def _add_init_containers(o: Obj, inits: Any, requests: dict[str, float]) -> None:
+    """Charge init containers as Kubernetes does (KEP-753, k8s ``resourcehelper.PodRequests``): a
+    sidecar (``restartPolicy: Always``) keeps running, so it is added to the main containers' sum and
+    to every later init container's request; the pod requests the larger of that sum and the largest
+    init step."""
+    steps: dict[str, float] = {}
+    sidecars: dict[str, float] = {}
+    reqs = _container_requests(o, inits, "spec.initContainers")
+    for c, req in zip(inits or [], reqs):
+        if c.get("restartPolicy") == "Always":
+            for k, v in req.items():
+                requests[k] = requests.get(k, 0.0) + v
+                sidecars[k] = sidecars.get(k, 0.0) + v
+            _max_into(steps, sidecars)
+        else:
+            _max_into(steps, {k: req.get(k, 0.0) + sidecars.get(k, 0.0) for k in req.keys() | sidecars.keys()})
+    _max_into(requests, steps)
+
+
 def _pod(o: Obj) -> PodRec:
     spec, status = o.section("spec"), o.section("status")
     if "containers" not in spec:
@@ -172,8 +192,7 @@ def _pod(o: Obj) -> PodRec:
     for req in _container_requests(o, spec.get("containers"), "spec.containers"):
         for k, v in req.items():
             requests[k] = requests.get(k, 0.0) + v
-    for req in _container_requests(o, spec.get("initContainers"), "spec.initContainers"):
-        _max_into(requests, req)
+    _add_init_containers(o, spec.get("initContainers"), requests)
     for k, v in _resources(o, spec.get("overhead"), "spec.overhead").items():
         requests[k] = requests.get(k, 0.0) + v
     tolerations = []
@@ -333,10 +352,9 @@ def _hypernode(o: Obj) -> HyperNodeRec:
             pattern = o.mapping(sel["regexMatch"], f"{p}.selector.regexMatch").get("pattern")
             if not pattern:
                 raise o.error("regexMatch needs pattern", f"{p}.selector.regexMatch.pattern")
-            import re
             try:
-                re.compile(pattern)
-            except re.error as exc:
+                compile_name_pattern(pattern)       # RE2: linear time, Volcano's (Go) syntax
+            except PatternError as exc:
                 raise o.error(f"bad pattern: {exc}", f"{p}.selector.regexMatch.pattern") from None
             members.append((mtype, "regex", str(pattern)))
         elif "labelMatch" in sel:
