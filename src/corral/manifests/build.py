@@ -19,6 +19,7 @@ Decisions where the spec is silent (each is how Volcano behaves unless noted):
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -39,6 +40,8 @@ from corral.model.resources import GPU, PODS, ResourceIndex
 __all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
            "GPU_MEMORY_PER_DEVICE"]
 
+log = logging.getLogger("corral")
+
 DEFAULT_SCHEDULERS = ("corral", "volcano", "kai-scheduler")
 SYSTEM_CRITICAL = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 #: Volcano's GPU-share resources, and corral's per-device node label/annotation (gpushare).
@@ -54,10 +57,15 @@ def load_snapshot(paths: Iterable[str | Path], schedulers: Sequence[str] = DEFAU
 
 def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
     by_kind: dict[str, list] = defaultdict(list)
+    skipped: dict[str, list[str]] = defaultdict(list)
     for file, raw in objects:
         parsed = parse_object(file, raw)
         if parsed is not None:
             by_kind[parsed[0]].append(parsed[1])
+        else:
+            skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
+    if skipped:
+        log.warning("%s", skipped_line(skipped))
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
     cluster = Cluster(resources=resources, nodes=nodes)
@@ -70,6 +78,21 @@ def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = 
     _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
     return cluster
+
+
+def _name_of(raw: dict) -> str:
+    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    ns, name = meta.get("namespace"), meta.get("name", "?")
+    return f"{ns}/{name}" if ns else str(name)
+
+
+def skipped_line(skipped: dict[str, list[str]], shown: int = 3) -> str:
+    """One line naming the objects a snapshot holds that corral does not serve (by kind, a few names)."""
+    parts = []
+    for what, names in sorted(skipped.items()):
+        more = f", +{len(names) - shown} more" if len(names) > shown else ""
+        parts.append(f"{len(names)} {what}: {', '.join(names[:shown])}{more}")
+    return "skipped objects corral does not serve: " + "; ".join(parts)
 
 
 def _resource_index(by_kind: dict[str, list]) -> ResourceIndex:
