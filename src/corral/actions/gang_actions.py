@@ -84,6 +84,8 @@ class GangReclaimAction(GangEvictAction):
         caps: dict[str, float] = {}
         for rule in queue_rules(session):
             plugin = rule.__self__
+            if not hasattr(plugin, "reclaim_floor"):          # hierarchical drf: no amount to bound
+                continue
             for name in plugin.queues:
                 slack = np.maximum(plugin.allocated[name] - plugin.reclaim_floor[name], 0.0)
                 cap = float(slack @ costs.inv)

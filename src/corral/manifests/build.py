@@ -160,6 +160,7 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
         queues[r.name] = Queue(
             name=r.name, weight=r.weight, capability=_vec(resources, r.capability, np.inf),
             deserved=_vec(resources, r.deserved, 0.0), guarantee=_vec(resources, r.guarantee, 0.0),
+            deserved_set=None if r.deserved is None else _vec(resources, {k: 1.0 for k in r.deserved}, 0.0) > 0,
             reclaimable=r.reclaimable, parent=r.parent, priority=r.priority, state=r.state,
             preempt_min_runtime=r.preempt_min_runtime, reclaim_min_runtime=r.reclaim_min_runtime,
             annotations=r.annotations, creation=r.creation, source=r.source)
