@@ -13,7 +13,8 @@ Resources no node offers (infinite or zero capacity everywhere) and nothing else
 check: ``count/*`` keys of minResources never become resources (:mod:`corral.manifests.kinds`).
 
 With this plugin configured, the ``enqueue`` action leaves the cluster-size check to it (SPEC.md §3.1:
-the factor is the plugin's argument as in current Volcano, or enqueue's as the seed 001 config writes it).
+the factor is the plugin's argument as in current Volcano, or enqueue's as the seed 001 config writes it;
+when only enqueue is given one, the plugin uses it; when both are, the plugin's wins).
 """
 
 from __future__ import annotations
@@ -32,10 +33,14 @@ from corral.plugins.shares import holding
 __all__ = ["OvercommitPlugin", "OvercommitArgs"]
 
 
+#: Volcano's default overcommit-factor.
+DEFAULT_FACTOR = 1.2
+
+
 @dataclass(frozen=True)
 class OvercommitArgs:
-    factor: float = arg("overcommit-factor", 1.2, "admit podgroups while their minResources fit in this "
-                        "multiple of the cluster", minimum=1.0)
+    factor: float = arg("overcommit-factor", None, "admit podgroups while their minResources fit in this "
+                        "multiple of the cluster (default: enqueue's overcommit-factor, else 1.2)", minimum=1.0)
 
 
 class OvercommitPlugin(Plugin):
@@ -44,9 +49,10 @@ class OvercommitPlugin(Plugin):
 
     def on_session_open(self) -> None:
         cluster = self.session.cluster
+        self.factor = self.args.factor if self.args.factor is not None else self._enqueue_factor()
         total = cluster.total_allocatable().astype(float)
         self.checked = np.isfinite(total)
-        budget = np.where(self.checked, total * self.args.factor, np.inf)
+        budget = np.where(self.checked, total * self.factor, np.inf)
         self.idle = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
         self.reserved = np.zeros_like(total)
         for job in cluster.jobs.values():
@@ -56,6 +62,14 @@ class OvercommitPlugin(Plugin):
                 continue
             held = sum((t.request for t in job.tasks if holding(t)), np.zeros_like(total))
             self.reserved += np.maximum(job.min_resources - held, 0.0)
+
+    def _enqueue_factor(self) -> float:
+        """The ``overcommit-factor`` the enqueue action was given (seed 001 writes it there), else 1.2."""
+        for a in self.session.config.actions:
+            factor = getattr(a.args, "overcommit_factor", None)
+            if a.name == "enqueue" and factor is not None:
+                return float(factor)
+        return DEFAULT_FACTOR
 
     def left(self) -> np.ndarray:
         """What the cluster can still admit, per resource (inf where unchecked)."""
@@ -70,7 +84,7 @@ class OvercommitPlugin(Plugin):
         """Why ``job_enqueueable`` rejects ``job`` (None if it does not)."""
         if self.job_enqueueable(job) is Vote.PERMIT:
             return None
-        return admission_refusal(self.session.cluster.resources, job.min_resources, self.left(), self.args.factor)
+        return admission_refusal(self.session.cluster.resources, job.min_resources, self.left(), self.factor)
 
     def on_job_enqueued(self, job: Job) -> None:
         if job.min_resources is not None:
