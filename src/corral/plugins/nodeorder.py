@@ -58,8 +58,13 @@ class NodeOrderPlugin(Plugin):
         res = self.session.cluster.resources
         self.cols = [res.pos(CPU), res.pos(MEMORY)]
         self.bal_cols = np.array(self.cols + ([res.pos(GPU)] if GPU in res else []), dtype=np.intp)
-        _, groups = self.session.cluster.nodes.taint_groups()
-        self._soft_taints = any(t.effect == "PreferNoSchedule" for g in groups for t in g)
+        # nodes grouped by their PreferNoSchedule taints (the hard ones are the predicates' business)
+        groups: dict[tuple, int] = {}
+        ids = [groups.setdefault(tuple(t for t in taints if t.effect == "PreferNoSchedule"), len(groups))
+               for taints in self.session.cluster.nodes.taints]
+        self._soft_ids = np.array(ids, dtype=np.intp)
+        self._soft_groups = list(groups)
+        self._soft_taints = any(self._soft_groups)
 
     def scores_row_local(self, task: Task) -> bool:
         aff = task.affinity
@@ -109,12 +114,10 @@ class NodeOrderPlugin(Plugin):
         """kube-scheduler's TaintToleration score: fewer PreferNoSchedule taints the pod does not tolerate
         is better: 100 for none, 0 for the most over all nodes (not over the candidates, so a node's
         score is its own and can be cached); zero everywhere when no node has one the pod minds."""
-        ids, groups = self.session.cluster.nodes.taint_groups()
-        per_group = np.array([sum(1 for t in g if t.effect == "PreferNoSchedule"
-                                  and not any(tol.tolerates(t) for tol in task.tolerations)) for g in groups],
-                             dtype=float)
+        per_group = np.array([sum(1 for t in g if not any(tol.tolerates(t) for tol in task.tolerations))
+                              for g in self._soft_groups], dtype=float)
         top = per_group.max(initial=0.0)
-        return np.zeros(len(rows)) if top <= 0 else (1.0 - per_group[ids][rows] / top) * 100.0
+        return np.zeros(len(rows)) if top <= 0 else (1.0 - per_group[self._soft_ids][rows] / top) * 100.0
 
     def _pod_preferred(self, task: Task, rows: np.ndarray) -> np.ndarray:
         nodes = self.session.cluster.nodes
