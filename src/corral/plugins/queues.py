@@ -254,6 +254,26 @@ class QueuePlugin(Plugin):
                 return False
         return True
 
+    def enqueue_refusal(self, job: Job) -> str | None:
+        """Why JobEnqueueable rejects ``job``: the first queue on its chain whose capability cannot hold
+        its minResources, and the resources that are short (None when it fits)."""
+        queue = self.queues.get(job.queue)
+        if queue is None or job.min_resources is None:
+            return None
+        res = self.session.cluster.resources
+        need = job.min_resources * self.cols
+        for name in self.session.cluster.queue_chain(job.queue):
+            cap = self.capability(self.queues[name])
+            left = cap - self.allocated[name] - self.inqueue[name]
+            short = need > left + EPS
+            if short.any():
+                names = ", ".join(n for i, n in enumerate(res.names) if short[i])
+                where = "" if name == job.queue else f" of its ancestor {name!r}"
+                return (f"not admitted: queue {job.queue!r} capability cannot hold minResources "
+                        f"({res.describe(need)}); short of {names} in the capability{where} "
+                        f"({res.describe(np.where(short, np.maximum(left, 0.0), 0.0))} left)")
+        return None
+
     def on_job_enqueued(self, job: Job) -> None:
         """Count a job just moved to Inqueue by ``enqueue``."""
         if job.min_resources is None:
