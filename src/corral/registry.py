@@ -12,6 +12,7 @@ from corral.actions.inert import INERT_ACTION_CLASSES
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.framework.config import Config, parse_config
+from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
 from corral.plugins.conformance import ConformancePlugin
@@ -62,7 +63,8 @@ REGISTRY = Registry(
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
                                        BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
-                                       GpuSharePlugin, OvercommitPlugin, *INERT_PLUGIN_CLASSES)},
+                                       GpuSharePlugin, FifoPlugin, SjfPlugin, SrtfPlugin, LasPlugin,
+                                       OvercommitPlugin, *INERT_PLUGIN_CLASSES)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )
