@@ -142,3 +142,24 @@ def test_objects_of_other_groups_are_skipped_with_one_line(caplog) -> None:
     for part in ("PodGroup (scheduling.x-k8s.io/v1alpha1): ml/coscheduled", "Job (batch.volcano.sh/v1alpha1): ml/vj",
                  "Deployment (apps/v1): ml/web"):
         assert part in lines[0]
+
+
+def test_overcommit_factor_from_plugin_else_enqueue() -> None:
+    node = yaml.safe_load(EXAMPLE.read_text().split("---")[0])
+
+    def factor(raw) -> float:
+        cluster = build_cluster([("s", node)])
+        session = Session(cluster, parse(raw), REGISTRY, 0.0)
+        plugin = session.plugin("overcommit")
+        plugin.on_session_open()
+        return plugin.factor
+
+    tiers = [{"plugins": [{"name": "overcommit"}]}]
+    assert factor(dict(BASE, tiers=tiers)) == 1.2
+    assert factor(dict(BASE, tiers=tiers, configurations=[{"name": "enqueue",
+                                                            "arguments": {"overcommit-factor": 2.0}}])) == 2.0
+    own = [{"plugins": [{"name": "overcommit", "arguments": {"overcommit-factor": 1.5}}]}]
+    assert factor(dict(BASE, tiers=own, configurations=[{"name": "enqueue",
+                                                          "arguments": {"overcommit-factor": 2.0}}])) == 1.5
+    assert "at least" in err(dict(BASE, tiers=[{"plugins": [{"name": "overcommit",
+                                                             "arguments": {"overcommit-factor": 0.5}}]}]))
