@@ -5,6 +5,12 @@ the key it is read from (Volcano keys such as ``binpack.weight`` are not Python 
 collect every key under a prefix (``binpack.resources.<name>``). An unknown action, plugin, switch or
 argument, or a value of the wrong type, is a :class:`ConfigError` naming the file, the path and the
 allowed values.
+
+Volcano's configurations load unchanged (:mod:`corral.framework.volcano` holds the tables): the
+scheduler ConfigMap is unwrapped; a switch is read in Volcano's spelling (``enabledOverused``) or
+corral's (``enableOverused``); action arguments Volcano documents whose behaviour is always so in corral
+are accepted and type-checked; a Volcano plugin or action corral does not implement is refused with a
+message saying so and what to do.
 """
 
 from __future__ import annotations
@@ -254,6 +260,33 @@ def _action_name(a: str, registry: Registry, file: str, where: str) -> str:
     return canon
 
 
+def _tiers(tiers_raw: Any, registry: Registry, file: str) -> list[list[PluginConfig]]:
+    """The tiers of plugins, each plugin once, plus the plugins others' arguments imply."""
+    if not isinstance(tiers_raw, list):
+        raise ConfigError("expected a list of tiers", file=file, field="tiers")
+    tiers: list[list[PluginConfig]] = []
+    seen: set[str] = set()
+    for ti, tier in enumerate(tiers_raw):
+        if not isinstance(tier, dict) or not isinstance(tier.get("plugins"), list):
+            raise ConfigError("expected {plugins: [...]}", file=file, field=f"tiers[{ti}]")
+        plugins = []
+        for pi, p in enumerate(tier["plugins"]):
+            pc = _plugin(p, f"tiers[{ti}].plugins[{pi}]", file, registry)
+            if pc.name in seen:
+                raise ConfigError(f"plugin {pc.name!r} configured twice", file=file,
+                                  field=f"tiers[{ti}].plugins[{pi}].name")
+            seen.add(pc.name)
+            plugins.append(pc)
+        tiers.append(plugins)
+    for plugins in tiers:                       # e.g. predicate.GPUSharingEnable: the gpushare plugin
+        for pc in list(plugins):
+            for name in getattr(pc.args, "implied_plugins", tuple)():
+                if name not in seen:
+                    seen.add(name)
+                    plugins.append(_plugin({"name": name}, f"{pc.name} (implied)", file, registry))
+    return tiers
+
+
 def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config:
     """Validate a config mapping (or the ConfigMap that holds it) against the registry."""
     raw = unwrap_configmap(raw, file)
@@ -285,29 +318,7 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
                                   f"{path}.arguments", file, FIXED_ACTION_ARGS.get(canon))
     actions = tuple(ActionConfig(n, confs.get(n) or parse_args(getattr(registry.action_class(n), "Args", NoArgs),
                                                                 None, "", file)) for n in names)
-    tiers_raw = raw.get("tiers") or []
-    if not isinstance(tiers_raw, list):
-        raise ConfigError("expected a list of tiers", file=file, field="tiers")
-    tiers: list[list[PluginConfig]] = []
-    seen: set[str] = set()
-    for ti, tier in enumerate(tiers_raw):
-        if not isinstance(tier, dict) or not isinstance(tier.get("plugins"), list):
-            raise ConfigError("expected {plugins: [...]}", file=file, field=f"tiers[{ti}]")
-        plugins = []
-        for pi, p in enumerate(tier["plugins"]):
-            pc = _plugin(p, f"tiers[{ti}].plugins[{pi}]", file, registry)
-            if pc.name in seen:
-                raise ConfigError(f"plugin {pc.name!r} configured twice", file=file,
-                                  field=f"tiers[{ti}].plugins[{pi}].name")
-            seen.add(pc.name)
-            plugins.append(pc)
-        tiers.append(plugins)
-    for plugins in tiers:                       # e.g. predicate.GPUSharingEnable: the gpushare plugin
-        for pc in list(plugins):
-            for name in getattr(pc.args, "implied_plugins", tuple)():
-                if name not in seen:
-                    seen.add(name)
-                    plugins.append(_plugin({"name": name}, f"{pc.name} (implied)", file, registry))
+    tiers = _tiers(raw.get("tiers") or [], registry, file)
     config = Config(actions, tuple(tuple(t) for t in tiers), file)
     for a in actions:
         check = getattr(registry.action_class(a.name), "check_config", None)
