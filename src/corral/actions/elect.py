@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from corral.errors import ConfigError
 from corral.framework.plugin import Action
-from corral.framework.reservation import TARGET_SINCE, elected_at, waiting
+from corral.framework.reservation import TARGET_SINCE, elected_at, parse_lock_nodes, waiting
 from corral.framework.session import Session
 from corral.manifests.fields import format_time
 from corral.model import PodGroupPhase
@@ -43,8 +43,15 @@ def check_order(config: "Config", file: str) -> None:
                           "allocate, backfill' or 'enqueue, elect, allocate, backfill, reserve')",
                           file=file, field="actions")
 
-    if config.plugin("reservation") is None:
+    plugin = config.plugin("reservation")
+    if plugin is None:
         fail("elect and reserve need the reservation plugin in the tiers")
+    lock_nodes = getattr(plugin.args, "lock_nodes", "")
+    try:
+        parse_lock_nodes(lock_nodes, 1)
+    except ValueError:
+        raise ConfigError(f"expected a node count N or a percentage N% (0-100), got {lock_nodes!r}", file=file,
+                          field="reservation.arguments.lockNodes") from None
     if "reserve" in names and "elect" not in names:
         fail("reserve needs elect before it")
     if "elect" in names and "reserve" in names and names.index("reserve") < names.index("elect"):

@@ -16,13 +16,15 @@ each other's modules).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from corral.manifests.fields import parse_duration, parse_time
 from corral.model import Cluster, Job, Nodes, Task, TaskStatus
 
 __all__ = ["TARGET_JOB", "TARGET_SINCE", "EXPECTED_RUNTIME", "LOCK_LABEL", "lock_label_value", "lock_owners",
-           "elected_at", "current_target", "waiting", "expected_runtime"]
+           "elected_at", "current_target", "waiting", "expected_runtime", "parse_lock_nodes"]
 
 TARGET_JOB = "corral.io/target-job"
 TARGET_SINCE = "corral.io/target-since"
@@ -95,3 +97,19 @@ def expected_runtime(task: Task) -> float | None:
         return parse_duration(value)
     except Exception:
         return None
+
+
+def parse_lock_nodes(value: str, total: int) -> int:
+    """``lockNodes`` as a node count over ``total`` nodes ("" -> 0); ValueError when malformed."""
+    s = str(value).strip()
+    if not s:
+        return 0
+    if s.endswith("%"):
+        pct = float(s[:-1])
+        if not 0 <= pct <= 100:
+            raise ValueError(s)
+        return int(math.ceil(total * pct / 100.0))
+    n = int(s)
+    if n < 0:
+        raise ValueError(s)
+    return n

@@ -53,7 +53,7 @@ from corral.framework.config import arg
 from corral.framework.decisions import Unschedulable
 from corral.framework.plugin import Plugin
 from corral.framework.reservation import TARGET_JOB, current_target, elected_at, expected_runtime, \
-    lock_owners, waiting
+    lock_owners, parse_lock_nodes, waiting
 from corral.manifests.fields import format_time
 from corral.model import OCCUPYING_STATES, Job, Task, TaskStatus
 from corral.model.quantity import MILLI
@@ -74,22 +74,6 @@ class ReservationArgs:
     resources: dict = arg("targetJob.resources.", {}, "custom mode: request thresholds (plain units)",
                           prefix=True)
     plan: bool = arg("plan", True, "backfill with a plan (needs expected runtimes)")
-
-
-def parse_lock_nodes(value: str, total: int) -> int:
-    """``lockNodes`` as a node count over ``total`` nodes ("" -> 0); ValueError when malformed."""
-    s = str(value).strip()
-    if not s:
-        return 0
-    if s.endswith("%"):
-        pct = float(s[:-1])
-        if not 0 <= pct <= 100:
-            raise ValueError(s)
-        return int(math.ceil(total * pct / 100.0))
-    n = int(s)
-    if n < 0:
-        raise ValueError(s)
-    return n
 
 
 @dataclass
