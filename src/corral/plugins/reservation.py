@@ -267,7 +267,20 @@ class ReservationPlugin(Plugin):
         locked = self.locked()
         if self._target is None or task.job is self._target or not locked.any():
             return []
-        return [(locked & ~self._lendable(task), f"node(s) locked for {self._target.uid} ({self._plan_words()})")]
+        return [(locked & ~self._lendable(task),
+                 f"node(s) locked for {self._target.uid} ({self._plan_words()}{self._clause(task)})")]
+
+    def _clause(self, task: Task) -> str:
+        """Why the plan does not lend the locked nodes to ``task`` ("" when there is nothing to add)."""
+        if not self.args.plan:
+            return ""
+        end = self._end(task)
+        if end is None:
+            return f"; pod {task.name} has no expected runtime"
+        start = self.plan().start
+        if math.isfinite(start) and end > start:
+            return f"; pod {task.name} would end at {format_time(end)}, after that"
+        return ""
 
     # -- the plan ----------------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -400,11 +413,15 @@ class ReservationPlugin(Plugin):
                 note = (f"target job of the reservation, {int(locked.sum())} node(s) locked for it "
                         f"({self._plan_words()})")
             else:
-                rows = self._held_on(job)
-                if rows is None:
+                if f"locked for {target.uid}" in rec.reason:
                     continue
+                held = self._held_on(job)
+                if held is None:
+                    continue
+                rows, t = held
                 more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
-                note = f"node {names[rows[0]]}{more} is locked for {target.uid}, {self._plan_words()}"
+                note = (f"node {names[rows[0]]}{more} is locked for {target.uid}, {self._plan_words()}"
+                        f"{self._clause(t)}")
             decisions.unschedulable[i] = Unschedulable(rec.podgroup, f"{rec.reason}; {note}", rec.cycle)
 
     def _held_on(self, job: Job) -> Any:
@@ -414,7 +431,7 @@ class ReservationPlugin(Plugin):
             return None
         t = tasks[0]
         rows = np.flatnonzero(self._locked & ~self._lendable(t) & self.session.fits(t, future=True))
-        return rows if rows.size else None
+        return (rows, t) if rows.size else None
 
 
 def _pack(free: np.ndarray, tasks: list[Task], allowed: list[np.ndarray]) -> np.ndarray | None:
