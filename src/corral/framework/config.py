@@ -70,6 +70,7 @@ class Config:
     actions: tuple[ActionConfig, ...]
     tiers: tuple[tuple[PluginConfig, ...], ...]
     source: str = "built-in default"
+    simulation: Mapping[str, Any] = field(default_factory=dict)   # read by the simulator only
 
     def plugin(self, name: str) -> PluginConfig | None:
         for tier in self.tiers:
@@ -192,7 +193,8 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     """Validate a config mapping against the registry."""
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping with actions and tiers", file=file)
-    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion"})
+    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion",
+                                 "simulation"})
     if unknown:
         raise ConfigError(f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations)", file=file,
                           field=unknown[0])
@@ -241,7 +243,10 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
             seen.add(pc.name)
             plugins.append(pc)
         tiers.append(tuple(plugins))
-    config = Config(actions, tuple(tiers), file)
+    sim = raw.get("simulation") or {}
+    if not isinstance(sim, dict):
+        raise ConfigError("expected a mapping (simulator settings)", file=file, field="simulation")
+    config = Config(actions, tuple(tiers), file, sim)
     for a in actions:
         check = getattr(registry.action_class(a.name), "check_config", None)
         if check is not None:
