@@ -47,9 +47,9 @@ class ReserveAction(Action):
         mask = session.reserved_nodes(target, locked)
         if mask is None:
             return
-        new = np.flatnonzero(mask & ~locked)
-        session.lock_nodes(new.tolist(), uid)
-        self._clear_nominations(session, target, locked | mask)
+        session.lock_nodes(np.flatnonzero(locked & ~mask).tolist(), "")
+        session.lock_nodes(np.flatnonzero(mask & ~locked).tolist(), uid)
+        self._clear_nominations(session, target, mask)
 
     @staticmethod
     def _clear_nominations(session: Session, target, locked: np.ndarray) -> None:

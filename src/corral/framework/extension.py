@@ -260,8 +260,8 @@ class TargetJob(Protocol):
 class ReservedNodes(Protocol):
     def reserved_nodes(self, target: "Job", locked: np.ndarray) -> np.ndarray | None:
         """Seed 001 "Locked Nodes": the mask of nodes that should be locked for ``target`` from now on
-        (``locked``: the nodes locked for it already; an answer never unlocks one). None abstains; the
-        first plugin with an answer decides."""
+        (``locked``: the nodes locked for it already; those left out of the answer are released). None
+        abstains; the first plugin with an answer decides."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,9 @@ Extension points (Volcano switches ``enableTargetJob``, ``enableReservedNodes``)
   ``N%`` of the nodes; unset: as few as possible) and enough that their allocatable capacity holds the
   target; it keeps them while they do and adds more when they no longer do (a node went down).
   ``single-node`` adds the most idle unlocked node every cycle (Volcano v1.1's ``reservedNodesFn``).
+  With the plan on, "best" means the node expected to hold a pod of the target earliest (from the
+  expected ends of its occupants), then the most idle; and a multi-node lock moves to other nodes when
+  they are expected to start the target earlier than the current plan.
   Only nodes where a pod of the target could ever go (its predicates, its pod request below the node's
   allocatable) are chosen. ``timeout`` (a duration): once the target has waited that long since its
   election, the lock becomes a cluster lock.
@@ -174,30 +177,81 @@ class ReservationPlugin(Plugin):
         tasks = waiting(target)
         if not tasks:
             return locked
-        eligible = self._eligible(tasks) & live & ~locked
-        if not eligible.any():
+        eligible = self._eligible(tasks) & live
+        if not (eligible & ~locked).any():
             return locked
         score = self._idle_score(tasks)
+        avail = self._availability(tasks) if self.args.plan else None
         if mode == "single-node":
-            row = int(np.argmax(np.where(eligible, score, -np.inf)))
+            rows = np.flatnonzero(eligible & ~locked)
             out = locked.copy()
-            out[row] = True
+            out[self._order(rows, score, avail)[0]] = True
             return out
+        return self._multi_node(target, locked, eligible, score, avail)
+
+    def _order(self, rows: np.ndarray, score: np.ndarray, avail: np.ndarray | None) -> np.ndarray:
+        """``rows`` best first: most idle (seed 001), or, with the plan, earliest expected to hold a pod
+        of the target, then most idle."""
+        if avail is None:
+            return rows[np.argsort(-score[rows], kind="stable")]
+        return rows[np.lexsort((-score[rows], avail[rows]))]
+
+    def _multi_node(self, target: Job, locked: np.ndarray, eligible: np.ndarray, score: np.ndarray,
+                    avail: np.ndarray | None) -> np.ndarray:
+        """Keep the locked nodes while they can hold the target and at least ``lockNodes`` are locked;
+        otherwise add the best nodes until both hold. With the plan, move the lock to the nodes where the
+        target is expected to start earlier when they beat the current plan (Slurm recomputes its
+        reservation every backfill cycle the same way)."""
+        nodes = self.session.cluster.nodes
+        live = ~nodes.down
         need = sum((t.request for t in target.tasks if t.managed and not t.best_effort),
                    self.session.cluster.resources.zeros())
         want = parse_lock_nodes(self.args.lock_nodes, len(nodes))
-        have = nodes.allocatable[locked & live].sum(axis=0)
-        count = int(np.count_nonzero(locked & live))
-        if count >= want and (have >= need - EPS).all():
-            return locked
-        order = np.flatnonzero(eligible)
-        order = order[np.argsort(-score[order], kind="stable")]
-        cum = np.cumsum(nodes.allocatable[order], axis=0) + have
-        enough = (cum >= need - EPS).all(axis=1) & (count + np.arange(1, len(order) + 1) >= want)
-        k = int(np.argmax(enough)) + 1 if enough.any() else len(order)
-        out = locked.copy()
-        out[order[:k]] = True
-        return out
+
+        def fill(base: np.ndarray, rows: np.ndarray) -> np.ndarray:
+            have = nodes.allocatable[base & live].sum(axis=0)
+            count = int(np.count_nonzero(base & live))
+            out = base.copy()
+            if count >= want and (have >= need - EPS).all():
+                return out
+            order = self._order(rows, score, avail)
+            cum = np.cumsum(nodes.allocatable[order], axis=0) + have
+            enough = (cum >= need - EPS).all(axis=1) & (count + np.arange(1, len(order) + 1) >= want)
+            k = int(np.argmax(enough)) + 1 if enough.any() else len(order)
+            out[order[:k]] = True
+            return out
+
+        kept = fill(locked, np.flatnonzero(eligible & ~locked))
+        if avail is None or not locked.any():
+            return kept
+        fresh = fill(np.zeros_like(locked), np.flatnonzero(eligible))
+        current = self.plan().start if self.locked().any() else math.inf
+        if np.isfinite(avail[fresh]).all() and avail[fresh].max() < current - 1e-6:
+            return fresh
+        return kept
+
+    def _availability(self, tasks: list[Task]) -> np.ndarray:
+        """Per node, when it is expected to hold the target's largest pod (now, the expected end of the
+        occupant whose departure makes room, or inf when an occupant without an estimate is in the way)."""
+        session = self.session
+        nodes, now = session.cluster.nodes, session.now
+        big = max(tasks, key=lambda t: (float(t.request.sum()), t.name))
+        gap = np.maximum(big.request - (nodes.allocatable - nodes.used - nodes.pipelined), 0.0)
+        avail = np.where((gap <= EPS).all(axis=1), now, math.inf)
+        occupants = []
+        for t in list(session.cluster.tasks.values()) + list(session.cluster.foreign):
+            if t.status in OCCUPYING_STATES and t.node >= 0 and not np.isfinite(avail[t.node]):
+                end = self._occupant_end(t, now)
+                if end is not None:
+                    occupants.append((end, t.node, t.request))
+        occupants.sort(key=lambda o: (o[0], o[1]))
+        for end, row, request in occupants:
+            if np.isfinite(avail[row]):
+                continue
+            gap[row] = gap[row] - request
+            if (gap[row] <= EPS).all():
+                avail[row] = end
+        return avail
 
     def _eligible(self, tasks: list[Task]) -> np.ndarray:
         """Nodes where some pod of the target could ever go (predicates, request within allocatable)."""
