@@ -3,7 +3,8 @@ exists for the reservation.
 
 The target stays elected until it runs or is deleted: a job whose ``corral.io/target-since`` annotation
 is set and that still waits keeps the election (the earliest elected, when several claim it). A target
-that now runs, or a second claimant, gets the annotation cleared (``""``). With no target, the
+that now runs, that became invalid (its queue closed, too few pods), or a second claimant, gets the
+annotation cleared (``""``). With no target, the
 candidates are the Pending and Inqueue podgroups with waiting pods that are valid (JobValid, the gang
 fast-fail), and the TargetJob extension point (the ``reservation`` plugin) picks one — passing over a
 job that would fit in what is idle now (it is not starving; electing it would lock nodes for one cycle
@@ -102,7 +103,7 @@ class ElectAction(Action):
         kept = None
         for _, uid in claimants:
             job = jobs[uid]
-            if kept is None and job.ready_count() < job.min_member and waiting(job):
+            if kept is None and job.ready_count() < job.min_member and waiting(job) and self._valid(session, job):
                 kept = job
             else:
                 session.annotate(job, TARGET_SINCE, "")
