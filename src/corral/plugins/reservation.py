@@ -102,6 +102,7 @@ class ReservationPlugin(Plugin):
         self._plan: Plan | None = None
         self._charged: dict[int, tuple[int, np.ndarray]] = {}
         self._ends: dict[int, float | None] = {}
+        self._held: dict[tuple, np.ndarray] = {}
 
     # -- state -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -484,7 +485,13 @@ class ReservationPlugin(Plugin):
         if not tasks:
             return None
         t = tasks[0]
-        rows = np.flatnonzero(self._locked & ~self._lendable(t) & self.session.fits(t, future=True))
+        end = self._end(t)
+        start = self.plan().start if self.args.plan else math.inf
+        key = (t.klass or id(t), end is None, end is not None and end <= start + 1e-6)
+        rows = self._held.get(key)                 # one answer per pod class and plan verdict per close
+        if rows is None:
+            rows = self._held[key] = np.flatnonzero(self._locked & ~self._lendable(t)
+                                                    & self.session.fits(t, future=True))
         return (rows, t) if rows.size else None
 
 
