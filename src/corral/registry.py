@@ -13,6 +13,7 @@ from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.actions.reserve import ReserveAction
 from corral.framework.config import Config, parse_config
+from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
 from corral.plugins.conformance import ConformancePlugin
@@ -62,7 +63,8 @@ REGISTRY = Registry(
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
                                        BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
-                                       GpuSharePlugin, ReservationPlugin)},
+                                       GpuSharePlugin, FifoPlugin, SjfPlugin, SrtfPlugin, LasPlugin,
+                                       ReservationPlugin)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )
