@@ -22,13 +22,13 @@ import numpy as np
 
 from corral.manifests.fields import parse_duration, parse_time
 from corral.model import Cluster, Job, Nodes, Task, TaskStatus
+from corral.model.annotations import EXPECTED_RUNTIME
 
 __all__ = ["TARGET_JOB", "TARGET_SINCE", "EXPECTED_RUNTIME", "LOCK_LABEL", "lock_label_value", "lock_owners",
            "elected_at", "current_target", "waiting", "expected_runtime", "parse_lock_nodes"]
 
 TARGET_JOB = "corral.io/target-job"
 TARGET_SINCE = "corral.io/target-since"
-EXPECTED_RUNTIME = "corral.io/expected-runtime"
 LOCK_LABEL = "corral.io/locked-for"
 
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})

@@ -44,11 +44,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from corral.errors import InputError
 from corral.framework.cycle import apply_decisions, run_cycle
-from corral.framework.reservation import EXPECTED_RUNTIME
 from corral.framework.session import PENDING_LIKE
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 from corral.manifests.fields import parse_duration
-from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME
+from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
