@@ -28,7 +28,7 @@ reservation's, at a cost of at most 3 points of GPU utilisation; the cluster loc
 printed alongside (expected to cost far more). Timings are wall-clock seconds on a shared machine.
 
     .venv/bin/python benchmarks/bench_starvation.py [--vc ee9e8c] [--day 30] [--days 30] [--jobs 1000]
-        [--only philly|synthetic] [--period 30]
+        [--only philly|synthetic] [--period 30] [--threshold 16 --custom-only]
 
 Skips the Philly part with a message when the trace is absent.
 """
@@ -73,8 +73,11 @@ def config(lock: str | None, plan: bool, threshold: float | None = None):
         REGISTRY, f"bench {lock or 'none'}{' + plan' if plan else ''}")
 
 
-def variants(threshold: float) -> list[tuple[str, object, EstimateModel | None]]:
+def variants(threshold: float, custom_only: bool = False) -> list[tuple[str, object, EstimateModel | None]]:
     out = [("none", config(None, False), None)]
+    if custom_only:
+        return out + [(f"{m} + plan + >={threshold:g} ({e})", config(m, True, threshold), model)
+                      for e, model in (("exact", EXACT), ("2x off", NOISY)) for m in MODES]
     out += [(f"{m}, no plan", config(m, False), None) for m in MODES]
     out += [(f"{m} + plan (exact)", config(m, True), EXACT) for m in MODES]
     out += [(f"{m} + plan (2x off)", config(m, True), NOISY) for m in MODES]
@@ -144,13 +147,14 @@ def measure(jobs: list[JobSpec], nodes: int, cfg, estimates, period: float) -> d
             "unfinished": sum(1 for r in recs if r.status != "completed"), "big": k}
 
 
-def run(title: str, jobs: list[JobSpec], nodes: int, period: float) -> None:
+def run(title: str, jobs: list[JobSpec], nodes: int, period: float, threshold: float | None = None,
+        custom_only: bool = False) -> None:
     print(f"\n== {title}: {len(jobs)} jobs, {nodes} nodes x 8 GPUs, schedule period {period:g} s")
-    threshold = largest_size(jobs)
+    threshold = largest_size(jobs) if threshold is None else threshold
     print(f"{'configuration':34s} {'mean JCT h':>10s} {'p99 wait big h':>14s} {'max wait big h':>14s} "
           f"{'GPU util %':>10s} {'unfinished':>10s} {'wall s':>7s}")
     rows = {}
-    for name, cfg, est in variants(threshold):
+    for name, cfg, est in variants(threshold, custom_only):
         m = rows[name] = measure(jobs, nodes, cfg, est, period)
         print(f"{name:34s} {m['jct']:10.2f} {m['p99']:14.2f} {m['max']:14.2f} {m['util']:10.1f} "
               f"{m['unfinished']:10d} {m['wall']:7.1f}", flush=True)
@@ -173,16 +177,21 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1000, help="jobs of the synthetic mix")
     parser.add_argument("--period", type=float, default=30.0, help="simulated seconds between cycles")
     parser.add_argument("--only", choices=("philly", "synthetic"), default=None)
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="custom-mode GPU threshold (default: the size of the largest 5 %% of jobs)")
+    parser.add_argument("--custom-only", action="store_true", help="only none and the custom-mode variants")
     args = parser.parse_args()
     if args.only in (None, "philly"):
         if not TRACE.exists():
             print(f"skipped Philly: the trace is absent ({TRACE})")
         else:
             jobs, nodes = philly_month(args.vc, args.day, args.days)
-            run(f"Philly VC {args.vc}, days {args.day:g}-{args.day + args.days:g}", jobs, nodes, args.period)
+            run(f"Philly VC {args.vc}, days {args.day:g}-{args.day + args.days:g}", jobs, nodes, args.period,
+                args.threshold, args.custom_only)
     if args.only in (None, "synthetic"):
         nodes = 32
-        run("synthetic mix (5 % of jobs >= 32 GPUs)", synthetic_mix(args.jobs, 7, nodes), nodes, args.period)
+        run("synthetic mix (5 % of jobs >= 32 GPUs)", synthetic_mix(args.jobs, 7, nodes), nodes, args.period,
+            args.threshold, args.custom_only)
     return 0
 
 
