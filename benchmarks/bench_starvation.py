@@ -162,7 +162,7 @@ def run(title: str, jobs: list[JobSpec], nodes: int, period: float, threshold: f
     print(f"target: with the plan, max wait of the largest 5 % ({base['big']} jobs) <= half of none's "
           f"({base['max'] / 2:.2f} h) at <= 3 points of utilisation (>= {base['util'] - 3:.1f} %)")
     for name, m in rows.items():
-        if "plan (" not in name and name != "cluster, no plan":
+        if "+ plan" not in name and name != "cluster, no plan":
             continue
         ok = m["max"] <= base["max"] / 2 + 1e-9 and m["util"] >= base["util"] - 3.0
         print(f"  {name:34s} max wait {m['max']:7.2f} h ({m['max'] / base['max']:5.0%} of none), "
