@@ -36,7 +36,7 @@ from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import GPU, PODS, ResourceIndex
 
-__all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
+__all__ = ["load_snapshot", "build_cluster", "parse_objects", "assemble_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
            "GPU_MEMORY_PER_DEVICE"]
 
 DEFAULT_SCHEDULERS = ("corral", "volcano", "kai-scheduler")
@@ -53,11 +53,22 @@ def load_snapshot(paths: Iterable[str | Path], schedulers: Sequence[str] = DEFAU
 
 
 def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
+    return assemble_cluster(parse_objects(objects), schedulers)
+
+
+def parse_objects(objects: Iterable[SourcedObject]) -> dict[str, list]:
+    """Kind -> parsed records of every known object (:func:`~corral.manifests.kinds.parse_object`)."""
     by_kind: dict[str, list] = defaultdict(list)
     for file, raw in objects:
         parsed = parse_object(file, raw)
         if parsed is not None:
             by_kind[parsed[0]].append(parsed[1])
+    return by_kind
+
+
+def assemble_cluster(records: dict[str, list], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
+    """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache."""
+    by_kind: dict[str, list] = defaultdict(list, records)
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
     cluster = Cluster(resources=resources, nodes=nodes)
