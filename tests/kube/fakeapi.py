@@ -126,7 +126,8 @@ class FakeAPI:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def fail(self, method: str, path_regex: str, status: int, count: int = 1) -> None:
-        """Answer the next ``count`` requests matching ``method`` and ``path_regex`` with ``status``."""
+        """Answer the next ``count`` requests matching ``method`` and ``path_regex`` (searched in the path
+        and query) with ``status``."""
         with self.lock:
             self.faults.append([method, re.compile(path_regex), status, count])
 
@@ -199,6 +200,8 @@ class FakeAPI:
     def _create(self, path: str, obj: dict, ns: str) -> dict:
         kind, api, namespaced = TYPES[path]
         meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         key = (ns if namespaced else "", meta.get("name", ""))
         if key in self.store[path]:
             raise _Reply(409, _status(409, "AlreadyExists", f"{kind} {key[1]!r} already exists"))
@@ -319,7 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
             with fake.lock:
                 fake.requests.append((method, url.path))
                 for f in fake.faults:
-                    if f[3] > 0 and f[0] == method and f[1].search(url.path):
+                    if f[3] > 0 and f[0] == method and f[1].search(self.path):
                         f[3] -= 1
                         raise _Reply(f[2], _status(f[2], "Injected", f"injected {f[2]}"),
                                      {"Retry-After": "1"} if f[2] == 429 else None)
