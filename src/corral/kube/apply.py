@@ -24,6 +24,7 @@ locks, and Events for what could not be scheduled. Rules:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -49,9 +50,11 @@ class ApplyReport:
 
     outcomes: dict[str, dict[str, list[str]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     partial_gangs: dict[str, list[str]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, kind: str, outcome: str, what: str) -> None:
-        self.outcomes[kind][outcome].append(what)
+        with self.lock:
+            self.outcomes[kind][outcome].append(what)
 
     def get(self, kind: str, outcome: str) -> list[str]:
         return list(self.outcomes.get(kind, {}).get(outcome, []))
@@ -65,7 +68,7 @@ def _split(key: str) -> tuple[str, str]:
 class Applier:
     def __init__(self, api: KubeAPI, cache: WatchCache, log: Log, metrics: Metrics | None = None, *,
                  scheduler_name: str = "corral", identity: str = "corral", workers: int = 16,
-                 refusal_backoff: float = 60.0, events_per_cycle: int = 200, event_repeat: float = 600.0) -> None:
+                 refusal_backoff: float = 60.0, events_per_cycle: int = 100, event_repeat: float = 600.0) -> None:
         self.api = api
         self.cache = cache
         self.log = log
@@ -100,13 +103,15 @@ class Applier:
         if self.after_evictions is not None:
             self.after_evictions()
         self._binds(decisions, cluster, report)
-        for n in decisions.nominations:
-            self._guard(report, "nominations", n.pod, lambda n=n: self._nominate(n.pod, n.node, report))
-        for u in decisions.podgroups:
-            self._guard(report, "podgroups", u.podgroup,
-                        lambda u=u: self._podgroup(u.podgroup, u.phase, u.annotations, report))
-        for lock in decisions.node_locks:
-            self._guard(report, "node_locks", lock.node, lambda lock=lock: self._lock(lock.node, lock.job, report))
+        writes = [("nominations", n.pod, lambda n=n: self._nominate(n.pod, n.node, report))
+                  for n in decisions.nominations]
+        writes += [("podgroups", u.podgroup, lambda u=u: self._podgroup(u.podgroup, u.phase, u.annotations, report))
+                   for u in decisions.podgroups]
+        writes += [("node_locks", lock.node, lambda lock=lock: self._lock(lock.node, lock.job, report))
+                   for lock in decisions.node_locks]
+        # independent objects: written concurrently, each in its own try
+        for f in [self.pool.submit(self._guard, report, kind, what, fn) for kind, what, fn in writes]:
+            f.result()
         self._events(decisions, cluster, report, now)
         return report
 
@@ -313,6 +318,7 @@ class Applier:
         at most ``events_per_cycle`` Events are written per cycle (the rest follow in later cycles)."""
         budget = self.events_per_cycle
         mono = time.monotonic()
+        todo: list[tuple[str, str, str]] = []
         for u in decisions.unschedulable:
             job = cluster.jobs.get(u.podgroup)
             targets = []
@@ -321,17 +327,21 @@ class Applier:
             if job is not None:
                 targets += [("Pod", t.key) for t in job.tasks if t.node < 0 and t.managed]
             for kind, key in targets:
-                if budget <= 0:
-                    return
                 last = self.emitted.get((kind, key))
                 if last is not None and last[0] == u.reason and mono - last[1] < self.event_repeat:
                     continue
+                if budget <= 0:
+                    break
                 budget -= 1
-                if self._event_safe(kind, key, "", "Unschedulable", u.reason):
-                    self.emitted[(kind, key)] = (u.reason, mono)
-                    self._count(report, "events", "done", key)
-                else:
-                    self._count(report, "events", "failed", key)
+                todo.append((kind, key, u.reason))
+        futures = [(kind, key, reason, self.pool.submit(self._event_safe, kind, key, "", "Unschedulable", reason))
+                   for kind, key, reason in todo]
+        for kind, key, reason, fut in futures:
+            if fut.result():
+                self.emitted[(kind, key)] = (reason, mono)
+                self._count(report, "events", "done", key)
+            else:
+                self._count(report, "events", "failed", key)
 
     def _event_safe(self, kind: str, key: str, uid: str, reason: str, message: str) -> bool:
         found = self.cache.find(kind, key)

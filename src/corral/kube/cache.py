@@ -141,6 +141,7 @@ class WatchCache:
         self.changed = threading.Event()
         self.informers: list[Informer] = []
         self.bad: set[tuple[ResourceType, str]] = set()
+        self.view_seconds = 0.0                                  # the last build's snapshot of the stores
 
     # -- informers ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -294,7 +295,9 @@ class WatchCache:
         An object the assembly rejects is named by the error; it is logged once and left out, and the
         assembly runs again without it.
         """
+        t0 = time.perf_counter()
         rows = self.view()
+        self.view_seconds = time.perf_counter() - t0
         dropped: set[tuple[str, str]] = set()
         for _ in range(len(rows) + 1):
             records: dict[str, list] = {}

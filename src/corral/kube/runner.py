@@ -184,6 +184,7 @@ class Runner:
         try:
             cluster, objects = self.cache.build(self.opts.schedulers)
             times["build"] = time.perf_counter() - t
+            times["view"] = self.cache.view_seconds
             if self.opts.dump is not None and n == 1:
                 path = self.cache.dump(self.opts.dump, objects, now)
                 self.log.info("cache dumped", path=str(path), now=format_time(now),
