@@ -90,6 +90,7 @@ class FakeAPI:
         self.evict_deletes = evict_deletes
         self.faults: list[list] = []                            # [method, path regex, status, count]
         self.requests: list[tuple[str, str]] = []
+        self.full_requests: list[tuple[str, str]] = []          # with the query
         self.evictions: list[str] = []
         self.bindings: list[tuple[str, str]] = []
         self.generation = 0                                     # drop_watches bumps it
@@ -342,6 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             with fake.lock:
                 fake.requests.append((method, url.path))
+                fake.full_requests.append((method, self.path))
                 for f in fake.faults:
                     if f[3] > 0 and f[0] == method and f[1].search(self.path):
                         f[3] -= 1
