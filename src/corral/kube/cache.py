@@ -142,6 +142,9 @@ class WatchCache:
         self.informers: list[Informer] = []
         self.bad: set[tuple[ResourceType, str]] = set()
         self.view_seconds = 0.0                                  # the last build's snapshot of the stores
+        self.versions: dict[str, int] = {}                       # kind -> changes (objects or assumptions)
+        self.topology: tuple[tuple, Any] | None = None           # (versions of Node, HyperNode), tree
+        self.view_topology: tuple = ()
 
     # -- informers ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -192,6 +195,7 @@ class WatchCache:
             e = self._parse(rtype, raw)
             entries[_key(raw)] = e
         with self.lock:
+            self._bump(rtype.kind)
             self.stores[rtype] = entries
             self.bad = {k for k in self.bad if k[0] is not rtype} | {(rtype, k) for k, e in entries.items()
                                                                       if e.record is None}
@@ -206,6 +210,7 @@ class WatchCache:
         key = _key(raw)
         if etype == "DELETED":
             with self.lock:
+                self._bump(rtype.kind)
                 self.stores[rtype].pop(key, None)
                 self.bad.discard((rtype, key))
                 self.assumed.pop((rtype.kind, key), None)
@@ -213,6 +218,7 @@ class WatchCache:
         else:
             entry = self._parse(rtype, raw)
             with self.lock:
+                self._bump(rtype.kind)
                 self.stores[rtype][key] = entry
                 if entry.record is None:
                     self.bad.add((rtype, key))
@@ -222,6 +228,9 @@ class WatchCache:
                 if a is not None and a.confirm is not None and contains(raw, a.confirm):
                     del self.assumed[(rtype.kind, key)]
         self.changed.set()
+
+    def _bump(self, kind: str) -> None:
+        self.versions[kind] = self.versions.get(kind, 0) + 1
 
     def mark_absent(self, rtype: ResourceType) -> None:
         with self.lock:
@@ -262,6 +271,7 @@ class WatchCache:
                 if old.confirm is not None and confirm is not None:
                     confirm = _merge_patches(old.confirm, confirm)
             self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl)
+            self._bump(kind)
 
     def view(self) -> list[tuple[ResourceType, str, dict, Any]]:
         """A consistent snapshot: ``(type, key, dict, (kind, record))`` of every readable object, with
@@ -270,7 +280,9 @@ class WatchCache:
         with self.lock:
             for k in [k for k, a in self.assumed.items() if a.deadline < now]:
                 del self.assumed[k]
+                self._bump(k[0])
             assumed = dict(self.assumed)
+            self.view_topology = (self.versions.get("Node", 0), self.versions.get("HyperNode", 0))
             rows = [(r, key, e.raw, e.record) for r in self.resources for key, e in self.stores[r].items()]
         if not assumed:
             return [row for row in rows if row[3] is not None]
@@ -297,6 +309,7 @@ class WatchCache:
         """
         t0 = time.perf_counter()
         rows = self.view()
+        topo_key = self.view_topology
         self.view_seconds = time.perf_counter() - t0
         dropped: set[tuple[str, str]] = set()
         for _ in range(len(rows) + 1):
@@ -307,8 +320,9 @@ class WatchCache:
                 if isinstance(rec, PodGroupRec):         # the session writes annotations into the job
                     rec = dataclasses.replace(rec, annotations=dict(rec.annotations))
                 records.setdefault(kind, []).append(rec)
+            tree = self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
             try:
-                cluster = assemble_cluster(records, schedulers)
+                cluster = assemble_cluster(records, schedulers, tree)
             except InputError as exc:
                 culprit = _culprit(exc, rows, dropped)
                 if culprit is None:
@@ -317,6 +331,8 @@ class WatchCache:
                 self.log.once(("assembly", culprit), "warning", "object left out: the model cannot use it",
                               object=f"{culprit[0]} {culprit[1]}", field=exc.field, error=exc.describe())
                 continue
+            # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
+            self.topology = (topo_key, cluster.hypernodes)
             return cluster, [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped]
         raise InputError("the cache cannot be assembled into a cluster")
 

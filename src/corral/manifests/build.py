@@ -66,8 +66,10 @@ def parse_objects(objects: Iterable[SourcedObject]) -> dict[str, list]:
     return by_kind
 
 
-def assemble_cluster(records: dict[str, list], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
-    """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache."""
+def assemble_cluster(records: dict[str, list], schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+                     hypernodes: HyperNodeTree | None = None) -> Cluster:
+    """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache
+    (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
     by_kind: dict[str, list] = defaultdict(list, records)
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
@@ -77,7 +79,7 @@ def assemble_cluster(records: dict[str, list], schedulers: Sequence[str] = DEFAU
     for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
         cluster.pdbs.append(PodDisruptionBudget(f"{ns}/{name}", ns, sel, min_av, max_un))
     cluster.queues = _queues(by_kind["Queue"], resources)
-    cluster.hypernodes = _hypernodes(by_kind["HyperNode"], nodes)
+    cluster.hypernodes = hypernodes if hypernodes is not None else _hypernodes(by_kind["HyperNode"], nodes)
     _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
     return cluster
