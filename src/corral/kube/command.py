@@ -51,35 +51,54 @@ def run(
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
 ) -> None:
     """Schedule the live cluster: watch it, run a cycle every --period, apply the decisions."""
-    from corral.cli import _config, _fail, _now
-    from corral.errors import InputError
+    from corral.cli import _fail
 
     try:
-        if log_format not in ("json", "text"):
-            raise InputError(f"expected json or text, got {log_format!r}", field="--log-format")
-        if log_level not in ("debug", "info", "warning", "error"):
-            raise InputError(f"expected debug, info, warning or error, got {log_level!r}", field="--log-level")
-        cfg = _config(config)
-        start = _now(now) if now is not None else None
-        from corral.kube.api import KubeAPI, load_client
-        from corral.kube.logs import Log
-        from corral.kube.metrics import Metrics, serve
-        from corral.kube.runner import RunOptions, Runner
-        from corral.manifests.build import DEFAULT_SCHEDULERS
-
-        names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
-        identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-        opts = RunOptions(schedulers=names, period=period, dry_run=dry_run, cycles=cycles, now=start, dump=dump,
-                          leader_elect=leader_elect, lease_namespace=lease_namespace, lease_name=lease_name,
-                          identity=identity)
-        log = Log(fmt=log_format, level=log_level)
-        api = KubeAPI(load_client(kubeconfig, context, server))
-        runner = Runner(api, cfg, opts, log, Metrics())
+        runner = _make_runner(config, scheduler_name, period, dry_run, cycles, now, dump, leader_elect,
+                              lease_namespace, lease_name, kubeconfig, context, server, log_format, log_level)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         _fail(exc)
         return
+    _serve_and_run(runner, metrics_port)
+
+
+def _make_runner(config, scheduler_name, period, dry_run, cycles, now, dump, leader_elect, lease_namespace,
+                 lease_name, kubeconfig, context, server, log_format, log_level):  # type: ignore[no-untyped-def]
+    from corral.cli import _config, _now
+    from corral.errors import InputError
+
+    if log_format not in ("json", "text"):
+        raise InputError(f"expected json or text, got {log_format!r}", field="--log-format")
+    if log_level not in ("debug", "info", "warning", "error"):
+        raise InputError(f"expected debug, info, warning or error, got {log_level!r}", field="--log-level")
+    cfg = _config(config)
+    start = _now(now) if now is not None else None
+    from corral.kube.api import KubeAPI, load_client
+    from corral.kube.logs import Log
+    from corral.kube.metrics import Metrics
+    from corral.kube.runner import RunOptions, Runner
+    from corral.manifests.build import DEFAULT_SCHEDULERS
+
+    names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    opts = RunOptions(schedulers=names, period=period, dry_run=dry_run, cycles=cycles, now=start, dump=dump,
+                      leader_elect=leader_elect, lease_namespace=lease_namespace, lease_name=lease_name,
+                      identity=identity)
+    log = Log(fmt=log_format, level=log_level)
+    api = KubeAPI(load_client(kubeconfig, context, server))
+    runner = Runner(api, cfg, opts, log, Metrics())
+    log.info("starting", schedulers=list(names), period=period, dry_run=dry_run, leader_elect=leader_elect,
+             identity=identity, config=cfg.source)
+    return runner
+
+
+def _serve_and_run(runner, metrics_port: int) -> None:  # type: ignore[no-untyped-def]
+    from corral.cli import _fail
+    from corral.errors import InputError
+    from corral.kube.metrics import serve
+
     http = None
     if metrics_port >= 0:
         try:
@@ -89,8 +108,6 @@ def run(
             return
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: runner.stopping.set())
-    log.info("starting", schedulers=list(names), period=period, dry_run=dry_run, leader_elect=leader_elect,
-             identity=identity, config=cfg.source)
     try:
         runner.start()
         total = runner.run()
@@ -103,8 +120,9 @@ def run(
     runner.stop()
     if http is not None:
         http.shutdown()
-    if dry_run and cycles is not None:
-        sys.stdout.write(json.dumps(total.to_json(cycles), indent=1) + "\n")
+    opts = runner.opts
+    if opts.dry_run and opts.cycles is not None:
+        sys.stdout.write(json.dumps(total.to_json(opts.cycles), indent=1) + "\n")
     if runner.lost:
-        log.error("exiting: leadership lost")
+        runner.log.error("exiting: leadership lost")
         raise typer.Exit(1)
