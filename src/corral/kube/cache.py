@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import json
 import os
 import random
@@ -321,6 +322,8 @@ class WatchCache:
                     rec = dataclasses.replace(rec, annotations=dict(rec.annotations))
                 records.setdefault(kind, []).append(rec)
             tree = self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
+            paused = gc.isenabled()
+            gc.disable()                 # as build_cluster: the assembly frees nothing a collection could
             try:
                 cluster = assemble_cluster(records, schedulers, tree)
             except InputError as exc:
@@ -331,6 +334,9 @@ class WatchCache:
                 self.log.once(("assembly", culprit), "warning", "object left out: the model cannot use it",
                               object=f"{culprit[0]} {culprit[1]}", field=exc.field, error=exc.describe())
                 continue
+            finally:
+                if paused:
+                    gc.enable()
             # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
             self.topology = (topo_key, cluster.hypernodes)
             return cluster, [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped]
