@@ -173,11 +173,13 @@ class Applier:
 
     # -- binds --------------------------------------------------------------------------------------
     def _binds(self, decisions: Decisions, cluster: Cluster, report: ApplyReport) -> None:
-        by_key = {t.key: t for t in cluster.tasks.values() if t.managed}
+        if not decisions.binds:
+            return
+        wanted = {b.pod for b in decisions.binds}
+        job_of = {t.key: t.job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
         gangs: dict[str, list] = defaultdict(list)
         for b in decisions.binds:
-            task = by_key.get(b.pod)
-            gangs[task.job.uid if task is not None and task.job is not None else b.pod].append(b)
+            gangs[job_of.get(b.pod, b.pod)].append(b)
         futures = [(job, b, self.pool.submit(self._bind, b.pod, b.node)) for job, binds in gangs.items()
                    for b in binds]
         failed: dict[str, list[str]] = defaultdict(list)

@@ -428,8 +428,9 @@ class Informer(threading.Thread):
                 delay = self.backoff.next()
                 if exc.status == 410:
                     listed = False
-                log.warning("watch failed: retrying", resource=self.rtype.name, status=exc.status,
-                            error=exc.message, retry_in=round(delay, 2))
+                # a watch the server or the network ended (status 0) is routine: info, not warning
+                log.log("info" if exc.status == 0 and listed else "warning", "watch failed: retrying",
+                        resource=self.rtype.name, status=exc.status, error=exc.message, retry_in=round(delay, 2))
                 self.stopping.wait(delay)
             except Exception as exc:  # noqa: BLE001 - a reflector never dies
                 delay = self.backoff.next()
