@@ -103,6 +103,7 @@ def _serve_and_run(runner, metrics_port: int) -> None:  # type: ignore[no-untype
     if metrics_port >= 0:
         try:
             http = serve(runner.metrics, metrics_port, runner.health)
+            runner.log.info("serving /metrics and /healthz", port=http.server_address[1])
         except OSError as exc:
             _fail(InputError(f"cannot listen on port {metrics_port}: {exc}", field="--metrics-port"))
             return

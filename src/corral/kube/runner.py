@@ -142,8 +142,8 @@ class Runner:
             return False, "cache not synced"
         if self.elector is not None and not self.elector.is_leader():
             return True, "ok (standby)"
-        stale = max(10 * self.opts.period, 30.0)
-        if self.cycle_no and time.monotonic() - self.last_cycle_end > stale:
+        stale = max(10 * self.opts.period, 120.0)
+        if self.last_cycle_end and time.monotonic() - self.last_cycle_end > stale:
             return False, f"no cycle finished for {stale:.0f} s"
         return True, "ok"
 
@@ -161,6 +161,7 @@ class Runner:
             self.log.info("cache synced", seconds=round(time.monotonic() - t0, 3),
                           objects={r.name: len(s) for r, s in self.cache.stores.items() if r not in self.cache.absent})
         clock = self.opts.now
+        self.last_cycle_end = time.monotonic()            # /healthz counts from here
         while not self.stopping.is_set():
             start = time.monotonic()
             if self.is_leader():
