@@ -302,45 +302,44 @@ class WatchCache:
                 out.append((r, key, raw, record))
         return out
 
-    def build(self, schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> tuple[Cluster, list[dict]]:
-        """The cluster of a consistent snapshot, and the dicts it was built from (for a dump).
+    def build(self, schedulers: Sequence[str] = DEFAULT_SCHEDULERS, with_objects: bool = False) \
+            -> tuple[Cluster, list[dict]]:
+        """The cluster of a consistent snapshot, and (``with_objects``, for a dump) the dicts it was built
+        from. The garbage collector is paused meanwhile, as :func:`~corral.manifests.build.build_cluster`
+        does: the build frees nothing a collection could.
 
         An object the assembly rejects is named by the error; it is logged once and left out, and the
         assembly runs again without it.
         """
-        t0 = time.perf_counter()
-        rows = self.view()
-        topo_key = self.view_topology
-        self.view_seconds = time.perf_counter() - t0
-        dropped: set[tuple[str, str]] = set()
-        for _ in range(len(rows) + 1):
-            records: dict[str, list] = {}
-            for r, key, raw, (kind, rec) in rows:
-                if (kind, key) in dropped:
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            rows = self.view()
+            topo_key = self.view_topology
+            self.view_seconds = time.perf_counter() - t0
+            dropped: set[tuple[str, str]] = set()
+            for _ in range(len(rows) + 1):
+                tree = self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
+                try:
+                    cluster = assemble_cluster(_records(rows, dropped), schedulers, tree)
+                except InputError as exc:
+                    culprit = _culprit(exc, rows, dropped)
+                    if culprit is None:
+                        raise
+                    dropped.add(culprit)
+                    self.log.once(("assembly", culprit), "warning", "object left out: the model cannot use it",
+                                  object=f"{culprit[0]} {culprit[1]}", field=exc.field, error=exc.describe())
                     continue
-                if isinstance(rec, PodGroupRec):         # the session writes annotations into the job
-                    rec = dataclasses.replace(rec, annotations=dict(rec.annotations))
-                records.setdefault(kind, []).append(rec)
-            tree = self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
-            paused = gc.isenabled()
-            gc.disable()                 # as build_cluster: the assembly frees nothing a collection could
-            try:
-                cluster = assemble_cluster(records, schedulers, tree)
-            except InputError as exc:
-                culprit = _culprit(exc, rows, dropped)
-                if culprit is None:
-                    raise
-                dropped.add(culprit)
-                self.log.once(("assembly", culprit), "warning", "object left out: the model cannot use it",
-                              object=f"{culprit[0]} {culprit[1]}", field=exc.field, error=exc.describe())
-                continue
-            finally:
-                if paused:
-                    gc.enable()
-            # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
-            self.topology = (topo_key, cluster.hypernodes)
-            return cluster, [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped]
-        raise InputError("the cache cannot be assembled into a cluster")
+                # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
+                self.topology = (topo_key, cluster.hypernodes)
+                objects = [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped] \
+                    if with_objects else []
+                return cluster, objects
+            raise InputError("the cache cannot be assembled into a cluster")
+        finally:
+            if paused:
+                gc.enable()
 
     def dump(self, directory: str | Path, objects: list[dict], now: float) -> Path:
         """Write ``objects`` as a snapshot (``cluster.json``, a ``v1 List``) that ``corral schedule``
@@ -355,6 +354,22 @@ class WatchCache:
         os.replace(tmp, target)
         (d / "NOW").write_text(format_time(now) + "\n")
         return target
+
+
+def _records(rows: list, dropped: set[tuple[str, str]]) -> dict[str, list]:
+    """Kind -> records of ``rows`` but the ``dropped``; a PodGroup record gets its own annotations dict
+    (the session writes annotations into the job, and the cached record outlives the cycle)."""
+    records: dict[str, list] = {}
+    for r, key, raw, (kind, rec) in rows:
+        if dropped and (kind, key) in dropped:
+            continue
+        if kind == "PodGroup":
+            copy_ = object.__new__(PodGroupRec)
+            copy_.__dict__.update(rec.__dict__)
+            copy_.annotations = dict(rec.annotations)
+            rec = copy_
+        records.setdefault(kind, []).append(rec)
+    return records
 
 
 def _merge_patches(a: dict, b: dict) -> dict:

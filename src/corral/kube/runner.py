@@ -183,10 +183,12 @@ class Runner:
         times: dict[str, float] = {}
         t = time.perf_counter()
         try:
-            cluster, objects = self.cache.build(self.opts.schedulers)
+            dump = self.opts.dump is not None and n == 1
+            cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
             times["build"] = time.perf_counter() - t
             times["view"] = self.cache.view_seconds
-            if self.opts.dump is not None and n == 1:
+            if dump:
+                assert self.opts.dump is not None
                 path = self.cache.dump(self.opts.dump, objects, now)
                 self.log.info("cache dumped", path=str(path), now=format_time(now),
                               reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}")
