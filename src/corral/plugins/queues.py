@@ -112,6 +112,10 @@ class QueuePlugin(Plugin):
         return self.within_capability(queue, task.request * self.cols)
 
     # -- victims ---------------------------------------------------------------------------------
+    def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
+        """Gang-reclaim: the queue rule of :meth:`reclaimable`; gang-preempt: no answer."""
+        return self.reclaimable(preemptor, candidates) if action.endswith("reclaim") else None
+
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """A victim is allowed only while its queue (and every ancestor) stays at or above its reclaim
         floor — what it deserves in the scarce resources, its guarantee in the others — in every

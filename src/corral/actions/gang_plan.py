@@ -1,0 +1,294 @@
+"""The plan of one domain for gang-aware eviction (seed 000 §3.1–3.2, SPEC.md §3.3): which victims let
+the gang's waiting pods fit inside the domain, at the least cost under the cost model of
+:mod:`corral.actions.bundles`.
+
+A plan is built for a *level* — only victim jobs whose policy rank is at most the level — and with or
+without breaking healthy gangs:
+
+1. **fill** — free pods (those of jobs broken already, or broken by this plan) and SAFE pods (a
+   healthy job's pods up to its surplus and role surpluses) cost no work: node by node, the fewest
+   of them that open one more slot for the gang, the node needing fewest pods per slot first;
+2. **break** (only when allowed and the fill is not enough) — one healthy gang whose pods in the domain
+   let most of the gang fit per unit of work (the seed's ROI: local gain over global cost; a gang
+   that alone completes the gang for less than that rate would charge wins), then fill again;
+3. **reprieve** — what turned out not to be needed is given back: whole broken gangs, dearest first,
+   then single pods, those of broken gangs first, so a gang left within its surplus is not broken.
+
+The estimate of fit counts, per node, how many of the gang's pods (the largest request of its waiting
+pods, within the predicates) the free room plus what the victims free holds; the caller's dry run
+decides. Queue limits (gangreclaim: what each victim queue may give up) are steering only: the
+victim filter over the plan's victims decides.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from corral.actions.bundles import VictimJob
+from corral.framework.extension import Domain
+from corral.framework.session import Session
+from corral.model import Task
+from corral.model.resources import EPS
+
+__all__ = ["Room", "DomainPlanner"]
+
+
+class Room:
+    """The gang's room over a domain's nodes: per node the free capacity (future idle) in the columns
+    the gang requests, and how many of its pods (``slot``) that holds."""
+
+    def __init__(self, session: Session, tasks: list[Task], domain: Domain) -> None:
+        nodes = session.cluster.nodes
+        req = np.max(np.array([t.request for t in tasks]), axis=0)
+        self.cols = np.flatnonzero(req > 0)
+        self.req = req[self.cols].tolist()
+        live = domain.mask & ~nodes.down
+        ok = live.copy()
+        for t in {t.klass or id(t): t for t in tasks}.values():
+            ok &= session.predicate(t)
+        self.rows = np.flatnonzero(live)
+        self.pos = {int(r): i for i, r in enumerate(self.rows.tolist())}
+        self.ok = ok[self.rows].tolist()
+        self.free = np.clip(nodes.future_idle[self.rows][:, self.cols], 0, None).tolist()
+        self.n = len(tasks)
+
+    def slot(self, i: int, free: list[float]) -> int:
+        if not self.ok[i]:
+            return 0
+        return max(min(int((f + EPS) // r) for f, r in zip(free, self.req)), 0)
+
+
+@dataclass
+class _State:
+    """A plan being built: each node's room, the pods taken, what each job and queue has given."""
+
+    free: list[list[float]]
+    slots: list[int]
+    total: int
+    caps: dict[str, list[float]] | None
+    taken: list[Task] = field(default_factory=list)
+    ids: set[int] = field(default_factory=set)
+    used: dict[int, int] = field(default_factory=dict)
+    role_used: dict[tuple[int, str], int] = field(default_factory=dict)
+    broken: set[int] = field(default_factory=set)
+
+
+class DomainPlanner:
+    """Plans for one domain (:meth:`plan`) over its candidate victims ``pods`` (already allowed by the
+    victim filter), whose jobs are ``jobs`` (id -> :class:`VictimJob`). ``chain(queue)``: the queues a
+    victim of ``queue`` draws on, for ``caps`` (what each may give up, per resource)."""
+
+    def __init__(self, room: Room, pods: list[Task], jobs: dict[int, VictimJob], chain=None) -> None:
+        self.room, self.jobs, self.chain = room, jobs, chain
+        self.vec: dict[int, list[float]] = {}
+        self.node: dict[int, list[Task]] = {}
+        self.of_job: dict[int, list[Task]] = {}
+        size = np.array([t.request for t in pods]).reshape(len(pods), -1)[:, room.cols] if pods else None
+        for k, t in enumerate(pods):
+            p = room.pos.get(t.node)
+            if p is None or id(t.job) not in jobs:
+                continue
+            self.vec[id(t)] = size[k].tolist()
+            self.node.setdefault(p, []).append(t)
+            self.of_job.setdefault(id(t.job), []).append(t)
+        weight = [1.0 / r for r in room.req]
+        self._size = {k: sum(a * w for a, w in zip(v, weight)) for k, v in self.vec.items()}
+        for lst in self.node.values():
+            lst.sort(key=lambda t: -self._size[id(t)])
+
+    # -- the plan --------------------------------------------------------------------------------
+    def plan(self, level: float, may_break: bool, caps: dict[str, list[float]] | None = None,
+             forbid: frozenset[int] = frozenset(), nobreak: frozenset[int] = frozenset()) -> list[Task] | None:
+        """The victims with which the gang fits by the estimate, using jobs of rank <= ``level``;
+        None when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken."""
+        room = self.room
+        slots = [room.slot(i, f) for i, f in enumerate(room.free)]
+        st = _State([list(f) for f in room.free], slots, sum(slots),
+                    {k: list(v) for k, v in caps.items()} if caps else None)
+        self._level, self._forbid = level, forbid
+        while True:
+            self._fill(st)
+            if st.total >= room.n:
+                break
+            if not may_break or not self._break(st, nobreak):
+                return None
+        self._reprieve(st)
+        return st.taken
+
+    def _eligible(self, t: Task) -> bool:
+        return id(t) not in self._forbid and self.jobs[id(t.job)].rank <= self._level
+
+    def _may_take(self, st: _State, t: Task, extra: dict | None = None) -> bool:
+        """May ``t`` go without breaking its job (or is its job broken anyway), within the caps?"""
+        j = self.jobs[id(t.job)]
+        k = id(t.job)
+        if j.healthy and k not in st.broken:
+            more = extra.get(k, 0) if extra else 0
+            if st.used.get(k, 0) + more >= j.surplus:
+                return False
+            if j.roles is not None and t.role in j.roles:
+                more = extra.get((k, t.role), 0) if extra else 0
+                if st.role_used.get((k, t.role), 0) + more >= j.roles[t.role]:
+                    return False
+        return self._within_caps(st, [t])
+
+    def _within_caps(self, st: _State, pods: list[Task]) -> bool:
+        if st.caps is None or self.chain is None:
+            return True
+        need: dict[str, np.ndarray] = {}
+        for t in pods:
+            for q in self.chain(t.job.queue):
+                if q in st.caps:
+                    need[q] = need.get(q, 0) + t.request
+        return all(all(c - v >= -EPS for c, v in zip(st.caps[q], amount)) for q, amount in need.items())
+
+    def _take(self, st: _State, pods: list[Task], sign: int = 1) -> None:
+        """Evict ``pods`` in the plan (``sign`` -1: give them back)."""
+        room = self.room
+        touched = set()
+        for t in pods:
+            p = room.pos[t.node]
+            touched.add(p)
+            f = st.free[p]
+            for c, v in enumerate(self.vec[id(t)]):
+                f[c] += sign * v
+            k = id(t.job)
+            st.used[k] = st.used.get(k, 0) + sign
+            st.role_used[(k, t.role)] = st.role_used.get((k, t.role), 0) + sign
+            if st.caps is not None and self.chain is not None:
+                for q in self.chain(t.job.queue):
+                    if q in st.caps:
+                        st.caps[q] = [c - sign * v for c, v in zip(st.caps[q], t.request.tolist())]
+            if sign > 0:
+                st.taken.append(t)
+                st.ids.add(id(t))
+        if sign < 0:
+            gone = {id(t) for t in pods}
+            st.taken = [t for t in st.taken if id(t) not in gone]
+            st.ids -= gone
+        for p in touched:
+            new = room.slot(p, st.free[p])
+            st.total += new - st.slots[p]
+            st.slots[p] = new
+
+    # -- 1. free and SAFE pods ---------------------------------------------------------------------
+    def _step(self, st: _State, p: int) -> tuple[float, list[Task]] | None:
+        """The fewest free or SAFE pods on node ``p`` that open one more slot there (the smallest pod
+        that alone closes what is missing, else the largest), as (pods per slot, pods)."""
+        room = self.room
+        if not room.ok[p]:
+            return None
+        cands = [t for t in self.node.get(p, ()) if id(t) not in st.ids and self._eligible(t)]
+        f = list(st.free[p])
+        base = st.slots[p]
+        pick: list[Task] = []
+        extra: dict = {}
+        while cands:
+            lack = [max(r * (base + 1) - x, 0.0) for r, x in zip(room.req, f)]
+            usable = [t for t in cands if self._may_take(st, t, extra)]
+            if not usable:
+                return None
+            one = [t for t in usable if all(v >= m - EPS for v, m in zip(self.vec[id(t)], lack))]
+            t = min(one, key=lambda t: self._size[id(t)]) if one else usable[0]
+            pick.append(t)
+            cands.remove(t)
+            k = id(t.job)
+            extra[k] = extra.get(k, 0) + 1
+            extra[(k, t.role)] = extra.get((k, t.role), 0) + 1
+            f = [x + v for x, v in zip(f, self.vec[id(t)])]
+            gain = room.slot(p, f) - base
+            if gain > 0:
+                return len(pick) / gain, pick
+        return None
+
+    def _fill(self, st: _State) -> None:
+        heap = []
+        for p in self.node:
+            s = self._step(st, p)
+            if s is not None:
+                heap.append((s[0], p))
+        heapq.heapify(heap)
+        while heap and st.total < self.room.n:
+            ratio, p = heapq.heappop(heap)
+            s = self._step(st, p)
+            if s is None:
+                continue
+            if s[0] > ratio + 1e-12 and heap and heap[0][0] < s[0]:
+                heapq.heappush(heap, (s[0], p))         # dearer now: its turn later
+                continue
+            self._take(st, s[1])
+            s = self._step(st, p)
+            if s is not None:
+                heapq.heappush(heap, (s[0], p))
+
+    # -- 2. breaking a gang ------------------------------------------------------------------------
+    def _gain(self, st: _State, pods: list[Task]) -> int:
+        room = self.room
+        add: dict[int, list[float]] = {}
+        for t in pods:
+            p = room.pos[t.node]
+            a = add.setdefault(p, list(st.free[p]))
+            for c, v in enumerate(self.vec[id(t)]):
+                a[c] += v
+        return sum(room.slot(p, f) - st.slots[p] for p, f in add.items())
+
+    def _break(self, st: _State, nobreak: frozenset[int]) -> bool:
+        """Break the healthy gang that gives most slots per unit of work (or, for less than that rate
+        would charge, one that alone completes the gang); False when none helps."""
+        lack = self.room.n - st.total
+        best = complete = None
+        for k, pods in self.of_job.items():
+            j = self.jobs[k]
+            if not j.healthy or k in st.broken or k in nobreak or j.rank > self._level:
+                continue
+            free = [t for t in pods if id(t) not in st.ids and id(t) not in self._forbid]
+            gain = self._gain(st, free) if free else 0
+            if gain <= 0:
+                continue
+            key = (j.held / gain, len(free) / gain, j.order)
+            if best is None or key < best[0]:
+                best = (key, k, free)
+            if gain >= lack and (complete is None or (j.held, len(free), j.order) < complete[0]):
+                complete = ((j.held, len(free), j.order), k, free)
+        if best is None:
+            return False
+        if complete is not None and complete[0][0] <= best[0][0] * lack + 1e-12:
+            best = complete
+        _, k, free = best
+        st.broken.add(k)
+        for t in free:
+            if self._within_caps(st, [t]):
+                self._take(st, [t])
+        return True
+
+    # -- 3. the reprieve ---------------------------------------------------------------------------
+    def _reprieve(self, st: _State) -> None:
+        n = self.room.n
+
+        def spare(pods: list[Task]) -> bool:
+            if not pods or st.total - self._loss(st, pods) < n:
+                return False
+            self._take(st, pods, -1)
+            return True
+
+        dear = sorted(st.broken, key=lambda k: (-self.jobs[k].held, self.jobs[k].order))
+        for k in dear:
+            if spare([t for t in st.taken if id(t.job) == k]):
+                st.broken.discard(k)
+        first = {k: i for i, k in enumerate(dear)}
+        order = sorted(range(len(st.taken)), key=lambda i: (first.get(id(st.taken[i].job), len(first)), -i))
+        for t in [st.taken[i] for i in order]:
+            spare([t])
+
+    def _loss(self, st: _State, pods: list[Task]) -> int:
+        room = self.room
+        sub: dict[int, list[float]] = {}
+        for t in pods:
+            p = room.pos[t.node]
+            a = sub.setdefault(p, list(st.free[p]))
+            for c, v in enumerate(self.vec[id(t)]):
+                a[c] -= v
+        return sum(st.slots[p] - room.slot(p, f) for p, f in sub.items())
