@@ -28,6 +28,7 @@ bundle order, applied between domains too).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,13 +148,24 @@ class GangEvictAction(Action):
 
     # -- 2. bundles ------------------------------------------------------------------------------
     def bundles(self, session: Session, costs: CostModel, pods: list[Task]) -> dict[int, VictimJob]:
-        """Every candidate victim job's state (SAFE surplus, work held, policy rank), by id."""
+        """Every candidate victim job's state (SAFE surplus, work held, policy rank), by id, numbered in
+        the seed's bundle order — rank, then job order reversed (the job JobOrder would serve last goes
+        first), then the newest, then the name — which breaks ties between plans."""
         rank = self.rank(session)
-        jobs: dict[int, VictimJob] = {}
-        for t in pods:
-            if id(t.job) not in jobs:
-                jobs[id(t.job)] = costs.victim(t.job, rank(t.job))
-                jobs[id(t.job)].order = len(jobs)
+        found = {id(t.job): t.job for t in pods}
+        jobs = {k: costs.victim(j, rank(j)) for k, j in found.items()}
+
+        def cmp(a: VictimJob, b: VictimJob) -> int:
+            if a.rank != b.rank:
+                return -1 if a.rank < b.rank else 1
+            r = -session.compare_jobs(a.job, b.job)
+            if r:
+                return r
+            if a.job.creation != b.job.creation:
+                return -1 if a.job.creation > b.job.creation else 1
+            return (a.job.uid > b.job.uid) - (a.job.uid < b.job.uid)
+        for i, j in enumerate(sorted(jobs.values(), key=functools.cmp_to_key(cmp))):
+            j.order = i
         return jobs
 
     # -- 3. a plan per domain --------------------------------------------------------------------
