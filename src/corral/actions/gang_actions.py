@@ -67,10 +67,12 @@ class GangReclaimAction(GangEvictAction):
             level[name] = level[names[i - 1]] if i and cmp(names[i - 1], name) == 0 else float(i)
         return lambda j: level[j.queue]
 
-    def evictable(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
-        """UnifiedEvictable, then the queue rule of proportion/capacity whatever tier it sits in."""
+    def evictable(self, session: Session, task: Task, pods: list[Task], final: bool = True) -> list[Task]:
+        """UnifiedEvictable, then — over a plan's victims — the queue rule of proportion/capacity
+        whatever tier it sits in (cumulative along the list; the candidates are not cut by it: the
+        plan keeps within each queue's limit, :meth:`caps`)."""
         allowed = session.unified_evictable(task, pods, self.name)
-        for rule in queue_rules(session):
+        for rule in queue_rules(session) if final else ():
             keep = {id(t) for t in rule(task, allowed) or ()}
             allowed = [t for t in allowed if id(t) in keep]
         return allowed

@@ -123,7 +123,8 @@ class GangEvictAction(Action):
         """The pods that may be victims for ``job``, in the policy's order (job rank, then job order
         reversed): the action's rules, the VictimFilter, then the victim filter (:meth:`evictable`) —
         asked once over the whole list and, for a job some of whose pods it refuses there, once more
-        about that job's pods alone (a stateful rule counts the jobs before it in the list)."""
+        about that job's pods alone (a stateful rule counts the jobs before it in the list). What a
+        stateful rule allows together is decided over each plan's victims (:meth:`checked`)."""
         pool: list[Task] = []
         verdict: dict[int, bool] = {}
         for t in session.cluster.tasks.values():
@@ -136,14 +137,15 @@ class GangEvictAction(Action):
             if verdict[id(v)]:
                 pool.append(t)
         rank = self.rank(session)
-        pool.sort(key=lambda t: (rank(t.job), t.job.creation, t.job.uid, t.name))
-        ok = {id(t) for t in self.evictable(session, task, pool)}
         by_job: dict[int, list[Task]] = {}
         for t in pool:
             by_job.setdefault(id(t.job), []).append(t)
-        for pods in by_job.values():
+        order = sorted(by_job.values(), key=lambda pods: (rank(pods[0].job), pods[0].job.creation, pods[0].job.uid))
+        pool = [t for pods in order for t in pods]
+        ok = {id(t) for t in self.evictable(session, task, pool, final=False)}
+        for pods in order:
             if not all(id(t) in ok for t in pods):
-                ok |= {id(t) for t in self.evictable(session, task, pods)}
+                ok |= {id(t) for t in self.evictable(session, task, pods, final=False)}
         return [t for t in pool if id(t) in ok]
 
     # -- 2. bundles ------------------------------------------------------------------------------
@@ -267,7 +269,8 @@ class GangEvictAction(Action):
         """The policy: a victim job's level, lower gives first."""
         raise NotImplementedError
 
-    def evictable(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
+    def evictable(self, session: Session, task: Task, pods: list[Task], final: bool = True) -> list[Task]:
+        """The victim filter over ``pods`` in this order (``final``: about a plan's victims)."""
         return session.unified_evictable(task, pods, self.name)
 
     def caps(self, session: Session) -> dict[str, list[float]] | None:

@@ -35,6 +35,9 @@ from corral.model.resources import EPS
 
 __all__ = ["Room", "DomainPlanner"]
 
+#: Plans made again, each time without the first gang the last one broke, when it does not fit.
+RESTARTS = 2
+
 
 class Room:
     """The gang's room over a domain's nodes: per node the free capacity (future idle) in the columns
@@ -74,6 +77,7 @@ class _State:
     used: dict[int, int] = field(default_factory=dict)
     role_used: dict[tuple[int, str], int] = field(default_factory=dict)
     broken: set[int] = field(default_factory=set)
+    first: int = 0                      # the first gang broken
 
 
 class DomainPlanner:
@@ -98,25 +102,54 @@ class DomainPlanner:
         self._size = {k: sum(a * w for a, w in zip(v, weight)) for k, v in self.vec.items()}
         for lst in self.node.values():
             lst.sort(key=lambda t: -self._size[id(t)])
+        self.full = {id(t): t.request.tolist() for lst in self.node.values() for t in lst}
+        # for :meth:`hopeless`: every candidate's node, room taken, rank, and whether it may go free
+        mine = [t for lst in self.node.values() for t in lst]
+        self._at = np.array([room.pos[t.node] for t in mine], dtype=np.int64)
+        self._vec = np.array([self.vec[id(t)] for t in mine]).reshape(len(mine), len(room.req))
+        self._rank = np.array([jobs[id(t.job)].rank for t in mine])
+        self._safe = np.array([not jobs[id(t.job)].healthy or jobs[id(t.job)].surplus > 0 for t in mine], dtype=bool)
+        self._free = np.array(room.free).reshape(len(room.free), len(room.req))
+
+    def hopeless(self, level: float, may_break: bool) -> bool:
+        """Could not even every candidate of this level (that may go without breaking, unless
+        ``may_break``) make room for the gang?"""
+        take = self._rank <= level
+        if not may_break:
+            take &= self._safe
+        free = self._free.copy()
+        np.add.at(free, self._at[take], self._vec[take])
+        slots = np.floor((free + EPS) / np.array(self.room.req)).min(axis=1) if len(free) else np.zeros(0)
+        return float((np.maximum(slots, 0) * np.array(self.room.ok, dtype=bool)).sum()) < self.room.n
 
     # -- the plan --------------------------------------------------------------------------------
     def plan(self, level: float, may_break: bool, caps: dict[str, list[float]] | None = None,
              forbid: frozenset[int] = frozenset(), nobreak: frozenset[int] = frozenset()) -> list[Task] | None:
         """The victims with which the gang fits by the estimate, using jobs of rank <= ``level``;
         None when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken."""
+        if self.hopeless(level, may_break):
+            return None
+        self._level, self._forbid = level, forbid
+        for _ in range(RESTARTS + 1):
+            st = self._build(may_break, caps, nobreak)
+            if st.total >= self.room.n:
+                self._reprieve(st)
+                return st.taken
+            if not st.broken:
+                return None
+            # the greedy's first gang led nowhere (queue limits spent on it): once more without it
+            nobreak = nobreak | {st.first}
+        return None
+
+    def _build(self, may_break: bool, caps: dict[str, list[float]] | None, nobreak: frozenset[int]) -> _State:
         room = self.room
         slots = [room.slot(i, f) for i, f in enumerate(room.free)]
         st = _State([list(f) for f in room.free], slots, sum(slots),
                     {k: list(v) for k, v in caps.items()} if caps else None)
-        self._level, self._forbid = level, forbid
         while True:
             self._fill(st)
-            if st.total >= room.n:
-                break
-            if not may_break or not self._break(st, nobreak):
-                return None
-        self._reprieve(st)
-        return st.taken
+            if st.total >= room.n or not may_break or not self._break(st, nobreak):
+                return st
 
     def _eligible(self, t: Task) -> bool:
         return id(t) not in self._forbid and self.jobs[id(t.job)].rank <= self._level
@@ -133,16 +166,17 @@ class DomainPlanner:
                 more = extra.get((k, t.role), 0) if extra else 0
                 if st.role_used.get((k, t.role), 0) + more >= j.roles[t.role]:
                     return False
-        return self._within_caps(st, [t])
+        return True
 
     def _within_caps(self, st: _State, pods: list[Task]) -> bool:
         if st.caps is None or self.chain is None:
             return True
-        need: dict[str, np.ndarray] = {}
+        need: dict[str, list[float]] = {}
         for t in pods:
             for q in self.chain(t.job.queue):
                 if q in st.caps:
-                    need[q] = need.get(q, 0) + t.request
+                    old = need.get(q)
+                    need[q] = self.full[id(t)] if old is None else [a + b for a, b in zip(old, self.full[id(t)])]
         return all(all(c - v >= -EPS for c, v in zip(st.caps[q], amount)) for q, amount in need.items())
 
     def _take(self, st: _State, pods: list[Task], sign: int = 1) -> None:
@@ -161,7 +195,7 @@ class DomainPlanner:
             if st.caps is not None and self.chain is not None:
                 for q in self.chain(t.job.queue):
                     if q in st.caps:
-                        st.caps[q] = [c - sign * v for c, v in zip(st.caps[q], t.request.tolist())]
+                        st.caps[q] = [c - sign * v for c, v in zip(st.caps[q], self.full[id(t)])]
             if sign > 0:
                 st.taken.append(t)
                 st.ids.add(id(t))
@@ -188,7 +222,7 @@ class DomainPlanner:
         extra: dict = {}
         while cands:
             lack = [max(r * (base + 1) - x, 0.0) for r, x in zip(room.req, f)]
-            usable = [t for t in cands if self._may_take(st, t, extra)]
+            usable = [t for t in cands if self._may_take(st, t, extra) and self._within_caps(st, pick + [t])]
             if not usable:
                 return None
             one = [t for t in usable if all(v >= m - EPS for v, m in zip(self.vec[id(t)], lack))]
@@ -225,43 +259,82 @@ class DomainPlanner:
                 heapq.heappush(heap, (s[0], p))
 
     # -- 2. breaking a gang ------------------------------------------------------------------------
-    def _gain(self, st: _State, pods: list[Task]) -> int:
+    def _spare(self, st: _State) -> tuple[dict[int, list[float]], dict[tuple[int, int], list[float]]]:
+        """Per node, its room with every free or SAFE pod there taken too (what breaking a gang
+        may count on: the fill takes those that help afterwards), and what each job adds to it."""
+        out, part = {}, {}
+        for p, lst in self.node.items():
+            f = list(st.free[p])
+            for t in lst:
+                if id(t) not in st.ids and self._eligible(t) and self._may_take(st, t):
+                    mine = part.setdefault((p, id(t.job)), [0.0] * len(f))
+                    for c, v in enumerate(self.vec[id(t)]):
+                        f[c] += v
+                        mine[c] += v
+            out[p] = f
+        return out, part
+
+    def _useful(self, st: _State, pods: list[Task], spare: tuple[dict, dict], lack: int) -> tuple[int, list[Task]]:
+        """What breaking a job gives: on each node, the fewest of its pods ``pods`` there that open
+        the most slots with the free and SAFE pods there (``spare``) — most slots per pod first, then
+        the node with most free room (least else to evict), while the queue caps allow and until
+        ``lack`` slots; (slots opened, at most ``lack``; pods to take)."""
         room = self.room
-        add: dict[int, list[float]] = {}
+        by_node: dict[int, list[Task]] = {}
         for t in pods:
-            p = room.pos[t.node]
-            a = add.setdefault(p, list(st.free[p]))
-            for c, v in enumerate(self.vec[id(t)]):
-                a[c] += v
-        return sum(room.slot(p, f) - st.slots[p] for p, f in add.items())
+            by_node.setdefault(room.pos[t.node], []).append(t)
+        found = []
+        for p, lst in by_node.items():
+            lst.sort(key=lambda t: -self._size[id(t)])
+            own = spare[1].get((p, id(lst[0].job)))
+            f = [a - b for a, b in zip(spare[0][p], own)] if own else list(spare[0].get(p, st.free[p]))
+            base = room.slot(p, f)
+            g, used = 0, 0
+            for k, t in enumerate(lst):                 # (largest first) the fewest that open as many
+                for c, v in enumerate(self.vec[id(t)]):
+                    f[c] += v
+                if room.slot(p, f) - base > g:
+                    g, used = room.slot(p, f) - base, k + 1
+            if g > 0:
+                room_p = -sum(x / r for x, r in zip(st.free[p], room.req))
+                found.append((-g / used, room_p, p, g, lst[:used]))
+        gain, take = 0, []
+        for _, _, _, g, lst in sorted(found):
+            if gain >= lack:
+                break
+            if st.caps is None or self._within_caps(st, take + lst):
+                gain += g
+                take += lst
+        return min(gain, lack), take
 
     def _break(self, st: _State, nobreak: frozenset[int]) -> bool:
-        """Break the healthy gang that gives most slots per unit of work (or, for less than that rate
+        """Break the healthy gang that opens most slots per unit of work (or, for less than that rate
         would charge, one that alone completes the gang); False when none helps."""
         lack = self.room.n - st.total
         best = complete = None
+        spare = self._spare(st)
         for k, pods in self.of_job.items():
             j = self.jobs[k]
             if not j.healthy or k in st.broken or k in nobreak or j.rank > self._level:
                 continue
-            free = [t for t in pods if id(t) not in st.ids and id(t) not in self._forbid]
-            gain = self._gain(st, free) if free else 0
+            gain, take = self._useful(st, [t for t in pods if id(t) not in st.ids and id(t) not in self._forbid],
+                                      spare, lack)
             if gain <= 0:
                 continue
-            key = (j.held / gain, len(free) / gain, j.order)
+            key = (j.held / gain, len(take) / gain, j.order)
             if best is None or key < best[0]:
-                best = (key, k, free)
-            if gain >= lack and (complete is None or (j.held, len(free), j.order) < complete[0]):
-                complete = ((j.held, len(free), j.order), k, free)
+                best = (key, k, take)
+            if gain >= lack and (complete is None or (j.held, len(take), j.order) < complete[0]):
+                complete = ((j.held, len(take), j.order), k, take)
         if best is None:
             return False
         if complete is not None and complete[0][0] <= best[0][0] * lack + 1e-12:
             best = complete
-        _, k, free = best
+        _, k, take = best
+        if not st.broken:
+            st.first = k
         st.broken.add(k)
-        for t in free:
-            if self._within_caps(st, [t]):
-                self._take(st, [t])
+        self._take(st, take)
         return True
 
     # -- 3. the reprieve ---------------------------------------------------------------------------
