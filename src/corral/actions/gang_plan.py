@@ -46,8 +46,6 @@ class Room:
     def __init__(self, session: Session, tasks: list[Task], domain: Domain) -> None:
         nodes = session.cluster.nodes
         req = np.max(np.array([t.request for t in tasks]), axis=0)
-        self.cols = np.flatnonzero(req > 0)
-        self.req = req[self.cols].tolist()
         live = domain.mask & ~nodes.down
         ok = live.copy()
         for t in {t.klass or id(t): t for t in tasks}.values():
@@ -55,12 +53,26 @@ class Room:
         self.rows = np.flatnonzero(live)
         self.pos = {int(r): i for i, r in enumerate(self.rows.tolist())}
         self.ok = ok[self.rows].tolist()
-        self.free = np.clip(nodes.future_idle[self.rows][:, self.cols], 0, None).tolist()
+        cols = np.flatnonzero(req > 0)
+        free = np.clip(nodes.future_idle[self.rows][:, cols], 0, None)
+        # a column that holds, with what is free now, as many pods as another could with the node
+        # empty never decides (the pod slot, CPU on GPU nodes): only the others are counted
+        now = np.floor((free + EPS) / req[cols])
+        most = np.floor((nodes.allocatable[self.rows][:, cols] + EPS) / req[cols])
+        keep = [k for k in range(len(cols)) if not any(
+            j != k and (now[:, k] >= most[:, j]).all() for j in range(len(cols)))] or list(range(len(cols)))
+        self.cols = cols[keep]
+        self.req = req[self.cols].tolist()
+        self.free = free[:, keep].tolist()
         self.n = len(tasks)
+        self.one = self.req[0] if len(self.req) == 1 else None
+        self.slots = [self.slot(i, f) for i, f in enumerate(self.free)]
 
     def slot(self, i: int, free: list[float]) -> int:
         if not self.ok[i]:
             return 0
+        if self.one is not None:
+            return max(int((free[0] + EPS) // self.one), 0)
         return max(min(int((f + EPS) // r) for f, r in zip(free, self.req)), 0)
 
 
@@ -78,6 +90,8 @@ class _State:
     role_used: dict[tuple[int, str], int] = field(default_factory=dict)
     broken: set[int] = field(default_factory=set)
     first: int = 0                      # the first gang broken
+    last: int = 0                       # the last
+    heap: list = field(default_factory=list)    # the fill's steps (pods per slot, node)
 
 
 class DomainPlanner:
@@ -143,13 +157,12 @@ class DomainPlanner:
 
     def _build(self, may_break: bool, caps: dict[str, list[float]] | None, nobreak: frozenset[int]) -> _State:
         room = self.room
-        slots = [room.slot(i, f) for i, f in enumerate(room.free)]
-        st = _State([list(f) for f in room.free], slots, sum(slots),
+        st = _State([list(f) for f in room.free], list(room.slots), sum(room.slots),
                     {k: list(v) for k, v in caps.items()} if caps else None)
-        while True:
-            self._fill(st)
-            if st.total >= room.n or not may_break or not self._break(st, nobreak):
-                return st
+        self._fill(st)
+        while st.total < room.n and may_break and self._break(st, nobreak):
+            self._fill(st, {room.pos[t.node] for t in self.of_job[st.last]})
+        return st
 
     def _eligible(self, t: Task) -> bool:
         return id(t) not in self._forbid and self.jobs[id(t.job)].rank <= self._level
@@ -238,13 +251,14 @@ class DomainPlanner:
                 return len(pick) / gain, pick
         return None
 
-    def _fill(self, st: _State) -> None:
-        heap = []
-        for p in self.node:
+    def _fill(self, st: _State, nodes=None) -> None:
+        """Take the cheapest steps (:meth:`_step`) until the gang fits or none is left; ``nodes``:
+        those whose steps may have changed since the last fill (all at first)."""
+        heap = st.heap
+        for p in self.node if nodes is None else nodes:
             s = self._step(st, p)
             if s is not None:
-                heap.append((s[0], p))
-        heapq.heapify(heap)
+                heapq.heappush(heap, (s[0], p))
         while heap and st.total < self.room.n:
             ratio, p = heapq.heappop(heap)
             s = self._step(st, p)
@@ -333,6 +347,7 @@ class DomainPlanner:
         _, k, take = best
         if not st.broken:
             st.first = k
+        st.last = k
         st.broken.add(k)
         self._take(st, take)
         return True
