@@ -147,13 +147,25 @@ class DomainPlanner:
         for _ in range(RESTARTS + 1):
             st = self._build(may_break, caps, nobreak)
             if st.total >= self.room.n:
-                self._reprieve(st)
-                return st.taken
+                return self._improve(st, caps, nobreak).taken
             if not st.broken:
                 return None
             # the greedy's first gang led nowhere (queue limits spent on it): once more without it
             nobreak = nobreak | {st.first}
         return None
+
+    def _improve(self, st: _State, caps: dict[str, list[float]] | None, nobreak: frozenset[int]) -> _State:
+        """The reprieve (:meth:`_reprieve`), then, for the dearest gangs the plan still breaks (at most
+        :data:`RESTARTS`), the plan made again without each: the one that loses less work is kept."""
+        st = self._reprieve(st)
+        for k in sorted(st.broken, key=lambda k: -self.jobs[k].held)[:RESTARTS]:
+            other = self._build(True, caps, nobreak | {k})
+            if other.total < self.room.n:
+                continue
+            other = self._reprieve(other)
+            if sum(self.jobs[j].held for j in other.broken) < sum(self.jobs[j].held for j in st.broken) - 1e-12:
+                st = other
+        return st
 
     def _build(self, may_break: bool, caps: dict[str, list[float]] | None, nobreak: frozenset[int]) -> _State:
         room = self.room
@@ -353,7 +365,10 @@ class DomainPlanner:
         return True
 
     # -- 3. the reprieve ---------------------------------------------------------------------------
-    def _reprieve(self, st: _State) -> None:
+    def _reprieve(self, st: _State) -> _State:
+        """Give back whole broken gangs, dearest first — each when the gang still fits without it,
+        free and SAFE pods making up for it — then single pods (those of broken gangs first) when the
+        gang fits without them. Returns the plan (a new state when a gang was given back)."""
         n = self.room.n
 
         def spare(pods: list[Task]) -> bool:
@@ -364,12 +379,20 @@ class DomainPlanner:
 
         dear = sorted(st.broken, key=lambda k: (-self.jobs[k].held, self.jobs[k].order))
         for k in dear:
-            if spare([t for t in st.taken if id(t.job) == k]):
-                st.broken.discard(k)
+            pods = [t for t in st.taken if id(t.job) == k]
+            trial = _State([list(f) for f in st.free], list(st.slots), st.total,
+                           {q: list(v) for q, v in st.caps.items()} if st.caps is not None else None,
+                           list(st.taken), set(st.ids), dict(st.used), dict(st.role_used), st.broken - {k})
+            self._take(trial, pods, -1)
+            if trial.total < n:
+                self._fill(trial)
+            if trial.total >= n:
+                st = trial
         first = {k: i for i, k in enumerate(dear)}
         order = sorted(range(len(st.taken)), key=lambda i: (first.get(id(st.taken[i].job), len(first)), -i))
         for t in [st.taken[i] for i in order]:
             spare([t])
+        return st
 
     def _loss(self, st: _State, pods: list[Task]) -> int:
         room = self.room
