@@ -24,9 +24,8 @@ import numpy as np
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.work import checkpoint, run_hours
 
-__all__ = ["VictimJob", "CostModel", "SAFE", "WHOLE"]
+__all__ = ["VictimJob", "CostModel"]
 
-SAFE, WHOLE = 0, 1
 _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 _BIG = 1 << 30
 
