@@ -353,7 +353,9 @@ class DomainPlanner:
             if gain >= lack and (complete is None or (j.held, len(take), j.order) < complete[0]):
                 complete = ((j.held, len(take), j.order), k, take)
         if best is None:
-            return False
+            best = self._closest(st, nobreak, spare)
+            if best is None:
+                return False
         if complete is not None and complete[0][0] <= best[0][0] * lack + 1e-12:
             best = complete
         _, k, take = best
@@ -363,6 +365,31 @@ class DomainPlanner:
         st.broken.add(k)
         self._take(st, take)
         return True
+
+    def _closest(self, st: _State, nobreak: frozenset[int], spare: tuple[dict, dict]):
+        """When no gang alone opens a slot (two must go together): the one that brings nodes closest
+        to one, per unit of work — its pods on those nodes — as (key, job, pods); None if none does."""
+        room, best = self.room, None
+        for k, pods in self.of_job.items():
+            j = self.jobs[k]
+            if not j.healthy or k in st.broken or k in nobreak or j.rank > self._level:
+                continue
+            by_node: dict[int, list[Task]] = {}
+            for t in pods:
+                if id(t) not in st.ids and id(t) not in self._forbid and room.ok[room.pos[t.node]]:
+                    by_node.setdefault(room.pos[t.node], []).append(t)
+            gain, take = 0.0, []
+            for p, lst in by_node.items():
+                own = spare[1].get((p, k))
+                f = [a - b for a, b in zip(spare[0][p], own)] if own else spare[0][p]
+                lack = [r * (room.slot(p, f) + 1) - x for r, x in zip(room.req, f)]
+                got = sum(min(sum(self.vec[id(t)][c] for t in lst), m) / r
+                          for c, (m, r) in enumerate(zip(lack, room.req)) if m > 0)
+                if got > 0 and (st.caps is None or self._within_caps(st, take + lst)):
+                    gain, take = gain + got, take + lst
+            if gain > 0 and (best is None or (j.held / gain, j.order) < best[0][:2]):
+                best = ((j.held / gain, j.order, len(take)), k, take)
+        return best
 
     # -- 3. the reprieve ---------------------------------------------------------------------------
     def _reprieve(self, st: _State) -> _State:
