@@ -92,6 +92,8 @@ class _State:
     first: int = 0                      # the first gang broken
     last: int = 0                       # the last
     heap: list = field(default_factory=list)    # the fill's steps (pods per slot, node)
+    rates: list | None = None           # the gangs' rates when last measured (:meth:`_break`)
+    cheap: list = field(default_factory=list)   # the gangs that may break, cheapest first
 
 
 class DomainPlanner:
@@ -335,29 +337,51 @@ class DomainPlanner:
 
     def _break(self, st: _State, nobreak: frozenset[int]) -> bool:
         """Break the healthy gang that opens most slots per unit of work (or, for less than that rate
-        would charge, one that alone completes the gang); False when none helps."""
+        would charge, one that alone completes the gang); False when none helps. The gangs' rates are
+        kept from one break to the next and only the best few measured again (a lazy greedy)."""
         lack = self.room.n - st.total
-        best = complete = None
         spare = self._spare(st)
-        for k, pods in self.of_job.items():
-            j = self.jobs[k]
-            if not j.healthy or k in st.broken or k in nobreak or j.rank > self._level:
+        fresh: dict[int, tuple] = {}
+
+        def measure(k: int):
+            if k not in fresh:
+                j = self.jobs[k]
+                gain, take = self._useful(st, [t for t in self.of_job[k] if id(t) not in st.ids
+                                               and id(t) not in self._forbid], spare, lack)
+                fresh[k] = ((j.held / gain, len(take) / gain, j.order), gain, take) if gain > 0 else None
+            return fresh[k]
+
+        if st.rates is None:
+            ok = [k for k, j in self.jobs.items() if j.healthy and j.rank <= self._level and k in self.of_job
+                  and k not in nobreak]
+            st.rates = [(m[0], k) for k in ok if (m := measure(k)) is not None]
+            st.cheap = sorted(ok, key=lambda k: (self.jobs[k].held, self.jobs[k].order))
+            heapq.heapify(st.rates)
+        best = None
+        while st.rates:
+            _, k = heapq.heappop(st.rates)
+            if k in st.broken:
                 continue
-            gain, take = self._useful(st, [t for t in pods if id(t) not in st.ids and id(t) not in self._forbid],
-                                      spare, lack)
-            if gain <= 0:
+            m = measure(k)
+            if m is None:
                 continue
-            key = (j.held / gain, len(take) / gain, j.order)
-            if best is None or key < best[0]:
-                best = (key, k, take)
-            if gain >= lack and (complete is None or (j.held, len(take), j.order) < complete[0]):
-                complete = ((j.held, len(take), j.order), k, take)
+            if not st.rates or m[0] <= st.rates[0][0]:
+                best = (m[0], k, m[2])
+                break
+            heapq.heappush(st.rates, (m[0], k))
         if best is None:
             best = self._closest(st, nobreak, spare)
             if best is None:
                 return False
-        if complete is not None and complete[0][0] <= best[0][0] * lack + 1e-12:
-            best = complete
+        rate = (best[0][0] * lack, best[0][1] * lack)   # what the best rate would charge for the rest
+        for k in st.cheap:                              # the cheapest gang that alone completes it
+            j = self.jobs[k]
+            if j.held > rate[0] + 1e-12:
+                break
+            m = None if k in st.broken else measure(k)
+            if m is not None and m[1] >= lack and (j.held < rate[0] - 1e-12 or len(m[2]) < rate[1]):
+                best = (m[0], k, m[2])
+                break
         _, k, take = best
         if not st.broken:
             st.first = k
@@ -409,10 +433,11 @@ class DomainPlanner:
             pods = [t for t in st.taken if id(t.job) == k]
             trial = _State([list(f) for f in st.free], list(st.slots), st.total,
                            {q: list(v) for q, v in st.caps.items()} if st.caps is not None else None,
-                           list(st.taken), set(st.ids), dict(st.used), dict(st.role_used), st.broken - {k})
+                           list(st.taken), set(st.ids), dict(st.used), dict(st.role_used), st.broken - {k},
+                           heap=list(st.heap))
             self._take(trial, pods, -1)
             if trial.total < n:
-                self._fill(trial)
+                self._fill(trial, {self.room.pos[t.node] for t in self.of_job[k]})
             if trial.total >= n:
                 st = trial
         first = {k: i for i, k in enumerate(dear)}
