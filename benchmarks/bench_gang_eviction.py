@@ -14,6 +14,11 @@ rack or spine, some scattered; one to three victim priority levels plus a few po
   never admitted (so they deserve their weight's share rather than what they hold), the preemptor
   alone in q2.
 
+Pods request GPUs only (``--cpu-requests`` adds 4 CPUs and 32 GiB per GPU, which never bind on these
+nodes). Both reclaim actions apply proportion's queue rule (Volcano's: a victim while its queue still
+holds more than it deserves, applied whatever its tier); the oracle models it by a relaxation (a queue
+above its share may give all it holds), so its answer bounds theirs.
+
 Each scenario runs, on a fresh copy of the cluster, through one cycle ``enqueue, allocate, <action>``
 with the same plugins, timing the action's ``execute``: ``preempt``/``reclaim`` (legacy, task by task;
 the gang plugin's Preemptable/Reclaimable switches off so they may break gangs as Volcano's do) and

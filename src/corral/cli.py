@@ -17,7 +17,7 @@ from typing import List, Optional
 
 import typer
 
-from corral.cli_errors import fail
+from corral.cli_errors import OneLineErrors, fail
 
 from corral.errors import InputError
 from corral.framework.config import Config, load_config_file
@@ -26,13 +26,30 @@ from corral.framework.decisions import Decisions
 from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
 from corral.manifests.fields import parse_time
 from corral.registry import REGISTRY, default_config
+from corral.terminal import plain
 
 __all__ = ["app", "main", "schedule_snapshot"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=OneLineErrors,
                   help="corral: a gang-aware batch scheduler for GPU clusters.")
 
 EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            typer.echo(f"corral {version('corral')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            typer.echo("corral (not installed)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(_v: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                  help="print the version and exit")) -> None:
+    """corral: a gang-aware batch scheduler for GPU clusters."""
 
 
 _fail = fail
@@ -115,7 +132,7 @@ def validate(
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
     typer.echo(f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
                f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
-               f"hypernodes; config {cfg.source}"
+               f"hypernodes; config {plain(cfg.source)}"
                + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else ""))
 
 

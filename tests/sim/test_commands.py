@@ -111,7 +111,7 @@ def test_bad_input_is_one_line_with_file_and_row(app, files, case):
 
 @pytest.mark.parametrize("args, words", [
     (["--cluster", "missing.yaml"], "no such file"),
-    (["--schedule-period", "0"], "schedule_period"),
+    (["--schedule-period", "0"], "--schedule-period"),
     (["--until", "soon"], "--until"),
     (["--config", "nope.yaml"], "nope.yaml"),
     (["--format", "excel", "--workload", "w.csv"], "unknown format"),

@@ -78,16 +78,25 @@ class GangReclaimAction(GangEvictAction):
         return allowed
 
     def caps(self, session: Session) -> dict[str, list[float]] | None:
-        """What each victim queue may give up (allocated above its reclaim floor), to steer the plan."""
+        """What each victim queue may give up (allocated above its reclaim floor — an upper bound, see
+        ``QueuePlugin.reclaim_floor``), to steer the plan; the queue rule itself decides over the plan's
+        victims."""
         caps: dict[str, list[float]] = {}
         for rule in queue_rules(session):
             p = rule.__self__
-            floor = getattr(p, "reclaim_floor", None) or p.deserved
+            if not hasattr(p, "reclaim_floor"):              # hierarchical drf: no amount to bound
+                continue
+            floor = p.reclaim_floor
             for name in p.queues:
                 slack = np.where(p.cols, p.allocated[name] - floor[name], np.inf).tolist()
                 caps[name] = [min(a, b) for a, b in zip(slack, caps.get(name, slack))]
         return caps or None
 
-    def chain(self, session: Session):
-        rules = queue_rules(session)
-        return rules[0].__self__.chain if rules else None
+    def chain(self, session: Session, job: Job):
+        """The queues a victim's eviction draws on: its side of the queue tree below the lowest common
+        ancestor with the gang's queue (as the queue rule checks)."""
+        for rule in queue_rules(session):
+            p = rule.__self__
+            if hasattr(p, "reclaim_floor") and hasattr(p, "victim_side"):
+                return lambda q: p.victim_side(q, job.queue)
+        return None

@@ -179,7 +179,8 @@ class GangEvictAction(Action):
         for i, domain in enumerate(domains):
             if i not in planners:
                 room = Room(session, tasks, domain)
-                planners[i] = DomainPlanner(room, [t for t in pods if domain.mask[t.node]], jobs, self.chain(session))
+                planners[i] = DomainPlanner(room, [t for t in pods if domain.mask[t.node]], jobs,
+                                             self.chain(session, job))
             plan = self.checked(session, job, tasks[0], planners[i], domain, i, jobs, level, may_break)
             if plan is not None:
                 out.append(plan)
@@ -276,5 +277,5 @@ class GangEvictAction(Action):
     def caps(self, session: Session) -> dict[str, list[float]] | None:
         return None
 
-    def chain(self, session: Session):
+    def chain(self, session: Session, job: Job):
         return None
