@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
+from corral.actions.elect import ElectAction
 from corral.actions.enqueue import EnqueueAction
 from corral.actions.gang_actions import GangPreemptAction, GangReclaimAction
 from corral.actions.inert import INERT_ACTION_CLASSES
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
+from corral.actions.reserve import ReserveAction
 from corral.framework.config import Config, parse_config
 from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
@@ -28,6 +30,7 @@ from corral.plugins.pdb import PdbPlugin
 from corral.plugins.predicates import PredicatesPlugin
 from corral.plugins.priority import PriorityPlugin
 from corral.plugins.proportion import ProportionPlugin
+from corral.plugins.reservation import ReservationPlugin
 
 __all__ = ["REGISTRY", "Registry", "default_config", "DEFAULT_CONFIG"]
 
@@ -59,12 +62,12 @@ class Registry:
 REGISTRY = Registry(
     actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction, PreemptAction,
                                                ReclaimAction, GangPreemptAction, GangReclaimAction,
-                                               *INERT_ACTION_CLASSES)},
+                                               ElectAction, ReserveAction, *INERT_ACTION_CLASSES)},
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
                                        BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
                                        GpuSharePlugin, FifoPlugin, SjfPlugin, SrtfPlugin, LasPlugin,
-                                       OvercommitPlugin, *INERT_PLUGIN_CLASSES)},
+                                       OvercommitPlugin, ReservationPlugin, *INERT_PLUGIN_CLASSES)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )

@@ -78,6 +78,7 @@ class Config:
     actions: tuple[ActionConfig, ...]
     tiers: tuple[tuple[PluginConfig, ...], ...]
     source: str = "built-in default"
+    simulation: Mapping[str, Any] = field(default_factory=dict)   # read by the simulator only
 
     def plugin(self, name: str) -> PluginConfig | None:
         for tier in self.tiers:
@@ -253,13 +254,8 @@ def unwrap_configmap(raw: Any, file: str) -> Any:
     text = data[key]
     if not isinstance(text, str):
         raise ConfigError("expected the scheduler config as text", file=file, field=f"data.{key}")
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"malformed YAML{at}: {getattr(exc, 'problem', exc)}", file=file,
-                          field=f"data.{key}") from None
+    from corral.manifests.safe_load import load_yaml   # bounded: the text is as untrusted as a file
+    return load_yaml(text, f"{file} (data.{key})", ConfigError)
 
 
 def _action_name(a: str, registry: Registry, file: str, where: str) -> str:
@@ -303,7 +299,8 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     raw = unwrap_configmap(raw, file)
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping with actions and tiers", file=file)
-    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion"})
+    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion",
+                                 "simulation"})
     if unknown:
         raise ConfigError(f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations)", file=file,
                           field=unknown[0])
@@ -330,7 +327,10 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     actions = tuple(ActionConfig(n, confs.get(n) or parse_args(getattr(registry.action_class(n), "Args", NoArgs),
                                                                 None, "", file)) for n in names)
     tiers = _tiers(raw.get("tiers") or [], registry, file)
-    config = Config(actions, tuple(tuple(t) for t in tiers), file)
+    sim = raw.get("simulation") or {}
+    if not isinstance(sim, dict):
+        raise ConfigError("expected a mapping (simulator settings)", file=file, field="simulation")
+    config = Config(actions, tuple(tuple(t) for t in tiers), file, sim)
     for a in actions:
         check = getattr(registry.action_class(a.name), "check_config", None)
         if check is not None:
