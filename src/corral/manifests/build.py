@@ -39,7 +39,7 @@ from corral.model.quantity import MILLI, parse_quantity
 from corral.model.patterns import compile_name_pattern
 from corral.model.resources import GPU, PODS, ResourceIndex
 
-__all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
+__all__ = ["load_snapshot", "build_cluster", "parse_objects", "assemble_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
            "GPU_MEMORY_PER_DEVICE"]
 
 log = logging.getLogger("corral")
@@ -64,13 +64,14 @@ def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = 
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _build_cluster(objects, schedulers)
+        return assemble_cluster(parse_objects(objects), schedulers)
     finally:
         if paused:
             gc.enable()
 
 
-def _build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str]) -> Cluster:
+def parse_objects(objects: Iterable[SourcedObject]) -> dict[str, list]:
+    """Kind -> parsed records of every known object (:func:`~corral.manifests.kinds.parse_object`)."""
     by_kind: dict[str, list] = defaultdict(list)
     skipped: dict[str, list[str]] = defaultdict(list)
     for file, raw in objects:
@@ -81,6 +82,14 @@ def _build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str]) 
             skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
     if skipped:
         log.warning("%s", skipped_line(skipped))
+    return by_kind
+
+
+def assemble_cluster(records: dict[str, list], schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+                     hypernodes: HyperNodeTree | None = None) -> Cluster:
+    """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache
+    (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
+    by_kind: dict[str, list] = defaultdict(list, records)
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
     cluster = Cluster(resources=resources, nodes=nodes)
@@ -89,7 +98,7 @@ def _build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str]) 
     for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
         cluster.pdbs.append(PodDisruptionBudget(f"{ns}/{name}", ns, sel, min_av, max_un))
     cluster.queues = _queues(by_kind["Queue"], resources)
-    cluster.hypernodes = _hypernodes(by_kind["HyperNode"], nodes)
+    cluster.hypernodes = hypernodes if hypernodes is not None else _hypernodes(by_kind["HyperNode"], nodes)
     _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
     return cluster
