@@ -297,10 +297,10 @@ def _pod_priority(cluster: Cluster, rec: PodRec) -> int:
 
 
 def _global_default(cluster: Cluster) -> int:
-    for pc in sorted(cluster.priority_classes.values(), key=lambda p: p.name):
-        if pc.global_default:
-            return pc.value
-    return 0
+    """The value of the globalDefault PriorityClass (the first by name if several), else 0; one pass
+    without sorting, as it runs for every pod without a priority."""
+    defaults = [pc for pc in cluster.priority_classes.values() if pc.global_default]
+    return min(defaults, key=lambda p: p.name).value if defaults else 0
 
 
 def _task_status(rec: PodRec, node: int) -> TaskStatus:
