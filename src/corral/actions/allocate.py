@@ -25,6 +25,7 @@ import itertools
 import numpy as np
 
 from corral.actions.placement import best_node, no_fit_reason
+from corral.framework import skipcache
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
@@ -43,13 +44,16 @@ def waiting_tasks(job: Job) -> list[Task]:
     return [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
 
 
-def schedulable_jobs(session: Session, *, quiet: bool = False) -> list[Job]:
+def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None) -> list[Job]:
     """Jobs with waiting pods that may be scheduled this cycle; the others get their reason (unless
-    ``quiet``: the eviction actions ask again after allocate already said why)."""
+    ``quiet``: the eviction actions ask again after allocate already said why). ``skip(job)`` True
+    leaves a job out (known to fail, :func:`corral.framework.skipcache.pre_filter`)."""
     admit_all = "enqueue" not in session.actions
     out = []
     for uid in sorted(session.cluster.jobs):
         job = session.cluster.jobs[uid]
+        if skip is not None and skip(job):
+            continue
         if not waiting_tasks(job):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_all:
@@ -78,7 +82,8 @@ class AllocateAction(Action):
         by_queue: dict[str, list] = {}
         job_key = session.job_key()
         seq = itertools.count()
-        for job in schedulable_jobs(session):
+        self.skip = skipcache.skipper_for(session)
+        for job in schedulable_jobs(session, skip=skipcache.pre_filter(self.skip, session)):
             heapq.heappush(by_queue.setdefault(job.queue, []), (job_key(job), next(seq), job))
         queue_key = session.queue_key()
         while by_queue:
@@ -98,6 +103,15 @@ class AllocateAction(Action):
         was_ready = session.job_ready(job)
         tasks = sorted(waiting_tasks(job), key=session.task_key())
         stmt = session.statement()
+        skip = getattr(self, "skip", None)
+        plain = skip is not None and not was_ready and not job.topology_mode and bool(tasks)
+        if plain and skip.known_to_fail(job, tasks[0]):
+            # fails at its first pod (framework/skipcache.py); the reason as the attempt would give it
+            reason = self.place_tasks(session, job, tasks[:1], stmt, None) if session.report_reasons else \
+                "no node can hold the first pod (skipped)"
+            if not stmt.ops:
+                return self.finish(session, job, stmt, was_ready, reason)
+            stmt.discard()                                    # cannot happen; try the job after all
         domains: list = [None]
         if job.topology_mode:
             domains = session.gang_search_space(job, Purpose.ALLOCATE)
@@ -106,7 +120,10 @@ class AllocateAction(Action):
             reason = self.place_tasks(session, job, tasks, stmt, None if only is None else only.mask)
         else:
             reason = self.place_in_domains(session, job, tasks, stmt, domains)
+        failed_first = plain and bool(reason) and not stmt.ops
         self.finish(session, job, stmt, was_ready, reason)
+        if plain:
+            skip.record(job, tasks[0], failed_first)
 
     def place_in_domains(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
                          domains: list[Domain]) -> str:

@@ -21,11 +21,12 @@ def holding(task: Task) -> bool:
 
 def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
+    n = len(cluster.resources)
     for uid, job in cluster.jobs.items():
-        vec = np.zeros(len(cluster.resources))
-        for t in job.tasks:
-            if holding(t):
-                vec += t.request
+        held = [t.request for t in job.tasks if t.status in HOLDING and t.managed]
+        vec = np.zeros(n)
+        for req in held:                 # summed in task order, as the events add them
+            vec += req
         out[uid] = vec
     return out
 
@@ -43,10 +44,12 @@ def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None) -> 
 def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
     """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``)."""
     out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
+    asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
     for job in cluster.jobs.values():
-        if job.queue not in out:
+        vec = out.get(job.queue)
+        if vec is None:
             continue
         for t in job.tasks:
-            if t.managed and t.status in HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}:
-                out[job.queue] += t.request
+            if t.status in asking and t.managed:
+                vec += t.request
     return out

@@ -36,6 +36,7 @@ its guarantee — so that every configuration is measured against the same yards
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 import time as _time
@@ -146,7 +147,6 @@ class Engine(EngineMetrics):
         self._done: dict[str, SimJob] = {}
         self._started: set[str] = set()           # uids of pods in state Running
         self._release_token: dict[str, int] = {}
-        self._reasons: dict[str, str] = {}        # last unschedulable reason, per waiting job
         self._submitted = 0
         self._dirty = False
         self._cycle_at: float | None = None
@@ -244,6 +244,16 @@ class Engine(EngineMetrics):
         self._report_progress(True)
         return self.result()
 
+    def pending_reasons(self) -> dict[str, str]:
+        """Why each job still waiting could not start, worked out now: the simulator's cycles format no
+        reason (issue "reasons on demand"); this runs one explaining cycle on a copy of the cluster
+        (nothing of it is applied) and keeps its ``unschedulable`` reasons."""
+        if not self._waiting:
+            return {}
+        cluster = copy.deepcopy(self.cluster)
+        decisions = run_cycle(cluster, self.config, self.registry, self.now, self.cycles + 1)
+        return {r.podgroup: r.reason for r in decisions.unschedulable if r.podgroup in self._waiting}
+
     def _report_progress(self, final: bool) -> None:
         if self.progress_fn is None:
             return
@@ -322,7 +332,6 @@ class Engine(EngineMetrics):
             sim.since = self.now
             if sim.first_start is None:
                 sim.first_start = self.now
-                self._reasons.pop(uid, None)
             self._running.add(uid)
             self._push(self.now + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
             self._changed = True
@@ -388,7 +397,6 @@ class Engine(EngineMetrics):
         del self._active[uid]
         self._waiting.pop(uid, None)
         self._running.discard(uid)
-        self._reasons.pop(uid, None)
         self._done[uid] = sim
         self._changed = True
         self._wake()
@@ -504,7 +512,7 @@ class Engine(EngineMetrics):
         self.cycles += 1
         self._last_cycle = self.now
         before = self._fingerprint()
-        decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles)
+        decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles, explain=False)
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         tasks = self.cluster.tasks
         touched: dict[str, SimJob] = {}
@@ -518,9 +526,6 @@ class Engine(EngineMetrics):
         self._evicted([tasks[e.pod] for e in decisions.evictions], self.options.eviction_grace)
         for sim in touched.values():
             self._update(sim)
-        for record in decisions.unschedulable:
-            if record.podgroup in self._waiting:
-                self._reasons[record.podgroup] = record.reason
         changed = bool(decisions.binds or decisions.evictions or decisions.podgroups) \
             or before != self._fingerprint()
         for uid in [u for u, s in self._waiting.items()

@@ -157,7 +157,7 @@ class EngineMetrics:
                 "jobs_not_submitted": len(self.specs) - self._submitted,
                 "options": asdict(self.options),
                 "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
-                "pending_reasons": {self._active[u].spec.name: r for u, r in sorted(self._reasons.items())
+                "pending_reasons": {self._active[u].spec.name: r for u, r in sorted(self.pending_reasons().items())
                                     if u in self._active}}
         if self._stalled is not None:
             meta["stalled_at"] = self._stalled
