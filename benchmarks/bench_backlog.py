@@ -79,9 +79,11 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
     bar = None
     if progress:
         from corral.sim.progress import SimProgress
-        bar = SimProgress(len(jobs), until)
+        bar = SimProgress(len(jobs), until, f"{nodes} nodes", transient=False)
     engine = TimedEngine(template.instantiate(["default"]), jobs, default_config(), options=options,
                          progress=bar.update if bar else None)
+    if bar:
+        bar.attach(engine)
     prof = cProfile.Profile() if profile else None
     start = time.perf_counter()
     if prof:

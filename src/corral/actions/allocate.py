@@ -80,7 +80,7 @@ class AllocateAction(Action):
     def execute(self, session: Session) -> None:
         queues = session.cluster.queues
         by_queue: dict[str, list] = {}
-        job_key = session.job_key()
+        job_key = session.job_sort_key()
         seq = itertools.count()
         self.skip = skipcache.skipper_for(session)
         for job in schedulable_jobs(session, skip=skipcache.pre_filter(self.skip, session)):

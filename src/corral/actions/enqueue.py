@@ -50,7 +50,7 @@ class EnqueueAction(Action):
                 pending.append(job)
         pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
         queues = cluster.queues
-        queue_key, job_key = session.queue_key(), session.job_key()
+        queue_key, job_key = session.queue_key(), session.job_sort_key()
         pending.sort(key=job_key)
         by_queue: dict[str, list] = {}
         for job in pending:

@@ -238,6 +238,20 @@ class Session:
             return self._compare("JobOrder", a, b) or _cmp((a.creation, a.uid), (b.creation, b.uid))
         return functools.cmp_to_key(cmp)
 
+    def job_sort_key(self) -> Callable[[Job], Any]:
+        """The order of :meth:`job_key` as a plain tuple computed once per job, when every JobOrder
+        plugin offers ``job_order_key(job)`` (a key whose comparison is its ``job_order``); otherwise
+        :meth:`job_key`. For orders taken while the compared jobs do not change — enqueue's pending
+        jobs, allocate's jobs waiting their turn (only the job whose turn it is gets pods) — where it is
+        the same order at a fraction of the cost (no Python call per comparison)."""
+        keys = []
+        for fn in self.fns("JobOrder"):
+            key = getattr(getattr(fn, "__self__", None), "job_order_key", None)
+            if not callable(key):
+                return self.job_key()
+            keys.append(key)
+        return lambda job: (tuple([k(job) for k in keys]), job.creation, job.uid)
+
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
             return self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))

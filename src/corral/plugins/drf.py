@@ -51,6 +51,10 @@ class DrfPlugin(Plugin):
         sa, sb = self.job_share(a), self.job_share(b)
         return (sa > sb) - (sa < sb)
 
+    def job_order_key(self, job: Job) -> float:
+        """A sort key giving the order of ``job_order`` (Session.job_sort_key): smaller share first."""
+        return self.job_share(job)
+
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         pj = preemptor.job
         if pj is None:

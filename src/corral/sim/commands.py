@@ -20,13 +20,13 @@ import typer
 from corral.cli_errors import fail
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from corral.errors import InputError
 from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
-from corral.sim.engine import SimOptions, simulate
+from corral.sim.engine import Engine, SimOptions, simulate
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
 from corral.sim.jobspec import JobSpec
+from corral.sim.progress import SimProgress
 from corral.sim.report import summarize, summary_table, write_comparison, write_report
 from corral.sim.result import SimResult
 from corral.sim.synthetic import SyntheticSpec, synthetic
@@ -144,23 +144,10 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
     meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
     if not show_progress:
         return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("jobs done, simulated {task.fields[clock]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(name, total=len(inputs.jobs), clock="0 s")
-
-        def tick(now: float, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, clock=_clock(now))
-
-        return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta, progress=tick)
-
-
-def _clock(seconds: float) -> str:
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
+    with SimProgress(len(inputs.jobs), inputs.options.until, name, console=console) as bar:
+        engine = Engine(cluster, inputs.jobs, config, options=inputs.options, meta=meta, progress=bar.update)
+        bar.attach(engine)
+        return engine.run()
 
 
 def _load_config(path: Path | None) -> tuple[str, Any]:
