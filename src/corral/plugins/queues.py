@@ -20,7 +20,7 @@ import numpy as np
 from corral.framework.plugin import Plugin
 from corral.model import Job, PodGroupPhase, Queue, Task
 from corral.model.resources import EPS, PODS
-from corral.plugins.shares import queue_requests, queue_usage
+from corral.plugins.shares import job_usage, once_per_session, queue_requests, queue_usage
 
 __all__ = ["QueuePlugin"]
 
@@ -39,7 +39,8 @@ class QueuePlugin(Plugin):
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self._capped: dict[str, bool] = {}               # queue -> any capability on its chain
-        self.allocated = {name: v * self.cols for name, v in queue_usage(cluster).items()}
+        self.allocated = {name: v * self.cols for name, v in
+                          queue_usage(cluster, once_per_session(self.session, job_usage)).items()}
         for name, q in self.queues.items():              # leaf usage summed into every ancestor
             if q.children:
                 continue
@@ -52,7 +53,7 @@ class QueuePlugin(Plugin):
                 for name in cluster.queue_chain(job.queue):
                     self.inqueue[name] = self.inqueue[name] + job.min_resources * self.cols
         self.deserved = self.compute_deserved()
-        asked = sum(queue_requests(cluster).values(), np.zeros_like(self.total)) * self.cols
+        asked = sum(once_per_session(self.session, queue_requests).values(), np.zeros_like(self.total)) * self.cols
         self.scarce = self.cols & (asked > self.total + EPS)
         self.reclaim_floor = {name: np.where(self.scarce, self.deserved[name], self.guarantee(q))
                               for name, q in self.queues.items()}

@@ -3,11 +3,13 @@ allocate/deallocate events (Volcano's ``AllocateFunc``/``DeallocateFunc`` event 
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Task, TaskStatus
 
-__all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests"]
+__all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests", "once_per_session"]
 
 #: States counted as held by a job or queue when a session opens: placed (not Releasing: it is on its
 #: way out; not nominated by an earlier cycle: see ``Session.open_nominations``). Nominations made in
@@ -17,6 +19,17 @@ HOLDING = ALLOCATED_STATES
 
 def holding(task: Task) -> bool:
     return task.status in HOLDING and task.managed
+
+
+def once_per_session(session: Any, fn: Callable[[Cluster], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """``fn(session.cluster)`` computed once per session and shared by the plugins that open with it
+    (drf and the queue plugins both need every job's usage; proportion and the queue plugins every
+    queue's requests). Callers must not modify the vectors in place (they replace them)."""
+    memo = session.__dict__.setdefault("_shares_memo", {})
+    got = memo.get(fn.__name__)
+    if got is None:
+        got = memo[fn.__name__] = fn(session.cluster)
+    return got
 
 
 def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
