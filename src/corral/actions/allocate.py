@@ -19,7 +19,6 @@ decisions as a podgroup update.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 
 import numpy as np
@@ -79,12 +78,15 @@ class AllocateAction(Action):
 
     def execute(self, session: Session) -> None:
         queues = session.cluster.queues
-        by_queue: dict[str, list] = {}
+        by_queue: dict[str, skipcache.JobHeap] = {}
         job_key = session.job_sort_key()
         seq = itertools.count()
         self.skip = skipcache.skipper_for(session)
+        group = skipcache.grouping(self.skip, session)
         for job in schedulable_jobs(session, skip=skipcache.pre_filter(self.skip, session)):
-            heapq.heappush(by_queue.setdefault(job.queue, []), (job_key(job), next(seq), job))
+            if job.queue not in by_queue:
+                by_queue[job.queue] = skipcache.JobHeap(group)
+            by_queue[job.queue].push((job_key(job), next(seq), job))
         queue_key = session.queue_key()
         while by_queue:
             name = min(by_queue, key=lambda n: queue_key(queues[n]))
@@ -93,7 +95,7 @@ class AllocateAction(Action):
                 for _, _, job in by_queue.pop(name):
                     session.unschedulable(job, f"queue {name!r} already holds its deserved share")
                 continue
-            _, _, job = heapq.heappop(by_queue[name])
+            _, _, job = by_queue[name].pop()
             if not by_queue[name]:
                 del by_queue[name]
             self.place_job(session, job)

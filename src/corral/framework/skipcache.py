@@ -40,8 +40,9 @@ What makes this exact (decisions byte-identical with skipping on and off, checke
 
 from __future__ import annotations
 
+import heapq
 import os
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["enabled", "set_enabled", "SkipMemory", "Skipper", "memory_of"]
 
+_WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 _ENABLED = os.environ.get("CORRAL_NO_SKIP", "") not in ("1", "true", "yes")
 
 
@@ -137,6 +139,17 @@ class Skipper:
             return False
         return True
 
+    def first_pod(self, job: Job) -> Task | None:
+        """The pod a job's attempt starts with, when it is cheap to know: its only waiting pod, or the
+        remembered first pod when its pods have not changed since; None otherwise."""
+        waiting = [t for t in job.tasks if t.status in _WAITING and t.managed and not t.best_effort]
+        if len(waiting) == 1:
+            return waiting[0]
+        entry = self.memory.blocked.get(job.uid)
+        if entry is not None and entry[0] == own_state(job):
+            return entry[1]
+        return None
+
     # -- within the cycle ------------------------------------------------------------------------
     def no_easier_failed(self, task: Task) -> bool:
         """Did a pod with the same constraints and no larger request already fit nowhere this cycle?"""
@@ -198,3 +211,72 @@ def hopeless_for_enqueue(session: "Session", pending: list[Job], budget: np.ndar
     if not hopeless.any():
         return pending
     return [j for j, h in zip(pending, hopeless.tolist()) if not h]
+
+
+def grouping(skipper: Skipper | None, session: "Session") -> Skipper | None:
+    """The Skipper that groups ``allocate``'s job order by first-pod class, or None (reasons reported,
+    or skipping off): see :class:`JobHeap`."""
+    return None if skipper is None or session.report_reasons else skipper
+
+
+class JobHeap:
+    """One queue's jobs in job order for ``allocate``: ``push((key, seq, job))``, ``pop()``, truth,
+    iteration. Keys are totally ordered (``seq`` breaks ties) and do not change while a job waits.
+
+    With a ``skipper`` (reasons not reported) the jobs are grouped by the class of their first pod (plain
+    pods only; any other job is a group of its own) and the queue pops the best group head. Once a
+    popped job is known to fail at its first pod, every other job of its group would fail the same way
+    at its turn, so the group is dropped at once instead of popping its members one by one: a class that
+    no longer fits costs one pop, not one per waiting job. The jobs popped are the same, in the same
+    order, minus jobs that would fail without effect."""
+
+    __slots__ = ("skipper", "heap", "groups")
+
+    def __init__(self, skipper: Skipper | None = None) -> None:
+        self.skipper = skipper
+        self.heap: list = []                     # entries, or (key, seq, group) heads when grouped
+        self.groups: dict[Any, list] = {}
+
+    def _group_of(self, job: Job) -> Any:
+        first = self.skipper.first_pod(job)
+        return ("class", class_key(first)) if first is not None and plain(first) else ("job", job.uid)
+
+    def push(self, entry: tuple) -> None:
+        if self.skipper is None:
+            heapq.heappush(self.heap, entry)
+            return
+        gkey = self._group_of(entry[2])
+        group = self.groups.get(gkey)
+        if group is None:
+            group = self.groups[gkey] = []
+        if not group or entry[:2] < group[0][:2]:
+            heapq.heappush(self.heap, (entry[0], entry[1], gkey))     # the group's new head
+        heapq.heappush(group, entry)
+
+    def pop(self) -> tuple:
+        if self.skipper is None:
+            return heapq.heappop(self.heap)
+        while True:
+            key, seq, gkey = heapq.heappop(self.heap)
+            group = self.groups.get(gkey)
+            if not group or group[0][1] != seq:
+                continue                                    # stale head: the group moved on or left
+            entry = heapq.heappop(group)
+            job = entry[2]
+            if group and gkey[0] == "class" and self.skipper.known_to_fail(job, self.skipper.first_pod(job)):
+                del self.groups[gkey]                       # all of them fail at their first pod
+            elif group:
+                heapq.heappush(self.heap, (group[0][0], group[0][1], gkey))
+            else:
+                del self.groups[gkey]
+            return entry
+
+    def __bool__(self) -> bool:
+        if self.skipper is None:
+            return bool(self.heap)
+        return any(self.groups.values())
+
+    def __iter__(self):
+        if self.skipper is None:
+            return iter(list(self.heap))
+        return iter([e for g in self.groups.values() for e in g])
