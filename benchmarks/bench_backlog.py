@@ -85,7 +85,7 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
     if bar:
         bar.attach(engine)
     prof = cProfile.Profile() if profile else None
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if prof:
         prof.enable()
     try:
@@ -97,7 +97,7 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
         if bar:
             bar.close()
     wall = time.perf_counter() - start
-    return {"engine": engine, "wall": wall, "result": result}
+    return {"engine": engine, "wall": wall, "cpu": time.process_time() - cpu, "result": result}
 
 
 def bucket_table(times: list[tuple[int, float]]) -> dict[tuple[int, int], tuple[int, float]]:
@@ -118,6 +118,7 @@ def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
     print(f"simulated     {engine.now / 86400:8.2f} days   {done:,} jobs completed, peak backlog {peak:,} waiting")
     print(f"wall          {wall:8.1f} s   {engine.events:,} events ({engine.events / wall:,.0f}/s), "
           f"{engine.cycles:,} cycles ({engine.cycles / wall:,.1f}/s)")
+    print(f"cpu           {got['cpu']:8.1f} s   (this process; wall time above includes waiting for a shared CPU)")
     print(f"peak RSS      {peak_rss() / 2 ** 20:8.0f} MiB")
     table = bucket_table(engine.cycle_times)
     print("waiting jobs      cycles   mean cycle")
