@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import resource
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -88,8 +89,12 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
     start, cpu = time.perf_counter(), time.process_time()
     if prof:
         prof.enable()
+    stopped = False
     try:
         result = engine.run()
+    except KeyboardInterrupt:                 # Ctrl-C or SIGTERM: report what was measured so far
+        stopped = True
+        result = engine.result()
     finally:
         if prof:
             prof.disable()
@@ -97,7 +102,8 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
         if bar:
             bar.close()
     wall = time.perf_counter() - start
-    return {"engine": engine, "wall": wall, "cpu": time.process_time() - cpu, "result": result}
+    return {"engine": engine, "wall": wall, "cpu": time.process_time() - cpu, "result": result,
+            "stopped": stopped}
 
 
 def bucket_table(times: list[tuple[int, float]]) -> dict[tuple[int, int], tuple[int, float]]:
@@ -113,6 +119,8 @@ def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
     engine, wall, result = got["engine"], got["wall"], got["result"]
     done = sum(1 for r in result.jobs if r.end is not None)
     peak = max((w for w, _ in engine.cycle_times), default=0)
+    if got["stopped"]:
+        print("\n(interrupted: the figures below cover the run up to the interruption)")
     print(f"\n== {len(jobs):,} Philly jobs (1-8 Oct 2017, one queue) on {nodes} nodes x 8 GPUs "
           f"({'skipping on' if skipcache.enabled() else 'skipping OFF'})")
     print(f"simulated     {engine.now / 86400:8.2f} days   {done:,} jobs completed, peak backlog {peak:,} waiting")
@@ -125,7 +133,7 @@ def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
     for (low, high), (n, mean) in table.items():
         print(f"  {low:>6,}-{high - 1:<8,} {n:7,}   {mean * 1000:9.2f} ms")
     ok = True
-    if nodes == 40 and full:
+    if nodes == 40 and full and not got["stopped"]:
         ok_wall = wall <= TARGET_SECONDS
         ok = ok and ok_wall
         print(f"target        40-node week {wall:.0f} s <= {TARGET_SECONDS:.0f} s: {'ok' if ok_wall else 'MISSED'}")
@@ -148,6 +156,7 @@ def main() -> int:
     parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of the first run here")
     parser.add_argument("--progress", action="store_true", help="show the simulator's progress bar")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if not TRACE.exists():
         print(f"skipped: the Philly trace is absent ({TRACE})")
         return 0
