@@ -108,9 +108,11 @@ class AllocateAction(Action):
         skip = getattr(self, "skip", None)
         plain = skip is not None and not was_ready and not job.topology_mode and bool(tasks)
         if plain and skip.known_to_fail(job, tasks[0]):
-            # fails at its first pod (framework/skipcache.py); the reason as the attempt would give it
-            reason = self.place_tasks(session, job, tasks[:1], stmt, None) if session.report_reasons else \
-                "no node can hold the first pod (skipped)"
+            # fails at its first pod (framework/skipcache.py); the reason as the attempt would give it,
+            # when reasons are reported (else the job keeps the reason of its last attempt)
+            if not session.report_reasons:
+                return stmt.discard()
+            reason = self.place_tasks(session, job, tasks[:1], stmt, None)
             if not stmt.ops:
                 return self.finish(session, job, stmt, was_ready, reason)
             stmt.discard()                                    # cannot happen; try the job after all

@@ -20,6 +20,10 @@ start of ``allocate``. Capacity freed, a node added or repaired, a lock lifted o
 all show up in that test; "its own pods changed" shows up in the state comparison; a queue's share does
 not matter for a pod that fits nowhere (the attempt fails whatever the queue says).
 
+Skipping applies only when every Predicate plugin declares its mask a function of the pod's class
+(``predicate_by_class = True``: ``predicates`` does; a plugin whose mask depends on the job, such as a
+reservation lock that lets short jobs through, turns it off for the sessions it is in).
+
 What makes this exact (decisions byte-identical with skipping on and off, checked by
 ``tests/framework/test_skipcache.py`` over the whole scenario suite and a congested simulation):
 
@@ -184,8 +188,15 @@ class Skipper:
 
 
 def skipper_for(session: "Session") -> Skipper | None:
-    """A Skipper for this ``allocate`` execution, or None when skipping is off."""
-    return Skipper(session) if _ENABLED else None
+    """A Skipper for this ``allocate`` execution, or None when skipping is off or some Predicate plugin's
+    mask may depend on more than the pod's class (it must declare ``predicate_by_class = True``: a
+    reservation's lock, for one, depends on the job's expected run time)."""
+    if not _ENABLED:
+        return None
+    for fn in session.fns("Predicate"):
+        if not getattr(getattr(fn, "__self__", None), "predicate_by_class", False):
+            return None
+    return Skipper(session)
 
 
 def pre_filter(skipper: Skipper | None, session: "Session") -> Callable[[Job], bool] | None:

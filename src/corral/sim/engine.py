@@ -36,7 +36,6 @@ its guarantee — so that every configuration is measured against the same yards
 
 from __future__ import annotations
 
-import copy
 import heapq
 import math
 import time as _time
@@ -48,7 +47,7 @@ from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import PENDING_LIKE
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 from corral.manifests.fields import parse_duration
-from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME
+from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
@@ -82,6 +81,7 @@ class SimOptions:
     heartbeat: float | None = None
     restart_policy: str = "job"
     namespace: str = "default"
+    estimates: Any = None            # sim.estimates.EstimateModel: writes corral.io/expected-runtime
 
     def __post_init__(self) -> None:
         if self.restart_policy not in RESTART_POLICIES:
@@ -149,6 +149,8 @@ class Engine(EngineMetrics):
         self._done: dict[str, SimJob] = {}
         self._started: set[str] = set()           # uids of pods in state Running
         self._release_token: dict[str, int] = {}
+        self._reasons: dict[str, str] = {}        # last unschedulable reason, per waiting job
+        self._last_reasons: dict[str, str] = {}   # the same, kept once the job started (per-job records)
         self._submitted = 0
         self._dirty = False
         self._cycle_at: float | None = None
@@ -248,16 +250,6 @@ class Engine(EngineMetrics):
         self._report_progress(True)
         return self.result()
 
-    def pending_reasons(self) -> dict[str, str]:
-        """Why each job still waiting could not start, worked out now: the simulator's cycles format no
-        reason (issue "reasons on demand"); this runs one explaining cycle on a copy of the cluster
-        (nothing of it is applied) and keeps its ``unschedulable`` reasons."""
-        if not self._waiting:
-            return {}
-        cluster = copy.deepcopy(self.cluster)
-        decisions = run_cycle(cluster, self.config, self.registry, self.now, self.cycles + 1)
-        return {r.podgroup: r.reason for r in decisions.unschedulable if r.podgroup in self._waiting}
-
     def _report_progress(self, final: bool) -> None:
         if self.progress_fn is None:
             return
@@ -306,6 +298,8 @@ class Engine(EngineMetrics):
         job = Job(uid=f"{ns}/{spec.name}", name=spec.name, namespace=ns, queue=spec.queue,
                   min_member=spec.min_pods, priority=spec.priority, creation=spec.submit,
                   annotations=dict(spec.annotations), min_resources=self.cluster.resources.zeros())
+        if self.options.estimates is not None:
+            job.annotations[EXPECTED_RUNTIME] = f"{self.options.estimates.estimate(spec.name, spec.duration):.0f}s"
         job.min_task_member = {r.name: r.min_count for r in spec.roles if r.min_count is not None}
         if spec.topology is not None:
             job.topology_mode, job.topology_tier = spec.topology
@@ -337,6 +331,7 @@ class Engine(EngineMetrics):
             sim.since = self.now
             if sim.first_start is None:
                 sim.first_start = self.now
+                self._reasons.pop(uid, None)
             self._running.add(uid)
             self._push(self.now + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
             self._changed = True
@@ -415,6 +410,7 @@ class Engine(EngineMetrics):
         self._demand -= sim.gpus
         self._waiting.pop(uid, None)
         self._running.discard(uid)
+        self._reasons.pop(uid, None)
         self._done[uid] = sim
         self._changed = True
         self._wake()
@@ -544,7 +540,10 @@ class Engine(EngineMetrics):
         self._evicted([tasks[e.pod] for e in decisions.evictions], self.options.eviction_grace)
         for sim in touched.values():
             self._update(sim)
-        changed = bool(decisions.binds or decisions.evictions or decisions.podgroups) \
+        for record in decisions.unschedulable:
+            if record.podgroup in self._waiting:
+                self._reasons[record.podgroup] = self._last_reasons[record.podgroup] = record.reason
+        changed = bool(decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks) \
             or before != self._fingerprint()
         for uid in [u for u, s in self._waiting.items()
                     if not any(t.status in PENDING_LIKE for t in s.job.tasks)]:

@@ -169,6 +169,7 @@ class EngineMetrics:
             rec.status = "never_fits" if spec.name in self.never_fits else "pending"
             return rec
         rec.first_start, rec.end = sim.first_start, sim.end
+        rec.reason = self._last_reasons.get(sim.job.uid, "")
         rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
@@ -190,7 +191,7 @@ class EngineMetrics:
                 "jobs_not_submitted": len(self.specs) - self._submitted,
                 "options": asdict(self.options),
                 "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
-                "pending_reasons": {self._active[u].spec.name: r for u, r in sorted(self.pending_reasons().items())
+                "pending_reasons": {self._active[u].spec.name: r for u, r in sorted(self._reasons.items())
                                     if u in self._active}}
         if self._stalled is not None:
             meta["stalled_at"] = self._stalled

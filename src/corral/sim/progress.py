@@ -43,7 +43,7 @@ class SimProgress:
 
     def __init__(self, total: int, span: float | None = None, name: str = "simulating",
                  console: Console | None = None, transient: bool = True) -> None:
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                    TextColumn("done, {task.fields[waiting]} waiting, simulated {task.fields[clock]}, "
                               "{task.fields[rate]} events/s, ETA {task.fields[eta]}"), TimeElapsedColumn())
         self.bar = Progress(*columns, console=console, transient=transient)
