@@ -1,7 +1,8 @@
 """The simulator at scale (issue: trace-driven simulator). The whole Philly trace (82,247 jobs,
 ../shared/traces/philly/philly.csv) on 350 nodes x 8 GPUs (tier-1 hypernodes of 32 nodes) with the
 built-in default configuration. Prints the wall time, simulated events and cycles per second, the peak
-resident memory and the outcome, next to the targets (<= 10 min, <= 4 GiB on a 2-core machine).
+resident memory and the outcome, next to the targets (<= 2 min, <= 4 GiB on a 2-core machine; the
+issue "cycles that cost what changed" lowered the time target from 10 min, at 455 s then).
 
     .venv/bin/python benchmarks/bench_sim.py [--nodes N] [--days D] [--report DIR] [--tracemalloc]
 
@@ -26,7 +27,7 @@ from corral.sim.report import summarize, write_report
 from corral.sim.workload import filter_jobs, load_philly
 
 TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "philly" / "philly.csv"
-TARGET_SECONDS, TARGET_BYTES = 600.0, 4 * 2 ** 30
+TARGET_SECONDS, TARGET_BYTES = 120.0, 4 * 2 ** 30
 
 
 def peak_rss() -> int:
@@ -46,7 +47,7 @@ def main() -> int:
         return 0
     if args.tracemalloc:
         tracemalloc.start()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     jobs = load_philly(TRACE)
     if args.days is not None:
         jobs = filter_jobs(jobs, 0, args.days * 86400)
@@ -70,6 +71,7 @@ def main() -> int:
         write_report(result, args.report)
         print(f"report        {time.perf_counter() - t:8.1f} s   -> {args.report}")
         wall = time.perf_counter() - start
+    print(f"cpu           {time.process_time() - cpu:8.1f} s   (this process; wall includes waiting for a shared CPU)")
     rss = peak_rss()
     print(f"peak RSS      {rss / 2 ** 20:8.0f} MiB")
     if args.tracemalloc:

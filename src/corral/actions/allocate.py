@@ -19,12 +19,12 @@ decisions as a podgroup update.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 
 import numpy as np
 
 from corral.actions.placement import best_node, no_fit_reason
+from corral.framework import skipcache
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
@@ -43,13 +43,16 @@ def waiting_tasks(job: Job) -> list[Task]:
     return [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
 
 
-def schedulable_jobs(session: Session, *, quiet: bool = False) -> list[Job]:
+def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None) -> list[Job]:
     """Jobs with waiting pods that may be scheduled this cycle; the others get their reason (unless
-    ``quiet``: the eviction actions ask again after allocate already said why)."""
+    ``quiet``: the eviction actions ask again after allocate already said why). ``skip(job)`` True
+    leaves a job out (known to fail, :func:`corral.framework.skipcache.pre_filter`)."""
     admit_all = "enqueue" not in session.actions
     out = []
     for uid in sorted(session.cluster.jobs):
         job = session.cluster.jobs[uid]
+        if skip is not None and skip(job):
+            continue
         if not waiting_tasks(job):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_all:
@@ -75,11 +78,15 @@ class AllocateAction(Action):
 
     def execute(self, session: Session) -> None:
         queues = session.cluster.queues
-        by_queue: dict[str, list] = {}
-        job_key = session.job_key()
+        by_queue: dict[str, skipcache.JobHeap] = {}
+        job_key = session.job_sort_key()
         seq = itertools.count()
-        for job in schedulable_jobs(session):
-            heapq.heappush(by_queue.setdefault(job.queue, []), (job_key(job), next(seq), job))
+        self.skip = skipcache.skipper_for(session)
+        group = skipcache.grouping(self.skip, session)
+        for job in schedulable_jobs(session, skip=skipcache.pre_filter(self.skip, session)):
+            if job.queue not in by_queue:
+                by_queue[job.queue] = skipcache.JobHeap(group)
+            by_queue[job.queue].push((job_key(job), next(seq), job))
         queue_key = session.queue_key()
         while by_queue:
             name = min(by_queue, key=lambda n: queue_key(queues[n]))
@@ -88,7 +95,7 @@ class AllocateAction(Action):
                 for _, _, job in by_queue.pop(name):
                     session.unschedulable(job, f"queue {name!r} already holds its deserved share")
                 continue
-            _, _, job = heapq.heappop(by_queue[name])
+            _, _, job = by_queue[name].pop()
             if not by_queue[name]:
                 del by_queue[name]
             self.place_job(session, job)
@@ -98,6 +105,17 @@ class AllocateAction(Action):
         was_ready = session.job_ready(job)
         tasks = sorted(waiting_tasks(job), key=session.task_key())
         stmt = session.statement()
+        skip = getattr(self, "skip", None)
+        plain = skip is not None and not was_ready and not job.topology_mode and bool(tasks)
+        if plain and skip.known_to_fail(job, tasks[0]):
+            # fails at its first pod (framework/skipcache.py); the reason as the attempt would give it,
+            # when reasons are reported (else the job keeps the reason of its last attempt)
+            if not session.report_reasons:
+                return stmt.discard()
+            reason = self.place_tasks(session, job, tasks[:1], stmt, None)
+            if not stmt.ops:
+                return self.finish(session, job, stmt, was_ready, reason)
+            stmt.discard()                                    # cannot happen; try the job after all
         domains: list = [None]
         if job.topology_mode:
             domains = session.gang_search_space(job, Purpose.ALLOCATE)
@@ -106,7 +124,10 @@ class AllocateAction(Action):
             reason = self.place_tasks(session, job, tasks, stmt, None if only is None else only.mask)
         else:
             reason = self.place_in_domains(session, job, tasks, stmt, domains)
+        failed_first = plain and bool(reason) and not stmt.ops
         self.finish(session, job, stmt, was_ready, reason)
+        if plain:
+            skip.record(job, tasks[0], failed_first)
 
     def place_in_domains(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
                          domains: list[Domain]) -> str:

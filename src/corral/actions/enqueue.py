@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from corral.framework import skipcache
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session
@@ -48,8 +49,9 @@ class EnqueueAction(Action):
                 budget = budget - job.min_resources
             elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
                 pending.append(job)
+        pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
         queues = cluster.queues
-        queue_key, job_key = session.queue_key(), session.job_key()
+        queue_key, job_key = session.queue_key(), session.job_sort_key()
         pending.sort(key=job_key)
         by_queue: dict[str, list] = {}
         for job in pending:

@@ -18,14 +18,18 @@ if TYPE_CHECKING:
 __all__ = ["run_cycle", "apply_decisions"]
 
 
-def run_cycle(cluster: Cluster, config: "Config", registry: "Registry", now: float, cycle: int = 1) -> Decisions:
+def run_cycle(cluster: Cluster, config: "Config", registry: "Registry", now: float, cycle: int = 1, *,
+              explain: bool = True) -> Decisions:
     """Open a session, run the configured actions in order, close it; return the decisions.
+
+    ``explain=False`` leaves the ``unschedulable`` reasons out (and lets the cycle skip jobs known to
+    fail, :mod:`corral.framework.skipcache`); every other decision is the same.
 
     The cluster is left in the session's end state (placements applied as Allocated/Pipelined, evicted
     pods Releasing); call :func:`apply_decisions` to move it to what the world looks like once the
     decisions are carried out.
     """
-    session = Session(cluster, config, registry, now, cycle)
+    session = Session(cluster, config, registry, now, cycle, explain=explain)
     for ac in config.actions:
         action = registry.action_class(ac.name)(ac.args)
         session.action = ac.name

@@ -18,7 +18,7 @@ import numpy as np
 from corral.framework.plugin import Plugin
 from corral.model import Job, Queue, Task
 from corral.model.resources import PODS
-from corral.plugins.shares import job_usage
+from corral.plugins.shares import job_usage, once_per_session
 
 __all__ = ["DrfPlugin"]
 
@@ -33,7 +33,7 @@ class DrfPlugin(Plugin):
         total = cluster.total_allocatable().astype(float)
         total[cluster.resources.pos(PODS)] = 0.0        # pods count is not a resource to share fairly
         self.inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-        self.usage = job_usage(cluster)
+        self.usage = dict(once_per_session(self.session, job_usage))
         self._shares: dict[str, float] = {}           # cache, dropped for a job when its usage changes
         self.hierarchy = self.switch("enableHierarchy", False)
         if self.hierarchy:
@@ -52,6 +52,10 @@ class DrfPlugin(Plugin):
     def job_order(self, a: Job, b: Job) -> int:
         sa, sb = self.job_share(a), self.job_share(b)
         return (sa > sb) - (sa < sb)
+
+    def job_order_key(self, job: Job) -> float:
+        """A sort key giving the order of ``job_order`` (Session.job_sort_key): smaller share first."""
+        return self.job_share(job)
 
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         pj = preemptor.job

@@ -59,6 +59,10 @@ class GangPlugin(Plugin):
         ra, rb = _meets(a, _READY), _meets(b, _READY)
         return 0 if ra == rb else (1 if ra else -1)
 
+    def job_order_key(self, job: Job) -> bool:
+        """A sort key giving the order of ``job_order`` (Session.job_sort_key): not ready first."""
+        return _meets(job, _READY)
+
     def _surplus(self, candidates: list[Task]) -> list[Task]:
         left: dict[str, int] = {}
         out = []

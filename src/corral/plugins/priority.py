@@ -16,6 +16,10 @@ class PriorityPlugin(Plugin):
     def job_order(self, a: Job, b: Job) -> int:
         return (b.priority > a.priority) - (b.priority < a.priority)
 
+    def job_order_key(self, job: Job) -> int:
+        """A sort key giving the order of ``job_order`` (Session.job_sort_key)."""
+        return -job.priority
+
     def task_order(self, a: Task, b: Task) -> int:
         return (b.priority > a.priority) - (b.priority < a.priority)
 

@@ -17,7 +17,7 @@ from corral.framework.extension import Vote
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS
 from corral.plugins.queues import QueuePlugin
-from corral.plugins.shares import queue_requests
+from corral.plugins.shares import once_per_session, queue_requests
 
 __all__ = ["ProportionPlugin"]
 
@@ -28,7 +28,7 @@ class ProportionPlugin(QueuePlugin):
     def compute_deserved(self) -> dict[str, np.ndarray]:
         cluster = self.session.cluster
         leaves = [q for q in sorted(self.queues.values(), key=lambda q: q.name) if not q.children]
-        request = {n: v * self.cols for n, v in queue_requests(cluster).items()}
+        request = {n: v * self.cols for n, v in once_per_session(self.session, queue_requests).items()}
         for name, q in self.queues.items():       # requests of children roll up to a parent
             if not q.children:
                 for parent in cluster.queue_chain(name)[1:]:

@@ -25,7 +25,7 @@ import numpy as np
 from corral.framework.plugin import Plugin
 from corral.model import Job, PodGroupPhase, Queue, Task
 from corral.model.resources import EPS, PODS
-from corral.plugins.shares import queue_usage
+from corral.plugins.shares import job_usage, once_per_session, queue_usage
 
 __all__ = ["QueuePlugin"]
 
@@ -44,7 +44,8 @@ class QueuePlugin(Plugin):
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self._capped: dict[str, bool] = {}               # queue -> any capability on its chain
-        self.allocated = {name: v * self.cols for name, v in queue_usage(cluster).items()}
+        self.allocated = {name: v * self.cols for name, v in
+                          queue_usage(cluster, once_per_session(self.session, job_usage)).items()}
         for name, q in self.queues.items():              # leaf usage summed into every ancestor
             if q.children:
                 continue

@@ -3,11 +3,13 @@ allocate/deallocate events (Volcano's ``AllocateFunc``/``DeallocateFunc`` event 
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Task, TaskStatus
 
-__all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests"]
+__all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests", "once_per_session"]
 
 #: States counted as held by a job or queue when a session opens: placed (not Releasing: it is on its
 #: way out; not nominated by an earlier cycle: see ``Session.open_nominations``). Nominations made in
@@ -19,13 +21,25 @@ def holding(task: Task) -> bool:
     return task.status in HOLDING and task.managed
 
 
+def once_per_session(session: Any, fn: Callable[[Cluster], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """``fn(session.cluster)`` computed once per session and shared by the plugins that open with it
+    (drf and the queue plugins both need every job's usage; proportion and the queue plugins every
+    queue's requests). Callers must not modify the vectors in place (they replace them)."""
+    memo = session.__dict__.setdefault("_shares_memo", {})
+    got = memo.get(fn.__name__)
+    if got is None:
+        got = memo[fn.__name__] = fn(session.cluster)
+    return got
+
+
 def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
+    n = len(cluster.resources)
     for uid, job in cluster.jobs.items():
-        vec = np.zeros(len(cluster.resources))
-        for t in job.tasks:
-            if holding(t):
-                vec += t.request
+        held = [t.request for t in job.tasks if t.status in HOLDING and t.managed]
+        vec = np.zeros(n)
+        for req in held:                 # summed in task order, as the events add them
+            vec += req
         out[uid] = vec
     return out
 
@@ -43,10 +57,12 @@ def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None) -> 
 def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
     """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``)."""
     out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
+    asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
     for job in cluster.jobs.values():
-        if job.queue not in out:
+        vec = out.get(job.queue)
+        if vec is None:
             continue
         for t in job.tasks:
-            if t.managed and t.status in HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}:
-                out[job.queue] += t.request
+            if t.status in asking and t.managed:
+                vec += t.request
     return out

@@ -174,24 +174,12 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
         meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
     if not show_progress:
         return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-               TextColumn("jobs done, simulated {task.fields[clock]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(name, total=len(inputs.jobs), clock="0 s")
-
-        def tick(now: float, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, clock=_clock(now))
-
-        return simulate(cluster, inputs.jobs, config, options=options, meta=meta, progress=tick)
-
-
-def _clock(seconds: float) -> str:
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
+    from corral.sim.engine import Engine
+    from corral.sim.progress import SimProgress
+    with SimProgress(len(inputs.jobs), options.until, name, console=console) as bar:
+        engine = Engine(cluster, inputs.jobs, config, options=options, meta=meta, progress=bar.update)
+        bar.attach(engine)
+        return engine.run()
 
 
 def _load_config(path: Path | None) -> tuple[str, Any]:

@@ -526,7 +526,7 @@ class Engine(EngineMetrics):
         self.cycles += 1
         self._last_cycle = self.now
         before = self._fingerprint()
-        decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles)
+        decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles, explain=False)
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         tasks = self.cluster.tasks
         touched: dict[str, SimJob] = {}

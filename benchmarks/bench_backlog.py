@@ -1,0 +1,176 @@
+"""The simulator on a congested cluster: cycles must cost what changed, not what waits.
+
+The Philly trace's week of 1-8 October 2017 (10,650 jobs, ../shared/traces/philly/philly.csv), all in one
+queue, on 40 nodes x 8 GPUs and on 80 nodes x 8 GPUs, with the built-in default configuration (actions
+``enqueue, allocate, backfill``). On 40 nodes the backlog grows to thousands of waiting jobs. Prints per
+cluster the wall time, cycles, events per second, peak memory and a table of the mean cycle time by the
+number of jobs waiting when the cycle ran, next to the targets: the 40-node week in <= 3 minutes of wall
+time, and the mean cycle at ~5,000 waiting jobs at most 5 x the mean cycle at ~50 waiting jobs.
+
+    .venv/bin/python benchmarks/bench_backlog.py [--nodes 40 80] [--until SECONDS] [--no-skip]
+                                                 [--profile FILE] [--progress]
+
+``--until`` stops the simulation at that simulated time (a quick look, e.g. ``--until 86400`` for a
+day); ``--no-skip`` turns the scheduler's skipping of unchanged jobs off (decisions are identical, only
+slower); ``--profile`` writes a cProfile of the first cluster's run (read it with ``python -m pstats``).
+Skips with a message when the trace is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import resource
+import signal
+import sys
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from corral.framework import skipcache
+from corral.registry import default_config
+from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
+from corral.sim.engine import Engine, SimOptions
+from corral.sim.workload import filter_jobs, load_philly
+
+TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "philly" / "philly.csv"
+WEEK = (datetime(2017, 10, 1, tzinfo=timezone.utc), datetime(2017, 10, 8, tzinfo=timezone.utc))
+TARGET_SECONDS = 180.0
+TARGET_RATIO = 5.0
+#: waiting-job buckets [low, high); the targets compare the bucket around 50 with the one around 5,000
+BUCKETS = ((1, 10), (10, 25), (25, 100), (100, 250), (250, 1000), (1000, 2500), (2500, 10000), (10000, 10 ** 9))
+AT_50, AT_5000 = (25, 100), (2500, 10000)
+
+
+def peak_rss() -> int:
+    """Peak resident set size of this process in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class TimedEngine(Engine):
+    """The engine, timing each scheduling cycle against the number of jobs waiting when it ran."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.cycle_times: list[tuple[int, float]] = []
+
+    def _cycle(self, beat: bool = False) -> None:
+        before, waiting = self.cycles, len(self._waiting)
+        t = time.perf_counter()
+        super()._cycle(beat)
+        if self.cycles != before:
+            self.cycle_times.append((waiting, time.perf_counter() - t))
+
+
+def week() -> list:
+    """The October week, every job in queue ``default``, re-based to start at 0."""
+    jobs = load_philly(TRACE)
+    import pandas as pd
+    first = pd.to_datetime(pd.read_csv(TRACE, usecols=["timestamp"])["timestamp"]).min()
+    origin = first.tz_localize("UTC").timestamp()
+    start, end = (w.timestamp() - origin for w in WEEK)
+    return [replace(j, queue="default") for j in filter_jobs(jobs, start, end)]
+
+
+def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progress: bool) -> dict:
+    template = from_spec(ClusterSpec((NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),),
+                                     tiers=(32,), name=f"{nodes} x 8 GPUs"))
+    options = SimOptions(until=until)
+    bar = None
+    if progress:
+        from corral.sim.progress import SimProgress
+        bar = SimProgress(len(jobs), until, f"{nodes} nodes", transient=False)
+    engine = TimedEngine(template.instantiate(["default"]), jobs, default_config(), options=options,
+                         progress=bar.update if bar else None)
+    if bar:
+        bar.attach(engine)
+    prof = cProfile.Profile() if profile else None
+    start, cpu = time.perf_counter(), time.process_time()
+    if prof:
+        prof.enable()
+    stopped = False
+    try:
+        result = engine.run()
+    except KeyboardInterrupt:                 # Ctrl-C or SIGTERM: report what was measured so far
+        stopped = True
+        result = engine.result()
+    finally:
+        if prof:
+            prof.disable()
+            prof.dump_stats(str(profile))
+        if bar:
+            bar.close()
+    wall = time.perf_counter() - start
+    return {"engine": engine, "wall": wall, "cpu": time.process_time() - cpu, "result": result,
+            "stopped": stopped}
+
+
+def bucket_table(times: list[tuple[int, float]]) -> dict[tuple[int, int], tuple[int, float]]:
+    out = {}
+    for low, high in BUCKETS:
+        got = [t for w, t in times if low <= w < high]
+        if got:
+            out[(low, high)] = (len(got), sum(got) / len(got))
+    return out
+
+
+def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
+    engine, wall, result = got["engine"], got["wall"], got["result"]
+    done = sum(1 for r in result.jobs if r.end is not None)
+    peak = max((w for w, _ in engine.cycle_times), default=0)
+    if got["stopped"]:
+        print("\n(interrupted: the figures below cover the run up to the interruption)")
+    print(f"\n== {len(jobs):,} Philly jobs (1-8 Oct 2017, one queue) on {nodes} nodes x 8 GPUs "
+          f"({'skipping on' if skipcache.enabled() else 'skipping OFF'})")
+    print(f"simulated     {engine.now / 86400:8.2f} days   {done:,} jobs completed, peak backlog {peak:,} waiting")
+    print(f"wall          {wall:8.1f} s   {engine.events:,} events ({engine.events / wall:,.0f}/s), "
+          f"{engine.cycles:,} cycles ({engine.cycles / wall:,.1f}/s)")
+    print(f"cpu           {got['cpu']:8.1f} s   (this process; wall time above includes waiting for a shared CPU)")
+    print(f"peak RSS      {peak_rss() / 2 ** 20:8.0f} MiB")
+    table = bucket_table(engine.cycle_times)
+    print("waiting jobs      cycles   mean cycle")
+    for (low, high), (n, mean) in table.items():
+        print(f"  {low:>6,}-{high - 1:<8,} {n:7,}   {mean * 1000:9.2f} ms")
+    ok = True
+    if nodes == 40 and full and not got["stopped"]:
+        ok_wall = wall <= TARGET_SECONDS
+        ok = ok and ok_wall
+        print(f"target        40-node week {wall:.0f} s <= {TARGET_SECONDS:.0f} s: {'ok' if ok_wall else 'MISSED'}")
+    if AT_50 in table and AT_5000 in table:
+        ratio = table[AT_5000][1] / table[AT_50][1]
+        ok_ratio = ratio <= TARGET_RATIO
+        ok = ok and ok_ratio
+        print(f"target        mean cycle at ~5,000 waiting / at ~50 waiting = {ratio:.2f} <= {TARGET_RATIO:g}: "
+              f"{'ok' if ok_ratio else 'MISSED'}")
+    elif nodes == 40:
+        print("target        cycle ratio: not measured (the run did not reach both the ~50 and ~5,000 buckets)")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[40, 80])
+    parser.add_argument("--until", type=float, default=None, help="stop at this simulated time (seconds)")
+    parser.add_argument("--no-skip", action="store_true", help="turn the skipping of unchanged jobs off")
+    parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of the first run here")
+    parser.add_argument("--progress", action="store_true", help="show the simulator's progress bar")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if not TRACE.exists():
+        print(f"skipped: the Philly trace is absent ({TRACE})")
+        return 0
+    if args.no_skip:
+        skipcache.set_enabled(False)
+    t = time.perf_counter()
+    jobs = week()
+    print(f"load trace    {time.perf_counter() - t:8.1f} s   {len(jobs):,} jobs")
+    ok = True
+    for i, nodes in enumerate(args.nodes):
+        got = run(jobs, nodes, args.until, args.profile if i == 0 else None, args.progress)
+        ok = report(nodes, jobs, got, args.until is None) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

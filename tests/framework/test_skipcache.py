@@ -1,0 +1,113 @@
+"""Skipping jobs known to fail is a speed change only (framework/skipcache.py): the decisions of the whole
+scenario suite (reasons included) and of a congested simulation are byte-identical with skipping on and
+off. In the simulator a skipped job keeps the wait reason of its last attempt (its reason is not worked
+out again while nothing it depends on changed), so there the comparison covers every decision and every
+record field but the reason texts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import corral.sim.engine as engine_module
+from corral.framework import skipcache
+from corral.framework.cycle import run_cycle
+from corral.registry import default_config
+from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
+from corral.sim.engine import Engine, SimOptions
+from corral.sim.synthetic import synthetic
+from tests.scenarios.test_scenarios import CASES, run_case
+
+
+@pytest.fixture
+def skipping():
+    """Restore the switch whatever a test does with it."""
+    was = skipcache.enabled()
+    yield skipcache.set_enabled
+    skipcache.set_enabled(was)
+
+
+def _suite(tmp_path: Path) -> dict[str, str]:
+    out = {}
+    for path in CASES:
+        case = yaml.safe_load(path.read_text())
+        folder = tmp_path / path.stem
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            got = json.dumps(run_case(case, folder), sort_keys=True)
+        except Exception as exc:            # a case that fails fails the same way both times
+            got = f"error: {type(exc).__name__}: {exc}"
+        out[path.stem] = got
+    return out
+
+
+def test_scenario_suite_decisions_identical_with_and_without_skipping(tmp_path, skipping):
+    skipping(True)
+    on = _suite(tmp_path / "on")
+    skipping(False)
+    off = _suite(tmp_path / "off")
+    assert len(on) == len(CASES) > 100
+    different = [name for name in on if on[name] != off[name]]
+    assert not different, f"decisions differ with skipping on/off: {different[:5]}"
+
+
+def _congested(monkeypatch) -> tuple[list[str], str]:
+    """A backlog of gangs of 1-4 pods on 4 nodes x 8 GPUs: most cycles run with dozens waiting."""
+    cycles: list[str] = []
+
+    def recording(*args, **kwargs):
+        decisions = run_cycle(*args, **kwargs)
+        got = decisions.to_json(1)
+        got.pop("unschedulable")               # reasons: see the module docstring
+        cycles.append(json.dumps(got, sort_keys=True))
+        return decisions
+
+    monkeypatch.setattr(engine_module, "run_cycle", recording)
+    jobs = synthetic(7, n_jobs=260, arrival_rate=1 / 15, queues={"a": 2, "b": 1},
+                     gang_sizes={1: 8, 2: 4, 4: 2})
+    cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
+    eng = Engine(cluster, jobs, default_config(), options=SimOptions(checkpoint_interval=600, until=6 * 3600))
+    result = eng.run()
+    meta = dict(result.meta)
+    meta.pop("wall_time")
+    meta["pending_reasons"] = sorted(meta["pending_reasons"])       # the jobs, not the texts
+    records = [{k: v for k, v in r.__dict__.items() if k != "reason"} for r in result.jobs]
+    body = json.dumps({"jobs": records, "meta": meta,
+                       "cluster": [s.__dict__ for s in result.cluster],
+                       "queues": [s.__dict__ for s in result.queues]}, sort_keys=True, default=str)
+    return cycles, body
+
+
+def test_congested_simulation_identical_with_and_without_skipping(monkeypatch, skipping):
+    skipping(True)
+    cycles_on, on = _congested(monkeypatch)
+    skipping(False)
+    cycles_off, off = _congested(monkeypatch)
+    assert len(cycles_on) > 50
+    assert json.loads(on)["meta"]["pending_reasons"], "the workload should leave a backlog"
+    assert cycles_on == cycles_off
+    assert on == off
+
+
+def test_skipping_actually_skips(monkeypatch, skipping):
+    """The congested run tries far fewer placements with skipping on (the switch is real)."""
+    from corral.actions.allocate import AllocateAction
+
+    tried = {"n": 0}
+    real = AllocateAction.place_tasks
+
+    def counting(self, *args, **kwargs):
+        tried["n"] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(AllocateAction, "place_tasks", counting)
+    skipping(True)
+    _congested(monkeypatch)
+    with_skip = tried["n"]
+    tried["n"] = 0
+    skipping(False)
+    _congested(monkeypatch)
+    assert with_skip < tried["n"] / 2, (with_skip, tried["n"])
