@@ -23,7 +23,8 @@ __all__ = ["MARKER", "atomic_write", "atomic_folder", "check_output_folder", "is
 
 MARKER = ".corral-report"
 _REPORT_FILES = {"index.html", "summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv",
-                 "cluster.csv", "queue_summary.csv", "comparison.json", "comparison.csv", MARKER}
+                 "cluster.csv", "queue_summary.csv", "comparison.json", "comparison.csv", "breakdown.csv",
+                 "breakdown.json", MARKER}
 
 
 def atomic_write(path: str | Path, data: str | bytes) -> None:
