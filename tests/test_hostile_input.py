@@ -276,3 +276,17 @@ def test_patterns_outside_re2_are_bad_input(tmp_path: Path, pattern: str) -> Non
 def test_a_pattern_that_is_not_a_string(tmp_path: Path) -> None:
     text = NODE_YAML + "---\n" + hypernode("x").replace('"x"', "[1, 2]")
     one_error(schedule(write(tmp_path, "s.yaml", text)), "HyperNode hn", "regexMatch.pattern")
+
+
+def test_trace_size_limit_and_huge_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from corral.sim.commands import register
+    import typer
+    sim = typer.Typer()
+    register(sim)
+    trace = write(tmp_path, "w.csv", "name,submit,duration,queue,pods,gpu\na,0,1e300,q1,1,8\n")
+    res = CliRunner().invoke(sim, ["simulate", "--workload", str(trace), "-o", str(tmp_path / "r"), "--no-progress"])
+    one_error(res, "w.csv", "duration", "at most 1e+10")
+    monkeypatch.setenv("CORRAL_MAX_INPUT_BYTES", "10")
+    res = CliRunner().invoke(sim, ["simulate", "--workload", str(trace), "-o", str(tmp_path / "r"), "--no-progress"])
+    one_error(res, "w.csv", "limit of 10")
+    assert not (tmp_path / "r").exists()
