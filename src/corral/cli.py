@@ -1,7 +1,8 @@
 """``corral``: the command line (SPEC.md §4).
 
 Commands: ``schedule`` (cycles over a snapshot, printing decisions), ``validate`` (check input only),
-``simulate`` and ``compare`` (the trace-driven simulator, :mod:`corral.sim.commands`). Every
+``simulate`` and ``compare`` (the trace-driven simulator, :mod:`corral.sim.commands`), ``run`` (the live
+Kubernetes scheduler, :mod:`corral.kube.command`). Every
 :class:`~corral.errors.CorralError` becomes one line on stderr and its exit code (2 for bad input, 1 for
 an internal fault); any other exception is an internal error, exit 1, one line, no traceback (set
 ``CORRAL_DEBUG=1`` to see it).
@@ -147,6 +148,14 @@ def _register_sim() -> None:
 
 
 _register_sim()
+
+
+def _register_run() -> None:
+    from corral.kube.command import register as register_run   # ``corral run`` (docs/kubernetes.md)
+    register_run(app)
+
+
+_register_run()
 
 
 def main() -> None:

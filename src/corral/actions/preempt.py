@@ -38,12 +38,16 @@ class EvictArgs:
     min_candidates_pct: float = arg("minCandidateNodesPercentage", 10.0, "candidate nodes dry-run per pod, "
                                     "as a percentage of all nodes")
     ties: int = arg("tieCandidates", 16, "further nodes dry-run once no node can beat the best plan but by a tie")
+    max_candidates: int = arg("maxCandidateNodesAbsolute", 0, "candidate nodes dry-run per pod, at most "
+                              "(Volcano's cap; 0: no cap)", minimum=0)
 
 
 def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
     """The shared loop of preempt and reclaim over starving jobs."""
     evictor = Evictor(session, action.name, action.args.min_candidates, action.args.min_candidates_pct,
                       action.args.ties)
+    if action.args.max_candidates:
+        evictor.limit = min(evictor.limit, action.args.max_candidates)
     queues = session.cluster.queues
     queue_key, job_key = session.queue_key(), session.job_key()
     jobs = [j for j in schedulable_jobs(session, quiet=True) if session.job_starving(j)]

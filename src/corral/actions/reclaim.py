@@ -2,14 +2,14 @@
 
 A queue that is not Overused takes resources back for its starving jobs, pod by pod while Preemptive
 (it stays within what it deserves), from running pods of *other* queues that are reclaimable, passing
-the plugins' Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim only
-while its queue stays at or above its deserved share in the scarce resources (its reclaim floor, see
-:mod:`corral.plugins.queues`), counting cumulatively along the candidates in VictimQueueOrder, lowest
-priority and newest first — and the VictimFilter. The queue rule of proportion and capacity applies
-whatever tier they sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in
-tier 1, as in Volcano's default configuration) would otherwise decide alone and a victim queue could be
-pushed below its deserved share (SPEC.md §3.2 forbids it); a queue plugin configured with
-``enableReclaimable: false`` is left out. Victims on a node are taken as the shared
+the plugins' Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim while
+its queue, counting the victims allowed before it, still holds more than it deserves in some resource
+(Volcano's ``!allocated.LessEqual(deserved)``), on the queues below the lowest common ancestor with the
+reclaimer (see :mod:`corral.plugins.queues`), counting cumulatively along the candidates in
+VictimQueueOrder, lowest priority and newest first — and the VictimFilter. The queue rules (proportion,
+capacity, hierarchical drf) apply whatever tier they sit in: under the tier semantics an earlier tier
+(``conformance`` and ``gang`` in tier 1, as in Volcano's default configuration) would otherwise decide
+alone (SPEC.md §3.2); a queue plugin configured with ``enableReclaimable: false`` is left out. Victims on a node are taken as the shared
 :class:`~corral.actions.evict.Evictor` orders them (PDB-safe, lowest priority, newest first), then
 reprieved; the node ranking is the same as preempt's. As in preempt, the job's evictions commit only if
 the job ends up pipelined.
@@ -23,7 +23,6 @@ from corral.actions.evict import Evictor
 from corral.actions.preempt import EvictionAction
 from corral.framework.session import Session
 from corral.model import Job, Task
-from corral.plugins.queues import QueuePlugin
 
 __all__ = ["ReclaimAction", "queue_rules", "reclaim_filter"]
 
@@ -58,8 +57,9 @@ class ReclaimAction(EvictionAction):
 
 
 def queue_rules(session: Session) -> list:
-    """The Reclaimable answers of the queue plugins (proportion, capacity) configured for the point."""
-    return [fn for fn in session.fns("Reclaimable") if isinstance(getattr(fn, "__self__", None), QueuePlugin)]
+    """The Reclaimable answers of the queue rules (proportion, capacity, hierarchical drf: the plugins
+    whose ``queue_rule`` is true) configured for the point."""
+    return [fn for fn in session.fns("Reclaimable") if getattr(getattr(fn, "__self__", None), "queue_rule", False)]
 
 
 def reclaim_filter(session: Session, task: Task, pods: list[Task]) -> list[Task]:

@@ -230,6 +230,27 @@ def _pod(o: Obj) -> PodRec:
     )
 
 
+def min_resources(raw: dict[str, float]) -> dict[str, float]:
+    """A PodGroup's minResources as Volcano reads what its job controller writes there (a quota-style
+    usage list): ``count/<kind>`` keys count objects and are no resource; ``requests.X`` and ``limits.X``
+    are resource X — the plain key ``X`` first, then ``requests.X``, then ``limits.X`` (requests are what
+    scheduling counts; a limit stands for a missing request, as Kubernetes defaults it); ``pods`` is the
+    pod slots the job takes."""
+    out: dict[str, float] = {}
+    rank: dict[str, int] = {}
+    for key, value in raw.items():
+        if key.startswith("count/"):
+            continue
+        name, r = key, 0
+        if key.startswith("requests."):
+            name, r = key[len("requests."):], 1
+        elif key.startswith("limits."):
+            name, r = key[len("limits."):], 2
+        if name and r < rank.get(name, 3):
+            out[name], rank[name] = value, r
+    return out
+
+
 def _podgroup(o: Obj, api: str) -> PodGroupRec:
     spec, status = o.section("spec"), o.section("status")
     kai = api.startswith("scheduling.run.ai")
@@ -259,7 +280,7 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
     creation = o.meta.get("creationTimestamp")
     return PodGroupRec(
         name=o.name, namespace=o.namespace, min_member=min_member, min_task_member=min_task,
-        min_resources=_resources(o, min_res, "spec.minResources") if min_res is not None else None,
+        min_resources=min_resources(_resources(o, min_res, "spec.minResources")) if min_res is not None else None,
         queue=o.string(spec.get("queue"), "spec.queue") or "default",
         priority_class=o.string(spec.get("priorityClassName"), "spec.priorityClassName"),
         topology_mode=mode, topology_tier=tier, phase=o.string(status.get("phase"), "status.phase") or "Pending",
@@ -365,14 +386,23 @@ def _hypernode(o: Obj) -> HyperNodeRec:
     return HyperNodeRec(o.name, tier, members, o.file)
 
 
+def _group(api: Any) -> str:
+    return str(api).rpartition("/")[0] if isinstance(api, str) else ""
+
+
 def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
-    """``(kind, record)`` for a known kind; None for kinds corral does not use (Services, Events, ...)."""
+    """``(kind, record)`` for a known kind; None for objects corral does not serve: other kinds
+    (Services, Volcano Jobs, Deployments, ...) and known kinds of another API group (a PodGroup of
+    ``scheduling.x-k8s.io``, left to its own scheduler). A known kind of a known group in a version
+    corral does not read is an error."""
     kind, api = raw.get("kind"), raw.get("apiVersion")
     if not isinstance(kind, str):
         name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
         raise InputError("missing kind", file=file, obj=str(name), field="kind")
     if kind not in KNOWN_KINDS:
         return None
+    if api not in KNOWN_KINDS[kind] and _group(api) not in {_group(a) for a in KNOWN_KINDS[kind]}:
+        return None        # the same kind of another API group (scheduler-plugins' PodGroup): not ours
     if api not in KNOWN_KINDS[kind]:
         name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
         raise InputError(f"unknown apiVersion {api!r} for kind {kind} (expected one of: "

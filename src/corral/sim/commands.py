@@ -27,6 +27,7 @@ from corral.manifests.safe_load import load_yaml, read_text
 from corral.terminal import plain
 from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
 from corral.sim.engine import SimOptions, simulate
+from corral.sim.estimates import estimate_model
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
 from corral.sim.jobspec import JobSpec
 from corral.sim.breakdown import parse_buckets
@@ -161,8 +162,12 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
     """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
     cluster = inputs.template.instantiate(j.queue for j in inputs.jobs)
     meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
+    estimates = estimate_model(getattr(config, "simulation", None), getattr(config, "source", name))
+    options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
+    if estimates is not None:
+        meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
     if not show_progress:
-        return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta)
+        return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                TextColumn("jobs done, simulated {task.fields[clock]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -171,7 +176,7 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
         def tick(now: float, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, clock=_clock(now))
 
-        return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta, progress=tick)
+        return simulate(cluster, inputs.jobs, config, options=options, meta=meta, progress=tick)
 
 
 def _clock(seconds: float) -> str:
@@ -187,7 +192,9 @@ def _load_config(path: Path | None) -> tuple[str, Any]:
     from corral.registry import REGISTRY, default_config
     if path is None or (str(path) == "default" and not path.exists()):
         return "default", default_config()
-    return path.stem or str(path), load_config_file(path, REGISTRY)
+    config = load_config_file(path, REGISTRY)
+    estimate_model(config.simulation, str(path))          # a bad simulation section fails before any run
+    return path.stem or str(path), config
 
 
 _fail = fail
@@ -248,8 +255,8 @@ def simulate_command(
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     console = _console()
     try:
-        check_output_folder(output, force)
         buckets = parse_buckets(size_buckets)
+        check_output_folder(output, force)
         name, cfg = _load_config(config)
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)
@@ -279,8 +286,8 @@ def compare_command(
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     console = _console()
     try:
-        check_output_folder(output, force)
         buckets = parse_buckets(size_buckets)
+        check_output_folder(output, force)
         loaded = [_load_config(path) for path in configs]     # every config is checked before any run
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)

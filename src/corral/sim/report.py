@@ -28,10 +28,10 @@ import numpy as np
 from rich.table import Table
 
 from corral.errors import InputError
-from corral.files import atomic_folder
-from corral.terminal import cell
 from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown
+from corral.files import atomic_folder
+from corral.terminal import cell
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
