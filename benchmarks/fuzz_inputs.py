@@ -63,6 +63,11 @@ def _one(job: tuple[int, float, int, int, int]) -> Outcome:
         signal.alarm(0)
 
 
+def _histogram_line(histogram: collections.Counter) -> str:
+    return ", ".join(f"{'none' if code is None else code}: {count}"
+                     for code, count in sorted(histogram.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=1000)
@@ -91,8 +96,8 @@ def main() -> int:
                 failures.append(outcome)
                 print(f"FAIL {outcome.target} seed {outcome.seed}: {outcome.problem}", flush=True)
             if n % 500 == 0:
-                print(f"... {n} cases, {len(failures)} failures, {time.perf_counter() - started:.0f} s",
-                      flush=True)
+                print(f"... {n} cases, {len(failures)} failures, {time.perf_counter() - started:.0f} s; "
+                      f"exit codes so far {_histogram_line(histogram)}", flush=True)
     elapsed = time.perf_counter() - started
     print(f"\n{args.cases} cases ({dict(by_target)}) in {elapsed:.0f} s with {args.workers} workers; "
           f"slowest case {slowest[0]:.1f} s (seed {slowest[1]})")

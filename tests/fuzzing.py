@@ -278,6 +278,10 @@ def _check_report(folder: Path, exit_code: int) -> str:
     return ""
 
 
+# Informational lines corral may print on stderr beside the one error line (escaped like it).
+NOTICES = ("skipped objects corral does not serve",)
+
+
 def judge(exit_code: int | None, stdout: str, stderr: str) -> str:
     """What is wrong with one run's outcome ('' when nothing)."""
     text = stdout + stderr
@@ -287,10 +291,14 @@ def judge(exit_code: int | None, stdout: str, stderr: str) -> str:
         return "internal error (exit 1)"
     if exit_code not in (0, 2):
         return f"exit code {exit_code}"
+    lines = [x for x in stderr.splitlines() if x.strip()]
+    notices = [x for x in lines if x.startswith(NOTICES)]
+    if any(not x.isprintable() or len(x) > 2000 for x in notices):
+        return "an unescaped or unbounded notice"
     if exit_code == 2:
-        lines = [x for x in stderr.splitlines() if x.strip()]
-        if len(lines) != 1 or not lines[0].startswith("error: "):
-            return "exit 2 without exactly one error line"
+        errors = [x for x in lines if x not in notices]
+        if len(errors) != 1 or not errors[0].startswith("error: ") or not errors[0].isprintable():
+            return "exit 2 without exactly one (escaped) error line"
     elif "Warning" in stderr:
         return "a warning reached stderr"
     return ""

@@ -276,3 +276,33 @@ def test_patterns_outside_re2_are_bad_input(tmp_path: Path, pattern: str) -> Non
 def test_a_pattern_that_is_not_a_string(tmp_path: Path) -> None:
     text = NODE_YAML + "---\n" + hypernode("x").replace('"x"', "[1, 2]")
     one_error(schedule(write(tmp_path, "s.yaml", text)), "HyperNode hn", "regexMatch.pattern")
+
+
+def test_trace_size_limit_and_huge_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from corral.sim.commands import register
+    import typer
+    sim = typer.Typer()
+    register(sim)
+    trace = write(tmp_path, "w.csv", "name,submit,duration,queue,pods,gpu\na,0,1e300,q1,1,8\n")
+    res = CliRunner().invoke(sim, ["simulate", "--workload", str(trace), "-o", str(tmp_path / "r"), "--no-progress"])
+    one_error(res, "w.csv", "duration", "at most 1e+10")
+    monkeypatch.setenv("CORRAL_MAX_INPUT_BYTES", "10")
+    res = CliRunner().invoke(sim, ["simulate", "--workload", str(trace), "-o", str(tmp_path / "r"), "--no-progress"])
+    one_error(res, "w.csv", "limit of 10")
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_skipped_objects_notice_is_escaped_and_short(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    text = NODE_YAML + '---\napiVersion: v1\nkind: "Evil\\e[2J' + "x" * 300 + '"\nmetadata: {name: "a\\rb"}\n'
+    res = run("validate", str(write(tmp_path, "s.yaml", text)))
+    assert res.exit_code == 0, res.output
+    notice = [x for x in caplog.messages if x.startswith("skipped objects")]
+    assert len(notice) == 1 and "\x1b" not in notice[0] and "\r" not in notice[0]
+    assert "Evil\\x1b[2J" in notice[0] and len(notice[0]) < 300
+
+
+@pytest.mark.parametrize("value", ["true", "7", "{a: 1}"])
+def test_config_sections_of_the_wrong_type(tmp_path: Path, value: str) -> None:
+    cfg = write(tmp_path, "c.yaml", f'actions: "enqueue, allocate"\nconfigurations: {value}\ntiers: []\n')
+    one_error(run("validate", str(write(tmp_path, "s.yaml", NODE_YAML)), "--config", str(cfg)),
+              "c.yaml", "configurations")

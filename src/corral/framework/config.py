@@ -317,7 +317,11 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
             raise ConfigError(f"action {a!r} listed twice", file=file, field="actions")
         names.append(canon)
     confs: dict[str, Any] = {}
-    for i, c in enumerate(raw.get("configurations") or []):
+    configurations = raw.get("configurations") or []
+    if not isinstance(configurations, list):
+        raise ConfigError(f"expected a list of {{name, arguments}}, got {type(configurations).__name__}",
+                          file=file, field="configurations")
+    for i, c in enumerate(configurations):
         path = f"configurations[{i}]"
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise ConfigError("expected {name, arguments}", file=file, field=path)

@@ -123,10 +123,16 @@ def _name_of(raw: dict) -> str:
 
 def skipped_line(skipped: dict[str, list[str]], shown: int = 3) -> str:
     """One line naming the objects a snapshot holds that corral does not serve (by kind, a few names)."""
+    from corral.terminal import plain     # kinds and names come from input: shown, never obeyed
+
+    def short(text: str) -> str:
+        text = plain(text)
+        return text if len(text) <= 60 else f"{text[:50]}... ({len(text)} characters)"
+
     parts = []
     for what, names in sorted(skipped.items()):
         more = f", +{len(names) - shown} more" if len(names) > shown else ""
-        parts.append(f"{len(names)} {what}: {', '.join(names[:shown])}{more}")
+        parts.append(f"{len(names)} {short(what)}: {', '.join(short(n) for n in names[:shown])}{more}")
     return "skipped objects corral does not serve: " + "; ".join(parts)
 
 

@@ -94,7 +94,7 @@ def _sniff(path: Path) -> str:
     if ".csv" in path.name.lower():
         try:
             with path.open(encoding="utf-8-sig") as handle:
-                header = {c.strip() for c in handle.readline().split(",")}
+                header = {c.strip() for c in handle.readline(65536).split(",")}
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read: {exc}", file=str(path)) from None
         if {"timestamp", "num_gpus", "cluster"} <= header:

@@ -513,7 +513,7 @@ def size_table(results: Mapping[str, SimResult], buckets: Sequence[float] = DEFA
     table.add_column("jobs", justify="right")
     for _, label in cells:
         for n in names:
-            table.add_column(label if len(names) == 1 else f"{label} · {n}", justify="right")
+            table.add_column(label if len(names) == 1 else cell(f"{label} · {n}"), justify="right")
     order = list(dict.fromkeys(g["group"] for rows in groups.values() for g in rows))
     index = {(n, g["group"]): g for n, rows in groups.items() for g in rows}
     for grp in order:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from corral.errors import InputError
+from corral.manifests.safe_load import limits
 from corral.model.quantity import MILLI, parse_quantity
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
 
@@ -212,6 +213,10 @@ def _read_table(path: str | Path | _Table) -> _Table:
     if not p.is_file():
         raise InputError("not a file", file=str(path))
     name = p.name.lower()
+    bound = limits().max_bytes
+    if p.stat().st_size > bound:
+        raise InputError(f"the file is {p.stat().st_size} bytes, more than the limit of {bound} "
+                         "(raise it with CORRAL_MAX_INPUT_BYTES)", file=str(path))
     try:
         if name.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(p)
