@@ -512,8 +512,7 @@ class Session:
                       f"{job.ready_count()} of {job.min_member} placed")
         if job.invalid_reason:
             reason = job.invalid_reason
-        if waiting and reason and (job.ready_count() < job.min_member or not self.job_ready(job)
-                                   or any(t.best_effort for t in waiting)):
+        if waiting and reason:          # a ready job's reason is about its further pods (allocate)
             self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
 
 
