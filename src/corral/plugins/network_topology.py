@@ -80,7 +80,7 @@ class NetworkTopologyPlugin(Plugin):
         """Hypernodes of allowed tiers containing every node the job already occupies."""
         if not job.topology_mode or not self.tree:
             return []
-        top = job.topology_tier if job.topology_tier is not None else max(self.tree.tiers, default=1)
+        top = self.highest_tier(job)
         placed = self._placed_rows(job)
         nodes = self.session.cluster.nodes
         alloc = nodes.allocatable * (~nodes.down)[:, None]
@@ -98,6 +98,15 @@ class NetworkTopologyPlugin(Plugin):
                     continue
                 out.append(Domain(hn.name, mask, tier))
         return out
+
+    def highest_tier(self, job: Job) -> int:
+        """The highest tier the job's domains may have: ``highestTierAllowed``, or every tier when it is
+        unset — or 0 in soft mode, where Volcano does not limit the tier (in hard mode 0 allows tier-0
+        HyperNodes only)."""
+        tier = job.topology_tier
+        if tier is None or (tier == 0 and job.topology_mode == "soft"):
+            return max(self.tree.tiers, default=1)
+        return tier
 
     def _score(self, mask: np.ndarray, extra: np.ndarray | None = None) -> float:
         nodes = self.session.cluster.nodes
@@ -187,7 +196,7 @@ class NetworkTopologyPlugin(Plugin):
                      f"{format_quantity(total[c], res.names[c])}" for c in np.flatnonzero(short)]
             return "the gang's waiting pods need " + "; ".join(parts)
         if job.topology_mode == "hard" and self.tree and not self.allowed_domains(job):
-            tier = job.topology_tier if job.topology_tier is not None else max(self.tree.tiers)
+            tier = self.highest_tier(job)
             allowed = [hn for t in self.tree.tiers if t <= tier for hn in self.tree.domains(t)]
             placed = self._placed_rows(job)
             if placed.size and not any(hn.mask[placed].all() for hn in allowed):  # type: ignore[index]
