@@ -221,8 +221,11 @@ class Session:
         return functools.cmp_to_key(cmp)
 
     def victim_queue_key(self) -> Callable[[Queue], Any]:
+        """VictimQueueOrder; where no plugin tells two queues apart, the reverse of QueueOrder (Volcano's
+        ``VictimQueueOrderFn`` falls back to ``!QueueOrderFn``): the queue served last gives first."""
         def cmp(a: Queue, b: Queue) -> int:
-            return self._compare("VictimQueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+            return self._compare("VictimQueueOrder", a, b) or \
+                -(self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name)))
         return functools.cmp_to_key(cmp)
 
     def task_key(self) -> Callable[[Task], Any]:
