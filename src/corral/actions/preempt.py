@@ -25,7 +25,7 @@ best-effort reaches the eviction actions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -52,19 +52,16 @@ class EvictArgs:
 
 def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
     """The shared loop of preempt and reclaim (Volcano ``preempt.go``/``reclaim.go``): each starving job
-    (JobStarving), in QueueOrder and JobOrder, tries its pending pods in TaskOrder while it is still
+    (JobStarving, :func:`starving_jobs`) tries its pending pods in TaskOrder while it is still
     starving; a pod that cannot make room (or whose queue may not reclaim for it, or that never
     preempts) is passed over and the next one tried. At the end the job's Statement commits if the job
     is pipelined (JobPipelined), else it is discarded. A pod identical to one that just failed (same
     equivalence class, nothing changed since) is not dry-run again."""
     evictor = Evictor(session, action.name, action.args.min_candidates, action.args.min_candidates_pct,
                       action.args.ties, action.args.max_candidates)
-    queues = session.cluster.queues
-    queue_key, job_key, task_key = session.queue_key(), session.job_key(), session.task_key()
-    jobs = [j for j in schedulable_jobs(session, quiet=True, best_effort=True) if session.job_starving(j)]
-    jobs.sort(key=lambda j: (queue_key(queues[j.queue]), job_key(j)))
+    task_key = session.task_key()
     cache: dict[tuple, np.ndarray] = {}
-    for job in jobs:
+    for job in starving_jobs(session):
         if not action.may_start(session, job):
             continue
         stmt = session.statement()
@@ -99,6 +96,27 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
             evicted.extend(plan.victims)
         finish(session, job, stmt, evictor, evicted)
     return evictor
+
+
+def starving_jobs(session: Session) -> Iterator[Job]:
+    """The starving jobs, one at a time: the queue first in QueueOrder — asked again before each job, as
+    Volcano's reclaim pushes the queue back after every job (shares change as pods are taken) — gives
+    its next job in JobOrder."""
+    queues = session.cluster.queues
+    queue_key, job_key = session.queue_key(), session.job_key()
+    by_queue: dict[str, list[Job]] = {}
+    for j in schedulable_jobs(session, quiet=True, best_effort=True):
+        if session.job_starving(j):
+            by_queue.setdefault(j.queue, []).append(j)
+    for jobs in by_queue.values():
+        jobs.sort(key=job_key, reverse=True)                  # popped from the end
+    while by_queue:
+        name = min(by_queue, key=lambda n: queue_key(queues[n]))
+        jobs = by_queue[name]
+        job = jobs.pop()
+        if not jobs:
+            del by_queue[name]
+        yield job
 
 
 def finish(session: Session, job: Job, stmt: Statement, evictor: Evictor, evicted: list[Task]) -> None:
