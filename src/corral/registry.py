@@ -11,6 +11,7 @@ from corral.actions.gang_actions import GangPreemptAction, GangReclaimAction
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.framework.config import Config, parse_config
+from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
 from corral.plugins.conformance import ConformancePlugin
@@ -58,7 +59,7 @@ REGISTRY = Registry(
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
                                        BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
-                                       GpuSharePlugin)},
+                                       GpuSharePlugin, FifoPlugin, SjfPlugin, SrtfPlugin, LasPlugin)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )

@@ -312,3 +312,13 @@ def test_allocate_reason_names_the_domains_tried() -> None:
     binds, reasons = _binds([gang(count=2, tier=1), fill("n2"), fill("n4")])
     assert binds == {}
     assert reasons["default/g"].startswith("none of 2 topology domain(s) (s1, s2) can hold the gang; in s2: ")
+
+
+def test_allocate_skips_full_domains_even_past_the_dry_run_cap() -> None:
+    # 40 full tier-1 domains sort before the one with room by name and tightness; allocate dry-runs at
+    # most 32 domains, yet the gang lands in the free one because full domains are left out.
+    nodes = [f"m{i:02d}" for i in range(41)]
+    hns = [{"name": f"a{i:02d}", "tier": 1, "nodes": [f"m{i:02d}"]} for i in range(41)]
+    objs = [gang(count=1, gpu=8, tier=1)] + [fill(n) for n in nodes[:40]]
+    binds, _ = _binds(objs, hypernodes=hns, nodes=[{"name": n} for n in nodes])
+    assert binds == {"default/g-0": "m40"}

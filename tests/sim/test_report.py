@@ -127,8 +127,9 @@ def test_queue_summary():
 # ------------------------------------------------------------------------------------------- files
 
 RUN_FILES = {"summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv", "cluster.csv",
-             "queue_summary.csv", "utilisation.png", "pending.png", "shares.png", "jct_cdf.png",
-             "wait_cdf.png", "index.html"}
+             "queue_summary.csv", "breakdown.csv", "breakdown.json", "utilisation.png", "demand.png",
+             "fragmentation.png", "pending.png", "shares.png", "jct_cdf.png", "wait_cdf.png",
+             "wait_by_size.png", "slowdown_by_size.png", "index.html"}
 
 
 def test_write_report_files(tmp_path):
@@ -147,7 +148,7 @@ def test_write_report_files(tmp_path):
     assert len((folder / "queues.csv").read_text().splitlines()) == 5
     assert (folder / "utilisation.png").read_bytes().startswith(PNG_MAGIC)
     page = (folder / "index.html").read_text()
-    assert page.count("data:image/png;base64,") == 5
+    assert page.count("data:image/png;base64,") == 9
     assert "http://" not in page and "https://" not in page and "known" in page
     assert "35.0%" in page  # utilisation in the summary table
     assert sorted(p.name for p in folder.parent.iterdir()) == ["report"]  # no temporary leftovers
@@ -209,8 +210,9 @@ def test_write_comparison(tmp_path):
     results = {"gang/preempt": known_result(), "legacy preempt": other, "index.html": other}
     folder = write_comparison(results, tmp_path / "cmp")
     names = {p.name for p in folder.iterdir()}
-    assert {"comparison.json", "comparison.csv", "index.html", "utilisation.png", "jct_cdf.png",
-            "wait_cdf.png", "gang_preempt", "legacy_preempt", "index.html-2"} == names
+    assert {"comparison.json", "comparison.csv", "breakdown.csv", "index.html", "utilisation.png",
+            "demand.png", "fragmentation.png", "jct_cdf.png", "wait_cdf.png", "wait_by_size.png",
+            "slowdown_by_size.png", "gang_preempt", "legacy_preempt", "index.html-2"} == names
     assert {p.name for p in (folder / "gang_preempt").iterdir()} == RUN_FILES
     rows = json.loads((folder / "comparison.json").read_text())
     assert [r["config"] for r in rows] == list(results) and rows[1]["gpu_utilisation"] == 1.0
@@ -218,7 +220,7 @@ def test_write_comparison(tmp_path):
         table = list(csv.DictReader(handle))
     assert list(table[0]) == ["config", "report", *METRICS] and table[0]["report"] == "gang_preempt"
     page = (folder / "index.html").read_text()
-    assert "gang_preempt/index.html" in page and page.count("data:image/png;base64,") == 3
+    assert "gang_preempt/index.html" in page and page.count("data:image/png;base64,") == 7
     with pytest.raises(InputError):
         write_comparison({}, tmp_path / "none")
     with pytest.raises(InputError):

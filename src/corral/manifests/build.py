@@ -19,6 +19,7 @@ Decisions where the spec is silent (each is how Volcano behaves unless noted):
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -53,6 +54,19 @@ def load_snapshot(paths: Iterable[str | Path], schedulers: Sequence[str] = DEFAU
 
 
 def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
+    """The model of ``objects``. Python's cyclic garbage collector is paused while building: the
+    build allocates hundreds of thousands of small objects and frees none, so every collection it
+    would trigger is wasted work (about 40 % of the build on large snapshots)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_cluster(objects, schedulers)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str]) -> Cluster:
     by_kind: dict[str, list] = defaultdict(list)
     for file, raw in objects:
         parsed = parse_object(file, raw)
@@ -177,11 +191,13 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
         if r.name in hns:
             raise InputError("duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name")
         hns[r.name] = HyperNode(r.name, r.tier, r.members)
+    names = sorted(hns)                      # computed once: membership resolution is linear
+    no_labels: dict[str, dict] = {n: {} for n in hns}
     for hn in hns.values():
         for mtype, kind, value in hn.members:
             if mtype != "HyperNode":
                 continue
-            for child in _match_names(sorted(hns), kind, value, {n: {} for n in hns}):
+            for child in _match_names(names, kind, value, no_labels):
                 if child == hn.name:
                     raise InputError("a hypernode cannot contain itself", file=files.get(hn.name),
                                      obj=f"HyperNode {hn.name}",
@@ -212,8 +228,8 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
                         mask[i] = True
                 elif kind == "regex":
                     mask |= nodes.regex_mask(value)  # type: ignore[arg-type]
-                else:
-                    mask |= np.fromiter((value.matches(lab) for lab in nodes.labels), bool, len(nodes))  # type: ignore[union-attr]
+                else:   # labelMatch: through the nodes' label index (one pass per label key)
+                    mask |= nodes.selector_mask(value.requirements)  # type: ignore[union-attr]
         for child in hn.children:
             mask |= resolve(child, path + [name])
         hn.mask = mask

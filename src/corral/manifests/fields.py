@@ -11,9 +11,25 @@ from corral.errors import InputError
 __all__ = ["Obj", "parse_time", "parse_duration", "format_time"]
 
 
+_TIMES: dict[str, float] = {}
+
+
 def parse_time(value: Any, *, file: str | None = None, obj: str | None = None,
                field: str | None = None) -> float:
-    """RFC 3339 time → seconds since the epoch (UTC when no offset is given)."""
+    """RFC 3339 time → seconds since the epoch (UTC when no offset is given). Strings are cached:
+    a snapshot repeats the same timestamps thousands of times."""
+    if isinstance(value, str):
+        got = _TIMES.get(value)
+        if got is not None:
+            return got
+        seconds = _parse_time(value, file, obj, field)
+        if len(_TIMES) < 65536:
+            _TIMES[value] = seconds
+        return seconds
+    return _parse_time(value, file, obj, field)
+
+
+def _parse_time(value: Any, file: str | None, obj: str | None, field: str | None) -> float:
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, str):

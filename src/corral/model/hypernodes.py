@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["HyperNode", "HyperNodeTree"]
+__all__ = ["HyperNode", "HyperNodeTree", "HyperIndex"]
 
 
 @dataclass(eq=False)
@@ -25,6 +25,50 @@ class HyperNode:
     mask: np.ndarray | None = None
 
 
+class HyperIndex:
+    """Every hypernode's member rows in one flat array, for per-hypernode sums in one vectorised pass.
+
+    Hypernodes are numbered in (tier, name) order: ``names[h]``, ``tier[h]``; the rows of hypernode
+    ``h`` are ``flat[starts[h]:starts[h] + sizes[h]]``. :meth:`sums` adds a per-node column over every
+    hypernode at once (``np.add.reduceat``), so a question such as "which domains have room for this
+    gang" costs one pass over the memberships instead of one Python loop per hypernode.
+    """
+
+    def __init__(self, tree: "HyperNodeTree") -> None:
+        order = [tree.hypernodes[n] for t in tree.tiers for n in tree.by_tier[t]]
+        self.names = [hn.name for hn in order]
+        self.nodes = [hn for hn in order]
+        self.tier = np.array([hn.tier for hn in order], dtype=np.int64)
+        rows = [np.flatnonzero(hn.mask) for hn in order]
+        self.sizes = np.array([len(r) for r in rows], dtype=np.int64)
+        self.flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(self.sizes)[:-1])).astype(np.int64) if rows else \
+            np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Per hypernode, the sum of ``values`` (one row per node; 1-D or 2-D) over its member nodes."""
+        if not len(self.names):
+            return np.zeros((0,) + values.shape[1:])
+        if not self.flat.size:
+            return np.zeros((len(self.names),) + values.shape[1:])
+        picked = values[self.flat]
+        out = np.add.reduceat(picked, np.minimum(self.starts, len(self.flat) - 1), axis=0)
+        out[self.sizes == 0] = 0                 # reduceat gives the next element for an empty run
+        return out
+
+    def containing(self, rows: np.ndarray, n_nodes: int) -> np.ndarray:
+        """Hypernodes holding every node row in ``rows`` (all of them when ``rows`` is empty)."""
+        rows = np.unique(rows)
+        if not rows.size:
+            return np.ones(len(self.names), dtype=bool)
+        mark = np.zeros(n_nodes)
+        mark[rows] = 1.0
+        return self.sums(mark) >= len(rows) - 0.5
+
+
 class HyperNodeTree:
     """Resolved hypernodes. ``by_tier[t]`` lists names of tier t sorted by name."""
 
@@ -33,6 +77,13 @@ class HyperNodeTree:
         self.by_tier: dict[int, list[str]] = {}
         for name in sorted(hypernodes):
             self.by_tier.setdefault(hypernodes[name].tier, []).append(name)
+        self._index: HyperIndex | None = None
+
+    def index(self) -> HyperIndex:
+        """The flat membership index (built on first use; the tree does not change afterwards)."""
+        if self._index is None:
+            self._index = HyperIndex(self)
+        return self._index
 
     def __bool__(self) -> bool:
         return bool(self.hypernodes)

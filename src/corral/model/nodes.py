@@ -64,31 +64,60 @@ class Nodes:
             self._mask_cache[("values", key)] = cached  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
 
+    def label_rows(self, key: str) -> dict[str, np.ndarray]:
+        """Inverted index of one label key: value -> the rows carrying it (built once per key)."""
+        cached = self._mask_cache.get(("rows", key))
+        if cached is None:
+            grouped: dict[str, list[int]] = {}
+            for i, v in enumerate(self.label_values(key)):
+                if v is not None:
+                    grouped.setdefault(v, []).append(i)
+            cached = {v: np.array(rows, dtype=np.int64) for v, rows in grouped.items()}
+            self._mask_cache[("rows", key)] = cached  # type: ignore[assignment]
+        return cached  # type: ignore[return-value]
+
+    def _rows_mask(self, key: str, values: Iterable[str] | None) -> np.ndarray:
+        """Rows whose label ``key`` is one of ``values`` (any value when None)."""
+        index = self.label_rows(key)
+        mask = np.zeros(len(self.names), dtype=bool)
+        for v in (index if values is None else values):
+            rows = index.get(v)
+            if rows is not None:
+                mask[rows] = True
+        return mask
+
     def label_mask(self, key: str, op: str, values: Iterable[str] = ()) -> np.ndarray:
         """Nodes whose labels satisfy one node-selector requirement (Kubernetes operators:
-        In, NotIn, Exists, DoesNotExist, Gt, Lt). Cached per requirement."""
+        In, NotIn, Exists, DoesNotExist, Gt, Lt). Cached per requirement; In/NotIn/Exists/DoesNotExist
+        read the key's inverted index, so many selectors over one key cost one pass over the nodes."""
         vals = tuple(sorted(values))
         ck = (op, key, vals)
         mask = self._mask_cache.get(ck)
         if mask is not None:
             return mask
-        column = self.label_values(key)
         if op == "In":
-            s = set(vals)
-            mask = np.fromiter((v is not None and v in s for v in column), bool, len(column))
+            mask = self._rows_mask(key, vals)
         elif op == "NotIn":
-            s = set(vals)
-            mask = np.fromiter((v is None or v not in s for v in column), bool, len(column))
+            mask = ~self._rows_mask(key, vals)
         elif op == "Exists":
-            mask = np.fromiter((v is not None for v in column), bool, len(column))
+            mask = self._rows_mask(key, None)
         elif op == "DoesNotExist":
-            mask = np.fromiter((v is None for v in column), bool, len(column))
+            mask = ~self._rows_mask(key, None)
         elif op in ("Gt", "Lt"):
+            column = self.label_values(key)
             bound = int(vals[0])
             mask = np.fromiter((_int_cmp(v, op, bound) for v in column), bool, len(column))
         else:
             raise ValueError(f"unknown operator {op}")
         self._mask_cache[ck] = mask
+        return mask
+
+    def selector_mask(self, requirements: Iterable) -> np.ndarray:
+        """Nodes matching every requirement (objects with ``key``, ``op``, ``values``); all nodes for
+        none."""
+        mask = np.ones(len(self.names), dtype=bool)
+        for r in requirements:
+            mask = mask & self.label_mask(r.key, r.op, r.values)
         return mask
 
     def regex_mask(self, pattern: str) -> np.ndarray:

@@ -39,6 +39,8 @@ from corral.model.resources import CPU, EPS, GPU, PODS
 __all__ = ["NetworkTopologyPlugin"]
 
 _WAITING = {TaskStatus.PENDING, TaskStatus.PIPELINED}
+#: Full domains (no room by the free-capacity bound) still offered to allocate when none has room.
+FULL_DOMAINS_TRIED = 2
 _VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 
 
@@ -63,6 +65,8 @@ class NetworkTopologyPlugin(Plugin):
         self.cols = np.ones(len(res), dtype=bool)
         self.cols[res.pos(PODS)] = False
         self.score_col = res.pos(GPU) if GPU in res else res.pos(CPU)
+        self._cap: np.ndarray | None = None
+        self._allowed_cache: dict[tuple, np.ndarray] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def need(self, job: Job) -> np.ndarray:
@@ -76,27 +80,63 @@ class NetworkTopologyPlugin(Plugin):
         return np.array(sorted({t.node for t in job.tasks if t.status in ALLOCATED_STATES and t.node >= 0}),
                          dtype=np.int64)
 
+    def _allowed(self, job: Job) -> np.ndarray:
+        """Indexes (:class:`~corral.model.hypernodes.HyperIndex` order) of the hypernodes of allowed
+        tiers that contain every node the job already occupies and whose allocatable capacity could
+        hold its waiting pods — all hypernodes judged at once."""
+        placed = self._placed_rows(job)
+        need = self.need(job)
+        key = (job.uid, placed.tobytes(), need.tobytes())     # asked by GangPredicate, then the space
+        got = self._allowed_cache.get(key)
+        if got is not None:
+            return got
+        hx = self.tree.index()
+        ok = hx.tier <= self.highest_tier(job)
+        if placed.size:
+            ok &= hx.containing(placed, len(self.session.cluster.nodes))
+        ok &= ~np.any((self._capacity() < need - EPS) & self.cols, axis=1)
+        got = self._allowed_cache[key] = np.flatnonzero(ok)
+        return got
+
+    def _capacity(self) -> np.ndarray:
+        """Allocatable capacity of live nodes, summed per hypernode (once per session)."""
+        if self._cap is None:
+            nodes = self.session.cluster.nodes
+            self._cap = self.tree.index().sums(nodes.allocatable * (~nodes.down)[:, None])
+        return self._cap
+
     def allowed_domains(self, job: Job) -> list[Domain]:
-        """Hypernodes of allowed tiers containing every node the job already occupies."""
+        """Hypernodes of allowed tiers containing every node the job already occupies (tier, name
+        order)."""
         if not job.topology_mode or not self.tree:
             return []
-        top = self.highest_tier(job)
-        placed = self._placed_rows(job)
-        nodes = self.session.cluster.nodes
-        alloc = nodes.allocatable * (~nodes.down)[:, None]
-        need = self.need(job)
-        out = []
-        for tier in self.tree.tiers:
-            if tier > top:
-                break
-            for hn in self.tree.domains(tier):
-                mask = hn.mask
-                if placed.size and not mask[placed].all():
-                    continue
-                cap = alloc[mask].sum(axis=0)
-                if np.any((cap < need - EPS) & self.cols):
-                    continue
-                out.append(Domain(hn.name, mask, tier))
+        hx = self.tree.index()
+        return [Domain(hx.names[h], hx.nodes[h].mask, int(hx.tier[h])) for h in self._allowed(job)]
+
+    def _fit_class(self, job: Job, cand: np.ndarray, need: np.ndarray) -> np.ndarray:
+        """Per candidate hypernode: 0 when the job's waiting pods fit in its free capacity now, 1 when
+        they fit once releasing capacity is free (a pipeline), 2 when only its total capacity could
+        hold them (room must be made). A cheap bound, not a placement: when every waiting pod has the
+        same request and constraints it counts whole pods per node (predicates included), else it
+        compares summed free capacity."""
+        session = self.session
+        nodes = session.cluster.nodes
+        hx = self.tree.index()
+        waiting = [t for t in job.tasks if t.status in _WAITING and t.managed]
+        live = (~nodes.down)[:, None]
+        out = np.full(len(cand), 2, dtype=np.int64)
+        for klass, free in ((1, nodes.future_idle), (0, nodes.idle)):
+            free = np.clip(free * live, 0, None)
+            if waiting and all(t.klass == waiting[0].klass for t in waiting) and waiting[0].klass:
+                req = waiting[0].request
+                cols = np.flatnonzero(req > EPS)
+                per_node = np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1) if cols.size else \
+                    np.full(len(nodes), float(len(waiting)))
+                per_node = np.minimum(per_node, len(waiting)) * session.predicate(waiting[0])
+                fits = hx.sums(per_node)[cand] >= len(waiting)
+            else:
+                fits = ~np.any((hx.sums(free)[cand] < need - EPS) & self.cols, axis=1)
+            out[fits] = klass
         return out
 
     def highest_tier(self, job: Job) -> int:
@@ -115,17 +155,42 @@ class NetworkTopologyPlugin(Plugin):
         used = float(nodes.used[mask, c].sum()) + (float(extra[c]) if extra is not None else 0.0)
         return 100.0 * used / cap if cap > 0 else 0.0
 
+    def _allocate_order(self, job: Job, cand: np.ndarray, need: np.ndarray) -> list[Domain]:
+        """The domains allocate can use, ordered by what the job can get there — fits in free capacity
+        now, then once releasing capacity is free (a pipeline) — then lowest tier, then tightest fit
+        (the bin-packing score once the job's pods are added), then name. A domain where even the
+        releasing capacity cannot hold the waiting pods is left out: allocate cannot make room, and a
+        capped number of dry runs must not be spent on full domains (the eviction actions ask with
+        purpose EVICT and get those). When no domain has room, the :data:`FULL_DOMAINS_TRIED` tightest
+        are returned, so that a hard-topology gang keeps its constraint and its reason says where it was
+        tried, at the cost of that many dry runs, not of one per domain of the tree."""
+        if not cand.size:
+            return []
+        hx = self.tree.index()
+        nodes = self.session.cluster.nodes
+        c = self.score_col
+        cap = self._capacity()[cand, c]
+        used = hx.sums(nodes.used[:, c] * ~nodes.down)[cand] + need[c]
+        score = np.where(cap > 0, 100.0 * used / np.where(cap > 0, cap, 1.0), 0.0)
+        klass = self._fit_class(job, cand, need)
+        order = np.lexsort((cand, -score, hx.tier[cand], klass))
+        room = order[klass[order] < 2]
+        keep = room if room.size else order[:FULL_DOMAINS_TRIED]
+        return [Domain(hx.names[cand[i]], hx.nodes[cand[i]].mask, int(hx.tier[cand[i]]), float(score[i]))
+                for i in keep]
+
     # -- extension points ------------------------------------------------------------------------
     def gang_search_space(self, job: Job, purpose: Purpose) -> list[Domain]:
         if not job.topology_mode:
             return []
-        domains = self.allowed_domains(job)
         need = self.need(job)
         nodes = self.session.cluster.nodes
-        if purpose is Purpose.ALLOCATE:
-            scored = [Domain(d.name, d.mask, d.tier, self._score(d.mask, need)) for d in domains]
-            scored.sort(key=lambda d: (d.tier, -d.score, d.name))
+        if not self.tree:
+            scored: list[Domain] = []
+        elif purpose is Purpose.ALLOCATE:
+            scored = self._allocate_order(job, self._allowed(job), need)
         else:
+            domains = self.allowed_domains(job)
             cost = self.entry_costs(job, domains, need)
             scored = [Domain(d.name, d.mask, d.tier, -c) for d, c in zip(domains, cost)]
             scored.sort(key=lambda d: (-d.score, d.tier, d.name))
@@ -195,22 +260,21 @@ class NetworkTopologyPlugin(Plugin):
             parts = [f"{format_quantity(need[c], res.names[c])} {res.names[c]} but the whole cluster has only "
                      f"{format_quantity(total[c], res.names[c])}" for c in np.flatnonzero(short)]
             return "the gang's waiting pods need " + "; ".join(parts)
-        if job.topology_mode == "hard" and self.tree and not self.allowed_domains(job):
+        if job.topology_mode == "hard" and self.tree and not self._allowed(job).size:
             tier = self.highest_tier(job)
-            allowed = [hn for t in self.tree.tiers if t <= tier for hn in self.tree.domains(t)]
+            hx = self.tree.index()
+            allowed = np.flatnonzero(hx.tier <= tier)
             placed = self._placed_rows(job)
-            if placed.size and not any(hn.mask[placed].all() for hn in allowed):  # type: ignore[index]
+            if placed.size and not hx.containing(placed, len(self.session.cluster.nodes))[allowed].any():
                 return (f"no HyperNode of tier <= {tier} holds all the nodes the gang already runs on, so "
                         f"its waiting pods ({_amounts(res, need)}) cannot join them")
-            nodes = self.session.cluster.nodes
-            alloc = nodes.allocatable * (~nodes.down)[:, None]
             c = self.score_col if need[self.score_col] > 0 else int(np.argmax(need * self.cols))
-            cap = [float(alloc[hn.mask, c].sum()) for hn in allowed]  # type: ignore[index]
+            cap = self._capacity()[allowed, c]
             largest = ""
-            if allowed:
+            if allowed.size:
                 i = int(np.argmax(cap))
-                largest = (f"; the largest, {allowed[i].name}, has {format_quantity(cap[i], res.names[c])} "
-                           f"{res.names[c]} in all")
+                largest = (f"; the largest, {hx.names[allowed[i]]}, has "
+                           f"{format_quantity(float(cap[i]), res.names[c])} {res.names[c]} in all")
             return (f"no HyperNode of tier <= {tier} can hold the gang's waiting pods ({_amounts(res, need)})"
                     + (" together with the pods already running" if placed.size else "") + largest)
         return None

@@ -27,7 +27,8 @@ from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
 from corral.sim.engine import SimOptions, simulate
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
 from corral.sim.jobspec import JobSpec
-from corral.sim.report import summarize, summary_table, write_comparison, write_report
+from corral.sim.breakdown import parse_buckets
+from corral.sim.report import size_table, summarize, summary_table, write_comparison, write_report
 from corral.sim.result import SimResult
 from corral.sim.synthetic import SyntheticSpec, synthetic
 from corral.sim.workload import filter_jobs, load_alibaba, load_corral_trace, load_philly, load_trace, \
@@ -210,6 +211,9 @@ _GRACE = typer.Option(0.0, "--grace-period", help="seconds an evicted pod holds 
 _RESTART = typer.Option("job", "--restart-policy",
                         help="a broken gang restarts all its pods (job) or only the evicted ones (pods)")
 _NO_PROGRESS = typer.Option(False, "--no-progress", help="no progress bar")
+_BUCKETS = typer.Option("1,8,32", "--size-buckets",
+                        help="upper edges of the job-size buckets of the report, in GPUs (1,8,32: "
+                             "1 GPU, 2-8, 9-32, >32)")
 
 
 def simulate_command(
@@ -220,21 +224,23 @@ def simulate_command(
     checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
     grace_period: float = _GRACE, restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-report"), "--output", "-o", help="report folder"),
-    no_progress: bool = _NO_PROGRESS,
+    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     console = _console()
     try:
+        buckets = parse_buckets(size_buckets)
         name, cfg = _load_config(config)
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)
         result = run_config(inputs, cfg, name, show_progress=not no_progress and console.is_terminal,
                             console=console)
-        folder = write_report(result, output)
+        folder = write_report(result, output, buckets)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
         _fail(exc)
         return
     console.print(summary_table(summarize(result), title=f"corral simulate: {name}"))
+    console.print(size_table({name: result}, buckets))
     _notes(result, console)
     console.print(f"report: {folder / 'index.html'}", soft_wrap=True)
 
@@ -248,11 +254,12 @@ def compare_command(
     checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
     grace_period: float = _GRACE, restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-compare"), "--output", "-o", help="comparison folder"),
-    no_progress: bool = _NO_PROGRESS,
+    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     console = _console()
     try:
+        buckets = parse_buckets(size_buckets)
         loaded = [_load_config(path) for path in configs]     # every config is checked before any run
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)
@@ -263,11 +270,12 @@ def compare_command(
                 unique, n = f"{name}-{n}", n + 1
             results[unique] = run_config(inputs, cfg, unique, console=console,
                                          show_progress=not no_progress and console.is_terminal)
-        folder = write_comparison(results, output)
+        folder = write_comparison(results, output, buckets)
     except BaseException as exc:  # noqa: BLE001
         _fail(exc)
         return
     console.print(summary_table({n: summarize(r) for n, r in results.items()}, title="corral compare"))
+    console.print(size_table(results, buckets))
     for result in results.values():
         _notes(result, console)
     console.print(f"comparison: {folder / 'index.html'}", soft_wrap=True)

@@ -46,6 +46,8 @@ from corral.errors import InputError
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import PENDING_LIKE
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
+from corral.manifests.fields import parse_duration
+from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
@@ -156,6 +158,8 @@ class Engine(EngineMetrics):
         self._stalled: float | None = None
         self._changed = True
         self._last_sample: ClusterSample | None = None
+        self._demand = 0.0                        # GPUs asked for by the active jobs' pods
+        self._common_gpu: float | None = None     # most common waiting pod GPU size (milli)
         self._samples: list[ClusterSample] = []
         self._queue_samples: list[QueueSample] = []
         self._queues = sorted({s.queue for s in self.specs})
@@ -268,6 +272,7 @@ class Engine(EngineMetrics):
             self.cluster.tasks[task.uid] = task
         self._active[job.uid] = sim
         self._waiting[job.uid] = sim
+        self._demand += sim.gpus
         self._changed = True
         self._wake()
 
@@ -334,7 +339,8 @@ class Engine(EngineMetrics):
         surviving pods keep their nodes and the job stays admitted (Inqueue) until its evicted pods are
         placed again; policy ``job``: the survivors are stopped too and the podgroup goes back to Pending
         (Inqueue when no ``enqueue`` action is configured, as nothing would admit it)."""
-        sim.progress += self.now - sim.since
+        ran = self.now - sim.since
+        sim.progress += ran
         sim.since = None
         sim.epoch += 1
         self._running.discard(sim.job.uid)
@@ -344,6 +350,7 @@ class Engine(EngineMetrics):
         sim.lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
+        self._remember_run(sim, ran, held_gpus)
         self._changed = True
         if self.options.restart_policy == "pods":
             sim.job.phase = PodGroupPhase.INQUEUE
@@ -354,6 +361,16 @@ class Engine(EngineMetrics):
                 self._mark_releasing(task)
                 self._started.discard(task.uid)
                 self._let_go(task, self.options.eviction_grace)
+
+    @staticmethod
+    def _remember_run(sim: SimJob, ran: float, held_gpus: float) -> None:
+        """Write what the job's past runs gave it onto its PodGroup, as a real cluster's controller
+        would: the service it received and the progress it keeps (read by the ``las`` and ``srtf``
+        baselines)."""
+        notes = sim.job.annotations
+        attained = parse_duration(notes.get(ATTAINED_SERVICE, 0)) + ran * held_gpus
+        notes[ATTAINED_SERVICE] = f"{attained:.3f}s"
+        notes[COMPLETED_RUNTIME] = f"{sim.progress:.3f}s"
 
     def _mark_releasing(self, task: Task) -> None:
         self.cluster.charge(task, -1)
@@ -386,6 +403,7 @@ class Engine(EngineMetrics):
             self._release_token.pop(task.uid, None)
         del cluster.jobs[uid]
         del self._active[uid]
+        self._demand -= sim.gpus
         self._waiting.pop(uid, None)
         self._running.discard(uid)
         self._reasons.pop(uid, None)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from corral.framework.session import PENDING_LIKE
 from corral.model.quantity import MILLI
 from corral.sim.events import _HOLDING, MAX_QUEUE_INSTANTS, SAMPLE
 from corral.sim.jobspec import JobSpec
@@ -53,17 +54,23 @@ class EngineMetrics:
     def _sample_cluster(self) -> None:
         self._changed = False
         nodes, live = self.cluster.nodes, ~self.cluster.nodes.down
+        pending = fragmented = 0.0
         if self._gpu is None:
             used = total = 0.0
         else:
-            used = float(nodes.used[live, self._gpu].sum()) / MILLI
-            total = float(nodes.allocatable[live, self._gpu].sum()) / MILLI
+            g = self._gpu
+            used = float(nodes.used[live, g].sum()) / MILLI
+            total = float(nodes.allocatable[live, g].sum()) / MILLI
+            held = used - float(nodes.releasing[live, g].sum()) / MILLI
+            pending = max(round(self._demand - held, 9), 0.0)
+            fragmented = self._fragmented(nodes, live, g)
         running = len(self._running)
         sample = ClusterSample(self.now, used, total, used / total if total > 0 else 0.0,
-                               len(self._active) - running, running)
+                               len(self._active) - running, running, pending, fragmented)
         last = self._last_sample
-        if last is not None and (last.gpu_used, last.gpu_total, last.pending_jobs, last.running_jobs) == \
-                (used, total, sample.pending_jobs, running):
+        if last is not None and (last.gpu_used, last.gpu_total, last.pending_jobs, last.running_jobs,
+                                 last.pending_gpus, last.fragmented_gpus) == \
+                (used, total, sample.pending_jobs, running, pending, fragmented):
             return
         if last is not None and last.time == self.now:
             self._samples[-1] = sample
@@ -71,10 +78,36 @@ class EngineMetrics:
             self._samples.append(sample)
         self._last_sample = sample
 
+    def _fragmented(self, nodes, live: np.ndarray, g: int) -> float:
+        """Free GPUs on live nodes with some free, but fewer than the most common waiting pod asks."""
+        size = self._common_gpu
+        if not size:
+            return 0.0
+        free = np.maximum(nodes.allocatable[live, g] - nodes.used[live, g], 0.0)
+        return float(free[(free > 0) & (free < size)].sum()) / MILLI
+
+    def _common_waiting_size(self) -> float | None:
+        """The most common GPU request (milli) among waiting pods; ties to the smaller size."""
+        if self._gpu is None:
+            return None
+        counts: dict[float, int] = {}
+        for sim in self._waiting.values():
+            for t in sim.job.tasks:
+                if t.status in PENDING_LIKE:
+                    size = float(t.request[self._gpu])
+                    if size > 0:
+                        counts[size] = counts.get(size, 0) + 1
+        if not counts:
+            return None
+        return min(counts, key=lambda s: (-counts[s], s))
+
     def _sample_queues(self, final: bool = False) -> None:
         """Queue samples on a grid of ``sample_period``; past :data:`MAX_QUEUE_INSTANTS` instants every
         other one is dropped and the period doubles, so a run of any length keeps a bounded series."""
         names = self._queues
+        common = self._common_waiting_size()
+        if common != self._common_gpu:
+            self._common_gpu, self._changed = common, True
         if names and self._queue_samples and self._queue_samples[-1].time == self.now:
             del self._queue_samples[-len(names):]
         if names:

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from corral.sim.result import SimResult
 
-__all__ = ["step_plot", "share_plot", "cdf_plot", "data_uri", "report_plots", "comparison_plots"]
+__all__ = ["step_plot", "share_plot", "cdf_plot", "bar_plot", "data_uri", "report_plots", "comparison_plots"]
 
 Series = tuple[Sequence[float], Sequence[float]]
 
@@ -147,6 +147,47 @@ def cdf_plot(series: Mapping[str, Sequence[float]], *, title: str, xlabel: str) 
     return _png(fig, ax, empty=not any(len(v) for v in cleaned.values()))
 
 
+def bar_plot(groups: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
+             ylabel: str, seconds: bool = False) -> bytes:
+    """Grouped bars: one group per entry of ``groups`` (x axis), one bar per entry of ``series`` (label
+    -> one value per group; None draws no bar). ``seconds`` picks a readable time unit."""
+    fig, ax = _figure()
+    values = {k: np.array([np.nan if x is None else float(x) for x in v]) for k, v in series.items()}
+    top = max((float(np.nanmax(v)) for v in values.values() if np.isfinite(v).any()), default=0.0)
+    scale, unit = _time_unit(top) if seconds else (1.0, "")
+    width = 0.8 / max(len(values), 1)
+    x = np.arange(len(groups))
+    for i, (label, v) in enumerate(values.items()):
+        ax.bar(x + (i - (len(values) - 1) / 2) * width, v / scale, width, label=label)
+    ax.set_xticks(x, list(groups))
+    ax.set_title(title)
+    ax.set_xlabel("job size (GPUs)")
+    ax.set_ylabel(f"{ylabel} ({unit})" if unit else ylabel)
+    drawn = any(np.isfinite(v).any() for v in values.values())
+    if len(values) > 1 and drawn:
+        ax.legend(fontsize="small")
+    return _png(fig, ax, empty=not drawn)
+
+
+def _size_bars(groups: Mapping[str, Sequence[Mapping]]) -> dict[str, bytes]:
+    """Mean wait and mean bounded slowdown by job size, one bar per run."""
+    order = list(dict.fromkeys(g["group"] for rows in groups.values() for g in rows if g["by"] == "size"))
+
+    def column(key: str) -> dict[str, list]:
+        index = {(n, g["group"]): g[key] for n, rows in groups.items() for g in rows if g["by"] == "size"}
+        return {n: [index.get((n, grp)) for grp in order] for n in groups}
+
+    return {"wait_by_size.png": bar_plot(order, column("wait_mean"), title="Mean wait by job size",
+                                         ylabel="wait", seconds=True),
+            "slowdown_by_size.png": bar_plot(order, column("bounded_slowdown_mean"),
+                                             title="Mean bounded slowdown by job size",
+                                             ylabel="bounded slowdown")}
+
+
+def _cluster(result: SimResult, name: str) -> Series:
+    return [s.time for s in result.cluster], [getattr(s, name) for s in result.cluster]
+
+
 def data_uri(png: bytes) -> str:
     """A ``data:`` URI that embeds the PNG in an HTML page with no external file."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
@@ -160,9 +201,11 @@ def _values(result: SimResult, name: str) -> list[float]:
     return [getattr(j, name) for j in result.jobs if getattr(j, name) is not None]
 
 
-def report_plots(result: SimResult, end: float | None = None) -> dict[str, bytes]:
-    """The plots of one run, file name -> PNG: utilisation and pending jobs over time, per-queue
-    allocated vs deserved share, and the CDFs of JCT and wait."""
+def report_plots(result: SimResult, end: float | None = None,
+                 groups: Sequence[Mapping] = ()) -> dict[str, bytes]:
+    """The plots of one run, file name -> PNG: utilisation, GPU demand beside GPUs in use, fragmented
+    GPUs and pending jobs over time, per-queue allocated vs deserved share, the CDFs of JCT and wait, and
+    (given the :mod:`~corral.sim.breakdown` rows ``groups``) mean wait and slowdown by job size."""
     queues: dict[str, tuple[list, list, list]] = {}
     for sample in sorted(result.queues, key=lambda s: (s.queue, s.time)):
         t, a, d = queues.setdefault(sample.queue, ([], [], []))
@@ -174,26 +217,41 @@ def report_plots(result: SimResult, end: float | None = None) -> dict[str, bytes
     return {
         "utilisation.png": step_plot({"": _utilisation(result)}, title="GPU utilisation",
                                      ylabel="GPUs in use / GPUs", end=end, ylim=(0, 1.05)),
+        "demand.png": step_plot({"GPUs in use": _cluster(result, "gpu_used"),
+                                 "GPUs asked for by waiting pods": _cluster(result, "pending_gpus")},
+                                title="GPU demand waiting beside GPUs in use", ylabel="GPUs", end=end),
+        "fragmentation.png": step_plot({"": _cluster(result, "fragmented_gpus")},
+                                       title="Free GPUs too few for a waiting pod of the most common size",
+                                       ylabel="GPUs", end=end),
         "pending.png": step_plot(pending, title="Jobs pending and running", ylabel="jobs", end=end),
         "shares.png": share_plot(queues, end),
         "jct_cdf.png": cdf_plot({"JCT": _values(result, "jct")}, title="Job completion time (CDF)",
                                 xlabel="submit to end"),
         "wait_cdf.png": cdf_plot({"wait": _values(result, "wait")}, title="Wait (CDF)",
                                  xlabel="submit to first start"),
+        **_size_bars({"": groups}),
     }
 
 
-def comparison_plots(results: Mapping[str, SimResult],
-                     ends: Mapping[str, float] | None = None) -> dict[str, bytes]:
-    """Overlaid plots of several runs, one line per config: utilisation over time, JCT and wait CDFs.
-    Each run's utilisation holds until its own end (``ends``)."""
+def comparison_plots(results: Mapping[str, SimResult], ends: Mapping[str, float] | None = None,
+                     groups: Mapping[str, Sequence[Mapping]] | None = None) -> dict[str, bytes]:
+    """Overlaid plots of several runs, one line per config: utilisation, waiting GPU demand and
+    fragmented GPUs over time, JCT and wait CDFs; and bars side by side of wait and slowdown by job size
+    (from each run's :mod:`~corral.sim.breakdown` rows, ``groups``). Each run's series hold until its own
+    end (``ends``)."""
     util = {name: _utilisation(r) for name, r in results.items()}
     util_png = step_plot(util, title="GPU utilisation", ylabel="GPUs in use / GPUs", end=ends or None,
                          ylim=(0, 1.05))
     return {
         "utilisation.png": util_png,
+        "demand.png": step_plot({n: _cluster(r, "pending_gpus") for n, r in results.items()},
+                                title="GPUs asked for by waiting pods", ylabel="GPUs", end=ends or None),
+        "fragmentation.png": step_plot({n: _cluster(r, "fragmented_gpus") for n, r in results.items()},
+                                       title="Free GPUs too few for a waiting pod of the most common size",
+                                       ylabel="GPUs", end=ends or None),
         "jct_cdf.png": cdf_plot({n: _values(r, "jct") for n, r in results.items()},
                                 title="Job completion time (CDF)", xlabel="submit to end"),
         "wait_cdf.png": cdf_plot({n: _values(r, "wait") for n, r in results.items()},
                                  title="Wait (CDF)", xlabel="submit to first start"),
+        **_size_bars(groups or {}),
     }

@@ -31,11 +31,13 @@ import numpy as np
 from rich.table import Table
 
 from corral.errors import InputError
+from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
+from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
 __all__ = ["METRICS", "run_end", "time_average", "summarize", "queue_summary", "format_metric",
-           "write_report", "write_comparison", "summary_table"]
+           "write_report", "write_comparison", "summary_table", "size_table"]
 
 # metric key -> (label, kind); the kind decides how a value is shown to a person.
 METRICS: dict[str, tuple[str, str]] = {
@@ -59,6 +61,10 @@ METRICS: dict[str, tuple[str, str]] = {
     "gpu_hours_lost": ("GPU-hours lost", "hours"),
     "max_wait_largest_5pct": ("max wait, largest 5% of jobs", "seconds"),
     "jain_fairness": ("Jain fairness across queues", "index"),
+    "slowdown_mean": ("slowdown mean (JCT / run time)", "index"),
+    "bounded_slowdown_mean": ("bounded slowdown mean (10 s floor)", "index"),
+    "pending_gpus_mean": ("pending GPU demand, time mean", "gpus"),
+    "fragmented_gpus_mean": ("fragmented free GPUs, time mean", "gpus"),
 }
 _JOB_FIELDS = [f.name for f in dataclasses.fields(JobRecord)]
 _QUEUE_FIELDS = [f.name for f in dataclasses.fields(QueueSample)]
@@ -152,6 +158,11 @@ def _max_wait_largest(jobs: list[JobRecord], end: float) -> float | None:
                for j in population if j.gpus >= threshold)
 
 
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return float(np.mean(kept)) if kept else None
+
+
 def summarize(result: SimResult) -> dict[str, int | float | None]:
     """The run's metrics, keyed as :data:`METRICS` (in that order); floats rounded to 6 significant
     digits, None where there is nothing to measure.
@@ -159,7 +170,9 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
     JCT and wait statistics cover the jobs that have them (completed jobs; started jobs for wait).
     ``makespan`` is the last end minus the first submit. ``gpu_utilisation`` is the time-weighted mean
     of the cluster samples (:func:`time_average` up to :func:`run_end`). ``broken_gangs`` sums the jobs'
-    restarts. ``max_wait_largest_5pct`` and ``jain_fairness`` are described at their helpers.
+    restarts. ``max_wait_largest_5pct`` and ``jain_fairness`` are described at their helpers; the
+    slowdowns (over completed jobs) in :mod:`corral.sim.breakdown`; ``pending_gpus_mean`` and
+    ``fragmented_gpus_mean`` are time means of the cluster samples' fields of those names.
     """
     jobs = result.jobs
     end = run_end(result)
@@ -173,7 +186,10 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
               status.count("never_fits"), *jct, *wait, makespan,
               time_average([s.time for s in cluster], [s.utilisation for s in cluster], end),
               sum(j.restarts for j in jobs), sum(j.evictions for j in jobs),
-              sum(j.gpu_hours_lost for j in jobs), _max_wait_largest(jobs, end), _jain(result, end)]
+              sum(j.gpu_hours_lost for j in jobs), _max_wait_largest(jobs, end), _jain(result, end),
+              _mean([slowdown(j) for j in jobs]), _mean([bounded_slowdown(j) for j in jobs]),
+              time_average([s.time for s in cluster], [s.pending_gpus for s in cluster], end),
+              time_average([s.time for s in cluster], [s.fragmented_gpus for s in cluster], end)]
     return {key: _sig(value) for key, value in zip(METRICS, values)}
 
 
@@ -219,6 +235,8 @@ def format_metric(key: str, value: Any) -> str:
         return f"{float(value):.1%}"
     if kind == "hours":
         return f"{float(value):,.2f} GPU-h"
+    if kind == "gpus":
+        return f"{float(value):,.1f} GPUs"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
@@ -303,9 +321,17 @@ def _atomic_folder(folder: str | Path, fill: Callable[[Path], None]) -> Path:
     return folder
 
 
-def _write_run(result: SimResult, folder: Path) -> dict[str, Any]:
+def _breakdown_rows(result: SimResult, buckets: Sequence[float]) -> list[dict[str, Any]]:
+    return [{k: _sig(v) if k not in ("by", "group") else v for k, v in row.items()}
+            for row in breakdown(result, buckets)]
+
+
+def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAULT_BUCKETS) -> dict[str, Any]:
     """Every file of one run's report into an existing empty ``folder``; returns the summary."""
     summary = summarize(result)
+    groups = _breakdown_rows(result, buckets)
+    _write_csv(folder / "breakdown.csv", ["by", "group", *_BREAKDOWN_COLUMNS], groups)
+    (folder / "breakdown.json").write_text(_json_text(groups), encoding="utf-8")
     (folder / "summary.json").write_text(_json_text(summary), encoding="utf-8")
     (folder / "meta.json").write_text(_json_text(result.meta), encoding="utf-8")
     _write_csv(folder / "jobs.csv", _JOB_FIELDS, result.jobs, records=True)
@@ -315,25 +341,28 @@ def _write_run(result: SimResult, folder: Path) -> dict[str, Any]:
     _write_csv(folder / "cluster.csv", _CLUSTER_FIELDS, result.cluster, records=True)
     queues = queue_summary(result)
     _write_csv(folder / "queue_summary.csv", list(_QUEUE_COLUMNS), queues)
-    plots = report_plots(result, run_end(result))
+    plots = report_plots(result, run_end(result), groups)
     for name, png in plots.items():
         (folder / name).write_bytes(png)
-    (folder / "index.html").write_text(_run_page(result, summary, queues, plots), encoding="utf-8")
+    (folder / "index.html").write_text(_run_page(result, summary, queues, plots, groups), encoding="utf-8")
     return summary
 
 
-def write_report(result: SimResult, folder: str | Path) -> Path:
+def write_report(result: SimResult, folder: str | Path, buckets: Sequence[float] = DEFAULT_BUCKETS) -> Path:
     """Write one run's report folder and return its path. Files: ``summary.json`` (:func:`summarize`),
     ``meta.json``, ``jobs.csv`` / ``jobs.json`` (one record per job), ``queues.csv`` (queue samples:
-    shares over time), ``cluster.csv`` (cluster samples: utilisation over time), ``queue_summary.csv``,
-    PNG plots (``utilisation``, ``pending``, ``shares``, ``jct_cdf``, ``wait_cdf``) and ``index.html``,
-    which embeds them and needs no other file. An existing folder is replaced only once the new report
-    is complete."""
-    return _atomic_folder(folder, lambda tmp: _write_run(result, tmp))
+    shares over time), ``cluster.csv`` (cluster samples: utilisation, pending GPU demand and fragmented
+    GPUs over time), ``queue_summary.csv``, ``breakdown.csv`` / ``breakdown.json`` (JCT, wait and
+    slowdown by job size — ``buckets``, upper edges in GPUs — and by queue: :mod:`corral.sim.breakdown`),
+    PNG plots (``utilisation``, ``demand``, ``fragmentation``, ``pending``, ``shares``, ``jct_cdf``,
+    ``wait_cdf``, ``wait_by_size``, ``slowdown_by_size``) and ``index.html``, which embeds them and needs
+    no other file. An existing folder is replaced only once the new report is complete."""
+    return _atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets))
 
 
-_RESERVED = {"index.html", "comparison.json", "comparison.csv", "utilisation.png", "jct_cdf.png",
-             "wait_cdf.png"}
+_RESERVED = {"index.html", "comparison.json", "comparison.csv", "breakdown.csv", "utilisation.png",
+             "jct_cdf.png", "wait_cdf.png", "demand.png", "fragmentation.png", "wait_by_size.png",
+             "slowdown_by_size.png"}
 
 
 def _folder_names(names: Iterable[str]) -> dict[str, str]:
@@ -350,11 +379,14 @@ def _folder_names(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def write_comparison(results: Mapping[str, SimResult], folder: str | Path) -> Path:
+def write_comparison(results: Mapping[str, SimResult], folder: str | Path,
+                     buckets: Sequence[float] = DEFAULT_BUCKETS) -> Path:
     """Write a comparison of several configs run on the same workload: ``comparison.json`` and
     ``comparison.csv`` (one row per config: ``config``, ``report`` subfolder, then every metric),
-    overlaid ``utilisation``/``jct_cdf``/``wait_cdf`` plots, ``index.html`` with the table side by side,
-    and each run's own report (as :func:`write_report`) in a subfolder named after its config. Written
+    ``breakdown.csv`` (each config's rows of :func:`~corral.sim.breakdown.breakdown`, with a ``config``
+    column), overlaid ``utilisation``/``demand``/``fragmentation``/``jct_cdf``/``wait_cdf`` plots and
+    side-by-side ``wait_by_size``/``slowdown_by_size`` bars, ``index.html`` with the tables side by
+    side, and each run's own report (as :func:`write_report`) in a subfolder named after its config. Written
     atomically like :func:`write_report`. No results, or one that is not a SimResult, is an InputError.
     """
     if not results:
@@ -366,17 +398,20 @@ def write_comparison(results: Mapping[str, SimResult], folder: str | Path) -> Pa
     subfolders = _folder_names(results)
 
     def fill(tmp: Path) -> None:
-        rows = []
+        rows, groups = [], {}
         for name, result in results.items():
             (tmp / subfolders[name]).mkdir()
             rows.append({"config": name, "report": subfolders[name],
-                         **_write_run(result, tmp / subfolders[name])})
+                         **_write_run(result, tmp / subfolders[name], buckets)})
+            groups[name] = _breakdown_rows(result, buckets)
         (tmp / "comparison.json").write_text(_json_text(rows), encoding="utf-8")
         _write_csv(tmp / "comparison.csv", ["config", "report", *METRICS], rows)
-        plots = comparison_plots(results, {n: run_end(r) for n, r in results.items()})
+        _write_csv(tmp / "breakdown.csv", ["config", "by", "group", *_BREAKDOWN_COLUMNS],
+                   [{"config": n, **g} for n, rs in groups.items() for g in rs])
+        plots = comparison_plots(results, {n: run_end(r) for n, r in results.items()}, groups)
         for file_name, png in plots.items():
             (tmp / file_name).write_bytes(png)
-        (tmp / "index.html").write_text(_comparison_page(rows, plots), encoding="utf-8")
+        (tmp / "index.html").write_text(_comparison_page(rows, plots, groups), encoding="utf-8")
 
     return _atomic_folder(folder, fill)
 
@@ -419,8 +454,27 @@ def _page(title: str, body: str) -> str:
             f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n")
 
 
+def _breakdown_table(groups: Sequence[Mapping[str, Any]], by: str) -> str:
+    rows = [[g["group"]] + [format_metric(kind, g[c]) for c, (_, kind) in _BREAKDOWN_COLUMNS.items()]
+            for g in groups if g["by"] == by]
+    return _table([by] + [label for label, _ in _BREAKDOWN_COLUMNS.values()], rows)
+
+
+def _breakdown_side_by_side(groups: Mapping[str, Sequence[Mapping[str, Any]]], by: str,
+                            columns: Sequence[str] = ("jobs", "wait_mean", "wait_p95", "jct_mean",
+                                                      "bounded_slowdown_mean")) -> str:
+    """One row per group, and per column one cell per config."""
+    names = list(groups)
+    order = list(dict.fromkeys(g["group"] for rs in groups.values() for g in rs if g["by"] == by))
+    index = {(n, g["group"]): g for n, rs in groups.items() for g in rs if g["by"] == by}
+    headers = [by] + [f"{_BREAKDOWN_COLUMNS[c][0]} · {n}" for c in columns for n in names]
+    rows = [[grp] + [format_metric(_BREAKDOWN_COLUMNS[c][1], index[(n, grp)][c]) if (n, grp) in index else "—"
+                     for c in columns for n in names] for grp in order]
+    return _table(headers, rows)
+
+
 def _run_page(result: SimResult, summary: Mapping[str, Any], queues: list[dict[str, Any]],
-              plots: Mapping[str, bytes]) -> str:
+              plots: Mapping[str, bytes], groups: Sequence[Mapping[str, Any]] = ()) -> str:
     config = result.meta.get("config") or result.meta.get("config_name") or ""
     metrics = _table(["metric", "value"],
                      [(METRICS[k][0], format_metric(k, v)) for k, v in summary.items()])
@@ -430,22 +484,30 @@ def _run_page(result: SimResult, summary: Mapping[str, Any], queues: list[dict[s
                                      for k, v in result.meta.items()])
     files = ", ".join(f'<a href="{n}"><code>{n}</code></a>' for n in
                       ("summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv", "cluster.csv",
-                       "queue_summary.csv"))
-    body = (f"<h2>Summary</h2>{metrics}<h2>Plots</h2>{_figures(plots)}"
+                       "queue_summary.csv", "breakdown.csv", "breakdown.json"))
+    body = (f"<h2>Summary</h2>{metrics}"
+            f"<h2>By job size (GPUs)</h2>{_breakdown_table(groups, 'size')}"
+            f"<h2>By queue</h2>{_breakdown_table(groups, 'queue')}"
+            f"<h2>Plots</h2>{_figures(plots)}"
             f"<h2>Queues</h2>{_table(list(_QUEUE_COLUMNS.values()), queue_rows)}"
             f"<h2>Run</h2>{meta}<p>Data: {files}</p>")
     return _page(f"corral simulation report{': ' + str(config) if config else ''}", body)
 
 
-def _comparison_page(rows: list[dict[str, Any]], plots: Mapping[str, bytes]) -> str:
+def _comparison_page(rows: list[dict[str, Any]], plots: Mapping[str, bytes],
+                     groups: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> str:
     headers = ["metric"] + [str(r["config"]) for r in rows]
     table = _table(headers, [[label] + [format_metric(key, r[key]) for r in rows]
                              for key, (label, _) in METRICS.items()])
     links = "".join(f'<li><a href="{html.escape(r["report"])}/index.html">'
                     f'{html.escape(str(r["config"]))}</a></li>' for r in rows)
-    body = (f"<h2>Metrics</h2>{table}<h2>Plots</h2>{_figures(plots)}"
+    by_size = _breakdown_side_by_side(groups or {}, "size")
+    by_queue = _breakdown_side_by_side(groups or {}, "queue")
+    body = (f"<h2>Metrics</h2>{table}<h2>By job size (GPUs)</h2>{by_size}<h2>By queue</h2>{by_queue}"
+            f"<h2>Plots</h2>{_figures(plots)}"
             f"<h2>Reports</h2><ul>{links}</ul>"
             '<p>Data: <a href="comparison.csv"><code>comparison.csv</code></a>, '
+            '<a href="breakdown.csv"><code>breakdown.csv</code></a>, '
             '<a href="comparison.json"><code>comparison.json</code></a></p>')
     return _page("corral comparison", body)
 
@@ -467,4 +529,28 @@ def summary_table(summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]],
     for key in keys:
         label = METRICS.get(key, (key, ""))[0]
         table.add_row(label, *(format_metric(key, s.get(key)) for s in columns.values()))
+    return table
+
+
+def size_table(results: Mapping[str, SimResult], buckets: Sequence[float] = DEFAULT_BUCKETS) -> Table:
+    """A rich Table of how each job size fared: per size bucket, its job count and, for each run, the
+    mean and p95 wait and the mean bounded slowdown (runs side by side)."""
+    table = Table(title="by job size (GPUs)")
+    table.add_column("size")
+    names = list(results)
+    groups = {n: [g for g in breakdown(r, buckets) if g["by"] == "size"] for n, r in results.items()}
+    cells = (("wait_mean", "wait mean"), ("wait_p95", "wait p95"), ("bounded_slowdown_mean", "bounded slowdown"))
+    table.add_column("jobs", justify="right")
+    for _, label in cells:
+        for n in names:
+            table.add_column(label if len(names) == 1 else f"{label} · {n}", justify="right")
+    order = list(dict.fromkeys(g["group"] for rows in groups.values() for g in rows))
+    index = {(n, g["group"]): g for n, rows in groups.items() for g in rows}
+    for grp in order:
+        first = next(index[(n, grp)] for n in names if (n, grp) in index)
+        row = [grp, format_metric("jobs_total", first["jobs"])]
+        for key, _ in cells:
+            kind = _BREAKDOWN_COLUMNS[key][1]
+            row += [format_metric(kind, index[(n, grp)][key]) if (n, grp) in index else "—" for n in names]
+        table.add_row(*row)
     return table

@@ -50,7 +50,10 @@ class QueueSample:
 
 @dataclass
 class ClusterSample:
-    """The cluster at one instant."""
+    """The cluster at one instant. ``pending_gpus``: GPUs asked for by the pods of active jobs that hold
+    no node (the demand waiting beside the GPUs in use). ``fragmented_gpus``: free GPUs on live nodes
+    that cannot host one whole waiting pod of the most common GPU size (the size is re-read on the queue
+    sampling grid; 0 while no pod waits)."""
 
     time: float
     gpu_used: float
@@ -58,6 +61,8 @@ class ClusterSample:
     utilisation: float
     pending_jobs: int
     running_jobs: int
+    pending_gpus: float = 0.0
+    fragmented_gpus: float = 0.0
 
 
 @dataclass

@@ -1,0 +1,247 @@
+"""Baseline policies for comparisons in the simulator: ``fifo``, ``sjf``, ``srtf`` and ``las``.
+
+Researchers compare a scheduler against the textbook policies; these plugins let an operator express them
+in an ordinary configuration, so that ``corral compare`` runs them on the same trace and cluster as
+corral's own configuration.
+
+``fifo`` — strict first-in, first-out. A queue's head job (the first job in the session's JobOrder among
+the queue's jobs with waiting pods) blocks the queue: the Allocatable point refuses the pods of every job
+behind a head that has not become ready. It orders jobs by creation time (submit time in the simulator)
+so that, alone or after ``priority``, the head is the oldest job. This is the FIFO of the cluster-trace
+studies (Philly: Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training
+Workloads", USENIX ATC 2019; the FIFO baseline of Tiresias and Lucid). corral's ``allocate`` on its own
+skips a blocked job and goes on with the next ("greedy" or first-fit backfill): that is the comparison the
+plugin makes possible. A job already past the head (ready, with elastic pods still waiting) keeps placing
+them. Decision: a Pending podgroup not yet admitted by ``enqueue`` still holds its place in line (strict
+order), while a job that is invalid (JobValid refuses it, missing queue) never does, since it can never run.
+
+``sjf`` / ``srtf`` — shortest job first, shortest remaining time first, by the expected run time of the
+PodGroup annotation ``corral.io/expected-runtime`` (a duration; the first pod's annotation when the
+PodGroup has none). ``srtf`` subtracts the work a job has already kept (annotation
+``corral.io/completed-runtime``, which the simulator writes when a job stops; in a snapshot, the time its
+pods have been running). Jobs with no estimate come after every job with one and leave their order to the
+next plugin. Both are ordering-only, as SJF is in the schedulers the studies compare (no preemption: see
+below). References: SJF/SRTF as in Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
+Learning", NSDI 2019 (their SRTF baseline assumes known run times).
+
+``las`` — Tiresias' discretised two-dimensional least-attained-service. A job's attained service is the
+GPU-time it has received (GPUs × seconds run, all runs counted: annotation
+``corral.io/attained-gpu-seconds`` for past runs, which the simulator writes when a job stops, plus
+GPUs × time since start of its running pods). The argument ``thresholds`` (GPU-hours, comma-separated,
+ascending; default ``"1"``) splits jobs into priority queues; a job in a lower queue (less service) goes
+first, and inside one queue the oldest job goes first (Tiresias' FIFO within a queue). Decision:
+Tiresias preempts running jobs demoted below waiting ones; corral's ``preempt`` evicts only jobs of lower
+priority (SPEC.md §5), so ``las`` orders the waiting jobs and does not time-slice — a job demoted after
+a restart, or with a long history, waits behind newcomers.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from corral.errors import ConfigError
+from corral.framework.config import arg
+from corral.framework.plugin import Plugin
+from corral.framework.session import PENDING_LIKE
+from corral.manifests.fields import parse_duration
+from corral.framework.extension import Vote
+from corral.model import Job, PodGroupPhase, Queue, Task, TaskStatus
+from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
+from corral.model.quantity import MILLI
+from corral.model.resources import GPU
+
+__all__ = ["FifoPlugin", "SjfPlugin", "SrtfPlugin", "LasPlugin", "EXPECTED_RUNTIME", "COMPLETED_RUNTIME",
+           "ATTAINED_SERVICE", "expected_runtime", "attained_service"]
+
+
+
+def _cmp(a: float, b: float) -> int:
+    return (a > b) - (a < b)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A duration annotation in seconds; a malformed one counts as absent (annotations are free text
+    written by many tools; a baseline must not refuse the snapshot for one)."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except Exception:  # noqa: BLE001 - InputError and friends: treat as no estimate
+        return None
+
+
+def expected_runtime(job: Job) -> float | None:
+    """The job's expected run time: its PodGroup annotation, else its first pod's."""
+    value = _seconds(job.annotations.get(EXPECTED_RUNTIME))
+    if value is None and job.tasks:
+        value = _seconds(job.tasks[0].annotations.get(EXPECTED_RUNTIME))
+    return value
+
+
+def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
+    return [(t, max(now - t.start_time, 0.0)) for t in job.tasks
+            if t.status is TaskStatus.RUNNING and t.start_time is not None]
+
+
+def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
+    """GPU-seconds the job has received: past runs (annotation) plus its running pods until ``now``."""
+    past = _seconds(job.annotations.get(ATTAINED_SERVICE)) or 0.0
+    if gpu_col is None:
+        return past
+    return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
+
+
+class FifoPlugin(Plugin):
+    """Strict FIFO: a queue's blocked head job blocks the queue (see the module docstring)."""
+
+    name = "fifo"
+
+    def on_session_open(self) -> None:
+        self._lines: dict[str, list[Job]] = {}   # queue -> its jobs in line, in JobOrder (built lazily)
+        self._places: dict[str, dict[str, int]] = {}
+        self._head: dict[str, int] = {}          # queue -> index of the head in its line
+
+    def job_order(self, a: Job, b: Job) -> int:
+        return _cmp(a.creation, b.creation)
+
+    def job_enqueueable(self, job: Job) -> Vote:
+        """Admission keeps the line too: a job is not admitted while one ahead of it waits for admission
+        (else a small job admitted early would hold the room the head needs, and the line would stall)."""
+        places = self._line(job.queue)
+        pos = places.get(job.uid)
+        if pos is None:
+            return Vote.ABSTAIN
+        line = self._lines[job.queue]
+        if any(j.phase is PodGroupPhase.PENDING for j in line[:pos]):
+            return Vote.REJECT
+        return Vote.ABSTAIN
+
+    def allocatable(self, queue: Queue, task: Task) -> bool:
+        job = task.job
+        if job is None:
+            return True
+        pos = self._line(job.queue).get(job.uid)
+        if pos is None:          # not waiting when the session opened: nothing to hold it back
+            return True
+        return pos <= self._advance(job.queue)
+
+    def _line(self, queue: str) -> dict[str, int]:
+        """The queue's line, built on first use: job uid -> place, in the session's JobOrder."""
+        got = self._lines.get(queue)
+        if got is None:
+            session = self.session
+            jobs = [j for j in session.cluster.jobs.values()
+                    if j.queue == queue and not j.invalid_reason and self._waiting(j)]
+            jobs.sort(key=session.job_key())
+            self._lines[queue] = jobs
+            self._places[queue] = got = {j.uid: i for i, j in enumerate(jobs)}
+            self._head[queue] = 0
+        return self._places[queue]
+
+    def _advance(self, queue: str) -> int:
+        """Move the head past jobs that no longer hold the line; return its place."""
+        line, head = self._lines[queue], self._head[queue]
+        while head < len(line) and self._passed(line[head]):
+            head += 1
+        self._head[queue] = head
+        return head
+
+    @staticmethod
+    def _waiting(job: Job) -> bool:
+        return any(t.status in PENDING_LIKE and t.managed and not t.best_effort for t in job.tasks)
+
+    def _passed(self, job: Job) -> bool:
+        """A job stops holding the line once it is ready (or has nothing left to place)."""
+        return self.session.job_ready(job) or not self._waiting(job)
+
+
+class _RuntimeOrder(Plugin):
+    """Order jobs by a run-time figure, smallest first; jobs without one last, undecided among
+    themselves."""
+
+    def on_session_open(self) -> None:
+        self._cache: dict[str, float | None] = {}
+
+    def figure(self, job: Job) -> float | None:
+        raise NotImplementedError
+
+    def _value(self, job: Job) -> float | None:
+        if job.uid not in self._cache:
+            self._cache[job.uid] = self.figure(job)
+        return self._cache[job.uid]
+
+    def job_order(self, a: Job, b: Job) -> int:
+        va, vb = self._value(a), self._value(b)
+        if va is None or vb is None:
+            return (va is None) - (vb is None)
+        return _cmp(va, vb)
+
+
+class SjfPlugin(_RuntimeOrder):
+    """Shortest job first by ``corral.io/expected-runtime``."""
+
+    name = "sjf"
+
+    def figure(self, job: Job) -> float | None:
+        return expected_runtime(job)
+
+
+class SrtfPlugin(_RuntimeOrder):
+    """Shortest remaining time first: expected run time minus the work already kept."""
+
+    name = "srtf"
+
+    def figure(self, job: Job) -> float | None:
+        total = expected_runtime(job)
+        if total is None:
+            return None
+        done = _seconds(job.annotations.get(COMPLETED_RUNTIME))
+        if done is None:
+            runs = _running_since(job, self.session.now)
+            done = max((run for _, run in runs), default=0.0)
+        return max(total - done, 0.0)
+
+
+def _thresholds(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in str(text).split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or any(not (0 < v < float("inf")) for v in values) or list(values) != sorted(set(values)):
+        raise ConfigError(f"expected ascending positive GPU-hours separated by commas, got {text!r}",
+                          field="arguments.thresholds")
+    return values
+
+
+@dataclass(frozen=True)
+class LasArgs:
+    thresholds: str = arg("thresholds", "1", "GPU-hours at which a job moves to the next (lower) queue, "
+                          "comma-separated and ascending")
+
+    def __post_init__(self) -> None:
+        _thresholds(self.thresholds)
+
+
+class LasPlugin(Plugin):
+    """Discretised least-attained-service (Tiresias): queues by GPU-time received, FIFO inside one."""
+
+    name = "las"
+    Args = LasArgs
+
+    def on_session_open(self) -> None:
+        self._limits = [h * 3600.0 for h in _thresholds(self.args.thresholds)]
+        self._gpu = self.session.cluster.resources.get(GPU)
+        self._level: dict[str, int] = {}
+
+    def level(self, job: Job) -> int:
+        """The job's priority queue: 0 below the first threshold, then one more per threshold passed."""
+        got = self._level.get(job.uid)
+        if got is None:
+            got = self._level[job.uid] = bisect.bisect_right(
+                self._limits, attained_service(job, self.session.now, self._gpu))
+        return got
+
+    def job_order(self, a: Job, b: Job) -> int:
+        return _cmp(self.level(a), self.level(b)) or _cmp(a.creation, b.creation)
+
