@@ -16,9 +16,9 @@ preemptor gang of 8–128 GPUs per scenario (about a third with a hard topology 
   almost no instance is feasible.
 
 Pods request GPUs only (``--cpu-requests`` adds 4 CPUs and 32 GiB per GPU, which never bind on these
-nodes; before ``proportion`` had a reclaim floor for non-scarce resources, they made its reclaim rule
-refuse every victim). Both reclaim actions keep a victim queue at or above its reclaim floor
-(proportion's rule, applied whatever its tier); the oracle models that exactly.
+nodes). Both reclaim actions apply proportion's queue rule (Volcano's: a victim while its queue still
+holds more than it deserves, applied whatever its tier); the oracle models it by a relaxation (a queue
+above its share may give all it holds), so its answer bounds theirs.
 
 Each scenario runs, on a fresh copy of the cluster, through one cycle ``enqueue, allocate, <action>``
 with the same plugins (gang with ``enablePreemptable``/``enableReclaimable`` false, so the legacy

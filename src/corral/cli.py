@@ -1,7 +1,8 @@
 """``corral``: the command line (SPEC.md §4).
 
 Commands: ``schedule`` (cycles over a snapshot, printing decisions), ``validate`` (check input only),
-``simulate`` and ``compare`` (the trace-driven simulator, :mod:`corral.sim.commands`). Every
+``simulate`` and ``compare`` (the trace-driven simulator, :mod:`corral.sim.commands`), ``run`` (the live
+Kubernetes scheduler, :mod:`corral.kube.command`). Every
 :class:`~corral.errors.CorralError` becomes one line on stderr and its exit code (2 for bad input, 1 for
 an internal fault); any other exception is an internal error, exit 1, one line, no traceback (set
 ``CORRAL_DEBUG=1`` to see it).
@@ -17,7 +18,7 @@ from typing import List, Optional
 
 import typer
 
-from corral.cli_errors import fail
+from corral.cli_errors import OneLineErrors, fail
 
 from corral.errors import InputError
 from corral.framework.config import Config, load_config_file
@@ -26,13 +27,30 @@ from corral.framework.decisions import Decisions
 from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
 from corral.manifests.fields import parse_time
 from corral.registry import REGISTRY, default_config
+from corral.terminal import plain
 
 __all__ = ["app", "main", "schedule_snapshot"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=OneLineErrors,
                   help="corral: a gang-aware batch scheduler for GPU clusters.")
 
 EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            typer.echo(f"corral {version('corral')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            typer.echo("corral (not installed)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(_v: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                  help="print the version and exit")) -> None:
+    """corral: a gang-aware batch scheduler for GPU clusters."""
 
 
 _fail = fail
@@ -115,7 +133,7 @@ def validate(
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
     typer.echo(f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
                f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
-               f"hypernodes; config {cfg.source}"
+               f"hypernodes; config {plain(cfg.source)}"
                + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else ""))
 
 
@@ -130,6 +148,14 @@ def _register_sim() -> None:
 
 
 _register_sim()
+
+
+def _register_run() -> None:
+    from corral.kube.command import register as register_run   # ``corral run`` (docs/kubernetes.md)
+    register_run(app)
+
+
+_register_run()
 
 
 def main() -> None:

@@ -1,15 +1,21 @@
 """The command-line boundary shared by every ``corral`` command: one line and an exit code, never a
-traceback (``CORRAL_DEBUG=1`` re-raises internal errors to show one)."""
+traceback (``CORRAL_DEBUG=1`` re-raises internal errors to show one). Usage errors (an unknown option,
+a value the option's type refuses) get the same one ``error:`` line and exit code 2 as bad input,
+through :class:`OneLineErrors`, instead of the framed multi-line box."""
 
 from __future__ import annotations
 
 import os
+import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from corral.errors import CorralError
+from corral.terminal import plain
 
-__all__ = ["fail"]
+__all__ = ["fail", "OneLineErrors"]
 
 
 def fail(exc: BaseException) -> None:
@@ -17,9 +23,35 @@ def fail(exc: BaseException) -> None:
     if isinstance(exc, (KeyboardInterrupt, SystemExit, typer.Exit)):
         raise exc
     if isinstance(exc, CorralError):
-        typer.echo(f"error: {exc.describe()}", err=True)
+        typer.echo(f"error: {plain(exc.describe())}", err=True)   # one line, input shown not obeyed
         raise typer.Exit(exc.exit_code)
     if os.environ.get("CORRAL_DEBUG"):
         raise exc
-    typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+    typer.echo(f"internal error: {type(exc).__name__}: {plain(exc)}", err=True)
     raise typer.Exit(1)
+
+
+class OneLineErrors(TyperGroup):
+    """A command group whose usage errors are one line, ``error: ...``, exit code 2 (help stays help)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except NoArgsIsHelpError as exc:
+            exc.show()
+            rv = exc.exit_code
+        except ClickException as exc:
+            if not standalone_mode:
+                raise
+            typer.echo(f"error: {plain(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        if standalone_mode:
+            sys.exit(rv if isinstance(rv, int) else 0)
+        return rv

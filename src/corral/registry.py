@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
+from corral.actions.elect import ElectAction
 from corral.actions.enqueue import EnqueueAction
 from corral.actions.gang_actions import GangPreemptAction, GangReclaimAction
+from corral.actions.inert import INERT_ACTION_CLASSES
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
+from corral.actions.reserve import ReserveAction
 from corral.framework.config import Config, parse_config
 from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
@@ -19,12 +22,15 @@ from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
 from corral.plugins.nodeorder import NodeOrderPlugin
 from corral.plugins.gpushare import GpuSharePlugin
+from corral.plugins.inert import INERT_PLUGIN_CLASSES
 from corral.plugins.minruntime import MinRuntimePlugin
+from corral.plugins.overcommit import OvercommitPlugin
 from corral.plugins.network_topology import NetworkTopologyPlugin
 from corral.plugins.pdb import PdbPlugin
 from corral.plugins.predicates import PredicatesPlugin
 from corral.plugins.priority import PriorityPlugin
 from corral.plugins.proportion import ProportionPlugin
+from corral.plugins.reservation import ReservationPlugin
 
 __all__ = ["REGISTRY", "Registry", "default_config", "DEFAULT_CONFIG"]
 
@@ -55,11 +61,13 @@ class Registry:
 
 REGISTRY = Registry(
     actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction, PreemptAction,
-                                               ReclaimAction, GangPreemptAction, GangReclaimAction)},
+                                               ReclaimAction, GangPreemptAction, GangReclaimAction,
+                                               ElectAction, ReserveAction, *INERT_ACTION_CLASSES)},
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
                                        BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
-                                       GpuSharePlugin, FifoPlugin, SjfPlugin, SrtfPlugin, LasPlugin)},
+                                       GpuSharePlugin, FifoPlugin, SjfPlugin, SrtfPlugin, LasPlugin,
+                                       OvercommitPlugin, ReservationPlugin, *INERT_PLUGIN_CLASSES)},
     aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
              "network-topology": "network-topology-aware"},
 )

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from corral.framework.decisions import Decisions
+from corral.terminal import cell
 
 __all__ = ["print_decisions"]
 
@@ -20,14 +21,20 @@ _SECTIONS = (
 
 
 def print_decisions(decisions: Decisions, cycles: int, console: Console | None = None) -> None:
-    console = console or Console(width=160)
+    """One table per kind of decision. Every cell is literal text (:func:`corral.terminal.cell`): names
+    from input are shown, never read as markup. On a terminal the tables fit its width (long cells fold);
+    into a pipe or file they are up to 160 columns wide."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=max(console.width, 160))
     counts = []
     for attr, title, columns in _SECTIONS:
         rows = getattr(decisions, attr)
         counts.append(f"{len(rows)} {title.lower()}")
         if not rows:
             continue
-        table = Table(title=f"{title} ({len(rows)})", title_justify="left", expand=False)
+        table = Table(title=f"{title} ({len(rows)})", title_justify="left", expand=False, highlight=False)
         for col in columns:
             table.add_column(col, overflow="fold")
         for row in rows:
@@ -36,7 +43,7 @@ def print_decisions(decisions: Decisions, cycles: int, console: Console | None =
                 value = getattr(row, col)
                 if isinstance(value, dict):
                     value = ", ".join(f"{k}={v}" for k, v in value.items())
-                cells.append(str(value))
+                cells.append(cell(value))
             table.add_row(*cells)
         console.print(table)
-    console.print(f"{cycles} cycle(s): " + ", ".join(counts))
+    console.print(f"{cycles} cycle(s): " + ", ".join(counts), markup=False, highlight=False)

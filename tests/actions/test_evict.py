@@ -349,10 +349,10 @@ def test_pdb_budget_follows_evictions_of_running_pods_only() -> None:
 
 
 # --- the queue rule of reclaim --------------------------------------------------------------------
-def test_reclaim_floor_protects_scarce_resources_only() -> None:
-    """Proportion on a GPU cluster whose pods also ask for CPU: GPUs are scarce, CPU is not. qa (16 GPUs,
-    deserves 8) may give up GPU pods down to 8 although its CPU then drops below its deserved (= its
-    request, nothing limits it)."""
+def test_reclaim_rule_any_resource_above_deserved() -> None:
+    """Proportion on a GPU cluster whose pods also ask for CPU (Volcano's ``!allocated.LessEqual(deserved)``):
+    qa (16 GPUs, deserves 8; its CPU deserved is its request, nothing limits it) gives up GPU pods while
+    it holds more than it deserves in some resource: 16 -> 12 -> 8, then it is at its share everywhere."""
     case = {"nodes": [{"name": "n1"}, {"name": "n2"}],
             "queues": [{"name": "qa"}, {"name": "qb"}],
             "jobs": [{"name": "a", "queue": "qa", "priority": 1, "minMember": 1,
@@ -361,12 +361,25 @@ def test_reclaim_floor_protects_scarce_resources_only() -> None:
     s = open_session(case)
     prop = s.plugin("proportion")
     gpu, cpu = s.cluster.resources.pos("nvidia.com/gpu"), s.cluster.resources.pos("cpu")
-    assert prop.scarce[gpu] and not prop.scarce[cpu]
     assert prop.deserved["qa"][gpu] == 8000 and prop.deserved["qa"][cpu] == prop.allocated["qa"][cpu]
-    assert prop.reclaim_floor["qa"][gpu] == 8000 and prop.reclaim_floor["qa"][cpu] == 0
     b = s.cluster.jobs["default/b"].tasks[0]
     victims = s.cluster.jobs["default/a"].tasks
-    assert names(prop.reclaimable(b, victims)) == {"a-0", "a-1"}       # 16 -> 8 GPUs, not below
+    assert names(prop.reclaimable(b, victims)) == {"a-0", "a-1"}       # 16 -> 8 GPUs
+
+
+def test_reclaim_rule_allows_the_pod_that_crosses_the_line() -> None:
+    """The issue's case: a queue 1 CPU and 0.8 GiB above its share, running 1 CPU / 1 GiB pods, gives one
+    back (the old floor could never allow it), and only one."""
+    case = {"nodes": [{"name": "n1", "cpu": 4, "memory": "4Gi", "gpu": 0}],
+            "queues": [{"name": "qa", "deserved": {"cpu": 2, "memory": "2458Mi"}},
+                       {"name": "qb", "deserved": {"cpu": 2, "memory": "2Gi"}}],
+            "jobs": [{"name": "a", "queue": "qa", "priority": 1, "minMember": 1,
+                      "pods": [{"count": 3, "cpu": 1, "memory": "1Gi", "nodes": ["n1"] * 3}]},
+                     {"name": "b", "queue": "qb", "priority": 1, "pods": [{"count": 2, "cpu": 1, "memory": "1Gi"}]}]}
+    s = open_session(case, queue_plugin="capacity")
+    cap = s.plugin("capacity")
+    b = s.cluster.jobs["default/b"].tasks[0]
+    assert names(cap.reclaimable(b, list(s.cluster.jobs["default/a"].tasks))) == {"a-0"}
 
 
 def test_reclaim_action_applies_queue_rule_whatever_the_tier() -> None:
@@ -377,8 +390,11 @@ def test_reclaim_action_applies_queue_rule_whatever_the_tier() -> None:
     h = Harness(case, action=ReclaimAction, queue_plugin="capacity")
     pods = list(h.session.cluster.jobs["default/a"].tasks)
     assert names(h.session.reclaimable(h.task, pods)) == {"a-0", "a-1"}   # tier 1 (conformance) decides
-    assert h.ok(pods) == []                                                 # the action keeps qa at 6
-    assert h.plan("n1") is None
+    # qa (8 GPUs, deserves 6) gives back the pod that crosses 6: the last in TaskOrder (victims of one job
+    # go in reverse TaskOrder, Volcano BuildVictimsPriorityQueue)
+    assert names(h.ok(pods)) == {"a-1"}
+    plan = h.plan("n1")
+    assert plan is not None and names(plan.victims) == {"a-1"}
 
 
 def test_plan_clears_only_the_nominations_it_needs() -> None:

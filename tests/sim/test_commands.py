@@ -111,7 +111,7 @@ def test_bad_input_is_one_line_with_file_and_row(app, files, case):
 
 @pytest.mark.parametrize("args, words", [
     (["--cluster", "missing.yaml"], "no such file"),
-    (["--schedule-period", "0"], "schedule_period"),
+    (["--schedule-period", "0"], "--schedule-period"),
     (["--until", "soon"], "--until"),
     (["--config", "nope.yaml"], "nope.yaml"),
     (["--format", "excel", "--workload", "w.csv"], "unknown format"),
@@ -148,3 +148,35 @@ def test_progress_bar_runs_on_a_terminal(files):
     console = Console(file=io.StringIO(), force_terminal=True, width=100)
     result = run_config(inputs, default_config(), "default", show_progress=True, console=console)
     assert len(result.jobs) == 3 and result.meta["config"] == "default"
+
+
+RESERVATION_CONFIG = """actions: "elect, enqueue, reserve, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance},
+            {name: reservation, arguments: {lockMode: %s, plan: %s}}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+simulation: {estimates: {model: noisy, spread: 2, seed: 3}}
+"""
+
+
+def test_compare_reservation_variants_from_config_files(app, files):
+    """Reservation on/off, lock modes and the plan (with an estimate model) all come from config files."""
+    a, b = files / "cluster-lock.yaml", files / "multi-plan.yaml"
+    a.write_text(RESERVATION_CONFIG % ("cluster", "false"))
+    b.write_text(RESERVATION_CONFIG % ("multi-node", "true"))
+    out = files / "cmp-res"
+    res = invoke(app, files, "compare", "default", str(a), str(b), "--workload", str(files / "w.csv"),
+                 "--cluster", str(files / "cluster.yaml"), "--output", str(out), "--no-progress")
+    assert res.exit_code == 0, res.stderr
+    rows = json.loads((out / "comparison.json").read_text())
+    assert [r["config"] for r in rows] == ["default", "cluster-lock", "multi-plan"]
+    meta = json.loads((out / "multi-plan" / "meta.json").read_text())
+    assert meta["estimates"].startswith("noisy")
+
+
+def test_bad_simulation_section_is_exit_2(app, files):
+    bad = files / "bad-sim.yaml"
+    bad.write_text(RESERVATION_CONFIG.replace("spread: 2", "spread: 0.5") % ("cluster", "true"))
+    res = invoke(app, files, "compare", str(bad), "--workload", str(files / "w.csv"),
+                 "--cluster", str(files / "cluster.yaml"), "--output", str(files / "x"), "--no-progress")
+    assert res.exit_code == 2 and "simulation.estimates.spread" in res.stderr and "bad-sim.yaml" in res.stderr

@@ -136,7 +136,7 @@ def test_write_report_files(tmp_path):
     result = known_result()
     result.meta["odd"] = {"nan": math.nan, "path": Path("/x"), "set": {2, 1}}
     folder = write_report(result, tmp_path / "out" / "report")
-    assert {p.name for p in folder.iterdir()} == RUN_FILES
+    assert {p.name for p in folder.iterdir()} == RUN_FILES | {".corral-report"}
     assert json.loads((folder / "summary.json").read_text()) == summarize(result)
     assert json.loads((folder / "meta.json").read_text())["odd"] == {"nan": None, "path": "/x",
                                                                      "set": [1, 2]}
@@ -166,7 +166,10 @@ def test_report_replaces_existing_folder(tmp_path):
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "stale.txt").write_text("old")
-    write_report(known_result(), folder)
+    with pytest.raises(InputError, match="not a corral report"):   # not written by corral: kept
+        write_report(known_result(), folder)
+    assert (folder / "stale.txt").read_text() == "old"
+    write_report(known_result(), folder, force=True)
     assert not (folder / "stale.txt").exists() and (folder / "summary.json").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["report"]
 
@@ -183,7 +186,7 @@ def test_failed_write_keeps_the_previous_report(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         write_report(small, folder)
     assert (folder / "summary.json").read_bytes() == before
-    assert {p.name for p in folder.iterdir()} == RUN_FILES
+    assert {p.name for p in folder.iterdir()} == RUN_FILES | {".corral-report"}
     with pytest.raises(RuntimeError):
         write_report(small, tmp_path / "fresh")
     assert [p.name for p in tmp_path.iterdir()] == ["report"]  # no half report, no temporary folder
@@ -191,7 +194,7 @@ def test_failed_write_keeps_the_previous_report(tmp_path, monkeypatch):
 
 def test_report_of_an_empty_run(tmp_path):
     folder = write_report(SimResult(), tmp_path / "empty")
-    assert {p.name for p in folder.iterdir()} == RUN_FILES
+    assert {p.name for p in folder.iterdir()} == RUN_FILES | {".corral-report"}
     assert json.loads((folder / "jobs.json").read_text()) == []
     assert (folder / "jobs.csv").read_text().count("\n") == 1  # the header only
 
@@ -212,7 +215,7 @@ def test_write_comparison(tmp_path):
     names = {p.name for p in folder.iterdir()}
     assert {"comparison.json", "comparison.csv", "breakdown.csv", "index.html", "utilisation.png",
             "demand.png", "fragmentation.png", "jct_cdf.png", "wait_cdf.png", "wait_by_size.png",
-            "slowdown_by_size.png", "gang_preempt", "legacy_preempt", "index.html-2"} == names
+            "slowdown_by_size.png", "gang_preempt", "legacy_preempt", "index.html-2", ".corral-report"} == names
     assert {p.name for p in (folder / "gang_preempt").iterdir()} == RUN_FILES
     rows = json.loads((folder / "comparison.json").read_text())
     assert [r["config"] for r in rows] == list(results) and rows[1]["gpu_utilisation"] == 1.0
@@ -241,7 +244,7 @@ def test_summary_table_single_and_side_by_side():
     text = render(summary_table(one))
     assert "GPU utilisation" in text and "35.0%" in text and "Jain fairness" in text
     table = summary_table({"x": one, "y": {**one, "extra": 3}}, title="compare")
-    assert [c.header for c in table.columns] == ["metric", "x", "y"]
+    assert [str(c.header) for c in table.columns] == ["metric", "x", "y"]
     assert table.row_count == len(METRICS) + 1
     assert "—" in render(table)  # x has no "extra"
 

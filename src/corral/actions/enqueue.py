@@ -17,7 +17,7 @@ from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.model import PodGroupPhase
-from corral.model.resources import EPS
+from corral.model.resources import EPS, admission_refusal
 
 __all__ = ["EnqueueAction"]
 
@@ -39,6 +39,7 @@ class EnqueueAction(Action):
         finite = np.isfinite(total)
         budget = np.where(finite, total * self.args.overcommit_factor, np.inf)
         budget = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
+        delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
         pending = []
         for uid in sorted(cluster.jobs):
             job = cluster.jobs[uid]
@@ -61,17 +62,25 @@ class EnqueueAction(Action):
                     continue
                 need = job.min_resources if job.min_resources is not None else np.zeros(len(res))
                 if not session.job_enqueueable(job):
-                    session.unschedulable(job, lambda job=job, need=need: (
-                        f"not admitted: queue {job.queue!r} capability cannot hold minResources "
-                        f"({res.describe(need)})"))
+                    session.unschedulable(job, lambda job=job, need=need: _refusal(session, job, need))
                     continue
                 short = need > budget + EPS
-                if need.any() and short.any():
-                    left = np.maximum(budget, 0) * short
-                    session.unschedulable(job, lambda need=need, left=left: (
-                        f"not admitted: minResources need {res.describe(need)}; the cluster can admit only "
-                        f"{res.describe(left)} more (overcommit-factor {self.args.overcommit_factor:g})"))
+                if need.any() and short.any() and not delegated:
+                    session.unschedulable(job, lambda need=need, left=budget.copy(): admission_refusal(
+                        res, need, left, self.args.overcommit_factor))
                     continue
                 budget = budget - need
                 job.phase = PodGroupPhase.INQUEUE
                 session.job_enqueued(job)
+
+
+def _refusal(session: Session, job, need: np.ndarray) -> str:
+    """The reason of the first plugin that explains its JobEnqueueable rejection (``enqueue_refusal``),
+    else the queue's capability."""
+    for p in session.plugins():
+        explain = getattr(p, "enqueue_refusal", None)
+        why = explain(job) if callable(explain) else None
+        if why:
+            return why
+    return (f"not admitted: queue {job.queue!r} capability cannot hold minResources "
+            f"({session.cluster.resources.describe(need)})")

@@ -80,10 +80,13 @@ class GangReclaimAction(GangEvictAction):
 
     def victim_caps(self, session: Session, costs: WorkCost) -> dict[str, float] | None:
         """The queue rule's limit: a victim queue gives up at most what it holds above its reclaim
-        floor, in each resource (the smallest over the queue plugins), measured in units of the need."""
+        floor (an upper bound: see ``QueuePlugin.reclaim_floor``), in each resource (the smallest over
+        the queue plugins), measured in units of the need."""
         caps: dict[str, float] = {}
         for rule in queue_rules(session):
             plugin = rule.__self__
+            if not hasattr(plugin, "reclaim_floor"):          # hierarchical drf: no amount to bound
+                continue
             for name in plugin.queues:
                 slack = np.maximum(plugin.allocated[name] - plugin.reclaim_floor[name], 0.0)
                 cap = float(slack @ costs.inv)

@@ -47,7 +47,7 @@ class EvictArgs:
                                     "as a percentage of all nodes")
     ties: int = arg("tieCandidates", 16, "further nodes dry-run once no node can beat the best plan but by a tie")
     max_candidates: int = arg("maxCandidateNodesAbsolute", 100, "candidate nodes dry-run per pod, at most "
-                              "(Volcano's clamp; 0: no upper clamp)")
+                              "(Volcano's clamp; 0: no upper clamp)", minimum=0)
 
 
 def run_evictions(session: Session, action: "EvictionAction") -> Evictor:

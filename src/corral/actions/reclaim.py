@@ -4,12 +4,14 @@ A queue that is not Overused takes resources back for its starving jobs (JobStar
 the job is still starving; a pod its queue may not reclaim for (Preemptive: it stays within what it
 deserves) or that cannot make room is passed over for the next; the job's evictions commit at the end
 only if it is pipelined. Victims are running pods of *other*, reclaimable queues that pass the plugins'
-Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim only while its queue
-keeps its reclaim share (see :mod:`corral.plugins.queues`), counting cumulatively along the candidates in
-the victim order — and the VictimFilter. The queue rule of proportion and capacity applies whatever
-tier they sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in tier 1, as
-in Volcano's default configuration) would otherwise decide alone and a victim queue could be pushed
-below its deserved share; a queue plugin configured with ``enableReclaimable: false`` is left out.
+Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim while its queue,
+counting the victims allowed before it, still holds more than it deserves in some resource (Volcano's
+``!allocated.LessEqual(deserved)``), on the queues below the lowest common ancestor with the reclaimer
+(see :mod:`corral.plugins.queues`), counting cumulatively along the candidates in the victim order —
+and the VictimFilter. The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
+sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in tier 1, as in
+Volcano's default configuration) would otherwise decide alone (SPEC.md §3.2); a queue plugin configured
+with ``enableReclaimable: false`` is left out.
 
 Victim order (Volcano ``BuildVictimsPriorityQueue``): PDB-safe pods first, then VictimQueueOrder (where
 no plugin answers, the reverse of QueueOrder: the queue that would be served last gives first), then the
@@ -31,7 +33,6 @@ from corral.actions.evict import Evictor
 from corral.actions.preempt import EvictionAction
 from corral.framework.session import Session
 from corral.model import Job, Task
-from corral.plugins.queues import QueuePlugin
 
 __all__ = ["ReclaimAction", "queue_rules", "reclaim_filter"]
 
@@ -94,8 +95,9 @@ def _reversed(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def queue_rules(session: Session) -> list:
-    """The Reclaimable answers of the queue plugins (proportion, capacity) configured for the point."""
-    return [fn for fn in session.fns("Reclaimable") if isinstance(getattr(fn, "__self__", None), QueuePlugin)]
+    """The Reclaimable answers of the queue rules (proportion, capacity, hierarchical drf: the plugins
+    whose ``queue_rule`` is true) configured for the point."""
+    return [fn for fn in session.fns("Reclaimable") if getattr(getattr(fn, "__self__", None), "queue_rule", False)]
 
 
 def reclaim_filter(session: Session, task: Task, pods: list[Task]) -> list[Task]:

@@ -5,6 +5,12 @@ the key it is read from (Volcano keys such as ``binpack.weight`` are not Python 
 collect every key under a prefix (``binpack.resources.<name>``). An unknown action, plugin, switch or
 argument, or a value of the wrong type, is a :class:`ConfigError` naming the file, the path and the
 allowed values.
+
+Volcano's configurations load unchanged (:mod:`corral.framework.volcano` holds the tables): the
+scheduler ConfigMap is unwrapped; a switch is read in Volcano's spelling (``enabledOverused``) or
+corral's (``enableOverused``); action arguments Volcano documents whose behaviour is always so in corral
+are accepted and type-checked; a Volcano plugin or action corral does not implement is refused with a
+message saying so and what to do.
 """
 
 from __future__ import annotations
@@ -14,16 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
-import yaml
-
 from corral.errors import ConfigError
 from corral.framework.extension import FEATURE_SWITCHES, POINTS
+from corral.framework.volcano import (FIXED_ACTION_ARGS, INERT_SWITCHES, SWITCH_ALIASES, canonical_switch,
+                                      refused_action_message, refused_plugin_message)
 from corral.manifests.fields import parse_duration
 
 __all__ = ["arg", "NoArgs", "PluginConfig", "ActionConfig", "Config", "parse_config", "load_config_file",
            "SWITCHES", "Registry", "parse_args"]
 
-SWITCHES = tuple(sorted({p.switch for p in POINTS if p.switch} | set(FEATURE_SWITCHES)))
+SWITCHES = tuple(sorted({p.switch for p in POINTS if p.switch} | set(FEATURE_SWITCHES) | set(INERT_SWITCHES)))
+#: Every spelling accepted: corral's uniform ``enableXxx`` and Volcano's own (``enabledOverused`` ...).
+SWITCH_SPELLINGS = tuple(sorted(set(SWITCHES) | set(SWITCH_ALIASES)))
 
 
 def arg(key: str, default: Any, doc: str = "", *, kind: str | None = None, prefix: bool = False,
@@ -70,6 +78,7 @@ class Config:
     actions: tuple[ActionConfig, ...]
     tiers: tuple[tuple[PluginConfig, ...], ...]
     source: str = "built-in default"
+    simulation: Mapping[str, Any] = field(default_factory=dict)   # read by the simulator only
 
     def plugin(self, name: str) -> PluginConfig | None:
         for tier in self.tiers:
@@ -77,6 +86,11 @@ class Config:
                 if p.name == name:
                     return p
         return None
+
+
+# Every numeric argument is range-checked at load: no scheduler weight, factor or count is meaningful
+# beyond this, and a bound keeps budgets (capacity x factor) finite in float64.
+_MAX_NUMBER = 1e12
 
 
 def _coerce(value: Any, f: dataclasses.Field, where: str, file: str) -> Any:
@@ -103,16 +117,22 @@ def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any
             return value.lower() == "true"
         raise ConfigError(f"expected true or false, got {value!r}", file=file, field=where)
     if want in (int, "int"):
-        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).lstrip("-").isdigit():
-            raise ConfigError(f"expected an integer, got {value!r}", file=file, field=where)
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or (isinstance(value, str) and (
+                not value.lstrip("-").isdigit() or len(value) > 20)) or not abs(int(value)) <= _MAX_NUMBER:
+            raise ConfigError(f"expected an integer of magnitude at most {_MAX_NUMBER:g}, got {str(value)[:40]!r}",
+                              file=file, field=where)
         return int(value)
     if want in (float, "float"):
         if isinstance(value, bool):
             raise ConfigError(f"expected a number, got {value!r}", file=file, field=where)
         try:
-            return float(value)
-        except (TypeError, ValueError):
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"expected a number, got {value!r}", file=file, field=where) from None
+        if not abs(number) <= _MAX_NUMBER:   # NaN, inf and overflowing budgets stop here
+            raise ConfigError(f"expected a finite number of magnitude at most {_MAX_NUMBER:g}, got {value!r}",
+                              file=file, field=where)
+        return number
     if want in (str, "str"):
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(f"expected a string, got {value!r}", file=file, field=where)
@@ -124,12 +144,33 @@ def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any
     return value
 
 
-def parse_args(cls: type, raw: Any, where: str, file: str) -> Any:
-    """Build the frozen ``cls`` from an ``arguments`` mapping, rejecting unknown keys and wrong types."""
+def _drop_fixed(raw: dict, fixed: Mapping[str, tuple[type, str]], where: str, file: str) -> dict:
+    """``raw`` without the Volcano arguments whose behaviour is always so in corral, once their type is
+    checked (:data:`corral.framework.volcano.FIXED_ACTION_ARGS`)."""
+    out = {}
+    for key, value in raw.items():
+        spec = fixed.get(str(key))
+        if spec is None:
+            out[key] = value
+            continue
+        f = field(default=None, metadata={})
+        f.type = spec[0]
+        _coerce_type(value, f, f"{where}.{key}", file)
+    return out
+
+
+def parse_args(cls: type, raw: Any, where: str, file: str,
+               fixed: Mapping[str, tuple[type, str]] | None = None) -> Any:
+    """Build the frozen ``cls`` from an ``arguments`` mapping, rejecting unknown keys and wrong types.
+    ``fixed``: further keys accepted (type-checked) that change nothing."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping of arguments", file=file, field=where)
+    if getattr(cls, "ANY_ARGUMENTS", False):        # a plugin accepted with no effect: nothing to read
+        return cls()
+    if fixed:
+        raw = _drop_fixed(raw, fixed, where, file)
     fields = dataclasses.fields(cls)
     by_key = {f.metadata.get("key", f.name): f for f in fields if not f.metadata.get("prefix")}
     prefixes = [f for f in fields if f.metadata.get("prefix")]
@@ -147,11 +188,13 @@ def parse_args(cls: type, raw: Any, where: str, file: str) -> Any:
             if key.startswith(pkey):
                 try:
                     collected[pf.name][key[len(pkey):]] = float(value)
-                except (TypeError, ValueError):
+                    if not abs(collected[pf.name][key[len(pkey):]]) <= _MAX_NUMBER:
+                        raise ValueError(value)
+                except (TypeError, ValueError, OverflowError):
                     raise ConfigError(f"expected a number, got {value!r}", file=file, field=path) from None
                 break
         else:
-            allowed = sorted(by_key) + [f.metadata["key"] + "<name>" for f in prefixes]
+            allowed = sorted(by_key) + sorted(fixed or ()) + [f.metadata["key"] + "<name>" for f in prefixes]
             raise ConfigError(f"unknown argument {key!r} (allowed: {', '.join(allowed) or 'none'})",
                               file=file, field=path)
     for name, d in collected.items():
@@ -167,6 +210,8 @@ def _plugin(raw: Any, path: str, file: str, registry: Registry) -> PluginConfig:
         raise ConfigError("expected a plugin mapping with a name", file=file, field=path)
     name = raw["name"]
     cls = registry.plugin_class(name)
+    if cls is None and refused_plugin_message(name):
+        raise ConfigError(str(refused_plugin_message(name)), file=file, field=f"{path}.name")
     if cls is None:
         raise ConfigError(f"unknown plugin {name!r} (allowed: {', '.join(registry.plugin_names())})",
                           file=file, field=f"{path}.name")
@@ -178,56 +223,55 @@ def _plugin(raw: Any, path: str, file: str, registry: Registry) -> PluginConfig:
         if key == "arguments":
             args_raw = value
             continue
-        if key not in SWITCHES:
+        if key not in SWITCH_SPELLINGS:
             raise ConfigError(f"unknown switch {key!r} for plugin {name} (allowed: arguments, "
-                              f"{', '.join(SWITCHES)})", file=file, field=f"{path}.{key}")
+                              f"{', '.join(SWITCH_SPELLINGS)})", file=file, field=f"{path}.{key}")
         if not isinstance(value, bool):
             raise ConfigError(f"expected true or false, got {value!r}", file=file, field=f"{path}.{key}")
-        switches[key] = value
+        canon = canonical_switch(key)
+        if switches.get(canon, value) != value:
+            raise ConfigError(f"{key} contradicts the same switch spelled {canon}", file=file,
+                              field=f"{path}.{key}")
+        switches[canon] = value
     args = parse_args(getattr(cls, "Args", NoArgs), args_raw, f"{path}.arguments", file)
     return PluginConfig(name, switches, args)
 
 
-def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config:
-    """Validate a config mapping against the registry."""
-    if not isinstance(raw, dict):
-        raise ConfigError("expected a mapping with actions and tiers", file=file)
-    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion"})
-    if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations)", file=file,
-                          field=unknown[0])
-    actions_raw = raw.get("actions")
-    if not isinstance(actions_raw, str) or not actions_raw.strip():
-        raise ConfigError("expected a comma-separated list of actions", file=file, field="actions")
-    names = []
-    for a in actions_raw.split(","):
-        a = a.strip()
-        if not a:
-            continue
-        canon = registry.canonical_action(a)
-        if registry.action_class(canon) is None:
-            raise ConfigError(f"unknown action {a!r} (allowed: {', '.join(registry.action_names())})",
-                              file=file, field="actions")
-        if canon in names:
-            raise ConfigError(f"action {a!r} listed twice", file=file, field="actions")
-        names.append(canon)
-    confs: dict[str, Any] = {}
-    for i, c in enumerate(raw.get("configurations") or []):
-        path = f"configurations[{i}]"
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise ConfigError("expected {name, arguments}", file=file, field=path)
-        canon = registry.canonical_action(c["name"])
-        cls = registry.action_class(canon)
-        if cls is None:
-            raise ConfigError(f"unknown action {c['name']!r} (allowed: {', '.join(registry.action_names())})",
-                              file=file, field=f"{path}.name")
-        confs[canon] = parse_args(getattr(cls, "Args", NoArgs), c.get("arguments"), f"{path}.arguments", file)
-    actions = tuple(ActionConfig(n, confs.get(n) or parse_args(getattr(registry.action_class(n), "Args", NoArgs),
-                                                                None, "", file)) for n in names)
-    tiers_raw = raw.get("tiers") or []
+def unwrap_configmap(raw: Any, file: str) -> Any:
+    """The scheduler config inside a ``kind: ConfigMap`` (as Volcano's installer ships it): the text
+    under ``data["volcano-scheduler.conf"]``, or under the only key of ``data``; other mappings as they are."""
+    if not isinstance(raw, dict) or raw.get("kind") != "ConfigMap":
+        return raw
+    data = raw.get("data")
+    if not isinstance(data, dict) or not data:
+        raise ConfigError("a ConfigMap needs data holding the scheduler config", file=file, field="data")
+    key = "volcano-scheduler.conf" if "volcano-scheduler.conf" in data else None
+    if key is None:
+        if len(data) != 1:
+            raise ConfigError(f"expected data key 'volcano-scheduler.conf' or a single key, got "
+                              f"{', '.join(sorted(map(str, data)))}", file=file, field="data")
+        key = next(iter(data))
+    text = data[key]
+    if not isinstance(text, str):
+        raise ConfigError("expected the scheduler config as text", file=file, field=f"data.{key}")
+    from corral.manifests.safe_load import load_yaml   # bounded: the text is as untrusted as a file
+    return load_yaml(text, f"{file} (data.{key})", ConfigError)
+
+
+def _action_name(a: str, registry: Registry, file: str, where: str) -> str:
+    canon = registry.canonical_action(a)
+    if registry.action_class(canon) is None:
+        raise ConfigError(refused_action_message(a) or
+                          f"unknown action {a!r} (allowed: {', '.join(registry.action_names())})",
+                          file=file, field=where)
+    return canon
+
+
+def _tiers(tiers_raw: Any, registry: Registry, file: str) -> list[list[PluginConfig]]:
+    """The tiers of plugins, each plugin once, plus the plugins others' arguments imply."""
     if not isinstance(tiers_raw, list):
         raise ConfigError("expected a list of tiers", file=file, field="tiers")
-    tiers = []
+    tiers: list[list[PluginConfig]] = []
     seen: set[str] = set()
     for ti, tier in enumerate(tiers_raw):
         if not isinstance(tier, dict) or not isinstance(tier.get("plugins"), list):
@@ -240,8 +284,53 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
                                   field=f"tiers[{ti}].plugins[{pi}].name")
             seen.add(pc.name)
             plugins.append(pc)
-        tiers.append(tuple(plugins))
-    config = Config(actions, tuple(tiers), file)
+        tiers.append(plugins)
+    for plugins in tiers:                       # e.g. predicate.GPUSharingEnable: the gpushare plugin
+        for pc in list(plugins):
+            for name in getattr(pc.args, "implied_plugins", tuple)():
+                if name not in seen:
+                    seen.add(name)
+                    plugins.append(_plugin({"name": name}, f"{pc.name} (implied)", file, registry))
+    return tiers
+
+
+def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config:
+    """Validate a config mapping (or the ConfigMap that holds it) against the registry."""
+    raw = unwrap_configmap(raw, file)
+    if not isinstance(raw, dict):
+        raise ConfigError("expected a mapping with actions and tiers", file=file)
+    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion",
+                                 "simulation"})
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations)", file=file,
+                          field=unknown[0])
+    actions_raw = raw.get("actions")
+    if not isinstance(actions_raw, str) or not actions_raw.strip():
+        raise ConfigError("expected a comma-separated list of actions", file=file, field="actions")
+    names = []
+    for a in actions_raw.split(","):
+        a = a.strip()
+        if not a:
+            continue
+        canon = _action_name(a, registry, file, "actions")
+        if canon in names:
+            raise ConfigError(f"action {a!r} listed twice", file=file, field="actions")
+        names.append(canon)
+    confs: dict[str, Any] = {}
+    for i, c in enumerate(raw.get("configurations") or []):
+        path = f"configurations[{i}]"
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise ConfigError("expected {name, arguments}", file=file, field=path)
+        canon = _action_name(c["name"], registry, file, f"{path}.name")
+        confs[canon] = parse_args(getattr(registry.action_class(canon), "Args", NoArgs), c.get("arguments"),
+                                  f"{path}.arguments", file, FIXED_ACTION_ARGS.get(canon))
+    actions = tuple(ActionConfig(n, confs.get(n) or parse_args(getattr(registry.action_class(n), "Args", NoArgs),
+                                                                None, "", file)) for n in names)
+    tiers = _tiers(raw.get("tiers") or [], registry, file)
+    sim = raw.get("simulation") or {}
+    if not isinstance(sim, dict):
+        raise ConfigError("expected a mapping (simulator settings)", file=file, field="simulation")
+    config = Config(actions, tuple(tuple(t) for t in tiers), file, sim)
     for a in actions:
         check = getattr(registry.action_class(a.name), "check_config", None)
         if check is not None:
@@ -250,15 +339,7 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
 
 
 def load_config_file(path: str | Path, registry: Registry) -> Config:
+    from corral.manifests.safe_load import load_yaml, read_text   # bounded: size, encoding, depth, aliases
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(p)) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"malformed YAML{at}: {getattr(exc, 'problem', exc)}", file=str(p)) from None
+    raw = load_yaml(read_text(p, ConfigError), str(p), ConfigError)
     return parse_config(raw, registry, str(p))

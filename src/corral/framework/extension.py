@@ -26,7 +26,7 @@ __all__ = ["Vote", "Purpose", "Domain", "POINTS", "Point",
            "NodeOrder", "HyperNodeOrder", "Preemptable", "Reclaimable", "UnifiedEvictable", "VictimTasks",
            "VictimFilter", "ScenarioValidator", "GangPredicate", "GangSearchSpace", "GangVictimSelector",
            "SimulateAddTask", "SimulateRemoveTask", "SimulatePredicate", "SimulateAllocatable",
-           "EventHandler"]
+           "EventHandler", "TargetJob", "ReservedNodes"]
 
 
 class Vote(enum.IntEnum):
@@ -248,6 +248,22 @@ class EventHandler(Protocol):
         """``task`` gave them up (evicted), or its allocation was reverted."""
 
 
+# --- reservation (seed 001) ---------------------------------------------------------------------------
+@runtime_checkable
+class TargetJob(Protocol):
+    def target_job(self, jobs: Sequence["Job"]) -> "Job | None":
+        """Seed 001 "Target Job Recognition": the job to reserve nodes for among ``jobs`` (Pending or
+        Inqueue podgroups with waiting pods), or None. The first plugin with an answer decides."""
+
+
+@runtime_checkable
+class ReservedNodes(Protocol):
+    def reserved_nodes(self, target: "Job", locked: np.ndarray) -> np.ndarray | None:
+        """Seed 001 "Locked Nodes": the mask of nodes that should be locked for ``target`` from now on
+        (``locked``: the nodes locked for it already; those left out of the answer are released). None
+        abstains; the first plugin with an answer decides."""
+
+
 @dataclass(frozen=True)
 class Point:
     name: str
@@ -286,8 +302,9 @@ POINTS: tuple[Point, ...] = (
     Point("SimulatePredicate", SimulatePredicate, "enableSimulate"),
     Point("SimulateAllocatable", SimulateAllocatable, "enableSimulate"),
     Point("EventHandler", EventHandler, None),
+    Point("TargetJob", TargetJob, "enableTargetJob"),
+    Point("ReservedNodes", ReservedNodes, "enableReservedNodes"),
 )
 
 #: Volcano switches that configure a plugin's behaviour rather than one point; accepted on every plugin.
-FEATURE_SWITCHES = ("enableHierarchy", "enableNamespaceOrder", "enableClusterOrder", "enableBestNode",
-                    "enableTargetJob", "enableReservedNodes")
+FEATURE_SWITCHES = ("enableHierarchy", "enableNamespaceOrder", "enableClusterOrder", "enableBestNode")

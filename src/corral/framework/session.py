@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from corral.errors import PluginError
-from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, PodGroupUpdate, Unschedulable
+from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, NodeLock, PodGroupUpdate, \
+    Unschedulable
 from corral.framework.extension import POINTS, Domain, Purpose, Vote
 from corral.framework.statement import Op, Statement
 from corral.model import ALLOCATED_STATES, Cluster, Job, PodGroupPhase, Queue, Task, TaskStatus
@@ -51,6 +52,7 @@ class Session:
         self.annotations: dict[str, dict[str, str]] = {}
         self.kept: list[Statement] = []               # pipelined jobs' statements, held to the end
         self.nominated_domains: dict[str, str] = {}   # job uid -> domain name (gang eviction)
+        self.lock_version = 0                         # bumps whenever node locks change (seed 001)
         self.action = ""
         self.actions = [a.name for a in config.actions]
         self._phase0 = {uid: j.phase for uid, j in cluster.jobs.items()}
@@ -477,6 +479,31 @@ class Session:
 
     def simulate_allocatable(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.fns("SimulateAllocatable"))
+
+    # -- reservation (seed 001) ----------------------------------------------------------------------
+    def target_job(self, jobs: Sequence[Job]) -> Job | None:
+        for fn in self.fns("TargetJob"):
+            got = fn(jobs)
+            if got is not None:
+                return got
+        return None
+
+    def reserved_nodes(self, target: Job, locked: np.ndarray) -> np.ndarray | None:
+        for fn in self.fns("ReservedNodes"):
+            got = fn(target, locked)
+            if got is not None:
+                return got
+        return None
+
+    def lock_nodes(self, rows: Sequence[int], job: str) -> None:
+        """Lock node ``rows`` for ``job`` ("ns/podgroup"), or release them (``job`` empty): the state
+        changes at once and each row becomes a ``node_locks`` decision."""
+        nodes = self.cluster.nodes
+        for r in rows:
+            nodes.locked_for[r] = job
+            self.decisions.node_locks.append(NodeLock(nodes.names[r], job, self.cycle))
+        if len(rows):
+            self.lock_version += 1
 
     # -- close ---------------------------------------------------------------------------------------
     def close(self) -> Decisions:

@@ -20,6 +20,7 @@ Decisions where the spec is silent (each is how Volcano behaves unless noted):
 from __future__ import annotations
 
 import gc
+import logging
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -35,10 +36,13 @@ from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
 from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.quantity import MILLI, parse_quantity
+from corral.model.patterns import compile_name_pattern
 from corral.model.resources import GPU, PODS, ResourceIndex
 
-__all__ = ["load_snapshot", "build_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
+__all__ = ["load_snapshot", "build_cluster", "parse_objects", "assemble_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
            "GPU_MEMORY_PER_DEVICE"]
+
+log = logging.getLogger("corral")
 
 DEFAULT_SCHEDULERS = ("corral", "volcano", "kai-scheduler")
 SYSTEM_CRITICAL = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -60,18 +64,32 @@ def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = 
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _build_cluster(objects, schedulers)
+        return assemble_cluster(parse_objects(objects), schedulers)
     finally:
         if paused:
             gc.enable()
 
 
-def _build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str]) -> Cluster:
+def parse_objects(objects: Iterable[SourcedObject]) -> dict[str, list]:
+    """Kind -> parsed records of every known object (:func:`~corral.manifests.kinds.parse_object`)."""
     by_kind: dict[str, list] = defaultdict(list)
+    skipped: dict[str, list[str]] = defaultdict(list)
     for file, raw in objects:
         parsed = parse_object(file, raw)
         if parsed is not None:
             by_kind[parsed[0]].append(parsed[1])
+        else:
+            skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
+    if skipped:
+        log.warning("%s", skipped_line(skipped))
+    return by_kind
+
+
+def assemble_cluster(records: dict[str, list], schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+                     hypernodes: HyperNodeTree | None = None) -> Cluster:
+    """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache
+    (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
+    by_kind: dict[str, list] = defaultdict(list, records)
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
     cluster = Cluster(resources=resources, nodes=nodes)
@@ -80,10 +98,25 @@ def _build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str]) 
     for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
         cluster.pdbs.append(PodDisruptionBudget(f"{ns}/{name}", ns, sel, min_av, max_un))
     cluster.queues = _queues(by_kind["Queue"], resources)
-    cluster.hypernodes = _hypernodes(by_kind["HyperNode"], nodes)
+    cluster.hypernodes = hypernodes if hypernodes is not None else _hypernodes(by_kind["HyperNode"], nodes)
     _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
     return cluster
+
+
+def _name_of(raw: dict) -> str:
+    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    ns, name = meta.get("namespace"), meta.get("name", "?")
+    return f"{ns}/{name}" if ns else str(name)
+
+
+def skipped_line(skipped: dict[str, list[str]], shown: int = 3) -> str:
+    """One line naming the objects a snapshot holds that corral does not serve (by kind, a few names)."""
+    parts = []
+    for what, names in sorted(skipped.items()):
+        more = f", +{len(names) - shown} more" if len(names) > shown else ""
+        parts.append(f"{len(names)} {what}: {', '.join(names[:shown])}{more}")
+    return "skipped objects corral does not serve: " + "; ".join(parts)
 
 
 def _resource_index(by_kind: dict[str, list]) -> ResourceIndex:
@@ -151,6 +184,7 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
         queues[r.name] = Queue(
             name=r.name, weight=r.weight, capability=_vec(resources, r.capability, np.inf),
             deserved=_vec(resources, r.deserved, 0.0), guarantee=_vec(resources, r.guarantee, 0.0),
+            deserved_set=None if r.deserved is None else _vec(resources, {k: 1.0 for k in r.deserved}, 0.0) > 0,
             reclaimable=r.reclaimable, parent=r.parent, priority=r.priority, state=r.state,
             preempt_min_runtime=r.preempt_min_runtime, reclaim_min_runtime=r.reclaim_min_runtime,
             annotations=r.annotations, creation=r.creation, source=r.source)
@@ -242,12 +276,11 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
 
 
 def _match_names(names: list[str], kind: str, value: object, labels: dict[str, dict]) -> list[str]:
-    import re
     if kind == "exact":
         return [value] if value in labels else []  # type: ignore[list-item]
     if kind == "regex":
-        rx = re.compile(value)  # type: ignore[arg-type]
-        return [n for n in names if rx.fullmatch(n)]
+        matches = compile_name_pattern(value)   # RE2: linear time (corral.model.patterns)
+        return [n for n in names if matches(n)]
     return [n for n in names if value.matches(labels[n])]  # type: ignore[attr-defined]
 
 

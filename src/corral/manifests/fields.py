@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timezone
 from typing import Any
@@ -46,7 +47,11 @@ def _parse_time(value: Any, file: str | None, obj: str | None, field: str | None
 
 
 def format_time(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 UTC; a time outside the years 1-9999 (no RFC 3339 form) is written as seconds."""
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds:.0f}s"
 
 
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
@@ -59,13 +64,16 @@ def parse_duration(value: Any, *, file: str | None = None, obj: str | None = Non
     if isinstance(value, bool):
         raise InputError(f"expected a duration, got {value!r}", file=file, obj=obj, field=field)
     if isinstance(value, (int, float)):
+        if not value < float("inf"):
+            raise InputError(f"expected a finite duration, got {_short(value)}", file=file, obj=obj,
+                             field=field)
         if value < 0:
             raise InputError(f"expected a non-negative duration, got {value!r}", file=file, obj=obj,
                              field=field)
         return float(value)
     if isinstance(value, str):
         s = value.strip()
-        if re.fullmatch(r"\d+(\.\d+)?", s):
+        if re.fullmatch(r"\d+(\.\d+)?", s) and float(s) < float("inf"):
             return float(s)
         pos, total = 0, 0.0
         for m in _DUR.finditer(s):
@@ -73,10 +81,19 @@ def parse_duration(value: Any, *, file: str | None = None, obj: str | None = Non
                 break
             total += float(m.group(1)) * _UNIT[m.group(2)]
             pos = m.end()
-        if pos == len(s) and s:
+        if pos == len(s) and s and math.isfinite(total):
             return total
-    raise InputError(f"malformed duration {value!r} (expected e.g. 90s, 5m, 1h30m)", file=file, obj=obj,
+    raise InputError(f"malformed duration {_short(value)} (expected e.g. 90s, 5m, 1h30m)", file=file, obj=obj,
                      field=field)
+
+
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut short: a hostile value must not flood the one-line message."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:50]}... ({len(text)} characters)"
 
 
 class Obj:
@@ -155,23 +172,31 @@ class Obj:
         return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
     def integer(self, value: Any, path: str, *, minimum: int | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise self.error(f"expected an integer, got {value!r}", path)
+        """An integer within Kubernetes' int32 range (replicas, minMember, priorities are int32)."""
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or \
+                (isinstance(value, str) and len(value) > 40):
+            raise self.error(f"expected an integer, got {_short(value)}", path)
         try:
             n = int(value)
         except ValueError:
-            raise self.error(f"expected an integer, got {value!r}", path) from None
+            raise self.error(f"expected an integer, got {_short(value)}", path) from None
         if minimum is not None and n < minimum:
-            raise self.error(f"expected an integer >= {minimum}, got {n}", path)
+            raise self.error(f"expected an integer >= {minimum}, got {_short(n)}", path)
+        if not INT32_MIN <= n <= INT32_MAX:
+            raise self.error(f"expected an integer between {INT32_MIN} and {INT32_MAX}, got {_short(n)}", path)
         return n
 
     def number(self, value: Any, path: str) -> float:
+        """A finite number."""
         if isinstance(value, bool):
             raise self.error(f"expected a number, got {value!r}", path)
         try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise self.error(f"expected a number, got {value!r}", path) from None
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise self.error(f"expected a number, got {_short(value)}", path) from None
+        if not math.isfinite(number):
+            raise self.error(f"expected a finite number, got {_short(value)}", path)
+        return number
 
     def time(self, value: Any, path: str) -> float:
         return parse_time(value, file=self.file, obj=self.ident, field=path)

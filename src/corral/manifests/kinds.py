@@ -13,6 +13,7 @@ from corral.errors import InputError
 from corral.manifests.fields import Obj
 from corral.manifests.selectors import Affinity, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
+from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity
 
 __all__ = ["KNOWN_KINDS", "NodeRec", "PodRec", "PodGroupRec", "QueueRec", "HyperNodeRec", "parse_object",
@@ -164,6 +165,25 @@ def _container_requests(o: Obj, containers: Any, path: str) -> list[dict[str, fl
     return out
 
 
+def _add_init_containers(o: Obj, inits: Any, requests: dict[str, float]) -> None:
+    """Charge init containers as Kubernetes does (KEP-753, k8s ``resourcehelper.PodRequests``): a
+    sidecar (``restartPolicy: Always``) keeps running, so it is added to the main containers' sum and
+    to every later init container's request; the pod requests the larger of that sum and the largest
+    init step."""
+    steps: dict[str, float] = {}
+    sidecars: dict[str, float] = {}
+    reqs = _container_requests(o, inits, "spec.initContainers")
+    for c, req in zip(inits or [], reqs):
+        if c.get("restartPolicy") == "Always":
+            for k, v in req.items():
+                requests[k] = requests.get(k, 0.0) + v
+                sidecars[k] = sidecars.get(k, 0.0) + v
+            _max_into(steps, sidecars)
+        else:
+            _max_into(steps, {k: req.get(k, 0.0) + sidecars.get(k, 0.0) for k in req.keys() | sidecars.keys()})
+    _max_into(requests, steps)
+
+
 def _pod(o: Obj) -> PodRec:
     spec, status = o.section("spec"), o.section("status")
     if "containers" not in spec:
@@ -172,8 +192,7 @@ def _pod(o: Obj) -> PodRec:
     for req in _container_requests(o, spec.get("containers"), "spec.containers"):
         for k, v in req.items():
             requests[k] = requests.get(k, 0.0) + v
-    for req in _container_requests(o, spec.get("initContainers"), "spec.initContainers"):
-        _max_into(requests, req)
+    _add_init_containers(o, spec.get("initContainers"), requests)
     for k, v in _resources(o, spec.get("overhead"), "spec.overhead").items():
         requests[k] = requests.get(k, 0.0) + v
     tolerations = []
@@ -211,6 +230,27 @@ def _pod(o: Obj) -> PodRec:
     )
 
 
+def min_resources(raw: dict[str, float]) -> dict[str, float]:
+    """A PodGroup's minResources as Volcano reads what its job controller writes there (a quota-style
+    usage list): ``count/<kind>`` keys count objects and are no resource; ``requests.X`` and ``limits.X``
+    are resource X — the plain key ``X`` first, then ``requests.X``, then ``limits.X`` (requests are what
+    scheduling counts; a limit stands for a missing request, as Kubernetes defaults it); ``pods`` is the
+    pod slots the job takes."""
+    out: dict[str, float] = {}
+    rank: dict[str, int] = {}
+    for key, value in raw.items():
+        if key.startswith("count/"):
+            continue
+        name, r = key, 0
+        if key.startswith("requests."):
+            name, r = key[len("requests."):], 1
+        elif key.startswith("limits."):
+            name, r = key[len("limits."):], 2
+        if name and r < rank.get(name, 3):
+            out[name], rank[name] = value, r
+    return out
+
+
 def _podgroup(o: Obj, api: str) -> PodGroupRec:
     spec, status = o.section("spec"), o.section("status")
     kai = api.startswith("scheduling.run.ai")
@@ -241,7 +281,7 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
     creation = o.meta.get("creationTimestamp")
     return PodGroupRec(
         name=o.name, namespace=o.namespace, min_member=min_member, min_task_member=min_task,
-        min_resources=_resources(o, min_res, "spec.minResources") if min_res is not None else None,
+        min_resources=min_resources(_resources(o, min_res, "spec.minResources")) if min_res is not None else None,
         queue=o.string(spec.get("queue"), "spec.queue") or "default",
         priority_class=o.string(spec.get("priorityClassName"), "spec.priorityClassName"),
         topology_mode=mode, topology_tier=tier, phase=o.string(status.get("phase"), "status.phase") or "Pending",
@@ -334,10 +374,9 @@ def _hypernode(o: Obj) -> HyperNodeRec:
             pattern = o.mapping(sel["regexMatch"], f"{p}.selector.regexMatch").get("pattern")
             if not pattern:
                 raise o.error("regexMatch needs pattern", f"{p}.selector.regexMatch.pattern")
-            import re
             try:
-                re.compile(pattern)
-            except re.error as exc:
+                compile_name_pattern(pattern)       # RE2: linear time, Volcano's (Go) syntax
+            except PatternError as exc:
                 raise o.error(f"bad pattern: {exc}", f"{p}.selector.regexMatch.pattern") from None
             members.append((mtype, "regex", str(pattern)))
         elif "labelMatch" in sel:
@@ -348,14 +387,23 @@ def _hypernode(o: Obj) -> HyperNodeRec:
     return HyperNodeRec(o.name, tier, members, o.file)
 
 
+def _group(api: Any) -> str:
+    return str(api).rpartition("/")[0] if isinstance(api, str) else ""
+
+
 def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
-    """``(kind, record)`` for a known kind; None for kinds corral does not use (Services, Events, ...)."""
+    """``(kind, record)`` for a known kind; None for objects corral does not serve: other kinds
+    (Services, Volcano Jobs, Deployments, ...) and known kinds of another API group (a PodGroup of
+    ``scheduling.x-k8s.io``, left to its own scheduler). A known kind of a known group in a version
+    corral does not read is an error."""
     kind, api = raw.get("kind"), raw.get("apiVersion")
     if not isinstance(kind, str):
         name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
         raise InputError("missing kind", file=file, obj=str(name), field="kind")
     if kind not in KNOWN_KINDS:
         return None
+    if api not in KNOWN_KINDS[kind] and _group(api) not in {_group(a) for a in KNOWN_KINDS[kind]}:
+        return None        # the same kind of another API group (scheduler-plugins' PodGroup): not ours
     if api not in KNOWN_KINDS[kind]:
         name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
         raise InputError(f"unknown apiVersion {api!r} for kind {kind} (expected one of: "

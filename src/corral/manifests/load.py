@@ -1,26 +1,19 @@
 """Read snapshot files into Kubernetes object dicts: YAML or JSON, multi-document streams, ``kind: List``
 wrappers, files and directories (recursively, ``*.yaml``, ``*.yml``, ``*.json`` in name order).
 
-The C YAML loader (libyaml) is used when PyYAML was built with it; it is several times faster on the
-tens of thousands of objects of a production snapshot.
+Files are read within the limits of :mod:`corral.manifests.safe_load` (size, encodings, nesting depth,
+YAML aliases, huge numbers); the C YAML loader (libyaml) is used whenever that is safe.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
-import yaml
-
 from corral.errors import InputError
+from corral.manifests.safe_load import load_text_documents
 
 __all__ = ["read_objects", "SourcedObject"]
-
-try:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader  # type: ignore[misc]
 
 SourcedObject = tuple[str, dict]
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -41,25 +34,7 @@ def _files(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 
 def _documents(path: Path) -> list:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", file=str(path)) from None
-    stripped = text.lstrip()
-    if path.suffix == ".json" or stripped.startswith(("{", "[")):
-        try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as exc:
-            if path.suffix == ".json":
-                raise InputError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                                 file=str(path)) from None
-    try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"malformed YAML{at}: {problem}", file=str(path)) from None
+    return load_text_documents(path)
 
 
 def _flatten(doc: object, source: str, where: str) -> Iterator[SourcedObject]:

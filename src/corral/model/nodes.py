@@ -7,12 +7,12 @@ milli-units. ``idle = allocatable - used``; ``future_idle = idle + releasing - p
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from corral.model.objects import Taint
+from corral.model.patterns import compile_name_pattern
 from corral.model.resources import ResourceIndex
 
 __all__ = ["Nodes"]
@@ -121,8 +121,8 @@ class Nodes:
         return mask
 
     def regex_mask(self, pattern: str) -> np.ndarray:
-        rx = re.compile(pattern)
-        return np.fromiter((rx.fullmatch(n) is not None for n in self.names), bool, len(self.names))
+        matches = compile_name_pattern(pattern)        # RE2: linear time (corral.model.patterns)
+        return np.fromiter((matches(n) for n in self.names), bool, len(self.names))
 
     def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
         """Nodes grouped by identical NoSchedule/NoExecute taint sets: (group id per node, groups)."""

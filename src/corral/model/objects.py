@@ -163,6 +163,8 @@ class Queue:
     deserved: np.ndarray | None = None
     guarantee: np.ndarray | None = None
     reclaimable: bool = True
+    #: the resources ``deserved`` states (KAI: a quota that is not -1); None: every resource
+    deserved_set: np.ndarray | None = None
     parent: str | None = None
     priority: int = 0
     state: str = "Open"

@@ -13,9 +13,12 @@ from decimal import Decimal, InvalidOperation
 
 from corral.errors import InputError
 
-__all__ = ["parse_quantity", "format_quantity", "MILLI"]
+__all__ = ["parse_quantity", "format_quantity", "MILLI", "MAX_UNITS"]
 
 MILLI = 1000.0
+# Kubernetes keeps a quantity's value in an int64: nothing larger is a real amount, and the bound keeps
+# every sum of float64 milli-units finite.
+MAX_UNITS = float(2 ** 63)
 
 _SUFFIX = {
     "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
@@ -38,18 +41,20 @@ def parse_quantity(value: object, *, where: str = "", field: str | None = None) 
         raise InputError(f"expected a quantity, got {value!r}", obj=where or None, field=field)
     if isinstance(value, (int, float)):
         if value < 0 or value != value:
-            raise InputError(f"expected a non-negative quantity, got {value!r}", obj=where or None,
+            raise InputError(f"expected a non-negative quantity, got {_short(value)}", obj=where or None,
                              field=field)
+        if not value <= MAX_UNITS:
+            raise _too_large(value, where, field)
         return float(value) * MILLI
     if not isinstance(value, str):
-        raise InputError(f"expected a quantity, got {type(value).__name__} {value!r}",
+        raise InputError(f"expected a quantity, got {type(value).__name__} {_short(value)}",
                          obj=where or None, field=field)
     cached = _CACHE.get(value)
     if cached is not None:
         return cached
-    m = _QTY.match(value.strip())
+    m = _QTY.match(value.strip()) if len(value) <= 64 else None
     if not m:
-        raise InputError(f"bad quantity {value!r} (expected e.g. 500m, 2, 1.5Gi, 4G, 1e3)",
+        raise InputError(f"bad quantity {_short(value)} (expected e.g. 500m, 2, 1.5Gi, 4G, 1e3)",
                          obj=where or None, field=field)
     try:
         number = Decimal(m.group(1))
@@ -58,12 +63,26 @@ def parse_quantity(value: object, *, where: str = "", field: str | None = None) 
     if number < 0:
         raise InputError(f"expected a non-negative quantity, got {value!r}", obj=where or None,
                          field=field)
+    if number.adjusted() > 30:          # before any arithmetic: 1e999999999 must not be expanded
+        raise _too_large(value, where, field)
     milli = number * Decimal(_SUFFIX[m.group(2) or ""]) * 1000
+    if milli > MAX_UNITS * 1000:
+        raise _too_large(value, where, field)
     # Kubernetes rounds fractional milli-values up (a request of 0.1m cpu is 1m).
     result = float(milli.to_integral_value(rounding="ROUND_CEILING"))
     if len(_CACHE) < 100_000:
         _CACHE[value] = result
     return result
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
+
+
+def _too_large(value: object, where: str, field: str | None) -> InputError:
+    return InputError(f"quantity {_short(value)} is larger than the limit of 2^63 units (Kubernetes "
+                      "stores a quantity in 64 bits)", obj=where or None, field=field)
 
 
 def format_quantity(milli: float, resource: str = "") -> str:

@@ -12,7 +12,7 @@ import numpy as np
 
 from corral.model.quantity import format_quantity
 
-__all__ = ["ResourceIndex", "CPU", "MEMORY", "PODS", "GPU", "EPS"]
+__all__ = ["ResourceIndex", "CPU", "MEMORY", "PODS", "GPU", "EPS", "admission_refusal"]
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -70,3 +70,22 @@ class ResourceIndex:
         parts = [f"{n} {format_quantity(vec[i], n)}" for i, n in enumerate(self.names)
                  if vec[i] and n != PODS]
         return ", ".join(parts) or "nothing"
+
+
+def admission_refusal(res: ResourceIndex, need: np.ndarray, left: np.ndarray, factor: float) -> str:
+    """Why a podgroup is not admitted, naming each resource that is short (``pods``: pod slots):
+    ``not admitted: minResources need nvidia.com/gpu 8; the cluster can admit only nvidia.com/gpu 3.2
+    more (short of nvidia.com/gpu; overcommit-factor 1.2)``."""
+    short = need > left + EPS
+    names, lefts = [], []
+    for i, n in enumerate(res.names):
+        if short[i]:
+            label = "pod slots" if n == PODS else n
+            amount = max(float(left[i]), 0.0)
+            names.append(label)
+            lefts.append(f"{label} {amount / 1000:g}" if n == PODS else f"{n} {format_quantity(amount, n)}")
+    need_s = res.describe(need)
+    if PODS in res and need[res.pos(PODS)]:
+        need_s = (need_s + ", " if need_s != "nothing" else "") + f"pod slots {need[res.pos(PODS)] / 1000:g}"
+    return (f"not admitted: minResources need {need_s}; the cluster can admit only {', '.join(lefts)} more "
+            f"(short of {', '.join(names)}; overcommit-factor {factor:g})")

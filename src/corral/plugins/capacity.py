@@ -5,7 +5,9 @@ capability (KAI ``limit``); parents bound their children. A queue without ``dese
 guarantee (zero when unset): it runs on idle capacity but cannot reclaim. Allocatable and
 JobEnqueueable check the capability of the queue and of every ancestor; QueueOrder serves the smallest
 share first; Preemptive lets a queue reclaim only while it stays within what it deserves; Reclaimable
-takes only from queues above what they deserve, never pushing one below (:mod:`corral.plugins.queues`).
+follows Volcano's rule — a victim while its queue, counting the victims before it, still holds more
+than it deserves in a resource it states, and keeps its guarantee — on the queues below the lowest
+common ancestor with the reclaimer (:mod:`corral.plugins.queues`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ __all__ = ["CapacityPlugin"]
 
 class CapacityPlugin(QueuePlugin):
     name = "capacity"
+    keeps_guarantee = True
+
+    def reclaim_line(self, name: str) -> np.ndarray:
+        """Deserved in the resources the queue states, unlimited in the others (Volcano capacity's
+        ``allocated.LessEqual(deserved, Infinity)``); a queue that states no deserved at all deserves
+        its guarantee in every resource."""
+        q = self.queues[name]
+        if q.deserved is None or q.deserved_set is None:
+            return self.deserved[name]
+        return np.where(q.deserved_set, self.deserved[name], np.inf)
 
     def compute_deserved(self) -> dict[str, np.ndarray]:
         out = {}

@@ -6,7 +6,9 @@ another job only while the preemptor's share after taking the task stays below t
 losing it. With ``enableHierarchy`` the queues are ordered by Volcano's hierarchical DRF: each queue's
 place in the tree is its ``volcano.sh/hierarchy`` annotation (``root/eng/prod``) with weights from
 ``volcano.sh/hierarchy-weights`` (``1/2/8``); two queues are compared at the first level where their paths
-part, by the dominant share of the subtree divided by its weight.
+part, by the dominant share of the subtree divided by its weight; and Reclaimable compares the same two
+subtrees — the branches just below the lowest common ancestor of the reclaimer's and the victim's
+queues — after the move (see :meth:`DrfPlugin.reclaimable`).
 """
 
 from __future__ import annotations
@@ -116,6 +118,40 @@ class DrfPlugin(Plugin):
     def _charge(self, task: Task, sign: int) -> None:
         for key, _ in self.paths.get(task.job.queue, ()):
             self.node_usage[key] = self.node_usage.get(key, 0.0) + sign * task.request
+
+    @property
+    def queue_rule(self) -> bool:
+        """With ``enableHierarchy`` this plugin's Reclaimable is a queue rule: reclaim applies it whatever
+        tier it sits in, as it does proportion's and capacity's."""
+        return self.hierarchy
+
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        """Hierarchical DRF's reclaim rule (Volcano ``plugins/drf`` ReclaimableFn with hierarchy): a victim
+        is allowed while, at the first level where the two queues' paths part — just below their lowest
+        common ancestor, the only level a move between them changes — the reclaimer's branch holding the
+        reclaimer's task still has a smaller weighted dominant share than the victim's branch without the
+        victim (victims allowed before it counted). Abstains without ``enableHierarchy``."""
+        if not self.hierarchy or reclaimer.job is None or reclaimer.job.queue not in self.paths:
+            return None
+        mine = self.paths[reclaimer.job.queue]
+        given: dict[str, np.ndarray] = {}          # path key -> what victims allowed so far free there
+        out = []
+        for t in candidates:
+            if t.job is None or t.job.queue not in self.paths:
+                continue
+            theirs = self.paths[t.job.queue]
+            level = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a[0] != b[0]), None)
+            if level is None:
+                continue
+            (ka, wa), (kb, wb) = mine[level], theirs[level]
+            zero = 0.0 * self.inv
+            sa = self.share(self.node_usage.get(ka, zero) + reclaimer.request) / wa
+            after = self.node_usage.get(kb, zero) - given.get(kb, zero) - t.request
+            if sa < self.share(after) / wb - 1e-12:
+                for key, _ in theirs[level:]:
+                    given[key] = given.get(key, zero) + t.request
+                out.append(t)
+        return out
 
     def queue_order(self, a: Queue, b: Queue) -> int:
         if not self.hierarchy:

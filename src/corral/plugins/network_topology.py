@@ -17,7 +17,9 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
   more than the cluster (any mode) or any allowed hypernode (hard) has in total, or when no allowed
   hypernode holds the nodes the job already runs on (hard).
 - **HyperNodeOrder** — the bin-packing score of a domain: the fraction of its GPU (else CPU) capacity in
-  use, 0–100.
+  use, 0–100, times the argument ``weight`` (default 1). With Volcano's ``hypernode.binpack.cpu``,
+  ``.memory``, ``.resources`` and ``.resources.<name>`` arguments, the score is instead the weighted mean
+  of those resources' fractions in use (cpu and memory weigh 1 unless given).
 
 Jobs without a topology constraint get no answer (the session's default domain is the whole cluster).
 """
@@ -47,6 +49,25 @@ _VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 @dataclass(frozen=True)
 class TopologyArgs:
     evict_domains: int = arg("evictDomains", 8, "domains returned for eviction (top K)")
+    weight: float = arg("weight", 1.0, "multiplies the HyperNodeOrder score (Volcano's plugin weight)", kind="float")
+    bp_cpu: float = arg("hypernode.binpack.cpu", -1.0, "weight of cpu in the hypernode binpack score", kind="float")
+    bp_memory: float = arg("hypernode.binpack.memory", -1.0, "weight of memory in the hypernode binpack score",
+                           kind="float")
+    bp_resources: str = arg("hypernode.binpack.resources", "", "further resources the hypernode score packs")
+    bp_weights: dict = arg("hypernode.binpack.resources.", {}, "weight of each of those (default 1)",
+                           prefix=True, kind="float")
+
+    def binpack_weights(self) -> dict[str, float] | None:
+        """Volcano's hypernode binpack weights per resource, or None when no ``hypernode.binpack.*``
+        argument is given (then the score is the GPU, else CPU, fraction in use)."""
+        if self.bp_cpu < 0 and self.bp_memory < 0 and not self.bp_resources and not self.bp_weights:
+            return None
+        out = {"cpu": max(self.bp_cpu, 0.0) if self.bp_cpu >= 0 else 1.0,
+               "memory": max(self.bp_memory, 0.0) if self.bp_memory >= 0 else 1.0}
+        for name in (r.strip() for r in self.bp_resources.split(",")):
+            if name:
+                out[name] = float(self.bp_weights.get(name, 1.0))
+        return out
 
 
 def _amounts(res, vec: np.ndarray) -> str:
@@ -65,6 +86,8 @@ class NetworkTopologyPlugin(Plugin):
         self.cols = np.ones(len(res), dtype=bool)
         self.cols[res.pos(PODS)] = False
         self.score_col = res.pos(GPU) if GPU in res else res.pos(CPU)
+        weights = self.args.binpack_weights()
+        self._bp = None if weights is None else [(res.pos(n), w) for n, w in weights.items() if n in res and w > 0]
         self._cap: np.ndarray | None = None
         self._allowed_cache: dict[tuple, np.ndarray] = {}
 
@@ -150,6 +173,15 @@ class NetworkTopologyPlugin(Plugin):
 
     def _score(self, mask: np.ndarray, extra: np.ndarray | None = None) -> float:
         nodes = self.session.cluster.nodes
+        if self._bp is not None:
+            cap = nodes.allocatable[mask].sum(axis=0)
+            used = nodes.used[mask].sum(axis=0) + (extra if extra is not None else 0.0)
+            total = got = 0.0
+            for c, w in self._bp:
+                if cap[c] > 0 and np.isfinite(cap[c]):
+                    got += w * min(float(used[c] / cap[c]), 1.0)
+                    total += w
+            return 100.0 * got / total if total > 0 else 0.0
         c = self.score_col
         cap = float(nodes.allocatable[mask, c].sum())
         used = float(nodes.used[mask, c].sum()) + (float(extra[c]) if extra is not None else 0.0)
@@ -280,7 +312,7 @@ class NetworkTopologyPlugin(Plugin):
         return None
 
     def hypernode_order(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
-        return np.array([self._score(d.mask) for d in domains], dtype=float)
+        return self.args.weight * np.array([self._score(d.mask) for d in domains], dtype=float)
 
 
 def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: np.ndarray, req: np.ndarray,

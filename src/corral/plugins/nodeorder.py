@@ -9,7 +9,11 @@ its weight, summed.
   the total keeps a node's score its own, so scores can be cached per node);
 - ``podaffinity.weight`` (2): preferred inter-pod affinity (+weight) and anti-affinity (−weight) terms per
   matching placed pod in the node's topology domain, scaled to 0–100 over the set (this score depends
-  on other nodes, so ``scores_row_local`` says so and the session does not cache it).
+  on other nodes, so ``scores_row_local`` says so and the session does not cache it);
+- ``tainttoleration.weight`` (1): kube-scheduler's TaintToleration score — fewer PreferNoSchedule taints
+  the pod does not tolerate is better (100 for none, 0 for the most of any node);
+- ``imagelocality.weight``, ``podtopologyspread.weight``: accepted with Volcano's spelling and no effect
+  (a snapshot lists no images on nodes, and corral does not read topologySpreadConstraints).
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ class NodeOrderArgs:
     balanced: float = arg("balancedresource.weight", 1.0, "weight of the balanced-allocation score", kind="float")
     node_affinity: float = arg("nodeaffinity.weight", 2.0, "weight of preferred node affinity", kind="float")
     pod_affinity: float = arg("podaffinity.weight", 2.0, "weight of preferred inter-pod affinity", kind="float")
+    taint: float = arg("tainttoleration.weight", 1.0, "weight of the PreferNoSchedule taints score", kind="float")
+    image: float = arg("imagelocality.weight", 1.0, "accepted; a snapshot has no image lists", kind="float")
+    spread: float = arg("podtopologyspread.weight", 2.0, "accepted; a snapshot's pods carry no spread "
+                        "constraints corral reads", kind="float")
 
 
 def _scaled(raw: np.ndarray) -> np.ndarray:
@@ -50,6 +58,13 @@ class NodeOrderPlugin(Plugin):
         res = self.session.cluster.resources
         self.cols = [res.pos(CPU), res.pos(MEMORY)]
         self.bal_cols = np.array(self.cols + ([res.pos(GPU)] if GPU in res else []), dtype=np.intp)
+        # nodes grouped by their PreferNoSchedule taints (the hard ones are the predicates' business)
+        groups: dict[tuple, int] = {}
+        ids = [groups.setdefault(tuple(t for t in taints if t.effect == "PreferNoSchedule"), len(groups))
+               for taints in self.session.cluster.nodes.taints]
+        self._soft_ids = np.array(ids, dtype=np.intp)
+        self._soft_groups = list(groups)
+        self._soft_taints = any(self._soft_groups)
 
     def scores_row_local(self, task: Task) -> bool:
         aff = task.affinity
@@ -91,7 +106,18 @@ class NodeOrderPlugin(Plugin):
             score += a.node_affinity * raw * (100.0 / total)
         if aff is not None and a.pod_affinity and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred):
             score += a.pod_affinity * _scaled(self._pod_preferred(task, rows))
+        if a.taint and self._soft_taints:
+            score += a.taint * self._taint_score(task, rows)
         return score
+
+    def _taint_score(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        """kube-scheduler's TaintToleration score: fewer PreferNoSchedule taints the pod does not tolerate
+        is better: 100 for none, 0 for the most over all nodes (not over the candidates, so a node's
+        score is its own and can be cached); zero everywhere when no node has one the pod minds."""
+        per_group = np.array([sum(1 for t in g if not any(tol.tolerates(t) for tol in task.tolerations))
+                              for g in self._soft_groups], dtype=float)
+        top = per_group.max(initial=0.0)
+        return np.zeros(len(rows)) if top <= 0 else (1.0 - per_group[self._soft_ids][rows] / top) * 100.0
 
     def _pod_preferred(self, task: Task, rows: np.ndarray) -> np.ndarray:
         nodes = self.session.cluster.nodes

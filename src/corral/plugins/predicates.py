@@ -10,6 +10,20 @@ already placed that select the incoming pod. As in kube-scheduler, a pod whose r
 no placed pod may still go anywhere with the topology key if it matches its own term (the first pod of
 a group). Resource fit and the pod count are checked by the actions (SPEC.md §2).
 
+Arguments, in Volcano's spelling and meaning (``plugins/predicates``): ``predicate.NodeAffinityEnable``
+(nodeSelector and required node affinity), ``predicate.TaintTolerationEnable`` (taints),
+``predicate.PodAffinityEnable`` (inter-pod terms) — each true by default; false turns that check off.
+``predicate.ProportionalEnable`` with ``predicate.resources`` (``nvidia.com/gpu``) and
+``predicate.resources.<name>.cpu`` / ``.memory`` (cores and GB per device, default 1): a pod that asks
+for none of those resources may go to a node only if the node keeps, after it, that much CPU and memory
+per idle device (so CPU-only pods do not strand a GPU node's GPUs). ``predicate.GPUSharingEnable``:
+GPU sharing by memory, which in corral is the ``gpushare`` plugin (added to the configuration when this
+is true and it is not there). The other documented switches (``NodePortsEnable``,
+``NodeVolumeLimitsEnable``, ``VolumeZoneEnable``, ``VolumeBindingEnable``, ``PodTopologySpreadEnable``,
+``DynamicResourceAllocationEnable``, ``GPUNumberEnable``, ``CacheEnable``) are accepted and change
+nothing: a snapshot carries no host ports, volumes, spread constraints or resource claims, a GPU count
+is fit like every resource, and the cache never changes an answer.
+
 Simulation points (seed 003): the placed-pod index is kept by the allocate/deallocate events, so a dry
 run that adds or removes pods through a Statement sees affinity change; SimulateAddTask /
 SimulateRemoveTask update the same index for hypothetical moves outside a Statement.
@@ -17,14 +31,44 @@ SimulateRemoveTask update the same index for hypothetical moves outside a Statem
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from corral.framework.config import arg
 from corral.framework.plugin import Plugin
 from corral.manifests.selectors import PodAffinityTerm, Requirement
 from corral.model import OCCUPYING_STATES, Task, TaskStatus
 from corral.model.objects import Taint
+from corral.model.resources import CPU, MEMORY
 
-__all__ = ["PredicatesPlugin"]
+__all__ = ["PredicatesPlugin", "PredicatesArgs"]
+
+_NO_EFFECT = "accepted; nothing in a snapshot for it to check"
+
+
+@dataclass(frozen=True)
+class PredicatesArgs:
+    node_affinity: bool = arg("predicate.NodeAffinityEnable", True, "nodeSelector and required node affinity")
+    taints: bool = arg("predicate.TaintTolerationEnable", True, "taints against tolerations")
+    pod_affinity: bool = arg("predicate.PodAffinityEnable", True, "required inter-pod (anti-)affinity")
+    gpu_sharing: bool = arg("predicate.GPUSharingEnable", False, "GPU sharing by memory (the gpushare plugin)")
+    proportional: bool = arg("predicate.ProportionalEnable", False, "keep CPU and memory per idle device")
+    prop_resources: str = arg("predicate.resources", "", "devices the proportional check keeps for")
+    prop_rates: dict = arg("predicate.resources.", {}, "<name>.cpu / <name>.memory per device", prefix=True,
+                           kind="float")
+    node_ports: bool = arg("predicate.NodePortsEnable", True, _NO_EFFECT)
+    volume_limits: bool = arg("predicate.NodeVolumeLimitsEnable", True, _NO_EFFECT)
+    volume_zone: bool = arg("predicate.VolumeZoneEnable", True, _NO_EFFECT)
+    volume_binding: bool = arg("predicate.VolumeBindingEnable", True, _NO_EFFECT)
+    spread: bool = arg("predicate.PodTopologySpreadEnable", True, _NO_EFFECT)
+    dra: bool = arg("predicate.DynamicResourceAllocationEnable", False, _NO_EFFECT)
+    gpu_number: bool = arg("predicate.GPUNumberEnable", False, "accepted; every resource is fit already")
+    cache: bool = arg("predicate.CacheEnable", False, "accepted; never changes an answer")
+
+    def implied_plugins(self) -> tuple[str, ...]:
+        """Plugins these arguments call for: Volcano's GPU-sharing predicate is corral's gpushare."""
+        return ("gpushare",) if self.gpu_sharing else ()
 
 _UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 #: Pods that count for inter-pod terms; Releasing pods (evicted victims) no longer do.
@@ -37,9 +81,11 @@ def _row(task: Task) -> int:
 
 class PredicatesPlugin(Plugin):
     name = "predicates"
+    Args = PredicatesArgs
 
     def on_session_open(self) -> None:
         self.nodes = self.session.cluster.nodes
+        self._devices = self._proportional_devices()
         self._static: dict[tuple, np.ndarray] = {}
         self._explain: dict[tuple, list[tuple[np.ndarray, str]]] = {}
         # placed pods by row, only those that matter for inter-pod terms
@@ -87,8 +133,22 @@ class PredicatesPlugin(Plugin):
         return self.nodes.label_mask(r.key, r.op, r.values)
 
     def _static_parts(self, task: Task) -> list[tuple[np.ndarray, str]]:
-        nodes, n = self.nodes, len(self.nodes)
+        nodes = self.nodes
         parts: list[tuple[np.ndarray, str]] = []
+        if self.args.node_affinity:
+            self._node_affinity_parts(task, parts)
+        if self.args.taints:
+            ids, groups = nodes.taint_groups()
+            ok_group = np.array([all(any(tol.tolerates(t) for tol in task.tolerations) for t in g)
+                                 for g in groups], dtype=bool)
+            parts.append((ok_group[ids], "node(s) had taints the pod doesn't tolerate"))
+        if nodes.unschedulable.any():
+            tolerated = any(tol.tolerates(_UNSCHEDULABLE) for tol in task.tolerations)
+            parts.append((~nodes.unschedulable | tolerated, "node(s) were unschedulable"))
+        return parts
+
+    def _node_affinity_parts(self, task: Task, parts: list[tuple[np.ndarray, str]]) -> None:
+        nodes, n = self.nodes, len(self.nodes)
         if task.node_selector:
             mask = np.ones(n, dtype=bool)
             for k, v in sorted(task.node_selector.items()):
@@ -103,14 +163,6 @@ class PredicatesPlugin(Plugin):
                     tm &= self._requirement(r)
                 mask |= tm if term else np.zeros(n, dtype=bool)
             parts.append((mask, "node(s) didn't match the pod's required node affinity"))
-        ids, groups = nodes.taint_groups()
-        ok_group = np.array([all(any(tol.tolerates(t) for tol in task.tolerations) for t in g)
-                             for g in groups], dtype=bool)
-        parts.append((ok_group[ids], "node(s) had taints the pod doesn't tolerate"))
-        if nodes.unschedulable.any():
-            tolerated = any(tol.tolerates(_UNSCHEDULABLE) for tol in task.tolerations)
-            parts.append((~nodes.unschedulable | tolerated, "node(s) were unschedulable"))
-        return parts
 
     def static_mask(self, task: Task) -> np.ndarray:
         mask = self._static.get(task.klass)
@@ -146,7 +198,9 @@ class PredicatesPlugin(Plugin):
         return np.fromiter((v is None or v not in hits for v in values), bool, len(values))
 
     def _pod_parts(self, task: Task) -> list[tuple[np.ndarray, str]]:
-        parts = []
+        parts: list[tuple[np.ndarray, str]] = []
+        if not self.args.pod_affinity:
+            return parts
         aff = task.affinity
         if aff is not None:
             for term in aff.pod_affinity:
@@ -178,7 +232,40 @@ class PredicatesPlugin(Plugin):
         if (task.affinity is not None and task.affinity.has_pod_terms) or self.anti:
             for m, _ in self._pod_parts(task):
                 mask = mask & m
+        if self._devices:
+            prop = self._proportional(task)
+            if prop is not None:
+                mask = mask & prop
         return mask
+
+    # -- proportional (Volcano predicates/proportional.go) ---------------------------------------
+    def _proportional_devices(self) -> list[tuple[int, float, float]]:
+        """(column, CPU milli per device milli, memory milli-bytes per device milli) of each device the
+        proportional check keeps CPU and memory for."""
+        a, res = self.args, self.session.cluster.resources
+        if not a.proportional:
+            return []
+        out = []
+        for name in (r.strip() for r in a.prop_resources.split(",")):
+            col = res.get(name) if name else None
+            if col is not None:
+                cpu = a.prop_rates.get(f"{name}.cpu", 1.0)
+                mem = a.prop_rates.get(f"{name}.memory", 1.0)
+                out.append((col, cpu if cpu >= 0 else 1.0, (mem if mem >= 0 else 1.0) * 1e9))
+        return out
+
+    def _proportional(self, task: Task) -> np.ndarray | None:
+        """Where ``task`` leaves CPU and memory for the idle devices (None: a device pod, unchecked)."""
+        if any(task.request[col] > 0 for col, _, _ in self._devices):
+            return None
+        res, nodes = self.session.cluster.resources, self.nodes
+        cpu, mem = res.pos(CPU), res.pos(MEMORY)
+        after = nodes.allocatable - nodes.used - task.request
+        ok = np.ones(len(nodes), dtype=bool)
+        for col, per_cpu, per_mem in self._devices:
+            idle = np.maximum(nodes.allocatable[:, col] - nodes.used[:, col], 0.0)
+            ok &= (after[:, cpu] >= idle * per_cpu) & (after[:, mem] >= idle * per_mem)
+        return ok
 
     def resolvable(self, task: Task) -> np.ndarray:
         """Inter-pod terms can change when pods are evicted; the static checks cannot."""
@@ -191,4 +278,8 @@ class PredicatesPlugin(Plugin):
         merged: dict[str, np.ndarray] = {}
         for m, why in self._pod_parts(task):
             merged[why] = merged[why] | ~m if why in merged else ~m
-        return list(self._explain[task.klass]) + [(m, why) for why, m in merged.items()]
+        out = list(self._explain[task.klass]) + [(m, why) for why, m in merged.items()]
+        prop = self._proportional(task) if self._devices else None
+        if prop is not None:
+            out.append((~prop, "node(s) must keep CPU and memory for their idle devices (proportional)"))
+        return out

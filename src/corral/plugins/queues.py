@@ -5,12 +5,17 @@ guarantee, and the minResources of its admitted jobs that have not started (Volc
 Only the columns that are shared resources take part (the ``pods`` count and resources no node offers
 are left out), so an unset dimension never makes a queue look full.
 
-Reclaim floor: a reclaim never takes a victim queue below what it deserves in a *scarce* resource —
-one the queues together request more of than the cluster has (pending pods included), so that the
-deserved amounts are real shares. In a resource everyone can have all they ask for, proportion's
-deserved is just the queue's request (capped by nothing), and protecting it would forbid every
-reclaim on a GPU cluster whose pods also ask for CPU; there the floor is the queue's guarantee.
-``reclaim_floor`` holds the floor per queue.
+Reclaim's queue rule (SPEC.md §3.2; Volcano ``plugins/proportion`` and ``plugins/capacity``
+``ReclaimableFn``): a victim is allowed while its queue, counting the victims allowed before it, still
+holds more than it deserves in some resource (``!allocated.LessEqual(deserved)``), so the pod that
+crosses the line is allowed and whole pods can give a share back. What a queue is compared with is its
+*reclaim line* (:meth:`QueuePlugin.reclaim_line`): proportion's deserved share; capacity's deserved in
+the resources the queue states (a resource it leaves out — a KAI quota of -1 — is unlimited, as Volcano
+treats a scalar resource missing from deserved). Capacity also keeps each queue's guarantee covered
+after the eviction, as Volcano does. In a queue tree the rule is checked on the victim's leaf queue and
+its ancestors *below the lowest common ancestor* with the reclaimer's leaf queue: a reclaim inside that
+ancestor moves resources between its children and leaves its own total (and everything above it)
+unchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import numpy as np
 from corral.framework.plugin import Plugin
 from corral.model import Job, PodGroupPhase, Queue, Task
 from corral.model.resources import EPS, PODS
-from corral.plugins.shares import queue_requests, queue_usage
+from corral.plugins.shares import queue_usage
 
 __all__ = ["QueuePlugin"]
 
@@ -52,10 +57,9 @@ class QueuePlugin(Plugin):
                 for name in cluster.queue_chain(job.queue):
                     self.inqueue[name] = self.inqueue[name] + job.min_resources * self.cols
         self.deserved = self.compute_deserved()
-        asked = sum(queue_requests(cluster).values(), np.zeros_like(self.total)) * self.cols
-        self.scarce = self.cols & (asked > self.total + EPS)
-        self.reclaim_floor = {name: np.where(self.scarce, self.deserved[name], self.guarantee(q))
-                              for name, q in self.queues.items()}
+        self._sides: dict[tuple[str, str], list[str]] = {}     # (victim queue, reclaimer queue) -> checked
+        self._lines: dict[str, list[float]] = {}
+        self._guards: dict[str, list[float]] = {}
 
     def compute_deserved(self) -> dict[str, np.ndarray]:
         raise NotImplementedError
@@ -116,37 +120,92 @@ class QueuePlugin(Plugin):
         return self.within_capability(queue, task.request * self.cols)
 
     # -- victims ---------------------------------------------------------------------------------
+    #: capacity keeps a victim queue's guarantee covered (Volcano capacity); proportion does not
+    keeps_guarantee = False
+    #: reclaim applies this plugin's Reclaimable whatever tier it sits in (SPEC.md §3.2)
+    queue_rule = True
+
+    def reclaim_line(self, name: str) -> np.ndarray:
+        """What queue ``name`` is compared with: above it in some resource, the queue may give up a pod."""
+        return self.deserved[name]
+
+    def above_line(self, name: str, held: np.ndarray | None = None) -> bool:
+        """Does ``name`` hold more than its reclaim line in some shared resource?"""
+        held = self.allocated[name] if held is None else held
+        return bool(np.any(held[self.cols] > self.reclaim_line(name)[self.cols] + EPS))
+
+    @property
+    def reclaim_floor(self) -> dict[str, np.ndarray]:
+        """Per queue, the least a reclaim can leave it with now: its guarantee (capacity) or nothing if
+        it is above its reclaim line, else all it holds. ``allocated − reclaim_floor`` bounds from
+        above what the queue may give up (the planning bound of gangreclaim and the oracle)."""
+        out = {}
+        for name, q in self.queues.items():
+            if self.above_line(name):
+                out[name] = self.guarantee(q) if self.keeps_guarantee else np.zeros_like(self.total)
+            else:
+                out[name] = self.allocated[name].copy()
+        return out
+
+    def victim_side(self, victim_queue: str, reclaimer_queue: str | None) -> list[str]:
+        """The queues the rule checks: ``victim_queue`` and its ancestors below the lowest common
+        ancestor with ``reclaimer_queue`` (all of them when the two share none)."""
+        key = (victim_queue, reclaimer_queue or "")
+        side = self._sides.get(key)
+        if side is None:
+            mine = set(self.chain(reclaimer_queue)) if reclaimer_queue in self.queues else set()
+            side = []
+            for name in self.chain(victim_queue):
+                if name in mine:
+                    break
+                side.append(name)
+            self._sides[key] = side
+        return side
+
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
-        """A victim is allowed only while its queue (and every ancestor) stays at or above its reclaim
-        floor — what it deserves in the scarce resources, its guarantee in the others — in every
-        resource the victim holds, counting the candidates allowed before it in the list (stricter than
-        Volcano, which allows the task that crosses the line: a reclaim must never push a queue below
-        its deserved share)."""
-        # what each queue may still give up, per resource, as plain floats (a per-pod numpy check is
-        # most of a gang reclaim's time)
-        slack: dict[str, list[float]] = {}
+        """Volcano's rule (module docstring): a victim is allowed while every queue on its side of the
+        tree (:meth:`victim_side`) still holds more than its reclaim line in some resource, counting the
+        candidates allowed before it in the list — and, for capacity, keeps its guarantee after it."""
+        rq = reclaimer.job.queue if reclaimer.job is not None else None
+        cols = self._cols()
+        held: dict[str, list[float]] = {}        # what each queue holds less the victims allowed so far
         out = []
         for t in candidates:
             job = t.job
             if job is None or job.queue not in self.queues:
                 continue
-            chain = self.chain(job.queue)
+            side = self.victim_side(job.queue, rq)
             pairs = self._held_pairs(t)
-            ok = True
-            for name in chain:
-                left = slack.get(name)
-                if left is None:
-                    left = slack[name] = (self.allocated[name] - self.reclaim_floor[name]).tolist()
-                if any(left[c] - v < -EPS for c, v in pairs):
-                    ok = False
-                    break
-            if ok:
-                for name in chain:
-                    left = slack[name]
+            if all(self._may_give(name, held, cols, pairs) for name in side):
+                for name in side:
+                    left = held[name]
                     for c, v in pairs:
                         left[c] -= v
                 out.append(t)
         return out
+
+    def _may_give(self, name: str, held: dict[str, list[float]], cols: list[int],
+                  pairs: list[tuple[int, float]]) -> bool:
+        left = held.get(name)
+        if left is None:
+            left = held[name] = self.allocated[name].tolist()
+        line = self._lines.get(name)
+        if line is None:
+            line = self._lines[name] = self.reclaim_line(name).tolist()
+        if not any(left[c] > line[c] + EPS for c in cols):
+            return False
+        if not self.keeps_guarantee:
+            return True
+        guard = self._guards.get(name)
+        if guard is None:
+            guard = self._guards[name] = self.guarantee(self.queues[name]).tolist()
+        taken = dict(pairs)
+        return all(left[c] - taken.get(c, 0.0) >= guard[c] - EPS for c in cols)
+
+    def _cols(self) -> list[int]:
+        if self._col_list is None:
+            self._col_list = [int(c) for c in np.flatnonzero(self.cols)]
+        return self._col_list
 
     def chain(self, queue: str) -> list[str]:
         """``queue`` and its ancestors, leaf first (cached: the tree does not change in a session)."""
@@ -159,19 +218,18 @@ class QueuePlugin(Plugin):
         """(column, amount) of each resource this plugin counts that ``task`` requests."""
         pairs = self._pairs.get(id(task))
         if pairs is None:
-            if self._col_list is None:
-                self._col_list = [int(c) for c in np.flatnonzero(self.cols)]
             req = task.request.tolist()
-            pairs = self._pairs[id(task)] = [(c, req[c]) for c in self._col_list if req[c] > 0]
+            pairs = self._pairs[id(task)] = [(c, req[c]) for c in self._cols() if req[c] > 0]
         return pairs
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
-        """May ``queue`` reclaim for ``task``: only while it stays within what it deserves."""
+        """May ``queue`` reclaim for ``task``: only while it stays within what it deserves (its reclaim
+        line) in every resource the task asks for (Volcano's ``LessEqualWithDimension``)."""
         if queue.name not in self.queues:
             return False
         future = self.allocated[queue.name] + task.request * self.cols
         dims = task.request * self.cols > 0
-        return bool(np.all(future[dims] <= self.deserved[queue.name][dims] + EPS))
+        return bool(np.all(future[dims] <= self.reclaim_line(queue.name)[dims] + EPS))
 
     def within_capability(self, queue: Queue, extra: np.ndarray) -> bool:
         """Would every queue on the chain stay within its capability after taking ``extra``?"""
@@ -199,6 +257,26 @@ class QueuePlugin(Plugin):
             if np.any(need + self.allocated[name] + self.inqueue[name] > cap + EPS):
                 return False
         return True
+
+    def enqueue_refusal(self, job: Job) -> str | None:
+        """Why JobEnqueueable rejects ``job``: the first queue on its chain whose capability cannot hold
+        its minResources, and the resources that are short (None when it fits)."""
+        queue = self.queues.get(job.queue)
+        if queue is None or job.min_resources is None:
+            return None
+        res = self.session.cluster.resources
+        need = job.min_resources * self.cols
+        for name in self.session.cluster.queue_chain(job.queue):
+            cap = self.capability(self.queues[name])
+            left = cap - self.allocated[name] - self.inqueue[name]
+            short = need > left + EPS
+            if short.any():
+                names = ", ".join(n for i, n in enumerate(res.names) if short[i])
+                where = "" if name == job.queue else f" of its ancestor {name!r}"
+                return (f"not admitted: queue {job.queue!r} capability cannot hold minResources "
+                        f"({res.describe(need)}); short of {names} in the capability{where} "
+                        f"({res.describe(np.where(short, np.maximum(left, 0.0), 0.0))} left)")
+        return None
 
     def on_job_enqueued(self, job: Job) -> None:
         """Count a job just moved to Inqueue by ``enqueue``."""

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-import yaml
 
 from corral.errors import InputError
 from corral.manifests import load_snapshot
+from corral.manifests.safe_load import load_text_documents
 from corral.model import Cluster, HyperNode, HyperNodeTree, Nodes, Queue
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
@@ -316,10 +316,7 @@ def load_cluster(path: str | Path) -> ClusterTemplate:
     if not p.exists():
         raise InputError("no such file or directory", file=str(path))
     if p.is_file() and p.suffix.lower() in (".yaml", ".yml", ".json"):
-        try:
-            docs = [d for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d is not None]
-        except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read: {exc}", file=str(path)) from None
+        docs = load_text_documents(p)      # bounded: size, encoding, depth, aliases, numbers
         if len(docs) == 1 and isinstance(docs[0], Mapping) and "apiVersion" not in docs[0] \
                 and "nodes" in docs[0]:
             return from_spec(ClusterSpec.from_mapping(docs[0], str(path)), str(path))

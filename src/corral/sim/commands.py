@@ -18,13 +18,16 @@ from typing import Any, Callable, List, Optional
 import typer
 
 from corral.cli_errors import fail
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from corral.errors import InputError
+from corral.files import check_output_folder
+from corral.manifests.safe_load import load_yaml, read_text
+from corral.terminal import plain
 from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
 from corral.sim.engine import SimOptions, simulate
+from corral.sim.estimates import estimate_model
 from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
 from corral.sim.jobspec import JobSpec
 from corral.sim.breakdown import parse_buckets
@@ -54,9 +57,27 @@ def parse_seconds(text: str | None, option: str) -> float | None:
             raise InputError(f"expected seconds or a duration such as 90m, 36h, 7d, got {text!r}",
                              field=option) from None
         value = sum(float(n) * _UNITS[u] for n, u in parts)
-    if not 0 <= value < float("inf"):
-        raise InputError(f"expected a number of seconds >= 0, got {text!r}", field=option)
+    if not 0 <= value <= MAX_SECONDS:
+        raise InputError(f"expected a number of seconds from 0 to {MAX_SECONDS:g}, got {text!r}", field=option)
     return value
+
+
+# Simulated times stay within three centuries and steps at least a millisecond: a float64 clock near
+# 1e10 s still moves by 1e-3 s, so no cycle can stop the clock (a step that vanishes in rounding would
+# loop for ever), and every time has an RFC 3339 form.
+MAX_SECONDS = 1e10
+MIN_STEP = 1e-3
+
+
+def _check_options(scale: float | None, schedule_period: float, checkpoint_interval: float | None,
+                   startup_delay: float, eviction_grace: float) -> None:
+    for option, value, low in (("--schedule-period", schedule_period, MIN_STEP),
+                               ("--checkpoint-interval", checkpoint_interval, MIN_STEP),
+                               ("--startup-delay", startup_delay, 0.0), ("--grace-period", eviction_grace, 0.0)):
+        if value is not None and not low <= value <= MAX_SECONDS:
+            raise InputError(f"expected seconds from {low:g} to {MAX_SECONDS:g}, got {value!r}", field=option)
+    if scale is not None and not 1e-6 <= scale <= 1e6:
+        raise InputError(f"expected a factor from 1e-06 to 1e+06, got {scale!r}", field="--scale")
 
 
 @dataclass
@@ -91,10 +112,7 @@ def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed:
         raise InputError("no such file", file=str(path))
     kind = fmt or _sniff(path)
     if kind == "synthetic":
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read: {exc}", file=str(path)) from None
+        raw = load_yaml(read_text(path), str(path)) or {}
         try:
             return synthetic(seed, SyntheticSpec.from_mapping(raw))
         except InputError as exc:   # name the file the spec came from
@@ -113,6 +131,7 @@ def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str 
     """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
     Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
     its three queues for the example, with the workload's own queues otherwise)."""
+    _check_options(scale, schedule_period, checkpoint_interval, startup_delay, eviction_grace)
     if cluster is not None:
         template = load_cluster(cluster)
     elif workload is None:
@@ -143,9 +162,13 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
     """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
     cluster = inputs.template.instantiate(j.queue for j in inputs.jobs)
     meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
+    estimates = estimate_model(getattr(config, "simulation", None), getattr(config, "source", name))
+    options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
+    if estimates is not None:
+        meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
     if not show_progress:
-        return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                TextColumn("jobs done, simulated {task.fields[clock]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(name, total=len(inputs.jobs), clock="0 s")
@@ -153,7 +176,7 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
         def tick(now: float, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, clock=_clock(now))
 
-        return simulate(cluster, inputs.jobs, config, options=inputs.options, meta=meta, progress=tick)
+        return simulate(cluster, inputs.jobs, config, options=options, meta=meta, progress=tick)
 
 
 def _clock(seconds: float) -> str:
@@ -169,7 +192,9 @@ def _load_config(path: Path | None) -> tuple[str, Any]:
     from corral.registry import REGISTRY, default_config
     if path is None or (str(path) == "default" and not path.exists()):
         return "default", default_config()
-    return path.stem or str(path), load_config_file(path, REGISTRY)
+    config = load_config_file(path, REGISTRY)
+    estimate_model(config.simulation, str(path))          # a bad simulation section fails before any run
+    return path.stem or str(path), config
 
 
 _fail = fail
@@ -187,8 +212,8 @@ def _notes(result: SimResult, console: Console) -> None:
     never = result.meta.get("never_fits") or []
     if never:
         first = never[0]
-        console.print(f"{len(never)} job(s) can never run (first: {first['job']}: {first['reason']}); "
-                      "see meta.json")
+        console.print(f"{len(never)} job(s) can never run (first: {plain(first['job'])}: "
+                      f"{plain(first['reason'])}); see meta.json", markup=False, highlight=False)
     if "stalled_at" in result.meta:
         console.print(f"warning: the scheduler stopped making progress at t={result.meta['stalled_at']:g} s")
 
@@ -214,6 +239,7 @@ _NO_PROGRESS = typer.Option(False, "--no-progress", help="no progress bar")
 _BUCKETS = typer.Option("1,8,32", "--size-buckets",
                         help="upper edges of the job-size buckets of the report, in GPUs (1,8,32: "
                              "1 GPU, 2-8, 9-32, >32)")
+_FORCE = typer.Option(False, "--force", help="replace --output even if it is not a previous corral report")
 
 
 def simulate_command(
@@ -224,25 +250,26 @@ def simulate_command(
     checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
     grace_period: float = _GRACE, restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-report"), "--output", "-o", help="report folder"),
-    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS,
+    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS, force: bool = _FORCE,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     console = _console()
     try:
         buckets = parse_buckets(size_buckets)
+        check_output_folder(output, force)
         name, cfg = _load_config(config)
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)
         result = run_config(inputs, cfg, name, show_progress=not no_progress and console.is_terminal,
                             console=console)
-        folder = write_report(result, output, buckets)
+        folder = write_report(result, output, buckets, force=force)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
         _fail(exc)
         return
     console.print(summary_table(summarize(result), title=f"corral simulate: {name}"))
     console.print(size_table({name: result}, buckets))
     _notes(result, console)
-    console.print(f"report: {folder / 'index.html'}", soft_wrap=True)
+    console.print(f"report: {plain(folder / 'index.html')}", soft_wrap=True, markup=False, highlight=False)
 
 
 def compare_command(
@@ -254,12 +281,13 @@ def compare_command(
     checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
     grace_period: float = _GRACE, restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-compare"), "--output", "-o", help="comparison folder"),
-    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS,
+    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS, force: bool = _FORCE,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     console = _console()
     try:
         buckets = parse_buckets(size_buckets)
+        check_output_folder(output, force)
         loaded = [_load_config(path) for path in configs]     # every config is checked before any run
         inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
                          checkpoint_interval, startup_delay, grace_period, restart_policy)
@@ -270,7 +298,7 @@ def compare_command(
                 unique, n = f"{name}-{n}", n + 1
             results[unique] = run_config(inputs, cfg, unique, console=console,
                                          show_progress=not no_progress and console.is_terminal)
-        folder = write_comparison(results, output, buckets)
+        folder = write_comparison(results, output, buckets, force=force)
     except BaseException as exc:  # noqa: BLE001
         _fail(exc)
         return
@@ -278,7 +306,8 @@ def compare_command(
     console.print(size_table(results, buckets))
     for result in results.values():
         _notes(result, console)
-    console.print(f"comparison: {folder / 'index.html'}", soft_wrap=True)
+    console.print(f"comparison: {plain(folder / 'index.html')}", soft_wrap=True, markup=False,
+                  highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -47,7 +47,7 @@ from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import PENDING_LIKE
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 from corral.manifests.fields import parse_duration
-from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME
+from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
@@ -81,6 +81,7 @@ class SimOptions:
     heartbeat: float | None = None
     restart_policy: str = "job"
     namespace: str = "default"
+    estimates: Any = None            # sim.estimates.EstimateModel: writes corral.io/expected-runtime
 
     def __post_init__(self) -> None:
         if self.restart_policy not in RESTART_POLICIES:
@@ -149,6 +150,7 @@ class Engine(EngineMetrics):
         self._started: set[str] = set()           # uids of pods in state Running
         self._release_token: dict[str, int] = {}
         self._reasons: dict[str, str] = {}        # last unschedulable reason, per waiting job
+        self._last_reasons: dict[str, str] = {}   # the same, kept once the job started (per-job records)
         self._submitted = 0
         self._dirty = False
         self._cycle_at: float | None = None
@@ -296,6 +298,8 @@ class Engine(EngineMetrics):
         job = Job(uid=f"{ns}/{spec.name}", name=spec.name, namespace=ns, queue=spec.queue,
                   min_member=spec.min_pods, priority=spec.priority, creation=spec.submit,
                   annotations=dict(spec.annotations), min_resources=self.cluster.resources.zeros())
+        if self.options.estimates is not None:
+            job.annotations[EXPECTED_RUNTIME] = f"{self.options.estimates.estimate(spec.name, spec.duration):.0f}s"
         job.min_task_member = {r.name: r.min_count for r in spec.roles if r.min_count is not None}
         if spec.topology is not None:
             job.topology_mode, job.topology_tier = spec.topology
@@ -538,8 +542,8 @@ class Engine(EngineMetrics):
             self._update(sim)
         for record in decisions.unschedulable:
             if record.podgroup in self._waiting:
-                self._reasons[record.podgroup] = record.reason
-        changed = bool(decisions.binds or decisions.evictions or decisions.podgroups) \
+                self._reasons[record.podgroup] = self._last_reasons[record.podgroup] = record.reason
+        changed = bool(decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks) \
             or before != self._fingerprint()
         for uid in [u for u, s in self._waiting.items()
                     if not any(t.status in PENDING_LIKE for t in s.job.tasks)]:

@@ -20,12 +20,9 @@ import html
 import json
 import math
 import operator
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from rich.table import Table
@@ -33,6 +30,8 @@ from rich.table import Table
 from corral.errors import InputError
 from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown
+from corral.files import atomic_folder
+from corral.terminal import cell
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
@@ -290,37 +289,6 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Any], *, recor
         writer.writerows(((get(row),) if single else get(row)) for row in rows)
 
 
-def _atomic_folder(folder: str | Path, fill: Callable[[Path], None]) -> Path:
-    """Run ``fill`` on a fresh hidden sibling of ``folder``, then swap it into place: remove nothing
-    until the new report is complete, and restore the old one if the final rename fails."""
-    shown, folder = str(folder), Path(folder).resolve()  # resolve: "." has no name to rename
-    try:
-        if folder.exists() and not folder.is_dir():
-            raise InputError("exists and is not a folder", file=shown)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
-        try:
-            os.chmod(tmp, 0o755)
-            fill(tmp)
-            if folder.exists():
-                graveyard = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
-                folder.rename(graveyard / "previous")
-                try:
-                    tmp.rename(folder)
-                except OSError:
-                    (graveyard / "previous").rename(folder)
-                    raise
-                shutil.rmtree(graveyard, ignore_errors=True)
-            else:
-                tmp.rename(folder)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    except OSError as exc:
-        raise InputError(f"cannot write report: {exc.strerror or exc}", file=shown) from None
-    return folder
-
-
 def _breakdown_rows(result: SimResult, buckets: Sequence[float]) -> list[dict[str, Any]]:
     return [{k: _sig(v) if k not in ("by", "group") else v for k, v in row.items()}
             for row in breakdown(result, buckets)]
@@ -348,7 +316,8 @@ def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAU
     return summary
 
 
-def write_report(result: SimResult, folder: str | Path, buckets: Sequence[float] = DEFAULT_BUCKETS) -> Path:
+def write_report(result: SimResult, folder: str | Path, buckets: Sequence[float] = DEFAULT_BUCKETS, *,
+                 force: bool = False) -> Path:
     """Write one run's report folder and return its path. Files: ``summary.json`` (:func:`summarize`),
     ``meta.json``, ``jobs.csv`` / ``jobs.json`` (one record per job), ``queues.csv`` (queue samples:
     shares over time), ``cluster.csv`` (cluster samples: utilisation, pending GPU demand and fragmented
@@ -356,8 +325,9 @@ def write_report(result: SimResult, folder: str | Path, buckets: Sequence[float]
     slowdown by job size — ``buckets``, upper edges in GPUs — and by queue: :mod:`corral.sim.breakdown`),
     PNG plots (``utilisation``, ``demand``, ``fragmentation``, ``pending``, ``shares``, ``jct_cdf``,
     ``wait_cdf``, ``wait_by_size``, ``slowdown_by_size``) and ``index.html``, which embeds them and needs
-    no other file. An existing folder is replaced only once the new report is complete."""
-    return _atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets))
+    no other file. An existing folder is replaced only once the new report is complete, and only if it
+    is a previous report or ``force`` is given (:func:`corral.files.atomic_folder`)."""
+    return atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets), force=force)
 
 
 _RESERVED = {"index.html", "comparison.json", "comparison.csv", "breakdown.csv", "utilisation.png",
@@ -380,7 +350,7 @@ def _folder_names(names: Iterable[str]) -> dict[str, str]:
 
 
 def write_comparison(results: Mapping[str, SimResult], folder: str | Path,
-                     buckets: Sequence[float] = DEFAULT_BUCKETS) -> Path:
+                     buckets: Sequence[float] = DEFAULT_BUCKETS, *, force: bool = False) -> Path:
     """Write a comparison of several configs run on the same workload: ``comparison.json`` and
     ``comparison.csv`` (one row per config: ``config``, ``report`` subfolder, then every metric),
     ``breakdown.csv`` (each config's rows of :func:`~corral.sim.breakdown.breakdown`, with a ``config``
@@ -413,7 +383,7 @@ def write_comparison(results: Mapping[str, SimResult], folder: str | Path,
             (tmp / file_name).write_bytes(png)
         (tmp / "index.html").write_text(_comparison_page(rows, plots, groups), encoding="utf-8")
 
-    return _atomic_folder(folder, fill)
+    return atomic_folder(folder, fill, force=force)
 
 
 # -------------------------------------------------------------------------------------------- HTML
@@ -520,10 +490,10 @@ def summary_table(summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]],
     config, side by side). Unknown keys are shown after the known ones, formatted plainly."""
     several = bool(summary) and all(isinstance(v, Mapping) for v in summary.values())
     columns: dict[str, Mapping[str, Any]] = dict(summary) if several else {"value": summary}
-    table = Table(title=title)
+    table = Table(title=cell(title) if title else None)
     table.add_column("metric")
     for name in columns:
-        table.add_column(str(name), justify="right")
+        table.add_column(cell(name), justify="right")     # config names are shown, never read as markup
     keys = [k for k in METRICS if any(k in s for s in columns.values())]
     keys += sorted({k for s in columns.values() for k in s if k not in METRICS})
     for key in keys:

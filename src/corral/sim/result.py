@@ -16,7 +16,8 @@ __all__ = ["JobRecord", "QueueSample", "ClusterSample", "SimResult"]
 class JobRecord:
     """What one job experienced. ``status`` is ``completed``, ``running``, ``pending`` (still waiting at
     the end of the run) or ``never_fits`` (larger than the cluster or its queue could ever give).
-    ``wait`` is first start minus submit; ``jct`` is end minus submit; both ``None`` when not reached."""
+    ``wait`` is first start minus submit; ``jct`` is end minus submit; both ``None`` when not reached.
+    ``reason``: the last unschedulable reason the job had while it waited ("" if it never waited)."""
 
     job: str
     queue: str
@@ -34,6 +35,7 @@ class JobRecord:
     evictions: int = 0
     gpu_hours_lost: float = 0.0
     status: str = "pending"
+    reason: str = ""              # the last reason it waited (e.g. a node locked for another job)
 
 
 @dataclass

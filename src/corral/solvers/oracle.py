@@ -18,12 +18,13 @@ What is modelled
     priority (``gangpreempt``, and the ``priority`` plugin's rule);
   - ``action="reclaim"``: the victim's job is in another queue that exists and is reclaimable. With
     ``queue_slack`` (see :func:`queue_slack`) the queue rule of ``proportion``/``capacity`` is modelled
-    exactly: for each queue on a victim's queue chain and each shared resource, the victims of that
-    queue may free at most ``max(allocated − floor, 0)`` — a victim queue never ends below its deserved
-    share (its reclaim floor) in any resource its victims hold; a queue at or below it gives nothing.
-    The plugin checks the same condition pod by pod, cumulatively, so the two agree on which *sets*
-    are allowed. Without ``queue_slack`` reclaim victims are limited only by reclaimability (what the
-    actions do when the rule is not configured to apply).
+    by a relaxation: for each queue on a victim's queue chain and each shared resource, the victims of
+    that queue may free at most ``max(allocated − floor, 0)``, where the floor is the plugin's
+    ``reclaim_floor`` — nothing (capacity: the guarantee) for a queue above its share, everything it
+    holds for a queue at or below it. The plugin's rule (Volcano's: a victim while the queue is still
+    above its share, the pod that crosses the line allowed) allows a subset of those sets, so the
+    oracle's answer is a bound. Without ``queue_slack`` reclaim victims are limited only by
+    reclaimability (what the actions do when the rule is not configured to apply).
 
 * **Domain** — the gang lands entirely in ONE domain: a HyperNode of tier ≤ ``highestTierAllowed``
   (all tiers when unset) that contains every node the gang already runs on, when the job has
@@ -231,8 +232,9 @@ def candidate_victims(cluster: Cluster, job: Job, action: str = "preempt",
 def queue_slack(session) -> dict[str, np.ndarray]:
     """Per queue, how much of each resource it may give up in a reclaim: ``allocated − floor`` over
     the shared resources (+inf elsewhere), from the session's ``proportion`` or ``capacity`` plugin —
-    the floor is the plugin's ``reclaim_floor`` when it has one (deserved in the scarce resources,
-    guarantee in the others), else its deserved share. Empty when neither plugin is configured."""
+    the floor is the plugin's ``reclaim_floor`` when it has one (nothing, or the guarantee, for a queue
+    above its share; all it holds for one that is not), else its deserved share. Empty when neither
+    plugin is configured."""
     plugin = session.plugin("proportion") or session.plugin("capacity")
     if plugin is None:
         return {}

@@ -1,0 +1,231 @@
+"""The wire to the Kubernetes API server, through the official ``kubernetes`` client's transport.
+
+Every call goes through :class:`kubernetes.client.ApiClient` (its configuration, authentication, TLS and
+connection pool, loaded from a kubeconfig or the in-cluster service account) with
+``param_serialize`` + ``call_api``; bodies are read as plain JSON dicts, never turned into the client's
+model classes, because the scheduler feeds the objects' dicts to the snapshot loader
+(:mod:`corral.manifests`) and 50,000 pods through the generated models would cost seconds per list.
+
+:data:`RESOURCES` is the table of what ``corral run`` watches: the core kinds, and the Volcano / KAI
+custom resources (``optional``: a cluster without the CRD answers 404 and the kind is skipped).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from corral.errors import ClusterAPIError
+
+__all__ = ["ResourceType", "RESOURCES", "KubeAPI", "APIError", "load_client"]
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One watched collection: ``kind`` and ``api_version`` as the snapshot loader expects them."""
+
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+    optional: bool = False
+
+    @property
+    def name(self) -> str:
+        group = self.api_version.rpartition("/")[0]
+        return f"{self.plural}.{group}" if group else self.plural
+
+    def base(self) -> str:
+        return f"/api/{self.api_version}" if "/" not in self.api_version else f"/apis/{self.api_version}"
+
+    def collection(self, namespace: str | None = None) -> str:
+        """The path of the whole collection (all namespaces unless ``namespace``)."""
+        if namespace and self.namespaced:
+            return f"{self.base()}/namespaces/{namespace}/{self.plural}"
+        return f"{self.base()}/{self.plural}"
+
+    def item(self, name: str, namespace: str = "", sub: str = "") -> str:
+        path = f"{self.collection(namespace or None)}/{name}"
+        return f"{path}/{sub}" if sub else path
+
+
+RESOURCES: tuple[ResourceType, ...] = (
+    ResourceType("Node", "v1", "nodes", False),
+    ResourceType("Pod", "v1", "pods", True),
+    ResourceType("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False),
+    ResourceType("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
+    ResourceType("Queue", "scheduling.volcano.sh/v1beta1", "queues", False, optional=True),
+    ResourceType("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True, optional=True),
+    ResourceType("Queue", "scheduling.run.ai/v2", "queues", False, optional=True),
+    ResourceType("PodGroup", "scheduling.run.ai/v2alpha2", "podgroups", True, optional=True),
+    ResourceType("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", False, optional=True),
+)
+POD = RESOURCES[1]
+NODE = RESOURCES[0]
+LEASE = ResourceType("Lease", "coordination.k8s.io/v1", "leases", True)
+EVENT = ResourceType("Event", "v1", "events", True)
+
+
+class APIError(ClusterAPIError):
+    """A request the API server refused (``status`` is the HTTP code; 0 when no answer came)."""
+
+    def __init__(self, status: int, message: str, *, method: str = "", path: str = "",
+                 retry_after: float | None = None) -> None:
+        self.status = status
+        self.retry_after = retry_after
+        self.method = method
+        self.path = path
+        super().__init__(f"{method} {path}: {status} {message}".strip())
+
+
+def load_client(kubeconfig: str | None = None, context: str | None = None, host: str | None = None,
+                pool: int = 32) -> k8s.ApiClient:
+    """An ``ApiClient``: ``host`` (no authentication; tests and ``kubectl proxy``), else the kubeconfig
+    (``--kubeconfig`` or ``$KUBECONFIG`` / ``~/.kube/config``), else the in-cluster service account."""
+    cfg = k8s.Configuration()
+    if host:
+        cfg.host = host
+    else:
+        try:
+            k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+        except Exception as first:  # noqa: BLE001 - fall back to the in-cluster account, report both
+            if kubeconfig:
+                raise ClusterAPIError(f"cannot load kubeconfig {kubeconfig}: {first}") from None
+            try:
+                k8s_config.load_incluster_config(client_configuration=cfg)
+            except Exception as second:  # noqa: BLE001
+                raise ClusterAPIError(f"no cluster credentials: kubeconfig: {first}; in-cluster: {second}") \
+                    from None
+    cfg.connection_pool_maxsize = pool
+    cfg.retries = False
+    return k8s.ApiClient(cfg)
+
+
+def _message(body: bytes | str | None) -> str:
+    if not body:
+        return ""
+    try:
+        data = json.loads(body)
+    except (ValueError, TypeError):
+        return str(body[:200] if isinstance(body, (bytes, str)) else body)
+    return str(data.get("message") or data.get("reason") or "") if isinstance(data, dict) else ""
+
+
+class KubeAPI:
+    """JSON requests over the client's connection pool. Errors become :class:`APIError`."""
+
+    def __init__(self, api_client: k8s.ApiClient, timeout: float = 30.0) -> None:
+        self.client = api_client
+        self.timeout = timeout
+
+    def _send(self, method: str, path: str, query: dict | None, body: Any, content_type: str | None,
+              timeout: Any) -> Any:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        params = [(k, v if not isinstance(v, bool) else str(v).lower()) for k, v in (query or {}).items()
+                  if v is not None]
+        req = self.client.param_serialize(method, path, query_params=params, header_params=headers, body=body,
+                                          auth_settings=["BearerToken"])
+        try:
+            resp = self.client.call_api(*req, _request_timeout=timeout)
+        except ApiException as exc:
+            raise APIError(exc.status or 0, _message(exc.body) or str(exc.reason), method=method, path=path) \
+                from None
+        except Exception as exc:  # noqa: BLE001 - connection refused, reset, timeout: no answer
+            raise APIError(0, f"{type(exc).__name__}: {exc}", method=method, path=path) from None
+        return resp
+
+    def request(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
+                content_type: str | None = None) -> dict:
+        """One call; the decoded JSON answer (``{}`` for an empty one)."""
+        resp = self._send(method, path, query, body, content_type, self.timeout)
+        try:
+            data = resp.read()
+        except Exception as exc:  # noqa: BLE001 - the connection dropped while reading
+            raise APIError(0, f"{type(exc).__name__}: {exc}", method=method, path=path) from None
+        if not 200 <= resp.status <= 299:
+            retry = resp.getheader("Retry-After") if hasattr(resp, "getheader") else None
+            raise APIError(resp.status, _message(data) or str(resp.reason), method=method, path=path,
+                           retry_after=float(retry) if retry and retry.isdigit() else None)
+        if not data:
+            return {}
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise APIError(resp.status, "answer is not JSON", method=method, path=path) from None
+
+    def get(self, path: str, **query: Any) -> dict:
+        return self.request("GET", path, query=query)
+
+    def patch(self, path: str, body: dict) -> dict:
+        """A JSON merge patch (RFC 7386): ``None`` values remove keys."""
+        return self.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+
+    def post(self, path: str, body: dict) -> dict:
+        return self.request("POST", path, body=body, content_type="application/json")
+
+    def put(self, path: str, body: dict) -> dict:
+        return self.request("PUT", path, body=body, content_type="application/json")
+
+    def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) \
+            -> "WatchStream":
+        """Open a watch (``allowWatchBookmarks``) from ``resource_version``; iterate the events."""
+        query = {"watch": True, "resourceVersion": resource_version, "allowWatchBookmarks": True,
+                 "timeoutSeconds": timeout_seconds}
+        resp = self._send("GET", path, query, None, None, (min(10.0, read_timeout), read_timeout))
+        if not 200 <= resp.status <= 299:
+            data = resp.read()
+            raise APIError(resp.status, _message(data) or str(resp.reason), method="WATCH", path=path)
+        return WatchStream(resp.response, path)
+
+
+class WatchStream:
+    """The events of one watch response, one JSON object per line of the chunked body."""
+
+    def __init__(self, raw: Any, path: str) -> None:
+        self.raw = raw
+        self.path = path
+
+    def close(self) -> None:
+        try:
+            self.raw.release_conn()
+        except Exception:  # noqa: BLE001 - already closed
+            pass
+
+    def abort(self) -> None:
+        """Close the connection under a reader blocked in :meth:`events` (another thread stops it)."""
+        try:
+            self.raw.shutdown()
+        except Exception:  # noqa: BLE001
+            try:
+                self.raw.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def events(self) -> Iterator[dict]:
+        buf = b""
+        try:
+            for chunk in self.raw.stream(65536, decode_content=False):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        except ValueError as exc:
+            raise APIError(0, f"bad watch event: {exc}", method="WATCH", path=self.path) from None
+        except APIError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the stream dropped
+            raise APIError(0, f"watch dropped: {type(exc).__name__}: {exc}", method="WATCH", path=self.path) \
+                from None
+        if buf.strip():
+            try:
+                yield json.loads(buf)
+            except ValueError:
+                pass

@@ -1,0 +1,507 @@
+"""The watch cache of ``corral run``: list + watch of every resource of :data:`~corral.kube.api.RESOURCES`
+into object dicts, each parsed once on arrival by the snapshot loader's own parser
+(:func:`corral.manifests.kinds.parse_object`), and assembled per cycle by the snapshot loader's own
+assembly (:func:`corral.manifests.build.assemble_cluster`). One model, one code path: a cycle over the
+cache and ``corral schedule`` over :meth:`WatchCache.dump` build the same cluster.
+
+Behaviour (client-go's reflector): a paged list (``limit`` / ``continue``) gives the store and a
+``resourceVersion``; a watch from it with bookmarks moves that version on; a dropped or timed-out watch is
+re-opened from the last version; a 410 Gone (too old) relists; errors back off exponentially (capped,
+with jitter). A 404 on the first list of an optional kind (a CRD the cluster lacks) skips the kind with one
+log line.
+
+Bad objects (SPEC.md §5 for snapshots: one line naming object and field) never stop the scheduler: an
+object the parser rejects is logged once (per distinct error) and left out until a later version of it
+reads; an object the assembly rejects (a queue naming a missing parent, a queue cycle, a duplicate) is
+logged once and left out of that cycle.
+
+Assumptions (kube-scheduler's "assume" cache): a write the scheduler made (a bind, an eviction, a
+nomination, a podgroup status) is overlaid on the cached dict until the watch shows it, so the next cycle
+never decides on a state older than its own writes (no pod is bound twice). ``--dry-run`` overlays the
+decisions as ``corral schedule --cycles`` applies them between cycles and never clears them.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import gc
+import json
+import os
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from corral.errors import InputError
+from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType
+from corral.kube.logs import Log
+from corral.kube.metrics import Metrics
+from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
+from corral.manifests.kinds import PodGroupRec, parse_object
+from corral.model import Cluster
+
+__all__ = ["WatchCache", "Informer", "Backoff", "merge_patch", "contains", "PRESENT"]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (``None`` removes a key); ``target`` is not modified."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+#: in a confirm patch: the key is present, whatever its value
+PRESENT = object()
+
+
+def contains(obj: Any, patch: Any) -> bool:
+    """True when ``obj`` already shows every value of the merge patch ``patch``."""
+    if patch is PRESENT:
+        return obj is not None
+    if not isinstance(patch, dict):
+        return obj == patch
+    if not isinstance(obj, dict):
+        return False
+    for k, v in patch.items():
+        if v is None:
+            if k in obj:
+                return False
+        elif not contains(obj.get(k), v):
+            return False
+    return True
+
+
+class Backoff:
+    """Exponential backoff with jitter: ``base`` doubling to ``cap`` seconds; :meth:`reset` on success."""
+
+    def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
+        self.base, self.cap, self.n = base, cap, 0
+
+    def next(self) -> float:
+        delay = min(self.cap, self.base * (2 ** self.n))
+        self.n += 1
+        return delay * (0.5 + random.random() / 2)
+
+    def reset(self) -> None:
+        self.n = 0
+
+
+@dataclasses.dataclass
+class _Entry:
+    raw: dict
+    record: Any            # (kind, record) from parse_object, None when the object cannot be read
+
+
+@dataclasses.dataclass
+class _Assumption:
+    patch: dict | None     # None: the object is gone (dry-run eviction)
+    confirm: dict | None   # the watch shows this (a merge patch) -> the assumption ends
+    deadline: float
+
+
+class _Gone(Exception):
+    """The watch's resourceVersion is too old: relist."""
+
+
+def _key(raw: dict) -> str:
+    meta = raw.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _rv(raw: dict) -> str:
+    return str((raw.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class WatchCache:
+    """Stores of every resource type, their sync state, and the assumptions of the scheduler's writes."""
+
+    def __init__(self, api: KubeAPI | None, log: Log, metrics: Metrics | None = None,
+                 resources: Sequence[ResourceType] = RESOURCES, *, page: int = 5000, watch_timeout: int = 300,
+                 backoff: tuple[float, float] = (0.5, 30.0)) -> None:
+        self.api = api
+        self.log = log
+        self.metrics = metrics
+        self.resources = tuple(resources)
+        self.page = page
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff
+        self.lock = threading.RLock()
+        self.stores: dict[ResourceType, dict[str, _Entry]] = {r: {} for r in self.resources}
+        self.synced: set[ResourceType] = set()
+        self.absent: set[ResourceType] = set()
+        self.assumed: dict[tuple[str, str], _Assumption] = {}    # (kind, key) -> assumption
+        self.changed = threading.Event()
+        self.informers: list[Informer] = []
+        self.bad: set[tuple[ResourceType, str]] = set()
+        self.view_seconds = 0.0                                  # the last build's snapshot of the stores
+        self.versions: dict[str, int] = {}                       # kind -> changes (objects or assumptions)
+        self.topology: tuple[tuple, Any] | None = None           # (versions of Node, HyperNode), tree
+        self.view_topology: tuple = ()
+
+    # -- informers ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        assert self.api is not None
+        for r in self.resources:
+            inf = Informer(self, r)
+            self.informers.append(inf)
+            inf.start()
+
+    def stop(self) -> None:
+        for inf in self.informers:
+            inf.stop()
+        for inf in self.informers:
+            inf.join(timeout=5)
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self.lock:
+                if len(self.synced) == len(self.resources):
+                    return True
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            self.changed.wait(0.05)
+            self.changed.clear()
+
+    def is_synced(self) -> bool:
+        with self.lock:
+            return len(self.synced) == len(self.resources)
+
+    # -- store updates (informer threads) ------------------------------------------------------------
+    def _parse(self, rtype: ResourceType, raw: dict) -> _Entry:
+        raw.setdefault("kind", rtype.kind)
+        raw.setdefault("apiVersion", rtype.api_version)
+        key = (rtype.name, _key(raw))
+        try:
+            record = parse_object(rtype.name, raw)
+        except InputError as exc:
+            self.log.once(key, "warning", "object left out: the model cannot read it", resource=rtype.name,
+                          object=key[1], field=exc.field, error=exc.describe())
+            return _Entry(raw, None)
+        self.log.forget(key)
+        return _Entry(raw, record)
+
+    def replace(self, rtype: ResourceType, items: list[dict]) -> None:
+        entries = {}
+        for raw in items:
+            e = self._parse(rtype, raw)
+            entries[_key(raw)] = e
+        with self.lock:
+            self._bump(rtype.kind)
+            self.stores[rtype] = entries
+            self.bad = {k for k in self.bad if k[0] is not rtype} | {(rtype, k) for k, e in entries.items()
+                                                                      if e.record is None}
+            self.synced.add(rtype)
+            for (kind, key), a in list(self.assumed.items()):
+                if kind == rtype.kind and key in entries and a.confirm is not None \
+                        and contains(entries[key].raw, a.confirm):
+                    del self.assumed[(kind, key)]
+        self.changed.set()
+
+    def event(self, rtype: ResourceType, etype: str, raw: dict) -> None:
+        key = _key(raw)
+        if etype == "DELETED":
+            with self.lock:
+                self._bump(rtype.kind)
+                self.stores[rtype].pop(key, None)
+                self.bad.discard((rtype, key))
+                self.assumed.pop((rtype.kind, key), None)
+            self.log.forget((rtype.name, key))
+        else:
+            entry = self._parse(rtype, raw)
+            with self.lock:
+                self._bump(rtype.kind)
+                self.stores[rtype][key] = entry
+                if entry.record is None:
+                    self.bad.add((rtype, key))
+                else:
+                    self.bad.discard((rtype, key))
+                a = self.assumed.get((rtype.kind, key))
+                if a is not None and a.confirm is not None and contains(raw, a.confirm):
+                    del self.assumed[(rtype.kind, key)]
+        self.changed.set()
+
+    def _bump(self, kind: str) -> None:
+        self.versions[kind] = self.versions.get(kind, 0) + 1
+
+    def mark_absent(self, rtype: ResourceType) -> None:
+        with self.lock:
+            self.absent.add(rtype)
+            self.synced.add(rtype)
+        self.changed.set()
+
+    def count(self) -> None:
+        """Refresh the cache gauges (objects per resource, unreadable objects)."""
+        if self.metrics is not None:
+            with self.lock:
+                for r, store in self.stores.items():
+                    self.metrics.objects.labels(r.name).set(len(store))
+                self.metrics.bad.set(len(self.bad))
+
+    # -- reads (the scheduler thread) ----------------------------------------------------------------
+    def find(self, kind: str, key: str) -> tuple[ResourceType, dict] | None:
+        """The resource type and current dict (assumptions applied) of ``kind`` ``key``."""
+        with self.lock:
+            for r in self.resources:
+                if r.kind == kind and key in self.stores[r]:
+                    raw = self.stores[r][key].raw
+                    a = self.assumed.get((kind, key))
+                    if a is not None:
+                        if a.patch is None:
+                            return None
+                        raw = merge_patch(raw, a.patch)
+                    return r, raw
+        return None
+
+    def assume(self, kind: str, key: str, patch: dict | None, confirm: dict | None, ttl: float = 60.0) -> None:
+        """Overlay ``patch`` on ``kind`` ``key`` until the watch shows ``confirm`` (or ``ttl`` runs out);
+        successive patches of one object merge."""
+        with self.lock:
+            old = self.assumed.get((kind, key))
+            if old is not None and old.patch is not None and patch is not None:
+                patch = _merge_patches(old.patch, patch)
+                if old.confirm is not None and confirm is not None:
+                    confirm = _merge_patches(old.confirm, confirm)
+            self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl)
+            self._bump(kind)
+
+    def view(self) -> list[tuple[ResourceType, str, dict, Any]]:
+        """A consistent snapshot: ``(type, key, dict, (kind, record))`` of every readable object, with
+        the assumptions applied (patched objects are parsed again, outside the lock)."""
+        now = time.monotonic()
+        with self.lock:
+            for k in [k for k, a in self.assumed.items() if a.deadline < now]:
+                del self.assumed[k]
+                self._bump(k[0])
+            assumed = dict(self.assumed)
+            self.view_topology = (self.versions.get("Node", 0), self.versions.get("HyperNode", 0))
+            rows = [(r, key, e.raw, e.record) for r in self.resources for key, e in self.stores[r].items()]
+        if not assumed:
+            return [row for row in rows if row[3] is not None]
+        out = []
+        for r, key, raw, record in rows:
+            a = assumed.get((r.kind, key))
+            if a is not None:
+                if a.patch is None:
+                    continue
+                raw = merge_patch(raw, a.patch)
+                try:
+                    record = parse_object(r.name, raw)
+                except InputError:
+                    record = None
+            if record is not None:
+                out.append((r, key, raw, record))
+        return out
+
+    def build(self, schedulers: Sequence[str] = DEFAULT_SCHEDULERS, with_objects: bool = False) \
+            -> tuple[Cluster, list[dict]]:
+        """The cluster of a consistent snapshot, and (``with_objects``, for a dump) the dicts it was built
+        from. The garbage collector is paused meanwhile, as :func:`~corral.manifests.build.build_cluster`
+        does: the build frees nothing a collection could.
+
+        An object the assembly rejects is named by the error; it is logged once and left out, and the
+        assembly runs again without it.
+        """
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            rows = self.view()
+            topo_key = self.view_topology
+            self.view_seconds = time.perf_counter() - t0
+            dropped: set[tuple[str, str]] = set()
+            for _ in range(len(rows) + 1):
+                tree = self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
+                try:
+                    cluster = assemble_cluster(_records(rows, dropped), schedulers, tree)
+                except InputError as exc:
+                    culprit = _culprit(exc, rows, dropped)
+                    if culprit is None:
+                        raise
+                    dropped.add(culprit)
+                    self.log.once(("assembly", culprit), "warning", "object left out: the model cannot use it",
+                                  object=f"{culprit[0]} {culprit[1]}", field=exc.field, error=exc.describe())
+                    continue
+                # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
+                self.topology = (topo_key, cluster.hypernodes)
+                objects = [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped] \
+                    if with_objects else []
+                return cluster, objects
+            raise InputError("the cache cannot be assembled into a cluster")
+        finally:
+            if paused:
+                gc.enable()
+
+    def dump(self, directory: str | Path, objects: list[dict], now: float) -> Path:
+        """Write ``objects`` as a snapshot (``cluster.json``, a ``v1 List``) that ``corral schedule``
+        reads; ``NOW`` holds the cycle's clock. Written to a temporary file and renamed (atomic)."""
+        from corral.manifests.fields import format_time
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        target = d / "cluster.json"
+        tmp = d / ".cluster.json.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, fh)
+        os.replace(tmp, target)
+        (d / "NOW").write_text(format_time(now) + "\n")
+        return target
+
+
+def _records(rows: list, dropped: set[tuple[str, str]]) -> dict[str, list]:
+    """Kind -> records of ``rows`` but the ``dropped``; a PodGroup record gets its own annotations dict
+    (the session writes annotations into the job, and the cached record outlives the cycle)."""
+    records: dict[str, list] = {}
+    for r, key, raw, (kind, rec) in rows:
+        if dropped and (kind, key) in dropped:
+            continue
+        if kind == "PodGroup":
+            copy_ = object.__new__(PodGroupRec)
+            copy_.__dict__.update(rec.__dict__)
+            copy_.annotations = dict(rec.annotations)
+            rec = copy_
+        records.setdefault(kind, []).append(rec)
+    return records
+
+
+def _merge_patches(a: dict, b: dict) -> dict:
+    out = copy.deepcopy(a)
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge_patches(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _culprit(exc: InputError, rows: list, dropped: set) -> tuple[str, str] | None:
+    """The ``(kind, key)`` an assembly error names (``obj`` is ``"<Kind> <name>"``)."""
+    if not exc.obj or " " not in exc.obj:
+        return None
+    kind, name = exc.obj.split(" ", 1)
+    for r, key, raw, (k, _) in rows:
+        if k == kind and key == name and (k, key) not in dropped:
+            return (k, key)
+    return None
+
+
+class Informer(threading.Thread):
+    """List + watch of one resource type into the cache (client-go's reflector)."""
+
+    def __init__(self, cache: WatchCache, rtype: ResourceType) -> None:
+        super().__init__(daemon=True, name=f"corral-watch-{rtype.name}")
+        self.cache = cache
+        self.rtype = rtype
+        self.rv = ""
+        self.stopping = threading.Event()
+        self.stream: Any = None
+        self.backoff = Backoff(*cache.backoff)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        s = self.stream
+        if s is not None:
+            s.abort()
+
+    def _error(self, exc: APIError, what: str) -> None:
+        m = self.cache.metrics
+        if m is not None:
+            m.api_errors.labels("watch" if what == "watch" else "list", self.rtype.name, str(exc.status)).inc()
+            m.restarts.labels(self.rtype.name, "error").inc()
+
+    def run(self) -> None:
+        log = self.cache.log
+        listed = False
+        while not self.stopping.is_set():
+            try:
+                if not listed:
+                    self._list()
+                    listed = True
+                    self.backoff.reset()
+                self._watch()
+            except _Gone:
+                log.info("watch too old (410 Gone): relisting", resource=self.rtype.name)
+                if self.cache.metrics is not None:
+                    self.cache.metrics.restarts.labels(self.rtype.name, "gone").inc()
+                listed = False
+            except APIError as exc:
+                if self.stopping.is_set():
+                    return
+                if exc.status == 404 and self.rtype.optional and self.rtype not in self.cache.synced:
+                    log.info("resource not served by the cluster: skipped", resource=self.rtype.name)
+                    self.cache.mark_absent(self.rtype)
+                    return
+                self._error(exc, "list" if not listed else "watch")
+                delay = self.backoff.next()
+                if exc.status == 410:
+                    listed = False
+                # a watch the server or the network ended (status 0) is routine: info, not warning
+                log.log("info" if exc.status == 0 and listed else "warning", "watch failed: retrying",
+                        resource=self.rtype.name, status=exc.status, error=exc.message, retry_in=round(delay, 2))
+                self.stopping.wait(delay)
+            except Exception as exc:  # noqa: BLE001 - a reflector never dies
+                delay = self.backoff.next()
+                log.error("watch fault: retrying", resource=self.rtype.name, error=f"{type(exc).__name__}: {exc}",
+                          retry_in=round(delay, 2))
+                listed = False
+                self.stopping.wait(delay)
+
+    def _list(self) -> None:
+        api = self.cache.api
+        assert api is not None
+        items: list[dict] = []
+        cont = None
+        while True:
+            try:
+                data = api.get(self.rtype.collection(), limit=self.cache.page, **({"continue": cont} if cont else {}))
+            except APIError as exc:
+                if exc.status == 410 and cont:          # the continue token expired: list again
+                    items, cont = [], None
+                    continue
+                raise
+            items.extend(data.get("items") or [])
+            meta = data.get("metadata") or {}
+            cont = meta.get("continue")
+            if not cont:
+                self.rv = str(meta.get("resourceVersion") or "")
+                break
+        self.cache.replace(self.rtype, items)
+        self.cache.log.debug("listed", resource=self.rtype.name, objects=len(items), resourceVersion=self.rv)
+
+    def _watch(self) -> None:
+        api = self.cache.api
+        assert api is not None
+        stream = api.watch(self.rtype.collection(), self.rv, self.cache.watch_timeout,
+                           read_timeout=self.cache.watch_timeout + 30)
+        self.stream = stream
+        try:
+            if self.stopping.is_set():
+                return
+            for ev in stream.events():
+                if self.stopping.is_set():
+                    return
+                etype, obj = ev.get("type"), ev.get("object") or {}
+                if etype == "ERROR":
+                    code = obj.get("code")
+                    if code == 410:
+                        raise _Gone()
+                    raise APIError(int(code or 0), str(obj.get("message") or "watch error"), method="WATCH",
+                                   path=self.rtype.collection())
+                rv = _rv(obj)
+                if etype in ("ADDED", "MODIFIED", "DELETED"):
+                    self.cache.event(self.rtype, etype, obj)
+                if rv:
+                    self.rv = rv
+                self.backoff.reset()
+            # a normal end (timeoutSeconds): the loop re-opens the watch from self.rv
+        finally:
+            self.stream = None
+            stream.close()

@@ -1,0 +1,124 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease (client-go's ``leaderelection`` with a
+``LeaseLock``), so two or more replicas of ``corral run --leader-elect`` can run and one schedules.
+
+- Acquire: create the Lease, or take it over when its holder has not renewed it for
+  ``leaseDurationSeconds`` *as observed locally* (the time this replica last saw the lease change, not the
+  holder's clock, as client-go does, so clock skew between machines does not matter).
+- Renew every ``retry`` seconds; a write is a ``PUT`` carrying the ``resourceVersion`` read, so two
+  candidates racing get one success and one 409.
+- A leader that cannot renew within ``renew_deadline`` stops being leader (``on_lost``); ``corral run``
+  then exits so its Deployment restarts it as a candidate (kube-scheduler does the same).
+- On a clean stop the leader releases the Lease (empty holder), so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Callable
+
+from corral.kube.api import LEASE, APIError, KubeAPI
+from corral.kube.logs import Log
+
+__all__ = ["LeaderElector"]
+
+
+def _micro(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector(threading.Thread):
+    def __init__(self, api: KubeAPI, namespace: str, name: str, identity: str, log: Log, *,
+                 duration: float = 15.0, renew_deadline: float = 10.0, retry: float = 2.0,
+                 on_lost: Callable[[], None] | None = None) -> None:
+        super().__init__(daemon=True, name="corral-leader")
+        self.api, self.namespace, self.name, self.identity, self.log = api, namespace, name, identity, log
+        self.duration, self.renew_deadline, self.retry = duration, renew_deadline, retry
+        self.on_lost = on_lost
+        self.leading = threading.Event()
+        self.stopping = threading.Event()
+        self.observed: tuple[str, str] | None = None      # (holder, renewTime) last seen
+        self.observed_at = 0.0
+        self.last_renew = 0.0
+
+    @property
+    def path(self) -> str:
+        return LEASE.item(self.name, self.namespace)
+
+    def is_leader(self) -> bool:
+        return self.leading.is_set()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                ok = self.try_acquire_or_renew()
+            except APIError as exc:
+                ok = False
+                self.log.warning("lease request failed", lease=f"{self.namespace}/{self.name}", status=exc.status,
+                                 error=exc.message)
+            now = time.monotonic()
+            if ok:
+                self.last_renew = now
+                if not self.leading.is_set():
+                    self.log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                    self.leading.set()
+            elif self.leading.is_set() and now - self.last_renew > self.renew_deadline:
+                self.leading.clear()
+                self.log.error("leadership lost", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                if self.on_lost is not None:
+                    self.on_lost()
+            self.stopping.wait(self.retry)
+
+    def try_acquire_or_renew(self) -> bool:
+        now = time.time()
+        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.duration),
+                "renewTime": _micro(now)}
+        try:
+            lease = self.api.get(self.path)
+        except APIError as exc:
+            if exc.status != 404:
+                raise
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "spec": {**spec, "acquireTime": _micro(now), "leaseTransitions": 0}}
+            try:
+                self.api.post(LEASE.collection(self.namespace), body)
+            except APIError as again:
+                if again.status == 409:
+                    return False
+                raise
+            return True
+        cur = lease.get("spec") or {}
+        holder = cur.get("holderIdentity") or ""
+        seen = (holder, str(cur.get("renewTime")))
+        if seen != self.observed:
+            self.observed, self.observed_at = seen, time.monotonic()
+        duration = float(cur.get("leaseDurationSeconds") or self.duration)
+        if holder and holder != self.identity and time.monotonic() - self.observed_at < duration:
+            return False                                   # held by another, still fresh
+        new_spec = {**cur, **spec}
+        if holder != self.identity:
+            new_spec["acquireTime"] = _micro(now)
+            new_spec["leaseTransitions"] = int(cur.get("leaseTransitions") or 0) + 1
+        body = {**lease, "spec": new_spec}
+        try:
+            self.api.put(self.path, body)
+        except APIError as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+    def stop(self, release: bool = True) -> None:
+        self.stopping.set()
+        if release and self.leading.is_set():
+            try:
+                lease = self.api.get(self.path)
+                if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                    lease["spec"]["holderIdentity"] = ""
+                    self.api.put(self.path, lease)
+                    self.log.info("lease released", lease=f"{self.namespace}/{self.name}")
+            except APIError as exc:
+                self.log.warning("lease not released", status=exc.status, error=exc.message)
+        self.leading.clear()

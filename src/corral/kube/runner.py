@@ -1,0 +1,243 @@
+"""The loop of ``corral run``: every ``period`` seconds, a consistent snapshot of the watch cache becomes a
+cluster (the snapshot loader's assembly), one cycle runs (:func:`corral.framework.cycle.run_cycle`, the
+function ``corral schedule`` runs) and its decisions are applied (:class:`~corral.kube.apply.Applier`),
+or, with ``dry_run``, printed and assumed as ``corral schedule --cycles`` applies them between cycles
+(:func:`dry_run_assume`), so ``corral run --dry-run --cycles N`` and ``corral schedule --cycles N`` on the
+same objects decide the same.
+
+A cycle that fails (a fault in the scheduling core, an object no check caught) is logged and counted; the
+next cycle runs as usual: the scheduler never stops on the cluster's content.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from corral.framework.config import Config
+from corral.framework.cycle import run_cycle
+from corral.framework.decisions import Decisions
+from corral.kube.api import KubeAPI
+from corral.kube.apply import LOCK_LABEL, Applier, ApplyReport
+from corral.kube.cache import WatchCache
+from corral.kube.leader import LeaderElector
+from corral.kube.logs import Log
+from corral.kube.metrics import Metrics
+from corral.manifests.build import DEFAULT_SCHEDULERS
+from corral.manifests.fields import format_time
+from corral.model import TaskStatus
+from corral.registry import REGISTRY
+
+__all__ = ["RunOptions", "Runner", "dry_run_assume"]
+
+
+@dataclass
+class RunOptions:
+    schedulers: tuple[str, ...] = DEFAULT_SCHEDULERS
+    period: float = 1.0
+    dry_run: bool = False
+    cycles: int | None = None               # stop after this many cycles (None: run until stopped)
+    now: float | None = None                # a fixed clock for the first cycle (tests, reproductions)
+    clock_step: float | None = None         # how far a fixed clock moves per cycle (default: period)
+    dump: Path | None = None
+    leader_elect: bool = False
+    lease_namespace: str = "kube-system"
+    lease_name: str = "corral"
+    identity: str = "corral"
+    sync_timeout: float = 300.0
+    page: int = 5000
+    watch_timeout: int = 300
+    backoff: tuple[float, float] = (0.5, 30.0)
+    lease: tuple[float, float, float] = (15.0, 10.0, 2.0)   # duration, renew deadline, retry
+    workers: int = 16
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CycleResult:
+    cycle: int
+    now: float
+    decisions: Decisions
+    report: ApplyReport | None
+    seconds: dict[str, float]
+
+
+def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
+    """Overlay ``decisions`` on the cache as :func:`corral.framework.cycle.apply_decisions` carries them
+    out for ``corral schedule --cycles``: bound pods run from ``now``, evicted pods are gone, nominations
+    and podgroup updates persist, node locks set the lock label. Never confirmed: they last the run."""
+    forever = 1e12
+    for e in decisions.evictions:
+        cache.assume("Pod", e.pod, None, None, forever)
+    for b in decisions.binds:
+        cache.assume("Pod", b.pod, {"spec": {"nodeName": b.node},
+                                    "status": {"phase": "Running", "startTime": format_time(now),
+                                               "nominatedNodeName": None}}, None, forever)
+    for n in decisions.nominations:
+        found = cache.find("Pod", n.pod)
+        if found is None or (found[1].get("spec") or {}).get("nodeName"):
+            continue
+        cache.assume("Pod", n.pod, {"status": {"nominatedNodeName": n.node or None}}, None, forever)
+    for u in decisions.podgroups:
+        if cache.find("PodGroup", u.podgroup) is not None:
+            cache.assume("PodGroup", u.podgroup, {"status": {"phase": u.phase},
+                                                  "metadata": {"annotations": dict(u.annotations)}}, None, forever)
+    for lock in decisions.node_locks:
+        cache.assume("Node", lock.node, {"metadata": {"labels": {LOCK_LABEL: lock.job.replace("/", ".") or None}}},
+                     None, forever)
+
+
+class Runner:
+    """Cache, leader election, cycles, applier; :meth:`run` until stopped or ``cycles`` are done."""
+
+    def __init__(self, api: KubeAPI, config: Config, options: RunOptions, log: Log | None = None,
+                 metrics: Metrics | None = None, out: TextIO | None = None) -> None:
+        self.api = api
+        self.config = config
+        self.opts = options
+        self.log = log or Log()
+        self.metrics = metrics or Metrics()
+        self.out = out if out is not None else sys.stdout
+        self.cache = WatchCache(api, self.log, self.metrics, page=options.page, watch_timeout=options.watch_timeout,
+                                backoff=options.backoff)
+        self.applier = Applier(api, self.cache, self.log, self.metrics, scheduler_name=options.schedulers[0],
+                               identity=options.identity, workers=options.workers)
+        self.elector: LeaderElector | None = None
+        self.stopping = threading.Event()
+        self.lost = False
+        self.cycle_no = 0
+        self.last_cycle_end = 0.0
+        self.total = Decisions()
+        self.results: list[CycleResult] = []
+        self.keep_results = False
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.cache.start()
+        if self.opts.leader_elect and not self.opts.dry_run:
+            d, r, retry = self.opts.lease
+            self.elector = LeaderElector(self.api, self.opts.lease_namespace, self.opts.lease_name,
+                                         self.opts.identity, self.log, duration=d, renew_deadline=r, retry=retry,
+                                         on_lost=self._lost)
+            self.elector.start()
+
+    def _lost(self) -> None:
+        self.lost = True
+        self.stopping.set()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.elector is not None:
+            self.elector.stop(release=not self.lost)
+        self.cache.stop()
+        self.applier.close()
+
+    def health(self) -> tuple[bool, str]:
+        if not self.cache.is_synced():
+            return False, "cache not synced"
+        if self.elector is not None and not self.elector.is_leader():
+            return True, "ok (standby)"
+        stale = max(10 * self.opts.period, 120.0)
+        if self.last_cycle_end and time.monotonic() - self.last_cycle_end > stale:
+            return False, f"no cycle finished for {stale:.0f} s"
+        return True, "ok"
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    # -- the loop -----------------------------------------------------------------------------------
+    def run(self) -> Decisions:
+        """Cycles until stopped (or ``cycles`` done); the decisions of every cycle, in order."""
+        t0 = time.monotonic()
+        if not self.cache.wait_synced(self.opts.sync_timeout):
+            missing = [r.name for r in self.cache.resources if r not in self.cache.synced]
+            self.log.error("cache did not sync in time: running with what is listed", missing=missing)
+        else:
+            self.log.info("cache synced", seconds=round(time.monotonic() - t0, 3),
+                          objects={r.name: len(s) for r, s in self.cache.stores.items() if r not in self.cache.absent})
+        clock = self.opts.now
+        self.last_cycle_end = time.monotonic()            # /healthz counts from here
+        while not self.stopping.is_set():
+            start = time.monotonic()
+            if self.is_leader():
+                now = clock if clock is not None else float(int(time.time()))
+                self.cycle(now)
+                if clock is not None:
+                    clock += self.opts.period if self.opts.clock_step is None else self.opts.clock_step
+                if self.opts.cycles is not None and self.cycle_no >= self.opts.cycles:
+                    break
+            wait = self.opts.period - (time.monotonic() - start)
+            if wait > 0:
+                self.stopping.wait(wait)
+        return self.total
+
+    def cycle(self, now: float) -> CycleResult | None:
+        """One cycle; never raises on the cluster's content (logged, counted, next cycle runs)."""
+        self.cycle_no += 1
+        n = self.cycle_no
+        times: dict[str, float] = {}
+        t = time.perf_counter()
+        try:
+            dump = self.opts.dump is not None and n == 1
+            cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
+            times["build"] = time.perf_counter() - t
+            times["view"] = self.cache.view_seconds
+            if dump:
+                assert self.opts.dump is not None
+                path = self.cache.dump(self.opts.dump, objects, now)
+                self.log.info("cache dumped", path=str(path), now=format_time(now),
+                              reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}")
+            pending = sum(1 for x in cluster.tasks.values()
+                          if x.managed and x.status in (TaskStatus.PENDING, TaskStatus.PIPELINED))
+            t1 = time.perf_counter()
+            decisions = run_cycle(cluster, self.config, REGISTRY, now, n)
+            times["schedule"] = time.perf_counter() - t1
+        except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler
+            self.log.error("cycle failed", cycle=n, error=f"{type(exc).__name__}: {exc}")
+            self.metrics.api_errors.labels("cycle", "scheduler", "fault").inc()
+            self.last_cycle_end = time.monotonic()
+            return None
+        t2 = time.perf_counter()
+        report = None
+        if self.opts.dry_run:
+            dry_run_assume(self.cache, decisions, now)
+            if self.opts.cycles is None and _any(decisions):
+                self.out.write(json.dumps({"cycle": n, "now": format_time(now), **decisions.to_json(1)}) + "\n")
+                self.out.flush()
+        else:
+            report = self.applier.apply(decisions, cluster, now)
+        times["apply"] = time.perf_counter() - t2
+        times["total"] = time.perf_counter() - t
+        self._observe(decisions, times, pending)
+        self.total.extend(decisions)
+        self.last_cycle_end = time.monotonic()
+        result = CycleResult(n, now, decisions, report, times)
+        if self.keep_results:
+            self.results.append(result)
+        if _any(decisions):
+            self.log.info("cycle", cycle=n, binds=len(decisions.binds), evictions=len(decisions.evictions),
+                          nominations=len(decisions.nominations), unschedulable=len(decisions.unschedulable),
+                          seconds={k: round(v, 4) for k, v in times.items()})
+        return result
+
+    def _observe(self, decisions: Decisions, times: dict[str, float], pending: int) -> None:
+        m = self.metrics
+        m.cycle.observe(times["total"])
+        for phase in ("build", "schedule", "apply"):
+            m.phase.labels(phase).observe(times.get(phase, 0.0))
+        for kind in ("binds", "evictions", "nominations", "podgroups", "node_locks", "unschedulable"):
+            count = len(getattr(decisions, kind))
+            if count:
+                m.decisions.labels(kind).inc(count)
+        m.pending.set(pending)
+        m.leader.set(1 if self.is_leader() else 0)
+        self.cache.count()
+
+
+def _any(d: Decisions) -> bool:
+    return bool(d.binds or d.evictions or d.nominations or d.podgroups or d.node_locks)

@@ -1,0 +1,519 @@
+"""An in-process Kubernetes API server (standard-library ``http.server`` in a thread) speaking the wire
+protocol of the resources ``corral run`` uses, so tests drive the real ``kubernetes`` client over HTTP.
+
+What it implements, as the real API server does:
+- ``GET`` collections (cluster-wide and per namespace) with ``limit`` / ``continue`` paging and the
+  list's ``metadata.resourceVersion``; items carry no ``kind`` / ``apiVersion`` (as real lists);
+- ``watch=true`` streams in chunked transfer encoding, one JSON event per line, from a
+  ``resourceVersion``; ``BOOKMARK`` events when ``allowWatchBookmarks``; an ``ERROR`` event with a
+  410 Status when the version is older than the retained history (:meth:`FakeAPI.compact`);
+  ``timeoutSeconds``;
+- ``GET`` / ``POST`` / ``PUT`` / ``PATCH`` (merge patch) / ``DELETE`` of single objects; ``PUT`` and a
+  patch carrying ``metadata.resourceVersion`` answer 409 when that version is stale; ``/status``;
+- ``pods/<name>/binding`` (409 when the pod already has a node) and ``pods/<name>/eviction`` (429 when
+  a PodDisruptionBudget would be violated; otherwise the pod gets a ``deletionTimestamp``);
+- a 404 for any resource whose group is not served (a CRD the cluster lacks).
+
+Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a status),
+:meth:`drop_watches`, :meth:`compact`, :meth:`finish_deletions`, and ``requests`` (what came in).
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+__all__ = ["FakeAPI", "TYPES"]
+
+#: plural-path prefix -> (kind, apiVersion, namespaced)
+TYPES: dict[str, tuple[str, str, bool]] = {
+    "/api/v1/nodes": ("Node", "v1", False),
+    "/api/v1/pods": ("Pod", "v1", True),
+    "/api/v1/events": ("Event", "v1", True),
+    "/apis/scheduling.k8s.io/v1/priorityclasses": ("PriorityClass", "scheduling.k8s.io/v1", False),
+    "/apis/policy/v1/poddisruptionbudgets": ("PodDisruptionBudget", "policy/v1", True),
+    "/apis/scheduling.volcano.sh/v1beta1/queues": ("Queue", "scheduling.volcano.sh/v1beta1", False),
+    "/apis/scheduling.volcano.sh/v1beta1/podgroups": ("PodGroup", "scheduling.volcano.sh/v1beta1", True),
+    "/apis/scheduling.run.ai/v2/queues": ("Queue", "scheduling.run.ai/v2", False),
+    "/apis/scheduling.run.ai/v2alpha2/podgroups": ("PodGroup", "scheduling.run.ai/v2alpha2", True),
+    "/apis/topology.volcano.sh/v1alpha1/hypernodes": ("HyperNode", "topology.volcano.sh/v1alpha1", False),
+    "/apis/coordination.k8s.io/v1/leases": ("Lease", "coordination.k8s.io/v1", True),
+}
+_BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}
+_PATH = re.compile(r"^(?P<base>/api/v1|/apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
+                   r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _status(code: int, reason: str, message: str) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+
+
+class FakeAPI:
+    """The server's state and controls; :meth:`start` serves it on an ephemeral localhost port."""
+
+    def __init__(self, served_groups: tuple[str, ...] | None = None, bookmark_interval: float = 0.2,
+                 evict_deletes: bool = False) -> None:
+        self.lock = threading.Condition()
+        self.rv = 100
+        self.store: dict[str, dict[tuple[str, str], dict]] = {p: {} for p in TYPES}
+        self.history: dict[str, list[tuple[int, str, dict]]] = {p: [] for p in TYPES}  # (rv, type, object)
+        self.oldest = self.rv                                   # watches from below this get 410
+        self.served = served_groups
+        self.bookmark_interval = bookmark_interval
+        self.evict_deletes = evict_deletes
+        self.faults: list[list] = []                            # [method, path regex, status, count]
+        self.requests: list[tuple[str, str]] = []
+        self.full_requests: list[tuple[str, str]] = []          # with the query
+        self.evictions: list[str] = []
+        self.bindings: list[tuple[str, str]] = []
+        self.generation = 0                                     # drop_watches bumps it
+        self.server: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+
+    # -- controls ---------------------------------------------------------------------------------
+    def start(self) -> "FakeAPI":
+        api = self
+
+        class Handler(_Handler):
+            fake = api
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256        # many watches connect at once: no SYN retries
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            with self.lock:
+                self.generation += 1
+                self.lock.notify_all()
+            self.server.shutdown()
+            self.server.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def fail(self, method: str, path_regex: str, status: int, count: int = 1) -> None:
+        """Answer the next ``count`` requests matching ``method`` and ``path_regex`` (searched in the path
+        and query) with ``status``."""
+        with self.lock:
+            self.faults.append([method, re.compile(path_regex), status, count])
+
+    def drop_watches(self) -> None:
+        """Cut every open watch connection (the client sees the stream end without a timeout)."""
+        with self.lock:
+            self.generation += 1
+            self.lock.notify_all()
+
+    def compact(self) -> None:
+        """Forget the event history: a watch from any earlier version gets 410 Gone."""
+        with self.lock:
+            for h in self.history.values():
+                h.clear()
+            self.oldest = self.rv + 1
+            self.generation += 1
+            self.lock.notify_all()
+
+    def finish_deletions(self) -> int:
+        """Remove every pod that carries a deletionTimestamp (its grace period ended)."""
+        with self.lock:
+            gone = [key for key, o in self.store["/api/v1/pods"].items() if o["metadata"].get("deletionTimestamp")]
+            for key in gone:
+                self._delete("/api/v1/pods", key)
+            return len(gone)
+
+    def add(self, obj: dict) -> dict:
+        """Create ``obj`` (any served kind) as a client would."""
+        path = _BY_KIND[(obj["kind"], obj["apiVersion"])]
+        with self.lock:
+            return copy.deepcopy(self._create(path, copy.deepcopy(obj), obj["metadata"].get("namespace", "")))
+
+    def load(self, objs: list[dict]) -> None:
+        """Bulk-load objects (no watch history; for benchmarks)."""
+        with self.lock:
+            for obj in objs:
+                path = _BY_KIND[(obj["kind"], obj["apiVersion"])]
+                namespaced = TYPES[path][2]
+                meta = obj.setdefault("metadata", {})
+                self.rv += 1
+                meta.setdefault("uid", str(uuid.uuid4()))
+                meta.setdefault("creationTimestamp", _now())
+                meta["resourceVersion"] = str(self.rv)
+                if namespaced:
+                    meta.setdefault("namespace", "default")
+                self.store[path][(meta.get("namespace", "") if namespaced else "", meta["name"])] = obj
+            self.oldest = self.rv
+
+    def add_all(self, objs: list[dict]) -> None:
+        for o in objs:
+            self.add(o)
+
+    def get(self, kind: str, name: str, namespace: str = "") -> dict | None:
+        for path, (k, _, namespaced) in TYPES.items():
+            if k == kind:
+                obj = self.store[path].get((namespace if namespaced else "", name))
+                if obj is not None:
+                    return copy.deepcopy(obj)
+        return None
+
+    def objects(self, kind: str) -> list[dict]:
+        with self.lock:
+            return [copy.deepcopy(o) for p, (k, _, _) in TYPES.items() if k == kind for o in self.store[p].values()]
+
+    def update(self, kind: str, name: str, namespace: str, patch: dict) -> dict:
+        """Merge-patch an object from the test (a kubelet or controller writing)."""
+        for path, (k, _, namespaced) in TYPES.items():
+            key = (namespace if namespaced else "", name)
+            if k == kind and key in self.store[path]:
+                with self.lock:
+                    return copy.deepcopy(self._write(path, key, merge_patch(self.store[path][key], patch)))
+        raise KeyError(f"{kind} {namespace}/{name}")
+
+    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+        for path, (k, _, namespaced) in TYPES.items():
+            key = (namespace if namespaced else "", name)
+            if k == kind and key in self.store[path]:
+                with self.lock:
+                    self._delete(path, key)
+
+    # -- state changes (lock held) ----------------------------------------------------------------
+    def _event(self, path: str, etype: str, obj: dict) -> None:
+        self.history[path].append((self.rv, etype, copy.deepcopy(obj)))
+        self.lock.notify_all()
+
+    def _create(self, path: str, obj: dict, ns: str) -> dict:
+        kind, api, namespaced = TYPES[path]
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        key = (ns if namespaced else "", meta.get("name", ""))
+        if key in self.store[path]:
+            raise _Reply(409, _status(409, "AlreadyExists", f"{kind} {key[1]!r} already exists"))
+        self.rv += 1
+        obj["kind"], obj["apiVersion"] = kind, api
+        if namespaced:
+            meta["namespace"] = ns
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", _now())
+        meta["resourceVersion"] = str(self.rv)
+        self.store[path][key] = obj
+        self._event(path, "ADDED", obj)
+        return obj
+
+    def _write(self, path: str, key: tuple[str, str], obj: dict) -> dict:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.store[path][key] = obj
+        self._event(path, "MODIFIED", obj)
+        return obj
+
+    def _delete(self, path: str, key: tuple[str, str]) -> dict:
+        obj = self.store[path].pop(key)
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self._event(path, "DELETED", obj)
+        return obj
+
+    def _evict(self, key: tuple[str, str]) -> None:
+        pod = self.store["/api/v1/pods"].get(key)
+        if pod is None:
+            raise _Reply(404, _status(404, "NotFound", f'pods "{key[1]}" not found'))
+        self.evictions.append(f"{key[0]}/{key[1]}")
+        if pod["metadata"].get("deletionTimestamp"):
+            return
+        labels = pod["metadata"].get("labels") or {}
+        for pdb in self.store["/apis/policy/v1/poddisruptionbudgets"].values():
+            if pdb["metadata"]["namespace"] != key[0]:
+                continue
+            sel = (pdb.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+            if not all(labels.get(k) == v for k, v in sel.items()):
+                continue
+            healthy = sum(1 for (ns, _), p in self.store["/api/v1/pods"].items()
+                          if ns == key[0] and not p["metadata"].get("deletionTimestamp")
+                          and (p.get("status") or {}).get("phase") == "Running"
+                          and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in sel.items()))
+            spec = pdb.get("spec") or {}
+            if "minAvailable" in spec:
+                allowed = healthy - int(spec["minAvailable"])
+            else:
+                allowed = int(spec.get("maxUnavailable", 0))
+            if allowed <= 0:
+                raise _Reply(429, _status(429, "TooManyRequests",
+                                          "Cannot evict pod as it would violate the pod's disruption budget."))
+        if self.evict_deletes:
+            self._delete("/api/v1/pods", key)
+        else:
+            pod = copy.deepcopy(pod)
+            pod["metadata"]["deletionTimestamp"] = _now()
+            pod["metadata"]["deletionGracePeriodSeconds"] = 30
+            self._write("/api/v1/pods", key, pod)
+
+    def _bind(self, key: tuple[str, str], body: dict) -> None:
+        pod = self.store["/api/v1/pods"].get(key)
+        if pod is None:
+            raise _Reply(404, _status(404, "NotFound", f'pods "{key[1]}" not found'))
+        node = ((body or {}).get("target") or {}).get("name")
+        if not node:
+            raise _Reply(400, _status(400, "BadRequest", "binding target name is required"))
+        if pod.get("spec", {}).get("nodeName"):
+            raise _Reply(409, _status(409, "Conflict", f"pod {key[1]} is already assigned to node "
+                                                       f"\"{pod['spec']['nodeName']}\""))
+        if pod["metadata"].get("deletionTimestamp"):
+            raise _Reply(409, _status(409, "Conflict", f"pod {key[1]} is being deleted"))
+        self.bindings.append((f"{key[0]}/{key[1]}", node))
+        pod = copy.deepcopy(pod)
+        pod["spec"]["nodeName"] = node
+        self._write("/api/v1/pods", key, pod)
+
+
+class _Reply(Exception):
+    def __init__(self, code: int, body: dict, headers: dict | None = None) -> None:
+        super().__init__(code)
+        self.code, self.body, self.headers = code, body, headers or {}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeAPI
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no 40 ms delayed-ACK stalls
+
+    def _send(self, code: int, body: Any, headers: dict | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> Any:
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            raise _Reply(400, _status(400, "BadRequest", "body is not JSON")) from None
+
+    def _handle(self, method: str) -> None:
+        fake = self.fake
+        url = urlparse(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        body = self._body() if method in ("POST", "PUT", "PATCH") else None
+        try:
+            with fake.lock:
+                fake.requests.append((method, url.path))
+                fake.full_requests.append((method, self.path))
+                for f in fake.faults:
+                    if f[3] > 0 and f[0] == method and f[1].search(self.path):
+                        f[3] -= 1
+                        raise _Reply(f[2], _status(f[2], "Injected", f"injected {f[2]}"),
+                                     {"Retry-After": "1"} if f[2] == 429 else None)
+            m = _PATH.match(url.path)
+            if not m:
+                raise _Reply(404, _status(404, "NotFound", "the server could not find the requested resource"))
+            ns, name, sub = m["ns"] or "", m["name"], m["sub"]
+            tpath = f"{m['base']}/{m['plural']}"
+            if tpath not in TYPES or (fake.served is not None and m["base"].startswith("/apis/")
+                                      and m["base"].split("/")[2] not in fake.served):
+                raise _Reply(404, _status(404, "NotFound", "the server could not find the requested resource"))
+            if name is None:
+                self._collection(method, tpath, ns, query, body)
+            else:
+                self._item(method, tpath, ns, name, sub, body)
+        except _Reply as r:
+            self._send(r.code, r.body, r.headers)
+
+    def _collection(self, method: str, tpath: str, ns: str, query: dict, body: Any) -> None:
+        fake = self.fake
+        if method == "POST":
+            with fake.lock:
+                obj = fake._create(tpath, body or {}, ns)
+                self._send(201, obj)
+            return
+        if method != "GET":
+            raise _Reply(405, _status(405, "MethodNotAllowed", method))
+        if query.get("watch") in ("true", "1"):
+            self._watch(tpath, ns, query)
+            return
+        with fake.lock:
+            items = sorted((k, o) for k, o in fake.store[tpath].items() if not ns or k[0] == ns)
+            rv = str(fake.rv)
+            if query.get("continue"):
+                start, rv = query["continue"].split(":", 1)
+                items = [(k, o) for k, o in items if f"{k[0]}/{k[1]}" > start]
+            limit = int(query.get("limit") or 0)
+            more = limit and len(items) > limit
+            items = items[:limit] if limit else items
+            out = []
+            for k, o in items:
+                o = dict(o)
+                o.pop("kind", None)
+                o.pop("apiVersion", None)
+                out.append(o)
+            kind, api, _ = TYPES[tpath]
+            meta: dict = {"resourceVersion": rv}
+            if more:
+                meta["continue"] = f"{items[-1][0][0]}/{items[-1][0][1]}:{rv}"
+            payload = json.dumps({"kind": f"{kind}List", "apiVersion": api, "metadata": meta, "items": out})
+        data = payload.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _chunk(self, obj: dict) -> None:
+        data = json.dumps(obj).encode() + b"\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _watch(self, tpath: str, ns: str, query: dict) -> None:
+        fake = self.fake
+        since = int(query.get("resourceVersion") or 0)
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        kind, api, _ = TYPES[tpath]
+        try:
+            with fake.lock:
+                gen = fake.generation
+                if since and since < fake.oldest - 1:
+                    self._chunk({"type": "ERROR", "object": _status(410, "Expired",
+                                                                    f"too old resource version: {since}")})
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+            last_bookmark = time.monotonic()
+            pos = since
+            while time.monotonic() < deadline:
+                with fake.lock:
+                    if fake.generation != gen:
+                        break                     # dropped: end the stream with no terminator
+                    hist = fake.history[tpath]
+                    start = bisect.bisect_right(hist, pos, key=lambda e: e[0])
+                    batch = [(rv, t, o) for rv, t, o in hist[start:]
+                             if not ns or o["metadata"].get("namespace") == ns]
+                    current = fake.rv
+                    if not batch:
+                        fake.lock.wait(0.05)
+                        if fake.generation != gen:
+                            break
+                for rv, etype, obj in batch:
+                    self._chunk({"type": etype, "object": obj})
+                    pos = rv
+                if batch:
+                    continue
+                pos = max(pos, current)
+                if bookmarks and time.monotonic() - last_bookmark >= fake.bookmark_interval:
+                    self._chunk({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api,
+                                                                "metadata": {"resourceVersion": str(pos)}}})
+                    last_bookmark = time.monotonic()
+            else:
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _item(self, method: str, tpath: str, ns: str, name: str, sub: str | None, body: Any) -> None:
+        fake = self.fake
+        kind, _, namespaced = TYPES[tpath]
+        key = (ns if namespaced else "", name)
+        with fake.lock:
+            if sub == "binding" and method == "POST" and kind == "Pod":
+                fake._bind(key, body)
+                self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+                return
+            if sub == "eviction" and method == "POST" and kind == "Pod":
+                fake._evict(key)
+                self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+                return
+            if sub not in (None, "status"):
+                raise _Reply(404, _status(404, "NotFound", f"no subresource {sub}"))
+            obj = fake.store[tpath].get(key)
+            if obj is None:
+                raise _Reply(404, _status(404, "NotFound", f'{kind.lower()}s "{name}" not found'))
+            if method == "GET":
+                self._send(200, obj)
+                return
+            if method == "DELETE":
+                self._send(200, fake._delete(tpath, key))
+                return
+            if method not in ("PUT", "PATCH"):
+                raise _Reply(405, _status(405, "MethodNotAllowed", method))
+            want = ((body or {}).get("metadata") or {}).get("resourceVersion")
+            if want and want != obj["metadata"]["resourceVersion"]:
+                raise _Reply(409, _status(409, "Conflict", f"Operation cannot be fulfilled on {kind.lower()}s "
+                                                           f"\"{name}\": the object has been modified; please "
+                                                           f"apply your changes to the latest version and try again"))
+            if method == "PUT":
+                new = copy.deepcopy(body)
+                new["metadata"] = {**obj["metadata"], **(body.get("metadata") or {})}
+                new["kind"], new["apiVersion"] = obj["kind"], obj["apiVersion"]
+            else:
+                patch = copy.deepcopy(body or {})
+                (patch.get("metadata") or {}).pop("resourceVersion", None)
+                if sub == "status":
+                    patch = {"status": patch.get("status")} if "status" in patch else {}
+                elif kind in ("PodGroup",) and "status" in patch:
+                    patch.pop("status")          # CRDs with a status subresource ignore status here
+                new = merge_patch(obj, patch)
+            self._send(200, fake._write(tpath, key, new))
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._handle("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._handle("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._handle("DELETE")

@@ -1,0 +1,81 @@
+"""deploy/: the RBAC grants exactly the verbs ``corral run`` uses (checked against the requests the
+scheduler makes to the in-process API server), the ConfigMap holds a valid configuration, and the
+Deployment runs ``corral run`` with that ConfigMap."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from corral.framework.config import parse_config
+from corral.framework.decisions import Decisions, NodeLock
+from corral.registry import REGISTRY
+from tests.kube.test_live import NOW, PREEMPT, gang_objects, preempt_objects, wait_for
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+_VERB = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_PATH = re.compile(r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+)?/(?P<res>[^/?]+)"
+                   r"(?:/(?P<name>[^/?]+))?(?:/(?P<sub>[^/?]+))?")
+
+
+def _rules() -> set[tuple[str, str, str]]:
+    out = set()
+    for doc in yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text()):
+        if doc["kind"] in ("ClusterRole", "Role"):
+            for rule in doc["rules"]:
+                for g in rule["apiGroups"]:
+                    for r in rule["resources"]:
+                        for v in rule["verbs"]:
+                            out.add((g, r, v))
+    return out
+
+
+def _used(requests: list[tuple[str, str]]) -> set[tuple[str, str, str]]:
+    out = set()
+    for method, full in requests:
+        path = full.split("?", 1)[0]
+        m = _PATH.match(path)
+        assert m, path
+        res = m["res"] + (f"/{m['sub']}" if m["sub"] else "")
+        verb = _VERB[method]
+        if method == "GET" and m["name"] is None:
+            verb = "watch" if "watch=true" in full else "list"
+        out.add((m["group"] or "", res, verb))
+    return out
+
+
+def test_rbac_grants_exactly_what_is_used(server, runner_factory) -> None:
+    seen = server.requests
+    server.add_all(preempt_objects() + gang_objects(count=9, gpu=8, nodes=0))
+    server.fail("PATCH", r"/podgroups/[^/]+/status$", 409)
+    server.fail("POST", r"/pods/small-0/binding$", 409)
+    r = runner_factory(PREEMPT, now=NOW, leader_elect=True, lease_namespace="corral-system")
+    r.start()
+    assert r.cache.wait_synced(5) and wait_for(r.is_leader)
+    r.cycle(NOW)
+    cluster, _ = r.cache.build()
+    r.applier.apply(Decisions(node_locks=[NodeLock("n1", "default/high", 1)]), cluster, NOW)
+    assert wait_for(lambda: any(m == "PUT" for m, _ in seen))        # a lease renewal
+    r.stop()
+    used = _used(server.full_requests)
+    rules = _rules()
+    missing = {u for u in used if u not in rules}
+    assert not missing, missing
+    # every rule is a verb the scheduler uses (watch and list of every watched kind, writes seen above)
+    unused = {x for x in rules if x not in used and x[2] not in ("watch",)}
+    kai = {x for x in unused if x[0] == "scheduling.run.ai"}       # same calls as Volcano's kinds
+    assert unused - kai == set(), unused - kai
+
+
+def test_configmap_and_deployment() -> None:
+    cm = yaml.safe_load((DEPLOY / "configmap.yaml").read_text())
+    parse_config(yaml.safe_load(cm["data"]["scheduler.yaml"]), REGISTRY, "configmap")
+    docs = list(yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text()))
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    assert c["args"][0] == "run" and "--leader-elect" in c["args"]
+    assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "corral-scheduler"
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert (DEPLOY / "Dockerfile").read_text().count("ENTRYPOINT") == 1
