@@ -183,7 +183,10 @@ def _cluster(snap: Snap):
 @settings(max_examples=200, **SETTINGS)
 @given(snapshots())
 def test_no_node_overcommitted_by_binds_and_nominations(snap: Snap) -> None:
-    decisions = run_cycle(_cluster(snap), default_config(), REGISTRY, T_NOW, 1)
+    assert_no_overcommit(snap, run_cycle(_cluster(snap), default_config(), REGISTRY, T_NOW, 1))
+
+
+def assert_no_overcommit(snap: Snap, decisions) -> None:
     now = {n: dict(u) for n, u in snap.used.items()}                  # running incl. releasing, + binds
     later = {n: {r: u[r] - snap.releasing[n][r] for r in u} for n, u in snap.used.items()}
     noms = {pod: node for pod, (node, _) in snap.nominated.items()}
@@ -210,7 +213,10 @@ def test_no_node_overcommitted_by_binds_and_nominations(snap: Snap) -> None:
 @settings(max_examples=200, **SETTINGS)
 @given(snapshots())
 def test_no_gang_bound_below_min_member(snap: Snap) -> None:
-    decisions = run_cycle(_cluster(snap), default_config(), REGISTRY, T_NOW, 1)
+    assert_no_partial_gang(snap, run_cycle(_cluster(snap), default_config(), REGISTRY, T_NOW, 1))
+
+
+def assert_no_partial_gang(snap: Snap, decisions) -> None:
     bound: dict[str, int] = {}
     for b in decisions.binds:
         job = snap.job_of[b.pod]

@@ -8,6 +8,7 @@ from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
 from corral.actions.elect import ElectAction
 from corral.actions.enqueue import EnqueueAction
+from corral.actions.flow import FlowAction
 from corral.actions.gang_actions import GangPreemptAction, GangReclaimAction
 from corral.actions.inert import INERT_ACTION_CLASSES
 from corral.actions.preempt import PreemptAction
@@ -62,7 +63,7 @@ class Registry:
 REGISTRY = Registry(
     actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction, PreemptAction,
                                                ReclaimAction, GangPreemptAction, GangReclaimAction,
-                                               ElectAction, ReserveAction, *INERT_ACTION_CLASSES)},
+                                               ElectAction, ReserveAction, FlowAction, *INERT_ACTION_CLASSES)},
     plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
                                        ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
                                        BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,

@@ -204,9 +204,14 @@ def test_reclaimable_and_unified_evictable() -> None:
     s = session(["r"], plugins=(R,))
     assert victims(s, "reclaimable") == ["b-0"] and victims(s) == ["a-0"]
     U = make_plugin("u", unified_evictable=lambda p, c, action: [t for t in c if t.name == (
-        "c-0" if action == "preempt" else "a-1")])
+        "c-0" if action == "gangpreempt" else "a-1")])
     s = session(["r"], ["u"], plugins=(R, U))
-    assert victims(s) == ["c-0"] and victims(s, "reclaimable") == ["a-1"]   # UnifiedEvictable takes over
+    # the legacy points stay the legacy actions' own; UnifiedEvictable answers the gang actions only
+    assert victims(s) == ["a-0"] and victims(s, "reclaimable") == ["b-0"]
+    cands = sorted(s.cluster.tasks.values(), key=lambda t: t.name)
+    pre = cands[0]
+    assert [t.name for t in s.unified_evictable(pre, cands, "gangpreempt")] == ["c-0"]
+    assert [t.name for t in s.unified_evictable(pre, cands, "gangreclaim")] == ["a-1"]
 
 
 def test_victim_switch() -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from corral.actions.bundles import MIN_RUN
 from corral.framework.config import parse_config
 from corral.framework.cycle import run_cycle
 from corral.framework.extension import Domain, Purpose
@@ -55,8 +54,8 @@ def gang(name: str = "g", count: int = 2, gpu: int = 8, mode: str | None = "hard
 
 
 def fill(node: str, gpu: int = 8, name: str | None = None, **extra) -> dict:
-    return {"name": name or f"fill-{node}", "priority": 10, "pods": [{"count": 1, "gpu": gpu, "nodes": [node]}],
-            **extra}
+    return {"name": name or f"fill-{node}", "priority": 10,
+            "pods": [{"count": 1, "gpu": gpu, "nodes": [node], "started": "2025-12-31T23:00:00Z"}], **extra}
 
 
 def names(domains: list[Domain]) -> list[str]:
@@ -132,21 +131,22 @@ def test_evict_order_counts_the_bottleneck_resource() -> None:
     nodes = [{"name": f"n{i}", "cpu": 32} for i in range(1, 5)]
     job = {"name": "g", "priority": 100, "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
            "pods": [{"count": 2, "cpu": 32}]}
-    s = session([job, fill("n1", 0, name="c1") | {"pods": [{"count": 1, "cpu": 32, "nodes": ["n1"]}]},
+    s = session([job, fill("n1", 0, name="c1") | {"pods": [{"count": 1, "cpu": 32, "nodes": ["n1"], "started": HOUR_AGO}]},
                  {"name": "c2", "priority": 10, "pods": [{"count": 1, "cpu": 32, "nodes": ["n2"]}]},
                  {"name": "c3", "priority": 10, "pods": [{"count": 1, "cpu": 16, "nodes": ["n3"]}]}], nodes=nodes)
     assert names(s.gang_search_space(s.cluster.jobs["default/g"], Purpose.EVICT)) == ["s2", "s1"]
 
 
-#: The work weight of a pod that has just started (the snapshots here start every pod at T0 = now): the
-#: entry cost counts work, request x hours run, at least MIN_RUN seconds.
-W = MIN_RUN / 3600.0
+#: The entry cost counts work, request x hours run: the victims here started one hour before now (T0).
+W = 1.0
+HOUR_AGO = "2025-12-31T23:00:00Z"
 
 
 def test_entry_costs() -> None:
     # s1: a whole 2 x 8 GPU gang of lower priority (cost 16/16 = 1, times its work weight); s2: a
     # higher-priority gang of the same queue, which nothing may evict for the gang: it cannot be entered
-    s = session([gang(), {"name": "a", "priority": 10, "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"]}]},
+    s = session([gang(), {"name": "a", "priority": 10, "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"],
+                                                                 "started": HOUR_AGO}]},
                  {"name": "vip", "priority": 500, "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"]}]}])
     p, job = plugin(s), s.cluster.jobs["default/g"]
     doms = p.allowed_domains(job)
@@ -160,14 +160,16 @@ def test_entry_costs_count_free_room_surplus_and_spread() -> None:
     p, job = plugin(s), s.cluster.jobs["default/g"]
     assert p.entry_costs(job, p.allowed_domains(job), p.need(job)) == [0.0, 0.0]   # n1, n3, n4 are free
     jobs = [gang(count=1),
-            {"name": "el", "priority": 10, "minMember": 1, "pods": [{"count": 2, "gpu": 4, "nodes": ["n1", "n2"]}]},
+            {"name": "el", "priority": 10, "minMember": 1, "pods": [{"count": 2, "gpu": 4, "nodes": ["n1", "n2"],
+                                                                      "started": HOUR_AGO}]},
             fill("n2", 4, name="f2"),
-            {"name": "wide", "priority": 10, "pods": [{"count": 4, "gpu": 8, "nodes": ["n3", "n4", "n5", "n6"]}]}]
+            {"name": "wide", "priority": 10, "pods": [{"count": 4, "gpu": 8, "nodes": ["n3", "n4", "n5", "n6"],
+                                                       "started": HOUR_AGO}]}]
     s = session(jobs, nodes=[{"name": f"n{i}"} for i in range(1, 7)], hypernodes=tree(6))
     p, job = plugin(s), s.cluster.jobs["default/g"]
     costs = dict(zip(names(p.allowed_domains(job)), p.entry_costs(job, p.allowed_domains(job), p.need(job))))
-    # s1 lacks 8 - 4 (free on n1) = 4 GPUs: one surplus pod of el makes them up and costs only itself
-    assert costs["s1"] == pytest.approx(0.5 * W)
+    # s1 lacks 8 - 4 (free on n1) = 4 GPUs: one surplus pod of el makes them up, free (seed 000: SAFE)
+    assert costs["s1"] == 0.0
     # s2 and s3 lack 8: wide frees 16 there but destroys all its 32 GPUs
     assert costs["s2"] == pytest.approx(4.0 * W) and costs["s3"] == pytest.approx(4.0 * W)
     assert names(s.gang_search_space(job, Purpose.EVICT)) == ["s1", "s2", "s3"]

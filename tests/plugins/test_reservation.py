@@ -26,7 +26,8 @@ def config(actions: str, plugin: bool = True, **args) -> dict:
 
 
 @pytest.mark.parametrize("order", ["elect, enqueue, reserve, allocate, backfill",
-                                   "enqueue, elect, allocate, backfill, reserve"])
+                                   "enqueue, elect, allocate, backfill, reserve",
+                                   "elect, enqueue, reserve, flow, backfill"])
 def test_both_volcano_orders_are_accepted(order: str) -> None:
     cfg = parse_config(config(order), REGISTRY, "sched.yaml")
     assert [a.name for a in cfg.actions][0] in ("elect", "enqueue")
@@ -35,6 +36,7 @@ def test_both_volcano_orders_are_accepted(order: str) -> None:
 @pytest.mark.parametrize("order, plugin, rule", [
     ("enqueue, reserve, elect, allocate", True, "reserve must come after elect"),
     ("enqueue, allocate, elect, reserve", True, "elect must come before allocate"),
+    ("enqueue, flow, elect, reserve", True, "elect must come before flow"),
     ("elect, enqueue, reserve, allocate", False, "need the reservation plugin"),
     ("enqueue, reserve, allocate", True, "reserve needs elect before it"),
 ])

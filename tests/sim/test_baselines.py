@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from corral.errors import ConfigError
-from corral.framework.config import parse_config
+from pathlib import Path
+
+from corral.framework.config import load_config_file, parse_config
 from corral.model.annotations import EXPECTED_RUNTIME
 from corral.registry import REGISTRY
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
@@ -104,3 +106,11 @@ def test_las_demotes_the_job_that_received_most():
 def test_las_thresholds_are_checked_at_load(bad):
     with pytest.raises(ConfigError):
         config("las", las={"thresholds": bad})
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "docs" / "examples" / "baselines").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_documented_baseline_configs_load(path):
+    assert load_config_file(path, REGISTRY).actions

@@ -88,8 +88,9 @@ def check_order(config: "Config", file: str) -> None:
         fail("reserve needs elect before it")
     if "elect" in names and "reserve" in names and names.index("reserve") < names.index("elect"):
         fail("reserve must come after elect")
-    if "elect" in names and "allocate" in names and names.index("elect") > names.index("allocate"):
-        fail("elect must come before allocate")
+    for placer in ("allocate", "flow"):      # flow takes allocate's place (seed 004)
+        if "elect" in names and placer in names and names.index("elect") > names.index(placer):
+            fail(f"elect must come before {placer}")
 
 
 class ElectAction(Action):

@@ -1,13 +1,14 @@
-"""The two gang-aware eviction actions (seed 000, SPEC.md §3.3): what each may evict, in which order,
-and how its plans rank across domains. The shared machinery is :class:`~corral.actions.gang_evict.GangEvictAction`."""
+"""The two gang-aware eviction actions (seed 000 §3.4, SPEC.md §3.3): which pods each may evict, and
+the policy that ranks its victims. The search is :class:`~corral.actions.gang_evict.GangEvictAction`."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from corral.actions.bundles import Bundle, WorkCost
-from corral.actions.gang_evict import GangEvictAction, Plan, needed_tasks
-from corral.actions.reclaim import queue_rules, reclaim_filter
+from corral.actions.gang_evict import GangEvictAction, needed_tasks
+from corral.actions.reclaim import queue_rules
 from corral.framework.session import Session
 from corral.model import Job, Task
 
@@ -15,27 +16,23 @@ __all__ = ["GangPreemptAction", "GangReclaimAction"]
 
 
 class GangPreemptAction(GangEvictAction):
+    """Victims: jobs of strictly lower priority in the preemptor's queue; lower priority gives first."""
+
     name = "gangpreempt"
 
     def allowed(self, session: Session, job: Job, victim: Task) -> bool:
         return victim.job.queue == job.queue and victim.job.priority < job.priority
 
-    def policy(self, session: Session):
-        return lambda a, b: (a.job.priority > b.job.priority) - (a.job.priority < b.job.priority)
-
-    def across_rank(self, plan: Plan) -> float:
-        """Across domains too, victim priority before anything else: the plan whose highest victim
-        priority is lower wins (as preempt ranks nodes)."""
-        return float(plan.worst.priority) if plan.worst is not None else float("-inf")
-
-    def victim_rank(self, job: Job) -> float:
-        return float(job.priority)
-
-    def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
-        return session.preemptable(task, pods)
+    def rank(self, session: Session):
+        return lambda j: float(j.priority)
 
 
 class GangReclaimAction(GangEvictAction):
+    """Victims: jobs of other, reclaimable queues, for a gang whose queue is not Overused and may
+    reclaim (Preemptive); the queue that VictimQueueOrder — or, where no plugin answers it, the
+    reverse of QueueOrder — puts first gives first. The queue rule of proportion/capacity applies
+    whatever tier it sits in, as in ``reclaim``."""
+
     name = "gangreclaim"
 
     def may_start(self, session: Session, job: Job) -> bool:
@@ -49,52 +46,57 @@ class GangReclaimAction(GangEvictAction):
         q = session.cluster.queues.get(victim.job.queue)
         return victim.job.queue != job.queue and q is not None and q.reclaimable
 
-    def policy(self, session: Session):
-        """VictimQueueOrder; where no plugin answers it, the reverse of QueueOrder (the queue allocate
-        would serve last — with proportion or capacity, the one furthest above its share — gives first);
-        bundles of queues no plugin tells apart are left to the ROI."""
+    def rank(self, session: Session):
+        """Each queue's place in the victim queue order (queues no plugin tells apart share one)."""
         queues = session.cluster.queues
         victim_order, queue_order = session.fns("VictimQueueOrder"), session.fns("QueueOrder")
-        known: dict[tuple[str, str], int] = {}      # the queues' shares do not change while a gang is planned
 
-        def order(qa, qb) -> int:
+        def cmp(a: str, b: str) -> int:
             for fn in victim_order:
-                r = fn(qa, qb)
+                r = fn(queues[a], queues[b])
                 if r:
                     return r
             for fn in queue_order:
-                r = fn(qa, qb)
+                r = fn(queues[a], queues[b])
                 if r:
                     return -r
             return 0
+        names = sorted(sorted(queues), key=functools.cmp_to_key(cmp))
+        level: dict[str, float] = {}
+        for i, name in enumerate(names):
+            level[name] = level[names[i - 1]] if i and cmp(names[i - 1], name) == 0 else float(i)
+        return lambda j: level[j.queue]
 
-        def cmp(a: Bundle, b: Bundle) -> int:
-            na, nb = a.job.queue, b.job.queue
-            if na == nb:
-                return 0
-            r = known.get((na, nb))
-            if r is None:
-                r = known[(na, nb)] = order(queues[na], queues[nb])
-            return r
-        return cmp
+    def evictable(self, session: Session, task: Task, pods: list[Task], final: bool = True) -> list[Task]:
+        """UnifiedEvictable, then — over a plan's victims — the queue rule of proportion/capacity
+        whatever tier it sits in (cumulative along the list; the candidates are not cut by it: the
+        plan keeps within each queue's limit, :meth:`caps`)."""
+        allowed = session.unified_evictable(task, pods, self.name)
+        for rule in queue_rules(session) if final else ():
+            keep = {id(t) for t in rule(task, allowed) or ()}
+            allowed = [t for t in allowed if id(t) in keep]
+        return allowed
 
-    def victim_caps(self, session: Session, costs: WorkCost) -> dict[str, float] | None:
-        """The queue rule's limit: a victim queue gives up at most what it holds above its reclaim
-        floor (an upper bound: see ``QueuePlugin.reclaim_floor``), in each resource (the smallest over
-        the queue plugins), measured in units of the need."""
-        caps: dict[str, float] = {}
+    def caps(self, session: Session) -> dict[str, list[float]] | None:
+        """What each victim queue may give up (allocated above its reclaim floor — an upper bound, see
+        ``QueuePlugin.reclaim_floor``), to steer the plan; the queue rule itself decides over the plan's
+        victims."""
+        caps: dict[str, list[float]] = {}
         for rule in queue_rules(session):
-            plugin = rule.__self__
-            if not hasattr(plugin, "reclaim_floor"):          # hierarchical drf: no amount to bound
+            p = rule.__self__
+            if not hasattr(p, "reclaim_floor"):              # hierarchical drf: no amount to bound
                 continue
-            for name in plugin.queues:
-                slack = np.maximum(plugin.allocated[name] - plugin.reclaim_floor[name], 0.0)
-                cap = float(slack @ costs.inv)
-                caps[name] = min(cap, caps.get(name, cap))
+            floor = p.reclaim_floor
+            for name in p.queues:
+                slack = np.where(p.cols, p.allocated[name] - floor[name], np.inf).tolist()
+                caps[name] = [min(a, b) for a, b in zip(slack, caps.get(name, slack))]
         return caps or None
 
-    def plugin_filter(self, session: Session, task: Task, pods: list[Task]) -> list[Task]:
-        """Reclaimable over the ordered list, then — whatever tier they sit in, as in ``reclaim`` — the
-        queue rule of proportion/capacity (a victim only while its queue stays at or above its
-        deserved share, counted cumulatively along the list)."""
-        return reclaim_filter(session, task, pods)
+    def chain(self, session: Session, job: Job):
+        """The queues a victim's eviction draws on: its side of the queue tree below the lowest common
+        ancestor with the gang's queue (as the queue rule checks)."""
+        for rule in queue_rules(session):
+            p = rule.__self__
+            if hasattr(p, "reclaim_floor") and hasattr(p, "victim_side"):
+                return lambda q: p.victim_side(q, job.queue)
+        return None

@@ -393,14 +393,16 @@ class Session:
         return list(candidates)
 
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task]:
-        if self.points["UnifiedEvictable"]:
-            return self._victims(["UnifiedEvictable"], preemptor, candidates, "preempt")
         return self._victims(["Preemptable"], preemptor, candidates)
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
-        if self.points["UnifiedEvictable"]:
-            return self._victims(["UnifiedEvictable"], reclaimer, candidates, "reclaim")
         return self._victims(["Reclaimable"], reclaimer, candidates)
+
+    def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task]:
+        """The gang-level victim filter (Volcano's UnifiedEvictable, asked by ``gangpreempt`` and
+        ``gangreclaim`` only; ``action`` names the asking action); the legacy actions keep to
+        Preemptable/Reclaimable."""
+        return self._victims(["UnifiedEvictable"], preemptor, candidates, action)
 
     def victim_filter(self, preemptor: Job, victim: Job, action: str) -> bool:
         return all(fn(preemptor, victim, action) for fn in self.fns("VictimFilter"))

@@ -25,3 +25,6 @@ class ConformancePlugin(Plugin):
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         return [t for t in candidates if evictable_at_all(t)]
+
+    def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
+        return [t for t in candidates if evictable_at_all(t)]

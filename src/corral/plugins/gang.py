@@ -5,7 +5,9 @@ JobPipelined count the pods placed (and nominated) against minMember and every r
 minimums do not bind an elastic job, minMember below their sum: Volcano's ``CheckTaskReady``); JobStarving
 is "not yet ready counting nominations"; JobOrder puts jobs that are not ready before ready ones. With
 ``enablePreemptable``/``enableReclaimable`` (off in the default config, as in Volcano's) a victim is
-allowed only while its job keeps minMember without it.
+allowed only while its job keeps minMember without it — for the legacy ``preempt``/``reclaim``. The
+gang-level point UnifiedEvictable (asked by ``gangpreempt``/``gangreclaim`` only, not gated by those
+two switches) allows every candidate.
 """
 
 from __future__ import annotations
@@ -78,3 +80,8 @@ class GangPlugin(Plugin):
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         return self._surplus(candidates)
+
+    def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
+        """Every candidate (Volcano's gang plugin): the gang actions' SAFE/WHOLE bundles protect
+        minMember themselves, and break a gang only as a whole."""
+        return list(candidates)

@@ -37,6 +37,7 @@ from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS
+from corral.model.work import checkpoint, run_hours
 
 __all__ = ["NetworkTopologyPlugin"]
 
@@ -235,22 +236,20 @@ class NetworkTopologyPlugin(Plugin):
         """The cost to enter each domain, for eviction: what the gang lacks there once the free and
         releasing capacity is used, made up from the running pods that might give way — pods of lower
         priority in the job's queue or pods of other queues (preemptable, of this scheduler) — as the
-        bundles do: surplus pods (all of a broken job's) first, costing themselves, then the cores of healthy
+        bundles do: surplus pods (all of a broken job's) first, costing nothing, then the cores of healthy
         jobs, costing all the job holds; in each group those that free most of the need per
         unit of cost first. The cost is the work that is lost (each pod's request weighted by the hours
-        it has run, :func:`~corral.actions.bundles.run_hours`, as the eviction actions count it),
+        it has run, :func:`~corral.model.work.run_hours`, as the eviction actions count it),
         measured against the need and summed over the requested resources. 0: enough is free already;
         inf: even all of them would not do. An estimate: the eviction action decides (victim rules,
         bundles, dry run)."""
-        from corral.actions.bundles import run_hours
-
         cluster = self.session.cluster
         nodes = cluster.nodes
         cols = np.flatnonzero((need > EPS) & self.cols)
         if not cols.size:
             return [0.0] * len(domains)
         want = need[cols]
-        age = run_hours(self.session.now)
+        now = self.session.now
         fut = np.clip(nodes.future_idle[:, cols] * (~nodes.down)[:, None], 0, None)
         pods = [t for t in cluster.tasks.values()
                 if t.status in _VICTIM and t.managed and t.preemptable and t.node >= 0 and t.job is not None
@@ -260,7 +259,8 @@ class NetworkTopologyPlugin(Plugin):
         rows = np.array([t.node for t in pods], dtype=np.int64)
         owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
         req = np.array([t.request for t in pods]).reshape(len(pods), len(need))[:, cols]
-        work = (req / want).sum(axis=1) * age.many(pods)
+        since = {id(j): checkpoint(j) for j in jobs}
+        work = (req / want).sum(axis=1) * np.array([run_hours(t, now, since[id(t.job)]) for t in pods])
         # what each job holds: its candidate pods, and any other pod it has placed
         held = np.bincount(owner, weights=work, minlength=len(jobs)) if pods else np.zeros(len(jobs))
         seen = {id(t) for t in pods}
@@ -271,7 +271,7 @@ class NetworkTopologyPlugin(Plugin):
                 if t.status in ALLOCATED_STATES:
                     ready[k] += 1
                     if id(t) not in seen:
-                        held[k] += float((t.request[cols] / want).sum()) * age(t)
+                        held[k] += float((t.request[cols] / want).sum()) * run_hours(t, now, since[id(j)])
                 elif t.status is TaskStatus.SUCCEEDED:
                     ready[k] += 1
         surplus = ready - np.array([j.min_member for j in jobs], dtype=np.int64)
@@ -335,14 +335,13 @@ def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: n
     g_dom, g_job = keys // n_jobs, keys % n_jobs
     m = len(keys)
     local = np.stack([np.bincount(slot, weights=req[pod, c], minlength=m) for c in range(n_cols)], axis=1)
-    local_work = np.bincount(slot, weights=work[pod], minlength=m)
     count = np.bincount(slot, minlength=m)
     spare = surplus[g_job]
-    # like the bundles: a job's surplus pods (all of them when it is broken) cost only themselves,
-    # the rest costs everything the job holds
+    # as the bundles count (seed 000 cost model): a job's surplus pods (all of them when it is broken)
+    # cost nothing, the rest costs everything the job holds
     share = np.where(spare < 0, 1.0, np.minimum(count, np.maximum(spare, 0)) / np.maximum(count, 1))
     frees = np.concatenate([local * share[:, None], local * (1 - share)[:, None]])
-    spend = np.concatenate([local_work * share, np.where(share < 1, held[g_job], 0.0)])
+    spend = np.concatenate([np.zeros(m), np.where(share < 1, held[g_job], 0.0)])
     kind = np.repeat([0, 1], m)
     dom2, job2 = np.concatenate([g_dom, g_dom]), np.concatenate([g_job, g_job])
     use = np.flatnonzero(np.any(frees > EPS, axis=1))

@@ -29,3 +29,7 @@ class PriorityPlugin(Plugin):
             elif t.priority < preemptor.priority:
                 out.append(t)
         return out
+
+    def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
+        """Gang-preempt: only jobs of lower priority (as Preemptable); gang-reclaim: every candidate."""
+        return list(candidates) if action.endswith("reclaim") else self.preemptable(preemptor, candidates)

@@ -120,6 +120,10 @@ class QueuePlugin(Plugin):
         return self.within_capability(queue, task.request * self.cols)
 
     # -- victims ---------------------------------------------------------------------------------
+    def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
+        """Gang-reclaim: the queue rule of :meth:`reclaimable`; gang-preempt: no answer."""
+        return self.reclaimable(preemptor, candidates) if action.endswith("reclaim") else None
+
     #: capacity keeps a victim queue's guarantee covered (Volcano capacity); proportion does not
     keeps_guarantee = False
     #: reclaim applies this plugin's Reclaimable whatever tier it sits in (SPEC.md §3.2)

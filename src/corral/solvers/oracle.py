@@ -1,12 +1,15 @@
-"""An exact victim-selection oracle for one preemptor gang (issue "Gang-level pipeline ... gang-aware
-eviction", item 5: compare with the legacy way). OR-Tools CP-SAT.
+"""An exact victim-selection oracle for one preemptor gang (seed 000 cost model, SPEC.md §3.3), to
+measure ``gangpreempt``/``gangreclaim`` against. OR-Tools CP-SAT.
 
 Given a cluster snapshot and one waiting gang, :func:`solve_gang_eviction` chooses the running pods to
-evict so that the gang fits, minimising the **work lost**: the GPU-hours already run by every pod that
-must restart. A victim job whose running pods drop below minMember (or, unless the job is elastic, a
-role below its minTaskMember) is *broken* and restarts all its pods — the loss is the sum over its
-running pods of GPUs × time run so far; a victim job that stays at or above its minimums loses only its
-evicted (surplus) pods. Ties are broken by the fewest evicted pods.
+evict so that the gang fits, minimising the **work lost** under the seed's cost model: evicting pods
+that leave their job at or above minMember (and, unless the job is elastic, every role at or above its
+minTaskMember) costs nothing; a healthy job pushed below a minimum is *broken* and loses the GPU-hours
+all its running pods have run since they started, or since the PodGroup's last checkpoint
+(``corral.io/last-checkpoint``); a job already below its minimums costs nothing more. Ties go to the
+fewest evicted pods. :func:`solve_by_rules` minimises the gang actions' lexicographic rule: no healthy
+gang broken if any plan avoids it, then the lowest victim level (job priority for preempt, the victim
+queue order for reclaim), then the work, then the pods.
 
 What is modelled
 ----------------
@@ -40,17 +43,12 @@ What is modelled
   (allocatable − used + releasing − nominated) + what the evicted victims on that node hold. A node is
   eligible when it is not down and not cordoned, and, if given, ``node_mask(task)`` allows it.
 
-* **Work** — a pod's run time is ``now − status.startTime`` (creation time when no start time; never
-  negative); its weight is its GPU count. A job already below its minimums before the decision has no
-  "broken" switch: each of its evicted pods costs its own work.
+* **Work** — a pod's run time is ``now − max(status.startTime, last checkpoint)`` (creation time when
+  no start time; never negative); its weight is its GPU count. Only a healthy job that the victims
+  break loses work: all its running pods'.
 
 Not modelled: PodDisruptionBudgets, minimum runtime, VictimFilter/ScenarioValidator plugins, inter-pod
-affinity, GPU sharing, the preemptor queue's own gates (Overused/Preemptive), and the victims'
-*priorities* among themselves — the oracle only minimises work lost, while ``gangpreempt`` must take
-lower-priority victims first; that is a real source of difference, not an error of either.
-:func:`solve_priority_first` and :func:`solve_by_rules` solve the oracle under those conventions
-(the lowest victim priority first; breaking no healthy gang first), to measure how close the actions
-come to the best plan *their own rules* allow.
+affinity, GPU sharing, the preemptor queue's own gates (Overused/Preemptive).
 
 The model is solved with CP-SAT under ``time_limit`` seconds; ``status`` is the solver's answer
 (``OPTIMAL``, ``FEASIBLE`` when stopped early with a solution, ``INFEASIBLE`` when no choice of
@@ -70,8 +68,9 @@ import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.resources import EPS, GPU
+from corral.model.work import checkpoint, run_hours
 
-__all__ = ["OracleResult", "solve_gang_eviction", "solve_priority_first", "solve_by_rules",
+__all__ = ["OracleResult", "solve_gang_eviction", "solve_by_rules",
            "candidate_victims", "work_lost", "pod_work",
            "queue_slack", "allowed_domains", "waiting_pods"]
 
@@ -112,9 +111,8 @@ def _gpus(cluster: Cluster, task: Task) -> float:
 
 
 def pod_work(cluster: Cluster, task: Task, now: float) -> float:
-    """GPU-seconds ``task`` has run so far (GPUs × (now − start)), 0 for a pod without GPUs."""
-    start = task.start_time if task.start_time is not None else (task.creation or now)
-    return _gpus(cluster, task) * max(now - start, 0.0)
+    """GPU-seconds ``task`` has run since it started or its job's last checkpoint (0 without GPUs)."""
+    return _gpus(cluster, task) * run_hours(task, now, checkpoint(task.job)) * 3600.0
 
 
 def _running(job: Job) -> list[Task]:
@@ -142,8 +140,7 @@ def _healthy(job: Job) -> bool:
 def work_lost(cluster: Cluster, victims: Iterable[Task], now: float) -> tuple[float, list[Job]]:
     """The work (GPU-hours) destroyed by evicting ``victims`` from the cluster state *before* the
     eviction, and the healthy jobs they break (running pods below minMember or a binding role below its
-    minTaskMember): a broken job loses all its running pods' work, any other victim job only its
-    evicted pods'."""
+    minTaskMember): a broken job loses all its running pods' work; any other victim costs nothing."""
     by_job: dict[int, tuple[Job | None, list[Task]]] = {}
     for v in victims:
         by_job.setdefault(id(v.job) if v.job is not None else id(v), (v.job, []))[1].append(v)
@@ -160,8 +157,6 @@ def work_lost(cluster: Cluster, victims: Iterable[Task], now: float) -> tuple[fl
                     roles[r] - gone_roles.get(r, 0) < 0 for r in roles)):
                 broken.append(job)
                 total += sum(pod_work(cluster, t, now) for t in _running(job))
-                continue
-        total += sum(pod_work(cluster, t, now) for t in pods)
     return total / 3600.0, broken
 
 
@@ -246,38 +241,39 @@ def queue_slack(session) -> dict[str, np.ndarray]:
     return out
 
 
-def _first_placed(stages: Iterable[Callable[[], OracleResult]]) -> OracleResult:
-    """Solve the stages in order; the first that places the gang (or cannot answer) gives the result,
-    its ``wall`` the total over the solves made."""
+def solve_by_rules(cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None,
+                   **kwargs) -> OracleResult:
+    """The oracle under the gang actions' lexicographic rule: break no healthy gang if any plan can
+    avoid it; then the lowest victim level — victims whose ``rank`` is at most it (default: job
+    priority for preempt, one level for reclaim; the gang actions' own policy is what a benchmark
+    passes); then the least work, then the fewest pods. ``wall`` is the total over the solves. Same
+    arguments as :func:`solve_gang_eviction`."""
+    action = kwargs.get("action", "preempt")
+    if rank is None:
+        rank = (lambda j: float(j.priority)) if action == "preempt" else (lambda j: 0.0)
+    levels = sorted({rank(v.job) for v in candidate_victims(cluster, job, action)}) or [0.0]
     wall = 0.0
     res = None
-    for stage in stages:
-        res = stage()
+    for brk in (False, True):
+        solve = functools.partial(solve_gang_eviction, cluster, job, rank=rank, break_gangs=brk, **kwargs)
+        res = solve(max_rank=levels[-1])            # no lower level places the gang if all levels do not
         wall += res.wall
-        if res.placed or res.status in ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO"):
+        if res.status in _STOP:
             break
+        if not res.placed:
+            continue
+        for level in levels[:-1]:
+            low = solve(max_rank=level)
+            wall += low.wall
+            if low.placed:
+                res = low
+                break
+        break
     res.wall = wall
     return res
 
 
-def solve_priority_first(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
-    """The oracle under the preemption convention "the lowest highest-victim priority first": the
-    victim priority levels are tried from the lowest up (victims of job priority ≤ level), and the first
-    level at which the gang fits gives the answer (least work lost at that level). ``wall`` is the total
-    over the solves. Same arguments as :func:`solve_gang_eviction`."""
-    levels = sorted({v.job.priority for v in candidate_victims(cluster, job, kwargs.get("action", "preempt"))})
-    return _first_placed(functools.partial(solve_gang_eviction, cluster, job, max_victim_priority=level, **kwargs)
-                         for level in levels or [None])
-
-
-def solve_by_rules(cluster: Cluster, job: Job, **kwargs) -> OracleResult:
-    """The oracle under corral's own order of victims (SPEC.md §3.3 sort; what ``gangpreempt`` and
-    ``gangreclaim`` approximate): breaking no healthy gang first — surplus pods only, if that places
-    the gang — then, for preempt, the lowest highest-victim priority (:func:`solve_priority_first`),
-    then the least work. ``wall`` is the total over the solves. Same arguments as
-    :func:`solve_gang_eviction`."""
-    solve = solve_priority_first if kwargs.get("action", "preempt") == "preempt" else solve_gang_eviction
-    return _first_placed(functools.partial(solve, cluster, job, break_gangs=brk, **kwargs) for brk in (False, True))
+_STOP = ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO")
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -310,20 +306,17 @@ def _scale(values: Iterable[float]) -> int:
 def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", now: float,
                         time_limit: float = 10.0, queue_slack: Mapping[str, np.ndarray] | None = None,
                         node_mask: Callable[[Task], np.ndarray] | None = None, workers: int = 1,
-                        hint: Sequence[Task] | None = None, max_victim_priority: int | None = None,
-                        break_gangs: bool = True, fewest_broken: bool = False,
-                        max_work: float | None = None) -> OracleResult:
+                        hint: Sequence[Task] | None = None, rank: Callable[[Job], float] | None = None,
+                        max_rank: float | None = None, break_gangs: bool = True) -> OracleResult:
     """The victim set of least work lost with which ``job`` fits in one allowed domain (module doc).
 
     ``cluster`` is read only. ``action``: "preempt" or "reclaim". ``now``: seconds since the epoch
     (run times are measured to it). ``queue_slack``: per queue, what it may give up (reclaim; see
     :func:`queue_slack`). ``node_mask(task)``: extra node eligibility for a waiting pod. ``hint``: a
     known-feasible victim set to start the search from (e.g. what an action chose).
-    ``max_victim_priority``: only victims whose job priority is at most this (see
-    :func:`solve_priority_first`). ``break_gangs`` false: no healthy gang may drop below its minimums
-    (only surplus pods and pods of gangs already broken are victims; see :func:`solve_by_rules`).
-    ``fewest_broken``: minimise the number of healthy gangs broken first, the work lost second — the
-    least any victim selection can break. ``max_work``: GPU-hours the victims may lose at most.
+    ``max_rank``: only victims whose job's ``rank`` (default: its priority) is at most this.
+    ``break_gangs`` false: no healthy gang may drop below its minimums (only surplus pods and pods of
+    gangs already broken are victims). See :func:`solve_by_rules` for the lexicographic rule.
     """
     from ortools.sat.python import cp_model
 
@@ -358,7 +351,7 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
 
     victims = candidate_victims(cluster, job, action, union)
     victims = [v for v in victims if eligible[v.node] and any(m[v.node] for m in masks)
-               and (max_victim_priority is None or v.job.priority <= max_victim_priority)]
+               and (max_rank is None or (rank(v.job) if rank else v.job.priority) <= max_rank)]
     by_node: dict[int, list[int]] = {}
     for i, v in enumerate(victims):
         by_node.setdefault(v.node, []).append(i)
@@ -429,25 +422,17 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
     for role, n in role_missing.items():
         model.Add(sum(tot for k, tot in enumerate(totals) if klist[k][0].role == role) >= n)
 
-    # victims' jobs: broken switches and the cost
-    w = [int(round(pod_work(cluster, v, now))) for v in victims]
+    # victims' jobs: broken switches and the cost (seed 000: only a healthy job that is broken loses
+    # work — all its running pods'; surplus pods and pods of jobs broken already are free)
     jobs: dict[int, tuple[Job, list[int]]] = {}
     for i, v in enumerate(victims):
         jobs.setdefault(id(v.job), (v.job, []))[1].append(i)
     cost_terms = []
-    breaks = []
-    upper = 0                               # the most the work terms can sum to
     for vj, idx in jobs.values():
-        local = sum(w[i] for i in idx)
-        upper += local
         if not _healthy(vj):
-            cost_terms.append(sum(w[i] * evict[i] for i in idx))
             continue
         whole = int(round(sum(pod_work(cluster, t, now) for t in _running(vj))))
-        whole = max(whole, local)
-        upper += whole - local
         b = model.NewBoolVar(f"b_{vj.uid}")        # the job drops below its minimums: restarts whole
-        breaks.append(b)
         if not break_gangs:
             model.Add(b == 0)
         surplus = vj.ready_count() - vj.min_member
@@ -460,10 +445,7 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
                 ri = [i for i in idx if victims[i].role == role]
                 if s < len(ri):
                     model.Add(sum(evict[i] for i in ri) <= s + len(ri) * b)
-        loss = model.NewIntVar(0, whole, f"loss_{vj.uid}")
-        model.Add(loss >= sum(w[i] * evict[i] for i in idx))
-        model.Add(loss >= whole * b)
-        cost_terms.append(loss)
+        cost_terms.append(whole * b)
 
     # reclaim: victim queues keep their deserved share
     if action == "reclaim" and queue_slack:
@@ -483,14 +465,8 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
                 model.Add(sum(int(round(victims[i].request[c] / u)) * evict[i]
                               for i in idx if victims[i].request[c] > 0) <= limit)
 
-    if max_work is not None:
-        model.Add(sum(cost_terms) <= math.floor(max_work * 3600.0 + 1e-6))
     weight = len(victims) + 1
-    objective = weight * sum(cost_terms) + sum(evict)
-    if fewest_broken and breaks:
-        top = weight * upper + len(victims) + 1         # more than the rest can ever sum to
-        objective = top * sum(breaks) + objective
-    model.Minimize(objective)
+    model.Minimize(weight * sum(cost_terms) + sum(evict))
     if hint:
         chosen = {id(t) for t in hint}
         for i, v in enumerate(victims):
@@ -506,8 +482,7 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
         res.placed = True
         res.victims = [v for i, v in enumerate(victims) if solver.Value(evict[i])]
         res.work_lost, res.broken = work_lost(cluster, res.victims, now)
-        if not fewest_broken:
-            res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0   # the work part
+        res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0   # the work part
         if use_dom:
             res.domain = next(name for name, _, d in use_dom if solver.Value(d))
         else:

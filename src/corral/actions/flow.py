@@ -1,0 +1,365 @@
+"""``flow``: place a whole round of pending pods at once by solving a min-cost flow (seed 004
+``004_04addbe79614e988.txt``, SPEC.md §3.6; Firmament/Poseidon), in place of ``allocate``
+(``actions: "enqueue, flow, backfill"``).
+
+The network (:mod:`corral.actions.flow_build`, :mod:`corral.solvers.flow_network`) sends each job's
+waiting pods, grouped in equivalence classes, through aggregators to the nodes where they fit, or to the
+job's unscheduled aggregator at a cost that grows with the job's priority and wait. Several classes may
+share a node and together oversubscribe it (multi-resource fit is not one commodity), so the answer is
+checked pod by pod through a Statement per job with the same hard checks allocate makes — the queue's
+Allocatable (capability, capacity), every Predicate plugin's mask on the chosen node, the resource fit now
+or once releasing pods are gone (then the pod is pipelined, as allocate does) — and the pods that fail
+go back into a re-solve over the remaining capacity, at most ``maxResolves`` times.
+
+``gangMode`` — the seed's three ways:
+
+- ``lowerbound`` (default): each gang's arc of lower bound k = minMember (less what it already holds) is
+  removed by the supply/demand transformation and kept feasible by a penalised bypass; gangs the optimum
+  leaves partial are rolled back and the round re-solved until no gang is partial. The same round is
+  also solved the ``rollback`` way (a dry run, discarded) and that answer kept when it places more pods,
+  so lowerbound never places fewer pods than rollback on the same input.
+- ``rollback``: solve without lower bounds, then undo the gangs left below k (the seed's "rearrange the
+  scheduling round delta after the fact": their capacity stays idle this round).
+- ``sequential``: the pods of jobs with minMember 1 in one round, then each gang alone in JobOrder
+  (priority, then age); ``sequentialOrder: gangsFirst`` runs the gangs first.
+
+Relaxed k-of-n gangs (minMember < pods) need k; the pods above k are elastic and go only where they fit.
+Per-role minimums (minTaskMember) are checked by JobReady after the solve: a gang short of a role is
+rolled back like any partial gang. Like allocate, a job's Statement commits when JobReady, is held as
+nominations when JobPipelined, and is discarded otherwise, so flow never binds a gang below minMember.
+
+Where flow differs from allocate: queue order and DRF shares do not order the round (the costs do:
+priority, then pod size, then wait); Overused queues are skipped at the start of each round.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from corral.actions.allocate import LAST_START, schedulable_jobs, waiting_tasks
+from corral.actions.flow_build import Built, build_network
+from corral.actions.placement import no_fit_reason
+from corral.framework.config import arg
+from corral.framework.plugin import Action
+from corral.framework.session import PENDING_LIKE, Session
+from corral.framework.statement import Statement
+from corral.manifests.fields import format_time
+from corral.model import Job, PodGroupPhase, Task
+from corral.model.resources import EPS
+from corral.solvers.flow_network import FlowNetwork, FlowSolution, solve
+
+__all__ = ["FlowAction", "FlowArgs"]
+
+#: Lower-bound re-solves at most in a round's first solve (each removes at least one partial gang), and
+#: 2 in the re-solves after the check; gangs still partial after them are rolled back as in ``rollback``.
+MAX_STABILISE = 8
+
+
+@dataclass(frozen=True)
+class FlowArgs:
+    gang_mode: str = arg("gangMode", "lowerbound", "how gangs enter the flow (seed 004)",
+                         choices=("lowerbound", "rollback", "sequential"))
+    cost_model: str = arg("costModel", "trivial", "arc costs", choices=("trivial", "quincy", "spread", "topology"))
+    sequential_order: str = arg("sequentialOrder", "nonGangFirst", "sequential mode: which round first",
+                                choices=("nonGangFirst", "gangsFirst"))
+    max_resolves: int = arg("maxResolves", 3, "re-solves after pods fail the pod-by-pod check", minimum=0)
+    wait_unit: float = arg("waitCostUnit", 60.0, "waiting time worth one unit of cost", kind="duration")
+    exact_compare: int = arg("exactCompareLimit", 2000, "lowerbound: rounds up to this many pods compare with "
+                             "rollback by a full dry run, larger ones by the first solve", minimum=0)
+
+
+@dataclass
+class _Round:
+    """One solve-and-check pass over a set of jobs: per job its Statement, the reason it stopped and
+    what it held when the pass began."""
+
+    jobs: list[Job]
+    stmts: dict[str, Statement]
+    reasons: dict[str, str | Callable[[], str]]
+    was_ready: dict[str, bool]
+
+    def placed(self, session: Session) -> int:
+        """Pods that would stay placed: those of jobs that are ready or pipelined."""
+        return sum(len(s.ops) for j in self.jobs for s in [self.stmts[j.uid]]
+                   if s.ops and (session.job_ready(j) or session.job_pipelined(j)))
+
+    def discard(self) -> None:
+        for j in reversed(self.jobs):
+            self.stmts[j.uid].discard()
+
+
+class FlowAction(Action):
+    name = "flow"
+    Args = FlowArgs
+
+    def __init__(self, args: FlowArgs | None = None) -> None:
+        super().__init__(args if args is not None else FlowArgs())
+        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "solves": 0, "resolves": 0, "rounds": 0,
+                      "first": 0.0}
+        self.first_solve = 0.0
+
+    def execute(self, session: Session) -> None:
+        jobs = sorted(schedulable_jobs(session), key=lambda j: (-j.priority, j.creation, j.uid))
+        if self.args.gang_mode != "sequential":
+            self.run_round(session, jobs)
+            return
+        gangs = [j for j in jobs if j.min_member > 1]
+        gangs.sort(key=session.job_key())
+        singles = [j for j in jobs if j.min_member <= 1]
+        batches = [[g] for g in gangs]
+        batches = batches + [singles] if self.args.sequential_order == "gangsFirst" else [singles] + batches
+        for batch in batches:
+            if batch:
+                self.run_round(session, batch)
+
+    # -- one round -------------------------------------------------------------------------------
+    def run_round(self, session: Session, jobs: list[Job]) -> None:
+        jobs = self._open_queues(session, jobs)
+        if not jobs:
+            return
+        self.stats["rounds"] += 1
+        mode = self.args.gang_mode
+        gangs = mode == "lowerbound" and any(self._lower(j) > 1 for j in jobs)
+        if gangs and sum(len(waiting_tasks(j)) for j in jobs) > self.args.exact_compare:
+            best = self.solve_and_check(session, jobs, "lowerbound", compare=True)
+        elif gangs:
+            trial = self.solve_and_check(session, jobs, "rollback")
+            baseline = trial.placed(session)
+            trial.discard()
+            best = self.solve_and_check(session, jobs, "lowerbound")
+            if baseline > best.placed(session):
+                best.discard()
+                best = self.solve_and_check(session, jobs, "rollback")
+        else:
+            best = self.solve_and_check(session, jobs, "rollback" if mode == "rollback" else "lowerbound")
+        for job in best.jobs:
+            self._finish(session, job, best.stmts[job.uid], best.was_ready[job.uid], best.reasons.get(job.uid, ""))
+
+    def _open_queues(self, session: Session, jobs: list[Job]) -> list[Job]:
+        """Jobs whose queue is not Overused (allocate's rule, asked once per round)."""
+        queues = session.cluster.queues
+        verdict: dict[str, bool] = {}
+        out = []
+        for job in jobs:
+            over = verdict.get(job.queue)
+            if over is None:
+                over = verdict[job.queue] = session.overused(queues[job.queue])
+            if over:
+                session.unschedulable(job, f"queue {job.queue!r} already holds its deserved share")
+            else:
+                out.append(job)
+        return out
+
+    @staticmethod
+    def _lower(job: Job) -> int:
+        return max(0, job.min_member - job.ready_count())
+
+    def solve_and_check(self, session: Session, jobs: list[Job], mode: str, compare: bool = False) -> _Round:
+        """Solve, check pod by pod, re-solve what failed (at most ``maxResolves`` times). ``mode``
+        ``lowerbound`` puts the lower bounds in the network and stabilises; ``rollback`` solves without
+        them and drops the gangs the answer leaves partial."""
+        rnd = _Round(jobs, {j.uid: session.statement() for j in jobs}, {},
+                     {j.uid: session.job_ready(j) for j in jobs})
+        need = {j.uid: self._lower(j) for j in jobs}
+        key = session.task_key()
+        pending = {j.uid: sorted(waiting_tasks(j), key=key) if len(j.tasks) > 1 else waiting_tasks(j) for j in jobs}
+        out: set[str] = set()
+        for attempt in range(self.args.max_resolves + 1):
+            live = [j for j in jobs if j.uid not in out and pending[j.uid]]
+            if not live:
+                break
+            if attempt:
+                self.stats["resolves"] += 1
+            tasks = [pending[j.uid] for j in live]
+            lower = [max(0, need[j.uid] - len(rnd.stmts[j.uid].ops)) for j in live]
+            t0 = time.perf_counter()
+            # a lower bound of one pod is no gang: its bypass would cost what waiting costs
+            bounds = [k if mode == "lowerbound" and k > 1 else 0 for k in lower]
+            built = build_network(session, live, tasks, bounds,
+                                  model=self.args.cost_model, wait_unit=self.args.wait_unit)
+            t1 = time.perf_counter()
+            sol, dropped, had = self._solve(built.net, lower, mode, stabilise=MAX_STABILISE if not attempt else 2)
+            if compare and not attempt:
+                plain = self._solve(built.net, lower, "rollback", bounded=False)
+                if _kept(plain) > _kept((sol, dropped, had)):
+                    sol, dropped, had = plain
+                    mode = "rollback"
+            t2 = time.perf_counter()
+            self.stats["build"] += t1 - t0
+            self.stats["solve"] += t2 - t1
+            if not self.stats["first"]:
+                self.stats["first"] = t1 - t0 + self.first_solve
+            for i in np.flatnonzero(dropped):
+                job = live[int(i)]
+                out.add(job.uid)
+                rnd.reasons[job.uid] = _gang_reason(session, job, int(had[i]), mode)
+            failed = self._check(session, rnd, live, built, sol, dropped, pending, out)
+            if failed and attempt < self.args.max_resolves:
+                self._release_partial(session, rnd, live, need, pending, out)
+            self.stats["check"] += time.perf_counter() - t2
+            if not failed:
+                break
+        return rnd
+
+    @staticmethod
+    def _release_partial(session: Session, rnd: _Round, live: list[Job], need: dict[str, int],
+                         pending: dict[str, list[Task]], out: set[str]) -> None:
+        """Before a re-solve, undo the gangs the check left below their lower bound, so that what they
+        hold goes back into the network with them instead of idling until the round's end."""
+        key = session.task_key()
+        for job in live:
+            stmt = rnd.stmts[job.uid]
+            if job.uid in out or not stmt.ops or len(stmt.ops) >= need[job.uid]:
+                continue
+            stmt.restore(0)
+            pending[job.uid] = sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
+
+    def _solve(self, net: FlowNetwork, lower: list[int], mode: str, bounded: bool = True,
+               stabilise: int = MAX_STABILISE) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
+        """Solve; return the answer, the jobs dropped as partial gangs (rolled back) and how many pods
+        each had when it was dropped. ``bounded=False`` ignores the network's lower bounds."""
+        k = np.array(lower, dtype=np.int64)
+        active = np.ones(len(k), dtype=bool)
+        dropped = np.zeros(len(k), dtype=bool)
+        had = np.zeros(len(k), dtype=np.int64)
+        t0 = time.perf_counter()
+        sol = solve(net, active, bounded=bounded)
+        self.first_solve = self.first_solve or time.perf_counter() - t0
+        self.stats["solves"] += 1
+        partial = (sol.placed < k) & active
+        if mode == "lowerbound":
+            for _ in range(stabilise):
+                # a gang with nothing placed asks nothing of the others: only partial ones go
+                partial = (sol.placed > 0) & (sol.placed < k) & active
+                if not partial.any():
+                    break
+                dropped |= partial
+                had[partial] = sol.placed[partial]
+                active &= ~partial
+                sol = solve(net, active)
+                self.stats["solves"] += 1
+            partial = (sol.placed < k) & active
+        partial &= sol.placed > 0
+        had[partial] = sol.placed[partial]
+        dropped |= partial
+        return sol, dropped, had
+
+    def _check(self, session: Session, rnd: _Round, live: list[Job], built: Built, sol: FlowSolution,
+               dropped: np.ndarray, pending: dict[str, list[Task]], out: set[str]) -> bool:
+        """Apply the answer pod by pod through each job's Statement (jobs in the order of their waiting
+        cost, dearest first); return True if any pod failed a check."""
+        if not sol.unit_group.size:
+            for j in live:
+                if j.uid not in out:
+                    rnd.reasons.setdefault(j.uid, _fit_reason(session, j))
+                    out.add(j.uid)
+            return False
+        groups, group_job = built.groups, built.net.group_job
+        order = np.lexsort((sol.unit_node, sol.unit_group))
+        ug, un, uk = sol.unit_group[order], sol.unit_node[order], sol.unit_kind[order]
+        starts = np.searchsorted(ug, np.arange(len(groups) + 1))
+        by_job: dict[int, list[int]] = {}
+        for g in np.unique(ug).tolist():
+            by_job.setdefault(int(group_job[g]), []).append(g)
+        failed = False
+        queues = session.cluster.queues
+        dear = built.net.job_wait_cost
+        for j in sorted(by_job, key=lambda i: (-int(dear[i]), i)):
+            job = live[j]
+            if dropped[j]:
+                continue
+            stmt = rnd.stmts[job.uid]
+            queue = queues[job.queue]
+            done: set[int] = set()
+            stop = ""
+            for g in by_job[j]:
+                tasks = groups[g]
+                for u, task in zip(range(starts[g], starts[g + 1]), tasks):
+                    if not session.allocatable(queue, task):
+                        stop = (f"{job.ready_count()} of {job.min_member} pods placed; queue {job.queue!r} would "
+                                f"exceed its capability with pod {task.name}")
+                        break
+                    row = int(un[u])
+                    if not session.predicate(task)[row]:
+                        failed = True
+                        continue
+                    if uk[u] == 0 and _fits_at(session, task, row, False):
+                        stmt.allocate(task, row)
+                    elif _fits_at(session, task, row, True):
+                        stmt.pipeline(task, row)
+                    else:
+                        failed = True
+                        continue
+                    done.add(id(task))
+                if stop:
+                    break
+            pending[job.uid] = [t for t in pending[job.uid] if id(t) not in done and t.status in PENDING_LIKE]
+            if stop:
+                out.add(job.uid)
+                rnd.reasons[job.uid] = stop
+        for j, job in enumerate(live):
+            if j not in by_job and not dropped[j] and job.uid not in out:
+                out.add(job.uid)
+                rnd.reasons.setdefault(job.uid, _fit_reason(session, job))
+        return failed
+
+    @staticmethod
+    def _finish(session: Session, job: Job, stmt: Statement, was_ready: bool,
+                reason: str | Callable[[], str]) -> None:
+        """Commit when JobReady, hold as nominations when JobPipelined, else discard (allocate's rule)."""
+        if session.job_ready(job):
+            stmt.commit()
+            if not was_ready:
+                job.phase = PodGroupPhase.RUNNING
+                session.annotate(job, LAST_START, format_time(session.now))
+            if reason and waiting_tasks(job):
+                session.unschedulable(job, reason)
+        elif session.job_pipelined(job) and stmt.ops:
+            session.keep(stmt)
+            session.unschedulable(job, "waiting for resources being released; placement held as nominations")
+        else:
+            stmt.discard()
+            session.unschedulable(job, reason or _fit_reason(session, job))
+
+
+def _kept(answer: tuple[FlowSolution, np.ndarray, np.ndarray]) -> int:
+    """Pods an answer places outside the gangs it rolls back."""
+    sol, dropped, _ = answer
+    return int(sol.placed[~dropped].sum())
+
+
+def _fits_at(session: Session, task: Task, row: int, future: bool) -> bool:
+    """Does ``task`` fit on node ``row`` now (or once releasing pods are gone)? ``Session.fits`` for one
+    row, without refreshing the whole per-class mask."""
+    free = session.free(task, future=future, rows=np.array([row]))
+    return bool((free[0] >= session.request_cols(task)[1] - EPS).all())
+
+
+def _fit_reason(session: Session, job: Job) -> Callable[[], str]:
+    """Allocate's reason for the first waiting pod, worked out when the session closes."""
+    def reason() -> str:
+        waiting = waiting_tasks(job)
+        if not waiting:
+            return f"gang not ready: {job.ready_count()} of {job.min_member} pods can be placed"
+        task = waiting[0]
+        if (session.predicate(task) & session.fits(task, future=True)).any():
+            return (f"{job.ready_count()} of {job.min_member} pods placed; the round's min-cost flow left pod "
+                    f"{task.name} waiting: the capacity it fits went to pods of higher waiting cost")
+        return no_fit_reason(session, job, task, job.ready_count())
+    return reason
+
+
+def _gang_reason(session: Session, job: Job, placed: int, mode: str) -> Callable[[], str]:
+    """Why a gang the flow left partial was rolled back (lazy, as :func:`_fit_reason`)."""
+    def reason() -> str:
+        waiting = waiting_tasks(job)
+        if waiting and not (session.predicate(waiting[0]) & session.fits(waiting[0], future=True)).any():
+            return no_fit_reason(session, job, waiting[0], job.ready_count())
+        how = "with lower bounds" if mode == "lowerbound" else "without lower bounds"
+        return (f"{job.ready_count()} of {job.min_member} pods placed; the round's min-cost flow ({how}) could "
+                f"place only {placed + job.ready_count()} of the gang's {job.min_member}, so it was rolled back")
+    return reason

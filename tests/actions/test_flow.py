@@ -1,0 +1,109 @@
+"""Unit tests of the ``flow`` action (seed 004): its arguments, the built-in example through
+``corral schedule``, and ``corral simulate`` / ``corral compare`` with flow in place of allocate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from corral.actions.flow import FlowAction, FlowArgs
+from corral.errors import ConfigError
+from corral.framework.config import parse_config
+from corral.framework.session import Session
+from corral.manifests.build import build_cluster
+from corral.registry import DEFAULT_CONFIG, REGISTRY
+from corral.sim.commands import register
+from tests.sim.test_commands import CLUSTER, WORKLOAD
+
+T0 = 1767225600.0
+
+
+def _config(**arguments):
+    raw = {**DEFAULT_CONFIG, "actions": "enqueue, flow, backfill",
+           "configurations": [{"name": "flow", "arguments": arguments}]}
+    return parse_config(raw, REGISTRY, "test")
+
+
+def test_arguments_parse_with_their_spellings() -> None:
+    cfg = _config(gangMode="sequential", costModel="topology", sequentialOrder="gangsFirst", maxResolves=5,
+                  waitCostUnit="5m")
+    args = cfg.actions[1].args
+    assert args == FlowArgs("sequential", "topology", "gangsFirst", 5, 300.0)
+
+
+@pytest.mark.parametrize("arguments, words", [({"gangMode": "greedy"}, "gangMode"),
+                                              ({"costModel": "cheap"}, "costModel"),
+                                              ({"maxResolves": -1}, "maxResolves"),
+                                              ({"resolves": 2}, "resolves")])
+def test_bad_arguments_name_the_field(arguments, words) -> None:
+    with pytest.raises(ConfigError) as err:
+        _config(**arguments)
+    assert words in str(err.value)
+
+
+def _gang_docs(n_nodes: int, gangs: list[tuple[str, int, int, int]]) -> list[dict]:
+    docs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+             "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}}}
+            for i in range(n_nodes)]
+    for name, pods, gpu, minimum in gangs:
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": "d", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                     "spec": {"minMember": minimum}, "status": {"phase": "Inqueue"}})
+        for k in range(pods):
+            docs.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": f"{name}-{k}", "namespace": "d", "uid": f"{name}-{k}",
+                                      "annotations": {"scheduling.k8s.io/group-name": name},
+                                      "creationTimestamp": "2026-01-01T00:00:00Z"},
+                         "spec": {"schedulerName": "corral", "containers": [{"name": "c", "resources": {
+                             "requests": {"nvidia.com/gpu": str(gpu), "cpu": "1"}}}]},
+                         "status": {"phase": "Pending"}})
+    return docs
+
+
+@pytest.mark.parametrize("mode", ["lowerbound", "rollback", "sequential"])
+def test_stats_and_gangs_whole(mode: str) -> None:
+    docs = _gang_docs(4, [("a", 3, 8, 3), ("b", 3, 8, 3), ("c", 2, 4, 1)])
+    cluster = build_cluster(("t", d) for d in docs)
+    cfg = _config(gangMode=mode)
+    session = Session(cluster, cfg, REGISTRY, T0, 1)
+    action = FlowAction(cfg.actions[1].args)
+    action.execute(session)
+    decisions = session.close()
+    jobs = {}
+    for b in decisions.binds:
+        jobs[b.pod.split("/")[1].rsplit("-", 1)[0]] = jobs.get(b.pod.split("/")[1].rsplit("-", 1)[0], 0) + 1
+    assert jobs.get("a", 0) in (0, 3) and jobs.get("b", 0) in (0, 3)
+    assert jobs.get("a", 0) + jobs.get("b", 0) == 3        # 4 nodes hold one of the two 3-node gangs
+    assert jobs.get("c") == 2                               # the two 4-GPU pods share the fourth node
+    assert action.stats["solves"] >= 1 and action.stats["rounds"] >= 1
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    for mode in ("sequential",):
+        (tmp_path / f"flow-{mode}.yaml").write_text(
+            "actions: \"enqueue, flow, backfill\"\nconfigurations:\n- name: flow\n  arguments: {gangMode: "
+            f"{mode}}}\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
+            "  - name: predicates\n  - name: proportion\n")
+    return tmp_path
+
+
+def test_compare_allocate_and_flow(files: Path) -> None:
+    app = typer.Typer()
+    register(app)
+    out = files / "cmp"
+    res = CliRunner().invoke(app, ["compare", "default", str(files / "flow-sequential.yaml"),
+                                   "--workload", str(files / "w.csv"),
+                                   "--cluster", str(files / "cluster.yaml"), "--output", str(out),
+                                   "--no-progress"], catch_exceptions=False)
+    assert res.exit_code == 0, res.stderr
+    rows = {r["config"]: r for r in json.loads((out / "comparison.json").read_text())}
+    assert set(rows) == {"default", "flow-sequential"}
+    summary = json.loads((out / "flow-sequential" / "summary.json").read_text())
+    assert summary["jobs_completed"] == 3
