@@ -14,20 +14,18 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from corral.cli_errors import OneLineErrors, fail
 
 from corral.errors import InputError
-from corral.framework.config import Config, load_config_file
-from corral.framework.cycle import apply_decisions, run_cycle
-from corral.framework.decisions import Decisions
-from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
-from corral.manifests.fields import parse_time
-from corral.registry import REGISTRY, default_config
 from corral.terminal import plain
+
+if TYPE_CHECKING:   # the scheduling core (numpy, every plugin) is imported by the commands that run it
+    from corral.framework.config import Config
+    from corral.framework.decisions import Decisions
 
 __all__ = ["app", "main", "schedule_snapshot"]
 
@@ -57,12 +55,15 @@ _fail = fail
 
 
 def _config(path: Optional[Path]) -> Config:
+    from corral.framework.config import load_config_file
+    from corral.registry import REGISTRY, default_config
     return default_config() if path is None else load_config_file(path, REGISTRY)
 
 
 def _now(text: Optional[str]) -> float:
     if text is None:
         return float(int(time.time()))
+    from corral.manifests.fields import parse_time
     try:
         return parse_time(text)
     except Exception:
@@ -71,9 +72,15 @@ def _now(text: Optional[str]) -> float:
 
 
 def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int = 1, period: float = 1.0,
-                      schedulers: tuple[str, ...] = DEFAULT_SCHEDULERS) -> Decisions:
+                      schedulers: tuple[str, ...] | None = None) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
-    nominations and podgroup updates persist (SPEC.md §4)."""
+    nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
+    ``DEFAULT_SCHEDULERS``."""
+    from corral.framework.cycle import apply_decisions, run_cycle
+    from corral.framework.decisions import Decisions
+    from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
+    from corral.registry import REGISTRY
+    schedulers = DEFAULT_SCHEDULERS if schedulers is None else schedulers
     cluster = load_snapshot(paths, schedulers)
     out = Decisions()
     for c in range(1, cycles + 1):
@@ -100,7 +107,7 @@ def schedule(
         if output not in ("json", "table"):
             raise InputError(f"expected json or table, got {output!r}", field="--output")
         paths = list(snapshot) if snapshot else [EXAMPLE]
-        names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+        names = tuple(scheduler_name) if scheduler_name else None     # None: DEFAULT_SCHEDULERS
         decisions = schedule_snapshot(paths, _config(config), _now(now), cycles, period, names)
     except typer.Exit:
         raise
@@ -123,6 +130,7 @@ def validate(
 ) -> None:
     """Check a snapshot (and a configuration) without scheduling."""
     try:
+        from corral.manifests.build import load_snapshot
         cfg = _config(config)
         cluster = load_snapshot(list(snapshot))
     except BaseException as exc:  # noqa: BLE001

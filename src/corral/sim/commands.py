@@ -13,29 +13,26 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 import typer
 
 from corral.cli_errors import fail
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from corral.errors import InputError
 from corral.files import check_output_folder
-from corral.manifests.safe_load import load_yaml, read_text
 from corral.terminal import plain
-from corral.sim.clusters import ClusterTemplate, from_spec, load_cluster
-from corral.sim.engine import SimOptions, simulate
-from corral.sim.estimates import estimate_model
-from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
-from corral.sim.jobspec import JobSpec
-from corral.sim.breakdown import parse_buckets
-from corral.sim.report import size_table, summarize, summary_table, write_comparison, write_report
-from corral.sim.result import SimResult
-from corral.sim.synthetic import SyntheticSpec, synthetic
-from corral.sim.workload import filter_jobs, load_alibaba, load_corral_trace, load_philly, load_trace, \
-    scale_arrivals
+
+# The simulator (engine, workloads with pandas, reports with matplotlib) and rich's console are imported
+# by the functions that use them: registering these commands must not cost `corral --help` or
+# `corral schedule` their import time (issue: large clusters, start-up).
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from corral.sim.clusters import ClusterTemplate
+    from corral.sim.engine import SimOptions
+    from corral.sim.jobspec import JobSpec
+    from corral.sim.result import SimResult
 
 __all__ = ["register", "RunInputs", "prepare", "run_config", "parse_seconds", "FORMATS"]
 
@@ -106,6 +103,9 @@ def _sniff(path: Path) -> str:
 
 
 def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed: int) -> list[JobSpec]:
+    from corral.manifests.safe_load import load_yaml, read_text
+    from corral.sim.synthetic import SyntheticSpec, synthetic
+    from corral.sim.workload import load_alibaba, load_corral_trace, load_philly, load_trace
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (allowed: {', '.join(FORMATS)})", field="--format")
     if not path.exists():
@@ -131,6 +131,10 @@ def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str 
     """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
     Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
     its three queues for the example, with the workload's own queues otherwise)."""
+    from corral.sim.clusters import from_spec, load_cluster
+    from corral.sim.engine import SimOptions
+    from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
+    from corral.sim.workload import filter_jobs, scale_arrivals
     _check_options(scale, schedule_period, checkpoint_interval, startup_delay, eviction_grace)
     if cluster is not None:
         template = load_cluster(cluster)
@@ -160,6 +164,8 @@ def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str 
 def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool = False,
                console: Console | None = None) -> SimResult:
     """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
+    from corral.sim.engine import simulate
+    from corral.sim.estimates import estimate_model
     cluster = inputs.template.instantiate(j.queue for j in inputs.jobs)
     meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
     estimates = estimate_model(getattr(config, "simulation", None), getattr(config, "source", name))
@@ -168,6 +174,7 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
         meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
     if not show_progress:
         return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                TextColumn("jobs done, simulated {task.fields[clock]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -190,6 +197,7 @@ def _clock(seconds: float) -> str:
 def _load_config(path: Path | None) -> tuple[str, Any]:
     from corral.framework.config import load_config_file
     from corral.registry import REGISTRY, default_config
+    from corral.sim.estimates import estimate_model
     if path is None or (str(path) == "default" and not path.exists()):
         return "default", default_config()
     config = load_config_file(path, REGISTRY)
@@ -202,6 +210,7 @@ _fail = fail
 
 def _console() -> Console:
     """A console that does not wrap tables into narrow columns when output is not a terminal."""
+    from rich.console import Console
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 160))
@@ -253,6 +262,8 @@ def simulate_command(
     no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS, force: bool = _FORCE,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
+    from corral.sim.breakdown import parse_buckets
+    from corral.sim.report import size_table, summarize, summary_table, write_report
     console = _console()
     try:
         buckets = parse_buckets(size_buckets)
@@ -284,6 +295,8 @@ def compare_command(
     no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS, force: bool = _FORCE,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
+    from corral.sim.breakdown import parse_buckets
+    from corral.sim.report import size_table, summarize, summary_table, write_comparison
     console = _console()
     try:
         buckets = parse_buckets(size_buckets)
