@@ -48,13 +48,16 @@ def test_strict_fifo_blocks_behind_the_head():
 
 def test_fifo_head_past_its_minimum_keeps_placing():
     # one job of two 4-GPU pods with minMember 1: once ready it no longer holds the line, but its
-    # second pod still goes where it fits.
-    elastic = JobSpec("a", 0, 100, "default", (RoleSpec("", 2, {GPU: 4, "cpu": 1.0}),), min_member=1,
+    # second pod still goes where it fits. a is strictly older than b (both wait for the cycle at 10):
+    # with equal submit times FIFO would not tell them apart and gang's JobOrder would put the ready a
+    # behind b for its next allocate turn (Volcano allocateResources).
+    elastic = JobSpec("a", 1, 100, "default", (RoleSpec("", 2, {GPU: 4, "cpu": 1.0}),), min_member=1,
                       source="test row a")
-    result = engine([elastic, job("b", 0, 10, 2)], nodes=1, config=config("fifo")).run()
+    result = engine([elastic, job("b", 2, 10, 2)], nodes=1, config=config("fifo")).run()
     r = by_name(result)
-    assert r["a"].first_start == 0 and r["b"].first_start == 100
-    assert result.cluster[0].time == 0 and result.cluster[0].gpu_used == 8
+    assert r["a"].first_start == 10 and r["b"].first_start == 110
+    sample = next(c for c in result.cluster if c.time == 10)
+    assert sample.gpu_used == 8
 
 
 def test_sjf_picks_the_short_job():

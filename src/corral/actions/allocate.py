@@ -1,16 +1,29 @@
-"""``allocate`` (SPEC.md §3.1, Volcano ``actions/allocate``).
+"""``allocate`` (SPEC.md §3.1, Volcano ``actions/allocate/allocate.go``).
 
-Queues in QueueOrder (an Overused queue is skipped for the rest of the cycle), one job at a time from
-the chosen queue in JobOrder, its waiting tasks in TaskOrder; each task goes to the best feasible node
-(``placement.best_node``), onto capacity being released (a pipeline) when nothing is free now. The job's
-Statement is committed when JobReady, kept applied but uncommitted when only JobPipelined (the held
-placement is nominated when the session closes, so it persists), and discarded otherwise. A task that
-fits nowhere ends the job's attempt, as in Volcano.
+Turns, as Volcano's ``allocateResources``: the queue first in QueueOrder (asked again before every turn:
+shares change as pods are placed; an Overused queue is skipped for the rest of the cycle) gives a turn
+to its first job in JobOrder, which places its waiting tasks in TaskOrder; each task goes to the best
+feasible node (``placement.best_node``), onto capacity being released (a pipeline) when nothing is free
+now. The turn ends when the job becomes ready with pods still waiting — its Statement commits and the
+job goes back into its queue's JobOrder — so an already-ready job gets one pod per turn and queues
+interleave by share. A turn that placed nothing never requeues its job. At the end of its last turn
+the job's Statement is committed when JobReady, kept applied but uncommitted when only JobPipelined
+(the held placement is nominated when the session closes, so it persists), and discarded otherwise.
+
+Continue-allocating (Volcano ``JobInfo.NeedContinueAllocating``/``TaskHasFitErrors``): a task refused
+by the queue's Allocatable is skipped and does not end the job; a task that fits nowhere marks its role
+failed (the other pods of that role are skipped) and the job goes on with its next task when it can
+still reach its minimums without that role — an elastic job (minMember below the sum of the role
+minimums) when its ready pods plus the waiting pods of roles not failed reach minMember, any other job
+when every failed role already holds its role minimum; a job that needs every one of its pods
+(minMember = its pod count) stops at the first failure. Pods without a role are never skipped for a
+sibling's failure (Volcano keys fit errors by the task spec name).
 
 Jobs with a topology constraint ask the session for their gang search space (seed 000, SPEC.md §3.3);
 each domain is dry-run inside a save/restore and the best plan is re-applied (``place_in_domains``):
 a domain holding the job's nominations first, then the lowest tier, then the best HyperNodeOrder score.
-No topology logic lives here beyond that.
+A dry run that placed no pod is not a plan, even for a job already ready (Volcano skips a hyperNode
+whose statement has no operations). No topology logic lives here beyond that.
 
 When enqueue is not among the configured actions, Pending podgroups are treated as admitted. A job that
 becomes ready gets the ``kai.scheduler/last-start-timestamp`` annotation (seed 002), which appears in the
@@ -20,6 +33,7 @@ decisions as a podgroup update.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,30 +44,36 @@ from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
 from corral.manifests.fields import format_time
-from corral.model import Job, PodGroupPhase, Task, TaskStatus
+from corral.model import ALLOCATED_STATES, Job, PodGroupPhase, Task, TaskStatus
 
-__all__ = ["AllocateAction", "LAST_START", "waiting_tasks", "schedulable_jobs"]
+__all__ = ["AllocateAction", "LAST_START", "Pending", "waiting_tasks", "schedulable_jobs", "continue_allocating"]
 
 LAST_START = "kai.scheduler/last-start-timestamp"
 #: Domains dry-run per job at most (seed 000 asks for all; a cap keeps a cycle bounded on big trees).
 MAX_DRY_RUNS = 32
+#: Pods that count toward a role minimum already held (ready).
+READY_STATES = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 
 
-def waiting_tasks(job: Job) -> list[Task]:
-    return [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
+def waiting_tasks(job: Job, *, best_effort: bool = False) -> list[Task]:
+    """The job's waiting pods; best-effort ones (no requests but their pod slot) only if asked: allocate
+    leaves them to backfill, as Volcano's allocate skips ``Resreq.IsEmpty()`` tasks."""
+    return [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and (best_effort or not t.best_effort)]
 
 
-def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None) -> list[Job]:
+def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None, best_effort: bool = False) -> list[Job]:
     """Jobs with waiting pods that may be scheduled this cycle; the others get their reason (unless
     ``quiet``: the eviction actions ask again after allocate already said why). ``skip(job)`` True
-    leaves a job out (known to fail, :func:`corral.framework.skipcache.pre_filter`)."""
+    leaves a job out (known to fail, :func:`corral.framework.skipcache.pre_filter`). ``best_effort``: a
+    job whose only waiting pods are best-effort counts too (the eviction actions: Volcano's preempt and
+    reclaim take every Pending task)."""
     admit_all = "enqueue" not in session.actions
     out = []
     for uid in sorted(session.cluster.jobs):
         job = session.cluster.jobs[uid]
         if skip is not None and skip(job):
             continue
-        if not waiting_tasks(job):
+        if not waiting_tasks(job, best_effort=best_effort):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_all:
             if quiet:
@@ -73,13 +93,48 @@ def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None) -> lis
     return out
 
 
+@dataclass
+class Pending:
+    """A job's waiting tasks across its allocate turns, in TaskOrder (Volcano's ``pendingTasks``): the
+    turn resumes at ``pos``. ``failed``: the roles with a pod that fit nowhere (Volcano's fit errors by
+    task spec); ``reason``: why the last task that could not be placed was not."""
+
+    tasks: list[Task]
+    pos: int = 0
+    failed: set[str] = field(default_factory=set)
+    reason: str = ""
+
+    def left(self) -> bool:
+        return self.pos < len(self.tasks)
+
+    def copy(self) -> "Pending":
+        return Pending(self.tasks, self.pos, set(self.failed), self.reason)
+
+
+def continue_allocating(job: Job, failed: set[str], rest: list[Task]) -> bool:
+    """May the job go on with its next task after a pod of each role in ``failed`` fit nowhere (Volcano
+    ``JobInfo.NeedContinueAllocating``)? ``rest``: its tasks not yet tried. Never when the job needs every
+    pod; for an elastic job (minMember below the sum of role minimums) when its ready pods plus the
+    waiting pods of roles not failed still reach minMember; otherwise when every failed role already
+    holds its role minimum (a role without one always does)."""
+    if job.min_member >= len(job.tasks):
+        return False
+    if job.elastic:
+        left = sum(1 for t in rest if t.status in PENDING_LIKE and (not t.role or t.role not in failed))
+        return job.ready_count() + left >= job.min_member
+    if not job.min_task_member:
+        return True
+    held = job.role_counts(READY_STATES)
+    return all(held.get(role, 0) >= job.min_task_member.get(role, 0) for role in failed if role)
+
+
 class AllocateAction(Action):
     name = "allocate"
 
     def execute(self, session: Session) -> None:
         queues = session.cluster.queues
         by_queue: dict[str, skipcache.JobHeap] = {}
-        job_key = session.job_sort_key()
+        job_key, task_key = session.job_sort_key(), session.task_key()
         seq = itertools.count()
         self.skip = skipcache.skipper_for(session)
         group = skipcache.grouping(self.skip, session)
@@ -88,6 +143,7 @@ class AllocateAction(Action):
                 by_queue[job.queue] = skipcache.JobHeap(group)
             by_queue[job.queue].push((job_key(job), next(seq), job))
         queue_key = session.queue_key()
+        pending: dict[str, Pending] = {}
         while by_queue:
             name = min(by_queue, key=lambda n: queue_key(queues[n]))
             queue = queues[name]
@@ -98,44 +154,67 @@ class AllocateAction(Action):
             _, _, job = by_queue[name].pop()
             if not by_queue[name]:
                 del by_queue[name]
-            self.place_job(session, job)
+            state = pending.get(job.uid)
+            if state is None:
+                state = pending[job.uid] = Pending(sorted(waiting_tasks(job), key=task_key))
+            if self.place_job(session, job, state):
+                # the turn ended because the job became ready: back into its queue's JobOrder
+                if name not in by_queue:
+                    by_queue[name] = skipcache.JobHeap(group)
+                by_queue[name].push((job_key(job), next(seq), job))
 
-    # -- one job ---------------------------------------------------------------------------------
-    def place_job(self, session: Session, job: Job) -> None:
+    # -- one turn of one job ---------------------------------------------------------------------
+    def place_job(self, session: Session, job: Job, state: Pending | None = None) -> bool:
+        """One turn of ``job``; True when it should get another (it became ready with pods still waiting
+        and this turn placed at least one)."""
+        if state is None:
+            state = Pending(sorted(waiting_tasks(job), key=session.task_key()))
         was_ready = session.job_ready(job)
-        tasks = sorted(waiting_tasks(job), key=session.task_key())
         stmt = session.statement()
         skip = getattr(self, "skip", None)
-        plain = skip is not None and not was_ready and not job.topology_mode and bool(tasks)
+        tasks = state.tasks[state.pos:]
+        # skipping (framework/skipcache.py) only where a first pod that fits nowhere ends the whole
+        # attempt with nothing placed: a job not yet ready whose waiting pods are all of one class
+        # (under the continue-allocating rule, pods of other classes would still be tried)
+        plain = skip is not None and not was_ready and not job.topology_mode and bool(tasks) and \
+            all(t.klass == tasks[0].klass for t in tasks)
         if plain and skip.known_to_fail(job, tasks[0]):
-            # fails at its first pod (framework/skipcache.py); the reason as the attempt would give it,
-            # when reasons are reported (else the job keeps the reason of its last attempt)
+            # fails at its first pod; the reason as the attempt would give it, when reasons are
+            # reported (else the job keeps the reason of its last attempt)
             if not session.report_reasons:
-                return stmt.discard()
-            reason = self.place_tasks(session, job, tasks[:1], stmt, None)
+                stmt.discard()
+                return False
+            probe = Pending(tasks[:1])
+            self.place_tasks(session, job, probe, stmt, None)
             if not stmt.ops:
-                return self.finish(session, job, stmt, was_ready, reason)
+                self.finish(session, job, stmt, was_ready, probe.reason)
+                return False
             stmt.discard()                                    # cannot happen; try the job after all
         domains: list = [None]
         if job.topology_mode:
             domains = session.gang_search_space(job, Purpose.ALLOCATE)
         if len(domains) == 1:
             only = domains[0]
-            reason = self.place_tasks(session, job, tasks, stmt, None if only is None else only.mask)
+            self.place_tasks(session, job, state, stmt, None if only is None else only.mask)
         else:
-            reason = self.place_in_domains(session, job, tasks, stmt, domains)
-        failed_first = plain and bool(reason) and not stmt.ops
-        self.finish(session, job, stmt, was_ready, reason)
+            reason = self.place_in_domains(session, job, state, stmt, domains)
+            state.reason = reason
+        placed = bool(stmt.ops)
+        failed_first = plain and bool(state.reason) and not stmt.ops
+        self.finish(session, job, stmt, was_ready, state.reason)
         if plain:
             skip.record(job, tasks[0], failed_first)
+        return placed and state.left() and session.job_ready(job)
 
-    def place_in_domains(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
+    def place_in_domains(self, session: Session, job: Job, state: Pending, stmt: Statement,
                          domains: list[Domain]) -> str:
         """Dry-run the domains (save/restore) and re-apply the best plan (seed 000 §2.2): a domain holding
         the job's nominations first, then the lowest tier, then the best HyperNodeOrder score after
-        placement (bin-packing), then the plugin's order. Dry runs stop at the first ready plan in the
-        nominated domain, when the tier rises above the best plan's, or after ``MAX_DRY_RUNS`` domains;
-        with no ready plan the first pipelined one is kept."""
+        placement (bin-packing), then the plugin's order. A dry run that placed nothing is no plan. Dry
+        runs stop at the first ready plan in the nominated domain, when the tier rises above the best
+        plan's, or after ``MAX_DRY_RUNS`` domains; with no ready plan the first pipelined one is kept.
+        ``state`` moves on as the chosen plan's turn did."""
+        tasks = state.tasks[state.pos:]
         nominated = np.array([t.nominated for t in tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0],
                              dtype=np.int64)
 
@@ -151,48 +230,69 @@ class AllocateAction(Action):
             if i >= MAX_DRY_RUNS or (best is not None and tier(d) > best[0][1]):
                 break
             mark = stmt.save()
-            reason = self.place_tasks(session, job, tasks, stmt, d.mask)
-            if session.job_ready(job):
+            trial = state.copy()
+            self.place_tasks(session, job, trial, stmt, d.mask)
+            if len(stmt.ops) == mark:
+                reasons.append((d.name, trial.reason))
+            elif session.job_ready(job):
                 key = (0 if holds(d) else 1, tier(d), -float(session.hypernode_scores(job, [d])[0]), i)
                 if best is None or key < best[0]:
                     best = (key, d)
             elif fallback is None and session.job_pipelined(job):
                 fallback = d
             else:
-                reasons.append((d.name, reason))
+                reasons.append((d.name, trial.reason))
             stmt.restore(mark)
             if best is not None and best[0][0] == 0:
                 break
         chosen = best[1] if best is not None else fallback
         if chosen is not None:
-            self.place_tasks(session, job, tasks, stmt, chosen.mask)
-            return ""
+            self.place_tasks(session, job, state, stmt, chosen.mask)
+            return state.reason
+        state.pos = len(state.tasks)                                   # nothing placed: the turn is over
         if not reasons:
             return "no topology domain can hold the gang"
         names = ", ".join(n for n, _ in reasons[:5]) + (", ..." if len(reasons) > 5 else "")
         last, why = reasons[-1]
-        return (f"none of {len(reasons)} topology domain(s) ({names}) can hold the gang"
+        return (f"none of {len(reasons)} topology domain(s) ({names}) can hold the "
+                + ("gang's waiting pods" if session.job_ready(job) else "gang")
                 + (f"; in {last}: {why}" if why else ""))
 
-    def place_tasks(self, session: Session, job: Job, tasks: list[Task], stmt: Statement,
-                    domain: np.ndarray | None) -> str:
+    def place_tasks(self, session: Session, job: Job, state: Pending, stmt: Statement,
+                    domain: np.ndarray | None) -> None:
+        """Place ``state``'s tasks from ``state.pos`` on: stop when the job becomes ready with tasks
+        left (the turn ends), or when a task fits nowhere and the job cannot go on without its role
+        (:func:`continue_allocating`). A task refused by Allocatable, or of a role that already failed,
+        is skipped."""
         queue = session.cluster.queues[job.queue]
         placed = job.ready_count()
-        for task in tasks:
+        tasks = state.tasks
+        while state.pos < len(tasks):
+            task = tasks[state.pos]
+            state.pos += 1
             if task.status not in PENDING_LIKE:
                 continue
             if not session.allocatable(queue, task):
-                return (f"{placed} of {job.min_member} pods placed; queue {job.queue!r} would exceed its "
-                        f"capability with pod {task.name}")
+                state.reason = (f"{placed} of {job.min_member} pods placed; queue {job.queue!r} would exceed "
+                                f"its capability with pod {task.name}")
+                continue
+            if task.role and task.role in state.failed:
+                continue
             row, pipelined = best_node(session, task, domain)
             if row < 0:
-                return no_fit_reason(session, job, task, placed, domain)
+                state.reason = no_fit_reason(session, job, task, placed, domain)
+                state.failed.add(task.role)
+                if continue_allocating(job, state.failed, tasks[state.pos:]):
+                    continue
+                state.pos = len(tasks)                              # the job stops here
+                return
             if pipelined:
                 stmt.pipeline(task, row)
             else:
                 stmt.allocate(task, row)
             placed += 1
-        return ""
+            if state.pos < len(tasks) and session.job_ready(job):
+                return                                              # ready: the turn ends
 
     def finish(self, session: Session, job: Job, stmt: Statement, was_ready: bool, reason: str) -> None:
         if session.job_ready(job):
@@ -200,6 +300,9 @@ class AllocateAction(Action):
             if not was_ready:
                 job.phase = PodGroupPhase.RUNNING
                 session.annotate(job, LAST_START, format_time(session.now))
+            if reason:
+                # an already-ready job whose further pods could not be placed says why
+                session.unschedulable(job, reason)
         elif session.job_pipelined(job) and stmt.ops:
             session.keep(stmt)
             session.unschedulable(job, "waiting for resources being released; placement held as "

@@ -32,7 +32,7 @@ capacity pre-filter and the candidate cap keep the number of dry runs small (the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -65,12 +65,14 @@ class Evictor:
     """Per-action index of the pods that hold nodes, and the per-node dry run."""
 
     def __init__(self, session: Session, action: str, min_candidates: int = 100, min_candidates_pct: float = 10.0,
-                 ties: int = 16):
+                 ties: int = 16, max_candidates: int = 0):
         self.session = session
         self.action = action
         cluster = session.cluster
         self.n = len(cluster.nodes)
         self.limit = max(min_candidates, int(np.ceil(self.n * min_candidates_pct / 100.0)))
+        if max_candidates > 0:                  # Volcano calculateNumCandidates: the max clamp wins
+            self.limit = min(self.limit, max_candidates)
         occupants = sorted((t for t in cluster.tasks.values()
                             if t.managed and t.status in VICTIM_STATES and t.node >= 0),
                            key=lambda t: (t.node, t.creation, t.name))
@@ -78,6 +80,7 @@ class Evictor:
         self.t_node = np.array([t.node for t in occupants], dtype=np.int64)
         self.t_prio = np.array([t.priority for t in occupants], dtype=np.int64)
         self.t_req = np.array([t.request for t in occupants]).reshape(len(occupants), len(cluster.resources))
+        self.t_best_effort = np.array([t.best_effort for t in occupants], dtype=bool)
         self.alive = np.ones(len(occupants), dtype=bool)
         self.by_node: dict[int, list[int]] = {}
         for i, t in enumerate(occupants):
@@ -153,10 +156,12 @@ class Evictor:
 
     # -- the dry run -----------------------------------------------------------------------------
     def plan(self, task: Task, job: Job, row: int, allowed: np.ndarray,
-             victim_ok: Callable[[list[Task]], list[Task]], evicted: list[Task]) -> Plan | None:
+             victim_ok: Callable[[list[Task]], list[Task]], evicted: list[Task],
+             order: Callable[[Task], Any] | None = None) -> Plan | None:
         """A plan for ``task`` on node ``row``, or None. ``victim_ok`` applies the plugins' filters to
         the node's candidates; ``evicted`` are the victims already chosen for this job (for the
-        ScenarioValidator)."""
+        ScenarioValidator). ``order``: the action's victim order (PDB-safe pods still come first, the
+        reprieve goes the other way); by default lowest priority, newest first."""
         session = self.session
         self.dry_runs += 1
         nodes = session.cluster.nodes
@@ -191,9 +196,10 @@ class Evictor:
         pods = victim_ok([self.tasks[i] for i in idx])
         if not pods:
             return None
-        pods.sort(key=lambda t: (t.priority, -(t.start_time or 0.0), t.name))
+        pods.sort(key=order or (lambda t: (t.priority, -(t.start_time or 0.0), t.name)))
         bad = dict(zip(map(id, pods), session.violations(pods)))
         pods.sort(key=lambda t: bad[id(t)])                 # stable: PDB-safe first, then as above
+        rank = {id(t): i for i, t in enumerate(pods)}
         removed: list[Task] = []
         for v in pods:
             session.simulate_remove(v, row)
@@ -205,7 +211,9 @@ class Evictor:
             self._restore(removed, row)
             return None
         victims: list[Task] = []
-        for v in sorted(removed, key=lambda t: (not bad[id(t)], -t.priority, t.start_time or 0.0, t.name)):
+        back = (lambda t: (not bad[id(t)], -rank[id(t)])) if order else \
+            (lambda t: (not bad[id(t)], -t.priority, t.start_time or 0.0, t.name))
+        for v in sorted(removed, key=back):
             session.simulate_add(v, row)
             free -= v.request
             if fits():
@@ -227,7 +235,8 @@ class Evictor:
             self.session.simulate_add(v, row)
 
     def best(self, task: Task, job: Job, allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]],
-             evicted: list[Task], within: np.ndarray | None = None) -> Plan | None:
+             evicted: list[Task], within: np.ndarray | None = None,
+             order: Callable[[Task], Any] | None = None) -> Plan | None:
         """Dry-run candidates in order of their lower bound; stop when no remaining node can beat the
         best plan on (violations, highest victim priority), or after ``ties`` more nodes that could only
         tie on it, or at the candidate cap. A node whose bound is below the best plan's highest victim
@@ -244,7 +253,7 @@ class Evictor:
                     extra += 1
                     if extra > self.ties:
                         break
-            plan = self.plan(task, job, int(row), allowed, victim_ok, evicted)
+            plan = self.plan(task, job, int(row), allowed, victim_ok, evicted, order)
             if plan is not None and (best is None or plan.rank() < best.rank()):
                 best = plan
                 if not plan.victims:

@@ -11,13 +11,21 @@ Statement commits only when the job is pipelined (gang: minMember placed or nomi
 eviction made for it is undone — a gang never breaks other pods for a start it cannot make. A pod with
 ``preemptionPolicy: Never`` neither preempts nor reclaims (SPEC.md §1.1).
 
-Arguments: ``minCandidateNodesAbsolute`` (100) and ``minCandidateNodesPercentage`` (10): how many
-candidate nodes are dry-run per pod, as kube-scheduler's DefaultPreemption.
+Arguments: ``minCandidateNodesPercentage`` (10) of the nodes, at least ``minCandidateNodesAbsolute``
+(100) and at most ``maxCandidateNodesAbsolute`` (100): how many candidate nodes are dry-run per pod
+(Volcano's clamp; Volcano's floor is 1, but it counts nodes *with* a plan while corral counts dry runs,
+most promising first, so corral keeps kube-scheduler's floor of 100: one failed dry run must not end the
+search).
+
+Best-effort pods (no requests but their pod slot) preempt too, with only best-effort victims (Volcano:
+"BestEffort pod is not supported to preempt unBestEffort pod"); a job whose only waiting pods are
+best-effort reaches the eviction actions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -38,41 +46,46 @@ class EvictArgs:
     min_candidates_pct: float = arg("minCandidateNodesPercentage", 10.0, "candidate nodes dry-run per pod, "
                                     "as a percentage of all nodes")
     ties: int = arg("tieCandidates", 16, "further nodes dry-run once no node can beat the best plan but by a tie")
-    max_candidates: int = arg("maxCandidateNodesAbsolute", 0, "candidate nodes dry-run per pod, at most "
-                              "(Volcano's cap; 0: no cap)", minimum=0)
+    max_candidates: int = arg("maxCandidateNodesAbsolute", 100, "candidate nodes dry-run per pod, at most "
+                              "(Volcano's clamp; 0: no upper clamp)", minimum=0)
 
 
 def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
-    """The shared loop of preempt and reclaim over starving jobs."""
+    """The shared loop of preempt and reclaim (Volcano ``preempt.go``/``reclaim.go``): each starving job
+    (JobStarving, :func:`starving_jobs`) tries its pending pods in TaskOrder while it is still
+    starving; a pod that cannot make room (or whose queue may not reclaim for it, or that never
+    preempts) is passed over and the next one tried. At the end the job's Statement commits if the job
+    is pipelined (JobPipelined), else it is discarded. A pod identical to one that just failed (same
+    equivalence class, nothing changed since) is not dry-run again."""
     evictor = Evictor(session, action.name, action.args.min_candidates, action.args.min_candidates_pct,
-                      action.args.ties)
-    if action.args.max_candidates:
-        evictor.limit = min(evictor.limit, action.args.max_candidates)
-    queues = session.cluster.queues
-    queue_key, job_key = session.queue_key(), session.job_key()
-    jobs = [j for j in schedulable_jobs(session, quiet=True) if session.job_starving(j)]
-    jobs.sort(key=lambda j: (queue_key(queues[j.queue]), job_key(j)))
+                      action.args.ties, action.args.max_candidates)
+    task_key = session.task_key()
     cache: dict[tuple, np.ndarray] = {}
-    for job in jobs:
+    for job in starving_jobs(session):
         if not action.may_start(session, job):
             continue
         stmt = session.statement()
         evicted: list[Task] = []
-        tasks = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort),
-                       key=session.task_key())
+        failed: set[tuple] = set()              # classes that failed since the last plan
+        tasks = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=task_key)
         for task in tasks:
-            if session.job_pipelined(job):
+            if not session.job_starving(job):
                 break
-            if task.preempt_never:
+            if task.preempt_never or task.status is not TaskStatus.PENDING or \
+                    (task.klass and task.klass in failed) or not action.may_take(session, job, task):
                 continue
-            if not action.may_take(session, job, task):
-                break
-            allowed = cache.get(action.allowed_key(job))
+            key = action.allowed_key(job) + (task.best_effort,)
+            allowed = cache.get(key)
             if allowed is None:
-                allowed = cache[action.allowed_key(job)] = action.allowed(session, evictor, job)
-            plan = evictor.best(task, job, allowed, lambda pods: action.filter(session, task, job, pods), evicted)
+                allowed = cache[key] = action.allowed(session, evictor, job) & \
+                    (evictor.t_best_effort if task.best_effort else True)
+            plan = evictor.best(task, job, allowed, lambda pods: action.filter(session, task, job, pods), evicted,
+                                order=action.victim_order(session))
             if plan is None:
-                break
+                if task.klass:
+                    failed.add(task.klass)
+                continue
+            failed.clear()
             for v in plan.victims:
                 stmt.evict(v, f"{action.name} for {job.uid}", action=action.name, preemptor=job.uid)
             evictor.gone(plan.victims)                  # the job's later pods must not pick them again
@@ -83,6 +96,27 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
             evicted.extend(plan.victims)
         finish(session, job, stmt, evictor, evicted)
     return evictor
+
+
+def starving_jobs(session: Session) -> Iterator[Job]:
+    """The starving jobs, one at a time: the queue first in QueueOrder — asked again before each job, as
+    Volcano's reclaim pushes the queue back after every job (shares change as pods are taken) — gives
+    its next job in JobOrder."""
+    queues = session.cluster.queues
+    queue_key, job_key = session.queue_key(), session.job_key()
+    by_queue: dict[str, list[Job]] = {}
+    for j in schedulable_jobs(session, quiet=True, best_effort=True):
+        if session.job_starving(j):
+            by_queue.setdefault(j.queue, []).append(j)
+    for jobs in by_queue.values():
+        jobs.sort(key=job_key, reverse=True)                  # popped from the end
+    while by_queue:
+        name = min(by_queue, key=lambda n: queue_key(queues[n]))
+        jobs = by_queue[name]
+        job = jobs.pop()
+        if not jobs:
+            del by_queue[name]
+        yield job
 
 
 def finish(session: Session, job: Job, stmt: Statement, evictor: Evictor, evicted: list[Task]) -> None:
@@ -126,6 +160,10 @@ class EvictionAction(Action):
 
     def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
         raise NotImplementedError
+
+    def victim_order(self, session: Session) -> Callable[[Task], Any] | None:
+        """The order victims on a node are taken in (None: the Evictor's, lowest priority, newest first)."""
+        return None
 
     def _job_filter(self, session: Session, job: Job, pods: list[Task]) -> list[Task]:
         verdict: dict[int, bool] = {}

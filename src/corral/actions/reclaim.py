@@ -1,21 +1,31 @@
-"""``reclaim`` (SPEC.md §3.2; Volcano ``actions/reclaim``): across queues, by fairness.
+"""``reclaim`` (SPEC.md §3.2; Volcano ``actions/reclaim/reclaim.go``): across queues, by fairness.
 
-A queue that is not Overused takes resources back for its starving jobs, pod by pod while Preemptive
-(it stays within what it deserves), from running pods of *other* queues that are reclaimable, passing
-the plugins' Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim while
-its queue, counting the victims allowed before it, still holds more than it deserves in some resource
-(Volcano's ``!allocated.LessEqual(deserved)``), on the queues below the lowest common ancestor with the
-reclaimer (see :mod:`corral.plugins.queues`), counting cumulatively along the candidates in
-VictimQueueOrder, lowest priority and newest first — and the VictimFilter. The queue rules (proportion,
-capacity, hierarchical drf) apply whatever tier they sit in: under the tier semantics an earlier tier
-(``conformance`` and ``gang`` in tier 1, as in Volcano's default configuration) would otherwise decide
-alone (SPEC.md §3.2); a queue plugin configured with ``enableReclaimable: false`` is left out. Victims on a node are taken as the shared
-:class:`~corral.actions.evict.Evictor` orders them (PDB-safe, lowest priority, newest first), then
-reprieved; the node ranking is the same as preempt's. As in preempt, the job's evictions commit only if
-the job ends up pipelined.
+A queue that is not Overused takes resources back for its starving jobs (JobStarving), pod by pod while
+the job is still starving; a pod its queue may not reclaim for (Preemptive: it stays within what it
+deserves) or that cannot make room is passed over for the next; the job's evictions commit at the end
+only if it is pipelined. Victims are running pods of *other*, reclaimable queues that pass the plugins'
+Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim while its queue,
+counting the victims allowed before it, still holds more than it deserves in some resource (Volcano's
+``!allocated.LessEqual(deserved)``), on the queues below the lowest common ancestor with the reclaimer
+(see :mod:`corral.plugins.queues`), counting cumulatively along the candidates in the victim order —
+and the VictimFilter. The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
+sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in tier 1, as in
+Volcano's default configuration) would otherwise decide alone (SPEC.md §3.2); a queue plugin configured
+with ``enableReclaimable: false`` is left out.
+
+Victim order (Volcano ``BuildVictimsPriorityQueue``): PDB-safe pods first, then VictimQueueOrder (where
+no plugin answers, the reverse of QueueOrder: the queue that would be served last gives first), then the
+victim job's priority, lowest first, then JobOrder and TaskOrder reversed; the reprieve goes the other
+way. The node ranking is preempt's.
+
+Best-effort pods (no requests but their pod slot) may reclaim, as in Volcano, but only from best-effort
+victims, as in preempt: a pod that asks for no resources has no fair-share claim on another queue's
+GPUs or CPUs, and evicting a pod that holds them to free a pod slot would hand them to nobody.
 """
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 import numpy as np
 
@@ -47,13 +57,41 @@ class ReclaimAction(EvictionAction):
             return q is not None and q.reclaimable
         return np.fromiter((ok(t) for t in evictor.tasks), bool, len(evictor.tasks))
 
-    def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
+    def victim_order(self, session: Session) -> Callable[[Task], Any]:
+        """Volcano's ``BuildVictimsPriorityQueue`` for reclaim: VictimQueueOrder first (where no plugin
+        answers, the reverse of QueueOrder), then the victim job's priority, lowest first, then JobOrder
+        reversed, then TaskOrder reversed inside a job; then the pod's name."""
         queues = session.cluster.queues
-        qkey = session.victim_queue_key()
-        # the queue rule counts cumulatively along this list: the pods the Evictor would take first
-        # (lowest priority, newest first) are the ones it allows
-        pods = sorted(pods, key=lambda t: (qkey(queues[t.job.queue]), t.priority, -(t.start_time or 0.0), t.name))
+        qkey, jkey, tkey = session.victim_queue_key(), _reversed(session.job_key()), _reversed(session.task_key())
+        return lambda t: (qkey(queues[t.job.queue]), t.job.priority, jkey(t.job), tkey(t), t.name)
+
+    def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
+        # the queue rule counts cumulatively along this list: the pods the Evictor takes first (the
+        # victim order) are the ones it allows
+        pods = sorted(pods, key=self.victim_order(session))
         return self._job_filter(session, job, reclaim_filter(session, task, pods))
+
+
+def _reversed(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A sort key that orders the other way round from ``key`` (a ``functools.cmp_to_key`` key)."""
+
+    class Reversed:
+        __slots__ = ("k",)
+
+        def __init__(self, obj: Any) -> None:
+            self.k = key(obj)
+
+        def __lt__(self, other: "Reversed") -> bool:
+            return other.k < self.k
+
+        def __gt__(self, other: "Reversed") -> bool:
+            return self.k < other.k
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Reversed) and self.k == other.k
+
+        __hash__ = None  # type: ignore[assignment]
+    return Reversed
 
 
 def queue_rules(session: Session) -> list:

@@ -260,8 +260,11 @@ class Session:
         return functools.cmp_to_key(cmp)
 
     def victim_queue_key(self) -> Callable[[Queue], Any]:
+        """VictimQueueOrder; where no plugin tells two queues apart, the reverse of QueueOrder (Volcano's
+        ``VictimQueueOrderFn`` falls back to ``!QueueOrderFn``): the queue served last gives first."""
         def cmp(a: Queue, b: Queue) -> int:
-            return self._compare("VictimQueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+            return self._compare("VictimQueueOrder", a, b) or \
+                -(self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name)))
         return functools.cmp_to_key(cmp)
 
     def task_key(self) -> Callable[[Task], Any]:
@@ -581,8 +584,7 @@ class Session:
                       f"{job.ready_count()} of {job.min_member} placed")
         if job.invalid_reason:
             reason = job.invalid_reason
-        if waiting and reason and (job.ready_count() < job.min_member or not self.job_ready(job)
-                                   or any(t.best_effort for t in waiting)):
+        if waiting and reason:          # a ready job's reason is about its further pods (allocate)
             self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
 
 

@@ -288,7 +288,8 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
             if mode not in ("hard", "soft"):
                 raise o.error(f"unknown mode {mode!r} (allowed: hard, soft)", "spec.networkTopology.mode")
             if nt.get("highestTierAllowed") is not None:
-                tier = o.integer(nt["highestTierAllowed"], "spec.networkTopology.highestTierAllowed", minimum=1)
+                # the CRD allows 0 (tier-0 HyperNodes only in hard mode; ignored in soft mode)
+                tier = o.integer(nt["highestTierAllowed"], "spec.networkTopology.highestTierAllowed", minimum=0)
     min_res = spec.get("minResources")
     creation = o.meta.get("creationTimestamp")
     return PodGroupRec(

@@ -1,7 +1,8 @@
 """``gang``: all-or-nothing start (Volcano ``pkg/scheduler/plugins/gang``).
 
 JobValid rejects a gang with fewer pods than minMember (or than a role's minTaskMember); JobReady and
-JobPipelined count the pods placed (and nominated) against minMember and every role minimum; JobStarving
+JobPipelined count the pods placed (and nominated) against minMember and every role minimum (role
+minimums do not bind an elastic job, minMember below their sum: Volcano's ``CheckTaskReady``); JobStarving
 is "not yet ready counting nominations"; JobOrder puts jobs that are not ready before ready ones. With
 ``enablePreemptable``/``enableReclaimable`` (off in the default config, as in Volcano's) a victim is
 allowed only while its job keeps minMember without it — for the legacy ``preempt``/``reclaim``. The
@@ -23,7 +24,7 @@ _PIPE = _READY | {TaskStatus.PIPELINED}
 def _meets(job: Job, states: frozenset) -> bool:
     if sum(1 for t in job.tasks if t.status in states) < job.min_member:
         return False
-    if job.min_task_member:
+    if job.min_task_member and not job.elastic:       # Volcano CheckTaskReady: elastic jobs skip roles
         counts = job.role_counts(states)
         return all(counts.get(role, 0) >= n for role, n in job.min_task_member.items())
     return True

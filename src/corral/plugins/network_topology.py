@@ -115,8 +115,7 @@ class NetworkTopologyPlugin(Plugin):
         if got is not None:
             return got
         hx = self.tree.index()
-        top = job.topology_tier if job.topology_tier is not None else max(self.tree.tiers, default=1)
-        ok = hx.tier <= top
+        ok = hx.tier <= self.highest_tier(job)
         if placed.size:
             ok &= hx.containing(placed, len(self.session.cluster.nodes))
         ok &= ~np.any((self._capacity() < need - EPS) & self.cols, axis=1)
@@ -163,6 +162,15 @@ class NetworkTopologyPlugin(Plugin):
                 fits = ~np.any((hx.sums(free)[cand] < need - EPS) & self.cols, axis=1)
             out[fits] = klass
         return out
+
+    def highest_tier(self, job: Job) -> int:
+        """The highest tier the job's domains may have: ``highestTierAllowed``, or every tier when it is
+        unset — or 0 in soft mode, where Volcano does not limit the tier (in hard mode 0 allows tier-0
+        HyperNodes only)."""
+        tier = job.topology_tier
+        if tier is None or (tier == 0 and job.topology_mode == "soft"):
+            return max(self.tree.tiers, default=1)
+        return tier
 
     def _score(self, mask: np.ndarray, extra: np.ndarray | None = None) -> float:
         nodes = self.session.cluster.nodes
@@ -285,7 +293,7 @@ class NetworkTopologyPlugin(Plugin):
                      f"{format_quantity(total[c], res.names[c])}" for c in np.flatnonzero(short)]
             return "the gang's waiting pods need " + "; ".join(parts)
         if job.topology_mode == "hard" and self.tree and not self._allowed(job).size:
-            tier = job.topology_tier if job.topology_tier is not None else max(self.tree.tiers)
+            tier = self.highest_tier(job)
             hx = self.tree.index()
             allowed = np.flatnonzero(hx.tier <= tier)
             placed = self._placed_rows(job)

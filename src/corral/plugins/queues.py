@@ -89,6 +89,10 @@ class QueuePlugin(Plugin):
         return float((alloc[dims] / deserved[dims]).max())
 
     def queue_order(self, a: Queue, b: Queue) -> int:
+        """The queue's ``spec.priority`` first (higher first), then the smaller share (Volcano's
+        proportion and capacity ``QueueOrderFn``)."""
+        if a.priority != b.priority:
+            return -1 if a.priority > b.priority else 1
         sa, sb = self.share(a.name), self.share(b.name)
         return (sa > sb) - (sa < sb)
 
