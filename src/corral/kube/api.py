@@ -12,7 +12,6 @@ custom resources (``optional``: a cluster without the CRD answers 404 and the ki
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -20,7 +19,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from corral.errors import ClusterAPIError
+from corral.errors import ClusterAPIError, InputError
+from corral.manifests.safe_load import load_json
 
 __all__ = ["ResourceType", "RESOURCES", "KubeAPI", "APIError", "load_client"]
 
@@ -106,13 +106,22 @@ def load_client(kubeconfig: str | None = None, context: str | None = None, host:
     return k8s.ApiClient(cfg)
 
 
+def _json(data: bytes | str, where: str) -> Any:
+    """An API answer, read like any input file: bounded nesting depth and number size
+    (:func:`corral.manifests.safe_load.load_json`), so a hostile answer is an error, not a crash."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return load_json(text, where, InputError)
+
+
 def _message(body: bytes | str | None) -> str:
+    """The ``message`` (else ``reason``) of an error answer; a body that is not such JSON, cut short."""
     if not body:
         return ""
     try:
-        data = json.loads(body)
-    except (ValueError, TypeError):
-        return str(body[:200] if isinstance(body, (bytes, str)) else body)
+        data = _json(body, "error answer")
+    except (InputError, TypeError):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        return text[:200]
     return str(data.get("message") or data.get("reason") or "") if isinstance(data, dict) else ""
 
 
@@ -156,9 +165,10 @@ class KubeAPI:
         if not data:
             return {}
         try:
-            return json.loads(data)
-        except ValueError:
-            raise APIError(resp.status, "answer is not JSON", method=method, path=path) from None
+            return _json(data, path)
+        except InputError as exc:
+            raise APIError(resp.status, f"answer is not usable JSON: {exc.message}", method=method,
+                           path=path) from None
 
     def get(self, path: str, **query: Any) -> dict:
         return self.request("GET", path, query=query)
@@ -216,8 +226,8 @@ class WatchStream:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line)
-        except ValueError as exc:
+                        yield _json(line, self.path)
+        except (ValueError, InputError) as exc:
             raise APIError(0, f"bad watch event: {exc}", method="WATCH", path=self.path) from None
         except APIError:
             raise
@@ -226,6 +236,6 @@ class WatchStream:
                 from None
         if buf.strip():
             try:
-                yield json.loads(buf)
-            except ValueError:
+                yield _json(buf, self.path)
+            except InputError:
                 pass
