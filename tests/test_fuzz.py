@@ -41,3 +41,10 @@ def test_fuzz_exit_codes_are_both_seen() -> None:
 def test_fuzz_in_a_child_process(target: str, seed: int) -> None:
     outcome = run_subprocess(target, seed, timeout=60, memory_mb=6000)
     _check([outcome])
+
+
+@pytest.mark.parametrize("target,seed", [("simulate", 100)])
+def test_fuzz_regressions(target: str, seed: int) -> None:
+    """Cases the long run (benchmarks/fuzz_inputs.py) once failed: simulate 100, a queue name too long
+    for any plot layout, made matplotlib print a warning."""
+    _check([run_in_process(target, seed)])

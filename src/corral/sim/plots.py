@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 from typing import Mapping, Sequence
 
 import matplotlib
@@ -44,7 +45,11 @@ def _figure(width: float = 8.0, height: float = 4.0) -> tuple[Figure, object]:
 def _png(fig: Figure, ax: object, empty: bool) -> bytes:
     if empty:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
-    fig.tight_layout()
+    with warnings.catch_warnings():
+        # labels from input (queue names) may be too long for any layout: the plot is drawn as it
+        # is, and matplotlib's notice about it is not the user's business
+        warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
+        fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
