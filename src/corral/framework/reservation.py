@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from corral.manifests.fields import parse_duration, parse_time
+from corral.manifests.fields import annotated_duration, parse_time
 from corral.model import Cluster, Job, Nodes, Task, TaskStatus
 from corral.model.annotations import EXPECTED_RUNTIME
 
@@ -88,15 +88,8 @@ def current_target(cluster: Cluster) -> Job | None:
 def expected_runtime(task: Task) -> float | None:
     """Seconds ``task`` is expected to run (pod annotation, else its PodGroup's), None when unknown or
     unreadable (an unreadable estimate is no estimate: the job stays off locked nodes)."""
-    value = task.annotations.get(EXPECTED_RUNTIME)
-    if value is None and task.job is not None:
-        value = task.job.annotations.get(EXPECTED_RUNTIME)
-    if value is None or value == "":
-        return None
-    try:
-        return parse_duration(value)
-    except Exception:
-        return None
+    return annotated_duration(EXPECTED_RUNTIME, task.annotations,
+                              task.job.annotations if task.job is not None else None)
 
 
 def parse_lock_nodes(value: str, total: int) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from corral.errors import InputError
 
-__all__ = ["Obj", "parse_time", "parse_duration", "format_time"]
+__all__ = ["Obj", "parse_time", "parse_duration", "format_time", "annotated_duration"]
 
 
 _TIMES: dict[str, float] = {}
@@ -44,6 +44,21 @@ def _parse_time(value: Any, file: str | None, obj: str | None, field: str | None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
+
+
+def annotated_duration(key: str, *annotations: Any) -> float | None:
+    """Seconds of the first readable duration under ``key`` in ``annotations`` (mappings, searched in
+    order); None when absent, empty or malformed everywhere. Annotations are free text written by many
+    tools: an unreadable one counts as absent rather than refusing the snapshot."""
+    for notes in annotations:
+        value = notes.get(key) if notes else None
+        if value is None or value == "":
+            continue
+        try:
+            return parse_duration(value)
+        except Exception:  # noqa: BLE001 - InputError and friends: look further
+            continue
+    return None
 
 
 def format_time(seconds: float) -> str:

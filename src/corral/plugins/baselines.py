@@ -44,7 +44,7 @@ from corral.errors import ConfigError
 from corral.framework.config import arg
 from corral.framework.plugin import Plugin
 from corral.framework.session import PENDING_LIKE
-from corral.manifests.fields import parse_duration
+from corral.manifests.fields import annotated_duration
 from corral.framework.extension import Vote
 from corral.model import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
@@ -60,23 +60,9 @@ def _cmp(a: float, b: float) -> int:
     return (a > b) - (a < b)
 
 
-def _seconds(value: str | None) -> float | None:
-    """A duration annotation in seconds; a malformed one counts as absent (annotations are free text
-    written by many tools; a baseline must not refuse the snapshot for one)."""
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except Exception:  # noqa: BLE001 - InputError and friends: treat as no estimate
-        return None
-
-
 def expected_runtime(job: Job) -> float | None:
     """The job's expected run time: its PodGroup annotation, else its first pod's."""
-    value = _seconds(job.annotations.get(EXPECTED_RUNTIME))
-    if value is None and job.tasks:
-        value = _seconds(job.tasks[0].annotations.get(EXPECTED_RUNTIME))
-    return value
+    return annotated_duration(EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None)
 
 
 def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
@@ -86,7 +72,7 @@ def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
 
 def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
     """GPU-seconds the job has received: past runs (annotation) plus its running pods until ``now``."""
-    past = _seconds(job.annotations.get(ATTAINED_SERVICE)) or 0.0
+    past = annotated_duration(ATTAINED_SERVICE, job.annotations) or 0.0
     if gpu_col is None:
         return past
     return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
@@ -196,7 +182,7 @@ class SrtfPlugin(_RuntimeOrder):
         total = expected_runtime(job)
         if total is None:
             return None
-        done = _seconds(job.annotations.get(COMPLETED_RUNTIME))
+        done = annotated_duration(COMPLETED_RUNTIME, job.annotations)
         if done is None:
             runs = _running_since(job, self.session.now)
             done = max((run for _, run in runs), default=0.0)
