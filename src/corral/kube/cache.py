@@ -356,6 +356,8 @@ class WatchCache:
                 if cluster is not None:
                     return cluster, []
                 t0 = time.perf_counter()
+            if with_objects:
+                self.model.reason = "a dump of the cache"
             self.model.ready = False            # until the full assembly below is adopted
             rows = self.view()
             topo_key = self.view_topology

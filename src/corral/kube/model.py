@@ -34,7 +34,6 @@ clusters are. A task with any other amount makes the cycle recompute the columns
 from __future__ import annotations
 
 import bisect
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -81,6 +80,7 @@ class LiveModel:
         self.ready = False
         self.schedulers: tuple[str, ...] = ()
         self.last = ""                                     # "full" | "incremental" | "unchanged"
+        self.reason = "first build"                        # why the next build assembles everything
         self.rebuilt = 0                                   # buckets rebuilt by the last incremental step
 
     # -- adopting a full assembly --------------------------------------------------------------------
@@ -96,7 +96,7 @@ class LiveModel:
         self.groups: dict[str, PodGroupRec] = {}           # podgroup key -> record
         self.members: dict[Bucket, set[str]] = {}          # bucket -> pod keys
         self.bucket_of: dict[str, Bucket] = {}             # pod key -> bucket
-        self.names: Counter[str] = Counter()                # resource name -> pods and podgroups naming it
+        self.names: dict[str, int] = {}                     # resource name -> pods and podgroups naming it
         fixed: set[str] = {CPU, MEMORY, PODS}             # columns every cluster has
         for r, key, _raw, (kind, rec) in rows:
             self.records[(r.name, key)] = rec
@@ -151,7 +151,7 @@ class LiveModel:
         self.pods[key] = rec
         b = self.bucket_of[key] = self._bucket(rec)
         self.members.setdefault(b, set()).add(key)
-        self.names.update(rec.requests)
+        _count(self.names, rec.requests, 1)
         return True
 
     def _drop_pod(self, rec: PodRec) -> Bucket:
@@ -162,7 +162,7 @@ class LiveModel:
         m.discard(key)
         if not m:
             del self.members[b]
-        self.names.subtract(rec.requests)
+        _count(self.names, rec.requests, -1)
         return b
 
     def _add_group(self, rec: PodGroupRec) -> bool:
@@ -170,37 +170,45 @@ class LiveModel:
         if key in self.groups:
             return False
         self.groups[key] = rec
-        self.names.update(rec.min_resources or ())
+        _count(self.names, rec.min_resources or (), 1)
         return True
 
     def _drop_group(self, rec: PodGroupRec) -> None:
         del self.groups[_key(rec)]
-        self.names.subtract(rec.min_resources or ())
+        _count(self.names, rec.min_resources or (), -1)
 
     # -- a cycle --------------------------------------------------------------------------------------
     def advance(self, delta: Sequence[tuple[Any, str, Any]], schedulers: Sequence[str]) -> Cluster | None:
         """The cluster of the next cycle: the state as built put back, and ``delta`` (``(type, key,
         (kind, record) or None)`` of every object changed since the last build) applied. None when a
         full assembly is needed (the model is then stale until :meth:`adopt`)."""
-        if not self.ready or tuple(schedulers) != self.schedulers:
+        if not self.ready:
             return None
+        if tuple(schedulers) != self.schedulers:
+            return self._full("the served schedulers changed")
         self._restore()
         changes = [(r, key, None if rec is None else rec[1]) for r, key, rec in delta
                    if self.records.get((r.name, key)) != (None if rec is None else rec[1])]
         if not changes:
             self.last, self.rebuilt = "unchanged", 0
             return self._cluster()
-        ok = not self.dropped and all(r.kind in _INCREMENTAL for r, _, _ in changes)
-        if ok:
-            try:
-                ok = self._apply(changes)
-            except InputError:          # an assembly error: the full assembly names the culprit
-                ok = False
-        if not ok:
-            self.ready = False
-            return None
+        if self.dropped:
+            return self._full("objects were left out: the culprit search needs every object")
+        other = next((r.kind for r, _, _ in changes if r.kind not in _INCREMENTAL), None)
+        if other is not None:
+            return self._full(f"a {other} changed")
+        try:
+            why = self._apply(changes)
+        except InputError as exc:       # an assembly error: the full assembly names the culprit
+            why = f"an assembly error ({exc.describe()})"
+        if why:
+            return self._full(why)
         self.last = "incremental"
         return self._cluster()
+
+    def _full(self, why: str) -> None:
+        self.ready, self.reason = False, why
+        return None
 
     def _restore(self) -> None:
         """Put back the state as built of every task, job and node (what the last cycle changed)."""
@@ -220,35 +228,40 @@ class LiveModel:
                        queues=self.queues, hypernodes=self.hypernodes, priority_classes=self.priority_classes,
                        pdbs=self.pdbs, foreign=self.foreign)
 
-    def _apply(self, changes: list[tuple[Any, str, Any]]) -> bool:
-        """Records and buckets updated, the changed buckets rebuilt; False when only a full assembly can
-        tell (the set of resource names changes, two objects read as one pod or podgroup)."""
+    def _apply(self, changes: list[tuple[Any, str, Any]]) -> str:
+        """Records and buckets updated, the changed buckets rebuilt; why not when only a full assembly
+        can tell (the set of resource names changes, two objects read as one pod or podgroup)."""
         dirty: set[Bucket] = set()
         for r, key, rec in changes:
             old = self.records.pop((r.name, key), None)
+            moved = old is None or rec is None or _key(old) != _key(rec)    # the set of keys changes
             if r.kind == "Pod":
                 if old is not None:
                     dirty.add(self._drop_pod(old))
-                    self._order(self.pod_order, old, False)
+                    if moved:
+                        self._order(self.pod_order, old, False)
                 if rec is not None:
                     if not self._add_pod(rec):
-                        return False
+                        return f"two objects read as pod {_key(rec)}"
                     dirty.add(self.bucket_of[_key(rec)])
-                    self._order(self.pod_order, rec, True)
+                    if moved:
+                        self._order(self.pod_order, rec, True)
             else:
                 if old is not None:
                     self._drop_group(old)
-                    self._order(self.group_order, old, False)
+                    if moved:
+                        self._order(self.group_order, old, False)
                     dirty.add(("job", _key(old)))
                 if rec is not None:
                     if not self._add_group(rec):
-                        return False
-                    self._order(self.group_order, rec, True)
+                        return f"two objects read as podgroup {_key(rec)}"
+                    if moved:
+                        self._order(self.group_order, rec, True)
                     dirty.add(("job", _key(rec)))
             if rec is not None:
                 self.records[(r.name, key)] = rec
         if {n for n, c in self.names.items() if c > 0} | self.fixed != set(self.resources.names):
-            return False
+            return "the set of resource names changed"
         self.rebuilt = len(dirty)
         return self._rebuild(dirty)
 
@@ -261,7 +274,7 @@ class LiveModel:
         elif i < len(order) and order[i] == k:
             del order[i]
 
-    def _rebuild(self, dirty: set[Bucket]) -> bool:
+    def _rebuild(self, dirty: set[Bucket]) -> str:
         """Rebuild the ``dirty`` buckets; the node columns move by what their tasks held before and after."""
         cluster = self._cluster()
         before: list[tuple[str, str]] = []              # (uid, pod key) of the replaced tasks
@@ -281,10 +294,10 @@ class LiveModel:
                 jobs_before.update(j.uid for j in old.jobs)
             new = self._build(b)
             if new is None:
-                return False
+                return f"the pods of {b[1]} make another job"
             for t in new.tasks:
                 if t.key in self.task_of:
-                    return False
+                    return f"two objects read as pod {t.key}"
                 self.task_of[t.key] = t
                 self.task_state[t.key] = _task_state(t)
                 after.append((t.uid, t.key))
@@ -307,7 +320,7 @@ class LiveModel:
             ordered = [self.task_of[k] for k in (f"{ns}/{name}" for ns, name in self.pod_order) if k in self.task_of]
             self.tasks = {t.uid: t for t in ordered}
             if len(self.tasks) != len(ordered):
-                return False                               # a duplicate uid: the full assembly names it
+                return "a duplicate pod uid"               # the full assembly names the culprit
             self.foreign = [t for t in ordered if not t.managed]
         if jobs_before != jobs_after or any(b[0] == "job" and b[1] not in self.groups for b in dirty):
             self._order_jobs()                             # a job ordered by its first pod may move
@@ -323,7 +336,7 @@ class LiveModel:
             cluster.account()
         for built, now in zip(self.columns, (nodes.used, nodes.releasing, nodes.pipelined)):
             np.copyto(built, now)
-        return True
+        return ""
 
     def _build(self, b: Bucket) -> _Built | None:
         """The jobs and tasks of bucket ``b``: the loader's assembly on a cluster of that bucket alone."""
@@ -350,6 +363,11 @@ class LiveModel:
                 if t is not None and t.job is not None and t.job.uid not in out:
                     out[t.job.uid] = t.job
         self.jobs = out
+
+
+def _count(counts: dict[str, int], names: Iterable[str], step: int) -> None:
+    for n in names:
+        counts[n] = counts.get(n, 0) + step
 
 
 def _task_state(t: Task) -> tuple:

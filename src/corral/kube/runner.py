@@ -181,12 +181,16 @@ class Runner:
         self.cycle_no += 1
         n = self.cycle_no
         times: dict[str, float] = {}
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         try:
             dump = self.opts.dump is not None and n == 1
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
             times["build"] = time.perf_counter() - t
             times["view"] = self.cache.view_seconds
+            model = self.cache.model
+            if model.last == "full":
+                self.log.debug("model assembled from every object", cycle=n, reason=model.reason)
+            self.metrics.builds.labels(model.last).inc()
             if dump:
                 assert self.opts.dump is not None
                 path = self.cache.dump(self.opts.dump, objects, now)
@@ -194,9 +198,10 @@ class Runner:
                               reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}")
             pending = sum(1 for x in cluster.tasks.values()
                           if x.managed and x.status in (TaskStatus.PENDING, TaskStatus.PIPELINED))
-            t1 = time.perf_counter()
+            t1, cpu1 = time.perf_counter(), time.process_time()
             decisions = run_cycle(cluster, self.config, REGISTRY, now, n)
             times["schedule"] = time.perf_counter() - t1
+            times["schedule_cpu"] = time.process_time() - cpu1
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler
             self.log.error("cycle failed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             self.metrics.api_errors.labels("cycle", "scheduler", "fault").inc()
@@ -213,6 +218,7 @@ class Runner:
             report = self.applier.apply(decisions, cluster, now)
         times["apply"] = time.perf_counter() - t2
         times["total"] = time.perf_counter() - t
+        times["total_cpu"] = time.process_time() - cpu
         self._observe(decisions, times, pending)
         self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
