@@ -137,6 +137,8 @@ def test_incremental_model_is_the_full_assembly(path: Path) -> None:
         cluster = cache.build()[0]
         seen.add(cache.model.last)
         assert fingerprint(cluster) == fingerprint(_fresh(cache)), f"step {step}, {cache.model.last}"
+        assert cache.model.pending == sum(1 for t in cluster.tasks.values()
+                                          if t.managed and t.status.value in ("Pending", "Pipelined"))
     assert "unchanged" in seen
 
 
@@ -235,3 +237,18 @@ def test_jobs_keep_the_loader_order() -> None:
     assert list(cluster.jobs) == ["ns/x", "ns/c"]
     assert [t.name for t in cluster.jobs["ns/x"].tasks] == ["a", "d"]
     assert fingerprint(cluster) == fingerprint(_fresh(cache))
+
+
+def test_pending_count_follows_changes() -> None:
+    cache = _cache(_objects())
+    cache.build()
+    assert cache.model.pending == 3
+    pod_type = TYPES[("Pod", "v1")]
+    bound = copy.deepcopy(cache.stores[pod_type]["ns/p0"].raw)
+    bound["spec"]["nodeName"] = "n1"
+    bound["status"] = {"phase": "Running"}
+    cache.event(pod_type, "MODIFIED", bound)
+    cache.event(pod_type, "DELETED", cache.stores[pod_type]["ns/p2"].raw)
+    cluster = cache.build()[0]
+    assert cache.model.last == "incremental" and cache.model.pending == 1
+    assert cache.model.pending == sum(1 for t in cluster.tasks.values() if t.managed and t.status.value == "Pending")

@@ -42,13 +42,14 @@ import numpy as np
 from corral.errors import InputError
 from corral.manifests.build import _jobs_and_tasks
 from corral.manifests.kinds import PodGroupRec, PodRec
-from corral.model import Cluster, Job, Task
+from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.resources import CPU, MEMORY, PODS
 
 __all__ = ["LiveModel"]
 
 _EXACT = float(2 ** 50)         # amounts below this (whole milli-units) sum exactly in float64
 _INCREMENTAL = ("Pod", "PodGroup")
+_WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 
 
 Bucket = tuple[str, str]        # ("job", job uid) or ("pod", pod key): what one piece of assembly builds
@@ -82,6 +83,7 @@ class LiveModel:
         self.last = ""                                     # "full" | "incremental" | "unchanged"
         self.reason = "first build"                        # why the next build assembles everything
         self.rebuilt = 0                                   # buckets rebuilt by the last incremental step
+        self.pending = 0                                   # pods of served schedulers waiting for a node
 
     # -- adopting a full assembly --------------------------------------------------------------------
     def adopt(self, cluster: Cluster, rows: Sequence[tuple[Any, str, dict, tuple[str, Any]]],
@@ -127,6 +129,7 @@ class LiveModel:
         self.pod_order = sorted((rec.namespace, rec.name) for rec in self.pods.values())
         self.group_order = sorted((rec.namespace, rec.name) for rec in self.groups.values())
         self.exact = _exact([t.request for t in cluster.tasks.values()])
+        self.pending = sum(map(_waiting, cluster.tasks.values()))
         self.task_state: dict[str, tuple] = {k: _task_state(t) for k, t in self.task_of.items()}
         self.job_state: dict[str, tuple] = {u: _job_state(j) for u, j in self.jobs.items()}
         for job in self.jobs.values():
@@ -286,6 +289,7 @@ class LiveModel:
         for b in sorted(dirty):
             old = self.built.pop(b, None)
             if old is not None:
+                self.pending -= sum(map(_waiting, old.tasks))
                 for t in old.tasks:
                     cluster.charge(t, -1)
                     del self.task_of[t.key], self.task_state[t.key]
@@ -302,6 +306,7 @@ class LiveModel:
                 self.task_state[t.key] = _task_state(t)
                 after.append((t.uid, t.key))
             fresh.extend(new.tasks)
+            self.pending += sum(map(_waiting, new.tasks))
             for j in new.jobs:
                 jobs_after.add(j.uid)
                 self.jobs[j.uid] = j                       # in place when the uid was there
@@ -368,6 +373,11 @@ class LiveModel:
 def _count(counts: dict[str, int], names: Iterable[str], step: int) -> None:
     for n in names:
         counts[n] = counts.get(n, 0) + step
+
+
+def _waiting(t: Task) -> bool:
+    """A pod of a served scheduler waiting for a node (``corral_pending_pods``)."""
+    return t.managed and t.status in _WAITING
 
 
 def _task_state(t: Task) -> tuple:

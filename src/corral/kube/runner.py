@@ -30,7 +30,6 @@ from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.manifests.build import DEFAULT_SCHEDULERS
 from corral.manifests.fields import format_time
-from corral.model import TaskStatus
 from corral.registry import REGISTRY
 
 __all__ = ["RunOptions", "Runner", "dry_run_assume"]
@@ -196,8 +195,7 @@ class Runner:
                 path = self.cache.dump(self.opts.dump, objects, now)
                 self.log.info("cache dumped", path=str(path), now=format_time(now),
                               reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}")
-            pending = sum(1 for x in cluster.tasks.values()
-                          if x.managed and x.status in (TaskStatus.PENDING, TaskStatus.PIPELINED))
+            pending = model.pending
             t1, cpu1 = time.perf_counter(), time.process_time()
             decisions = run_cycle(cluster, self.config, REGISTRY, now, n)
             times["schedule"] = time.perf_counter() - t1
@@ -220,7 +218,8 @@ class Runner:
         times["total"] = time.perf_counter() - t
         times["total_cpu"] = time.process_time() - cpu
         self._observe(decisions, times, pending)
-        self.total.extend(decisions)
+        if self.opts.cycles is not None:        # kept for the caller of a bounded run; never grows unbounded
+            self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
         result = CycleResult(n, now, decisions, report, times)
         if self.keep_results:
