@@ -89,8 +89,8 @@ def _pods(cache: WatchCache) -> list[dict]:
 
 
 def _changes(cache: WatchCache, step: int) -> None:
-    """Pod and podgroup changes a live cluster sees: a pod deleted, one relabelled, one added, a
-    podgroup's annotations changed."""
+    """Changes a live cluster sees: a pod deleted, one relabelled, one added, a podgroup's annotations
+    changed, a node's labels and taints changed."""
     pod_type = TYPES[("Pod", "v1")]
     pods = _pods(cache)
     if not pods:
@@ -105,6 +105,13 @@ def _changes(cache: WatchCache, step: int) -> None:
     added["metadata"]["name"] = f"{added['metadata']['name']}-again{step}"
     added["metadata"]["uid"] = f"uid-again-{step}-{added['metadata'].get('uid')}"
     cache.event(pod_type, "ADDED", added)
+    node_type = TYPES[("Node", "v1")]
+    for e in list(cache.stores[node_type].values())[step - 1:step]:
+        node = copy.deepcopy(e.raw)
+        node.setdefault("metadata", {}).setdefault("labels", {})["corral-test"] = str(step)
+        if step == 2:
+            node.setdefault("spec", {})["taints"] = [{"key": "corral-test", "effect": "NoSchedule"}]
+        cache.event(node_type, "MODIFIED", node)
     for r in RESOURCES:
         if r.kind == "PodGroup":
             for e in list(cache.stores[r].values())[:1]:
@@ -160,8 +167,14 @@ def test_incremental_steps_are_taken() -> None:
     assert cache.model.last == "unchanged"             # a heartbeat: the node reads the same
     node["metadata"].setdefault("labels", {})["new"] = "label"
     cache.event(node_type, "MODIFIED", node)
+    cluster = cache.build()[0]
+    assert cache.model.last == "incremental"           # node rows and the HyperNode tree built again
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
+    extra = copy.deepcopy(node)
+    extra["metadata"]["name"] = "zz-new-node"
+    cache.event(node_type, "ADDED", extra)
     cache.build()
-    assert cache.model.last == "full"
+    assert cache.model.last == "full" and cache.model.reason == "a node was added or removed"
 
 
 def _objects() -> list[dict]:
@@ -252,3 +265,20 @@ def test_pending_count_follows_changes() -> None:
     cluster = cache.build()[0]
     assert cache.model.last == "incremental" and cache.model.pending == 1
     assert cache.model.pending == sum(1 for t in cluster.tasks.values() if t.managed and t.status.value == "Pending")
+
+
+def test_node_label_change_moves_hypernode_membership() -> None:
+    def node(name: str, rack: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"rack": rack}},
+                "status": {"allocatable": {"cpu": "8"}}}
+
+    hn = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "rack-a"},
+          "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "a"}}}}]}}
+    cache = _cache([node("n1", "a"), node("n2", "b"), hn])
+    cluster = cache.build()[0]
+    assert cluster.hypernodes.hypernodes["rack-a"].mask.tolist() == [True, False]
+    cache.event(TYPES[("Node", "v1")], "MODIFIED", node("n2", "a"))
+    cluster = cache.build()[0]
+    assert cache.model.last == "incremental"
+    assert cluster.hypernodes.hypernodes["rack-a"].mask.tolist() == [True, True]
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
