@@ -32,7 +32,7 @@ import random
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from corral.errors import InputError
 from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType

@@ -372,6 +372,12 @@ class LiveModel:
             self.foreign = [t for t in ordered if not t.managed]
         if jobs_before != jobs_after or any(b[0] == "job" and b[1] not in self.groups for b in dirty):
             self._order_jobs()                             # a job ordered by its first pod may move
+        self._charge(fresh)
+        return ""
+
+    def _charge(self, fresh: list[Task]) -> None:
+        """Add what the ``fresh`` tasks hold to the node columns (the replaced ones were taken off), or,
+        when a sum might not be exact, recompute the columns from every task; keep them as built."""
         self.exact = self.exact and _exact([t.request for t in fresh])
         cluster = self._cluster()
         nodes = self.nodes
@@ -384,7 +390,6 @@ class LiveModel:
             cluster.account()
         for built, now in zip(self.columns, (nodes.used, nodes.releasing, nodes.pipelined)):
             np.copyto(built, now)
-        return ""
 
     def _build(self, b: Bucket) -> _Built | None:
         """The jobs and tasks of bucket ``b``: the loader's assembly on a cluster of that bucket alone."""
