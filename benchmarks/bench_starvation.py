@@ -28,7 +28,13 @@ reservation's, at a cost of at most 3 points of GPU utilisation; the cluster loc
 printed alongside (expected to cost far more). Timings are wall-clock seconds on a shared machine.
 
     .venv/bin/python benchmarks/bench_starvation.py [--vc ee9e8c] [--day 30] [--days 30] [--jobs 1000]
-        [--only philly|synthetic] [--period 30] [--threshold 16 --custom-only]
+        [--seed 7] [--only philly|synthetic] [--period 30] [--threshold 16 --custom-only]
+        [--explain 'cluster + plan (exact)']
+
+``--explain NAME`` runs ``none`` and the variants whose name contains NAME, and after each prints why
+its largest jobs waited (``starvation_explain.py``: targets and hours held by size, the plan's accuracy,
+the hand-over between targets, and the worst largest jobs' wait split into the time spent behind earlier
+targets and their own drain). ``--seed`` draws another synthetic mix.
 
 Skips the Philly part with a message when the trace is absent.
 """
