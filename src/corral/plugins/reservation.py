@@ -37,7 +37,10 @@ ends (now + its estimate) no later than the planned start, or fits in what the t
 that node at its planned start (capacity the target will not need). A job without an estimate never uses
 a locked node, and neither does any job while the plan cannot date the start (an occupant without an
 estimate stands in the way). Nothing is ever evicted for being late: the plan is recomputed every cycle
-from what is running. With ``plan: false`` the locks are strict, as in the seed.
+from what is running. The target's pods are placed in the plan first fit in node order (stable from cycle
+to cycle), except that nodes whose capacity counts on an overrunning pod leaving come last: an overrun's
+true end is unknown, so an idle node is the surer start and is not lent away meanwhile. With
+``plan: false`` the locks are strict, as in the seed.
 
 Reasons: a job held back by a lock (it would fit on a locked node) gets "node n-7 is locked for ns/big,
 target since ...; the plan starts it at ..." appended to its unschedulable reason, and the target's own
