@@ -16,8 +16,10 @@ rack or spine, some scattered; one to three victim priority levels plus a few po
 
 Pods request GPUs only (``--cpu-requests`` adds 4 CPUs and 32 GiB per GPU, which never bind on these
 nodes). Both reclaim actions apply proportion's queue rule (Volcano's: a victim while its queue still
-holds more than it deserves, applied whatever its tier); the oracle models it by a relaxation (a queue
-above its share may give all it holds), so its answer bounds theirs.
+holds more than it deserves, applied whatever its tier); the oracle models that rule exactly
+(:func:`corral.solvers.oracle.queue_limits`: a queue's victims pass when, its largest pod last — the
+one that crosses the line — they leave it above its deserved share in some resource). The queues are
+flat, so the model is exact.
 
 Each scenario runs, on a fresh copy of the cluster, through one cycle ``enqueue, allocate, <action>``
 with the same plugins, timing the action's ``execute``: ``preempt``/``reclaim`` (legacy, task by task;

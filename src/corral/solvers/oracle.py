@@ -26,8 +26,12 @@ What is modelled
     ``reclaim_floor`` — nothing (capacity: the guarantee) for a queue above its share, everything it
     holds for a queue at or below it. The plugin's rule (Volcano's: a victim while the queue is still
     above its share, the pod that crosses the line allowed) allows a subset of those sets, so the
-    oracle's answer is a bound. Without ``queue_slack`` reclaim victims are limited only by
-    reclaimability (what the actions do when the rule is not configured to apply).
+    oracle's answer is a bound. With ``queue_limits`` (see :func:`queue_limits`) the rule itself is
+    modelled: the victims of a queue pass when, taken with their largest pod last (the one that
+    crosses the line), they leave it above its line in some resource, and within its guarantee —
+    exact for flat queues, a relaxation in a queue tree (one order must then suit every queue of a
+    side). Without either, reclaim victims are limited only by reclaimability (what the actions do
+    when the rule is not configured to apply).
 
 * **Domain** — the gang lands entirely in ONE domain: a HyperNode of tier ≤ ``highestTierAllowed``
   (all tiers when unset) that contains every node the gang already runs on, when the job has
