@@ -162,10 +162,22 @@ class DomainPlanner:
     def plan(self, level: float, may_break: bool, limits: dict[str, QueueLimit] | None = None,
              forbid: frozenset[int] = frozenset(), nobreak: frozenset[int] = frozenset()) -> list[Task] | None:
         """The victims with which the gang fits by the estimate, using jobs of rank <= ``level``;
-        None when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken."""
+        None when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken. With
+        queue ``limits`` the plan is made first without them and kept when it keeps within them, else
+        made again within them: counted while the greedy builds, a queue's amount would be spent on
+        gangs that the reprieve then gives back."""
         if self.hopeless(level, may_break):
             return None
         self._level, self._forbid = level, forbid
+        victims = self._plan(may_break, None, nobreak)
+        if victims is None or limits is None or self._keeps(victims, limits):
+            return victims
+        return self._plan(may_break, limits, nobreak)
+
+    def _keeps(self, victims: list[Task], limits: dict[str, QueueLimit]) -> bool:
+        return self.chain is None or all(limits[q].allows(*g) for q, g in self._given({}, victims, limits).items())
+
+    def _plan(self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]) -> list[Task] | None:
         for _ in range(RESTARTS + 1):
             st = self._build(may_break, limits, nobreak)
             if st.total >= self.room.n:
