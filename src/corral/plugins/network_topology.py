@@ -35,7 +35,7 @@ import numpy as np
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Plugin
-from corral.model import ALLOCATED_STATES, Job, TaskStatus
+from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS
 from corral.model.work import checkpoint, run_hours
@@ -225,8 +225,9 @@ class NetworkTopologyPlugin(Plugin):
             scored = self._allocate_order(job, self._allowed(job), need)
         else:
             domains = self.allowed_domains(job)
-            cost = self.entry_costs(job, domains, need)
-            fits = self.safe_fits(job, domains)
+            pods = self._victim_pods(job)
+            cost = self.entry_costs(job, domains, need, pods)
+            fits = self.safe_fits(job, domains, pods)
             order = sorted(range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name))
             scored = [Domain(domains[i].name, domains[i].mask, domains[i].tier, -cost[i])
                       for i in order[: self.args.evict_domains]]
@@ -234,7 +235,8 @@ class NetworkTopologyPlugin(Plugin):
             scored.append(Domain("cluster", ~nodes.down, None))
         return scored
 
-    def entry_costs(self, job: Job, domains: Sequence[Domain], need: np.ndarray) -> list[float]:
+    def entry_costs(self, job: Job, domains: Sequence[Domain], need: np.ndarray,
+                    pods: list[Task] | None = None) -> list[float]:
         """The cost to enter each domain, for eviction: what the gang lacks there once the free and
         releasing capacity is used, made up from the running pods that might give way — pods of lower
         priority in the job's queue or pods of other queues (preemptable, of this scheduler) — as the
@@ -250,13 +252,13 @@ class NetworkTopologyPlugin(Plugin):
             return [0.0] * len(domains)
         if not domains:
             return []
-        v = self._victims(job, cols, need[cols])
+        v = self._victims(job, cols, need[cols], pods)
         fut = self._future_free(cols)
         masks = np.array([d.mask for d in domains])
         lack = need[cols] - masks.astype(float) @ fut
         return _entry_costs(masks, lack, v.rows, v.owner, v.req, v.work, v.held, v.surplus, need[cols])
 
-    def safe_fits(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
+    def safe_fits(self, job: Job, domains: Sequence[Domain], pods: list[Task] | None = None) -> np.ndarray:
         """Per domain: could the gang's waiting pods fit there, node by node, in the free and releasing
         room plus what the surplus pods of the jobs that might give way (all pods of a broken job)
         free on the same node — that is, without breaking a healthy gang? Each pod is counted at the
@@ -270,7 +272,7 @@ class NetworkTopologyPlugin(Plugin):
         cols = np.flatnonzero((req > EPS) & self.cols)
         if not cols.size:
             return np.ones(len(domains), dtype=bool)
-        v = self._victims(job, cols, req[cols])
+        v = self._victims(job, cols, req[cols], pods)
         room = self._future_free(cols)
         if v.rows.size:
             keys, slot = np.unique(v.rows * len(v.surplus) + v.owner, return_inverse=True)
@@ -288,21 +290,26 @@ class NetworkTopologyPlugin(Plugin):
         nodes = self.session.cluster.nodes
         return np.clip(nodes.future_idle[:, cols] * (~nodes.down)[:, None], 0, None)
 
-    def _victims(self, job: Job, cols: np.ndarray, want: np.ndarray) -> "_Victims":
+    def _victim_pods(self, job: Job) -> list[Task]:
         """The running pods that might give way to ``job`` — preemptable, of this scheduler: of its
         queue and lower priority for a preempt action, of other reclaimable queues for a reclaim action
-        (the session's current action; both for any other) — with their requests in ``cols``, their work in units of
-        ``want``, and per job what it holds and its surplus above minMember (negative: broken)."""
+        (the session's current action; both for any other)."""
         cluster = self.session.cluster
-        now = self.session.now
         asker = self.session.action
         same = not asker.endswith("reclaim")             # preempt: its queue, lower priority
         other = not asker.endswith("preempt")            # reclaim: other, reclaimable queues
-        pods = [t for t in cluster.tasks.values()
+        return [t for t in cluster.tasks.values()
                 if t.status in _VICTIM and t.managed and t.preemptable and t.node >= 0 and t.job is not None
                 and t.job is not job and (
                     (same and t.job.queue == job.queue and t.job.priority < job.priority)
                     or (other and t.job.queue != job.queue and _reclaimable(cluster, t.job.queue)))]
+
+    def _victims(self, job: Job, cols: np.ndarray, want: np.ndarray, pods: list[Task] | None) -> "_Victims":
+        """The pods that might give way (:meth:`_victim_pods`, unless given) with their requests in
+        ``cols``, their work in units of ``want``, and per job what it holds and its surplus above
+        minMember (negative: broken)."""
+        now = self.session.now
+        pods = self._victim_pods(job) if pods is None else pods
         jobs = list({id(t.job): t.job for t in pods}.values())
         index = {id(j): i for i, j in enumerate(jobs)}
         rows = np.array([t.node for t in pods], dtype=np.int64)
