@@ -109,6 +109,6 @@ class GangReclaimAction(GangEvictAction):
         ancestor with the gang's queue (as the queue rule checks)."""
         for rule in queue_rules(session):
             p = rule.__self__
-            if hasattr(p, "reclaim_floor") and hasattr(p, "victim_side"):
+            if hasattr(p, "reclaim_line") and hasattr(p, "victim_side"):
                 return lambda q: p.victim_side(q, job.queue)
         return None
