@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from corral.actions.bundles import VictimJob
+from corral.actions.bundles import CostModel, VictimJob
 from corral.framework.extension import Domain
 from corral.framework.session import Session
 from corral.model import Task
@@ -161,28 +161,39 @@ class DomainPlanner:
     # -- the plan --------------------------------------------------------------------------------
     def plan(self, level: float, may_break: bool, limits: dict[str, QueueLimit] | None = None,
              forbid: frozenset[int] = frozenset(), nobreak: frozenset[int] = frozenset()) -> list[Task] | None:
-        """The victims with which the gang fits by the estimate, using jobs of rank <= ``level``;
-        None when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken. With
-        queue ``limits`` the plan is made first without them and kept when it keeps within them, else
-        made again within them: counted while the greedy builds, a queue's amount would be spent on
-        gangs that the reprieve then gives back."""
+        """The victims with which the gang fits by the estimate, using jobs of rank <= ``level``; None
+        when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken. With queue
+        ``limits`` the plan is made first without them (counted while the greedy builds, a queue's amount
+        would be spent on gangs the reprieve gives back), kept if within them, else made within them."""
         if self.hopeless(level, may_break):
             return None
-        self._level, self._forbid = level, forbid
+        self._level, self._forbid, self._pin = level, forbid, None
         victims = self._plan(may_break, None, nobreak)
-        if victims is None or limits is None or self._keeps(victims, limits):
+        if victims is None or limits is None or self._keeps({}, victims, limits):
             return victims
-        return self._plan(may_break, limits, nobreak)
+        return self._plan(may_break, limits, nobreak) or self._crossing(may_break, limits, nobreak)
 
-    def _keeps(self, victims: list[Task], limits: dict[str, QueueLimit]) -> bool:
-        return self.chain is None or all(limits[q].allows(*g) for q, g in self._given({}, victims, limits).items())
+    def _crossing(self, may_break: bool, limits: dict[str, QueueLimit], nobreak: frozenset[int]) -> list[Task] | None:
+        """When the plan within the queue limits falls short: the rule lets any one pod of a queue cross
+        its line, and the greedy may spend that on a small one. Made again with a queue's crossing pod taken
+        first (``_pin``: its pod that opens most slots, then the one losing least work), once per victim
+        queue; the plan that fits losing least work is kept."""
+        top: dict[str, tuple] = {}
+        for t in (t for lst in self.node.values() for t in lst if self._eligible(t) and id(t.job) not in nobreak):
+            p, j = self.room.pos[t.node], self.jobs[id(t.job)]
+            gain = self.room.slot(p, [a + b for a, b in zip(self.room.free[p], self.vec[id(t)])]) - self.room.slots[p]
+            key = (gain, -j.held * j.breaks([t]), -j.order)
+            if gain > 0 and (may_break or not j.breaks([t])) and key > top.get(t.job.queue, ((0,),))[0]:
+                top[t.job.queue] = (key, t)
+        plans = [self._plan(may_break, limits, nobreak) for _, self._pin in top.values()]   # reset by plan()
+        return min((v for v in plans if v), key=lambda v: CostModel.price(v, self.jobs)[:2] + (len(v),), default=None)
 
     def _plan(self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]) -> list[Task] | None:
         for _ in range(RESTARTS + 1):
             st = self._build(may_break, limits, nobreak)
             if st.total >= self.room.n:
                 return self._improve(st, limits, nobreak).taken
-            if not st.broken:
+            if not st.first:
                 return None
             # the greedy's first gang led nowhere (queue limits spent on it): once more without it
             nobreak = nobreak | {st.first}
@@ -205,6 +216,9 @@ class DomainPlanner:
         room = self.room
         st = _State([list(f) for f in room.free], list(room.slots), sum(room.slots),
                     limits or None)
+        if self._pin is not None and id(self._pin.job) not in nobreak:      # the crossing pod (:meth:`_crossing`)
+            st.broken |= {id(self._pin.job)} if self.jobs[id(self._pin.job)].breaks([self._pin]) else set()
+            self._take(st, [self._pin])
         self._fill(st)
         while st.total < room.n and may_break and self._break(st, nobreak):
             self._fill(st, {room.pos[t.node] for t in self.of_job[st.last]})
@@ -229,9 +243,10 @@ class DomainPlanner:
 
     def _within_limits(self, st: _State, pods: list[Task]) -> bool:
         """Does the queue rule allow the plan's victims with ``pods`` added?"""
-        if st.limits is None or self.chain is None:
-            return True
-        return all(st.limits[q].allows(*g) for q, g in self._given(st.given, pods, st.limits).items())
+        return st.limits is None or self._keeps(st.given, pods, st.limits)
+
+    def _keeps(self, given: dict, pods: list[Task], limits: dict[str, QueueLimit]) -> bool:
+        return self.chain is None or all(limits[q].allows(*g) for q, g in self._given(given, pods, limits).items())
 
     def _given(self, given: dict, pods: list[Task], limits: dict[str, QueueLimit]) -> dict:
         """``given`` (queue -> (sum, largest) of its victims' requests) with ``pods`` added: a new dict
@@ -421,8 +436,7 @@ class DomainPlanner:
                 best = (m[0], k, m[2])
                 break
         _, k, take = best
-        if not st.broken:
-            st.first = k
+        st.first = st.first or k
         st.last = k
         st.broken.add(k)
         self._take(st, take)
