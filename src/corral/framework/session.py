@@ -11,6 +11,7 @@ why the jobs that did not start could not.
 from __future__ import annotations
 
 import functools
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -33,6 +34,9 @@ PENDING_LIKE = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 
 
 _LAYOUTS: dict[tuple, list] = {}
+#: A cache refresh reads the rows changed since it was computed from the touch log up to this many
+#: entries; past it, one comparison of every row's stamp is cheaper.
+_LOGGED_ROWS = 256
 
 
 def _point_layout(tiers: list[list[Any]]) -> list[tuple[str, str, list[tuple[int, list[int]]]]]:
@@ -93,6 +97,10 @@ class Session:
                                                   if t.status is TaskStatus.PIPELINED}
         # per-row change stamps: caches of fits and scores recompute only the rows changed since
         self.row_version = np.zeros(len(cluster.nodes), dtype=np.int64)
+        # ...and the log of touches (row, version), so a refresh finds the few rows changed since an
+        # entry was computed without comparing every row's stamp
+        self._touched_rows: list[int] = []
+        self._touched_at: list[int] = []
         self._fit_cache: dict[tuple, list] = {}
         self._score_cache: dict[tuple, list] = {}
         self.tiers: list[list[Any]] = []
@@ -154,12 +162,16 @@ class Session:
     def touch(self, *rows: int) -> None:
         """Node rows whose state just changed (called by the Statement on every apply and revert)."""
         self.version += 1
+        version = self.version
         for r in rows:
             if r >= 0:
-                self.row_version[r] = self.version
+                self.row_version[r] = version
+                self._touched_rows.append(r)
+                self._touched_at.append(version)
 
     def _refresh(self, cache: dict, key: tuple, compute: Callable[[np.ndarray | None], np.ndarray]) -> np.ndarray:
-        """A per-node array cached under ``key``; rows touched since it was computed are recomputed."""
+        """A per-node array cached under ``key``; rows touched since it was computed are recomputed
+        (found in the touch log when they are few: the cost follows the rows that changed)."""
         entry = cache.get(key)
         if entry is None:
             arr = compute(None)
@@ -167,7 +179,11 @@ class Session:
             return arr
         arr, at = entry
         if at != self.version:
-            dirty = np.flatnonzero(self.row_version > at)
+            start = bisect_right(self._touched_at, at)
+            if len(self._touched_at) - start <= _LOGGED_ROWS:
+                dirty = np.array(sorted(set(self._touched_rows[start:])), dtype=np.intp)
+            else:
+                dirty = np.flatnonzero(self.row_version > at)
             if dirty.size:
                 arr[dirty] = compute(dirty)
             entry[1] = self.version
@@ -339,9 +355,10 @@ class Session:
         if rows is None:
             idle = nodes.allocatable[:, cols] - nodes.used[:, cols]
             fut = idle + nodes.releasing[:, cols] - nodes.pipelined[:, cols]
-        else:                                              # few rows: index rows first (no np.ix_)
-            idle = nodes.allocatable[rows][:, cols] - nodes.used[rows][:, cols]
-            fut = idle + nodes.releasing[rows][:, cols] - nodes.pipelined[rows][:, cols]
+        else:                                              # few rows: one (rows x cols) index per column
+            at = (rows[:, None], cols)
+            idle = nodes.allocatable[at] - nodes.used[at]
+            fut = idle + nodes.releasing[at] - nodes.pipelined[at]
         if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
             # its own reservation is its to use
             if rows is None:
@@ -353,10 +370,8 @@ class Session:
     def fits(self, task: Task, *, future: bool = False) -> np.ndarray:
         """Boolean mask over nodes: does ``task``'s request fit (cached per equivalence class; do not
         modify the returned array)."""
-        need = self.request_cols(task)[1] - EPS
-
         def compute(rows: np.ndarray | None) -> np.ndarray:
-            return (self.free(task, future=future, rows=rows) >= need).all(axis=1)
+            return (self.free(task, future=future, rows=rows) >= self.request_cols(task)[1] - EPS).all(axis=1)
 
         if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
             return compute(None)
@@ -401,12 +416,11 @@ class Session:
 
     def best_row(self, task: Task, mask: np.ndarray) -> int:
         """The best node in ``mask`` by summed NodeOrder scores; ties go to the lowest row (name)."""
-        if not mask.any():
-            return -1
         if not self.fns("NodeOrder") or not self._scores_cacheable(task):
             rows = np.flatnonzero(mask)
-            return int(rows[int(np.argmax(self.node_scores(task, rows)))])
-        return int(np.argmax(np.where(mask, self._all_scores(task), -np.inf)))
+            return int(rows[int(np.argmax(self.node_scores(task, rows)))]) if rows.size else -1
+        row = int(np.argmax(np.where(mask, self._all_scores(task), -np.inf)))
+        return row if mask[row] else -1              # argmax lands outside the mask only when it is empty
 
     def hypernode_scores(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
         score = np.zeros(len(domains))
