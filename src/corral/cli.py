@@ -83,8 +83,14 @@ def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
     from corral.registry import REGISTRY
     schedulers = DEFAULT_SCHEDULERS if schedulers is None else schedulers
-    cluster = load_snapshot(paths, schedulers)
-    gc.freeze()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:    # frozen before the collector runs again: a first collection would walk every object loaded
+        cluster = load_snapshot(paths, schedulers)
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
     out = Decisions()
     try:
         for c in range(1, cycles + 1):

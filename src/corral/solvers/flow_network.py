@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from ortools.graph.python.min_cost_flow import SimpleMinCostFlow
 
 from corral.errors import CorralError
 
@@ -126,6 +125,7 @@ def solve(net: FlowNetwork, active: np.ndarray | None = None, *, bounded: bool =
     zeros = np.zeros(n_jobs, _I64)
     costs = np.concatenate([zeros, net.job_wait_cost, net.job_penalty, zeros, np.zeros(n_groups, _I64),
                             net.ga_cost, net.gn_cost, net.an_cost, np.zeros(net.n_nodes + n_aa, _I64)]).astype(_I64)
+    from ortools.graph.python.min_cost_flow import SimpleMinCostFlow   # only where the flow action runs
     mcf = SimpleMinCostFlow()
     mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, costs)
     supply = np.zeros(N0 + net.n_nodes, _I64)
