@@ -103,6 +103,8 @@ class Session:
         self._touched_at: list[int] = []
         self._fit_cache: dict[tuple, list] = {}
         self._score_cache: dict[tuple, list] = {}
+        self._free_cache: dict[tuple, list] = {}
+        self.no_fit_cache: dict[tuple, str] = {}      # (class, state stamps) -> why it fits nowhere
         self.tiers: list[list[Any]] = []
         for tier in config.tiers:
             row = []
@@ -366,6 +368,14 @@ class Session:
             else:
                 fut[rows == task.nominated] += own
         return fut if future else np.minimum(fut, idle)
+
+    def free_all(self, task: Task, *, future: bool = False) -> np.ndarray:
+        """:meth:`free` over every node, cached per equivalence class as :meth:`fits` is (do not modify
+        the returned array)."""
+        if not task.klass or (task.status is TaskStatus.PIPELINED and task.nominated >= 0):
+            return self.free(task, future=future)
+        return self._refresh(self._free_cache, (task.klass, future),
+                             lambda rows: self.free(task, future=future, rows=rows))
 
     def fits(self, task: Task, *, future: bool = False) -> np.ndarray:
         """Boolean mask over nodes: does ``task``'s request fit (cached per equivalence class; do not
