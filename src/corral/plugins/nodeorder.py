@@ -18,6 +18,7 @@ its weight, summed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,9 +84,35 @@ class NodeOrderPlugin(Plugin):
         frac = np.divide(used, self._alloc[rows], out=np.zeros(used.shape, order="F"), where=self._has[rows])
         return np.minimum(frac, 1.0, out=frac)
 
+    def _resource_score(self, task: Task, row: int) -> float:
+        """The least/most-requested and balanced scores of one node in plain floats (the one row a
+        placement changed): the same IEEE operations in the same order as the array code below."""
+        a, cols = self.args, self.bal_cols
+        used = self.session.cluster.nodes.used[row, cols].tolist()
+        req = task.request[cols].tolist()
+        frac = []
+        for u, r, al in zip(used, req, self._alloc[row].tolist()):
+            f = (u + r) / al if al > 0 else 0.0
+            frac.append(1.0 if f > 1.0 else f)
+        mean = (frac[0] + frac[1]) * 0.5
+        score = a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
+        if a.balanced:
+            k = len(frac)
+            total = frac[0]
+            for f in frac[1:]:                 # left to right, as numpy sums a short row (not sum():
+                total += f                      # Python 3.12's sum() compensates rounding)
+            avg = total / k
+            sq = (frac[0] - avg) * (frac[0] - avg)
+            for f in frac[1:]:
+                sq += (f - avg) * (f - avg)
+            score += a.balanced * 100.0 * (1.0 - math.sqrt(sq / k))
+        return score
+
     def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
         a = self.args
-        if a.least or a.most or a.balanced:
+        if (a.least or a.most or a.balanced) and len(rows) == 1:
+            score = np.array([self._resource_score(task, int(rows[0]))])
+        elif a.least or a.most or a.balanced:
             frac = self._fractions(task, rows)      # cpu, memory[, gpu]
             mean = (frac[:, 0] + frac[:, 1]) * 0.5
             score = a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
