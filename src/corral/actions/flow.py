@@ -98,7 +98,8 @@ class FlowAction(Action):
 
     def __init__(self, args: FlowArgs | None = None) -> None:
         super().__init__(args if args is not None else FlowArgs())
-        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "solves": 0, "resolves": 0, "rounds": 0,
+        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "build_cpu": 0.0, "solve_cpu": 0.0,
+                      "check_cpu": 0.0, "solves": 0, "resolves": 0, "rounds": 0, "failed": 0, "repaired": 0,
                       "first": 0.0}
         self.first_solve = 0.0
 
@@ -170,19 +171,21 @@ class FlowAction(Action):
         key = session.task_key()
         pending = {j.uid: sorted(waiting_tasks(j), key=key) if len(j.tasks) > 1 else waiting_tasks(j) for j in jobs}
         out: set[str] = set()
+        room: dict[object, int] = {}
         for attempt in range(self.args.max_resolves + 1):
-            live = [j for j in jobs if j.uid not in out and pending[j.uid]]
+            t0, c0 = time.perf_counter(), time.process_time()
+            live = [j for j in jobs if j.uid not in out and pending[j.uid]
+                    and _may_fit(session, pending[j.uid], need[j.uid] - len(rnd.stmts[j.uid].ops), room)]
             if not live:
                 break
             if attempt:
                 self.stats["resolves"] += 1
             lower = [max(0, need[j.uid] - len(rnd.stmts[j.uid].ops)) for j in live]
-            t0 = time.perf_counter()
             # a lower bound of one pod is no gang: its bypass would cost what waiting costs
             bounds = [k if mode == "lowerbound" and k > 1 else 0 for k in lower]
             built = build_network(session, live, [pending[j.uid] for j in live], bounds,
                                   model=self.args.cost_model, wait_unit=self.args.wait_unit)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             solver = Solver(built.net)
             sol, dropped, had = self._solve(solver, lower)
             if compare and not attempt:
@@ -190,9 +193,11 @@ class FlowAction(Action):
                 if _kept(plain) > _kept((sol, dropped, had)):
                     sol, dropped, had = plain
                     mode = "rollback"
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
             self.stats["build"] += t1 - t0
             self.stats["solve"] += t2 - t1
+            self.stats["build_cpu"] += c1 - c0
+            self.stats["solve_cpu"] += c2 - c1
             self.stats["solves"] += solver.solves
             if not self.stats["first"]:
                 self.stats["first"] = t1 - t0 + self.first_solve
@@ -201,12 +206,14 @@ class FlowAction(Action):
                 out.add(job.uid)
                 rnd.reasons[job.uid] = _gang_reason(session, job, int(had[i]), mode)
             failed = self._check(session, rnd, live, built, sol, dropped, pending, out)
+            room.clear()
             # rolled-back gangs free capacity the residual network gives to the rest (lowerbound); in
             # rollback mode it idles for the round, the seed's weakness
             again = failed or (mode == "lowerbound" and bool(dropped.any()))
             if again and attempt < self.args.max_resolves:
                 self._release_partial(session, rnd, live, need, pending, out)
             self.stats["check"] += time.perf_counter() - t2
+            self.stats["check_cpu"] += time.process_time() - c2
             if not again:
                 break
         for job in jobs:                         # what the round left wholly waiting says why
@@ -295,10 +302,10 @@ class FlowAction(Action):
             if stop:
                 out.add(job.uid)
                 rnd.reasons[job.uid] = stop
-        self.stats["failed"] = self.stats.get("failed", 0) + len(failed)
+        self.stats["failed"] += len(failed)
         if failed and len(failed) <= REPAIR_MAX:
             left = self._repair(session, rnd, live, failed, pending, out)
-            self.stats["repaired"] = self.stats.get("repaired", 0) + len(failed) - left
+            self.stats["repaired"] += len(failed) - left
             return left > 0
         return bool(failed)
 
@@ -359,6 +366,28 @@ def _kept(answer: tuple[FlowSolution, np.ndarray, np.ndarray]) -> int:
     """Pods an answer places outside the gangs it rolls back."""
     sol, dropped, _ = answer
     return int(sol.placed[~dropped].sum())
+
+
+def _may_fit(session: Session, tasks: list[Task], lower: int, room: dict[object, int]) -> bool:
+    """Can the job place anything this solve? Its classes must offer room for at least its lower bound
+    (at least one pod), each class counted alone: pods of the class that fit in the future on the nodes
+    its predicates allow (``room`` caches it per class for one solve). A job that cannot is left out of
+    the network (it keeps waiting with allocate's reason), so the networks of a full cluster stay small.
+    A pod nominated to a node holds capacity of its own: such a job always enters."""
+    total = 0
+    for t in {t.klass or ("task", t.uid): t for t in tasks}.values():
+        if t.status is TaskStatus.PIPELINED and t.nominated >= 0:
+            return True
+        key = t.klass or ("task", t.uid)
+        got = room.get(key)
+        if got is None:
+            need = session.request_cols(t)[1]
+            per = np.floor((session.free(t, future=True) + EPS) / need).min(axis=1) if need.size else None
+            got = room[key] = len(tasks) if per is None else int(np.clip(per, 0, None)[session.predicate(t)].sum())
+        total += got
+        if total >= max(1, lower):
+            return True
+    return False
 
 
 class _RunFit:
