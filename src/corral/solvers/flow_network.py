@@ -81,7 +81,7 @@ class FlowNetwork:
 
     @property
     def arcs(self) -> int:
-        return 4 * len(self.job_supply) + 2 * len(self.group_job) + len(self.ga_group) + len(self.gn_group) \
+        return 4 * len(self.job_supply) + len(self.group_job) + len(self.ga_group) + len(self.gn_group) \
             + len(self.an_agg) + self.n_nodes + len(self.aa_src)
 
 
