@@ -8,16 +8,19 @@ job's unscheduled aggregator at a cost that grows with the job's priority and wa
 share a node and together oversubscribe it (multi-resource fit is not one commodity), so the answer is
 checked pod by pod through a Statement per job with the same hard checks allocate makes — the queue's
 Allocatable (capability, capacity), every Predicate plugin's mask on the chosen node, the resource fit now
-or once releasing pods are gone (then the pod is pipelined, as allocate does) — and the pods that fail
-go back into a re-solve over the remaining capacity, at most ``maxResolves`` times.
+or once releasing pods are gone (then the pod is pipelined, as allocate does). A few pods that fail
+(``REPAIR_MAX``) are placed in place, through the same checks, on the best-fitting node; more go back into
+a re-solve of the residual network (what still waits, on the capacity left), at most ``maxResolves``
+times. Jobs whose classes have no room for their lower bound are left out of each network.
 
 ``gangMode`` — the seed's three ways:
 
 - ``lowerbound`` (default): each gang's arc of lower bound k = minMember (less what it already holds) is
   removed by the supply/demand transformation and kept feasible by a penalised bypass; gangs the optimum
-  leaves partial are rolled back and the round re-solved until no gang is partial. The same round is
-  also solved the ``rollback`` way (a dry run, discarded) and that answer kept when it places more pods,
-  so lowerbound never places fewer pods than rollback on the same input.
+  leaves partial are rolled back and the residual network re-solved (at most ``maxResolves`` times), so
+  their capacity goes to the rest of the round. The same round is also solved the ``rollback`` way (a
+  dry run, discarded; for large rounds the first solve of both, on the same loaded network) and that
+  answer kept when it places more pods, so lowerbound never places fewer pods than rollback.
 - ``rollback``: solve without lower bounds, then undo the gangs left below k (the seed's "rearrange the
   scheduling round delta after the fact": their capacity stays idle this round).
 - ``sequential``: the pods of jobs with minMember 1 in one round, then each gang alone in JobOrder
@@ -66,7 +69,8 @@ class FlowArgs:
     cost_model: str = arg("costModel", "trivial", "arc costs", choices=("trivial", "quincy", "spread", "topology"))
     sequential_order: str = arg("sequentialOrder", "nonGangFirst", "sequential mode: which round first",
                                 choices=("nonGangFirst", "gangsFirst"))
-    max_resolves: int = arg("maxResolves", 3, "re-solves after pods fail the pod-by-pod check", minimum=0)
+    max_resolves: int = arg("maxResolves", 3, "re-solves of the residual network after the pod-by-pod check",
+                            minimum=0)
     wait_unit: float = arg("waitCostUnit", 60.0, "waiting time worth one unit of cost", kind="duration")
     exact_compare: int = arg("exactCompareLimit", 2000, "lowerbound: rounds up to this many pods compare with "
                              "rollback by a full dry run, larger ones by the first solve", minimum=0)
