@@ -164,3 +164,16 @@ def test_compare_allocate_and_flow(files: Path) -> None:
     assert set(rows) == {"default", "flow-sequential"}
     summary = json.loads((out / "flow-sequential" / "summary.json").read_text())
     assert summary["jobs_completed"] == 3
+
+
+def test_example_configurations_parse() -> None:
+    # docs/examples/flow/*.yaml: the default configuration with flow in each gang mode (docs/flow.md)
+    import yaml
+    folder = Path(__file__).resolve().parents[2] / "docs" / "examples" / "flow"
+    modes = {}
+    for path in sorted(folder.glob("*.yaml")):
+        cfg = parse_config(yaml.safe_load(path.read_text()), REGISTRY, str(path))
+        flow = [a for a in cfg.actions if a.name == "flow"]
+        assert flow, path
+        modes[path.stem] = flow[0].args.gang_mode
+    assert modes == {"lowerbound": "lowerbound", "rollback": "rollback", "sequential": "sequential"}
