@@ -280,7 +280,7 @@ class FlowAction(Action):
             stop = ""
             for g in by_job[j]:
                 tasks = groups[g]
-                fit = _RunFit(session)
+                fit = _GroupFit(session, tasks[0], un[starts[g]:starts[g + 1]])
                 for u, task in zip(range(starts[g], starts[g + 1]), tasks):
                     row = int(un[u])
                     how = fit.peek(task, row, int(uk[u]))
@@ -298,7 +298,7 @@ class FlowAction(Action):
                         stmt.allocate(task, row)
                     else:
                         stmt.pipeline(task, row)
-                    fit.take(how)
+                    fit.take(row, how)
                     done.add(id(task))
                 if stop:
                     break
@@ -394,44 +394,49 @@ def _may_fit(session: Session, tasks: list[Task], lower: int, room: dict[object,
     return False
 
 
-class _RunFit:
-    """The resource fit of consecutive pods of one group on one node (a run), exact and without a
-    ``Session.free`` call per pod: free now and free in the future are read once per run; a bind takes
-    the request from both, a nomination from the future only, and "now" is the smaller of what is idle
-    and the future (``Session.free``), so after ``a`` binds and ``p`` nominations a pod fits now iff
-    ``a + 1 <= Qnow`` and ``a + p + 1 <= Qfuture`` (Q: pods of the request each amount holds, by
-    every resource at once) and in the future iff ``a + p + 1 <= Qfuture``. A pod nominated to the
-    run's node holds a reservation of its own and is checked against ``Session.free`` alone."""
+class _GroupFit:
+    """The resource fit of one group's pods on the nodes the flow gave them, exact and without a
+    ``Session.free`` call per pod: free now and free in the future are read once per group, for all
+    its nodes at once; a bind takes the request from both, a nomination from the future only, and
+    "now" is the smaller of what is idle and the future (``Session.free``), so after ``a`` binds and
+    ``p`` nominations on a node a pod fits there now iff ``a + 1 <= Qnow`` and ``a + p + 1 <= Qfuture``
+    (Q: pods of the request each amount holds, by every resource at once) and in the future iff
+    ``a + p + 1 <= Qfuture``. Nothing else changes those nodes while the group is checked. A pod
+    nominated to the node holds a reservation of its own and is checked against ``Session.free``
+    alone (its group's pods all share that nomination)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, task: Task, rows: np.ndarray) -> None:
         self.session = session
-        self.row = -1
-        self.q_now = self.q_fut = self.binds = self.noms = 0
+        rows = np.unique(rows)
+        need = session.request_cols(task)[1]
+        q = [np.floor((session.free(task, future=f, rows=rows) + EPS) / need).min(axis=1).astype(np.int64).tolist()
+             for f in (False, True)]
+        self.room = {r: [qn, qf, 0, 0] for r, qn, qf in zip(rows.tolist(), q[0], q[1])}   # Qnow, Qfut, a, p
 
     def peek(self, task: Task, row: int, kind: int) -> int:
         """0: bind now, 1: nominate (fits once releasing pods are gone), 2: does not fit."""
         session = self.session
         if task.status is TaskStatus.PIPELINED and task.nominated == row:
-            self.row = -1                        # its reservation is its own: read the node again
+            self.room.pop(row, None)               # its reservation is its own: read the node again
             if kind == 0 and _fits_at(session, task, row, False):
                 return 0
             return 1 if _fits_at(session, task, row, True) else 2
-        if row != self.row:
-            self.row, self.binds, self.noms = row, 0, 0
+        got = self.room.get(row)
+        if got is None:
             need = session.request_cols(task)[1]
-            rows = np.array([row])
-            self.q_now, self.q_fut = (int(np.floor((session.free(task, future=f, rows=rows)[0] + EPS) / need).min())
-                                      for f in (False, True))
-        if self.binds + self.noms + 1 > self.q_fut:
+            one = np.array([row])
+            got = self.room[row] = [int(np.floor((session.free(task, future=f, rows=one)[0] + EPS) / need).min())
+                                    for f in (False, True)] + [0, 0]
+        q_now, q_fut, binds, noms = got
+        if binds + noms + 1 > q_fut:
             return 2
-        return 0 if kind == 0 and self.binds + 1 <= self.q_now else 1
+        return 0 if kind == 0 and binds + 1 <= q_now else 1
 
-    def take(self, how: int) -> None:
-        """Record a bind (0) or a nomination (1) made on the run's node."""
-        if how == 0:
-            self.binds += 1
-        else:
-            self.noms += 1
+    def take(self, row: int, how: int) -> None:
+        """Record a bind (0) or a nomination (1) made on node ``row``."""
+        got = self.room.get(row)
+        if got is not None:
+            got[2 if how == 0 else 3] += 1
 
 
 def _fits_at(session: Session, task: Task, row: int, future: bool) -> bool:
