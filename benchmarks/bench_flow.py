@@ -5,7 +5,8 @@ one-GPU pods running per node), the cluster generator of ``bench_allocate.py``.
 For each size it prints, median of ``--repeat`` runs (3), wall time with CPU time beside it (the two
 differ on a shared machine): the first solve of the round (graph build + one OR-Tools solve), the round
 (every graph build and every solve: the first, the comparison with rollback, the residual re-solves),
-the pod-by-pod check through the Statements, the whole action; the number of solves in the round,
+the pod-by-pod check through the Statements, the whole action; the number of rounds (1, or one per
+gang and one for the rest with ``--mode sequential``) and of solves in them,
 re-solves, pods that failed the check and pods repaired in place; pods placed and GPU share placed
 (GPUs placed / GPUs the pending pods ask for); and for the same input ``allocate``'s time and GPU
 share. The garbage collector runs before each timed action (flow and allocate alike), so the cluster
@@ -76,7 +77,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     print(f"flow gangMode={args.mode} costModel={args.model}; median of {args.repeat}; seconds, wall (CPU)")
-    print(f"{'pods x nodes':>14} {'first':>6} {'round':>13} {'check':>13} {'action':>13} {'solves':>6} "
+    print(f"{'pods x nodes':>14} {'first':>6} {'round':>13} {'check':>13} {'action':>13} {'rounds':>6} {'solves':>6} "
           f"{'resolv':>6} {'failed':>6} {'repair':>6} {'placed':>7} {'GPU%':>5} | {'allocate':>13} {'GPU%':>5}")
     verdicts = []
     for size in args.sizes.split(","):
@@ -93,7 +94,7 @@ def main() -> int:
         rnd = statistics.median(r["build"] + r["solve"] for r in runs)
         rnd_cpu = statistics.median(r["build_cpu"] + r["solve_cpu"] for r in runs)
         print(f"{pending:>6} x {nodes:<6} {med('first'):6.3f} {pair(rnd, rnd_cpu)} {pair(med('check'), med('check_cpu'))} "
-              f"{pair(med('total'), med('cpu'))} {int(med('solves')):6d} {int(med('resolves')):6d} "
+              f"{pair(med('total'), med('cpu'))} {int(med('rounds')):6d} {int(med('solves')):6d} {int(med('resolves')):6d} "
               f"{int(med('failed')):6d} {int(med('repaired')):6d} {int(med('placed')):7d} {med('share'):5.1f} | "
               f"{pair(alloc['total'], alloc['cpu'])} {alloc['share']:5.1f}", flush=True)
         if (pending, nodes) == (50000, 10000):

@@ -116,25 +116,6 @@ class _Classes:
             self.pipe[c] = np.maximum(fut - now, 0)
 
 
-def _mix_bound(session: Session, cls: _Classes) -> np.ndarray:
-    """Per node, the most pods of any mix of the round's classes it can hold: by each resource every
-    class requests, what is free in the future over the smallest request of it. A valid bound on the
-    node's arc to the sink (no mix of pods exceeds it), tighter than the pod slots: the flow cannot
-    count resources across classes (one commodity), and this keeps it from sending a node many times
-    what it holds when small and large pods share it, so fewer pods fail the pod-by-pod check."""
-    nodes = session.cluster.nodes
-    bound = np.full(len(nodes), np.inf)
-    if not cls.reps:
-        return bound
-    req = np.array([t.request for t in cls.reps], dtype=float)
-    every = (req > 0).all(axis=0)
-    every[session.cluster.resources.pos(PODS)] = False
-    for col in np.flatnonzero(every):
-        smallest = float(req[:, col].min())
-        bound = np.minimum(bound, np.floor((nodes.future_idle[:, col] + EPS) / smallest))
-    return bound
-
-
 def _node_costs(session: Session, model: str, rep: Task) -> np.ndarray:
     """Per node cost in 0..SCORE for a pod of ``rep``'s class under ``model`` (before spreading)."""
     nodes = session.cluster.nodes
@@ -405,7 +386,7 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
     an_agg, an_node, an_cap, an_cost, an_kind = _Arcs.cat(b.arcs.an, 5)
     pods = session.cluster.resources.pos(PODS)
     slots = np.floor((nodes.future_idle[:, pods] + EPS) / 1000.0)      # a pod takes 1000 milli-pods
-    node_cap = np.where(nodes.down, 0, np.clip(np.minimum(slots, _mix_bound(session, cls)), 0, None)).astype(_I64)
+    node_cap = np.where(nodes.down, 0, np.clip(slots, 0, None)).astype(_I64)
     n_aggs = len(b.aggs)
     net = FlowNetwork(len(nodes), np.array([len(ts) for ts in tasks], _I64), np.array(lower, _I64), u, p,
                       np.array(group_job, _I64), np.array([len(ts) for ts in groups], _I64), n_aggs,
