@@ -317,8 +317,8 @@ class FlowAction(Action):
                 pending: dict[str, list[Task]], out: set[str]) -> int:
         """Place the few pods that failed the check without a re-solve: each goes, through the same hard
         checks (queue Allocatable, every predicate, the resource fit now or once releasing pods are
-        gone), to the fitting node with the least free of its largest request (best fit, so large holes
-        stay for large pods). Return how many are still failed."""
+        gone), to the fitting node with the least free of its dominant resource (its largest request as
+        a share of the largest node; best fit, so large holes stay for large pods). Return how many are still failed."""
         left = 0
         queues = session.cluster.queues
         for j, task in failed:
@@ -337,8 +337,10 @@ class FlowAction(Action):
                 left += 1
                 continue
             free = session.free(task, future=future, rows=rows)
-            need = session.request_cols(task)[1]
-            row = int(rows[np.argmin(free[:, int(np.argmax(need))])])
+            cols, need = session.request_cols(task)
+            largest = session.cluster.nodes.allocatable[:, cols].max(axis=0)
+            dominant = int(np.argmax(need / np.where(largest > 0, largest, 1.0)))    # by share, not amount
+            row = int(rows[np.argmin(free[:, dominant])])
             stmt = rnd.stmts[job.uid]
             if future:
                 stmt.pipeline(task, row)
