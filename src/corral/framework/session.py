@@ -81,6 +81,8 @@ class Session:
         self.reasons: dict[str, str] = {}            # job uid -> why it did not start this cycle
         self.annotations: dict[str, dict[str, str]] = {}
         self.kept: list[Statement] = []               # pipelined jobs' statements, held to the end
+        # pods changed by the session's operations: id -> (task, status, nomination before the first)
+        self.first_state: dict[int, tuple[Task, TaskStatus, int]] = {}
         self.nominated_domains: dict[str, str] = {}   # job uid -> domain name (gang eviction)
         self.lock_version = 0                         # bumps whenever node locks change (seed 001)
         self.action = ""
@@ -559,6 +561,7 @@ class Session:
             self._close_job(job)
         for p in self.plugins():
             p.on_session_close()
+        self.decisions.touched = list(self.first_state.values())
         return self.decisions
 
     def _close_job(self, job: Job) -> None:

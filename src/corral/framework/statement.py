@@ -89,6 +89,7 @@ class Statement:
         if self.closed:
             raise CommitError("statement already closed", obj=f"Pod {task.key}")
         op = Op(kind, task, node, task.status, task.node, task.nominated, **extra)
+        self.session.first_state.setdefault(id(task), (task, op.prev_status, op.prev_nominated))
         self._apply(op)
         self.ops.append(op)
 

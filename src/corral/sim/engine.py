@@ -512,8 +512,13 @@ class Engine(EngineMetrics):
             self._cycle_at = at
             self._push(at, CYCLE, None)
 
-    def _fingerprint(self) -> list:
-        return [(t.status, t.nominated) for sim in self._waiting.values() for t in sim.job.tasks]
+    def _waiting_pods_moved(self, touched: list) -> bool:
+        """Did the cycle leave a pod of a waiting job in another state (status or nomination) than it
+        found it? Only the pods its operations changed can differ (``Decisions.touched``), so this
+        costs what the cycle did, not what waits."""
+        waiting = self._waiting
+        return any(t.job.uid in waiting and (t.status is not status or t.nominated != nominated)
+                   for t, status, nominated in touched)
 
     def _cycle(self, beat: bool = False) -> None:
         if beat:
@@ -525,7 +530,6 @@ class Engine(EngineMetrics):
             return
         self.cycles += 1
         self._last_cycle = self.now
-        before = self._fingerprint()
         decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles, explain=False)
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         tasks = self.cluster.tasks
@@ -544,10 +548,11 @@ class Engine(EngineMetrics):
             if record.podgroup in self._waiting:
                 self._reasons[record.podgroup] = self._last_reasons[record.podgroup] = record.reason
         changed = bool(decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks) \
-            or before != self._fingerprint()
-        for uid in [u for u, s in self._waiting.items()
-                    if not any(t.status in PENDING_LIKE for t in s.job.tasks)]:
-            del self._waiting[uid]
+            or self._waiting_pods_moved(decisions.touched)
+        for job in {id(t.job): t.job for t, _, _ in decisions.touched}.values():
+            sim = self._waiting.get(job.uid)
+            if sim is not None and not any(t.status in PENDING_LIKE for t in job.tasks):
+                del self._waiting[job.uid]
         self._changed = True
         # decisions that change state but never bind, with nothing else happening: a livelock of the
         # policy (e.g. evicting and re-nominating forever); stop cycling and report it in the meta
