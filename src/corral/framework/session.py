@@ -557,12 +557,32 @@ class Session:
                         (t.status is TaskStatus.ALLOCATED and t.node == op.node):
                     self.decisions.nominations.append(Nomination(t.key, names[op.node], self.cycle))
             stmt.closed = True
-        for uid, job in sorted(self.cluster.jobs.items()):
-            self._close_job(job)
+        jobs = self.cluster.jobs
+        for uid in self._closing():
+            self._close_job(jobs[uid])
         for p in self.plugins():
             p.on_session_close()
         self.decisions.touched = list(self.first_state.values())
         return self.decisions
+
+    def _closing(self) -> list[str]:
+        """The jobs :meth:`_close_job` must look at, sorted. Every job when reasons are reported or
+        when the cluster does not track its jobs' changes (``Cluster.changed_jobs`` None); otherwise
+        only those that can have something to say: a pod changed by this session, a phase moved, an
+        annotation or a reason given, or a change since the last session closed (the simulator's
+        events). Any other job was looked at by an earlier close in the same state, which made it
+        Running if it was ready (JobReady is a function of the job's pods), so it has nothing new."""
+        jobs, changed = self.cluster.jobs, self.cluster.changed_jobs
+        if changed is None or self.report_reasons:
+            if changed is not None:
+                changed.clear()
+            return sorted(jobs)
+        phase0 = self._phase0
+        picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
+        picked.update(changed, self.reasons, self.annotations)
+        picked.update(t.job.uid for t, _, _ in self.first_state.values() if t.job is not None)
+        changed.clear()
+        return sorted(uid for uid in picked if uid in jobs)
 
     def _close_job(self, job: Job) -> None:
         if not job.tasks and not job.invalid_reason:

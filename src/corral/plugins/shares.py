@@ -33,10 +33,14 @@ def once_per_session(session: Any, fn: Callable[[Cluster], dict[str, np.ndarray]
 
 
 def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
+    """What each job holds, for the jobs that hold something: a job missing from the answer holds
+    nothing (readers use a zero vector), so the jobs waiting in a backlog cost no vector each."""
     out: dict[str, np.ndarray] = {}
     n = len(cluster.resources)
     for uid, job in cluster.jobs.items():
         held = [t.request for t in job.tasks if t.status in HOLDING and t.managed]
+        if not held:
+            continue
         vec = np.zeros(n)
         for req in held:                 # summed in task order, as the events add them
             vec += req
@@ -48,21 +52,24 @@ def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None) -> 
     """What each queue holds, leaf queues only (parents are summed by the hierarchical plugins)."""
     jobs = job_usage(cluster) if jobs is None else jobs
     out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
-    for uid, job in cluster.jobs.items():
-        if job.queue in out:
-            out[job.queue] += jobs[uid]
+    all_jobs = cluster.jobs
+    for uid, vec in jobs.items():
+        job = all_jobs.get(uid)
+        if job is not None and job.queue in out:
+            out[job.queue] += vec
     return out
 
 
 def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
-    """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``)."""
-    out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
+    """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``).
+    Summed row by row in job and task order in one reduction (the same sums as adding them one at a
+    time: a reduction along the first axis adds rows in order)."""
+    rows: dict[str, list[np.ndarray]] = {name: [] for name in cluster.queues}
     asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
     for job in cluster.jobs.values():
-        vec = out.get(job.queue)
-        if vec is None:
-            continue
-        for t in job.tasks:
-            if t.status in asking and t.managed:
-                vec += t.request
-    return out
+        got = rows.get(job.queue)
+        if got is not None:
+            got.extend([t.request for t in job.tasks if t.status in asking and t.managed])
+    n = len(cluster.resources)
+    return {name: np.add.reduce(np.stack(got), axis=0) + 0.0 if got else np.zeros(n)
+            for name, got in rows.items()}

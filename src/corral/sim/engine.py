@@ -166,6 +166,8 @@ class Engine(EngineMetrics):
         self._queue_samples: list[QueueSample] = []
         self._queues = sorted({s.queue for s in self.specs})
         self._role_cache: dict[int, list] = {}
+        self._changed_jobs: set[str] = set()      # jobs changed by events since the last session closed
+        cluster.changed_jobs = self._changed_jobs
         self._wall = _time.monotonic()
         self._progress_at = 0.0
         for index, spec in enumerate(self.specs):
@@ -274,6 +276,7 @@ class Engine(EngineMetrics):
             self.cluster.tasks[task.uid] = task
         self._active[job.uid] = sim
         self._waiting[job.uid] = sim
+        self._changed_jobs.add(job.uid)
         self._demand += sim.gpus
         self._changed = True
         self._wake()
@@ -354,6 +357,7 @@ class Engine(EngineMetrics):
         sim.lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
+        self._changed_jobs.add(sim.job.uid)
         self._remember_run(sim, ran, held_gpus)
         self._changed = True
         if self.options.restart_policy == "pods":
@@ -377,6 +381,7 @@ class Engine(EngineMetrics):
         notes[COMPLETED_RUNTIME] = f"{sim.progress:.3f}s"
 
     def _mark_releasing(self, task: Task) -> None:
+        self._changed_jobs.add(task.job.uid)
         self.cluster.charge(task, -1)
         task.status = TaskStatus.RELEASING
         self.cluster.charge(task, +1)
@@ -389,6 +394,7 @@ class Engine(EngineMetrics):
 
     def _run_task(self, task: Task) -> None:
         task.status, task.start_time = TaskStatus.RUNNING, self.now
+        self._changed_jobs.add(task.job.uid)
         self._started.add(task.uid)
         self._changed = True
 
@@ -471,6 +477,7 @@ class Engine(EngineMetrics):
             return
         self.cluster.charge(task, -1)
         task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
+        self._changed_jobs.add(task.job.uid)
         sim = self._active[task.job.uid]
         self._waiting[task.job.uid] = sim
         self._changed = True
@@ -491,6 +498,7 @@ class Engine(EngineMetrics):
             for task in cleared:
                 self.cluster.charge(task, -1)
                 task.status, task.nominated = TaskStatus.PENDING, -1
+                self._changed_jobs.add(task.job.uid)
             fresh = [t for t in lost if t.status is not TaskStatus.RELEASING]
             for task in fresh:
                 self._mark_releasing(task)
