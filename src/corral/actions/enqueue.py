@@ -10,6 +10,7 @@ admitted. A job that is not admitted stays Pending with a reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -56,8 +57,14 @@ class EnqueueAction(Action):
         by_queue: dict[str, list] = {}
         for job in pending:
             by_queue.setdefault(job.queue, []).append(job)
+        # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
+        # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
+        # side effect) and the budget only moves when a podgroup is admitted
+        fast = skipcache.enabled() and not session.report_reasons and not delegated
         for name in sorted(by_queue, key=lambda n: queue_key(queues[n])):
-            for job in by_queue[name]:
+            jobs = by_queue[name]
+            turns = _within_budget(jobs, lambda: budget) if fast else iter(jobs)
+            for job in turns:
                 reason = session.job_valid(job)
                 if reason:
                     session.unschedulable(job, reason)
@@ -74,6 +81,31 @@ class EnqueueAction(Action):
                 budget = budget - need
                 job.phase = PodGroupPhase.INQUEUE
                 session.job_enqueued(job)
+
+
+def _within_budget(jobs: list, budget: Callable[[], np.ndarray]):
+    """``jobs`` (in JobOrder) whose minResources fit ``budget()`` at their turn, read again after each
+    job handed out (the budget shrinks only when one is admitted; a job that does not fit it would be
+    refused anyway). One vector test over the jobs left per change of the budget, not a Python step
+    per waiting podgroup."""
+    if not jobs:
+        return
+    width = len(budget())
+    needs = np.stack([j.min_resources if j.min_resources is not None else np.zeros(width) for j in jobs])
+    nonzero = needs.any(axis=1)
+    pos, left, seen = 0, [], None
+    while True:
+        current = budget()
+        if seen is None or current is not seen:
+            seen = current
+            rest = needs[pos:]
+            fit = ~nonzero[pos:] | ~(rest > current + EPS).any(axis=1)
+            left = (np.flatnonzero(fit) + pos).tolist()[::-1]
+        if not left:
+            return
+        pos = left.pop()
+        yield jobs[pos]
+        pos += 1
 
 
 def _refusal(session: Session, job, need: np.ndarray) -> str:
