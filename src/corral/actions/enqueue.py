@@ -91,7 +91,8 @@ def _within_budget(jobs: list, budget: Callable[[], np.ndarray]):
     if not jobs:
         return
     width = len(budget())
-    needs = np.stack([j.min_resources if j.min_resources is not None else np.zeros(width) for j in jobs])
+    needs = np.concatenate([j.min_resources if j.min_resources is not None else np.zeros(width)
+                            for j in jobs]).reshape(len(jobs), width)
     nonzero = needs.any(axis=1)
     pos, left, seen = 0, [], None
     while True:

@@ -248,13 +248,20 @@ class Session:
         :meth:`job_key`. For orders taken while the compared jobs do not change — enqueue's pending
         jobs, allocate's jobs waiting their turn (only the job whose turn it is gets pods) — where it is
         the same order at a fraction of the cost (no Python call per comparison)."""
-        keys = []
+        keys, contexts = [], []
         for fn in self.fns("JobOrder"):
-            key = getattr(getattr(fn, "__self__", None), "job_order_key", None)
+            plugin = getattr(fn, "__self__", None)
+            key = getattr(plugin, "job_order_key", None)
             if not callable(key):
                 return self.job_key()
             keys.append(key)
-        return lambda job: (tuple([k(job) for k in keys]), job.creation, job.uid)
+            contexts.append(getattr(plugin, "job_order_key_context", None))
+
+        def compute(job: Job) -> tuple:
+            return (tuple([k(job) for k in keys]), job.creation, job.uid)
+        if not all(callable(c) for c in contexts):
+            return compute
+        return _kept_keys(self.cluster, tuple(c() for c in contexts), compute)
 
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
@@ -609,6 +616,34 @@ class Session:
             reason = job.invalid_reason
         if waiting and reason:          # a ready job's reason is about its further pods (allocate)
             self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
+
+
+def _kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple]) -> Callable[[Job], tuple]:
+    """Job order keys kept across cycles on the cluster, when every JobOrder plugin says its key is a
+    function of the job's own pods and fields (its priority and minMember are checked too) plus a context (``job_order_key_context()``): a job's key
+    is computed again only when its pods' states (status, nomination) or the context changed, so a
+    cycle does not recompute the key of every waiting job. A job with a nominated pod is not kept (a
+    nomination from an earlier cycle counts for its job only once the session places it again)."""
+    memo = cluster.__dict__.get("_order_keys")
+    if memo is None or memo[0] != context:
+        memo = cluster.__dict__["_order_keys"] = (context, {})
+    kept: dict[str, tuple] = memo[1]
+    if len(kept) > 2 * len(cluster.jobs) + 64:
+        jobs = cluster.jobs
+        for uid in [u for u in kept if u not in jobs]:
+            del kept[uid]
+    pipelined = TaskStatus.PIPELINED
+
+    def key(job: Job) -> tuple:
+        state = (job.priority, job.min_member, [(t.status, t.nominated) for t in job.tasks])
+        got = kept.get(job.uid)
+        if got is not None and got[0] is job and got[1] == state:
+            return got[2]
+        got = compute(job)
+        if all(s is not pipelined for s, _ in state[2]):
+            kept[job.uid] = (job, state, got)
+        return got
+    return key
 
 
 def _cmp(a: Any, b: Any) -> int:

@@ -57,6 +57,11 @@ class DrfPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key): smaller share first."""
         return self.job_share(job)
 
+    def job_order_key_context(self) -> bytes:
+        """The key is a function of the job's own pods (what they hold) and of the cluster's total, the
+        context (Session.job_sort_key may keep it across cycles while both stay the same)."""
+        return self.inv.tobytes()
+
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         pj = preemptor.job
         if pj is None:

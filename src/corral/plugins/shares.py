@@ -71,5 +71,5 @@ def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
         if got is not None:
             got.extend([t.request for t in job.tasks if t.status in asking and t.managed])
     n = len(cluster.resources)
-    return {name: np.add.reduce(np.stack(got), axis=0) + 0.0 if got else np.zeros(n)
+    return {name: np.add.reduce(np.concatenate(got).reshape(len(got), n), axis=0) + 0.0 if got else np.zeros(n)
             for name, got in rows.items()}
