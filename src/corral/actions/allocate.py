@@ -74,7 +74,7 @@ def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None, best_e
     silent = quiet or not session.report_reasons
     out = []
     jobs = session.cluster.jobs
-    for uid in sorted(jobs):
+    for uid in session.job_uids():
         job = jobs[uid]
         if silent and not admit_all and job.phase is PodGroupPhase.PENDING:
             continue

@@ -20,7 +20,7 @@ class BackfillAction(Action):
         cluster = session.cluster
         admit_all = "enqueue" not in session.actions
         jobs = cluster.jobs
-        for uid in sorted(jobs):
+        for uid in session.job_uids():
             job = jobs[uid]
             if job.phase is PodGroupPhase.PENDING and not admit_all and not job.synthetic:
                 continue                          # not admitted: passed over before looking at its pods

@@ -43,7 +43,7 @@ class EnqueueAction(Action):
         budget = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
         delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
         pending = []
-        for uid in sorted(cluster.jobs):
+        for uid in session.job_uids():
             job = cluster.jobs[uid]
             if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
                     and job.min_resources is not None:

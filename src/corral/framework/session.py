@@ -150,6 +150,14 @@ class Session:
                 self._cols_cache[key] = got
         return got
 
+    def job_uids(self) -> list[str]:
+        """The uids of the cluster's jobs, sorted: the order every action walks them in (sorted once per
+        session; no action adds or removes a job; do not modify the returned list)."""
+        got = self.__dict__.get("_job_uids")
+        if got is None:
+            got = self.__dict__["_job_uids"] = sorted(self.cluster.jobs)
+        return got
+
     def statement(self) -> Statement:
         return Statement(self)
 
@@ -583,7 +591,7 @@ class Session:
         if changed is None or self.report_reasons:
             if changed is not None:
                 changed.clear()
-            return sorted(jobs)
+            return self.job_uids()
         phase0 = self._phase0
         picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
         picked.update(changed, self.reasons, self.annotations)
