@@ -28,7 +28,13 @@ reservation's, at a cost of at most 3 points of GPU utilisation; the cluster loc
 printed alongside (expected to cost far more). Timings are wall-clock seconds on a shared machine.
 
     .venv/bin/python benchmarks/bench_starvation.py [--vc ee9e8c] [--day 30] [--days 30] [--jobs 1000]
-        [--only philly|synthetic] [--period 30] [--threshold 16 --custom-only]
+        [--seed 7] [--only philly|synthetic] [--period 30] [--threshold 16 --custom-only]
+        [--explain 'cluster + plan (exact)']
+
+``--explain NAME`` runs ``none`` and the variants whose name contains NAME, and after each prints why
+its largest jobs waited (``starvation_explain.py``: targets and hours held by size, the plan's accuracy,
+the hand-over between targets, and the worst largest jobs' wait split into the time spent behind earlier
+targets and their own drain). ``--seed`` draws another synthetic mix.
 
 Skips the Philly part with a message when the trace is absent.
 """
@@ -50,6 +56,7 @@ from corral.sim.estimates import EstimateModel
 from corral.sim.jobspec import JobSpec, RoleSpec
 from corral.sim.report import time_average
 from corral.sim.workload import filter_jobs, load_philly
+from starvation_explain import Recorder, report
 
 TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "philly" / "philly.csv"
 DEMAND = 0.9
@@ -57,7 +64,7 @@ MODES = ("cluster", "multi-node", "single-node")
 EXACT, NOISY = EstimateModel("exact"), EstimateModel("noisy", 2.0, 11)
 
 
-def config(lock: str | None, plan: bool, threshold: float | None = None):
+def config(lock: str | None, plan: bool, threshold: float | None = None, registry=REGISTRY):
     first = [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]
     if lock is not None:
         args: dict = {"lockMode": lock, "plan": plan}
@@ -70,7 +77,7 @@ def config(lock: str | None, plan: bool, threshold: float | None = None):
         {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"},
                      {"name": "binpack", "arguments": {"binpack.resources": "nvidia.com/gpu",
                                                        "binpack.resources.nvidia.com/gpu": 4}}]}]},
-        REGISTRY, f"bench {lock or 'none'}{' + plan' if plan else ''}")
+        registry, f"bench {lock or 'none'}{' + plan' if plan else ''}")
 
 
 def variants(threshold: float, custom_only: bool = False) -> list[tuple[str, object, EstimateModel | None]]:
@@ -84,6 +91,12 @@ def variants(threshold: float, custom_only: bool = False) -> list[tuple[str, obj
     out += [(f"{m} + plan + >={threshold:g} (exact)", config(m, True, threshold), EXACT) for m in MODES]
     out += [(f"{m} + plan + >={threshold:g} (2x off)", config(m, True, threshold), NOISY) for m in MODES]
     return out
+
+
+def _with_registry(name: str, threshold: float, registry):
+    """The configuration of variant ``name`` parsed against ``registry`` (the recording one)."""
+    mode = next(m for m in MODES if name.startswith(m))
+    return config(mode, "+ plan" in name, threshold if ">=" in name else None, registry)
 
 
 def largest_size(jobs: list[JobSpec]) -> float:
@@ -123,11 +136,12 @@ def synthetic_mix(n: int, seed: int, nodes: int) -> list[JobSpec]:
             for i, ((p, g, d, _), t) in enumerate(zip(raw, times))]
 
 
-def measure(jobs: list[JobSpec], nodes: int, cfg, estimates, period: float) -> dict:
+def measure(jobs: list[JobSpec], nodes: int, cfg, estimates, period: float, recorder=None) -> dict:
     tpl = from_spec(ClusterSpec((NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),),
                                 name=f"{nodes} x 8 GPUs"))
     started = time.perf_counter()
     result = Engine(tpl.instantiate(sorted({j.queue for j in jobs})), jobs, cfg,
+                    recorder.registry if recorder is not None else None,
                     options=SimOptions(schedule_period=period, estimates=estimates)).run()
     wall = time.perf_counter() - started
     recs = [r for r in result.jobs if r.status != "never_fits"]
@@ -144,20 +158,30 @@ def measure(jobs: list[JobSpec], nodes: int, cfg, estimates, period: float) -> d
     util = time_average(times, values, hi)
     return {"jct": float(np.mean(jct)) / 3600 if jct else math.nan, "p99": float(np.percentile(waits, 99)) / 3600,
             "max": float(waits.max()) / 3600, "util": 100.0 * (util or 0.0), "wall": wall,
-            "unfinished": sum(1 for r in recs if r.status != "completed"), "big": k}
+            "unfinished": sum(1 for r in recs if r.status != "completed"), "big": k, "records": recs,
+            "largest": big}
 
 
 def run(title: str, jobs: list[JobSpec], nodes: int, period: float, threshold: float | None = None,
-        custom_only: bool = False) -> None:
+        custom_only: bool = False, explain: str | None = None) -> None:
     print(f"\n== {title}: {len(jobs)} jobs, {nodes} nodes x 8 GPUs, schedule period {period:g} s")
     threshold = largest_size(jobs) if threshold is None else threshold
     print(f"{'configuration':34s} {'mean JCT h':>10s} {'p99 wait big h':>14s} {'max wait big h':>14s} "
           f"{'GPU util %':>10s} {'unfinished':>10s} {'wall s':>7s}")
     rows = {}
     for name, cfg, est in variants(threshold, custom_only):
-        m = rows[name] = measure(jobs, nodes, cfg, est, period)
+        recorder = None
+        if explain is not None:
+            if name != "none" and explain not in name:
+                continue
+            if name != "none":
+                recorder = Recorder()
+                cfg = _with_registry(name, threshold, recorder.registry)
+        m = rows[name] = measure(jobs, nodes, cfg, est, period, recorder)
         print(f"{name:34s} {m['jct']:10.2f} {m['p99']:14.2f} {m['max']:14.2f} {m['util']:10.1f} "
               f"{m['unfinished']:10d} {m['wall']:7.1f}", flush=True)
+        if recorder is not None:
+            report(recorder, m["records"], m["largest"], {j.name: j.submit for j in jobs})
     base = rows["none"]
     print(f"target: with the plan, max wait of the largest 5 % ({base['big']} jobs) <= half of none's "
           f"({base['max'] / 2:.2f} h) at <= 3 points of utilisation (>= {base['util'] - 3:.1f} %)")
@@ -175,11 +199,15 @@ def main() -> int:
     parser.add_argument("--day", type=float, default=30.0, help="first day of the Philly window")
     parser.add_argument("--days", type=float, default=30.0, help="length of the Philly window in days")
     parser.add_argument("--jobs", type=int, default=1000, help="jobs of the synthetic mix")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic mix")
     parser.add_argument("--period", type=float, default=30.0, help="simulated seconds between cycles")
     parser.add_argument("--only", choices=("philly", "synthetic"), default=None)
     parser.add_argument("--threshold", type=float, default=None,
                         help="custom-mode GPU threshold (default: the size of the largest 5 %% of jobs)")
     parser.add_argument("--custom-only", action="store_true", help="only none and the custom-mode variants")
+    parser.add_argument("--explain", default=None, metavar="NAME",
+                        help="only none and the variants whose name contains NAME (e.g. 'cluster + plan "
+                             "(exact)'), each followed by why its largest jobs waited (starvation_explain.py)")
     args = parser.parse_args()
     if args.only in (None, "philly"):
         if not TRACE.exists():
@@ -187,11 +215,11 @@ def main() -> int:
         else:
             jobs, nodes = philly_month(args.vc, args.day, args.days)
             run(f"Philly VC {args.vc}, days {args.day:g}-{args.day + args.days:g}", jobs, nodes, args.period,
-                args.threshold, args.custom_only)
+                args.threshold, args.custom_only, args.explain)
     if args.only in (None, "synthetic"):
         nodes = 32
-        run("synthetic mix (5 % of jobs >= 32 GPUs)", synthetic_mix(args.jobs, 7, nodes), nodes, args.period,
-            args.threshold, args.custom_only)
+        run("synthetic mix (5 % of jobs >= 32 GPUs)", synthetic_mix(args.jobs, args.seed, nodes), nodes,
+            args.period, args.threshold, args.custom_only, args.explain)
     return 0
 
 

@@ -18,14 +18,14 @@ MODES = st.sampled_from(["lowerbound", "rollback", "sequential"])
 MODELS = st.sampled_from(["trivial", "quincy", "spread", "topology"])
 
 
-def flow_config(mode: str, model: str = "trivial"):
-    raw = {**DEFAULT_CONFIG, "actions": "enqueue, flow, backfill",
+def flow_config(mode: str, model: str = "trivial", actions: str = "enqueue, flow, backfill"):
+    raw = {**DEFAULT_CONFIG, "actions": actions,
            "configurations": [{"name": "flow", "arguments": {"gangMode": mode, "costModel": model}}]}
     return parse_config(raw, REGISTRY, "flow-properties")
 
 
-def _run(snap: Snap, mode: str, model: str = "trivial"):
-    return run_cycle(_cluster(snap), flow_config(mode, model), REGISTRY, T_NOW, 1)
+def _run(snap: Snap, mode: str, model: str = "trivial", actions: str = "enqueue, flow, backfill"):
+    return run_cycle(_cluster(snap), flow_config(mode, model, actions), REGISTRY, T_NOW, 1)
 
 
 @settings(max_examples=60, **SETTINGS)
@@ -67,7 +67,11 @@ def _placed(decisions) -> int:
 @settings(max_examples=60, **SETTINGS)
 @given(snapshots(), MODELS)
 def test_lowerbound_places_at_least_as_many_as_rollback(snap: Snap, model: str) -> None:
-    assert _placed(_run(snap, "lowerbound", model)) >= _placed(_run(snap, "rollback", model))
+    """The guarantee is flow's own: what ``backfill`` places afterwards depends on which pod slots the
+    two answers left (a found case: equal flow placements, one best-effort pod fewer after backfill), so
+    the round is ``enqueue, flow``."""
+    lower = _run(snap, "lowerbound", model, "enqueue, flow")
+    assert _placed(lower) >= _placed(_run(snap, "rollback", model, "enqueue, flow"))
 
 
 @settings(max_examples=40, **SETTINGS)

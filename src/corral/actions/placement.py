@@ -73,5 +73,9 @@ def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: n
     best = int(rows[int(np.argmax(free[rows, worst]))])
     amount = max(float(free[best, worst]), 0.0)
     unit = "pod slots" if name == PODS else name
-    return (f"{head} needs {format_quantity(task.request[col], name)} {unit} on one node; largest free is "
-            f"{format_quantity(amount, name)} on {nodes.names[best]}")
+    needs = f"{head} needs {format_quantity(task.request[col], name)} {unit} on one node"
+    if amount >= task.request[col] - EPS:          # fits there only once releasing pods are gone
+        now = max(float(session.free(task, rows=np.array([best]))[0, worst]), 0.0)
+        return (f"{needs}; largest free now is {format_quantity(now, name)} on {nodes.names[best]} "
+                f"({format_quantity(amount, name)} once its releasing pods are gone)")
+    return f"{needs}; largest free is {format_quantity(amount, name)} on {nodes.names[best]}"

@@ -37,7 +37,10 @@ ends (now + its estimate) no later than the planned start, or fits in what the t
 that node at its planned start (capacity the target will not need). A job without an estimate never uses
 a locked node, and neither does any job while the plan cannot date the start (an occupant without an
 estimate stands in the way). Nothing is ever evicted for being late: the plan is recomputed every cycle
-from what is running. With ``plan: false`` the locks are strict, as in the seed.
+from what is running. The target's pods are placed in the plan first fit in node order (stable from cycle
+to cycle), except that nodes whose capacity counts on an overrunning pod leaving come last: an overrun's
+true end is unknown, so an idle node is the surer start and is not lent away meanwhile. With
+``plan: false`` the locks are strict, as in the seed.
 
 Reasons: a job held back by a lock (it would fit on a locked node) gets "node n-7 is locked for ns/big,
 target since ...; the plan starts it at ..." appended to its unschedulable reason, and the target's own
@@ -352,7 +355,7 @@ class ReservationPlugin(Plugin):
         pos = np.full(len(nodes), -1)
         pos[rows] = np.arange(len(rows))
         free0 = nodes.allocatable[rows] - nodes.used[rows] - nodes.pipelined[rows]
-        ends, where, reqs, blocked = [], [], [], 0
+        ends, late, where, reqs, blocked = [], [], [], [], 0
         tasks = list(session.cluster.tasks.values()) + list(session.cluster.foreign)
         for t in tasks:
             if t.job is target:
@@ -366,27 +369,36 @@ class ReservationPlugin(Plugin):
                 blocked += 1
                 continue
             ends.append(end)
+            late.append(self._overran(t, now))
             where.append(pos[t.node])
             reqs.append(t.request)
         need = self._needed(target)
         ends_a = np.array(ends, dtype=float)
+        late_a = np.array(late, dtype=bool)
         where_a = np.array(where, dtype=np.int64)
         reqs_a = np.array(reqs, dtype=float).reshape(len(reqs), free0.shape[1])
         masks: dict = {}
         allowed = [masks.setdefault(t.klass or id(t), self._eligible([t])[rows]) for t in need]
+        index = np.arange(len(rows))
 
-        def free_at(t: float) -> np.ndarray:
+        def free_at(t: float) -> tuple[np.ndarray, np.ndarray]:
+            """Free capacity per locked row at ``t``, and the order the target takes the rows in: node
+            order, except that rows counting on an overrunning pod to leave come last (its true end is
+            unknown, so an idle node is the surer start, and it is not lent away for the overrun's sake).
+            Node order otherwise keeps the plan's nodes the same from cycle to cycle."""
             free = free0.copy()
             done = ends_a <= t
+            overrun = np.zeros(len(rows), dtype=bool)
             if done.any():
                 np.add.at(free, where_a[done], reqs_a[done])
-            return free
+                overrun[where_a[done & late_a]] = True
+            return free, np.lexsort((index, overrun))
 
         times = np.unique(np.concatenate([[now], ends_a[ends_a > now]]))
         lo, hi, found = 0, len(times) - 1, None
         while lo <= hi:                       # free capacity only grows with time: bisect the instants
             mid = (lo + hi) // 2
-            use = _pack(free_at(times[mid]), need, allowed)
+            use = _pack(*free_at(times[mid]), need, allowed)
             if use is not None:
                 found, hi = (mid, use), mid - 1
             else:
@@ -395,8 +407,16 @@ class ReservationPlugin(Plugin):
         if found is None:
             return Plan(math.inf, spare, blocked)
         start = float(times[found[0]])
-        spare[rows] = free_at(start) - found[1]
+        spare[rows] = free_at(start)[0] - found[1]
         return Plan(start, spare, blocked)
+
+    @staticmethod
+    def _overran(t: Task, now: float) -> bool:
+        """Has running pod ``t`` passed its estimate (so the plan expects it to end now, not knowing when)?"""
+        if t.status is TaskStatus.RELEASING or not t.managed or t.start_time is None:
+            return False
+        est = expected_runtime(t)
+        return est is not None and t.start_time + est < now - 1e-6
 
     @staticmethod
     def _occupant_end(t: Task, now: float) -> float | None:
@@ -495,16 +515,16 @@ class ReservationPlugin(Plugin):
         return (rows, t) if rows.size else None
 
 
-def _pack(free: np.ndarray, tasks: list[Task], allowed: list[np.ndarray]) -> np.ndarray | None:
-    """Place ``tasks`` greedily (first fit, in order) into ``free`` (rows × resources); the resources they
-    use per row, or None when one does not fit."""
+def _pack(free: np.ndarray, order: np.ndarray, tasks: list[Task], allowed: list[np.ndarray]) -> np.ndarray | None:
+    """Place ``tasks`` greedily (first fit, in order, over the rows in ``order``) into ``free`` (rows ×
+    resources); the resources they use per row, or None when one does not fit."""
     free = free.copy()
     use = np.zeros_like(free)
     for t, ok in zip(tasks, allowed):
-        fit = ok & (free >= t.request - EPS).all(axis=1)
+        fit = (ok & (free >= t.request - EPS).all(axis=1))[order]
         if not fit.any():
             return None
-        r = int(np.argmax(fit))
+        r = int(order[np.argmax(fit)])
         free[r] -= t.request
         use[r] += t.request
     return use
