@@ -37,14 +37,13 @@ def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
     nothing (readers use a zero vector), so the jobs waiting in a backlog cost no vector each."""
     out: dict[str, np.ndarray] = {}
     n = len(cluster.resources)
-    for uid, job in cluster.jobs.items():
-        held = [t.request for t in job.tasks if t.status in HOLDING and t.managed]
-        if not held:
-            continue
-        vec = np.zeros(n)
-        for req in held:                 # summed in task order, as the events add them
-            vec += req
-        out[uid] = vec
+    held = [(job.uid, t.request) for job in cluster.jobs.values() for t in job.tasks
+            if t.status in HOLDING and t.managed]
+    for uid, req in held:                # summed in task order, as the events add them
+        vec = out.get(uid)
+        if vec is None:
+            vec = out[uid] = np.zeros(n)
+        vec += req
     return out
 
 
@@ -64,12 +63,16 @@ def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
     """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``).
     Summed row by row in job and task order in one reduction (the same sums as adding them one at a
     time: a reduction along the first axis adds rows in order)."""
-    rows: dict[str, list[np.ndarray]] = {name: [] for name in cluster.queues}
-    asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+    by_queue: dict[str, list] = {name: [] for name in cluster.queues}
     for job in cluster.jobs.values():
-        got = rows.get(job.queue)
+        got = by_queue.get(job.queue)
         if got is not None:
-            got.extend([t.request for t in job.tasks if t.status in asking and t.managed])
+            got.append(job)
+    asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
     n = len(cluster.resources)
-    return {name: np.add.reduce(np.concatenate(got).reshape(len(got), n), axis=0) + 0.0 if got else np.zeros(n)
-            for name, got in rows.items()}
+    out = {}
+    for name, jobs in by_queue.items():
+        rows = [t.request for job in jobs for t in job.tasks if t.status in asking and t.managed]
+        out[name] = np.add.reduce(np.concatenate(rows).reshape(len(rows), n), axis=0) + 0.0 if rows \
+            else np.zeros(n)
+    return out
