@@ -83,6 +83,7 @@ class Session:
         self.kept: list[Statement] = []               # pipelined jobs' statements, held to the end
         # pods changed by the session's operations: id -> (task, status, nomination before the first)
         self.first_state: dict[int, tuple[Task, TaskStatus, int]] = {}
+        self.touched_jobs: set[str] = set()           # uids of their jobs
         self.nominated_domains: dict[str, str] = {}   # job uid -> domain name (gang eviction)
         self.lock_version = 0                         # bumps whenever node locks change (seed 001)
         self.action = ""
@@ -269,7 +270,7 @@ class Session:
             return (tuple([k(job) for k in keys]), job.creation, job.uid)
         if not all(callable(c) for c in contexts):
             return compute
-        return _kept_keys(self.cluster, tuple(c() for c in contexts), compute)
+        return _kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
 
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
@@ -588,14 +589,15 @@ class Session:
         events). Any other job was looked at by an earlier close in the same state, which made it
         Running if it was ready (JobReady is a function of the job's pods), so it has nothing new."""
         jobs, changed = self.cluster.jobs, self.cluster.changed_jobs
+        if changed is not None:
+            _forget_keys(self.cluster, changed, self.touched_jobs)
         if changed is None or self.report_reasons:
             if changed is not None:
                 changed.clear()
             return self.job_uids()
         phase0 = self._phase0
         picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
-        picked.update(changed, self.reasons, self.annotations)
-        picked.update(t.job.uid for t, _, _ in self.first_state.values() if t.job is not None)
+        picked.update(changed, self.reasons, self.annotations, self.touched_jobs)
         changed.clear()
         return sorted(uid for uid in picked if uid in jobs)
 
@@ -626,7 +628,18 @@ class Session:
             self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
 
 
-def _kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple]) -> Callable[[Job], tuple]:
+def _forget_keys(cluster: Cluster, *uids: set[str]) -> None:
+    """Drop the kept order keys of jobs whose pods changed (a closing session's and the events')."""
+    memo = cluster.__dict__.get("_order_keys")
+    if memo is not None:
+        kept = memo[1]
+        for group in uids:
+            for uid in group:
+                kept.pop(uid, None)
+
+
+def _kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple],
+               touched: set[str]) -> Callable[[Job], tuple]:
     """Job order keys kept across cycles on the cluster, when every JobOrder plugin says its key is a
     function of the job's own pods and fields (its priority and minMember are checked too) plus a context (``job_order_key_context()``): a job's key
     is computed again only when its pods' states (status, nomination) or the context changed, so a
@@ -641,6 +654,23 @@ def _kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple]
         for uid in [u for u in kept if u not in jobs]:
             del kept[uid]
     pipelined = TaskStatus.PIPELINED
+    changed = cluster.changed_jobs
+
+    if changed is not None:
+        # the cluster tracks its jobs' changes: a job's pods changed only if the events since the last
+        # session closed (``changed``) or this session's operations (``touched``) name it, and a
+        # closing session forgets the keys of both (``_forget_keys``)
+        def tracked(job: Job) -> tuple:
+            uid = job.uid
+            got = kept.get(uid)
+            if got is not None and got[0] is job and uid not in changed and uid not in touched \
+                    and got[1][0] == job.priority and got[1][1] == job.min_member:
+                return got[2]
+            got = compute(job)
+            if all(t.status is not pipelined for t in job.tasks):
+                kept[uid] = (job, (job.priority, job.min_member), got)
+            return got
+        return tracked
 
     def key(job: Job) -> tuple:
         state = (job.priority, job.min_member, [(t.status, t.nominated) for t in job.tasks])
