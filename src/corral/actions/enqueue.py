@@ -9,6 +9,7 @@ admitted. A job that is not admitted stays Pending with a reason.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Callable
 
@@ -53,17 +54,18 @@ class EnqueueAction(Action):
         pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
         queues = cluster.queues
         queue_key, job_key = session.queue_key(), session.job_sort_key()
-        pending.sort(key=job_key)
-        by_queue: dict[str, list] = {}
-        for job in pending:
-            by_queue.setdefault(job.queue, []).append(job)
         # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
         # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
         # side effect) and the budget only moves when a podgroup is admitted
         fast = skipcache.enabled() and not session.report_reasons and not delegated
+        if not fast:
+            pending.sort(key=job_key)
+        by_queue: dict[str, list] = {}
+        for job in pending:
+            by_queue.setdefault(job.queue, []).append(job)
         for name in sorted(by_queue, key=lambda n: queue_key(queues[n])):
             jobs = by_queue[name]
-            turns = _within_budget(jobs, lambda: budget) if fast else iter(jobs)
+            turns = _within_budget(jobs, job_key, lambda: budget) if fast else iter(jobs)
             for job in turns:
                 reason = session.job_valid(job)
                 if reason:
@@ -83,30 +85,35 @@ class EnqueueAction(Action):
                 session.job_enqueued(job)
 
 
-def _within_budget(jobs: list, budget: Callable[[], np.ndarray]):
-    """``jobs`` (in JobOrder) whose minResources fit ``budget()`` at their turn, read again after each
-    job handed out (the budget shrinks only when one is admitted; a job that does not fit it would be
-    refused anyway). One vector test over the jobs left per change of the budget, not a Python step
-    per waiting podgroup."""
+def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarray]):
+    """``jobs`` in JobOrder (``job_key``), those whose minResources fit ``budget()`` at their turn only
+    (the budget is read again after each job handed out: it shrinks only when one is admitted, and a job
+    that does not fit it would be refused anyway). The order is a heap, popped only as long as some job
+    left fits the budget (one vector test per change of the budget), so a backlog the budget cannot
+    admit is neither sorted nor walked job by job."""
     if not jobs:
         return
     width = len(budget())
     needs = np.concatenate([j.min_resources if j.min_resources is not None else np.zeros(width)
                             for j in jobs]).reshape(len(jobs), width)
-    nonzero = needs.any(axis=1)
-    pos, left, seen = 0, [], None
-    while True:
+    free = ~needs.any(axis=1)                      # no minResources: always within the budget
+    heap = [(job_key(j), i) for i, j in enumerate(jobs)]
+    heapq.heapify(heap)
+    gone = np.zeros(len(jobs), dtype=bool)
+    seen, fit, left = None, None, 0
+    while heap:
         current = budget()
-        if seen is None or current is not seen:
+        if current is not seen:
             seen = current
-            rest = needs[pos:]
-            fit = ~nonzero[pos:] | ~(rest > current + EPS).any(axis=1)
-            left = (np.flatnonzero(fit) + pos).tolist()[::-1]
+            fit = (free | ~(needs > current + EPS).any(axis=1)) & ~gone
+            left = int(fit.sum())
         if not left:
             return
-        pos = left.pop()
-        yield jobs[pos]
-        pos += 1
+        _, i = heapq.heappop(heap)
+        gone[i] = True
+        if fit[i]:
+            left -= 1
+            yield jobs[i]
 
 
 def _refusal(session: Session, job, need: np.ndarray) -> str:
