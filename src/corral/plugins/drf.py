@@ -91,7 +91,11 @@ class DrfPlugin(Plugin):
 
     def on_deallocate(self, task: Task) -> None:
         if task.job is not None:
-            self.usage[task.job.uid] = self.usage.get(task.job.uid, 0.0) - task.request
+            left = self.usage.get(task.job.uid, 0.0) - task.request
+            if left.any():
+                self.usage[task.job.uid] = left
+            else:                # holds nothing: no entry, as when the session opened (shares.job_usage)
+                self.usage.pop(task.job.uid, None)
             self._shares.pop(task.job.uid, None)
             if self.hierarchy:
                 self._charge(task, -1)
