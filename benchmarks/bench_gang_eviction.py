@@ -16,8 +16,10 @@ rack or spine, some scattered; one to three victim priority levels plus a few po
 
 Pods request GPUs only (``--cpu-requests`` adds 4 CPUs and 32 GiB per GPU, which never bind on these
 nodes). Both reclaim actions apply proportion's queue rule (Volcano's: a victim while its queue still
-holds more than it deserves, applied whatever its tier); the oracle models it by a relaxation (a queue
-above its share may give all it holds), so its answer bounds theirs.
+holds more than it deserves, applied whatever its tier); the oracle models that rule exactly
+(:func:`corral.solvers.oracle.queue_limits`: a queue's victims pass when, its largest pod last — the
+one that crosses the line — they leave it above its deserved share in some resource). The queues are
+flat, so the model is exact.
 
 Each scenario runs, on a fresh copy of the cluster, through one cycle ``enqueue, allocate, <action>``
 with the same plugins, timing the action's ``execute``: ``preempt``/``reclaim`` (legacy, task by task;
@@ -56,7 +58,7 @@ from corral.framework.config import parse_config
 from corral.framework.session import Session
 from corral.manifests.build import build_cluster
 from corral.registry import REGISTRY
-from corral.solvers.oracle import allowed_domains, candidate_victims, queue_slack, solve_by_rules, work_lost
+from corral.solvers.oracle import allowed_domains, candidate_victims, queue_limits, solve_by_rules, work_lost
 
 NOW = 1767225600.0                       # 2026-01-01T00:00:00Z
 GPU_NODE = {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
@@ -341,9 +343,9 @@ def run_oracle(sc: Scenario, pristine, action: str, time_limit: float, workers: 
     job = pristine.jobs[sc.preemptor]
     gang = "gangpreempt" if action == "preempt" else "gangreclaim"
     session = Session(pristine, parse_config(config(gang), REGISTRY, "bench"), REGISTRY, NOW, 1)
-    slack = queue_slack(session) if action == "reclaim" else None
+    limits = queue_limits(session, job.queue) if action == "reclaim" else None
     rank = REGISTRY.action_class(gang)(parse_config(config(gang), REGISTRY, "bench").actions[-1].args).rank(session)
-    res = solve_by_rules(pristine, job, action=action, now=NOW, time_limit=time_limit, queue_slack=slack,
+    res = solve_by_rules(pristine, job, action=action, now=NOW, time_limit=time_limit, queue_limits=limits,
                          workers=workers, hint=hint, rank=rank)
     out = Outcome("oracle", sc.index, sc.nodes, placed=res.placed,
                   broken=len(res.broken), evicted=len(res.victims), work=res.work_lost, ms=res.wall * 1000.0,

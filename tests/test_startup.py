@@ -33,6 +33,7 @@ def test_schedule_loads_no_simulator_library() -> None:
                      "except SystemExit:\n    pass\n")
     assert "corral.registry" in loaded                       # it did schedule
     assert not loaded & set(SIMULATOR_ONLY), sorted(loaded & set(SIMULATOR_ONLY))
+    assert not any(m.startswith("ortools") for m in loaded)  # the flow solver: only when flow runs
 
 
 def test_help_lists_every_command() -> None:

@@ -10,6 +10,7 @@ an internal fault); any other exception is an internal error, exit 1, one line, 
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -75,19 +76,31 @@ def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int
                       schedulers: tuple[str, ...] | None = None) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
-    ``DEFAULT_SCHEDULERS``."""
+    ``DEFAULT_SCHEDULERS``. The loaded model lives through every cycle: it is kept out of the garbage
+    collector's passes (``gc.freeze``) until the cycles are done."""
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
     from corral.registry import REGISTRY
     schedulers = DEFAULT_SCHEDULERS if schedulers is None else schedulers
-    cluster = load_snapshot(paths, schedulers)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:    # frozen before the collector runs again: a first collection would walk every object loaded
+        cluster = load_snapshot(paths, schedulers)
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
     out = Decisions()
-    for c in range(1, cycles + 1):
-        decisions = run_cycle(cluster, config, REGISTRY, now, c)
-        out.extend(decisions)
-        apply_decisions(cluster, decisions, now)
-        now += period
+    try:
+        for c in range(1, cycles + 1):
+            decisions = run_cycle(cluster, config, REGISTRY, now, c)
+            out.extend(decisions)
+            if c < cycles:              # after the last cycle the cluster is not read again
+                apply_decisions(cluster, decisions, now)
+            now += period
+    finally:
+        gc.unfreeze()
     return out
 
 

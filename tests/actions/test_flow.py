@@ -82,6 +82,63 @@ def test_stats_and_gangs_whole(mode: str) -> None:
     assert action.stats["solves"] >= 1 and action.stats["rounds"] >= 1
 
 
+def test_oversubscribed_node_repaired_without_a_resolve() -> None:
+    # quincy: both pods prefer n0 and the flow sends both there (8 + 4 GPUs on 8): the check keeps the
+    # dearer 8-GPU pod on n0 and places the 4-GPU pod on n1 in place, through the same checks
+    docs = _gang_docs(2, [("big", 1, 8, 1), ("small", 1, 4, 1)])
+    for d in docs:
+        if d["kind"] == "Pod":
+            d["metadata"]["annotations"]["corral.io/preferred-nodes"] = "n0"
+    cluster = build_cluster(("t", d) for d in docs)
+    cfg = _config(costModel="quincy")
+    session = Session(cluster, cfg, REGISTRY, T0, 1)
+    action = FlowAction(cfg.actions[1].args)
+    action.execute(session)
+    binds = {b.pod: b.node for b in session.close().binds}
+    assert binds == {"d/big-0": "n0", "d/small-0": "n1"}
+    assert action.stats["failed"] == 1 and action.stats["repaired"] == 1
+    assert action.stats["resolves"] == 0 and action.stats["solves"] == 1
+
+
+def test_many_failed_pods_go_to_a_residual_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the same case with in-place repair off (as when more pods fail than REPAIR_MAX): the failed pod
+    # goes into a re-solve of the residual network, which places it on n1
+    import corral.actions.flow as flow
+    monkeypatch.setattr(flow, "REPAIR_MAX", 0)
+    docs = _gang_docs(2, [("big", 1, 8, 1), ("small", 1, 4, 1)])
+    for d in docs:
+        if d["kind"] == "Pod":
+            d["metadata"]["annotations"]["corral.io/preferred-nodes"] = "n0"
+    cluster = build_cluster(("t", d) for d in docs)
+    cfg = _config(costModel="quincy")
+    session = Session(cluster, cfg, REGISTRY, T0, 1)
+    action = FlowAction(cfg.actions[1].args)
+    action.execute(session)
+    assert {b.pod: b.node for b in session.close().binds} == {"d/big-0": "n0", "d/small-0": "n1"}
+    assert action.stats["repaired"] == 0 and action.stats["resolves"] == 1 and action.stats["solves"] == 2
+
+
+def test_gang_without_room_stays_out_of_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2 nodes of 8 GPUs: a gang of three 8-GPU pods can never be whole this round and is not put in the
+    # network; the other job is placed and the gang keeps allocate's reason
+    import corral.actions.flow as flow
+    seen = []
+    original = flow.build_network
+
+    def record(session, jobs, *a, **k):
+        seen.append(sorted(j.name for j in jobs))
+        return original(session, jobs, *a, **k)
+    monkeypatch.setattr(flow, "build_network", record)
+    cluster = build_cluster(("t", d) for d in _gang_docs(2, [("wide", 3, 8, 3), ("one", 1, 8, 1)]))
+    cfg = _config()
+    session = Session(cluster, cfg, REGISTRY, T0, 1)
+    FlowAction(cfg.actions[1].args).execute(session)
+    decisions = session.close()
+    assert [b.pod for b in decisions.binds] == ["d/one-0"]
+    assert all("wide" not in names for names in seen) and seen
+    assert any(u.podgroup == "d/wide" for u in decisions.unschedulable)
+
+
 @pytest.fixture()
 def files(tmp_path: Path) -> Path:
     (tmp_path / "cluster.yaml").write_text(CLUSTER)
@@ -107,3 +164,16 @@ def test_compare_allocate_and_flow(files: Path) -> None:
     assert set(rows) == {"default", "flow-sequential"}
     summary = json.loads((out / "flow-sequential" / "summary.json").read_text())
     assert summary["jobs_completed"] == 3
+
+
+def test_example_configurations_parse() -> None:
+    # docs/examples/flow/*.yaml: the default configuration with flow in each gang mode (docs/flow.md)
+    import yaml
+    folder = Path(__file__).resolve().parents[2] / "docs" / "examples" / "flow"
+    modes = {}
+    for path in sorted(folder.glob("*.yaml")):
+        cfg = parse_config(yaml.safe_load(path.read_text()), REGISTRY, str(path))
+        flow = [a for a in cfg.actions if a.name == "flow"]
+        assert flow, path
+        modes[path.stem] = flow[0].args.gang_mode
+    assert modes == {"lowerbound": "lowerbound", "rollback": "rollback", "sequential": "sequential"}

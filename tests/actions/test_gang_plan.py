@@ -126,3 +126,14 @@ def test_unified_evictable_answers():
     assert s.preemptable(pre, cands) == []
     cands[0].namespace = "kube-system"                       # conformance keeps it out
     assert names(s.unified_evictable(pre, cands, "gangreclaim")) == ["low-1", "top-0"]
+
+
+def test_queue_limit_counts_the_crossing_pod():
+    from corral.actions.gang_plan import QueueLimit
+    inf = float("inf")
+    lim = QueueLimit(above=[-inf, 4.0], keep=[inf, inf])          # 4 above the line in resource 1
+    assert lim.allows([0.0, 8.0], [0.0, 8.0])                      # one pod of any size crosses
+    assert lim.allows([0.0, 6.0], [0.0, 4.0])                      # 2 freed before the 4 that crosses
+    assert not lim.allows([0.0, 8.0], [0.0, 4.0])                  # 4 + 4: the line is reached first
+    assert QueueLimit(above=[1.0, -4.0], keep=[inf, inf]).allows([0.0, 80.0], [0.0, 8.0])  # above in 0
+    assert not QueueLimit(above=[-inf, 40.0], keep=[inf, 6.0]).allows([0.0, 8.0], [0.0, 8.0])  # guarantee

@@ -188,6 +188,41 @@ def test_entry_costs_count_work_not_resources() -> None:
     assert names(s.gang_search_space(job, Purpose.EVICT))[:2] == ["s2", "s1"]
 
 
+def test_evict_order_counts_surplus_node_by_node() -> None:
+    # a one-pod gang of 8 GPUs. s1: an elastic job (minMember 2 of 4) with one 4-GPU pod on each node of
+    # s1 and s2 (n1-n4) and 4 GPUs free on n1, n2: in total its surplus frees as much in s1 as in s2,
+    # but only in s1 does a free surplus pod sit beside free room (n1: 4 free + 4). s2 is full otherwise.
+    jobs = [gang(count=1), {"name": "el", "priority": 10, "minMember": 2,
+                            "pods": [{"count": 4, "gpu": 4, "nodes": ["n1", "n2", "n3", "n4"], "started": HOUR_AGO}]},
+            fill("n3", 4, name="f3"), fill("n4", 4, name="f4")]
+    s = session(jobs)
+    p, job = plugin(s), s.cluster.jobs["default/g"]
+    doms = p.allowed_domains(job)
+    assert names(doms) == ["s1", "s2"] and p.safe_fits(job, doms).tolist() == [True, False]
+    # the same with s1 and s2 swapped: the order follows the fit, not the name
+    jobs[2:] = [fill("n1", 4, name="f1"), fill("n2", 4, name="f2")]
+    s = session(jobs)
+    assert names(s.gang_search_space(s.cluster.jobs["default/g"], Purpose.EVICT)) == ["s2", "s1"]
+
+
+def test_evict_estimate_counts_only_the_asking_actions_victims() -> None:
+    # s1 holds another queue's gang, s2 a lower-priority gang of the gang's queue: gangpreempt can
+    # enter s2 only, gangreclaim s1 only; the estimate follows the action that asks
+    queues = [{"name": "default", "weight": 1}, {"name": "other", "weight": 1}]
+    jobs = [gang(), {"name": "foreign", "queue": "other", "priority": 1,
+                     "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "started": HOUR_AGO}]},
+            {"name": "low", "priority": 10, "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"],
+                                                      "started": "2025-12-29T00:00:00Z"}]}]
+    case = {"nodes": [{"name": f"n{i}"} for i in range(1, 5)], "hypernodes": tree(), "jobs": jobs, "queues": queues}
+    cluster = build_cluster([("test.yaml", d) for d in expand(case)])
+    s = Session(cluster, config(), REGISTRY, NOW)
+    job = s.cluster.jobs["default/g"]
+    for action, first in (("gangpreempt", "s2"), ("gangreclaim", "s1")):
+        s.action = action
+        assert names(s.gang_search_space(job, Purpose.EVICT))[0] == first
+        assert np.isinf(plugin(s).entry_costs(job, plugin(s).allowed_domains(job), plugin(s).need(job))).sum() == 1
+
+
 def test_evict_space_is_truncated_to_evict_domains() -> None:
     s = session([gang(tier=None)], args={"evictDomains": 2})
     assert names(s.gang_search_space(s.cluster.jobs["default/g"], Purpose.EVICT)) == ["s1", "s2"]

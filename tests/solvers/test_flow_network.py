@@ -98,4 +98,22 @@ def test_hypernode_tree_units_stay_below_their_entry() -> None:
     net.aa_src, net.aa_dst = np.array([0], I), np.array([1], I)
     sol = solve(net)
     assert sorted(zip(sol.unit_group.tolist(), sol.unit_node.tolist())) == [(0, 0), (1, 1)]
-    assert net.arcs == 4 * 2 + 2 * 2 + 2 + 0 + 2 + 2 + 1
+    assert net.arcs == 4 * 2 + 2 + 2 + 0 + 2 + 2 + 1        # J->A, J->U, A->U, U->sink; A->G; G->X; X->N; N->sink; X->X
+
+
+def test_solver_resolves_without_reloading_arcs() -> None:
+    # one Solver, solved again with a job inactive and without the lower bounds: the same answers as
+    # fresh networks, and the arcs are loaded once
+    from corral.solvers.flow_network import Solver
+    an = [(0, 0, 1, 0), (0, 1, 1, 0)]
+    ga = [(0, 0, 0), (1, 0, 0)]
+    net = _net([2, 1], [2, 0], [10, 15], [20, 15], [0, 1], [2, 1], 2, an, ga, [1, 1])
+    solver = Solver(net)
+    first = solver.solve()
+    plain = solver.solve(bounded=False)
+    alone = solver.solve(np.array([False, True]))
+    again = solver.solve()
+    assert (first.placed.tolist(), plain.placed.tolist(), alone.placed.tolist()) == ([2, 0], [1, 1], [0, 1])
+    assert again.placed.tolist() == first.placed.tolist() and again.cost == first.cost
+    assert plain.cost == solve(net, bounded=False).cost and alone.cost == solve(net, np.array([False, True])).cost
+    assert solver.solves == 4 and solver.mcf.num_arcs() == solver.n_arcs == net.arcs

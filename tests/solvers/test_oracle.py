@@ -190,6 +190,36 @@ def test_reclaim_respects_queue_slack():
     assert _names(res) == {"c-job-0"} and res.work_lost == pytest.approx(40.0, abs=1e-3)
 
 
+def test_reclaim_queue_limits_count_the_crossing_pod():
+    # queue b holds 4 GPUs above its line: it may give up one pod of any size (the one that crosses
+    # the line), not two of 4 GPUs; queue c is at its line and gives nothing. n0: two young 4-GPU gangs
+    # of b; n1: an old 8-GPU gang of b; n2: c's gang, youngest of all
+    s = Snap().queue("a").queue("b").queue("c").node("n0").node("n1").node("n2")
+    s.gang("y1", ["n0"], 4, queue="b", hours=0.1).gang("y2", ["n0"], 4, queue="b", hours=0.1)
+    s.gang("old", ["n1"], 8, queue="b", hours=50).gang("c-job", ["n2"], 8, queue="c", hours=0.01)
+    s.gang("p", [None], 8, queue="a", prio=10)
+    c = s.build()
+    job = c.jobs["t/p"]
+    gpu = c.resources.pos("nvidia.com/gpu")
+    above = {name: np.full(len(c.resources), -np.inf) for name in ("b", "c")}
+    keep = np.full(len(c.resources), np.inf)
+    above["b"][gpu], above["c"][gpu] = 4000.0, 0.0      # milli-GPUs
+    limits = {name: (a, keep) for name, a in above.items()}
+    res = solve_gang_eviction(c, job, action="reclaim", now=NOW, time_limit=5)
+    assert _names(res) == {"c-job-0"}
+    res = solve_gang_eviction(c, job, action="reclaim", now=NOW, time_limit=5, queue_limits=limits)
+    assert _names(res) == {"old-0"}
+    # 1 GPU more above the line: the two young gangs (4 GPUs freed before the crossing one) may go
+    above["b"][gpu] = 5000.0
+    limits = {name: (a, keep) for name, a in above.items()}
+    res = solve_gang_eviction(c, job, action="reclaim", now=NOW, time_limit=5, queue_limits=limits)
+    assert _names(res) == {"y1-0", "y2-0"}
+    # capacity keeps a guarantee: b may free at most 4 GPUs in all, so nothing fits
+    limits["b"] = (above["b"], np.where(np.arange(len(c.resources)) == gpu, 4000.0, np.inf))
+    res = solve_gang_eviction(c, job, action="reclaim", now=NOW, time_limit=5, queue_limits=limits)
+    assert not res.placed
+
+
 def test_hard_topology_picks_the_cheapest_single_rack():
     # 2 pods x 8 GPUs. rack r1 = n1 (1 h) + n2 (10 h); rack r2 = n3 (2 h) + n4 (2 h).
     # Without topology: n1 + n3 (or n4) = 8 + 16 = 24 GPU-h. Hard tier 1: r2 = 32 GPU-h (r1 would be 88).

@@ -8,16 +8,19 @@ job's unscheduled aggregator at a cost that grows with the job's priority and wa
 share a node and together oversubscribe it (multi-resource fit is not one commodity), so the answer is
 checked pod by pod through a Statement per job with the same hard checks allocate makes — the queue's
 Allocatable (capability, capacity), every Predicate plugin's mask on the chosen node, the resource fit now
-or once releasing pods are gone (then the pod is pipelined, as allocate does) — and the pods that fail
-go back into a re-solve over the remaining capacity, at most ``maxResolves`` times.
+or once releasing pods are gone (then the pod is pipelined, as allocate does). A few pods that fail
+(``REPAIR_MAX``) are placed in place, through the same checks, on the best-fitting node; more go back into
+a re-solve of the residual network (what still waits, on the capacity left), at most ``maxResolves``
+times. Jobs whose classes have no room for their lower bound are left out of each network.
 
 ``gangMode`` — the seed's three ways:
 
 - ``lowerbound`` (default): each gang's arc of lower bound k = minMember (less what it already holds) is
   removed by the supply/demand transformation and kept feasible by a penalised bypass; gangs the optimum
-  leaves partial are rolled back and the round re-solved until no gang is partial. The same round is
-  also solved the ``rollback`` way (a dry run, discarded) and that answer kept when it places more pods,
-  so lowerbound never places fewer pods than rollback on the same input.
+  leaves partial are rolled back and the residual network re-solved (at most ``maxResolves`` times), so
+  their capacity goes to the rest of the round. The same round is also solved the ``rollback`` way (a
+  dry run, discarded; for large rounds the first solve of both, on the same loaded network) and that
+  answer kept when it places more pods, so lowerbound never places fewer pods than rollback.
 - ``rollback``: solve without lower bounds, then undo the gangs left below k (the seed's "rearrange the
   scheduling round delta after the fact": their capacity stays idle this round).
 - ``sequential``: the pods of jobs with minMember 1 in one round, then each gang alone in JobOrder
@@ -48,15 +51,15 @@ from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
 from corral.manifests.fields import format_time
-from corral.model import Job, PodGroupPhase, Task
+from corral.model import Job, PodGroupPhase, Task, TaskStatus
 from corral.model.resources import EPS
-from corral.solvers.flow_network import FlowNetwork, FlowSolution, solve
+from corral.solvers.flow_network import FlowSolution, Solver
 
 __all__ = ["FlowAction", "FlowArgs"]
 
-#: Lower-bound re-solves at most in a round's first solve (each removes at least one partial gang), and
-#: 2 in the re-solves after the check; gangs still partial after them are rolled back as in ``rollback``.
-MAX_STABILISE = 8
+#: Pods that failed the pod-by-pod check are placed in place (:meth:`FlowAction._repair`) when there are
+#: at most this many; more go to a re-solve of the residual network, cheaper than that many greedy fits.
+REPAIR_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ class FlowArgs:
     cost_model: str = arg("costModel", "trivial", "arc costs", choices=("trivial", "quincy", "spread", "topology"))
     sequential_order: str = arg("sequentialOrder", "nonGangFirst", "sequential mode: which round first",
                                 choices=("nonGangFirst", "gangsFirst"))
-    max_resolves: int = arg("maxResolves", 3, "re-solves after pods fail the pod-by-pod check", minimum=0)
+    max_resolves: int = arg("maxResolves", 3, "re-solves of the residual network after the pod-by-pod check",
+                            minimum=0)
     wait_unit: float = arg("waitCostUnit", 60.0, "waiting time worth one unit of cost", kind="duration")
     exact_compare: int = arg("exactCompareLimit", 2000, "lowerbound: rounds up to this many pods compare with "
                              "rollback by a full dry run, larger ones by the first solve", minimum=0)
@@ -98,7 +102,8 @@ class FlowAction(Action):
 
     def __init__(self, args: FlowArgs | None = None) -> None:
         super().__init__(args if args is not None else FlowArgs())
-        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "solves": 0, "resolves": 0, "rounds": 0,
+        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "build_cpu": 0.0, "solve_cpu": 0.0,
+                      "check_cpu": 0.0, "solves": 0, "resolves": 0, "rounds": 0, "failed": 0, "repaired": 0,
                       "first": 0.0}
         self.first_solve = 0.0
 
@@ -159,38 +164,45 @@ class FlowAction(Action):
         return max(0, job.min_member - job.ready_count())
 
     def solve_and_check(self, session: Session, jobs: list[Job], mode: str, compare: bool = False) -> _Round:
-        """Solve, check pod by pod, re-solve what failed (at most ``maxResolves`` times). ``mode``
-        ``lowerbound`` puts the lower bounds in the network and stabilises; ``rollback`` solves without
-        them and drops the gangs the answer leaves partial."""
+        """Solve, check pod by pod (repairing a few failed pods in place), re-solve the residual network
+        (what is still waiting, on the capacity left) at most ``maxResolves`` times. ``mode``
+        ``lowerbound`` puts the lower bounds in the network, rolls back the gangs the optimum leaves
+        partial and re-solves the residual so their capacity goes to the rest; ``rollback`` solves
+        without them and drops the gangs the answer leaves partial (their capacity idles)."""
         rnd = _Round(jobs, {j.uid: session.statement() for j in jobs}, {},
                      {j.uid: session.job_ready(j) for j in jobs})
         need = {j.uid: self._lower(j) for j in jobs}
         key = session.task_key()
         pending = {j.uid: sorted(waiting_tasks(j), key=key) if len(j.tasks) > 1 else waiting_tasks(j) for j in jobs}
         out: set[str] = set()
+        room: dict[object, int] = {}
         for attempt in range(self.args.max_resolves + 1):
-            live = [j for j in jobs if j.uid not in out and pending[j.uid]]
+            t0, c0 = time.perf_counter(), time.process_time()
+            live = [j for j in jobs if j.uid not in out and pending[j.uid]
+                    and _may_fit(session, pending[j.uid], need[j.uid] - len(rnd.stmts[j.uid].ops), room)]
             if not live:
                 break
             if attempt:
                 self.stats["resolves"] += 1
-            tasks = [pending[j.uid] for j in live]
             lower = [max(0, need[j.uid] - len(rnd.stmts[j.uid].ops)) for j in live]
-            t0 = time.perf_counter()
             # a lower bound of one pod is no gang: its bypass would cost what waiting costs
             bounds = [k if mode == "lowerbound" and k > 1 else 0 for k in lower]
-            built = build_network(session, live, tasks, bounds,
+            built = build_network(session, live, [pending[j.uid] for j in live], bounds,
                                   model=self.args.cost_model, wait_unit=self.args.wait_unit)
-            t1 = time.perf_counter()
-            sol, dropped, had = self._solve(built.net, lower, mode, stabilise=MAX_STABILISE if not attempt else 2)
+            t1, c1 = time.perf_counter(), time.process_time()
+            solver = Solver(built.net)
+            sol, dropped, had = self._solve(solver, lower)
             if compare and not attempt:
-                plain = self._solve(built.net, lower, "rollback", bounded=False)
+                plain = self._solve(solver, lower, bounded=False)
                 if _kept(plain) > _kept((sol, dropped, had)):
                     sol, dropped, had = plain
                     mode = "rollback"
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
             self.stats["build"] += t1 - t0
             self.stats["solve"] += t2 - t1
+            self.stats["build_cpu"] += c1 - c0
+            self.stats["solve_cpu"] += c2 - c1
+            self.stats["solves"] += solver.solves
             if not self.stats["first"]:
                 self.stats["first"] = t1 - t0 + self.first_solve
             for i in np.flatnonzero(dropped):
@@ -198,11 +210,19 @@ class FlowAction(Action):
                 out.add(job.uid)
                 rnd.reasons[job.uid] = _gang_reason(session, job, int(had[i]), mode)
             failed = self._check(session, rnd, live, built, sol, dropped, pending, out)
-            if failed and attempt < self.args.max_resolves:
+            room.clear()
+            # rolled-back gangs free capacity the residual network gives to the rest (lowerbound); in
+            # rollback mode it idles for the round, the seed's weakness
+            again = failed or (mode == "lowerbound" and bool(dropped.any()))
+            if again and attempt < self.args.max_resolves:
                 self._release_partial(session, rnd, live, need, pending, out)
             self.stats["check"] += time.perf_counter() - t2
-            if not failed:
+            self.stats["check_cpu"] += time.process_time() - c2
+            if not again:
                 break
+        for job in jobs:                         # what the round left wholly waiting says why
+            if job.uid not in rnd.reasons and pending[job.uid] and not rnd.stmts[job.uid].ops:
+                rnd.reasons[job.uid] = _fit_reason(session, job)
         return rnd
 
     @staticmethod
@@ -218,45 +238,26 @@ class FlowAction(Action):
             stmt.restore(0)
             pending[job.uid] = sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
 
-    def _solve(self, net: FlowNetwork, lower: list[int], mode: str, bounded: bool = True,
-               stabilise: int = MAX_STABILISE) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
-        """Solve; return the answer, the jobs dropped as partial gangs (rolled back) and how many pods
-        each had when it was dropped. ``bounded=False`` ignores the network's lower bounds."""
+    def _solve(self, solver: Solver, lower: list[int], bounded: bool = True) \
+            -> tuple[FlowSolution, np.ndarray, np.ndarray]:
+        """Solve once; return the answer, the jobs dropped as partial gangs (placed, but fewer than
+        their lower bound: rolled back) and how many pods each had. ``bounded=False`` ignores the
+        network's lower bounds. No re-solve here: the capacity of the dropped gangs goes to the residual
+        network after the check."""
         k = np.array(lower, dtype=np.int64)
-        active = np.ones(len(k), dtype=bool)
-        dropped = np.zeros(len(k), dtype=bool)
-        had = np.zeros(len(k), dtype=np.int64)
         t0 = time.perf_counter()
-        sol = solve(net, active, bounded=bounded)
+        sol = solver.solve(bounded=bounded)
         self.first_solve = self.first_solve or time.perf_counter() - t0
-        self.stats["solves"] += 1
-        partial = (sol.placed < k) & active
-        if mode == "lowerbound":
-            for _ in range(stabilise):
-                # a gang with nothing placed asks nothing of the others: only partial ones go
-                partial = (sol.placed > 0) & (sol.placed < k) & active
-                if not partial.any():
-                    break
-                dropped |= partial
-                had[partial] = sol.placed[partial]
-                active &= ~partial
-                sol = solve(net, active)
-                self.stats["solves"] += 1
-            partial = (sol.placed < k) & active
-        partial &= sol.placed > 0
-        had[partial] = sol.placed[partial]
-        dropped |= partial
+        dropped = (sol.placed > 0) & (sol.placed < k)
+        had = np.where(dropped, sol.placed, 0)
         return sol, dropped, had
 
     def _check(self, session: Session, rnd: _Round, live: list[Job], built: Built, sol: FlowSolution,
                dropped: np.ndarray, pending: dict[str, list[Task]], out: set[str]) -> bool:
         """Apply the answer pod by pod through each job's Statement (jobs in the order of their waiting
-        cost, dearest first); return True if any pod failed a check."""
+        cost, dearest first); pods that fail are placed elsewhere through the same checks when they are
+        few (:meth:`_repair`). Return True if any pod is still failed (a re-solve may place it)."""
         if not sol.unit_group.size:
-            for j in live:
-                if j.uid not in out:
-                    rnd.reasons.setdefault(j.uid, _fit_reason(session, j))
-                    out.add(j.uid)
             return False
         groups, group_job = built.groups, built.net.group_job
         order = np.lexsort((sol.unit_node, sol.unit_group))
@@ -265,10 +266,11 @@ class FlowAction(Action):
         by_job: dict[int, list[int]] = {}
         for g in np.unique(ug).tolist():
             by_job.setdefault(int(group_job[g]), []).append(g)
-        failed = False
+        failed: list[tuple[int, Task]] = []
         queues = session.cluster.queues
         dear = built.net.job_wait_cost
-        for j in sorted(by_job, key=lambda i: (-int(dear[i]), i)):
+        jobs_order = sorted(by_job, key=lambda i: (-int(dear[i]), i))
+        for j in jobs_order:
             job = live[j]
             if dropped[j]:
                 continue
@@ -278,22 +280,25 @@ class FlowAction(Action):
             stop = ""
             for g in by_job[j]:
                 tasks = groups[g]
+                fit = _GroupFit(session, tasks[0], un[starts[g]:starts[g + 1]])
                 for u, task in zip(range(starts[g], starts[g + 1]), tasks):
+                    row = int(un[u])
+                    how = fit.peek(task, row, int(uk[u]))
+                    if how == 2:
+                        failed.append((j, task))
+                        continue
                     if not session.allocatable(queue, task):
                         stop = (f"{job.ready_count()} of {job.min_member} pods placed; queue {job.queue!r} would "
                                 f"exceed its capability with pod {task.name}")
                         break
-                    row = int(un[u])
                     if not session.predicate(task)[row]:
-                        failed = True
+                        failed.append((j, task))
                         continue
-                    if uk[u] == 0 and _fits_at(session, task, row, False):
+                    if how == 0:
                         stmt.allocate(task, row)
-                    elif _fits_at(session, task, row, True):
-                        stmt.pipeline(task, row)
                     else:
-                        failed = True
-                        continue
+                        stmt.pipeline(task, row)
+                    fit.take(row, how)
                     done.add(id(task))
                 if stop:
                     break
@@ -301,11 +306,48 @@ class FlowAction(Action):
             if stop:
                 out.add(job.uid)
                 rnd.reasons[job.uid] = stop
-        for j, job in enumerate(live):
-            if j not in by_job and not dropped[j] and job.uid not in out:
-                out.add(job.uid)
-                rnd.reasons.setdefault(job.uid, _fit_reason(session, job))
-        return failed
+        self.stats["failed"] += len(failed)
+        if failed and len(failed) <= REPAIR_MAX:
+            left = self._repair(session, rnd, live, failed, pending, out)
+            self.stats["repaired"] += len(failed) - left
+            return left > 0
+        return bool(failed)
+
+    def _repair(self, session: Session, rnd: _Round, live: list[Job], failed: list[tuple[int, Task]],
+                pending: dict[str, list[Task]], out: set[str]) -> int:
+        """Place the few pods that failed the check without a re-solve: each goes, through the same hard
+        checks (queue Allocatable, every predicate, the resource fit now or once releasing pods are
+        gone), to the fitting node with the least free of its dominant resource (its largest request as
+        a share of the largest node; best fit, so large holes stay for large pods). Return how many are still failed."""
+        left = 0
+        queues = session.cluster.queues
+        for j, task in failed:
+            job = live[j]
+            if job.uid in out or task.status not in PENDING_LIKE:
+                continue
+            if not session.allocatable(queues[job.queue], task):
+                left += 1
+                continue
+            ok = session.predicate(task)
+            for future in (False, True):
+                rows = np.flatnonzero(ok & session.fits(task, future=future))
+                if rows.size:
+                    break
+            if not rows.size:
+                left += 1
+                continue
+            free = session.free(task, future=future, rows=rows)
+            cols, need = session.request_cols(task)
+            largest = session.cluster.nodes.allocatable[:, cols].max(axis=0)
+            dominant = int(np.argmax(need / np.where(largest > 0, largest, 1.0)))    # by share, not amount
+            row = int(rows[np.argmin(free[:, dominant])])
+            stmt = rnd.stmts[job.uid]
+            if future:
+                stmt.pipeline(task, row)
+            else:
+                stmt.allocate(task, row)
+            pending[job.uid] = [t for t in pending[job.uid] if t is not task]
+        return left
 
     @staticmethod
     def _finish(session: Session, job: Job, stmt: Statement, was_ready: bool,
@@ -332,8 +374,75 @@ def _kept(answer: tuple[FlowSolution, np.ndarray, np.ndarray]) -> int:
     return int(sol.placed[~dropped].sum())
 
 
+def _may_fit(session: Session, tasks: list[Task], lower: int, room: dict[object, int]) -> bool:
+    """Can the job place anything this solve? Its classes must offer room for at least its lower bound
+    (at least one pod), each class counted alone: pods of the class that fit in the future on the nodes
+    its predicates allow (``room`` caches it per class for one solve). A job that cannot is left out of
+    the network (it keeps waiting with allocate's reason), so the networks of a full cluster stay small.
+    A pod nominated to a node holds capacity of its own: such a job always enters."""
+    total = 0
+    for t in {t.klass or ("task", t.uid): t for t in tasks}.values():
+        if t.status is TaskStatus.PIPELINED and t.nominated >= 0:
+            return True
+        key = t.klass or ("task", t.uid)
+        got = room.get(key)
+        if got is None:
+            need = session.request_cols(t)[1]
+            per = np.floor((session.free(t, future=True) + EPS) / need).min(axis=1) if need.size else None
+            got = room[key] = len(tasks) if per is None else int(np.clip(per, 0, None)[session.predicate(t)].sum())
+        total += got
+        if total >= max(1, lower):
+            return True
+    return False
+
+
+class _GroupFit:
+    """The resource fit of one group's pods on the nodes the flow gave them, exact and without a
+    ``Session.free`` call per pod: free now and free in the future are read once per group, for all
+    its nodes at once; a bind takes the request from both, a nomination from the future only, and
+    "now" is the smaller of what is idle and the future (``Session.free``), so after ``a`` binds and
+    ``p`` nominations on a node a pod fits there now iff ``a + 1 <= Qnow`` and ``a + p + 1 <= Qfuture``
+    (Q: pods of the request each amount holds, by every resource at once) and in the future iff
+    ``a + p + 1 <= Qfuture``. Nothing else changes those nodes while the group is checked. A pod
+    nominated to the node holds a reservation of its own and is checked against ``Session.free``
+    alone (its group's pods all share that nomination)."""
+
+    def __init__(self, session: Session, task: Task, rows: np.ndarray) -> None:
+        self.session = session
+        rows = np.unique(rows)
+        need = session.request_cols(task)[1]
+        q = [np.floor((session.free(task, future=f, rows=rows) + EPS) / need).min(axis=1).astype(np.int64).tolist()
+             for f in (False, True)]
+        self.room = {r: [qn, qf, 0, 0] for r, qn, qf in zip(rows.tolist(), q[0], q[1])}   # Qnow, Qfut, a, p
+
+    def peek(self, task: Task, row: int, kind: int) -> int:
+        """0: bind now, 1: nominate (fits once releasing pods are gone), 2: does not fit."""
+        session = self.session
+        if task.status is TaskStatus.PIPELINED and task.nominated == row:
+            self.room.pop(row, None)               # its reservation is its own: read the node again
+            if kind == 0 and _fits_at(session, task, row, False):
+                return 0
+            return 1 if _fits_at(session, task, row, True) else 2
+        got = self.room.get(row)
+        if got is None:
+            need = session.request_cols(task)[1]
+            one = np.array([row])
+            got = self.room[row] = [int(np.floor((session.free(task, future=f, rows=one)[0] + EPS) / need).min())
+                                    for f in (False, True)] + [0, 0]
+        q_now, q_fut, binds, noms = got
+        if binds + noms + 1 > q_fut:
+            return 2
+        return 0 if kind == 0 and binds + 1 <= q_now else 1
+
+    def take(self, row: int, how: int) -> None:
+        """Record a bind (0) or a nomination (1) made on node ``row``."""
+        got = self.room.get(row)
+        if got is not None:
+            got[2 if how == 0 else 3] += 1
+
+
 def _fits_at(session: Session, task: Task, row: int, future: bool) -> bool:
-    """Does ``task`` fit on node ``row`` now (or once releasing pods are gone)? ``Session.fits`` for one
+    """Does ``task`` fit on node ``row`` now (or once releasing pods are gone)? ``Session.free`` for one
     row, without refreshing the whole per-class mask."""
     free = session.free(task, future=future, rows=np.array([row]))
     return bool((free[0] >= session.request_cols(task)[1] - EPS).all())

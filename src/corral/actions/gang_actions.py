@@ -8,6 +8,7 @@ import functools
 import numpy as np
 
 from corral.actions.gang_evict import GangEvictAction, needed_tasks
+from corral.actions.gang_plan import QueueLimit
 from corral.actions.reclaim import queue_rules
 from corral.framework.session import Session
 from corral.model import Job, Task
@@ -69,34 +70,45 @@ class GangReclaimAction(GangEvictAction):
 
     def evictable(self, session: Session, task: Task, pods: list[Task], final: bool = True) -> list[Task]:
         """UnifiedEvictable, then — over a plan's victims — the queue rule of proportion/capacity
-        whatever tier it sits in (cumulative along the list; the candidates are not cut by it: the
-        plan keeps within each queue's limit, :meth:`caps`)."""
+        whatever tier it sits in (cumulative along the list, so it is asked with the victims in their
+        best order for it: smallest first, each queue's largest pod last, the one allowed to cross the
+        line; the candidates are not cut by it: the plan keeps within it, :meth:`limits`)."""
         allowed = session.unified_evictable(task, pods, self.name)
-        for rule in queue_rules(session) if final else ():
+        rules = queue_rules(session) if final else ()
+        if rules:
+            total = np.maximum(session.cluster.total_allocatable(), 1.0)
+            allowed = sorted(allowed, key=lambda t: float((t.request / total).sum()))
+        for rule in rules:
             keep = {id(t) for t in rule(task, allowed) or ()}
             allowed = [t for t in allowed if id(t) in keep]
         return allowed
 
-    def caps(self, session: Session) -> dict[str, list[float]] | None:
-        """What each victim queue may give up (allocated above its reclaim floor — an upper bound, see
-        ``QueuePlugin.reclaim_floor``), to steer the plan; the queue rule itself decides over the plan's
-        victims."""
-        caps: dict[str, list[float]] = {}
+    def limits(self, session: Session) -> dict[str, QueueLimit] | None:
+        """The queue rule of proportion/capacity per victim queue (:class:`QueueLimit`: held less its
+        reclaim line, held less its guarantee where capacity keeps it), for the plan to keep within;
+        with two such plugins, the tighter of the two in each resource."""
+        out: dict[str, QueueLimit] = {}
         for rule in queue_rules(session):
             p = rule.__self__
-            if not hasattr(p, "reclaim_floor"):              # hierarchical drf: no amount to bound
+            if not hasattr(p, "reclaim_line"):              # hierarchical drf: no amount to bound
                 continue
-            floor = p.reclaim_floor
-            for name in p.queues:
-                slack = np.where(p.cols, p.allocated[name] - floor[name], np.inf).tolist()
-                caps[name] = [min(a, b) for a, b in zip(slack, caps.get(name, slack))]
-        return caps or None
+            for name, q in p.queues.items():
+                held = p.allocated[name]
+                above = np.where(p.cols, held - p.reclaim_line(name), -np.inf).tolist()
+                keep = (np.where(p.cols, held - p.guarantee(q), np.inf) if p.keeps_guarantee
+                        else np.full(len(held), np.inf)).tolist()
+                old = out.get(name)
+                if old is not None:
+                    above = [min(a, b) for a, b in zip(above, old.above)]
+                    keep = [min(a, b) for a, b in zip(keep, old.keep)]
+                out[name] = QueueLimit(above, keep)
+        return out or None
 
     def chain(self, session: Session, job: Job):
         """The queues a victim's eviction draws on: its side of the queue tree below the lowest common
         ancestor with the gang's queue (as the queue rule checks)."""
         for rule in queue_rules(session):
             p = rule.__self__
-            if hasattr(p, "reclaim_floor") and hasattr(p, "victim_side"):
+            if hasattr(p, "reclaim_line") and hasattr(p, "victim_side"):
                 return lambda q: p.victim_side(q, job.queue)
         return None

@@ -36,7 +36,7 @@ import numpy as np
 from corral.actions.allocate import schedulable_jobs
 from corral.actions.bundles import CostModel, VictimJob
 from corral.actions.evict import VICTIM_STATES
-from corral.actions.gang_plan import DomainPlanner, Room
+from corral.actions.gang_plan import DomainPlanner, QueueLimit, Room
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -195,9 +195,9 @@ class GangEvictAction(Action):
         plan made again (a job a validator refuses to see broken is kept whole)."""
         forbid: set[int] = set()
         nobreak: set[int] = set()
-        caps = self.caps(session)
+        limits = self.limits(session)
         for _ in range(4):
-            victims = planner.plan(level, may_break, caps, frozenset(forbid), frozenset(nobreak))
+            victims = planner.plan(level, may_break, limits, frozenset(forbid), frozenset(nobreak))
             if victims is None:
                 return None
             breaks, work, broken = CostModel.price(victims, jobs)
@@ -274,7 +274,7 @@ class GangEvictAction(Action):
         """The victim filter over ``pods`` in this order (``final``: about a plan's victims)."""
         return session.unified_evictable(task, pods, self.name)
 
-    def caps(self, session: Session) -> dict[str, list[float]] | None:
+    def limits(self, session: Session) -> dict[str, QueueLimit] | None:
         return None
 
     def chain(self, session: Session, job: Job):

@@ -16,8 +16,8 @@ without breaking healthy gangs:
 
 The estimate of fit counts, per node, how many of the gang's pods (the largest request of its waiting
 pods, within the predicates) the free room plus what the victims free holds; the caller's dry run
-decides. Queue limits (gangreclaim: what each victim queue may give up) are steering only: the
-victim filter over the plan's victims decides.
+decides. Queue limits (gangreclaim: the queue rule of proportion/capacity, :class:`QueueLimit`) are
+kept exactly as the rule counts them; the victim filter over the plan's victims still decides.
 """
 
 from __future__ import annotations
@@ -33,10 +33,28 @@ from corral.framework.session import Session
 from corral.model import Task
 from corral.model.resources import EPS
 
-__all__ = ["Room", "DomainPlanner"]
+__all__ = ["Room", "DomainPlanner", "QueueLimit"]
 
 #: Plans made again, each time without the first gang the last one broke, when it does not fit.
 RESTARTS = 2
+
+
+@dataclass(frozen=True)
+class QueueLimit:
+    """The queue rule of proportion/capacity for one victim queue (Volcano ``ReclaimableFn``, see
+    :mod:`corral.plugins.queues`), per resource: a victim may go while the queue, counting the victims
+    before it, still holds more than its line in some resource (the pod that crosses the line goes
+    too), and — capacity — keeps its guarantee. A set of victims therefore passes, taken in its best
+    order (its largest pod last), when in some resource what it frees less its largest pod stays below
+    ``above`` (held − line, −inf where the rule does not count) and in every resource what it frees
+    stays within ``keep`` (held − guarantee, inf where none)."""
+
+    above: list[float]
+    keep: list[float]
+
+    def allows(self, total: list[float], largest: list[float]) -> bool:
+        return (any(s - m < a - EPS for s, m, a in zip(total, largest, self.above))
+                and all(s <= k + EPS for s, k in zip(total, self.keep)))
 
 
 class Room:
@@ -78,12 +96,14 @@ class Room:
 
 @dataclass
 class _State:
-    """A plan being built: each node's room, the pods taken, what each job and queue has given."""
+    """A plan being built: each node's room, the pods taken, what each job and queue has given (per
+    queue with a limit: the sum and the largest of its victims' requests, per resource)."""
 
     free: list[list[float]]
     slots: list[int]
     total: int
-    caps: dict[str, list[float]] | None
+    limits: dict[str, QueueLimit] | None
+    given: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # queue -> (sum, largest)
     taken: list[Task] = field(default_factory=list)
     ids: set[int] = field(default_factory=set)
     used: dict[int, int] = field(default_factory=dict)
@@ -99,7 +119,7 @@ class _State:
 class DomainPlanner:
     """Plans for one domain (:meth:`plan`) over its candidate victims ``pods`` (already allowed by the
     victim filter), whose jobs are ``jobs`` (id -> :class:`VictimJob`). ``chain(queue)``: the queues a
-    victim of ``queue`` draws on, for ``caps`` (what each may give up, per resource)."""
+    victim of ``queue`` draws on, for ``limits`` (the queue rule, per queue)."""
 
     def __init__(self, room: Room, pods: list[Task], jobs: dict[int, VictimJob], chain=None) -> None:
         self.room, self.jobs, self.chain = room, jobs, chain
@@ -139,29 +159,41 @@ class DomainPlanner:
         return float((np.maximum(slots, 0) * np.array(self.room.ok, dtype=bool)).sum()) < self.room.n
 
     # -- the plan --------------------------------------------------------------------------------
-    def plan(self, level: float, may_break: bool, caps: dict[str, list[float]] | None = None,
+    def plan(self, level: float, may_break: bool, limits: dict[str, QueueLimit] | None = None,
              forbid: frozenset[int] = frozenset(), nobreak: frozenset[int] = frozenset()) -> list[Task] | None:
         """The victims with which the gang fits by the estimate, using jobs of rank <= ``level``;
-        None when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken."""
+        None when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken. With
+        queue ``limits`` the plan is made first without them and kept when it keeps within them, else
+        made again within them: counted while the greedy builds, a queue's amount would be spent on
+        gangs that the reprieve then gives back."""
         if self.hopeless(level, may_break):
             return None
         self._level, self._forbid = level, forbid
+        victims = self._plan(may_break, None, nobreak)
+        if victims is None or limits is None or self._keeps(victims, limits):
+            return victims
+        return self._plan(may_break, limits, nobreak)
+
+    def _keeps(self, victims: list[Task], limits: dict[str, QueueLimit]) -> bool:
+        return self.chain is None or all(limits[q].allows(*g) for q, g in self._given({}, victims, limits).items())
+
+    def _plan(self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]) -> list[Task] | None:
         for _ in range(RESTARTS + 1):
-            st = self._build(may_break, caps, nobreak)
+            st = self._build(may_break, limits, nobreak)
             if st.total >= self.room.n:
-                return self._improve(st, caps, nobreak).taken
+                return self._improve(st, limits, nobreak).taken
             if not st.broken:
                 return None
             # the greedy's first gang led nowhere (queue limits spent on it): once more without it
             nobreak = nobreak | {st.first}
         return None
 
-    def _improve(self, st: _State, caps: dict[str, list[float]] | None, nobreak: frozenset[int]) -> _State:
+    def _improve(self, st: _State, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]) -> _State:
         """The reprieve (:meth:`_reprieve`), then, for the dearest gangs the plan still breaks (at most
         :data:`RESTARTS`), the plan made again without each: the one that loses less work is kept."""
         st = self._reprieve(st)
         for k in sorted(st.broken, key=lambda k: -self.jobs[k].held)[:RESTARTS]:
-            other = self._build(True, caps, nobreak | {k})
+            other = self._build(True, limits, nobreak | {k})
             if other.total < self.room.n:
                 continue
             other = self._reprieve(other)
@@ -169,10 +201,10 @@ class DomainPlanner:
                 st = other
         return st
 
-    def _build(self, may_break: bool, caps: dict[str, list[float]] | None, nobreak: frozenset[int]) -> _State:
+    def _build(self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]) -> _State:
         room = self.room
         st = _State([list(f) for f in room.free], list(room.slots), sum(room.slots),
-                    {k: list(v) for k, v in caps.items()} if caps else None)
+                    limits or None)
         self._fill(st)
         while st.total < room.n and may_break and self._break(st, nobreak):
             self._fill(st, {room.pos[t.node] for t in self.of_job[st.last]})
@@ -182,7 +214,7 @@ class DomainPlanner:
         return id(t) not in self._forbid and self.jobs[id(t.job)].rank <= self._level
 
     def _may_take(self, st: _State, t: Task, extra: dict | None = None) -> bool:
-        """May ``t`` go without breaking its job (or is its job broken anyway), within the caps?"""
+        """May ``t`` go without breaking its job (or is its job broken anyway)?"""
         j = self.jobs[id(t.job)]
         k = id(t.job)
         if j.healthy and k not in st.broken:
@@ -195,16 +227,23 @@ class DomainPlanner:
                     return False
         return True
 
-    def _within_caps(self, st: _State, pods: list[Task]) -> bool:
-        if st.caps is None or self.chain is None:
+    def _within_limits(self, st: _State, pods: list[Task]) -> bool:
+        """Does the queue rule allow the plan's victims with ``pods`` added?"""
+        if st.limits is None or self.chain is None:
             return True
-        need: dict[str, list[float]] = {}
+        return all(st.limits[q].allows(*g) for q, g in self._given(st.given, pods, st.limits).items())
+
+    def _given(self, given: dict, pods: list[Task], limits: dict[str, QueueLimit]) -> dict:
+        """``given`` (queue -> (sum, largest) of its victims' requests) with ``pods`` added: a new dict
+        holding only the queues they change."""
+        out: dict = {}
         for t in pods:
+            v = self.full[id(t)]
             for q in self.chain(t.job.queue):
-                if q in st.caps:
-                    old = need.get(q)
-                    need[q] = self.full[id(t)] if old is None else [a + b for a, b in zip(old, self.full[id(t)])]
-        return all(all(c - v >= -EPS for c, v in zip(st.caps[q], amount)) for q, amount in need.items())
+                if q in limits:
+                    s, m = out.get(q) or given.get(q) or ([0.0] * len(v), [0.0] * len(v))
+                    out[q] = ([a + b for a, b in zip(s, v)], [max(a, b) for a, b in zip(m, v)])
+        return out
 
     def _take(self, st: _State, pods: list[Task], sign: int = 1) -> None:
         """Evict ``pods`` in the plan (``sign`` -1: give them back)."""
@@ -219,10 +258,6 @@ class DomainPlanner:
             k = id(t.job)
             st.used[k] = st.used.get(k, 0) + sign
             st.role_used[(k, t.role)] = st.role_used.get((k, t.role), 0) + sign
-            if st.caps is not None and self.chain is not None:
-                for q in self.chain(t.job.queue):
-                    if q in st.caps:
-                        st.caps[q] = [c - sign * v for c, v in zip(st.caps[q], self.full[id(t)])]
             if sign > 0:
                 st.taken.append(t)
                 st.ids.add(id(t))
@@ -230,6 +265,9 @@ class DomainPlanner:
             gone = {id(t) for t in pods}
             st.taken = [t for t in st.taken if id(t) not in gone]
             st.ids -= gone
+        if st.limits is not None and self.chain is not None:
+            st.given = self._given({}, st.taken, st.limits) if sign < 0 else \
+                {**st.given, **self._given(st.given, pods, st.limits)}
         for p in touched:
             new = room.slot(p, st.free[p])
             st.total += new - st.slots[p]
@@ -249,7 +287,7 @@ class DomainPlanner:
         extra: dict = {}
         while cands:
             lack = [max(r * (base + 1) - x, 0.0) for r, x in zip(room.req, f)]
-            usable = [t for t in cands if self._may_take(st, t, extra) and self._within_caps(st, pick + [t])]
+            usable = [t for t in cands if self._may_take(st, t, extra) and self._within_limits(st, pick + [t])]
             if not usable:
                 return None
             one = [t for t in usable if all(v >= m - EPS for v, m in zip(self.vec[id(t)], lack))]
@@ -305,7 +343,7 @@ class DomainPlanner:
     def _useful(self, st: _State, pods: list[Task], spare: tuple[dict, dict], lack: int) -> tuple[int, list[Task]]:
         """What breaking a job gives: on each node, the fewest of its pods ``pods`` there that open
         the most slots with the free and SAFE pods there (``spare``) — most slots per pod first, then
-        the node with most free room (least else to evict), while the queue caps allow and until
+        the node with most free room (least else to evict), while the queue rule allows and until
         ``lack`` slots; (slots opened, at most ``lack``; pods to take)."""
         room = self.room
         by_node: dict[int, list[Task]] = {}
@@ -330,7 +368,7 @@ class DomainPlanner:
         for _, _, _, g, lst in sorted(found):
             if gain >= lack:
                 break
-            if st.caps is None or self._within_caps(st, take + lst):
+            if self._within_limits(st, take + lst):
                 gain += g
                 take += lst
         return min(gain, lack), take
@@ -409,7 +447,7 @@ class DomainPlanner:
                 lack = [r * (room.slot(p, f) + 1) - x for r, x in zip(room.req, f)]
                 got = sum(min(sum(self.vec[id(t)][c] for t in lst), m) / r
                           for c, (m, r) in enumerate(zip(lack, room.req)) if m > 0)
-                if got > 0 and (st.caps is None or self._within_caps(st, take + lst)):
+                if got > 0 and (self._within_limits(st, take + lst)):
                     gain, take = gain + got, take + lst
             if gain > 0 and (best is None or (j.held / gain, j.order) < best[0][:2]):
                 best = ((j.held / gain, j.order, len(take)), k, take)
@@ -432,8 +470,7 @@ class DomainPlanner:
         for k in dear:
             pods = [t for t in st.taken if id(t.job) == k]
             trial = _State([list(f) for f in st.free], list(st.slots), st.total,
-                           {q: list(v) for q, v in st.caps.items()} if st.caps is not None else None,
-                           list(st.taken), set(st.ids), dict(st.used), dict(st.role_used), st.broken - {k},
+                           st.limits, dict(st.given), list(st.taken), set(st.ids), dict(st.used), dict(st.role_used), st.broken - {k},
                            heap=list(st.heap))
             self._take(trial, pods, -1)
             if trial.total < n:

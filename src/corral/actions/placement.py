@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from corral.framework.session import Session
+from corral.framework.skipcache import class_key
 from corral.model import Job, Task
 from corral.model.quantity import format_quantity
 from corral.model.resources import EPS, PODS
@@ -43,8 +44,25 @@ def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: n
     """Why ``task`` fits nowhere, in words: the predicate that ruled nodes out, or the resource that
     is short, with the largest amount free and where ("needs 8 nvidia.com/gpu on one node; largest free
     is 4 on node-17")."""
-    nodes = session.cluster.nodes
     head = f"{placed} of {job.min_member} pods placed; pod {task.name}"
+    if domain is not None or not task.klass or not _by_class(session):
+        return head + _why_not(session, task, domain)
+    # on an unchanged cluster (no operation, no lock since), a pod of the same class and labels fits
+    # nowhere for the same reason when every predicate says its mask depends on no more than that
+    # (framework/skipcache.py): gangs that fail in a row on a full cluster share one search
+    key = (class_key(task), task.status, task.nominated, session.version, session.lock_version)
+    why = session.no_fit_cache.get(key)
+    if why is None:
+        why = session.no_fit_cache[key] = _why_not(session, task, None)
+    return head + why
+
+
+def _by_class(session: Session) -> bool:
+    return all(getattr(getattr(fn, "__self__", None), "predicate_by_class", False) for fn in session.fns("Predicate"))
+
+
+def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:
+    nodes = session.cluster.nodes
     feasible = session.predicate(task)
     if domain is not None:
         feasible = feasible & domain
@@ -58,10 +76,10 @@ def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: n
             outside = int(np.count_nonzero(~domain))
             if outside:
                 counts.append(f"{outside} node(s) outside the topology domain")
-        return f"{head}: 0/{len(nodes)} nodes are available: " + "; ".join(counts)
+        return f": 0/{len(nodes)} nodes are available: " + "; ".join(counts)
     res = session.cluster.resources
     cols = np.flatnonzero(task.request)
-    free = session.free(task, future=True)
+    free = session.free_all(task, future=True)
     short_by = ((free < task.request[cols] - EPS) & feasible[:, None]).sum(axis=0)
     worst = int(np.argmax(short_by))
     col = int(cols[worst])
@@ -73,7 +91,7 @@ def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: n
     best = int(rows[int(np.argmax(free[rows, worst]))])
     amount = max(float(free[best, worst]), 0.0)
     unit = "pod slots" if name == PODS else name
-    needs = f"{head} needs {format_quantity(task.request[col], name)} {unit} on one node"
+    needs = f" needs {format_quantity(task.request[col], name)} {unit} on one node"
     if amount >= task.request[col] - EPS:          # fits there only once releasing pods are gone
         now = max(float(session.free(task, rows=np.array([best]))[0, worst]), 0.0)
         return (f"{needs}; largest free now is {format_quantity(now, name)} on {nodes.names[best]} "

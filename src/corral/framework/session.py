@@ -11,6 +11,7 @@ why the jobs that did not start could not.
 from __future__ import annotations
 
 import functools
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -33,6 +34,9 @@ PENDING_LIKE = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 
 
 _LAYOUTS: dict[tuple, list] = {}
+#: A cache refresh reads the rows changed since it was computed from the touch log up to this many
+#: entries; past it, one comparison of every row's stamp is cheaper.
+_LOGGED_ROWS = 256
 
 
 def _point_layout(tiers: list[list[Any]]) -> list[tuple[str, str, list[tuple[int, list[int]]]]]:
@@ -96,8 +100,15 @@ class Session:
                                                   if t.status is TaskStatus.PIPELINED}
         # per-row change stamps: caches of fits and scores recompute only the rows changed since
         self.row_version = np.zeros(len(cluster.nodes), dtype=np.int64)
+        # ...and the log of touches (row, version), so a refresh finds the few rows changed since an
+        # entry was computed without comparing every row's stamp
+        self._touched_rows: list[int] = []
+        self._touched_at: list[int] = []
         self._fit_cache: dict[tuple, list] = {}
         self._score_cache: dict[tuple, list] = {}
+        self._free_cache: dict[tuple, list] = {}
+        self._need_cache: dict[tuple, tuple[list[int], list[float]]] = {}
+        self.no_fit_cache: dict[tuple, str] = {}      # (class, state stamps) -> why it fits nowhere
         self.tiers: list[list[Any]] = []
         for tier in config.tiers:
             row = []
@@ -165,12 +176,16 @@ class Session:
     def touch(self, *rows: int) -> None:
         """Node rows whose state just changed (called by the Statement on every apply and revert)."""
         self.version += 1
+        version = self.version
         for r in rows:
             if r >= 0:
-                self.row_version[r] = self.version
+                self.row_version[r] = version
+                self._touched_rows.append(r)
+                self._touched_at.append(version)
 
     def _refresh(self, cache: dict, key: tuple, compute: Callable[[np.ndarray | None], np.ndarray]) -> np.ndarray:
-        """A per-node array cached under ``key``; rows touched since it was computed are recomputed."""
+        """A per-node array cached under ``key``; rows touched since it was computed are recomputed
+        (found in the touch log when they are few: the cost follows the rows that changed)."""
         entry = cache.get(key)
         if entry is None:
             arr = compute(None)
@@ -178,7 +193,11 @@ class Session:
             return arr
         arr, at = entry
         if at != self.version:
-            dirty = np.flatnonzero(self.row_version > at)
+            start = bisect_right(self._touched_at, at)
+            if len(self._touched_at) - start <= _LOGGED_ROWS:
+                dirty = np.array(sorted(set(self._touched_rows[start:])), dtype=np.intp)
+            else:
+                dirty = np.flatnonzero(self.row_version > at)
             if dirty.size:
                 arr[dirty] = compute(dirty)
             entry[1] = self.version
@@ -357,9 +376,10 @@ class Session:
         if rows is None:
             idle = nodes.allocatable[:, cols] - nodes.used[:, cols]
             fut = idle + nodes.releasing[:, cols] - nodes.pipelined[:, cols]
-        else:                                              # few rows: index rows first (no np.ix_)
-            idle = nodes.allocatable[rows][:, cols] - nodes.used[rows][:, cols]
-            fut = idle + nodes.releasing[rows][:, cols] - nodes.pipelined[rows][:, cols]
+        else:                                              # few rows: one (rows x cols) index per column
+            at = (rows[:, None], cols)
+            idle = nodes.allocatable[at] - nodes.used[at]
+            fut = idle + nodes.releasing[at] - nodes.pipelined[at]
         if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
             # its own reservation is its to use
             if rows is None:
@@ -368,17 +388,50 @@ class Session:
                 fut[rows == task.nominated] += own
         return fut if future else np.minimum(fut, idle)
 
+    def free_all(self, task: Task, *, future: bool = False) -> np.ndarray:
+        """:meth:`free` over every node, cached per equivalence class as :meth:`fits` is (do not modify
+        the returned array)."""
+        if not task.klass or (task.status is TaskStatus.PIPELINED and task.nominated >= 0):
+            return self.free(task, future=future)
+        return self._refresh(self._free_cache, (task.klass, future),
+                             lambda rows: self.free(task, future=future, rows=rows))
+
     def fits(self, task: Task, *, future: bool = False) -> np.ndarray:
         """Boolean mask over nodes: does ``task``'s request fit (cached per equivalence class; do not
         modify the returned array)."""
-        need = self.request_cols(task)[1] - EPS
-
         def compute(rows: np.ndarray | None) -> np.ndarray:
-            return (self.free(task, future=future, rows=rows) >= need).all(axis=1)
+            if rows is not None and len(rows) == 1:
+                return np.array([self._fits_row(task, int(rows[0]), future)])
+            return (self.free(task, future=future, rows=rows) >= self.request_cols(task)[1] - EPS).all(axis=1)
 
         if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
             return compute(None)
         return self._refresh(self._fit_cache, (task.klass, future), compute)
+
+    def _fits_row(self, task: Task, row: int, future: bool) -> bool:
+        """:meth:`fits` on one node, in plain floats: the one row a placement changed costs a few
+        operations rather than a dozen array calls (the same IEEE arithmetic, in the same order, as
+        :meth:`free`; only for a task that holds no nomination of its own)."""
+        nodes = self.cluster.nodes
+        cols, need = self._need_list(task)
+        alloc, used = nodes.allocatable[row].tolist(), nodes.used[row].tolist()
+        releasing, pipelined = nodes.releasing[row].tolist(), nodes.pipelined[row].tolist()
+        for c, n in zip(cols, need):
+            idle = alloc[c] - used[c]
+            fut = idle + releasing[c] - pipelined[c]
+            if not (fut if future or fut < idle else idle) >= n:
+                return False
+        return True
+
+    def _need_list(self, task: Task) -> tuple[list[int], list[float]]:
+        key = task.klass
+        got = self._need_cache.get(key) if key else None
+        if got is None:
+            cols, own = self.request_cols(task)
+            got = (cols.tolist(), (own - EPS).tolist())
+            if key:
+                self._need_cache[key] = got
+        return got
 
     def _scores_cacheable(self, task: Task) -> bool:
         key = task.klass
@@ -419,12 +472,11 @@ class Session:
 
     def best_row(self, task: Task, mask: np.ndarray) -> int:
         """The best node in ``mask`` by summed NodeOrder scores; ties go to the lowest row (name)."""
-        if not mask.any():
-            return -1
         if not self.fns("NodeOrder") or not self._scores_cacheable(task):
             rows = np.flatnonzero(mask)
-            return int(rows[int(np.argmax(self.node_scores(task, rows)))])
-        return int(np.argmax(np.where(mask, self._all_scores(task), -np.inf)))
+            return int(rows[int(np.argmax(self.node_scores(task, rows)))]) if rows.size else -1
+        row = int(np.argmax(np.where(mask, self._all_scores(task), -np.inf)))
+        return row if mask[row] else -1              # argmax lands outside the mask only when it is empty
 
     def hypernode_scores(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
         score = np.zeros(len(domains))

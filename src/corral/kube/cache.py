@@ -32,12 +32,13 @@ import random
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from corral.errors import InputError
 from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.model import LiveModel
 from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
 from corral.manifests.kinds import PodGroupRec, parse_object
 from corral.model import Cluster
@@ -146,6 +147,8 @@ class WatchCache:
         self.versions: dict[str, int] = {}                       # kind -> changes (objects or assumptions)
         self.topology: tuple[tuple, Any] | None = None           # (versions of Node, HyperNode), tree
         self.view_topology: tuple = ()
+        self.dirty: set[tuple[ResourceType, str]] = set()       # changed since the last build
+        self.model = LiveModel()
 
     # -- informers ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -197,6 +200,8 @@ class WatchCache:
             entries[_key(raw)] = e
         with self.lock:
             self._bump(rtype.kind)
+            self.dirty.update((rtype, k) for k in self.stores[rtype])
+            self.dirty.update((rtype, k) for k in entries)
             self.stores[rtype] = entries
             self.bad = {k for k in self.bad if k[0] is not rtype} | {(rtype, k) for k, e in entries.items()
                                                                       if e.record is None}
@@ -212,6 +217,7 @@ class WatchCache:
         if etype == "DELETED":
             with self.lock:
                 self._bump(rtype.kind)
+                self.dirty.add((rtype, key))
                 self.stores[rtype].pop(key, None)
                 self.bad.discard((rtype, key))
                 self.assumed.pop((rtype.kind, key), None)
@@ -220,6 +226,7 @@ class WatchCache:
             entry = self._parse(rtype, raw)
             with self.lock:
                 self._bump(rtype.kind)
+                self.dirty.add((rtype, key))
                 self.stores[rtype][key] = entry
                 if entry.record is None:
                     self.bad.add((rtype, key))
@@ -273,15 +280,26 @@ class WatchCache:
                     confirm = _merge_patches(old.confirm, confirm)
             self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl)
             self._bump(kind)
+            self._touch(kind, key)
+
+    def _touch(self, kind: str, key: str) -> None:
+        """Mark ``kind`` ``key`` changed (an assumption began or ended); under the lock."""
+        self.dirty.update((r, key) for r in self.resources if r.kind == kind)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for k in [k for k, a in self.assumed.items() if a.deadline < now]:
+            del self.assumed[k]
+            self._bump(k[0])
+            self._touch(*k)
 
     def view(self) -> list[tuple[ResourceType, str, dict, Any]]:
         """A consistent snapshot: ``(type, key, dict, (kind, record))`` of every readable object, with
-        the assumptions applied (patched objects are parsed again, outside the lock)."""
-        now = time.monotonic()
+        the assumptions applied (patched objects are parsed again, outside the lock). The changes since
+        the last build are taken with it (the snapshot holds them)."""
         with self.lock:
-            for k in [k for k, a in self.assumed.items() if a.deadline < now]:
-                del self.assumed[k]
-                self._bump(k[0])
+            self._expire()
+            self.dirty.clear()
             assumed = dict(self.assumed)
             self.view_topology = (self.versions.get("Node", 0), self.versions.get("HyperNode", 0))
             rows = [(r, key, e.raw, e.record) for r in self.resources for key, e in self.stores[r].items()]
@@ -291,15 +309,24 @@ class WatchCache:
         for r, key, raw, record in rows:
             a = assumed.get((r.kind, key))
             if a is not None:
-                if a.patch is None:
-                    continue
-                raw = merge_patch(raw, a.patch)
-                try:
-                    record = parse_object(r.name, raw)
-                except InputError:
-                    record = None
+                raw, record = _assumed(r, raw, a)
             if record is not None:
                 out.append((r, key, raw, record))
+        return out
+
+    def delta(self) -> list[tuple[ResourceType, str, Any]]:
+        """The changes since the last build, at one instant: ``(type, key, (kind, record) or None)`` of
+        every object that changed, appeared or left (None: gone or unreadable), assumptions applied."""
+        with self.lock:
+            self._expire()
+            rows = [(r, key, self.stores[r].get(key), self.assumed.get((r.kind, key))) for r, key in self.dirty]
+            self.dirty.clear()
+        out = []
+        for r, key, entry, a in rows:
+            record = None
+            if entry is not None:
+                record = entry.record if a is None else _assumed(r, entry.raw, a)[1]
+            out.append((r, key, record))
         return out
 
     def build(self, schedulers: Sequence[str] = DEFAULT_SCHEDULERS, with_objects: bool = False) \
@@ -308,13 +335,30 @@ class WatchCache:
         from. The garbage collector is paused meanwhile, as :func:`~corral.manifests.build.build_cluster`
         does: the build frees nothing a collection could.
 
-        An object the assembly rejects is named by the error; it is logged once and left out, and the
-        assembly runs again without it.
+        The model of the last build is kept (:class:`~corral.kube.model.LiveModel`): when only pods and
+        podgroups changed, only their jobs are built again; otherwise every object is assembled again
+        (the snapshot loader's assembly). An object the assembly rejects is named by the error; it is
+        logged once and left out, and the assembly runs again without it.
         """
         paused = gc.isenabled()
         gc.disable()
         try:
             t0 = time.perf_counter()
+            if not with_objects and self.model.ready:
+                delta = self.delta()
+                self.view_seconds = time.perf_counter() - t0
+                try:
+                    cluster = self.model.advance(delta, schedulers)
+                except Exception as exc:  # noqa: BLE001 - the full assembly below is always right
+                    self.log.error("incremental model failed: assembling every object",
+                                   error=f"{type(exc).__name__}: {exc}")
+                    cluster = None
+                if cluster is not None:
+                    return cluster, []
+                t0 = time.perf_counter()
+            if with_objects:
+                self.model.reason = "a dump of the cache"
+            self.model.ready = False            # until the full assembly below is adopted
             rows = self.view()
             topo_key = self.view_topology
             self.view_seconds = time.perf_counter() - t0
@@ -333,6 +377,7 @@ class WatchCache:
                     continue
                 # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
                 self.topology = (topo_key, cluster.hypernodes)
+                self.model.adopt(cluster, rows, dropped, schedulers)
                 objects = [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped] \
                     if with_objects else []
                 return cluster, objects
@@ -370,6 +415,17 @@ def _records(rows: list, dropped: set[tuple[str, str]]) -> dict[str, list]:
             rec = copy_
         records.setdefault(kind, []).append(rec)
     return records
+
+
+def _assumed(r: ResourceType, raw: dict, a: _Assumption) -> tuple[dict, Any]:
+    """``raw`` with the assumption ``a`` applied, and its record (None: gone, or unreadable)."""
+    if a.patch is None:
+        return raw, None
+    raw = merge_patch(raw, a.patch)
+    try:
+        return raw, parse_object(r.name, raw)
+    except InputError:
+        return raw, None
 
 
 def _merge_patches(a: dict, b: dict) -> dict:

@@ -43,6 +43,8 @@ class Metrics:
         self.restarts = Counter("corral_watch_restarts_total", "Watches re-opened or relisted",
                                 ["resource", "reason"], registry=r)
         self.leader = Gauge("corral_leader", "1 while this replica holds the lease", registry=r)
+        self.builds = Counter("corral_model_builds_total", "Models built for a cycle: full (every object "
+                              "assembled), incremental (changed jobs rebuilt), unchanged", ["kind"], registry=r)
         self.last_cycle = 0.0
 
     def render(self) -> bytes:

@@ -30,7 +30,6 @@ from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.manifests.build import DEFAULT_SCHEDULERS
 from corral.manifests.fields import format_time
-from corral.model import TaskStatus
 from corral.registry import REGISTRY
 
 __all__ = ["RunOptions", "Runner", "dry_run_assume"]
@@ -181,22 +180,26 @@ class Runner:
         self.cycle_no += 1
         n = self.cycle_no
         times: dict[str, float] = {}
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         try:
             dump = self.opts.dump is not None and n == 1
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
             times["build"] = time.perf_counter() - t
             times["view"] = self.cache.view_seconds
+            model = self.cache.model
+            if model.last == "full":
+                self.log.debug("model assembled from every object", cycle=n, reason=model.reason)
+            self.metrics.builds.labels(model.last).inc()
             if dump:
                 assert self.opts.dump is not None
                 path = self.cache.dump(self.opts.dump, objects, now)
                 self.log.info("cache dumped", path=str(path), now=format_time(now),
                               reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}")
-            pending = sum(1 for x in cluster.tasks.values()
-                          if x.managed and x.status in (TaskStatus.PENDING, TaskStatus.PIPELINED))
-            t1 = time.perf_counter()
+            pending = model.pending
+            t1, cpu1 = time.perf_counter(), time.process_time()
             decisions = run_cycle(cluster, self.config, REGISTRY, now, n)
             times["schedule"] = time.perf_counter() - t1
+            times["schedule_cpu"] = time.process_time() - cpu1
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler
             self.log.error("cycle failed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             self.metrics.api_errors.labels("cycle", "scheduler", "fault").inc()
@@ -213,8 +216,10 @@ class Runner:
             report = self.applier.apply(decisions, cluster, now)
         times["apply"] = time.perf_counter() - t2
         times["total"] = time.perf_counter() - t
+        times["total_cpu"] = time.process_time() - cpu
         self._observe(decisions, times, pending)
-        self.total.extend(decisions)
+        if self.opts.cycles is not None:        # kept for the caller of a bounded run; never grows unbounded
+            self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
         result = CycleResult(n, now, decisions, report, times)
         if self.keep_results:

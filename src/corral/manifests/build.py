@@ -339,13 +339,24 @@ def _preemptable(labels: dict[str, str], annotations: dict[str, str]) -> bool:
     return value.strip().lower() != "false"
 
 
-def _task(cluster: Cluster, rec: PodRec) -> Task:
+def _request(resources: ResourceIndex, requests: dict[str, float], seen: dict) -> tuple[np.ndarray, bool, bytes]:
+    """``(vector, best effort, its bytes)`` of a pod's requests; pods repeat a handful of request
+    shapes, so each shape is worked out once per build (``seen``) and every pod gets its own copy."""
+    key = tuple(requests.items())
+    got = seen.get(key)
+    if got is None:
+        req = np.zeros(len(resources))
+        for k, v in requests.items():
+            req[resources.pos(k)] = v
+        best_effort = not req.any()
+        req[resources.pos(PODS)] = 1000.0
+        got = seen[key] = (req, best_effort, req.tobytes())
+    return got[0].copy(), got[1], got[2]
+
+
+def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
     resources, nodes = cluster.resources, cluster.nodes
-    req = np.zeros(len(resources))
-    for k, v in rec.requests.items():
-        req[resources.pos(k)] = v
-    best_effort = not req.any()
-    req[resources.pos(PODS)] = 1000.0
+    req, best_effort, req_bytes = _request(resources, rec.requests, {} if seen is None else seen)
     node = nodes.index.get(rec.node_name, -1) if rec.node_name else -1
     status = _task_status(rec, node)
     nominated = nodes.index.get(rec.nominated, -1) if rec.nominated else -1
@@ -353,7 +364,8 @@ def _task(cluster: Cluster, rec: PodRec) -> Task:
         status = TaskStatus.PENDING
     role = rec.annotations.get(TASK_SPEC_KEY, rec.labels.get(TASK_SPEC_KEY, ""))
     affinity = rec.affinity
-    klass = (req.tobytes(), tuple(sorted(rec.node_selector.items())), affinity, rec.tolerations,
+    klass = (req_bytes, tuple(sorted(rec.node_selector.items())) if rec.node_selector else (), affinity,
+             rec.tolerations,
              rec.namespace if affinity is not None and affinity.has_pod_terms else "")
     return Task(uid=rec.uid, name=rec.name, namespace=rec.namespace, request=req, role=role,
                 priority=_pod_priority(cluster, rec), status=status, node=node, nominated=nominated,
@@ -388,8 +400,9 @@ def _jobs_and_tasks(cluster: Cluster, groups: list[PodGroupRec], pods: list[PodR
             raise InputError("duplicate podgroup", file=pg.file or None, obj=f"PodGroup {job.uid}",
                              field="metadata.name")
         cluster.jobs[job.uid] = job
+    shapes: dict = {}
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
-        task = _task(cluster, rec)
+        task = _task(cluster, rec, shapes)
         if task.uid in cluster.tasks:       # foreign tasks are in cluster.tasks too
             raise InputError("duplicate pod", file=rec.file, obj=f"Pod {task.key}", field="metadata.uid")
         if rec.scheduler not in schedulers:

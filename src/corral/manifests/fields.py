@@ -214,7 +214,8 @@ class Obj:
         return number
 
     def time(self, value: Any, path: str) -> float:
-        return parse_time(value, file=self.file, obj=self.ident, field=path)
+        got = _TIMES.get(value) if type(value) is str else None      # seen: no message to prepare
+        return got if got is not None else parse_time(value, file=self.file, obj=self.ident, field=path)
 
     def duration(self, value: Any, path: str) -> float:
         return parse_duration(value, file=self.file, obj=self.ident, field=path)

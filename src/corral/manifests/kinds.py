@@ -170,10 +170,15 @@ def _container_requests(o: Obj, containers: Any, path: str) -> list[dict[str, fl
         raise o.error("expected a list of containers", path)
     out = []
     for i, c in enumerate(containers):
-        res = o.mapping(o.mapping(c, f"{path}[{i}]").get("resources"), f"{path}[{i}].resources")
-        # Kubernetes defaults a missing request to the limit.
-        req = {**_resources(o, res.get("limits"), f"{path}[{i}].resources.limits"),
-               **_resources(o, res.get("requests"), f"{path}[{i}].resources.requests")}
+        res = c.get("resources") if type(c) is dict else o.mapping(c, f"{path}[{i}]").get("resources")
+        if type(res) is not dict:
+            res = o.mapping(res, f"{path}[{i}].resources")
+        limits, requests = res.get("limits"), res.get("requests")
+        # Kubernetes defaults a missing request to the limit (field paths are spelled out only when
+        # there is something to read: a snapshot has one or two containers per pod, tens of thousands)
+        req = _resources(o, limits, f"{path}[{i}].resources.limits") if limits is not None else {}
+        if requests is not None:
+            req.update(_resources(o, requests, f"{path}[{i}].resources.requests"))
         out.append(req)
     return out
 
@@ -205,9 +210,11 @@ def _pod(o: Obj) -> PodRec:
     for req in _container_requests(o, spec.get("containers"), "spec.containers"):
         for k, v in req.items():
             requests[k] = requests.get(k, 0.0) + v
-    _add_init_containers(o, spec.get("initContainers"), requests)
-    for k, v in _resources(o, spec.get("overhead"), "spec.overhead").items():
-        requests[k] = requests.get(k, 0.0) + v
+    if spec.get("initContainers") is not None:
+        _add_init_containers(o, spec.get("initContainers"), requests)
+    if spec.get("overhead") is not None:
+        for k, v in _resources(o, spec.get("overhead"), "spec.overhead").items():
+            requests[k] = requests.get(k, 0.0) + v
     tolerations = []
     for i, t in enumerate(o.listof(spec.get("tolerations"), "spec.tolerations")):
         if not isinstance(t, dict):
@@ -234,7 +241,7 @@ def _pod(o: Obj) -> PodRec:
         preempt_never=spec.get("preemptionPolicy") == "Never",
         requests=requests,
         node_selector=o.strmap(spec.get("nodeSelector"), "spec.nodeSelector"),
-        affinity=parse_affinity(spec.get("affinity"), o.ident),
+        affinity=parse_affinity(spec.get("affinity"), o.ident) if spec.get("affinity") else None,
         tolerations=tuple(tolerations),
         phase=o.string(status.get("phase"), "status.phase") or "Pending",
         nominated=o.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),

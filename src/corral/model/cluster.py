@@ -53,13 +53,24 @@ class Cluster:
     changed_jobs: set[str] | None = None
 
     def account(self) -> None:
-        """Recompute the node columns from task states (after loading or applying decisions)."""
+        """Recompute the node columns from task states (after loading or applying decisions): what
+        :meth:`charge` adds, gathered per column and added at once (``np.add.at`` adds in task order,
+        as charging one by one does)."""
         nodes = self.nodes
-        nodes.used[:] = 0
-        nodes.releasing[:] = 0
-        nodes.pipelined[:] = 0
+        held: tuple[list, list, list] = ([], [], [])           # used, releasing, pipelined: (row, task)
         for task in self.tasks.values():
-            self.charge(task, +1)
+            status = task.status
+            if status in OCCUPYING_STATES and task.node >= 0:
+                held[0].append((task.node, task.request))
+                if status is TaskStatus.RELEASING:
+                    held[1].append((task.node, task.request))
+            elif status is TaskStatus.PIPELINED and task.nominated >= 0:
+                held[2].append((task.nominated, task.request))
+        for column, entries in zip((nodes.used, nodes.releasing, nodes.pipelined), held):
+            column[:] = 0
+            if entries:
+                rows, requests = zip(*entries)
+                np.add.at(column, np.array(rows, dtype=np.intp), np.array(requests))
 
     def charge(self, task: Task, sign: int) -> None:
         """Add (sign +1) or remove (-1) what ``task`` holds on its node in its current state."""

@@ -51,10 +51,11 @@ class BinpackPlugin(Plugin):
                 raise ConfigError(f"binpack.resources.{name} given but {name} is not in binpack.resources",
                                   field=f"binpack.resources.{name}")
         self.weights = weights
-        self._per_class: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
+        self._per_class: dict[tuple, tuple[np.ndarray, ...] | None] = {}
 
-    def _terms(self, task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """``(cols, request, scaled weights)`` for ``task``, or None when it scores 0 everywhere (cached
+    def _terms(self, task: Task) -> tuple[np.ndarray, ...] | None:
+        """``(cols, request, scaled weights, allocatable of cols, where it is > 0)`` for ``task``
+        (allocatable does not change within a session), or None when it scores 0 everywhere (cached
         per equivalence class; the score of every placed pod is recomputed on the rows it changed)."""
         key = task.klass
         if key and key in self._per_class:
@@ -64,7 +65,8 @@ class BinpackPlugin(Plugin):
         total_w = w[cols].sum()
         terms = None
         if len(cols) and total_w > 0 and self.args.weight:
-            terms = (cols, task.request[cols], w[cols] * (100.0 * self.args.weight / total_w))
+            alloc = self.session.cluster.nodes.allocatable[:, cols]
+            terms = (cols, task.request[cols], w[cols] * (100.0 * self.args.weight / total_w), alloc, alloc > 0)
         if key:
             self._per_class[key] = terms
         return terms
@@ -73,10 +75,10 @@ class BinpackPlugin(Plugin):
         terms = self._terms(task)
         if terms is None:
             return np.zeros(len(rows))
-        cols, req, w = terms
-        nodes = self.session.cluster.nodes
-        alloc = nodes.allocatable[rows][:, cols]
-        used = nodes.used[rows][:, cols] + req
-        ok = (alloc > 0) & (used <= alloc)
-        frac = np.divide(used, alloc, out=np.zeros_like(used), where=ok)
+        cols, req, w, alloc_cols, has = terms
+        alloc = alloc_cols[rows]
+        used = self.session.cluster.nodes.used[rows[:, None], cols] + req
+        ok = has[rows] & (used <= alloc)
+        # column-major, as row-then-column indexing lays it out: ``frac @ w`` rounds the same as it did
+        frac = np.divide(used, alloc, out=np.zeros(used.shape, order="F"), where=ok)
         return frac @ w

@@ -9,9 +9,10 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
   (their lowest common ancestor or above) and whose allocatable capacity could hold the job's pending
   pods. For ALLOCATE all of them, lowest tier first, then tightest fit (hypernode bin-packing: the
   largest share of the domain's GPU, else CPU, capacity in use once the job's waiting pods are added).
-  For EVICT the top ``evictDomains`` (8) by the cost to enter (:meth:`entry_costs`: free room first,
-  then the work lost by the jobs that would have to give way, cheapest first), then lowest tier, then
-  name.
+  For EVICT the top ``evictDomains`` (8): first those the gang might enter without breaking a healthy
+  gang, counted node by node (:meth:`safe_fits`), then by the cost to enter (:meth:`entry_costs`: free
+  room first, then the work lost by the jobs that would have to give way, cheapest first), then lowest
+  tier, then name.
   Soft mode appends the whole cluster.
 - **GangPredicate** — fast fail, with a reason that names the numbers, when the job's waiting pods need
   more than the cluster (any mode) or any allowed hypernode (hard) has in total, or when no allowed
@@ -34,7 +35,7 @@ import numpy as np
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Plugin
-from corral.model import ALLOCATED_STATES, Job, TaskStatus
+from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS
 from corral.model.work import checkpoint, run_hours
@@ -224,15 +225,18 @@ class NetworkTopologyPlugin(Plugin):
             scored = self._allocate_order(job, self._allowed(job), need)
         else:
             domains = self.allowed_domains(job)
-            cost = self.entry_costs(job, domains, need)
-            scored = [Domain(d.name, d.mask, d.tier, -c) for d, c in zip(domains, cost)]
-            scored.sort(key=lambda d: (-d.score, d.tier, d.name))
-            scored = scored[: self.args.evict_domains]
+            pods = self._victim_pods(job)
+            cost = self.entry_costs(job, domains, need, pods)
+            fits = self.safe_fits(job, domains, pods)
+            order = sorted(range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name))
+            scored = [Domain(domains[i].name, domains[i].mask, domains[i].tier, -cost[i])
+                      for i in order[: self.args.evict_domains]]
         if job.topology_mode == "soft":
             scored.append(Domain("cluster", ~nodes.down, None))
         return scored
 
-    def entry_costs(self, job: Job, domains: Sequence[Domain], need: np.ndarray) -> list[float]:
+    def entry_costs(self, job: Job, domains: Sequence[Domain], need: np.ndarray,
+                    pods: list[Task] | None = None) -> list[float]:
         """The cost to enter each domain, for eviction: what the gang lacks there once the free and
         releasing capacity is used, made up from the running pods that might give way — pods of lower
         priority in the job's queue or pods of other queues (preemptable, of this scheduler) — as the
@@ -243,22 +247,75 @@ class NetworkTopologyPlugin(Plugin):
         measured against the need and summed over the requested resources. 0: enough is free already;
         inf: even all of them would not do. An estimate: the eviction action decides (victim rules,
         bundles, dry run)."""
-        cluster = self.session.cluster
-        nodes = cluster.nodes
         cols = np.flatnonzero((need > EPS) & self.cols)
         if not cols.size:
             return [0.0] * len(domains)
-        want = need[cols]
-        now = self.session.now
-        fut = np.clip(nodes.future_idle[:, cols] * (~nodes.down)[:, None], 0, None)
-        pods = [t for t in cluster.tasks.values()
+        if not domains:
+            return []
+        v = self._victims(job, cols, need[cols], pods)
+        fut = self._future_free(cols)
+        masks = np.array([d.mask for d in domains])
+        lack = need[cols] - masks.astype(float) @ fut
+        return _entry_costs(masks, lack, v.rows, v.owner, v.req, v.work, v.held, v.surplus, need[cols])
+
+    def safe_fits(self, job: Job, domains: Sequence[Domain], pods: list[Task] | None = None) -> np.ndarray:
+        """Per domain: could the gang's waiting pods fit there, node by node, in the free and releasing
+        room plus what the surplus pods of the jobs that might give way (all pods of a broken job)
+        free on the same node — that is, without breaking a healthy gang? Each pod is counted at the
+        largest request of the waiting pods (and, when they are all alike, within their predicates); a
+        job's surplus is counted on every node it runs on (up to its pods there), so this is an upper
+        bound: False means some healthy gang must break to enter the domain."""
+        waiting = [t for t in job.tasks if t.status in _WAITING and t.managed]
+        if not waiting or not domains:
+            return np.ones(len(domains), dtype=bool)
+        req = np.max([t.request for t in waiting], axis=0)
+        cols = np.flatnonzero((req > EPS) & self.cols)
+        if not cols.size:
+            return np.ones(len(domains), dtype=bool)
+        v = self._victims(job, cols, req[cols], pods)
+        room = self._future_free(cols)
+        if v.rows.size:
+            keys, slot = np.unique(v.rows * len(v.surplus) + v.owner, return_inverse=True)
+            local = np.bincount(slot, minlength=len(keys))                  # its pods on one node
+            spare = v.surplus[keys % len(v.surplus)]
+            share = np.where(spare < 0, 1.0, np.minimum(local, np.maximum(spare, 0)) / np.maximum(local, 1))
+            np.add.at(room, v.rows, v.req * share[slot][:, None])
+        slots = np.floor((room + EPS) / req[cols]).min(axis=1)
+        if all(t.klass and t.klass == waiting[0].klass for t in waiting):
+            slots = slots * self.session.predicate(waiting[0])
+        slots = np.minimum(np.maximum(slots, 0), len(waiting))
+        return np.array([d.mask for d in domains]).astype(float) @ slots >= len(waiting)
+
+    def _future_free(self, cols: np.ndarray) -> np.ndarray:
+        nodes = self.session.cluster.nodes
+        return np.clip(nodes.future_idle[:, cols] * (~nodes.down)[:, None], 0, None)
+
+    def _victim_pods(self, job: Job) -> list[Task]:
+        """The running pods that might give way to ``job`` — preemptable, of this scheduler: of its
+        queue and lower priority for a preempt action, of other reclaimable queues for a reclaim action
+        (the session's current action; both for any other)."""
+        cluster = self.session.cluster
+        asker = self.session.action
+        same = not asker.endswith("reclaim")             # preempt: its queue, lower priority
+        other = not asker.endswith("preempt")            # reclaim: other, reclaimable queues
+        return [t for t in cluster.tasks.values()
                 if t.status in _VICTIM and t.managed and t.preemptable and t.node >= 0 and t.job is not None
-                and t.job is not job and (t.job.queue != job.queue or t.job.priority < job.priority)]
+                and t.job is not job and (
+                    (same and t.job.queue == job.queue and t.job.priority < job.priority)
+                    or (other and t.job.queue != job.queue and _reclaimable(cluster, t.job.queue)))]
+
+    def _victims(self, job: Job, cols: np.ndarray, want: np.ndarray, pods: list[Task] | None) -> "_Victims":
+        """The pods that might give way (:meth:`_victim_pods`, unless given) with their requests in
+        ``cols``, their work in units of ``want``, and per job what it holds and its surplus above
+        minMember (negative: broken)."""
+        now = self.session.now
+        pods = self._victim_pods(job) if pods is None else pods
         jobs = list({id(t.job): t.job for t in pods}.values())
         index = {id(j): i for i, j in enumerate(jobs)}
         rows = np.array([t.node for t in pods], dtype=np.int64)
         owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
-        req = np.array([t.request for t in pods]).reshape(len(pods), len(need))[:, cols]
+        req = np.array([t.request for t in pods]).reshape(len(pods), -1)[:, cols] if pods else \
+            np.zeros((0, len(cols)))
         since = {id(j): checkpoint(j) for j in jobs}
         work = (req / want).sum(axis=1) * np.array([run_hours(t, now, since[id(t.job)]) for t in pods])
         # what each job holds: its candidate pods, and any other pod it has placed
@@ -275,11 +332,7 @@ class NetworkTopologyPlugin(Plugin):
                 elif t.status is TaskStatus.SUCCEEDED:
                     ready[k] += 1
         surplus = ready - np.array([j.min_member for j in jobs], dtype=np.int64)
-        if not domains:
-            return []
-        masks = np.array([d.mask for d in domains])
-        lack = want - masks.astype(float) @ fut
-        return _entry_costs(masks, lack, rows, owner, req, work, held, surplus, want)
+        return _Victims(rows, owner, req, work, held, surplus)
 
     def gang_predicate(self, job: Job) -> str | None:
         if not job.topology_mode:
@@ -313,6 +366,23 @@ class NetworkTopologyPlugin(Plugin):
 
     def hypernode_order(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
         return self.args.weight * np.array([self._score(d.mask) for d in domains], dtype=float)
+
+
+def _reclaimable(cluster, queue: str) -> bool:
+    q = cluster.queues.get(queue)
+    return q is not None and q.reclaimable
+
+
+@dataclass
+class _Victims:
+    """The pods that might give way, as arrays (:meth:`NetworkTopologyPlugin._victims`)."""
+
+    rows: np.ndarray        # per pod: its node
+    owner: np.ndarray       # per pod: its job's index
+    req: np.ndarray         # per pod: its request in the columns asked
+    work: np.ndarray        # per pod: its work
+    held: np.ndarray        # per job: all the work it holds
+    surplus: np.ndarray     # per job: ready pods above minMember (negative: broken)
 
 
 def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: np.ndarray, req: np.ndarray,

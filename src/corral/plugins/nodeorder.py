@@ -18,6 +18,7 @@ its weight, summed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,9 @@ class NodeOrderPlugin(Plugin):
         res = self.session.cluster.resources
         self.cols = [res.pos(CPU), res.pos(MEMORY)]
         self.bal_cols = np.array(self.cols + ([res.pos(GPU)] if GPU in res else []), dtype=np.intp)
+        # allocatable does not change within a session: its scored columns are sliced once
+        self._alloc = self.session.cluster.nodes.allocatable[:, self.bal_cols]
+        self._has = self._alloc > 0
         # nodes grouped by their PreferNoSchedule taints (the hard ones are the predicates' business)
         groups: dict[tuple, int] = {}
         ids = [groups.setdefault(tuple(t for t in taints if t.effect == "PreferNoSchedule"), len(groups))
@@ -71,19 +75,45 @@ class NodeOrderPlugin(Plugin):
         return not (aff is not None and self.args.pod_affinity
                     and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred))
 
-    def _fractions(self, task: Task, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Used fraction of each of ``cols`` after placing ``task``, capped at 1 (0 where the node has
-        none of the resource). Requests and usage are never negative, so only the cap is needed."""
-        nodes = self.session.cluster.nodes
-        alloc = nodes.allocatable[rows][:, cols]
-        used = nodes.used[rows][:, cols] + task.request[cols]
-        frac = np.divide(used, alloc, out=np.zeros_like(used), where=alloc > 0)
+    def _fractions(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        """Used fraction of the cpu, memory[, gpu] columns after placing ``task``, capped at 1 (0 where
+        the node has none of the resource). Requests and usage are never negative, so only the cap is
+        needed."""
+        cols = self.bal_cols
+        used = self.session.cluster.nodes.used[rows[:, None], cols] + task.request[cols]
+        frac = np.divide(used, self._alloc[rows], out=np.zeros(used.shape, order="F"), where=self._has[rows])
         return np.minimum(frac, 1.0, out=frac)
+
+    def _resource_score(self, task: Task, row: int) -> float:
+        """The least/most-requested and balanced scores of one node in plain floats (the one row a
+        placement changed): the same IEEE operations in the same order as the array code below."""
+        a, cols = self.args, self.bal_cols
+        used = self.session.cluster.nodes.used[row, cols].tolist()
+        req = task.request[cols].tolist()
+        frac = []
+        for u, r, al in zip(used, req, self._alloc[row].tolist()):
+            f = (u + r) / al if al > 0 else 0.0
+            frac.append(1.0 if f > 1.0 else f)
+        mean = (frac[0] + frac[1]) * 0.5
+        score = a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
+        if a.balanced:
+            k = len(frac)
+            total = frac[0]
+            for f in frac[1:]:                 # left to right, as numpy sums a short row (not sum():
+                total += f                      # Python 3.12's sum() compensates rounding)
+            avg = total / k
+            sq = (frac[0] - avg) * (frac[0] - avg)
+            for f in frac[1:]:
+                sq += (f - avg) * (f - avg)
+            score += a.balanced * 100.0 * (1.0 - math.sqrt(sq / k))
+        return score
 
     def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
         a = self.args
-        if a.least or a.most or a.balanced:
-            frac = self._fractions(task, rows, self.bal_cols)      # cpu, memory[, gpu]
+        if (a.least or a.most or a.balanced) and len(rows) == 1:
+            score = np.array([self._resource_score(task, int(rows[0]))])
+        elif a.least or a.most or a.balanced:
+            frac = self._fractions(task, rows)      # cpu, memory[, gpu]
             mean = (frac[:, 0] + frac[:, 1]) * 0.5
             score = a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
             if a.balanced:                                 # population std over the columns, by hand

@@ -35,11 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from ortools.graph.python.min_cost_flow import SimpleMinCostFlow
 
 from corral.errors import CorralError
 
-__all__ = ["FlowNetwork", "FlowSolution", "solve"]
+__all__ = ["FlowNetwork", "FlowSolution", "Solver", "solve"]
 
 _I64 = np.int64
 
@@ -81,7 +80,7 @@ class FlowNetwork:
 
     @property
     def arcs(self) -> int:
-        return 4 * len(self.job_supply) + 2 * len(self.group_job) + len(self.ga_group) + len(self.gn_group) \
+        return 4 * len(self.job_supply) + len(self.group_job) + len(self.ga_group) + len(self.gn_group) \
             + len(self.an_agg) + self.n_nodes + len(self.aa_src)
 
 
@@ -97,53 +96,91 @@ class FlowSolution:
     cost: int
 
 
+class Solver:
+    """One network loaded into one OR-Tools ``SimpleMinCostFlow`` (arcs once, by the vectorised loader),
+    solved again as often as needed with other jobs active or without the lower bounds: a re-solve only
+    changes the capacities of the arcs that depend on the active jobs and the supplies
+    (``set_arc_capacities``, ``set_nodes_supplies``), never reloads the arcs."""
+
+    _PARTS = ("ja", "ju", "au", "us", "ag", "gx", "gn", "xn", "ns", "xx")
+
+    def __init__(self, net: FlowNetwork) -> None:
+        self.net = net
+        n_jobs, n_groups = len(net.job_supply), len(net.group_job)
+        jobs = np.arange(n_jobs, dtype=_I64)
+        self.J, self.A, U = 1 + jobs, 1 + n_jobs + jobs, 1 + 2 * n_jobs + jobs
+        G0 = 1 + 3 * n_jobs
+        X0 = G0 + n_groups
+        N0 = X0 + net.n_aggs
+        self.n_vertices = N0 + net.n_nodes
+        sink = 0
+        gq = np.arange(n_groups, dtype=_I64)
+        n_aa = len(net.aa_src)
+        sizes = [n_jobs, n_jobs, n_jobs, n_jobs, n_groups, len(net.ga_group), len(net.gn_group), len(net.an_agg),
+                 net.n_nodes, n_aa]
+        self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(_I64)
+        tails = np.concatenate([self.J, self.J, self.A, U, self.A[net.group_job], G0 + net.ga_group,
+                                G0 + net.gn_group, X0 + net.an_agg, N0 + np.arange(net.n_nodes, dtype=_I64),
+                                X0 + net.aa_src]).astype(_I64)
+        heads = np.concatenate([self.A, U, U, np.full(n_jobs, sink, _I64), G0 + gq, X0 + net.ga_agg,
+                                N0 + net.gn_node, N0 + net.an_node, np.full(net.n_nodes, sink, _I64),
+                                X0 + net.aa_dst]).astype(_I64)
+        zeros = np.zeros(n_jobs, _I64)
+        costs = np.concatenate([zeros, net.job_wait_cost, net.job_penalty, zeros, np.zeros(n_groups, _I64),
+                                net.ga_cost, net.gn_cost, net.an_cost,
+                                np.zeros(net.n_nodes + n_aa, _I64)]).astype(_I64)
+        self.n_arcs = len(tails)
+        from ortools.graph.python.min_cost_flow import SimpleMinCostFlow   # only where the flow action runs
+        self.mcf = SimpleMinCostFlow()
+        self.mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, self._caps(None, True), costs)
+        self._loaded = True
+        self.solves = 0
+
+    def _caps(self, active: np.ndarray | None, bounded: bool) -> np.ndarray:
+        net = self.net
+        n_jobs = len(net.job_supply)
+        on = np.ones(n_jobs, bool) if active is None else active
+        n = np.where(on, net.job_supply, 0).astype(_I64)
+        k = np.minimum(np.where(on & bounded, net.job_lower, 0), n).astype(_I64)
+        gcap = np.where(on[net.group_job], net.group_count, 0).astype(_I64)
+        ga_cap = gcap[net.ga_group] if len(net.ga_group) else np.zeros(0, _I64)
+        self._n, self._k = n, k
+        return np.concatenate([n - k, n - k, k, n, gcap, ga_cap, net.gn_cap * (gcap[net.gn_group] > 0),
+                               net.an_cap, net.node_cap, np.full(len(net.aa_src), int(n.sum()), _I64)]).astype(_I64)
+
+    def solve(self, active: np.ndarray | None = None, *, bounded: bool = True) -> FlowSolution:
+        """Solve with the jobs of ``active`` (a boolean mask over jobs; default all): an inactive job
+        supplies nothing; ``bounded=False`` drops the lower bounds (the plain network). Raises
+        ``CorralError`` if OR-Tools does not report an optimum (it always should: the unscheduled
+        aggregators make every round feasible)."""
+        mcf, net = self.mcf, self.net
+        if self._loaded and active is None and bounded:
+            n, k = self._n, self._k
+        else:
+            mcf.set_arc_capacities(np.arange(self.n_arcs, dtype=np.int32), self._caps(active, bounded))
+            n, k = self._n, self._k
+        self._loaded = False
+        supply = np.zeros(self.n_vertices, _I64)
+        supply[self.J] = n - k
+        supply[self.A] = k
+        supply[0] = -int(n.sum())
+        mcf.set_nodes_supplies(np.arange(self.n_vertices, dtype=np.int32), supply)
+        status = mcf.solve()
+        self.solves += 1
+        if status != mcf.OPTIMAL:
+            raise CorralError(f"min-cost flow solver returned status {status} (network of {self.n_vertices} "
+                              f"vertices, {self.n_arcs} arcs)")
+        flows = mcf.flows(np.arange(self.n_arcs, dtype=_I64))
+        part = {name: flows[self.starts[i]:self.starts[i + 1]] for i, name in enumerate(self._PARTS)}
+        ug, un, uk = _split(net, part["gx"], part["gn"], part["xn"], part["xx"])
+        placed = np.bincount(net.group_job[ug], minlength=len(net.job_supply)) if ug.size \
+            else np.zeros(len(net.job_supply), _I64)
+        return FlowSolution(ug, un, uk, placed.astype(_I64), int(mcf.optimal_cost()))
+
+
 def solve(net: FlowNetwork, active: np.ndarray | None = None, *, bounded: bool = True) -> FlowSolution:
-    """Solve ``net`` with the jobs of ``active`` (a boolean mask over jobs; default all): an inactive
-    job supplies nothing; ``bounded=False`` drops the lower bounds (the plain network). Raises ``CorralError`` if OR-Tools does not report an optimum (it always
-    should: the unscheduled aggregators make every round feasible)."""
-    n_jobs, n_groups = len(net.job_supply), len(net.group_job)
-    on = np.ones(n_jobs, bool) if active is None else active
-    n = np.where(on, net.job_supply, 0).astype(_I64)
-    k = np.minimum(np.where(on & bounded, net.job_lower, 0), n).astype(_I64)
-    jobs = np.arange(n_jobs, dtype=_I64)
-    J, A, U = 1 + jobs, 1 + n_jobs + jobs, 1 + 2 * n_jobs + jobs
-    G0 = 1 + 3 * n_jobs
-    X0 = G0 + n_groups
-    N0 = X0 + net.n_aggs
-    sink = 0
-    gcap = np.where(on[net.group_job], net.group_count, 0).astype(_I64)
-    gq = np.arange(n_groups, dtype=_I64)
-    n_aa = len(net.aa_src)
-    sizes = [n_jobs, n_jobs, n_jobs, n_jobs, n_groups, len(net.ga_group), len(net.gn_group), len(net.an_agg),
-             net.n_nodes, n_aa]
-    tails = np.concatenate([J, J, A, U, A[net.group_job], G0 + net.ga_group, G0 + net.gn_group,
-                            X0 + net.an_agg, N0 + np.arange(net.n_nodes, dtype=_I64), X0 + net.aa_src]).astype(_I64)
-    heads = np.concatenate([A, U, U, np.full(n_jobs, sink, _I64), G0 + gq, X0 + net.ga_agg, N0 + net.gn_node,
-                            N0 + net.an_node, np.full(net.n_nodes, sink, _I64), X0 + net.aa_dst]).astype(_I64)
-    ga_cap = gcap[net.ga_group] if len(net.ga_group) else np.zeros(0, _I64)
-    caps = np.concatenate([n - k, n - k, k, n, gcap, ga_cap, net.gn_cap * (gcap[net.gn_group] > 0),
-                           net.an_cap, net.node_cap, np.full(n_aa, int(n.sum()), _I64)]).astype(_I64)
-    zeros = np.zeros(n_jobs, _I64)
-    costs = np.concatenate([zeros, net.job_wait_cost, net.job_penalty, zeros, np.zeros(n_groups, _I64),
-                            net.ga_cost, net.gn_cost, net.an_cost, np.zeros(net.n_nodes + n_aa, _I64)]).astype(_I64)
-    mcf = SimpleMinCostFlow()
-    mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, costs)
-    supply = np.zeros(N0 + net.n_nodes, _I64)
-    supply[J] = n - k
-    supply[A] = k
-    supply[sink] = -int(n.sum())
-    mcf.set_nodes_supplies(np.arange(len(supply), dtype=_I64), supply)
-    status = mcf.solve()
-    if status != mcf.OPTIMAL:
-        raise CorralError(f"min-cost flow solver returned status {status} (network of {len(supply)} vertices, "
-                          f"{len(tails)} arcs)")
-    flows = mcf.flows(np.arange(len(tails), dtype=_I64))
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    part = {name: flows[starts[i]:starts[i + 1]] for i, name in
-            enumerate(["ja", "ju", "au", "us", "ag", "gx", "gn", "xn", "ns", "xx"])}
-    ug, un, uk = _split(net, part["gx"], part["gn"], part["xn"], part["xx"])
-    placed = np.bincount(net.group_job[ug], minlength=n_jobs) if ug.size else np.zeros(n_jobs, _I64)
-    return FlowSolution(ug, un, uk, placed.astype(_I64), int(mcf.optimal_cost()))
+    """Load ``net`` and solve it once (:meth:`Solver.solve`)."""
+    return Solver(net).solve(active, bounded=bounded)
 
 
 def _split(net: FlowNetwork, gx: np.ndarray, gn: np.ndarray, xn: np.ndarray,

@@ -26,8 +26,12 @@ What is modelled
     ``reclaim_floor`` — nothing (capacity: the guarantee) for a queue above its share, everything it
     holds for a queue at or below it. The plugin's rule (Volcano's: a victim while the queue is still
     above its share, the pod that crosses the line allowed) allows a subset of those sets, so the
-    oracle's answer is a bound. Without ``queue_slack`` reclaim victims are limited only by
-    reclaimability (what the actions do when the rule is not configured to apply).
+    oracle's answer is a bound. With ``queue_limits`` (see :func:`queue_limits`) the rule itself is
+    modelled: the victims of a queue pass when, taken with their largest pod last (the one that
+    crosses the line), they leave it above its line in some resource, and within its guarantee —
+    exact for flat queues, a relaxation in a queue tree (one order must then suit every queue of a
+    side). Without either, reclaim victims are limited only by reclaimability (what the actions do
+    when the rule is not configured to apply).
 
 * **Domain** — the gang lands entirely in ONE domain: a HyperNode of tier ≤ ``highestTierAllowed``
   (all tiers when unset) that contains every node the gang already runs on, when the job has
@@ -72,7 +76,7 @@ from corral.model.work import checkpoint, run_hours
 
 __all__ = ["OracleResult", "solve_gang_eviction", "solve_by_rules",
            "candidate_victims", "work_lost", "pod_work",
-           "queue_slack", "allowed_domains", "waiting_pods"]
+           "queue_slack", "queue_limits", "allowed_domains", "waiting_pods"]
 
 #: Pods that can be victims (as in ``corral.actions.evict``): running, or bound by an earlier cycle.
 VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
@@ -241,6 +245,28 @@ def queue_slack(session) -> dict[str, np.ndarray]:
     return out
 
 
+def queue_limits(session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The queue rule of the session's ``proportion`` or ``capacity`` plugin, exactly, for a gang of
+    ``reclaimer_queue``: per victim-side queue (not an ancestor of the reclaimer's, see
+    ``QueuePlugin.victim_side``) the pair (``above``, ``keep``) — held less the reclaim line over the
+    shared resources (−inf elsewhere), held less the guarantee where the plugin keeps it (inf
+    elsewhere). Empty when neither plugin is configured. See :func:`solve_gang_eviction`."""
+    plugin = session.plugin("proportion") or session.plugin("capacity")
+    if plugin is None:
+        return {}
+    mine = set(session.cluster.queue_chain(reclaimer_queue)) if reclaimer_queue in plugin.queues else set()
+    out = {}
+    for name, q in plugin.queues.items():
+        if name in mine:
+            continue
+        held = plugin.allocated[name]
+        above = np.where(plugin.cols, held - plugin.reclaim_line(name), -np.inf)
+        keep = np.where(plugin.cols, held - plugin.guarantee(q), np.inf) if plugin.keeps_guarantee else \
+            np.full(len(held), np.inf)
+        out[name] = (above, keep)
+    return out
+
+
 def solve_by_rules(cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None,
                    **kwargs) -> OracleResult:
     """The oracle under the gang actions' lexicographic rule: break no healthy gang if any plan can
@@ -277,6 +303,46 @@ _STOP = ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO")
 
 
 # -- the model -------------------------------------------------------------------------------------
+def _queue_rule(model, cluster: Cluster, victims: list[Task], evict: list,
+                limits: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """The queue rule of proportion/capacity, exactly for each queue alone: the victims of a queue
+    (those of it and its descendants) pass, in their best order (the largest last), when in some
+    resource what they free less one of them (the pod that crosses the line) stays below the queue's
+    ``above``, and in every resource what they free stays within its ``keep``. (In a queue tree one
+    order must suit every queue of a side at once: then this is a relaxation.)"""
+    per_queue: dict[str, list[int]] = {}
+    for i, v in enumerate(victims):
+        for name in cluster.queue_chain(v.job.queue):
+            if name in limits:
+                per_queue.setdefault(name, []).append(i)
+    for name, idx in per_queue.items():
+        above, keep = limits[name]
+        cols = [c for c in range(len(above)) if any(victims[i].request[c] > 0 for i in idx)]
+        units = {c: _scale(victims[i].request[c] for i in idx) for c in cols}
+        amount = {c: [(i, int(round(victims[i].request[c] / units[c]))) for i in idx] for c in cols}
+        for c in cols:
+            if np.isfinite(keep[c]):
+                model.Add(sum(q * evict[i] for i, q in amount[c]) <= max(math.floor((keep[c] + EPS) / units[c]), 0))
+        if any(a > EPS for c, a in enumerate(above) if c not in units):
+            continue                    # above its line in a resource no victim frees: the line never binds
+        # lim: the most (in units) the victims may free less the crossing pod: k * u < above - EPS
+        lims = {c: math.ceil((above[c] - EPS) / units[c]) - 1 for c in cols if np.isfinite(above[c])}
+        lims = {c: v for c, v in lims.items() if v >= 0}
+        if not lims:
+            for i in idx:
+                model.Add(evict[i] == 0)
+            continue
+        cross = [model.NewBoolVar(f"x_{name}_{i}") for i in idx]
+        for z, i in zip(cross, idx):
+            model.AddImplication(z, evict[i])
+        model.Add(sum(cross) <= 1)
+        which = {c: model.NewBoolVar(f"y_{name}_{c}") for c in lims}
+        for i in idx:
+            model.Add(sum(which.values()) >= 1).OnlyEnforceIf(evict[i])
+        for c, lim in lims.items():
+            model.Add(sum(q * (evict[i] - z) for (i, q), z in zip(amount[c], cross)) <= lim).OnlyEnforceIf(which[c])
+
+
 def _needed(job: Job) -> tuple[int, dict[str, int]]:
     have = sum(1 for t in job.tasks if t.status in _HAVE)
     missing = max(job.min_member - have, 0)
@@ -305,6 +371,7 @@ def _scale(values: Iterable[float]) -> int:
 
 def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", now: float,
                         time_limit: float = 10.0, queue_slack: Mapping[str, np.ndarray] | None = None,
+                        queue_limits: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
                         node_mask: Callable[[Task], np.ndarray] | None = None, workers: int = 1,
                         hint: Sequence[Task] | None = None, rank: Callable[[Job], float] | None = None,
                         max_rank: float | None = None, break_gangs: bool = True) -> OracleResult:
@@ -312,7 +379,8 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
 
     ``cluster`` is read only. ``action``: "preempt" or "reclaim". ``now``: seconds since the epoch
     (run times are measured to it). ``queue_slack``: per queue, what it may give up (reclaim; see
-    :func:`queue_slack`). ``node_mask(task)``: extra node eligibility for a waiting pod. ``hint``: a
+    :func:`queue_slack`), or ``queue_limits``: the queue rule itself (see :func:`queue_limits`).
+    ``node_mask(task)``: extra node eligibility for a waiting pod. ``hint``: a
     known-feasible victim set to start the search from (e.g. what an action chose).
     ``max_rank``: only victims whose job's ``rank`` (default: its priority) is at most this.
     ``break_gangs`` false: no healthy gang may drop below its minimums (only surplus pods and pods of
@@ -464,6 +532,9 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
                 limit = max(math.floor((slack[c] + EPS) / u), 0)
                 model.Add(sum(int(round(victims[i].request[c] / u)) * evict[i]
                               for i in idx if victims[i].request[c] > 0) <= limit)
+
+    if action == "reclaim" and queue_limits:
+        _queue_rule(model, cluster, victims, evict, queue_limits)
 
     weight = len(victims) + 1
     model.Minimize(weight * sum(cost_terms) + sum(evict))

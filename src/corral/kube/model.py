@@ -1,0 +1,436 @@
+"""The incremental model of ``corral run``: the cluster of the watch cache kept from cycle to cycle, with
+only what changed built again.
+
+The snapshot loader builds a cluster in two steps: each object is parsed into a record
+(:func:`corral.manifests.kinds.parse_object`, done by the watch cache once per version of an object), and
+the records are assembled (:func:`corral.manifests.build.assemble_cluster`). Assembling 50,000 pods takes
+longer than the scheduling cycle itself, so a cycle does not assemble again what did not change:
+
+- **Full assembly** (the snapshot loader's, :meth:`LiveModel.adopt` keeps its pieces): on the first cycle,
+  and whenever a Queue, PriorityClass, PodDisruptionBudget or HyperNode changes what it reads as, a Node
+  is added or removed, the set of resource names changes, the served schedulers change, or the last full
+  assembly had to leave an object out (an assembly error: the culprit search needs every object). An
+  object whose new version reads as the old one (a Node's status heartbeat) changes nothing.
+- **Nodes** whose labels, taints, allocatable or annotations changed: the node rows and the HyperNode tree
+  are built again by the loader's ``_nodes`` and ``_hypernodes`` (tasks keep their rows: the node names
+  are the same), a few milliseconds per thousand nodes.
+- **Incremental** (:meth:`LiveModel.advance`): a changed Pod or PodGroup rebuilds the job it belongs to
+  (its PodGroup and every pod naming it; a pod without podgroup is its own job; a pod of another
+  scheduler is alone) through the loader's own ``_jobs_and_tasks`` on a cluster that holds only that
+  job, so the jobs and tasks it makes are the ones a full assembly makes. The node columns move by what
+  the replaced tasks held (:meth:`~corral.model.Cluster.charge`), the dicts of tasks and jobs keep the
+  loader's order (pods by namespace and name; podgroups by namespace and name, then the other jobs by
+  their first pod). An assembly error (a duplicate uid, a pod named as a podgroup) falls back to the full
+  assembly, which leaves the culprit out and logs it once.
+
+A cycle changes the cluster it runs on (task states, node columns, podgroup phases and annotations, node
+locks). Before every cycle :meth:`LiveModel.advance` puts back what each task, job and node held when
+built, so every cycle starts from the cache's state, as a freshly assembled cluster would, and a new
+:class:`~corral.model.Cluster` object holds the pieces (nothing a cycle keeps on the cluster outlives it).
+
+Node columns are moved by sums and differences; that is exact (the same bits as the loader's summation
+in any order) while every amount is a whole number of milli-units below 2**50, which quantities of real
+clusters are. A task with any other amount makes the cycle recompute the columns from every task
+(:meth:`~corral.model.Cluster.account`, the loader's way).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from corral.errors import InputError
+from corral.manifests.build import _hypernodes, _jobs_and_tasks, _nodes
+from corral.manifests.kinds import PodGroupRec, PodRec
+from corral.model import Cluster, Job, Task, TaskStatus
+from corral.model.resources import CPU, MEMORY, PODS
+
+__all__ = ["LiveModel"]
+
+_EXACT = float(2 ** 50)         # amounts below this (whole milli-units) sum exactly in float64
+_INCREMENTAL = ("Pod", "PodGroup", "Node")
+_WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
+
+
+Bucket = tuple[str, str]        # ("job", job uid) or ("pod", pod key): what one piece of assembly builds
+
+
+def _key(rec: Any) -> str:
+    return f"{rec.namespace}/{rec.name}"
+
+
+def _exact(requests: list[np.ndarray]) -> bool:
+    if not requests:
+        return True
+    m = np.stack(requests)
+    return bool(np.all(np.abs(m) < _EXACT) and np.all(m == np.floor(m)))
+
+
+@dataclass
+class _Built:
+    """What one bucket built: its job (none for a pod of another scheduler) and its tasks."""
+
+    jobs: list[Job] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
+
+
+class LiveModel:
+    """Cluster pieces kept across cycles, the records they were built from, and their state as built."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.schedulers: tuple[str, ...] = ()
+        self.last = ""                                     # "full" | "incremental" | "unchanged"
+        self.reason = "first build"                        # why the next build assembles everything
+        self.rebuilt = 0                                   # buckets rebuilt by the last incremental step
+        self.pending = 0                                   # pods of served schedulers waiting for a node
+
+    # -- adopting a full assembly --------------------------------------------------------------------
+    def adopt(self, cluster: Cluster, rows: Sequence[tuple[Any, str, dict, tuple[str, Any]]],
+              dropped: set[tuple[str, str]], schedulers: Sequence[str]) -> None:
+        """Keep the pieces of ``cluster``, assembled by the loader from ``rows`` (``(type, key, dict,
+        (kind, record))``) less ``dropped``, and the state of every task, job and node as built."""
+        self.schedulers = tuple(schedulers)
+        self.served = set(schedulers)
+        self.dropped = bool(dropped)
+        self.records: dict[tuple[str, str], Any] = {}      # (resource type name, cache key) -> record
+        self.pods: dict[str, PodRec] = {}                  # pod key -> record
+        self.groups: dict[str, PodGroupRec] = {}           # podgroup key -> record
+        self.members: dict[Bucket, set[str]] = {}          # bucket -> pod keys
+        self.bucket_of: dict[str, Bucket] = {}             # pod key -> bucket
+        self.names: dict[str, int] = {}                     # resource name -> pods and podgroups naming it
+        self.node_recs: dict[str, Any] = {}                # cache key -> Node record
+        self.hyper_recs: list[Any] = []                     # HyperNode records, in the loader's order
+        queued: set[str] = {CPU, MEMORY, PODS}            # columns every cluster has, and the queues'
+        for r, key, _raw, (kind, rec) in rows:
+            self.records[(r.name, key)] = rec
+            if kind == "Pod":
+                self._add_pod(rec)
+            elif kind == "PodGroup":
+                self._add_group(rec)
+            elif kind == "Node":
+                self.node_recs[key] = rec
+            elif kind == "HyperNode":
+                self.hyper_recs.append(rec)
+            elif kind == "Queue":
+                for d in (rec.capability, rec.deserved, rec.guarantee):
+                    queued.update(d or ())
+        self.queued = queued
+        self.fixed = self._fixed()
+        self.resources, self.nodes = cluster.resources, cluster.nodes
+        self.queues, self.hypernodes = cluster.queues, cluster.hypernodes
+        self.priority_classes, self.pdbs = cluster.priority_classes, cluster.pdbs
+        self.jobs: dict[str, Job] = dict(cluster.jobs)
+        self.tasks: dict[str, Task] = dict(cluster.tasks)
+        self.foreign: list[Task] = list(cluster.foreign)
+        self.built: dict[Bucket, _Built] = {}
+        for job in cluster.jobs.values():
+            self.built.setdefault(("job", job.uid), _Built()).jobs.append(job)
+        self.task_of: dict[str, Task] = {}                  # pod key -> task
+        for task in cluster.tasks.values():
+            self.task_of[task.key] = task
+            b = ("job", task.job.uid) if task.job is not None else ("pod", task.key)
+            self.built.setdefault(b, _Built()).tasks.append(task)
+        self.pod_order = sorted((rec.namespace, rec.name) for rec in self.pods.values())
+        self.group_order = sorted((rec.namespace, rec.name) for rec in self.groups.values())
+        self.exact = _exact([t.request for t in cluster.tasks.values()])
+        self.pending = sum(map(_waiting, cluster.tasks.values()))
+        self.task_state: dict[str, tuple] = {k: _task_state(t) for k, t in self.task_of.items()}
+        self.job_state: dict[str, tuple] = {u: _job_state(j) for u, j in self.jobs.items()}
+        for job in self.jobs.values():
+            job.annotations = dict(job.annotations)       # a record's dict never reaches a cycle
+        nodes = self.nodes
+        self.columns = (nodes.used.copy(), nodes.releasing.copy(), nodes.pipelined.copy())
+        self.locks = list(nodes.locked_for)
+        self.down = nodes.down.copy()
+        self.ready = True
+        self.last, self.rebuilt = "full", 0
+
+    def _fixed(self) -> set[str]:
+        """The resource names of nodes and queues (and cpu, memory, pods)."""
+        fixed = set(self.queued)
+        for rec in self.node_recs.values():
+            fixed.update(rec.allocatable)
+        return fixed
+
+    def _bucket(self, rec: PodRec) -> Bucket:
+        if rec.scheduler not in self.served:
+            return ("pod", _key(rec))
+        group = rec.group
+        return ("job", f"{rec.namespace}/{group or rec.name}")
+
+    def _add_pod(self, rec: PodRec) -> bool:
+        key = _key(rec)
+        if key in self.pods:
+            return False
+        self.pods[key] = rec
+        b = self.bucket_of[key] = self._bucket(rec)
+        self.members.setdefault(b, set()).add(key)
+        _count(self.names, rec.requests, 1)
+        return True
+
+    def _drop_pod(self, rec: PodRec) -> Bucket:
+        key = _key(rec)
+        del self.pods[key]
+        b = self.bucket_of.pop(key)
+        m = self.members[b]
+        m.discard(key)
+        if not m:
+            del self.members[b]
+        _count(self.names, rec.requests, -1)
+        return b
+
+    def _add_group(self, rec: PodGroupRec) -> bool:
+        key = _key(rec)
+        if key in self.groups:
+            return False
+        self.groups[key] = rec
+        _count(self.names, rec.min_resources or (), 1)
+        return True
+
+    def _drop_group(self, rec: PodGroupRec) -> None:
+        del self.groups[_key(rec)]
+        _count(self.names, rec.min_resources or (), -1)
+
+    # -- a cycle --------------------------------------------------------------------------------------
+    def advance(self, delta: Sequence[tuple[Any, str, Any]], schedulers: Sequence[str]) -> Cluster | None:
+        """The cluster of the next cycle: the state as built put back, and ``delta`` (``(type, key,
+        (kind, record) or None)`` of every object changed since the last build) applied. None when a
+        full assembly is needed (the model is then stale until :meth:`adopt`)."""
+        if not self.ready:
+            return None
+        if tuple(schedulers) != self.schedulers:
+            return self._full("the served schedulers changed")
+        self._restore()
+        changes = [(r, key, None if rec is None else rec[1]) for r, key, rec in delta
+                   if self.records.get((r.name, key)) != (None if rec is None else rec[1])]
+        if not changes:
+            self.last, self.rebuilt = "unchanged", 0
+            return self._cluster()
+        if self.dropped:
+            return self._full("objects were left out: the culprit search needs every object")
+        other = next((r.kind for r, _, _ in changes if r.kind not in _INCREMENTAL), None)
+        if other is not None:
+            return self._full(f"a {other} changed")
+        nodes = [c for c in changes if c[0].kind == "Node"]
+        try:
+            why = self._refresh_nodes(nodes) if nodes else ""
+            if not why and len(nodes) < len(changes):
+                why = self._apply([c for c in changes if c[0].kind != "Node"])
+        except InputError as exc:       # an assembly error: the full assembly names the culprit
+            why = f"an assembly error ({exc.describe()})"
+        if why:
+            return self._full(why)
+        self.last = "incremental"
+        return self._cluster()
+
+    def _full(self, why: str) -> None:
+        self.ready, self.reason = False, why
+        return None
+
+    def _restore(self) -> None:
+        """Put back the state as built of every task, job and node (what the last cycle changed)."""
+        for t, status, node, nominated, annotations in self.task_state.values():
+            t.status, t.node, t.nominated, t.annotations = status, node, nominated, annotations
+        for job, phase, annotations in self.job_state.values():
+            job.phase = phase
+            job.annotations = dict(annotations)
+        nodes = self.nodes
+        for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
+            np.copyto(target, built)
+        nodes.locked_for[:] = self.locks
+        np.copyto(nodes.down, self.down)
+
+    def _cluster(self) -> Cluster:
+        return Cluster(resources=self.resources, nodes=self.nodes, tasks=self.tasks, jobs=self.jobs,
+                       queues=self.queues, hypernodes=self.hypernodes, priority_classes=self.priority_classes,
+                       pdbs=self.pdbs, foreign=self.foreign)
+
+    def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:
+        """Nodes whose labels, taints, allocatable or annotations changed: the node columns and the
+        HyperNode tree built again by the loader's functions; tasks keep their rows (the set of node
+        names is the same). A node added or removed, or a change of the resource names, assembles
+        everything."""
+        for r, key, rec in changes:
+            old = self.records.get((r.name, key))
+            if old is None or rec is None or old.name != rec.name:
+                return "a node was added or removed"
+        for r, key, rec in changes:
+            self.records[(r.name, key)] = rec
+            self.node_recs[key] = rec
+        self.fixed = self._fixed()
+        if {n for n, c in self.names.items() if c > 0} | self.fixed != set(self.resources.names):
+            return "the set of resource names changed"
+        nodes = _nodes(list(self.node_recs.values()), self.resources)
+        if nodes.names != self.nodes.names:
+            return "the node rows changed"
+        for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
+            np.copyto(target, built)
+        self.nodes, self.locks, self.down = nodes, list(nodes.locked_for), nodes.down.copy()
+        self.hypernodes = _hypernodes(self.hyper_recs, nodes)
+        self.rebuilt = 0
+        return ""
+
+    def _apply(self, changes: list[tuple[Any, str, Any]]) -> str:
+        """Records and buckets updated, the changed buckets rebuilt; why not when only a full assembly
+        can tell (the set of resource names changes, two objects read as one pod or podgroup)."""
+        dirty: set[Bucket] = set()
+        for r, key, rec in changes:
+            old = self.records.pop((r.name, key), None)
+            moved = old is None or rec is None or _key(old) != _key(rec)    # the set of keys changes
+            if r.kind == "Pod":
+                if old is not None:
+                    dirty.add(self._drop_pod(old))
+                    if moved:
+                        self._order(self.pod_order, old, False)
+                if rec is not None:
+                    if not self._add_pod(rec):
+                        return f"two objects read as pod {_key(rec)}"
+                    dirty.add(self.bucket_of[_key(rec)])
+                    if moved:
+                        self._order(self.pod_order, rec, True)
+            else:
+                if old is not None:
+                    self._drop_group(old)
+                    if moved:
+                        self._order(self.group_order, old, False)
+                    dirty.add(("job", _key(old)))
+                if rec is not None:
+                    if not self._add_group(rec):
+                        return f"two objects read as podgroup {_key(rec)}"
+                    if moved:
+                        self._order(self.group_order, rec, True)
+                    dirty.add(("job", _key(rec)))
+            if rec is not None:
+                self.records[(r.name, key)] = rec
+        if {n for n, c in self.names.items() if c > 0} | self.fixed != set(self.resources.names):
+            return "the set of resource names changed"
+        self.rebuilt = len(dirty)
+        return self._rebuild(dirty)
+
+    @staticmethod
+    def _order(order: list[tuple[str, str]], rec: Any, add: bool) -> None:
+        k = (rec.namespace, rec.name)
+        i = bisect.bisect_left(order, k)
+        if add:
+            order.insert(i, k)
+        elif i < len(order) and order[i] == k:
+            del order[i]
+
+    def _rebuild(self, dirty: set[Bucket]) -> str:
+        """Rebuild the ``dirty`` buckets; the node columns move by what their tasks held before and after."""
+        cluster = self._cluster()
+        before: list[tuple[str, str]] = []              # (uid, pod key) of the replaced tasks
+        after: list[tuple[str, str]] = []
+        jobs_before: set[str] = set()
+        jobs_after: set[str] = set()
+        fresh: list[Task] = []
+        foreign_moved = False
+        for b in sorted(dirty):
+            old = self.built.pop(b, None)
+            if old is not None:
+                self.pending -= sum(map(_waiting, old.tasks))
+                for t in old.tasks:
+                    cluster.charge(t, -1)
+                    del self.task_of[t.key], self.task_state[t.key]
+                    before.append((t.uid, t.key))
+                    foreign_moved = foreign_moved or not t.managed
+                jobs_before.update(j.uid for j in old.jobs)
+            new = self._build(b)
+            if new is None:
+                return f"the pods of {b[1]} make another job"
+            for t in new.tasks:
+                if t.key in self.task_of:
+                    return f"two objects read as pod {t.key}"
+                self.task_of[t.key] = t
+                self.task_state[t.key] = _task_state(t)
+                after.append((t.uid, t.key))
+            fresh.extend(new.tasks)
+            self.pending += sum(map(_waiting, new.tasks))
+            for j in new.jobs:
+                jobs_after.add(j.uid)
+                self.jobs[j.uid] = j                       # in place when the uid was there
+                self.job_state[j.uid] = _job_state(j)
+                j.annotations = dict(j.annotations)
+            if new.tasks or new.jobs:
+                self.built[b] = new
+        for uid in jobs_before - jobs_after:
+            del self.jobs[uid], self.job_state[uid]
+        if sorted(before) == sorted(after):
+            for t in fresh:                                # the same pods: new tasks take the old places
+                self.tasks[t.uid] = t
+            if foreign_moved or any(not t.managed for t in fresh):
+                self.foreign = [t for t in self.tasks.values() if not t.managed]
+        else:
+            ordered = [self.task_of[k] for k in (f"{ns}/{name}" for ns, name in self.pod_order) if k in self.task_of]
+            self.tasks = {t.uid: t for t in ordered}
+            if len(self.tasks) != len(ordered):
+                return "a duplicate pod uid"               # the full assembly names the culprit
+            self.foreign = [t for t in ordered if not t.managed]
+        if jobs_before != jobs_after or any(b[0] == "job" and b[1] not in self.groups for b in dirty):
+            self._order_jobs()                             # a job ordered by its first pod may move
+        self._charge(fresh)
+        return ""
+
+    def _charge(self, fresh: list[Task]) -> None:
+        """Add what the ``fresh`` tasks hold to the node columns (the replaced ones were taken off), or,
+        when a sum might not be exact, recompute the columns from every task; keep them as built."""
+        self.exact = self.exact and _exact([t.request for t in fresh])
+        cluster = self._cluster()
+        nodes = self.nodes
+        if self.exact:
+            for t in fresh:
+                cluster.charge(t, +1)
+            if max(float(nodes.used.max(initial=0.0)), float(nodes.pipelined.max(initial=0.0))) >= 4 * _EXACT:
+                self.exact = False
+        if not self.exact:
+            cluster.account()
+        for built, now in zip(self.columns, (nodes.used, nodes.releasing, nodes.pipelined)):
+            np.copyto(built, now)
+
+    def _build(self, b: Bucket) -> _Built | None:
+        """The jobs and tasks of bucket ``b``: the loader's assembly on a cluster of that bucket alone."""
+        part = Cluster(resources=self.resources, nodes=self.nodes, queues=self.queues,
+                       priority_classes=self.priority_classes)
+        pods = [self.pods[k] for k in self.members.get(b, ())]
+        groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []
+        _jobs_and_tasks(part, groups, pods, self.served)
+        if any(uid != b[1] for uid in part.jobs) or (b[0] == "pod" and part.jobs):
+            return None
+        return _Built(list(part.jobs.values()), list(part.tasks.values()))
+
+    def _order_jobs(self) -> None:
+        """The loader's order: podgroup jobs by namespace and name, then the others by their first pod."""
+        jobs = self.jobs
+        out: dict[str, Job] = {}
+        for ns, name in self.group_order:
+            uid = f"{ns}/{name}"
+            if uid in jobs:
+                out[uid] = jobs[uid]
+        if len(out) != len(jobs):
+            for ns, name in self.pod_order:
+                t = self.task_of.get(f"{ns}/{name}")
+                if t is not None and t.job is not None and t.job.uid not in out:
+                    out[t.job.uid] = t.job
+        self.jobs = out
+
+
+def _count(counts: dict[str, int], names: Iterable[str], step: int) -> None:
+    for n in names:
+        counts[n] = counts.get(n, 0) + step
+
+
+def _waiting(t: Task) -> bool:
+    """A pod of a served scheduler waiting for a node (``corral_pending_pods``)."""
+    return t.managed and t.status in _WAITING
+
+
+def _task_state(t: Task) -> tuple:
+    return (t, t.status, t.node, t.nominated, t.annotations)
+
+
+def _job_state(j: Job) -> tuple:
+    return (j, j.phase, dict(j.annotations))
