@@ -20,6 +20,7 @@ from corral.errors import PluginError
 from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, NodeLock, PodGroupUpdate, \
     Unschedulable
 from corral.framework.extension import POINTS, Domain, Purpose, Vote
+from corral.framework.orderkeys import forget_keys, kept_keys
 from corral.framework.statement import Op, Statement
 from corral.model import ALLOCATED_STATES, Cluster, Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.resources import EPS
@@ -289,7 +290,7 @@ class Session:
             return (tuple([k(job) for k in keys]), job.creation, job.uid)
         if not all(callable(c) for c in contexts):
             return compute
-        return _kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
+        return kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
 
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
@@ -642,7 +643,7 @@ class Session:
         Running if it was ready (JobReady is a function of the job's pods), so it has nothing new."""
         jobs, changed = self.cluster.jobs, self.cluster.changed_jobs
         if changed is not None:
-            _forget_keys(self.cluster, changed, self.touched_jobs)
+            forget_keys(self.cluster, changed, self.touched_jobs)
         if changed is None or self.report_reasons:
             if changed is not None:
                 changed.clear()
@@ -678,62 +679,6 @@ class Session:
             reason = job.invalid_reason
         if waiting and reason:          # a ready job's reason is about its further pods (allocate)
             self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
-
-
-def _forget_keys(cluster: Cluster, *uids: set[str]) -> None:
-    """Drop the kept order keys of jobs whose pods changed (a closing session's and the events')."""
-    memo = cluster.__dict__.get("_order_keys")
-    if memo is not None:
-        kept = memo[1]
-        for group in uids:
-            for uid in group:
-                kept.pop(uid, None)
-
-
-def _kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple],
-               touched: set[str]) -> Callable[[Job], tuple]:
-    """Job order keys kept across cycles on the cluster, when every JobOrder plugin says its key is a
-    function of the job's own pods and fields (its priority and minMember are checked too) plus a context (``job_order_key_context()``): a job's key
-    is computed again only when its pods' states (status, nomination) or the context changed, so a
-    cycle does not recompute the key of every waiting job. A job with a nominated pod is not kept (a
-    nomination from an earlier cycle counts for its job only once the session places it again)."""
-    memo = cluster.__dict__.get("_order_keys")
-    if memo is None or memo[0] != context:
-        memo = cluster.__dict__["_order_keys"] = (context, {})
-    kept: dict[str, tuple] = memo[1]
-    if len(kept) > 2 * len(cluster.jobs) + 64:
-        jobs = cluster.jobs
-        for uid in [u for u in kept if u not in jobs]:
-            del kept[uid]
-    pipelined = TaskStatus.PIPELINED
-    changed = cluster.changed_jobs
-
-    if changed is not None:
-        # the cluster tracks its jobs' changes: a job's pods changed only if the events since the last
-        # session closed (``changed``) or this session's operations (``touched``) name it, and a
-        # closing session forgets the keys of both (``_forget_keys``)
-        def tracked(job: Job) -> tuple:
-            uid = job.uid
-            got = kept.get(uid)
-            if got is not None and got[0] is job and uid not in changed and uid not in touched \
-                    and got[1][0] == job.priority and got[1][1] == job.min_member:
-                return got[2]
-            got = compute(job)
-            if all(t.status is not pipelined for t in job.tasks):
-                kept[uid] = (job, (job.priority, job.min_member), got)
-            return got
-        return tracked
-
-    def key(job: Job) -> tuple:
-        state = (job.priority, job.min_member, [(t.status, t.nominated) for t in job.tasks])
-        got = kept.get(job.uid)
-        if got is not None and got[0] is job and got[1] == state:
-            return got[2]
-        got = compute(job)
-        if all(s is not pipelined for s, _ in state[2]):
-            kept[job.uid] = (job, state, got)
-        return got
-    return key
 
 
 def _cmp(a: Any, b: Any) -> int:
