@@ -53,14 +53,18 @@ class TimedEngine(Engine):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.cycle_times: list[tuple[int, float]] = []
+        self.cycle_times: list[tuple[int, float]] = []      # (waiting, wall seconds)
+        self.cycle_cpu: list[tuple[int, float]] = []        # (waiting, CPU seconds of this thread)
 
     def _cycle(self, beat: bool = False) -> None:
         before, waiting = self.cycles, len(self._waiting)
-        t = time.perf_counter()
+        # thread CPU time: the simulation runs in this thread, and reading it costs well under a
+        # microsecond (the process clock sums every thread and costs a hundred times more)
+        t, c = time.perf_counter(), time.thread_time()
         super()._cycle(beat)
         if self.cycles != before:
             self.cycle_times.append((waiting, time.perf_counter() - t))
+            self.cycle_cpu.append((waiting, time.thread_time() - c))
 
 
 def week() -> list:
@@ -128,21 +132,23 @@ def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
           f"{engine.cycles:,} cycles ({engine.cycles / wall:,.1f}/s)")
     print(f"cpu           {got['cpu']:8.1f} s   (this process; wall time above includes waiting for a shared CPU)")
     print(f"peak RSS      {peak_rss() / 2 ** 20:8.0f} MiB")
-    table = bucket_table(engine.cycle_times)
-    print("waiting jobs      cycles   mean cycle")
+    table, cpu_table = bucket_table(engine.cycle_times), bucket_table(engine.cycle_cpu)
+    print("waiting jobs      cycles   mean cycle (wall)   mean cycle (cpu)")
     for (low, high), (n, mean) in table.items():
-        print(f"  {low:>6,}-{high - 1:<8,} {n:7,}   {mean * 1000:9.2f} ms")
+        print(f"  {low:>6,}-{high - 1:<8,} {n:7,}   {mean * 1000:12.2f} ms   {cpu_table[(low, high)][1] * 1000:12.2f} ms")
     ok = True
     if nodes == 40 and full and not got["stopped"]:
         ok_wall = wall <= TARGET_SECONDS
         ok = ok and ok_wall
         print(f"target        40-node week {wall:.0f} s <= {TARGET_SECONDS:.0f} s: {'ok' if ok_wall else 'MISSED'}")
     if AT_50 in table and AT_5000 in table:
-        ratio = table[AT_5000][1] / table[AT_50][1]
+        # judged on CPU time: on a shared machine a cycle's wall time includes waiting for a CPU
+        wall_ratio = table[AT_5000][1] / table[AT_50][1]
+        ratio = cpu_table[AT_5000][1] / cpu_table[AT_50][1]
         ok_ratio = ratio <= TARGET_RATIO
         ok = ok and ok_ratio
-        print(f"target        mean cycle at ~5,000 waiting / at ~50 waiting = {ratio:.2f} <= {TARGET_RATIO:g}: "
-              f"{'ok' if ok_ratio else 'MISSED'}")
+        print(f"target        mean cycle at ~5,000 waiting / at ~50 waiting = {ratio:.2f} (cpu; wall "
+              f"{wall_ratio:.2f}) <= {TARGET_RATIO:g}: {'ok' if ok_ratio else 'MISSED'}")
     elif nodes == 40:
         print("target        cycle ratio: not measured (the run did not reach both the ~50 and ~5,000 buckets)")
     return ok

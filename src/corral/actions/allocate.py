@@ -68,9 +68,16 @@ def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None, best_e
     job whose only waiting pods are best-effort counts too (the eviction actions: Volcano's preempt and
     reclaim take every Pending task)."""
     admit_all = "enqueue" not in session.actions
+    # a podgroup enqueue has not admitted is passed over first; its reason is left to the report when
+    # reasons are not reported every cycle (the simulator gives it at the end, or enqueue's when it
+    # tried the job): no work per waiting podgroup
+    silent = quiet or not session.report_reasons
     out = []
-    for uid in sorted(session.cluster.jobs):
-        job = session.cluster.jobs[uid]
+    jobs = session.cluster.jobs
+    for uid in session.job_uids():
+        job = jobs[uid]
+        if silent and not admit_all and job.phase is PodGroupPhase.PENDING:
+            continue
         if skip is not None and skip(job):
             continue
         if not waiting_tasks(job, best_effort=best_effort):

@@ -19,10 +19,13 @@ class BackfillAction(Action):
     def execute(self, session: Session) -> None:
         cluster = session.cluster
         admit_all = "enqueue" not in session.actions
-        for uid in sorted(cluster.jobs):
-            job = cluster.jobs[uid]
+        jobs = cluster.jobs
+        for uid in session.job_uids():
+            job = jobs[uid]
+            if job.phase is PodGroupPhase.PENDING and not admit_all and not job.synthetic:
+                continue                          # not admitted: passed over before looking at its pods
             tasks = [t for t in job.tasks if t.best_effort and t.managed and t.status in PENDING_LIKE]
-            if not tasks or (job.phase is PodGroupPhase.PENDING and not admit_all and not job.synthetic):
+            if not tasks:
                 continue
             if session.job_valid(job):
                 session.unschedulable(job, session.job_valid(job) or "")

@@ -9,7 +9,9 @@ admitted. A job that is not admitted stays Pending with a reason.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -42,7 +44,7 @@ class EnqueueAction(Action):
         budget = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
         delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
         pending = []
-        for uid in sorted(cluster.jobs):
+        for uid in session.job_uids():
             job = cluster.jobs[uid]
             if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
                     and job.min_resources is not None:
@@ -52,12 +54,19 @@ class EnqueueAction(Action):
         pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
         queues = cluster.queues
         queue_key, job_key = session.queue_key(), session.job_sort_key()
-        pending.sort(key=job_key)
+        # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
+        # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
+        # side effect) and the budget only moves when a podgroup is admitted
+        fast = skipcache.enabled() and not session.report_reasons and not delegated
+        if not fast:
+            pending.sort(key=job_key)
         by_queue: dict[str, list] = {}
         for job in pending:
             by_queue.setdefault(job.queue, []).append(job)
         for name in sorted(by_queue, key=lambda n: queue_key(queues[n])):
-            for job in by_queue[name]:
+            jobs = by_queue[name]
+            turns = _within_budget(jobs, job_key, lambda: budget) if fast else iter(jobs)
+            for job in turns:
                 reason = session.job_valid(job)
                 if reason:
                     session.unschedulable(job, reason)
@@ -74,6 +83,37 @@ class EnqueueAction(Action):
                 budget = budget - need
                 job.phase = PodGroupPhase.INQUEUE
                 session.job_enqueued(job)
+
+
+def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarray]):
+    """``jobs`` in JobOrder (``job_key``), those whose minResources fit ``budget()`` at their turn only
+    (the budget is read again after each job handed out: it shrinks only when one is admitted, and a job
+    that does not fit it would be refused anyway). The order is a heap, popped only as long as some job
+    left fits the budget (one vector test per change of the budget), so a backlog the budget cannot
+    admit is neither sorted nor walked job by job."""
+    if not jobs:
+        return
+    width = len(budget())
+    needs = np.concatenate([j.min_resources if j.min_resources is not None else np.zeros(width)
+                            for j in jobs]).reshape(len(jobs), width)
+    free = ~needs.any(axis=1)                      # no minResources: always within the budget
+    heap = [(job_key(j), i) for i, j in enumerate(jobs)]
+    heapq.heapify(heap)
+    gone = np.zeros(len(jobs), dtype=bool)
+    seen, fit, left = None, None, 0
+    while heap:
+        current = budget()
+        if current is not seen:
+            seen = current
+            fit = (free | ~(needs > current + EPS).any(axis=1)) & ~gone
+            left = int(fit.sum())
+        if not left:
+            return
+        _, i = heapq.heappop(heap)
+        gone[i] = True
+        if fit[i]:
+            left -= 1
+            yield jobs[i]
 
 
 def _refusal(session: Session, job, need: np.ndarray) -> str:

@@ -47,7 +47,16 @@ def apply_decisions(cluster: Cluster, decisions: Decisions, now: float, *, bound
     Pipelined), podgroup updates set phase and annotations, node locks set the lock. Allocations of this
     cycle that were not decided go back to Pending; a nomination from an earlier cycle persists.
     """
-    by_key = {t.key: t for t in cluster.tasks.values() if t.managed}
+    touched = decisions.touched
+    if touched is None:
+        candidates = cluster.tasks.values()
+    else:
+        # only the pods the cycle's operations changed can be Allocated or named by a decision; node
+        # columns then follow those pods' changes instead of being recounted over every pod
+        candidates = [t for t, _, _ in touched if t.uid in cluster.tasks]
+        for task in candidates:
+            cluster.charge(task, -1)
+    by_key = {t.key: t for t in candidates if t.managed}
     nodes = cluster.nodes
     for task in by_key.values():
         if task.status is TaskStatus.ALLOCATED:
@@ -79,4 +88,9 @@ def apply_decisions(cluster: Cluster, decisions: Decisions, now: float, *, bound
             job.annotations.update(u.annotations)
     for lock in decisions.node_locks:
         nodes.locked_for[nodes.index[lock.node]] = lock.job
-    cluster.account()
+    if touched is None:
+        cluster.account()
+    else:
+        for task in candidates:
+            if task.uid in cluster.tasks:
+                cluster.charge(task, +1)

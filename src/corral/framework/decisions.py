@@ -61,6 +61,10 @@ class Decisions:
     podgroups: list[PodGroupUpdate] = field(default_factory=list)
     node_locks: list[NodeLock] = field(default_factory=list)
     unschedulable: list[Unschedulable] = field(default_factory=list)
+    #: the pods the cycle's operations changed, with their state (status, nomination) before the first
+    #: change, set by ``Session.close`` (None: unknown); lets ``apply_decisions`` and the simulator's
+    #: change test look at what changed instead of every pod. Never part of the JSON.
+    touched: list | None = field(default=None, repr=False, compare=False)
 
     def extend(self, other: "Decisions") -> None:
         for name in ("binds", "evictions", "nominations", "podgroups", "node_locks", "unschedulable"):

@@ -20,6 +20,7 @@ from corral.errors import PluginError
 from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, NodeLock, PodGroupUpdate, \
     Unschedulable
 from corral.framework.extension import POINTS, Domain, Purpose, Vote
+from corral.framework.orderkeys import forget_keys, kept_keys
 from corral.framework.statement import Op, Statement
 from corral.model import ALLOCATED_STATES, Cluster, Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.resources import EPS
@@ -85,6 +86,9 @@ class Session:
         self.reasons: dict[str, str] = {}            # job uid -> why it did not start this cycle
         self.annotations: dict[str, dict[str, str]] = {}
         self.kept: list[Statement] = []               # pipelined jobs' statements, held to the end
+        # pods changed by the session's operations: id -> (task, status, nomination before the first)
+        self.first_state: dict[int, tuple[Task, TaskStatus, int]] = {}
+        self.touched_jobs: set[str] = set()           # uids of their jobs
         self.nominated_domains: dict[str, str] = {}   # job uid -> domain name (gang eviction)
         self.lock_version = 0                         # bumps whenever node locks change (seed 001)
         self.action = ""
@@ -157,6 +161,14 @@ class Session:
             got = (cols, task.request[cols])
             if key:
                 self._cols_cache[key] = got
+        return got
+
+    def job_uids(self) -> list[str]:
+        """The uids of the cluster's jobs, sorted: the order every action walks them in (sorted once per
+        session; no action adds or removes a job; do not modify the returned list)."""
+        got = self.__dict__.get("_job_uids")
+        if got is None:
+            got = self.__dict__["_job_uids"] = sorted(self.cluster.jobs)
         return got
 
     def statement(self) -> Statement:
@@ -265,13 +277,20 @@ class Session:
         :meth:`job_key`. For orders taken while the compared jobs do not change — enqueue's pending
         jobs, allocate's jobs waiting their turn (only the job whose turn it is gets pods) — where it is
         the same order at a fraction of the cost (no Python call per comparison)."""
-        keys = []
+        keys, contexts = [], []
         for fn in self.fns("JobOrder"):
-            key = getattr(getattr(fn, "__self__", None), "job_order_key", None)
+            plugin = getattr(fn, "__self__", None)
+            key = getattr(plugin, "job_order_key", None)
             if not callable(key):
                 return self.job_key()
             keys.append(key)
-        return lambda job: (tuple([k(job) for k in keys]), job.creation, job.uid)
+            contexts.append(getattr(plugin, "job_order_key_context", None))
+
+        def compute(job: Job) -> tuple:
+            return (tuple([k(job) for k in keys]), job.creation, job.uid)
+        if not all(callable(c) for c in contexts):
+            return compute
+        return kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
 
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
@@ -607,11 +626,33 @@ class Session:
                         (t.status is TaskStatus.ALLOCATED and t.node == op.node):
                     self.decisions.nominations.append(Nomination(t.key, names[op.node], self.cycle))
             stmt.closed = True
-        for uid, job in sorted(self.cluster.jobs.items()):
-            self._close_job(job)
+        jobs = self.cluster.jobs
+        for uid in self._closing():
+            self._close_job(jobs[uid])
         for p in self.plugins():
             p.on_session_close()
+        self.decisions.touched = list(self.first_state.values())
         return self.decisions
+
+    def _closing(self) -> list[str]:
+        """The jobs :meth:`_close_job` must look at, sorted. Every job when reasons are reported or
+        when the cluster does not track its jobs' changes (``Cluster.changed_jobs`` None); otherwise
+        only those that can have something to say: a pod changed by this session, a phase moved, an
+        annotation or a reason given, or a change since the last session closed (the simulator's
+        events). Any other job was looked at by an earlier close in the same state, which made it
+        Running if it was ready (JobReady is a function of the job's pods), so it has nothing new."""
+        jobs, changed = self.cluster.jobs, self.cluster.changed_jobs
+        if changed is not None:
+            forget_keys(self.cluster, changed, self.touched_jobs)
+        if changed is None or self.report_reasons:
+            if changed is not None:
+                changed.clear()
+            return self.job_uids()
+        phase0 = self._phase0
+        picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
+        picked.update(changed, self.reasons, self.annotations, self.touched_jobs)
+        changed.clear()
+        return sorted(uid for uid in picked if uid in jobs)
 
     def _close_job(self, job: Job) -> None:
         if not job.tasks and not job.invalid_reason:

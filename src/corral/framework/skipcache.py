@@ -217,7 +217,7 @@ def hopeless_for_enqueue(session: "Session", pending: list[Job], budget: np.ndar
     needs = [j.min_resources for j in pending]
     if any(n is None for n in needs):
         return pending
-    needs_arr = np.stack(needs)
+    needs_arr = np.concatenate(needs).reshape(len(needs), len(budget))
     hopeless = needs_arr.any(axis=1) & (needs_arr > budget + eps).any(axis=1)
     if not hopeless.any():
         return pending

@@ -89,6 +89,9 @@ class Statement:
         if self.closed:
             raise CommitError("statement already closed", obj=f"Pod {task.key}")
         op = Op(kind, task, node, task.status, task.node, task.nominated, **extra)
+        self.session.first_state.setdefault(id(task), (task, op.prev_status, op.prev_nominated))
+        if task.job is not None:
+            self.session.touched_jobs.add(task.job.uid)
         self._apply(op)
         self.ops.append(op)
 

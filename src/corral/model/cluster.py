@@ -47,6 +47,10 @@ class Cluster:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     foreign: list[Task] = field(default_factory=list)              # pods of other schedulers
+    #: uids of jobs whose pods or phase changed outside a session since the last session closed, kept by
+    #: a front end that reuses its cluster across cycles (the simulator); None: not tracked, and every
+    #: session looks at every job when it closes
+    changed_jobs: set[str] | None = None
 
     def account(self) -> None:
         """Recompute the node columns from task states (after loading or applying decisions): what

@@ -57,6 +57,11 @@ class DrfPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key): smaller share first."""
         return self.job_share(job)
 
+    def job_order_key_context(self) -> bytes:
+        """The key is a function of the job's own pods (what they hold) and of the cluster's total, the
+        context (Session.job_sort_key may keep it across cycles while both stay the same)."""
+        return self.inv.tobytes()
+
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         pj = preemptor.job
         if pj is None:
@@ -86,7 +91,11 @@ class DrfPlugin(Plugin):
 
     def on_deallocate(self, task: Task) -> None:
         if task.job is not None:
-            self.usage[task.job.uid] = self.usage.get(task.job.uid, 0.0) - task.request
+            left = self.usage.get(task.job.uid, 0.0) - task.request
+            if left.any():
+                self.usage[task.job.uid] = left
+            else:                # holds nothing: no entry, as when the session opened (shares.job_usage)
+                self.usage.pop(task.job.uid, None)
             self._shares.pop(task.job.uid, None)
             if self.hierarchy:
                 self._charge(task, -1)

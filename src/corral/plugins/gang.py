@@ -64,6 +64,10 @@ class GangPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key): not ready first."""
         return _meets(job, _READY)
 
+    def job_order_key_context(self) -> tuple:
+        """The key is a function of the job's own pods (Session.job_sort_key may keep it across cycles)."""
+        return ()
+
     def _surplus(self, candidates: list[Task]) -> list[Task]:
         left: dict[str, int] = {}
         out = []

@@ -20,6 +20,10 @@ class PriorityPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key)."""
         return -job.priority
 
+    def job_order_key_context(self) -> tuple:
+        """The key is a function of the job alone (Session.job_sort_key may keep it across cycles)."""
+        return ()
+
     def task_order(self, a: Task, b: Task) -> int:
         return (b.priority > a.priority) - (b.priority < a.priority)
 

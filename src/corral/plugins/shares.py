@@ -33,14 +33,17 @@ def once_per_session(session: Any, fn: Callable[[Cluster], dict[str, np.ndarray]
 
 
 def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
+    """What each job holds, for the jobs that hold something: a job missing from the answer holds
+    nothing (readers use a zero vector), so the jobs waiting in a backlog cost no vector each."""
     out: dict[str, np.ndarray] = {}
     n = len(cluster.resources)
-    for uid, job in cluster.jobs.items():
-        held = [t.request for t in job.tasks if t.status in HOLDING and t.managed]
-        vec = np.zeros(n)
-        for req in held:                 # summed in task order, as the events add them
-            vec += req
-        out[uid] = vec
+    held = [(job.uid, t.request) for job in cluster.jobs.values() for t in job.tasks
+            if t.status in HOLDING and t.managed]
+    for uid, req in held:                # summed in task order, as the events add them
+        vec = out.get(uid)
+        if vec is None:
+            vec = out[uid] = np.zeros(n)
+        vec += req
     return out
 
 
@@ -48,21 +51,28 @@ def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None) -> 
     """What each queue holds, leaf queues only (parents are summed by the hierarchical plugins)."""
     jobs = job_usage(cluster) if jobs is None else jobs
     out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
-    for uid, job in cluster.jobs.items():
-        if job.queue in out:
-            out[job.queue] += jobs[uid]
+    all_jobs = cluster.jobs
+    for uid, vec in jobs.items():
+        job = all_jobs.get(uid)
+        if job is not None and job.queue in out:
+            out[job.queue] += vec
     return out
 
 
 def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
-    """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``)."""
-    out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
-    asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+    """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``).
+    Summed row by row in job and task order in one reduction (the same sums as adding them one at a
+    time: a reduction along the first axis adds rows in order)."""
+    by_queue: dict[str, list] = {name: [] for name in cluster.queues}
     for job in cluster.jobs.values():
-        vec = out.get(job.queue)
-        if vec is None:
-            continue
-        for t in job.tasks:
-            if t.status in asking and t.managed:
-                vec += t.request
+        got = by_queue.get(job.queue)
+        if got is not None:
+            got.append(job)
+    asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+    n = len(cluster.resources)
+    out = {}
+    for name, jobs in by_queue.items():
+        rows = [t.request for job in jobs for t in job.tasks if t.status in asking and t.managed]
+        out[name] = np.add.reduce(np.concatenate(rows).reshape(len(rows), n), axis=0) + 0.0 if rows \
+            else np.zeros(n)
     return out

@@ -166,6 +166,8 @@ class Engine(EngineMetrics):
         self._queue_samples: list[QueueSample] = []
         self._queues = sorted({s.queue for s in self.specs})
         self._role_cache: dict[int, list] = {}
+        self._changed_jobs: set[str] = set()      # jobs changed by events since the last session closed
+        cluster.changed_jobs = self._changed_jobs
         self._wall = _time.monotonic()
         self._progress_at = 0.0
         for index, spec in enumerate(self.specs):
@@ -274,6 +276,7 @@ class Engine(EngineMetrics):
             self.cluster.tasks[task.uid] = task
         self._active[job.uid] = sim
         self._waiting[job.uid] = sim
+        self._changed_jobs.add(job.uid)
         self._demand += sim.gpus
         self._changed = True
         self._wake()
@@ -354,6 +357,7 @@ class Engine(EngineMetrics):
         sim.lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
+        self._changed_jobs.add(sim.job.uid)
         self._remember_run(sim, ran, held_gpus)
         self._changed = True
         if self.options.restart_policy == "pods":
@@ -377,6 +381,7 @@ class Engine(EngineMetrics):
         notes[COMPLETED_RUNTIME] = f"{sim.progress:.3f}s"
 
     def _mark_releasing(self, task: Task) -> None:
+        self._changed_jobs.add(task.job.uid)
         self.cluster.charge(task, -1)
         task.status = TaskStatus.RELEASING
         self.cluster.charge(task, +1)
@@ -389,6 +394,7 @@ class Engine(EngineMetrics):
 
     def _run_task(self, task: Task) -> None:
         task.status, task.start_time = TaskStatus.RUNNING, self.now
+        self._changed_jobs.add(task.job.uid)
         self._started.add(task.uid)
         self._changed = True
 
@@ -471,6 +477,7 @@ class Engine(EngineMetrics):
             return
         self.cluster.charge(task, -1)
         task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
+        self._changed_jobs.add(task.job.uid)
         sim = self._active[task.job.uid]
         self._waiting[task.job.uid] = sim
         self._changed = True
@@ -491,6 +498,7 @@ class Engine(EngineMetrics):
             for task in cleared:
                 self.cluster.charge(task, -1)
                 task.status, task.nominated = TaskStatus.PENDING, -1
+                self._changed_jobs.add(task.job.uid)
             fresh = [t for t in lost if t.status is not TaskStatus.RELEASING]
             for task in fresh:
                 self._mark_releasing(task)
@@ -512,8 +520,13 @@ class Engine(EngineMetrics):
             self._cycle_at = at
             self._push(at, CYCLE, None)
 
-    def _fingerprint(self) -> list:
-        return [(t.status, t.nominated) for sim in self._waiting.values() for t in sim.job.tasks]
+    def _waiting_pods_moved(self, touched: list) -> bool:
+        """Did the cycle leave a pod of a waiting job in another state (status or nomination) than it
+        found it? Only the pods its operations changed can differ (``Decisions.touched``), so this
+        costs what the cycle did, not what waits."""
+        waiting = self._waiting
+        return any(t.job.uid in waiting and (t.status is not status or t.nominated != nominated)
+                   for t, status, nominated in touched)
 
     def _cycle(self, beat: bool = False) -> None:
         if beat:
@@ -525,7 +538,6 @@ class Engine(EngineMetrics):
             return
         self.cycles += 1
         self._last_cycle = self.now
-        before = self._fingerprint()
         decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles, explain=False)
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         tasks = self.cluster.tasks
@@ -544,10 +556,11 @@ class Engine(EngineMetrics):
             if record.podgroup in self._waiting:
                 self._reasons[record.podgroup] = self._last_reasons[record.podgroup] = record.reason
         changed = bool(decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks) \
-            or before != self._fingerprint()
-        for uid in [u for u, s in self._waiting.items()
-                    if not any(t.status in PENDING_LIKE for t in s.job.tasks)]:
-            del self._waiting[uid]
+            or self._waiting_pods_moved(decisions.touched)
+        for job in {id(t.job): t.job for t, _, _ in decisions.touched}.values():
+            sim = self._waiting.get(job.uid)
+            if sim is not None and not any(t.status in PENDING_LIKE for t in job.tasks):
+                del self._waiting[job.uid]
         self._changed = True
         # decisions that change state but never bind, with nothing else happening: a livelock of the
         # policy (e.g. evicting and re-nominating forever); stop cycling and report it in the meta

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from corral.framework.session import PENDING_LIKE
+from corral.model import PodGroupPhase
 from corral.model.quantity import MILLI
 from corral.sim.events import _HOLDING, MAX_QUEUE_INSTANTS, SAMPLE
 from corral.sim.jobspec import JobSpec
@@ -169,13 +170,32 @@ class EngineMetrics:
             rec.status = "never_fits" if spec.name in self.never_fits else "pending"
             return rec
         rec.first_start, rec.end = sim.first_start, sim.end
-        rec.reason = self._last_reasons.get(sim.job.uid, "")
+        rec.reason = self._last_reasons.get(sim.job.uid) or self._unreported(sim.job.uid)
         rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
         rec.status = "completed" if sim.end is not None else \
             "running" if sim.job.uid in self._running else "pending"
         return rec
+
+    def _unreported(self, uid: str) -> str:
+        """The reason of a waiting job no cycle gave one: a cycle that skips a podgroup enqueue cannot
+        admit, or that was submitted after the last cycle, leaves it without one (reasons are worked out
+        when a job is tried, not for every waiting job in every cycle)."""
+        sim = self._waiting.get(uid)
+        if sim is None:
+            return ""
+        if sim.job.phase is PodGroupPhase.PENDING and self._enqueue:
+            return "podgroup not yet admitted (Pending): enqueue has not admitted it"
+        return "waiting: not yet placed"
+
+    def _pending_reasons(self) -> dict[str, str]:
+        """Why each active job that waits, or waited since its last reason, did not start."""
+        got = {u: r for u, r in self._reasons.items() if u in self._active}
+        for uid in self._waiting:
+            if uid not in got:
+                got[uid] = self._unreported(uid)
+        return {self._active[u].spec.name: got[u] for u in sorted(got)}
 
     def result(self) -> SimResult:
         """The flat records of the run so far (jobs in submit order; jobs not yet submitted are left out
@@ -191,8 +211,7 @@ class EngineMetrics:
                 "jobs_not_submitted": len(self.specs) - self._submitted,
                 "options": asdict(self.options),
                 "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
-                "pending_reasons": {self._active[u].spec.name: r for u, r in sorted(self._reasons.items())
-                                    if u in self._active}}
+                "pending_reasons": self._pending_reasons()}
         if self._stalled is not None:
             meta["stalled_at"] = self._stalled
         return SimResult(jobs=records, queues=list(self._queue_samples), cluster=list(self._samples),
