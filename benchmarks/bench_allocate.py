@@ -39,6 +39,20 @@ from corral.registry import REGISTRY, default_config
 T0 = "2026-01-01T00:00:00Z"
 
 
+def pod(name: str, group: str, gpu: int, node: str | None) -> dict:
+    """A pod of ``group`` asking for ``gpu`` GPUs (4 CPUs and 32 GiB each), running on ``node`` if given."""
+    p = {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": name, "namespace": "bench", "uid": name, "creationTimestamp": T0,
+                      "annotations": {"scheduling.k8s.io/group-name": group}},
+         "spec": {"schedulerName": "corral", "containers": [{"name": "c", "resources": {
+             "requests": {"cpu": str(4 * gpu), "memory": f"{32 * gpu}Gi", "nvidia.com/gpu": str(gpu)}}}]},
+         "status": {"phase": "Pending"}}
+    if node:
+        p["spec"]["nodeName"] = node
+        p["status"] = {"phase": "Running", "startTime": T0}
+    return p
+
+
 def generate(nodes: int, running: int, gangs: int, pending: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     docs: list[dict] = []
@@ -63,18 +77,6 @@ def generate(nodes: int, running: int, gangs: int, pending: int, seed: int) -> l
     for q, w in zip(queues, (2, 3, 1)):
         docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q},
                      "spec": {"weight": w}})
-
-    def pod(name: str, group: str, gpu: int, node: str | None) -> dict:
-        p = {"apiVersion": "v1", "kind": "Pod",
-             "metadata": {"name": name, "namespace": "bench", "uid": name, "creationTimestamp": T0,
-                          "annotations": {"scheduling.k8s.io/group-name": group}},
-             "spec": {"schedulerName": "corral", "containers": [{"name": "c", "resources": {
-                 "requests": {"cpu": str(4 * gpu), "memory": f"{32 * gpu}Gi", "nvidia.com/gpu": str(gpu)}}}]},
-             "status": {"phase": "Pending"}}
-        if node:
-            p["spec"]["nodeName"] = node
-            p["status"] = {"phase": "Running", "startTime": T0}
-        return p
 
     # running: 30,000 one-GPU pods, three per node on the first 10,000 nodes, in groups of 10
     for g in range(running // 10):

@@ -27,6 +27,9 @@ from corral.manifests.build import build_cluster, load_snapshot
 from corral.framework.config import parse_config
 from corral.registry import DEFAULT_CONFIG, REGISTRY
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_allocate import pod  # noqa: E402
+
 T0 = "2026-01-01T00:00:00Z"
 NODES, RAILS, BLOCK, POD_BLOCKS = 6000, 3, 12, 5
 
@@ -34,19 +37,6 @@ NODES, RAILS, BLOCK, POD_BLOCKS = 6000, 3, 12, 5
 def _hn(name: str, tier: int, members: list[dict]) -> dict:
     return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
             "spec": {"tier": tier, "members": members}}
-
-
-def _pod(name: str, group: str, gpu: int, node: str | None) -> dict:
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": "bench", "uid": name, "creationTimestamp": T0,
-                        "annotations": {"scheduling.k8s.io/group-name": group}},
-           "spec": {"schedulerName": "corral", "containers": [{"name": "c", "resources": {
-               "requests": {"cpu": str(4 * gpu), "memory": f"{32 * gpu}Gi", "nvidia.com/gpu": str(gpu)}}}]},
-           "status": {"phase": "Pending"}}
-    if node:
-        pod["spec"]["nodeName"] = node
-        pod["status"] = {"phase": "Running", "startTime": T0}
-    return pod
 
 
 def _group(name: str, members: int, phase: str, topology: dict | None = None) -> dict:
@@ -92,7 +82,7 @@ def generate(gangs: int, busy: float, seed: int) -> tuple[list[dict], list[tuple
         free[node] -= gpu
         used += gpu
         docs.append(_group(f"run-{g:05d}", 1, "Running"))
-        docs.append(_pod(f"run-{g:05d}-0", f"run-{g:05d}", gpu, f"node-{node:05d}"))
+        docs.append(pod(f"run-{g:05d}-0", f"run-{g:05d}", gpu, f"node-{node:05d}"))
         g += 1
     pending = []
     for k in range(gangs):
@@ -104,7 +94,7 @@ def generate(gangs: int, busy: float, seed: int) -> tuple[list[dict], list[tuple
         mode = "soft" if soft else "hard"
         name = f"gang-{k:04d}"
         docs.append(_group(name, pods, "Inqueue", {"mode": mode, "highestTierAllowed": tier}))
-        docs += [_pod(f"{name}-{i}", name, gpu, None) for i in range(pods)]
+        docs += [pod(f"{name}-{i}", name, gpu, None) for i in range(pods)]
         pending.append((name, pods, gpu, mode, tier))
     return docs, pending
 

@@ -57,14 +57,15 @@ SCALARS: list[Any] = [None, True, False, 0, -1, 2 ** 31, 2 ** 64, 10 ** 300, 1.5
                       float("nan"), "", "x", "-1", "1e400", [], {}, ["a"], {"a": 1}, "2026-13-45T99:00:00Z"]
 
 
-def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
+def paths_of(obj: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every path (keys and list indexes) into ``obj``, the empty path first."""
     out = [prefix]
     if isinstance(obj, dict):
         for k, v in obj.items():
-            out += _paths(v, prefix + (k,))
+            out += paths_of(v, prefix + (k,))
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            out += _paths(v, prefix + (i,))
+            out += paths_of(v, prefix + (i,))
     return out
 
 
@@ -97,7 +98,7 @@ def _nest(value: Any, depth: int, rng: random.Random) -> Any:
 
 def mutate_structure(doc: Any, rng: random.Random) -> Any:
     """One structural mutation of a parsed document (changed in place and returned)."""
-    paths = [p for p in _paths(doc) if p]
+    paths = [p for p in paths_of(doc) if p]
     if not paths:
         return doc
     path = rng.choice(paths)

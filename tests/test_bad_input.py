@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from corral.cli import app
+from tests.fuzzing import paths_of
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -403,23 +404,12 @@ def _valid_snapshot() -> list[dict]:
     return [node, queue, kai_queue, hn, hn2, pc, pdb, gang, member(0), member(1), member(2), kai_pg, kai_pod]
 
 
-def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out += _paths(v, prefix + (i,))
-    return out
-
-
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "x", "-1", "2x", "1e400", "n1"]),
                  st.lists(st.sampled_from(["a", 1]), max_size=2), st.dictionaries(st.sampled_from(["a", "name"]),
                                                                                    st.sampled_from(["b", 0]),
                                                                                    max_size=2))
 BASE = _valid_snapshot()
-PATHS = [(i, p) for i, d in enumerate(BASE) for p in _paths(d) if p]
+PATHS = [(i, p) for i, d in enumerate(BASE) for p in paths_of(d) if p]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -82,18 +82,23 @@ def test_stats_and_gangs_whole(mode: str) -> None:
     assert action.stats["solves"] >= 1 and action.stats["rounds"] >= 1
 
 
-def test_oversubscribed_node_repaired_without_a_resolve() -> None:
-    # quincy: both pods prefer n0 and the flow sends both there (8 + 4 GPUs on 8): the check keeps the
-    # dearer 8-GPU pod on n0 and places the 4-GPU pod on n1 in place, through the same checks
+def _both_prefer_n0() -> tuple[Session, FlowAction]:
+    """An 8-GPU and a 4-GPU pod that both prefer n0 (8 GPUs), a quincy round executed on two nodes."""
     docs = _gang_docs(2, [("big", 1, 8, 1), ("small", 1, 4, 1)])
     for d in docs:
         if d["kind"] == "Pod":
             d["metadata"]["annotations"]["corral.io/preferred-nodes"] = "n0"
-    cluster = build_cluster(("t", d) for d in docs)
     cfg = _config(costModel="quincy")
-    session = Session(cluster, cfg, REGISTRY, T0, 1)
+    session = Session(build_cluster(("t", d) for d in docs), cfg, REGISTRY, T0, 1)
     action = FlowAction(cfg.actions[1].args)
     action.execute(session)
+    return session, action
+
+
+def test_oversubscribed_node_repaired_without_a_resolve() -> None:
+    # quincy: both pods prefer n0 and the flow sends both there (8 + 4 GPUs on 8): the check keeps the
+    # dearer 8-GPU pod on n0 and places the 4-GPU pod on n1 in place, through the same checks
+    session, action = _both_prefer_n0()
     binds = {b.pod: b.node for b in session.close().binds}
     assert binds == {"d/big-0": "n0", "d/small-0": "n1"}
     assert action.stats["failed"] == 1 and action.stats["repaired"] == 1
@@ -105,15 +110,7 @@ def test_many_failed_pods_go_to_a_residual_resolve(monkeypatch: pytest.MonkeyPat
     # goes into a re-solve of the residual network, which places it on n1
     import corral.actions.flow as flow
     monkeypatch.setattr(flow, "REPAIR_MAX", 0)
-    docs = _gang_docs(2, [("big", 1, 8, 1), ("small", 1, 4, 1)])
-    for d in docs:
-        if d["kind"] == "Pod":
-            d["metadata"]["annotations"]["corral.io/preferred-nodes"] = "n0"
-    cluster = build_cluster(("t", d) for d in docs)
-    cfg = _config(costModel="quincy")
-    session = Session(cluster, cfg, REGISTRY, T0, 1)
-    action = FlowAction(cfg.actions[1].args)
-    action.execute(session)
+    session, action = _both_prefer_n0()
     assert {b.pod: b.node for b in session.close().binds} == {"d/big-0": "n0", "d/small-0": "n1"}
     assert action.stats["repaired"] == 0 and action.stats["resolves"] == 1 and action.stats["solves"] == 2
 

@@ -99,6 +99,16 @@ def test_unschedulable_gang_gets_events_once(server: FakeAPI, runner_factory) ->
     assert len(server.objects("Event")) == 6                  # the same reason is not repeated at once
 
 
+def _victims_leave_then_preemptor_binds(server: FakeAPI, runner) -> None:
+    """The evicted victims finish terminating; the next cycle binds the preemptor where it was nominated,
+    and no pod was ever bound twice."""
+    server.finish_deletions()
+    assert wait_for(lambda: runner.cache.find("Pod", "default/low-a-0") is None)
+    runner.cycle(NOW + 2)
+    assert node_of(server, "high-0") == "n1"
+    assert Counter(p for p, _ in server.bindings) == {"default/small-0": 1, "default/high-0": 1}
+
+
 def test_preempt_evicts_then_binds_after_victims_leave(server: FakeAPI, runner_factory) -> None:
     server.add_all(preempt_objects())
     r = runner_factory(PREEMPT, now=NOW)
@@ -113,11 +123,7 @@ def test_preempt_evicts_then_binds_after_victims_leave(server: FakeAPI, runner_f
                                 for i in range(2)))
     r.cycle(NOW + 1)                                          # victims still releasing: not evicted again
     assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"]
-    server.finish_deletions()
-    assert wait_for(lambda: r.cache.find("Pod", "default/low-a-0") is None)
-    r.cycle(NOW + 2)
-    assert node_of(server, "high-0") == "n1"
-    assert Counter(p for p, _ in server.bindings) == {"default/small-0": 1, "default/high-0": 1}
+    _victims_leave_then_preemptor_binds(server, r)
 
 
 def test_pdb_refusal_is_reported_not_retried(server: FakeAPI, runner_factory) -> None:
@@ -223,11 +229,7 @@ def test_killed_between_evictions_and_binds_resumes_without_repeats(server: Fake
     second.cycle(NOW + 1)
     assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"]   # recognised, not repeated
     assert node_of(server, "small-0") == "n3"                 # the binds of the lost cycle are decided again
-    server.finish_deletions()
-    assert wait_for(lambda: second.cache.find("Pod", "default/low-a-0") is None)
-    second.cycle(NOW + 2)
-    assert node_of(server, "high-0") == "n1"
-    assert Counter(p for p, _ in server.bindings) == {"default/small-0": 1, "default/high-0": 1}
+    _victims_leave_then_preemptor_binds(server, second)
 
 
 def test_leader_election_one_replica_schedules(server: FakeAPI, runner_factory) -> None:

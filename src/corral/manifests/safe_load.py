@@ -349,8 +349,7 @@ class _FastConstruction:
                     if type(value_node) is ScalarNode:
                         value = self._scalar(value_node, scalars)
                     else:
-                        value = {} if type(value_node) is MappingNode and value_node.tag == _MAP else \
-                            [] if type(value_node) is SequenceNode and value_node.tag == _SEQ else _FALLBACK
+                        value = _empty(value_node)
                         stack.append((value_node, value))
                     if value is _FALLBACK:
                         return _FALLBACK
@@ -360,8 +359,7 @@ class _FastConstruction:
                     if type(item) is ScalarNode:
                         value = self._scalar(item, scalars)
                     else:
-                        value = {} if type(item) is MappingNode and item.tag == _MAP else \
-                            [] if type(item) is SequenceNode and item.tag == _SEQ else _FALLBACK
+                        value = _empty(item)
                         stack.append((item, value))
                     if value is _FALLBACK:
                         return _FALLBACK
@@ -370,6 +368,7 @@ class _FastConstruction:
 
 
 def _empty(node: Node) -> Any:
+    """The empty container a plain mapping or sequence node becomes, or ``_FALLBACK`` for a tagged one."""
     if type(node) is MappingNode and node.tag == _MAP:
         return {}
     if type(node) is SequenceNode and node.tag == _SEQ:

@@ -303,6 +303,17 @@ _STOP = ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO")
 
 
 # -- the model -------------------------------------------------------------------------------------
+def _victims_by_queue(cluster: Cluster, victims: list[Task], queues: Mapping) -> dict[str, list[int]]:
+    """The indexes of ``victims`` under each queue of ``queues`` (a victim counts for its queue and every
+    ancestor the mapping names)."""
+    out: dict[str, list[int]] = {}
+    for i, v in enumerate(victims):
+        for name in cluster.queue_chain(v.job.queue):
+            if name in queues:
+                out.setdefault(name, []).append(i)
+    return out
+
+
 def _queue_rule(model, cluster: Cluster, victims: list[Task], evict: list,
                 limits: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
     """The queue rule of proportion/capacity, exactly for each queue alone: the victims of a queue
@@ -310,12 +321,7 @@ def _queue_rule(model, cluster: Cluster, victims: list[Task], evict: list,
     resource what they free less one of them (the pod that crosses the line) stays below the queue's
     ``above``, and in every resource what they free stays within its ``keep``. (In a queue tree one
     order must suit every queue of a side at once: then this is a relaxation.)"""
-    per_queue: dict[str, list[int]] = {}
-    for i, v in enumerate(victims):
-        for name in cluster.queue_chain(v.job.queue):
-            if name in limits:
-                per_queue.setdefault(name, []).append(i)
-    for name, idx in per_queue.items():
+    for name, idx in _victims_by_queue(cluster, victims, limits).items():
         above, keep = limits[name]
         cols = [c for c in range(len(above)) if any(victims[i].request[c] > 0 for i in idx)]
         units = {c: _scale(victims[i].request[c] for i in idx) for c in cols}
@@ -517,12 +523,7 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
 
     # reclaim: victim queues keep their deserved share
     if action == "reclaim" and queue_slack:
-        per_queue: dict[str, list[int]] = {}
-        for i, v in enumerate(victims):
-            for name in cluster.queue_chain(v.job.queue):
-                if name in queue_slack:
-                    per_queue.setdefault(name, []).append(i)
-        for name, idx in per_queue.items():
+        for name, idx in _victims_by_queue(cluster, victims, queue_slack).items():
             slack = queue_slack[name]
             for c in range(n_res):
                 reqs = [victims[i].request[c] for i in idx]
