@@ -43,15 +43,20 @@ class EnqueueAction(Action):
         budget = np.where(finite, total * self.args.overcommit_factor, np.inf)
         budget = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
         delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
-        pending = []
-        for uid in session.job_uids():
-            job = cluster.jobs[uid]
-            if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
-                    and job.min_resources is not None:
-                budget = budget - job.min_resources
-            elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
-                pending.append(job)
-        pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
+        index = session.index if not session.report_reasons else None
+        kept = _kept_pending(session, index, budget) if index is not None else None
+        if kept is not None:
+            budget, pending = kept
+        else:
+            pending = []
+            for uid in session.job_uids():
+                job = cluster.jobs[uid]
+                if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
+                        and job.min_resources is not None:
+                    budget = budget - job.min_resources
+                elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
+                    pending.append(job)
+            pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
         queues = cluster.queues
         queue_key, job_key = session.queue_key(), session.job_sort_key()
         # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
@@ -81,8 +86,37 @@ class EnqueueAction(Action):
                         res, need, left, self.args.overcommit_factor))
                     continue
                 budget = budget - need
-                job.phase = PodGroupPhase.INQUEUE
+                session.set_phase(job, PodGroupPhase.INQUEUE)
                 session.job_enqueued(job)
+
+
+def _kept_pending(session: Session, index, budget: np.ndarray) -> tuple[np.ndarray, list] | None:
+    """What the walk over every job above computes (the budget left by admitted podgroups not started
+    yet, then the podgroups to admit without those the budget refuses whatever comes first:
+    ``skipcache.hopeless_for_enqueue``), from the session's job index: the admitted podgroups are the
+    index's few, in the same (uid) order, so the budget has the same bits; the podgroups to admit that
+    the budget refuses are found by one comparison over the index's kept matrix of their minResources,
+    and only the others are walked. Jobs the session changed since it opened are tested one by one.
+    None when a podgroup to admit has no minResources (the filter then keeps every podgroup: walk them)."""
+    jobs = session.cluster.jobs
+    fresh = session.touched_jobs | session.moved_jobs
+    if index.no_min or any(jobs[u].min_resources is None for u in fresh if u in jobs):
+        return None
+    for uid in index.candidates(session, "inqueue"):
+        job = jobs[uid]
+        if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
+                and job.min_resources is not None:
+            budget = budget - job.min_resources
+    hopeless = index.hopeless(budget, EPS)
+    pending = []
+    for uid in sorted((index.sets["enqueue"] - hopeless) | fresh):
+        job = jobs.get(uid)
+        if job is None or job.phase is not PodGroupPhase.PENDING or not job.tasks or job.invalid_reason:
+            continue
+        if uid in fresh and job.min_resources.any() and (job.min_resources > budget + EPS).any():
+            continue
+        pending.append(job)
+    return budget, pending
 
 
 def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarray]):
