@@ -156,6 +156,13 @@ class JobIndex:
         self.row_of: dict[str, int] = {}
         self.free_rows: list[int] = list(range(63, -1, -1))
         self.row_uid: list[str | None] = [None] * 64
+        self.row_queue = np.full(64, -1, dtype=np.int64)     # the queue (code) of each row
+        self.queue_code = {q: i for i, q in enumerate(cluster.queues)}
+        # enqueue's job order, kept per queue while the order's context stays the same
+        self._order_ctx: tuple | None = None
+        self._order: dict[str, list[tuple]] = {}
+        self._order_key: dict[str, tuple] = {}
+        self._order_stale: set[str] = set()
         self.dirty: set[str] = set()
         for uid, job in cluster.jobs.items():
             self._add(uid, job)
@@ -194,6 +201,7 @@ class JobIndex:
                 row = self.row_of.pop(uid)
                 self.row_uid[row] = None
                 self.needs[row] = 0.0
+                self.row_queue[row] = -1
                 self.free_rows.append(row)
 
     def _charge(self, e: _Entry, sign: int) -> None:
@@ -210,10 +218,12 @@ class JobIndex:
         if not self.free_rows:
             size = len(self.row_uid)
             self.needs = np.vstack([self.needs, np.zeros((size, self.width))])
+            self.row_queue = np.concatenate([self.row_queue, np.full(size, -1, dtype=np.int64)])
             self.row_uid.extend([None] * size)
             self.free_rows = list(range(2 * size - 1, size - 1, -1))
         row = self.free_rows.pop()
         self.needs[row] = need
+        self.row_queue[row] = self.queue_code.get(self.entries[uid].queue, -1)
         self.row_of[uid] = row
         self.row_uid[row] = uid
 
@@ -223,6 +233,7 @@ class JobIndex:
         if cluster.changed_jobs:
             changed = changed | cluster.changed_jobs
         self.dirty = set()
+        self._order_stale |= changed
         jobs = cluster.jobs
         for uid in changed:
             known = uid in self.entries
@@ -257,6 +268,41 @@ class JobIndex:
         rows = np.flatnonzero(needs.any(axis=1) & (needs > budget + eps).any(axis=1))
         row_uid = self.row_uid
         return {row_uid[r] for r in rows.tolist()}
+
+    def fitting(self, budget: np.ndarray, eps: float) -> np.ndarray:
+        """Per row of the minResources matrix: within ``budget`` (no minResources at all counts as
+        within, as enqueue's ``_within_budget`` has it)."""
+        needs = self.needs[:len(self.row_uid)]
+        return ~needs.any(axis=1) | ~(needs > budget + eps).any(axis=1)
+
+    def enqueue_order(self, context: tuple, key, jobs: dict[str, Job]) -> dict[str, list[tuple]]:
+        """Per queue, the podgroups to admit as the session opened, in JobOrder: sorted ``(key(job),
+        uid)``, kept while ``context`` (``Session.job_order_context``) stays the same and brought up to
+        date for the jobs changed since. Jobs with a nominated pod are left out (their key depends on
+        the session: see ``orderkeys.kept_keys``); the caller treats them as changed."""
+        skip = self.sets["pipelined"]
+        if context != self._order_ctx:
+            self._order_ctx = context
+            self._order, self._order_key = {}, {}
+            for uid in self.sets["enqueue"] - skip:
+                k, q = key(jobs[uid]), self.entries[uid].queue
+                self._order_key[uid] = (k, q)
+                self._order.setdefault(q, []).append((k, uid))
+            for order in self._order.values():
+                order.sort()
+        else:
+            enqueue = self.sets["enqueue"]
+            for uid in self._order_stale:
+                old = self._order_key.pop(uid, None)
+                if old is not None:
+                    order = self._order[old[1]]
+                    del order[bisect_left(order, (old[0], uid))]
+                if uid in enqueue and uid not in skip:
+                    k, q = key(jobs[uid]), self.entries[uid].queue
+                    self._order_key[uid] = (k, q)
+                    insort(self._order.setdefault(q, []), (k, uid))
+        self._order_stale = set()
+        return self._order
 
     def queue_held(self) -> dict[str, np.ndarray] | None:
         """What each queue holds (shares.queue_usage), or None when a sum cannot be kept exactly."""

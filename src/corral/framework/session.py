@@ -305,6 +305,18 @@ class Session:
             return compute
         return kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
 
+    def job_order_context(self) -> tuple | None:
+        """The context of :meth:`job_sort_key` when its keys are a function of the job and this context
+        alone (every JobOrder plugin offers ``job_order_key`` and ``job_order_key_context``), else None."""
+        out = []
+        for fn in self.fns("JobOrder"):
+            plugin = getattr(fn, "__self__", None)
+            context = getattr(plugin, "job_order_key_context", None)
+            if not callable(getattr(plugin, "job_order_key", None)) or not callable(context):
+                return None
+            out.append(context())
+        return tuple(out)
+
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
             return self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
