@@ -345,6 +345,14 @@ class JobIndex:
 
 
 _CHECK = os.environ.get("CORRAL_CHECK_INDEX", "") in ("1", "true", "yes")
+_ON = True
+
+
+def set_enabled(on: bool) -> None:
+    """Keep the index (the default) or walk every job with skipping still on: the tests compare the
+    two, reasons included."""
+    global _ON
+    _ON = bool(on)
 
 
 def set_checking(on: bool) -> None:
@@ -357,7 +365,7 @@ def kept(cluster: Cluster) -> JobIndex | None:
     """The cluster's index brought up to date for a session opening now, or None where none is kept
     (the cluster does not track its jobs' changes, or skipping is off)."""
     from corral.framework import skipcache
-    if cluster.changed_jobs is None or not skipcache.enabled():
+    if cluster.changed_jobs is None or not skipcache.enabled() or not _ON:
         cluster.__dict__.pop("_job_index", None)
         return None
     index = cluster.__dict__.get("_job_index")
