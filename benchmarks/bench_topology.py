@@ -191,7 +191,7 @@ def at_turn(cluster, pending, binds) -> tuple[int, list[str], list[str]]:
         if fits and not rows:
             missed.append(name)
         np.subtract.at(free, rows, gpu)
-        if rows and (free < 0).any():
+        if rows and (free[rows] < 0).any():
             faults.append(f"{name} overcommits a node")
         if rows and mode == "hard":
             inside = np.add.reduceat(np.isin(flat, rows), starts) == len(set(rows))
