@@ -44,45 +44,16 @@ class EnqueueAction(Action):
         budget = np.where(finite, total * self.args.overcommit_factor, np.inf)
         budget = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
         delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
-        index = session.index if not session.report_reasons else None
-        fast = skipcache.enabled() and not session.report_reasons and not delegated
-        context = session.job_order_context() if fast and index is not None else None
-        kept = _kept_pending(session, index, budget, fresh_only=context is not None) if index is not None else None
-        if kept is None:
-            context = None
-        if kept is not None:
-            budget, pending = kept
-        else:
-            pending = []
-            for uid in session.job_uids():
-                job = cluster.jobs[uid]
-                if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
-                        and job.min_resources is not None:
-                    budget = budget - job.min_resources
-                elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
-                    pending.append(job)
-            pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
-        queues = cluster.queues
-        queue_key, job_key = session.queue_key(), session.job_sort_key()
         # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
         # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
         # side effect) and the budget only moves when a podgroup is admitted
-        if context is not None:
-            # the index keeps the podgroups to admit in JobOrder: only the ones the budget admits and
-            # those passed over before them are walked, not the whole backlog
-            by_queue = _kept_turns(session, index, context, job_key, pending, lambda: budget)
-        else:
-            if not fast:
-                pending.sort(key=job_key)
-            by_queue = {}
-            for job in pending:
-                by_queue.setdefault(job.queue, []).append(job)
+        fast = skipcache.enabled() and not session.report_reasons and not delegated
+        budget, pending, context = _pending(session, budget, fast)
+        queues = cluster.queues
+        queue_key, job_key = session.queue_key(), session.job_sort_key()
+        by_queue = _queue_turns(session, context, job_key, pending, fast, lambda: budget)
         for name in sorted(by_queue, key=lambda n: queue_key(queues[n])):
-            jobs = by_queue[name]
-            if context is not None:
-                turns = jobs()
-            else:
-                turns = _within_budget(jobs, job_key, lambda: budget) if fast else iter(jobs)
+            turns = by_queue[name]()
             for job in turns:
                 reason = session.job_valid(job)
                 if reason:
@@ -100,6 +71,45 @@ class EnqueueAction(Action):
                 budget = budget - need
                 session.set_phase(job, PodGroupPhase.INQUEUE)
                 session.job_enqueued(job)
+
+
+def _pending(session: Session, budget: np.ndarray, fast: bool) -> tuple[np.ndarray, list, tuple | None]:
+    """The budget left once the admitted podgroups not started yet are counted, the podgroups to admit
+    (in uid order, without those the budget refuses whatever comes first) and, when the session's job
+    index keeps their JobOrder, the order's context (then ``pending`` holds only the podgroups the
+    session changed: the kept order has the others)."""
+    index = session.index if not session.report_reasons else None
+    context = session.job_order_context() if fast and index is not None else None
+    kept = _kept_pending(session, index, budget, fresh_only=context is not None) if index is not None else None
+    if kept is not None:
+        return kept[0], kept[1], context
+    cluster = session.cluster
+    pending = []
+    for uid in session.job_uids():
+        job = cluster.jobs[uid]
+        if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
+                and job.min_resources is not None:
+            budget = budget - job.min_resources
+        elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
+            pending.append(job)
+    return budget, skipcache.hopeless_for_enqueue(session, pending, budget, EPS), None
+
+
+def _queue_turns(session: Session, context: tuple | None, job_key: Callable, pending: list, fast: bool,
+                 budget: Callable[[], np.ndarray]) -> dict[str, Callable]:
+    """Per queue with podgroups to admit, a function giving them in JobOrder: from the job index's kept
+    order (only the ones the budget admits and those passed over before them are walked, not the whole
+    backlog), else sorted here; when ``fast``, only those within ``budget()`` at their turn."""
+    if context is not None:
+        return _kept_turns(session, session.index, context, job_key, pending, budget)
+    if not fast:
+        pending.sort(key=job_key)
+    by_queue: dict[str, list] = {}
+    for job in pending:
+        by_queue.setdefault(job.queue, []).append(job)
+    if fast:
+        return {name: functools.partial(_within_budget, jobs, job_key, budget) for name, jobs in by_queue.items()}
+    return {name: functools.partial(iter, jobs) for name, jobs in by_queue.items()}
 
 
 def _kept_pending(session: Session, index, budget: np.ndarray, *, fresh_only: bool = False) \
