@@ -29,6 +29,15 @@ CONFIGS = {
                          "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
                                    {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "capacity"},
                                                 {"name": "nodeorder"}]}]},
+    "reservation": {"actions": "elect, enqueue, reserve, allocate, backfill",
+                    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"},
+                                           {"name": "reservation", "arguments": {"lockMode": "multi-node"}}]},
+                              {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"},
+                                           {"name": "nodeorder"}]}]},
+    "flow-las": {"actions": "enqueue, flow, backfill",
+                 "configurations": [{"name": "flow", "arguments": {"gangMode": "lowerbound"}}],
+                 "tiers": [{"plugins": [{"name": "las"}, {"name": "priority"}, {"name": "gang"}]},
+                           {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]}]},
     "no-enqueue": {"actions": "allocate, backfill",
                    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]},
                              {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}]}]},
@@ -75,6 +84,7 @@ def _run(monkeypatch, config, restart: str, disturb: bool, reasons: bool = False
 
 
 @pytest.mark.parametrize("name,restart,disturb", [("default", "job", True), ("capacity-preempt", "pods", True),
+                                                  ("reservation", "job", True), ("flow-las", "pods", False),
                                                   ("no-enqueue", "job", False)])
 def test_kept_index_equals_fresh_build_and_decisions_unchanged(monkeypatch, switches, name, restart, disturb):
     skipcache.set_enabled(True)
