@@ -654,6 +654,7 @@ class Session:
         jobs = self.cluster.jobs
         for uid in self._closing():
             self._close_job(jobs[uid])
+        jobindex.note_closed(self.cluster, self.moved_jobs)      # made Running by _close_job
         for p in self.plugins():
             p.on_session_close()
         self.decisions.touched = list(self.first_state.values())
@@ -671,6 +672,7 @@ class Session:
             forget_keys(self.cluster, changed, self.touched_jobs)
         if changed is None or self.report_reasons:
             if changed is not None:
+                jobindex.note_closed(self.cluster, changed | self.touched_jobs | self.moved_jobs)
                 changed.clear()
             return self.job_uids()
         if self.index is not None:
