@@ -170,3 +170,22 @@ def test_exact_sums_round_as_fsum_in_any_order(rows, rnd):
     assert got.tobytes() == want.tobytes() or np.array_equal(got, want)
     for col in range(3):
         assert got[col] == math.fsum(v[col] for v in vecs)
+
+
+def test_multi_cycle_scenarios_keep_a_correct_index(tmp_path, switches):
+    """``corral schedule --cycles N`` keeps the index between its cycles: in every scenario of more than
+    one cycle, the kept index equals a fresh build at each session open."""
+    import yaml
+
+    from tests.scenarios.test_scenarios import CASES, run_case
+    skipcache.set_enabled(True)
+    jobindex.set_checking(True)
+    ran = 0
+    for path in CASES:
+        case = yaml.safe_load(path.read_text())
+        if int(case.get("cycles", 1)) > 1:
+            folder = tmp_path / path.stem
+            folder.mkdir()
+            run_case(case, folder)
+            ran += 1
+    assert ran >= 10
