@@ -76,13 +76,13 @@ class _Entry:
     """What the index knows of one job (computed from the job and its pods alone)."""
 
     __slots__ = ("job", "phase", "queue", "waiting", "waiting_all", "best_effort", "enqueue", "inqueue",
-                 "holding", "held", "asked", "pipelined", "exact")
+                 "holding", "held", "asked", "pipelined", "anti", "exact")
 
     def __init__(self, job: Job, width: int) -> None:
         self.job = job
         self.phase = job.phase
         self.queue = job.queue
-        waiting = waiting_all = best_effort = pipelined = False
+        waiting = waiting_all = best_effort = pipelined = anti = False
         ready = 0
         held_rows: list[np.ndarray] = []
         asked_rows: list[np.ndarray] = []
@@ -90,6 +90,8 @@ class _Entry:
             status = t.status
             if status in _READY:
                 ready += 1
+            if t.affinity is not None and t.affinity.pod_anti_affinity:
+                anti = True
             if not t.managed:
                 continue
             if status in _WAITING:
@@ -104,8 +106,8 @@ class _Entry:
                 held_rows.append(t.request)
             if status in _ASKING:
                 asked_rows.append(t.request)
-        self.waiting, self.waiting_all, self.best_effort, self.pipelined = \
-            waiting, waiting_all, best_effort, pipelined
+        self.waiting, self.waiting_all, self.best_effort, self.pipelined, self.anti = \
+            waiting, waiting_all, best_effort, pipelined, anti
         phase = job.phase
         self.enqueue = phase is PodGroupPhase.PENDING and bool(job.tasks) and not job.invalid_reason
         self.inqueue = phase is PodGroupPhase.INQUEUE and ready < job.min_member and \
@@ -145,7 +147,7 @@ class JobIndex:
         self.phase: dict[str, PodGroupPhase] = {}          # phases at open (Session._phase0)
         self.sets: dict[str, set[str]] = {name: set() for name in
                                           ("waiting", "waiting_all", "best_effort", "enqueue", "inqueue",
-                                           "admitted", "pipelined")}
+                                           "admitted", "pipelined", "anti")}
         self.holding: dict[str, np.ndarray] = {}           # shares.job_usage
         self.q_held: dict[str, list[int]] = {q: [0] * self.width for q in cluster.queues}
         self.q_asked: dict[str, list[int]] = {q: [0] * self.width for q in cluster.queues}
@@ -173,7 +175,7 @@ class JobIndex:
         e = self.entries[uid] = _Entry(job, self.width)
         self.phase[uid] = e.phase
         sets = self.sets
-        for name in ("waiting", "waiting_all", "best_effort", "enqueue", "inqueue", "pipelined"):
+        for name in ("waiting", "waiting_all", "best_effort", "enqueue", "inqueue", "pipelined", "anti"):
             if getattr(e, name):
                 sets[name].add(uid)
         if e.phase is not PodGroupPhase.PENDING:

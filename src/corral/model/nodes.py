@@ -39,6 +39,7 @@ class Nodes:
         self.locked_for: list[str | None] = [None] * n  # reservation (seed 001)
         self._mask_cache: dict[tuple, np.ndarray] = {}
         self._taint_ids: np.ndarray | None = None
+        self._soft_taints: tuple[np.ndarray, list[tuple[Taint, ...]]] | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -135,6 +136,19 @@ class Nodes:
             self._taint_ids = ids
             self._taint_list = list(groups)
         return self._taint_ids, self._taint_list
+
+    def soft_taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
+        """Nodes grouped by identical PreferNoSchedule taint sets: (group id per node, groups); worked
+        out once, like :meth:`taint_groups` (a node's taints are set when the rows are built)."""
+        if self._soft_taints is None:
+            self._soft_taints = _soft_groups(self.taints)
+        return self._soft_taints
+
+
+def _soft_groups(taints: Sequence[tuple[Taint, ...]]) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
+    groups: dict[tuple[Taint, ...], int] = {}
+    ids = [groups.setdefault(tuple(t for t in row if t.effect == "PreferNoSchedule"), len(groups)) for row in taints]
+    return np.array(ids, dtype=np.intp), list(groups)
 
 
 def _int_cmp(value: str | None, op: str, bound: int) -> bool:

@@ -63,11 +63,7 @@ class NodeOrderPlugin(Plugin):
         self._alloc = self.session.cluster.nodes.allocatable[:, self.bal_cols]
         self._has = self._alloc > 0
         # nodes grouped by their PreferNoSchedule taints (the hard ones are the predicates' business)
-        groups: dict[tuple, int] = {}
-        ids = [groups.setdefault(tuple(t for t in taints if t.effect == "PreferNoSchedule"), len(groups))
-               for taints in self.session.cluster.nodes.taints]
-        self._soft_ids = np.array(ids, dtype=np.intp)
-        self._soft_groups = list(groups)
+        self._soft_ids, self._soft_groups = self.session.cluster.nodes.soft_taint_groups()
         self._soft_taints = any(self._soft_groups)
 
     def scores_row_local(self, task: Task) -> bool:

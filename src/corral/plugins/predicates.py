@@ -91,37 +91,65 @@ class PredicatesPlugin(Plugin):
         self._devices = self._proportional_devices()
         self._static: dict[tuple, np.ndarray] = {}
         self._explain: dict[tuple, list[tuple[np.ndarray, str]]] = {}
-        # placed pods by row, only those that matter for inter-pod terms
-        self.placed: dict[int, Task] = {}
-        self.anti: dict[int, Task] = {}                # placed pods with required anti-affinity
-        for t in self.session.cluster.tasks.values():
-            if t.status in _PLACED and _row(t) >= 0:
-                self._add(t, _row(t))
+        # placed pods by row, only those that matter for inter-pod terms, then kept by the events; when
+        # the session's job index says no pod in the cluster has required anti-affinity, built only if a
+        # pod with inter-pod terms of its own asks (its hits are a set: the walk's order does not matter)
+        self._placed: dict[int, tuple[Task, int]] | None = None
+        self._anti: dict[int, tuple[Task, int]] = {}
+        index = self.session.index
+        cluster = self.session.cluster
+        self._anti_possible = index is None or bool(index.sets["anti"]) or any(
+            t.affinity is not None and t.affinity.pod_anti_affinity for t in cluster.foreign)
+        if self._anti_possible:
+            self.placed          # at once: the order of ``anti`` is the order the reasons are listed in
 
     # -- placed-pod index ------------------------------------------------------------------------
+    @property
+    def placed(self) -> dict[int, tuple[Task, int]]:
+        """The placed pods (Allocated, Bound, Running or nominated) by id, with their row."""
+        if self._placed is None:
+            self._placed = {}
+            for t in self.session.cluster.tasks.values():
+                if t.status in _PLACED and _row(t) >= 0:
+                    self._add(t, _row(t))
+        return self._placed
+
+    @property
+    def anti(self) -> dict[int, tuple[Task, int]]:
+        """The placed pods with required pod anti-affinity (none without walking when the session's job
+        index says no pod in the cluster has such a term)."""
+        if not self._anti_possible:
+            return self._anti
+        self.placed
+        return self._anti
+
     def _add(self, task: Task, row: int) -> None:
-        self.placed[id(task)] = (task, row)
+        self._placed[id(task)] = (task, row)
         if task.affinity is not None and task.affinity.pod_anti_affinity:
-            self.anti[id(task)] = (task, row)
+            self._anti[id(task)] = (task, row)
 
     def _remove(self, task: Task) -> None:
-        self.placed.pop(id(task), None)
-        self.anti.pop(id(task), None)
+        self._placed.pop(id(task), None)
+        self._anti.pop(id(task), None)
 
     def on_allocate(self, task: Task) -> None:
-        if _row(task) >= 0:
+        if self._placed is not None and _row(task) >= 0:     # not built yet: the walk will see it
             self._add(task, _row(task))
 
     def on_deallocate(self, task: Task) -> None:
+        if self._placed is None:
+            return
         if task.status in _PLACED and _row(task) >= 0:
             self._add(task, _row(task))          # a reverted allocation of a previously nominated pod
         else:
             self._remove(task)
 
     def simulate_add_task(self, task: Task, node: int) -> None:
+        self.placed
         self._add(task, node)
 
     def simulate_remove_task(self, task: Task, node: int) -> None:
+        self.placed
         self._remove(task)
 
     def simulate_predicate(self, task: Task, node: int) -> bool:
