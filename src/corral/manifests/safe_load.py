@@ -42,6 +42,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from corral.errors import CorralError, InputError
+from corral.manifests import fast_yaml
 
 __all__ = ["Limits", "limits", "read_text", "load_yaml", "load_yaml_all", "load_json", "load_text_documents"]
 
@@ -432,6 +433,10 @@ def load_yaml_all(text: str, file: str, error: ErrorType = InputError) -> list[A
     """Every non-empty document of a YAML stream, within the limits; else one ``error``."""
     max_depth = limits().max_depth
     loader, walk = _loader_for(text, max_depth)
+    if loader is _FastCLoader and not walk:
+        fast = fast_yaml.load_all(text, _c_documents)
+        if fast is not None:
+            return fast
     try:
         docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
     except yaml.YAMLError as exc:
@@ -443,6 +448,12 @@ def load_yaml_all(text: str, file: str, error: ErrorType = InputError) -> list[A
     if walk and _nests_deeper(docs, max_depth + 1):   # +1: the list of documents
         raise _too_deep(max_depth, file, error)
     return docs
+
+
+def _c_documents(text: str) -> list[Any]:
+    """Every document of ``text`` (``None`` ones too) through the C loader: the reference the fast path
+    checks its candidate scalars against."""
+    return list(yaml.load_all(text, Loader=_FastCLoader))
 
 
 def _too_deep(bound: int, file: str, error: ErrorType) -> Exception:

@@ -1,0 +1,251 @@
+"""A fast path for large YAML streams: rapidyaml's C++ parser and JSON emitter, then Python's C JSON decoder,
+taken only when the result is provably what the PyYAML loader of :mod:`corral.manifests.safe_load` builds.
+
+Why: at 10,000 nodes (``benchmarks/bench_allocate.py``, 66,149 objects, a 23 MiB ``yaml.dump_all``
+stream), libyaml's event parsing alone costs 3.0 s of CPU and composing 3.4 s, so ``corral schedule`` on
+the YAML snapshot could not meet its 5 s target however the values were built. rapidyaml (PyPI
+``rapidyaml``, module ``ryml``) parses the same text in about 0.4 s, emits it as one JSON array in about
+0.3 s, and ``json.loads`` builds the values in C. Walking rapidyaml's tree from Python is no faster than
+libyaml (a call per node), so the values must come through its JSON emitter.
+
+The two do not read YAML alike. rapidyaml follows YAML 1.2 and its JSON emitter leaves a plain scalar
+unquoted when it looks like a JSON number or is ``true``/``false``/``null`` (and spells some inf/nan
+forms its own way); PyYAML follows YAML 1.1 (``yes``/``off`` are booleans, ``~`` is null, ``012`` and
+``0x1F`` and ``1_000`` and ``1:20`` are integers, ``1e3`` is a string, ``2017-01-01`` a date, ``.inf``
+a float, a plain ``1:`` key an integer). So a text goes through rapidyaml only when every one of these
+holds; otherwise :func:`load_all` returns ``None`` and the caller runs its PyYAML loader unchanged
+(which also gives the error messages, with line and column, for broken input):
+
+1. **rapidyaml is importable** (a platform without its wheel loads through libyaml as before), the fast
+   path is not switched off (``CORRAL_FAST_YAML=0``), and the text is at least :data:`MIN_CHARS`
+   (64 KiB: below that the PyYAML loader takes milliseconds, and small hand-written files keep exactly the
+   loader they always had). The caller has already checked that the text has no ``&`` (so no anchor and
+   no alias) and that its depth bound is within the nesting limit.
+2. **Nothing PyYAML gives a meaning rapidyaml's JSON cannot carry**, looked for at C speed over the text,
+   at a token boundary (start of text, whitespace, ``[``, ``{``, ``,``): a tag ``!``, an alias ``*``, a
+   merge key ``<<``, the value key ``=``, a complex key ``?``, an empty implicit key (``: x``), a directive
+   ``%`` at the start of a line. Also refused: a tab anywhere (PyYAML reads ``a:<TAB>b`` as a mapping,
+   rapidyaml as a string), a byte-order mark or a character PyYAML's reader refuses (control
+   characters, surrogates). Finding one inside a quoted string only costs the fast path, never a value.
+3. **Every plain scalar that either side might read as other than the same string is checked**: the
+   candidates are the plain tokens (from a token boundary or ``:`` to the end of a line, a comment, a
+   ``:`` that indicates a value, or a flow indicator ``,[]{}?``) that start like a number (``[0-9~]``, a
+   sign followed by a digit, ``_``, ``.`` or ``i``/``n``, or a ``.`` followed by a letter or digit) or are
+   one of yes/no/true/false/on/off/null/inf/nan in any case. Kubernetes quantities (``10Gi``, ``500m``)
+   are candidates too, but there are many occurrences and few distinct texts: the distinct ones are
+   parsed at once, as one block sequence, by the PyYAML loader and by this path, and any difference in
+   type or value (by ``repr``: ``1`` is not ``1.0``, a date is not a string) sends the whole text to
+   PyYAML. A candidate used as a mapping key (followed by ``:``; in a text with a non-empty flow mapping,
+   also a lone entry before ``,`` or ``}``) must be a string for PyYAML and the same string for
+   rapidyaml (rapidyaml's JSON keys are always strings). A candidate that starts like a date
+   (``2024-1-2``) sends the text to PyYAML too: a plain scalar folded over lines can become a timestamp
+   for PyYAML (``2024-1-2`` + ``10:00:00``) while each line alone is a string. Every other plain scalar
+   is a string for both (PyYAML's resolvers only fire on a first character among ``-+.0-9~<=`` and the
+   bool/null words, or on an empty scalar, which both read as null), and a quoted or block scalar
+   (``|``, ``>-``) is a string for both. Limit: at most :data:`MAX_DISTINCT` distinct candidates.
+4. **Anything unexpected falls back**: a rapidyaml parse or emit error (its messages, which its C++ code
+   prints on file descriptor 2, are kept off the terminal), a JSON error (a control character, a number
+   of more digits than Python converts, a NUL), a text that is not UTF-8 encodable.
+
+Documents: a stream (``---`` separated, as ``yaml.dump_all`` writes) becomes one JSON array; an empty
+document is ``null`` in it, and the ``None`` documents are dropped as the PyYAML path drops them; a text
+without ``---`` is one document (``None`` when empty). Duplicate keys: the last wins on both paths.
+
+The equivalence is tested on every YAML file of the project and its examples, on generated documents
+full of YAML 1.1/1.2 traps (``tests/manifests/test_fast_yaml.py``), and the hostile-input tests run
+through the same entry point.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+__all__ = ["load_all", "available", "MIN_CHARS", "MAX_DISTINCT"]
+
+#: texts shorter than this go to the PyYAML loader (it takes milliseconds there)
+MIN_CHARS = 1 << 16
+#: more distinct candidate scalars than this: checking them would cost more than it saves
+MAX_DISTINCT = 20_000
+
+# The screens, in RE2 syntax (google-re2: one linear pass without backtracking, about 40 ms over 23 MiB
+# where Python's re needs over a second for the same boundary conditions).
+_BOUND = r"(?:^|[\s\[{,])"                    # a token boundary: start of a line, whitespace, [ { ,
+_END = r"[ \r]*(?:$|[,\[\]{}?#:])"            # the end of a plain token
+#: what rapidyaml's JSON cannot carry as PyYAML reads it, or what the two always read differently
+_REFUSE = "|".join([
+    _BOUND + r"(?:[!&*%`@:?]|<<|=(?:[\s,\]}]|$))",   # tag anchor alias directive ` @ : ? merge =
+    r":[,\]}]|(?:^|--- +)[|>]",                    # ``[a:]``; a block scalar as a whole document
+    r"[\]}] *:(?:[\s,\[\]{}]|$)",                 # a flow collection as a key
+    # rapidyaml accepts what PyYAML refuses: a plain scalar that starts with a closing bracket, a second
+    # block entry on the line of a flow collection or a quoted scalar (``- [a]  - [b]``)
+    r"(?:^ *|[:-] +)[\]}]|[\]}\"'] +-(?: |$)",
+    r"^\.\.\.(?:\s|$)|\t|\r[^\n]|\r$",              # document end, tab, a lone CR
+    r"[^\n\r\x20-\x7e\x{a0}-\x{d7ff}\x{e000}-\x{fefe}\x{ff00}-\x{fffd}\x{10000}-\x{10ffff}]",  # PyYAML's reader
+    # words PyYAML and rapidyaml read differently (YAML 1.1 booleans and nulls, inf/nan spellings)
+    r"(?:^|[\s\[{,:])(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE|Null|NULL|~)" + _END,
+    # and inf/nan spellings, quoted too: rapidyaml rewrites them in keys (``"-.Inf": x`` -> ``-.inf``)
+    r"(?:^|[\s\[{,:'\"])(?i:[-+]?\.?(?:inf|nan|infinity))(?:" + _END + r"|['\"])",
+    # true/false/null read alike as values, but as keys PyYAML's are a bool or None
+    r"(?:^|[\s\[{,:])(?:true|false|null)[ \r]*:(?:\s|$)|(?:^|[\[{,]) *(?:true|false|null) *[,}]",
+])
+#: a plain token that starts like a number (a sign then a digit, ``_``, ``.``, i or n; or a ``.`` then a
+#: letter or digit), from a token boundary or a ``:``, to the end of its line, a comment, a ``:`` value
+#: indicator or a flow indicator: (token, ``:`` if it is a key, else nothing). Python's re
+#: (RE2 has no look-behind); the first character is one character class, which re looks for at C speed
+#: before it tries the rest (0.2 s over 23 MiB; an alternation first costs three times that).
+_CANDIDATE = re.compile(
+    r"([-+.0-9](?<![^\s\[{,:].)(?:(?<=[0-9])|(?<=[-+])(?=[0-9_.iInN])|(?<=\.)(?=[0-9A-Za-z_]))"
+    r"[^\n,\[\]{}?:#]*(?::[^\s,\[\]{}][^\n,\[\]{}?:#]*)*)(:?)")
+#: a candidate that is a lone entry of a flow collection (``{1}``, ``{a: 1, 2}``): a key if the collection
+#: is a mapping. Looked for only in a text with a non-empty flow mapping.
+_LONE = re.compile(r"(?:^|[\[{,]) *([-+.0-9][^\n,\[\]{}?:#]*(?::[^\s,\[\]{}][^\n,\[\]{}?:#]*)*)(?= *[,}])",
+                   re.MULTILINE)
+_FLOW_MAP = r"(?:^|[\s\[{,])\{[ \r\n]*[^ \r\n}]"                  # a flow mapping that is not empty
+_BLOCK_SCALAR = _BOUND + r"[|>]"
+_DATE = re.compile(r"[0-9]{4}-[0-9][0-9]?-[0-9][0-9]?")
+#: tokens both read as the same int: decimal, no leading zero, no sign but ``-``, within 18 digits
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
+
+
+Loader = Callable[[str], list]
+
+
+def available() -> bool:
+    """Whether rapidyaml can be imported here (a platform without its wheel cannot)."""
+    return _ryml() is not None
+
+
+def _ryml() -> Any:
+    try:
+        import ryml
+    except Exception:            # no wheel for this platform, or a broken install: libyaml it is
+        return None
+    return ryml
+
+
+@functools.lru_cache(maxsize=None)
+def _screens() -> tuple[Any, Any, Any] | None:
+    """The refusal screen, the flow-mapping finder and the block-scalar finder, compiled with RE2."""
+    try:
+        import re2
+        return tuple(re2.compile("(?m)" + p) for p in (_REFUSE, _FLOW_MAP, _BLOCK_SCALAR))  # type: ignore
+    except Exception:           # pragma: no cover - google-re2 is a dependency; without it, no fast path
+        return None
+
+
+def _libyaml_parser() -> Any:
+    try:
+        from yaml._yaml import CParser
+    except Exception:           # pragma: no cover - PyYAML built without libyaml
+        return None
+    return CParser
+
+
+def enabled() -> bool:
+    return os.environ.get("CORRAL_FAST_YAML", "1").strip() not in ("0", "no", "off", "false")
+
+
+def load_all(text: str, reference: Loader, min_chars: int | None = None) -> list[Any] | None:
+    """The non-``None`` documents of ``text`` through rapidyaml, or ``None`` when the fast path does not
+    apply or cannot be shown to give what ``reference`` (the PyYAML loader: text -> every document, ``None``
+    ones included) gives; see the module docstring for the screens."""
+    if len(text) < (MIN_CHARS if min_chars is None else min_chars) or not enabled():
+        return None
+    ryml, screens, parser = _ryml(), _screens(), _libyaml_parser()
+    if ryml is None or screens is None or parser is None:
+        return None
+    refuse, flow_map, block_scalar = screens
+    if refuse.search(text) or (not text.endswith("\n") and block_scalar.search(text)):
+        return None
+    if not _candidates_agree(ryml, text, flow_map.search(text) is not None, reference):
+        return None
+    try:
+        parser(text).raw_parse()   # libyaml's grammar, in C, no Python object per event
+        encoded = text.encode("utf-8")
+    except Exception:              # broken YAML: the PyYAML loader says where
+        return None
+    docs = _documents(ryml, encoded)
+    return None if docs is None else [d for d in docs if d is not None]
+
+
+def _candidates_agree(ryml: Any, text: str, flow_map: bool, reference: Loader) -> bool:
+    """Whether every distinct candidate token of ``text`` reads alike on both paths as a value, and
+    every one used as a key (followed by ``:``, or a lone entry of a flow collection in a text with a
+    flow mapping) is a string for PyYAML and the same string for rapidyaml. Plain decimal integers are
+    known to agree as values."""
+    values: set[str] = set()
+    keys: set[str] = {raw.rstrip(" \r") for raw in _LONE.findall(text)} if flow_map else set()
+    for raw, end in set(_CANDIDATE.findall(text)):
+        token = raw.rstrip(" \r")
+        if end:
+            keys.add(token)
+        elif not _PLAIN_INT.fullmatch(token):
+            values.add(token)
+    if len(values) + len(keys) > MAX_DISTINCT:
+        return False
+    if any(_DATE.match(token) for token in values | keys):
+        return False
+    if not values and not keys:
+        return True
+    text = "".join(f"- {token}\n" for token in sorted(values)) or "[]\n"
+    text += "---\n" + ("".join(f"{token}: 0\n" for token in sorted(keys)) or "{}\n")
+    try:
+        expected = reference(text)
+    except Exception:           # a candidate PyYAML cannot read alone: leave the whole text to it
+        return False
+    got = _documents(ryml, text.encode("utf-8"))
+    if got is None or len(expected) != 2 or len(got) != 2 or repr(expected[0]) != repr(got[0]):
+        return False
+    mapping = expected[1]
+    return (isinstance(mapping, dict) and len(mapping) == len(keys) and all(type(k) is str for k in mapping)
+            and repr(list(mapping.items())) == repr(list(got[1].items())))
+
+
+def _documents(ryml: Any, encoded: bytes) -> list[Any] | None:
+    """Every document of ``encoded`` (``None`` for an empty one) through rapidyaml's JSON, or ``None``
+    if rapidyaml or the JSON decoder refuses it."""
+    try:
+        with _quiet_stderr():
+            tree = ryml.parse_in_arena(encoded)
+            root = tree.root_id()
+            stream = tree.is_stream(root)
+            out = ryml.emit_json(tree, root)
+        if out is None:
+            return None if stream else []
+        value = json.loads(out)
+    except Exception:           # rapidyaml's own exceptions, JSON errors, int digit limit, memory
+        return None
+    if stream:
+        return value if isinstance(value, list) else None
+    return [value]
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 pointed at /dev/null while rapidyaml runs: its C++ error handler prints the
+    parse error there before raising, and the text then goes to PyYAML, whose message is the one shown."""
+    try:
+        sys.stderr.flush()
+    except Exception:       # pragma: no cover - a closed or replaced stderr
+        pass
+    try:
+        saved = os.dup(2)
+    except OSError:         # pragma: no cover - no descriptor 2: nothing to keep quiet
+        yield
+        return
+    try:
+        sink = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(sink, 2)
+        finally:
+            os.close(sink)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
