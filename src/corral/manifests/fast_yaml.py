@@ -2,58 +2,69 @@
 taken only when the result is provably what the PyYAML loader of :mod:`corral.manifests.safe_load` builds.
 
 Why: at 10,000 nodes (``benchmarks/bench_allocate.py``, 66,149 objects, a 23 MiB ``yaml.dump_all``
-stream), libyaml's event parsing alone costs 3.0 s of CPU and composing 3.4 s, so ``corral schedule`` on
+stream) libyaml's event parsing alone costs 3.0 s of CPU and composing 3.4 s, so ``corral schedule`` on
 the YAML snapshot could not meet its 5 s target however the values were built. rapidyaml (PyPI
-``rapidyaml``, module ``ryml``) parses the same text in about 0.4 s, emits it as one JSON array in about
-0.3 s, and ``json.loads`` builds the values in C. Walking rapidyaml's tree from Python is no faster than
-libyaml (a call per node), so the values must come through its JSON emitter.
+``rapidyaml``, module ``ryml``) parses the same text in about 0.4 s and emits it as one JSON array in
+about 0.2 s, and ``json.loads`` builds the values in C (0.2-0.5 s). Walking rapidyaml's tree from Python
+costs a call per node (1.4 million here: no faster than libyaml), so the values come through its JSON.
 
-The two do not read YAML alike. rapidyaml follows YAML 1.2 and its JSON emitter leaves a plain scalar
-unquoted when it looks like a JSON number or is ``true``/``false``/``null`` (and spells some inf/nan
-forms its own way); PyYAML follows YAML 1.1 (``yes``/``off`` are booleans, ``~`` is null, ``012`` and
-``0x1F`` and ``1_000`` and ``1:20`` are integers, ``1e3`` is a string, ``2017-01-01`` a date, ``.inf``
-a float, a plain ``1:`` key an integer). So a text goes through rapidyaml only when every one of these
-holds; otherwise :func:`load_all` returns ``None`` and the caller runs its PyYAML loader unchanged
-(which also gives the error messages, with line and column, for broken input):
+The two do not read YAML alike. rapidyaml follows YAML 1.2: its JSON leaves a plain scalar unquoted when
+it looks like a number or is ``true``/``false``/``null``, and it respells inf/nan forms (``nan`` becomes
+``".nan"``, also in quoted keys). PyYAML follows YAML 1.1: ``yes``/``Off`` are booleans, ``~`` is null,
+``012``, ``0x1F``, ``1_000`` and ``1:20`` are integers, ``1e3`` is a string, ``2017-01-01`` a date, ``.inf``
+a float, a plain ``1:`` key an integer. And rapidyaml accepts some text libyaml refuses (``k: @x``,
+``- [a]  - [b]``). So :func:`load_all` returns the documents only when every step below holds; otherwise
+it returns ``None`` and the caller runs its PyYAML loader unchanged, which also gives the error message
+(with line and column) for broken input. Refusing too much only costs speed; the screens look at the
+raw text, so a match inside a quoted string or a comment sends the file to PyYAML, never a wrong value.
 
-1. **rapidyaml is importable** (a platform without its wheel loads through libyaml as before), the fast
-   path is not switched off (``CORRAL_FAST_YAML=0``), and the text is at least :data:`MIN_CHARS`
-   (64 KiB: below that the PyYAML loader takes milliseconds, and small hand-written files keep exactly the
-   loader they always had). The caller has already checked that the text has no ``&`` (so no anchor and
-   no alias) and that its depth bound is within the nesting limit.
-2. **Nothing PyYAML gives a meaning rapidyaml's JSON cannot carry**, looked for at C speed over the text,
-   at a token boundary (start of text, whitespace, ``[``, ``{``, ``,``): a tag ``!``, an alias ``*``, a
-   merge key ``<<``, the value key ``=``, a complex key ``?``, an empty implicit key (``: x``), a directive
-   ``%`` at the start of a line. Also refused: a tab anywhere (PyYAML reads ``a:<TAB>b`` as a mapping,
-   rapidyaml as a string), a byte-order mark or a character PyYAML's reader refuses (control
-   characters, surrogates). Finding one inside a quoted string only costs the fast path, never a value.
-3. **Every plain scalar that either side might read as other than the same string is checked**: the
-   candidates are the plain tokens (from a token boundary or ``:`` to the end of a line, a comment, a
-   ``:`` that indicates a value, or a flow indicator ``,[]{}?``) that start like a number (``[0-9~]``, a
-   sign followed by a digit, ``_``, ``.`` or ``i``/``n``, or a ``.`` followed by a letter or digit) or are
-   one of yes/no/true/false/on/off/null/inf/nan in any case. Kubernetes quantities (``10Gi``, ``500m``)
-   are candidates too, but there are many occurrences and few distinct texts: the distinct ones are
-   parsed at once, as one block sequence, by the PyYAML loader and by this path, and any difference in
-   type or value (by ``repr``: ``1`` is not ``1.0``, a date is not a string) sends the whole text to
-   PyYAML. A candidate used as a mapping key (followed by ``:``; in a text with a non-empty flow mapping,
-   also a lone entry before ``,`` or ``}``) must be a string for PyYAML and the same string for
-   rapidyaml (rapidyaml's JSON keys are always strings). A candidate that starts like a date
-   (``2024-1-2``) sends the text to PyYAML too: a plain scalar folded over lines can become a timestamp
-   for PyYAML (``2024-1-2`` + ``10:00:00``) while each line alone is a string. Every other plain scalar
-   is a string for both (PyYAML's resolvers only fire on a first character among ``-+.0-9~<=`` and the
-   bool/null words, or on an empty scalar, which both read as null), and a quoted or block scalar
-   (``|``, ``>-``) is a string for both. Limit: at most :data:`MAX_DISTINCT` distinct candidates.
-4. **Anything unexpected falls back**: a rapidyaml parse or emit error (its messages, which its C++ code
-   prints on file descriptor 2, are kept off the terminal), a JSON error (a control character, a number
-   of more digits than Python converts, a NUL), a text that is not UTF-8 encodable.
+1. **Applicable**: rapidyaml and google-re2 import (a platform without a wheel loads through libyaml as
+   before), ``CORRAL_FAST_YAML`` is not ``0``, and the text has at least :data:`MIN_CHARS` characters
+   (64 KiB: below that PyYAML takes milliseconds, and small hand-written files keep the loader they always
+   had). The caller has already checked that it holds no ``&`` (no anchor, no alias) and that its depth
+   bound is within the nesting limit (which rapidyaml's result then respects too).
+2. **Nothing either side reads its own way** (:data:`_REFUSE`, one RE2 pass, about 50 ms over 23 MiB):
+   at a token boundary (line start, whitespace, ``[{,``), a tag ``!``, an anchor ``&``, an alias ``*``, a
+   directive ``%``, a reserved `````/``@``, an explicit key ``?``, an empty key ``:``, a merge key ``<<``
+   or the value key ``=``; a flow collection used as a key; ``[a:]``; a block scalar that is a whole
+   document; a plain scalar that starts with ``]``/``}``; a second block entry on a line after a flow
+   collection or a quoted scalar; a ``...`` document end; a tab (PyYAML reads ``a:<TAB>b`` as a mapping);
+   a lone CR or a YAML 1.1 line break (U+0085, U+2028/9); a character PyYAML's reader refuses (control
+   characters, surrogates, U+FEFF); the YAML 1.1 boolean and null words (``yes``/``No``/``on``/``OFF``,
+   ``True``/``FALSE``, ``Null``/``NULL``, ``~``) as plain scalars; inf/nan spellings, quoted too; and
+   ``true``/``false``/``null`` as keys (as values both read them alike). A text that does not end with a
+   line break and holds a block scalar indicator is refused too: rapidyaml adds the final line break
+   that PyYAML's clipping leaves out.
+3. **Every number-like plain scalar is checked** (:data:`_CANDIDATE`): the tokens that start with a
+   digit, a sign followed by a digit, ``_``, ``.``, ``i`` or ``n``, or a ``.`` followed by a letter or digit,
+   from a token boundary or a ``:`` up to the end of the line, a comment, a ``:`` value indicator or a flow
+   indicator. Kubernetes quantities (``10Gi``, ``500m``, ``8080``) are candidates: many occurrences, few
+   distinct texts. Plain decimal integers (``-?[1-9][0-9]*``, up to 18 digits) read alike as values; the
+   other distinct tokens are parsed at once, as one block sequence, by the PyYAML loader and by this
+   path, and any difference in type or value (compared by ``repr``: ``1`` is not ``1.0`` nor ``True``, a
+   date not a string) refuses the text. A candidate used as a key — followed by ``:``, or (in a text with
+   a non-empty flow mapping) a lone entry of a flow collection, ``{a: 1, 2}`` — must be a string for
+   PyYAML and the same string for rapidyaml, whose JSON keys are always strings. A candidate that starts
+   like a date (``2024-1-2``) refuses the text: a plain scalar folded over lines can be a timestamp for
+   PyYAML (``2024-1-2`` then ``10:00:00``) while each line alone is a string. Every other plain scalar is
+   a string for both: PyYAML's resolvers fire only on a first character among ``-+.0-9~<=`` and on the
+   boolean/null words (refused above) or an empty scalar (null for both); rapidyaml's only on numbers and
+   the words; a token cut short at ``,[]{}?#`` stands for a scalar that holds one of those characters,
+   which neither reads as anything but a string. Quoted and block scalars are strings for both.
+   At most :data:`MAX_DISTINCT` distinct candidates.
+4. **libyaml accepts the text**: ``CParser.raw_parse()`` runs libyaml's parser over it in C without
+   building a Python object per event (0.37 s over 23 MiB), so the fast path never accepts text the
+   PyYAML loader refuses.
+5. **rapidyaml and the JSON decoder agree**: a rapidyaml parse or emit error (which its C++ handler
+   prints on file descriptor 2: kept off the terminal), a JSON error (a control character, a NUL, a
+   number of more digits than Python converts), or a text that is not UTF-8 encodable refuses the text.
 
-Documents: a stream (``---`` separated, as ``yaml.dump_all`` writes) becomes one JSON array; an empty
-document is ``null`` in it, and the ``None`` documents are dropped as the PyYAML path drops them; a text
-without ``---`` is one document (``None`` when empty). Duplicate keys: the last wins on both paths.
+Documents: rapidyaml's stream (``---`` separated, as ``yaml.dump_all`` writes) becomes one JSON array with
+``null`` for an empty document; ``None`` documents are dropped, as the PyYAML path drops them; a text
+without ``---`` is one document (none when empty). Duplicate keys: the last wins on both paths.
 
-The equivalence is tested on every YAML file of the project and its examples, on generated documents
-full of YAML 1.1/1.2 traps (``tests/manifests/test_fast_yaml.py``), and the hostile-input tests run
-through the same entry point.
+The equivalence is tested on every YAML file of the project and its examples, on generated documents full
+of YAML 1.1/1.2 traps and on broken text (``tests/manifests/test_fast_yaml.py``).
 """
 
 from __future__ import annotations
@@ -66,7 +77,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-__all__ = ["load_all", "available", "MIN_CHARS", "MAX_DISTINCT"]
+__all__ = ["load_all", "accepts", "available", "enabled", "MIN_CHARS", "MAX_DISTINCT"]
 
 #: texts shorter than this go to the PyYAML loader (it takes milliseconds there)
 MIN_CHARS = 1 << 16
@@ -154,24 +165,35 @@ def enabled() -> bool:
 def load_all(text: str, reference: Loader, min_chars: int | None = None) -> list[Any] | None:
     """The non-``None`` documents of ``text`` through rapidyaml, or ``None`` when the fast path does not
     apply or cannot be shown to give what ``reference`` (the PyYAML loader: text -> every document, ``None``
-    ones included) gives; see the module docstring for the screens."""
-    if len(text) < (MIN_CHARS if min_chars is None else min_chars) or not enabled():
-        return None
-    ryml, screens, parser = _ryml(), _screens(), _libyaml_parser()
-    if ryml is None or screens is None or parser is None:
-        return None
-    refuse, flow_map, block_scalar = screens
-    if refuse.search(text) or (not text.endswith("\n") and block_scalar.search(text)):
-        return None
-    if not _candidates_agree(ryml, text, flow_map.search(text) is not None, reference):
+    ones included) gives; see the module docstring."""
+    if not accepts(text, reference, min_chars):
         return None
     try:
-        parser(text).raw_parse()   # libyaml's grammar, in C, no Python object per event
         encoded = text.encode("utf-8")
-    except Exception:              # broken YAML: the PyYAML loader says where
+    except UnicodeError:            # pragma: no cover - the screen refuses surrogates
         return None
-    docs = _documents(ryml, encoded)
+    docs = _documents(_ryml(), encoded)
     return None if docs is None else [d for d in docs if d is not None]
+
+
+def accepts(text: str, reference: Loader, min_chars: int | None = None) -> bool:
+    """Steps 1-4 of the module docstring: whether ``text`` may go through rapidyaml (which may still
+    refuse it, step 5)."""
+    if len(text) < (MIN_CHARS if min_chars is None else min_chars) or not enabled():
+        return False
+    screens, parser = _screens(), _libyaml_parser()
+    if _ryml() is None or screens is None or parser is None:
+        return False
+    refuse, flow_map, block_scalar = screens
+    if refuse.search(text) or (not text.endswith("\n") and block_scalar.search(text)):
+        return False
+    if not _candidates_agree(_ryml(), text, flow_map.search(text) is not None, reference):
+        return False
+    try:
+        parser(text).raw_parse()    # libyaml's grammar, in C, without a Python object per event
+    except Exception:               # broken YAML: the PyYAML loader says where
+        return False
+    return True
 
 
 def _candidates_agree(ryml: Any, text: str, flow_map: bool, reference: Loader) -> bool:
@@ -216,6 +238,7 @@ def _documents(ryml: Any, encoded: bytes) -> list[Any] | None:
             root = tree.root_id()
             stream = tree.is_stream(root)
             out = ryml.emit_json(tree, root)
+        del tree                    # its arena and nodes (about 100 MB for 66,000 objects) go now
         if out is None:
             return None if stream else []
         value = json.loads(out)
