@@ -146,7 +146,8 @@ def cli_runs(docs: list[dict], generator_args: list[str]) -> None:
 
 def kubectl_style(docs: list[dict]) -> str:
     """The snapshot as ``kubectl get -o yaml`` writes it: one ``kind: List``, counts and ports as plain
-    integers, quantities as plain scalars (``500m``, ``10Gi``), timestamps quoted."""
+    integers, quantities and pod IPs as plain scalars (``500m``, ``10Gi``, ``10.0.1.7``), timestamps
+    quoted."""
     def plain(value):
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
@@ -161,6 +162,9 @@ def kubectl_style(docs: list[dict]) -> str:
             container["ports"] = [{"containerPort": 8080, "protocol": "TCP"}]
             container["resources"]["limits"] = {"cpu": "500m", "memory": "10Gi"}
             doc["spec"]["terminationGracePeriodSeconds"] = 30
+            if doc["status"]["phase"] == "Running":     # a distinct IP per pod, plain as kubectl writes it
+                n = len(items)
+                doc["status"].update(podIP=f"10.{n >> 16}.{(n >> 8) & 255}.{n & 255}", hostIP="192.168.0.1")
         items.append(doc)
     return yaml.dump({"apiVersion": "v1", "kind": "List", "items": items},
                      Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
