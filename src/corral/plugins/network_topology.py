@@ -6,17 +6,19 @@ may go: with hard mode all of them inside one HyperNode of tier ≤ highestTierA
 switch); with soft mode that is preferred and the whole cluster is the last resort. The plugin offers:
 
 - **GangSearchSpace** — the hypernodes of allowed tiers that contain every node the job already runs on
-  (their lowest common ancestor or above) and whose allocatable capacity could hold the job's pending
-  pods. For ALLOCATE all of them, lowest tier first, then tightest fit (hypernode bin-packing: the
-  largest share of the domain's GPU, else CPU, capacity in use once the job's waiting pods are added).
+  (their lowest common ancestor or above) and whose allocatable capacity could hold what the job's
+  pending pods need at least to make the gang ready (all of them unless minMember asks fewer; Volcano's
+  ``FilterGradientsByMinResource``). For ALLOCATE those with room by a free-capacity bound, fits now
+  first, then lowest tier, then tightest fit (hypernode bin-packing: the largest share of the domain's
+  GPU, else CPU, capacity in use once the job's waiting pods are added); see :meth:`_allocate_order`.
   For EVICT the top ``evictDomains`` (8): first those the gang might enter without breaking a healthy
   gang, counted node by node (:meth:`safe_fits`), then by the cost to enter (:meth:`entry_costs`: free
   room first, then the work lost by the jobs that would have to give way, cheapest first), then lowest
   tier, then name.
   Soft mode appends the whole cluster.
 - **GangPredicate** — fast fail, with a reason that names the numbers, when the job's waiting pods need
-  more than the cluster (any mode) or any allowed hypernode (hard) has in total, or when no allowed
-  hypernode holds the nodes the job already runs on (hard).
+  (at least, to reach minMember) more than the cluster (any mode) or any allowed hypernode (hard) has in
+  total, or when no allowed hypernode holds the nodes the job already runs on (hard).
 - **HyperNodeOrder** — the bin-packing score of a domain: the fraction of its GPU (else CPU) capacity in
   use, 0–100, times the argument ``weight`` (default 1). With Volcano's ``hypernode.binpack.cpu``,
   ``.memory``, ``.resources`` and ``.resources.<name>`` arguments, the score is instead the weighted mean
@@ -101,6 +103,21 @@ class NetworkTopologyPlugin(Plugin):
                 vec += t.request
         return vec
 
+    def least_need(self, job: Job) -> np.ndarray:
+        """What the job's waiting pods must get at least for the gang to become ready: the pods it lacks
+        to reach minMember — all its waiting pods when it needs every one (then this is :meth:`need`),
+        none once it is ready — counted per resource at the smallest requests among its waiting pods, a
+        lower bound whichever pods go. Volcano judges HyperNodes by the job's minimum too
+        (``FilterGradientsByMinResource`` in actions/allocate): an elastic gang starts in a HyperNode
+        that holds its minimum although not all its pods."""
+        waiting = [t.request for t in job.tasks if t.status in _WAITING and t.managed]
+        lack = min(max(job.min_member - job.ready_count(), 0), len(waiting))
+        if lack == len(waiting):
+            return self.need(job)
+        if not lack:
+            return np.zeros(len(self.session.cluster.resources))
+        return np.sort(np.array(waiting), axis=0)[:lack].sum(axis=0)
+
     def _placed_rows(self, job: Job) -> np.ndarray:
         return np.array(sorted({t.node for t in job.tasks if t.status in ALLOCATED_STATES and t.node >= 0}),
                          dtype=np.int64)
@@ -108,9 +125,9 @@ class NetworkTopologyPlugin(Plugin):
     def _allowed(self, job: Job) -> np.ndarray:
         """Indexes (:class:`~corral.model.hypernodes.HyperIndex` order) of the hypernodes of allowed
         tiers that contain every node the job already occupies and whose allocatable capacity could
-        hold its waiting pods — all hypernodes judged at once."""
+        hold what its waiting pods need at least (:meth:`least_need`) — all hypernodes judged at once."""
         placed = self._placed_rows(job)
-        need = self.need(job)
+        need = self.least_need(job)
         key = (job.uid, placed.tobytes(), need.tobytes())     # asked by GangPredicate, then the space
         got = self._allowed_cache.get(key)
         if got is not None:
@@ -139,30 +156,45 @@ class NetworkTopologyPlugin(Plugin):
         return [Domain(hx.names[h], hx.nodes[h].mask, int(hx.tier[h])) for h in self._allowed(job)]
 
     def _fit_class(self, job: Job, cand: np.ndarray, need: np.ndarray) -> np.ndarray:
-        """Per candidate hypernode: 0 when the job's waiting pods fit in its free capacity now, 1 when
-        they fit once releasing capacity is free (a pipeline), 2 when only its total capacity could
-        hold them (room must be made). A cheap bound, not a placement: when every waiting pod has the
-        same request and constraints it counts whole pods per node (predicates included), else it
-        compares summed free capacity."""
-        session = self.session
-        nodes = session.cluster.nodes
+        """Per candidate hypernode: 0 when the pods the gang needs to become ready (all its waiting
+        pods unless minMember asks fewer) fit in its free capacity now, 1 when they fit once releasing
+        capacity is free (a pipeline), 2 when only its total capacity could hold them (room must be
+        made). A cheap bound, not a placement: when every waiting pod has the same request and
+        constraints it counts whole pods per node (predicates included); else the summed free capacity
+        must hold ``need`` (:meth:`least_need`) and, when every waiting pod must go, each kind of pod
+        (same class, else same request) must find whole pods' room of its own — so that on a
+        fragmented cluster domains whose free capacity is only scattered do not take the dry runs."""
+        nodes = self.session.cluster.nodes
         hx = self.tree.index()
         waiting = [t for t in job.tasks if t.status in _WAITING and t.managed]
+        lack = min(max(job.min_member - job.ready_count(), 0), len(waiting))
+        kinds: dict = {}
+        for t in waiting:
+            key = t.klass or t.request.tobytes()
+            kinds[key] = (kinds[key][0], kinds[key][1] + 1) if key in kinds else (t, 1)
+        alike = len(kinds) == 1 and bool(waiting[0].klass)
         live = (~nodes.down)[:, None]
         out = np.full(len(cand), 2, dtype=np.int64)
         for klass, free in ((1, nodes.future_idle), (0, nodes.idle)):
             free = np.clip(free * live, 0, None)
-            if waiting and all(t.klass == waiting[0].klass for t in waiting) and waiting[0].klass:
-                req = waiting[0].request
-                cols = np.flatnonzero(req > EPS)
-                per_node = np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1) if cols.size else \
-                    np.full(len(nodes), float(len(waiting)))
-                per_node = np.minimum(per_node, len(waiting)) * session.predicate(waiting[0])
-                fits = hx.sums(per_node)[cand] >= len(waiting)
+            if alike:
+                fits = hx.sums(self._slots(waiting[0], free, len(waiting)))[cand] >= lack
             else:
                 fits = ~np.any((hx.sums(free)[cand] < need - EPS) & self.cols, axis=1)
+                for task, count in (kinds.values() if lack == len(waiting) else ()):
+                    fits &= hx.sums(self._slots(task, free, count))[cand] >= count
             out[fits] = klass
         return out
+
+    def _slots(self, task: Task, free: np.ndarray, most: int) -> np.ndarray:
+        """Per node: whole pods like ``task`` its ``free`` capacity holds, at most ``most``; within the
+        task's predicates when it has a class (pods of one class share them)."""
+        req = task.request
+        cols = np.flatnonzero(req > EPS)
+        per_node = np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1) if cols.size else \
+            np.full(len(free), float(most))
+        per_node = np.minimum(per_node, most)
+        return per_node * self.session.predicate(task) if task.klass else per_node
 
     def highest_tier(self, job: Job) -> int:
         """The highest tier the job's domains may have: ``highestTierAllowed``, or every tier when it is
@@ -206,7 +238,7 @@ class NetworkTopologyPlugin(Plugin):
         cap = self._capacity()[cand, c]
         used = hx.sums(nodes.used[:, c] * ~nodes.down)[cand] + need[c]
         score = np.where(cap > 0, 100.0 * used / np.where(cap > 0, cap, 1.0), 0.0)
-        klass = self._fit_class(job, cand, need)
+        klass = self._fit_class(job, cand, self.least_need(job))
         order = np.lexsort((cand, -score, hx.tier[cand], klass))
         room = order[klass[order] < 2]
         keep = room if room.size else order[:FULL_DOMAINS_TRIED]
@@ -337,14 +369,16 @@ class NetworkTopologyPlugin(Plugin):
     def gang_predicate(self, job: Job) -> str | None:
         if not job.topology_mode:
             return None
-        need = self.need(job)
+        need = self.least_need(job)
         res = self.session.cluster.resources
         total = self.session.cluster.total_allocatable()
         short = (total < need - EPS) & self.cols
+        some = not np.array_equal(need, self.need(job))       # minMember asks fewer than all waiting pods
+        pods = "the pods the gang needs to reach minMember" if some else "the gang's waiting pods"
         if short.any():
             parts = [f"{format_quantity(need[c], res.names[c])} {res.names[c]} but the whole cluster has only "
                      f"{format_quantity(total[c], res.names[c])}" for c in np.flatnonzero(short)]
-            return "the gang's waiting pods need " + "; ".join(parts)
+            return f"{pods} need " + "; ".join(parts)
         if job.topology_mode == "hard" and self.tree and not self._allowed(job).size:
             tier = self.highest_tier(job)
             hx = self.tree.index()
@@ -352,7 +386,7 @@ class NetworkTopologyPlugin(Plugin):
             placed = self._placed_rows(job)
             if placed.size and not hx.containing(placed, len(self.session.cluster.nodes))[allowed].any():
                 return (f"no HyperNode of tier <= {tier} holds all the nodes the gang already runs on, so "
-                        f"its waiting pods ({_amounts(res, need)}) cannot join them")
+                        f"its waiting pods ({_amounts(res, self.need(job))}) cannot join them")
             c = self.score_col if need[self.score_col] > 0 else int(np.argmax(need * self.cols))
             cap = self._capacity()[allowed, c]
             largest = ""
@@ -360,7 +394,7 @@ class NetworkTopologyPlugin(Plugin):
                 i = int(np.argmax(cap))
                 largest = (f"; the largest, {hx.names[allowed[i]]}, has "
                            f"{format_quantity(float(cap[i]), res.names[c])} {res.names[c]} in all")
-            return (f"no HyperNode of tier <= {tier} can hold the gang's waiting pods ({_amounts(res, need)})"
+            return (f"no HyperNode of tier <= {tier} can hold {pods} ({_amounts(res, need)})"
                     + (" together with the pods already running" if placed.size else "") + largest)
         return None
 
