@@ -146,11 +146,13 @@ def test_broken_text_keeps_the_pyyaml_error(text: str, monkeypatch: pytest.Monke
 
 def test_documents_and_empty_documents() -> None:
     cases = {"a: 1\n": [{"a": 1}], "---\na: 1\n---\n---\nb: [2]\n": [{"a": 1}, {"b": [2]}],
-             "--- 1\n--- x\n": [1, "x"], "# only a comment\n": [], "---\n": [], "": [],
+             "--- 1\n--- x\n": [1, "x"], "---\n": [], "--- \n---\n": [],
              "apiVersion: v1\nkind: List\nitems:\n- {kind: Node}\n": [{"apiVersion": "v1", "kind": "List",
                                                                        "items": [{"kind": "Node"}]}]}
     for text, docs in cases.items():
         assert fast(text) == docs == reference(text)[1], text
+    for text in ("", "# only a comment\n", "\n\n"):      # no JSON at all: the PyYAML loader decides
+        assert fast(text) is None and reference(text, "1") == ("ok", [])
     assert load_yaml("---\n", "t") is None
 
 

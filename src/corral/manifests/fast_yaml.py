@@ -167,11 +167,8 @@ def load_all(text: str, reference: Loader, min_chars: int | None = None) -> list
     """The non-``None`` documents of ``text`` through rapidyaml, or ``None`` when the fast path does not
     apply or cannot be shown to give what ``reference`` (the PyYAML loader: text -> every document, ``None``
     ones included) gives; see the module docstring."""
-    if not accepts(text, reference, min_chars):
-        return None
-    try:
-        encoded = text.encode("utf-8")
-    except UnicodeError:            # pragma: no cover - the screen refuses surrogates
+    encoded = _accepted(text, reference, min_chars)
+    if encoded is None:
         return None
     docs = _documents(_ryml(), encoded)
     return None if docs is None else [d for d in docs if d is not None]
@@ -180,21 +177,27 @@ def load_all(text: str, reference: Loader, min_chars: int | None = None) -> list
 def accepts(text: str, reference: Loader, min_chars: int | None = None) -> bool:
     """Steps 1-4 of the module docstring: whether ``text`` may go through rapidyaml (which may still
     refuse it, step 5)."""
+    return _accepted(text, reference, min_chars) is not None
+
+
+def _accepted(text: str, reference: Loader, min_chars: int | None) -> bytes | None:
+    """``text`` as UTF-8 if it passes steps 1-4, else ``None``."""
     if len(text) < (MIN_CHARS if min_chars is None else min_chars) or not enabled():
-        return False
+        return None
     screens, parser = _screens(), _libyaml_parser()
     if _ryml() is None or screens is None or parser is None:
-        return False
+        return None
     refuse, flow_map, block_scalar = screens
     if refuse.search(text) or (not text.endswith("\n") and block_scalar.search(text)):
-        return False
+        return None
     if not _candidates_agree(_ryml(), text, flow_map.search(text) is not None, reference):
-        return False
+        return None
     try:
-        parser(text).raw_parse()    # libyaml's grammar, in C, without a Python object per event
-    except Exception:               # broken YAML: the PyYAML loader says where
-        return False
-    return True
+        encoded = text.encode("utf-8")
+        parser(encoded).raw_parse()     # libyaml's grammar, in C, without a Python object per event
+    except Exception:                   # broken YAML: the PyYAML loader says where
+        return None
+    return encoded
 
 
 def _candidates_agree(ryml: Any, text: str, flow_map: bool, reference: Loader) -> bool:
@@ -232,16 +235,23 @@ def _candidates_agree(ryml: Any, text: str, flow_map: bool, reference: Loader) -
 
 def _documents(ryml: Any, encoded: bytes) -> list[Any] | None:
     """Every document of ``encoded`` (``None`` for an empty one) through rapidyaml's JSON, or ``None``
-    if rapidyaml or the JSON decoder refuses it."""
+    if rapidyaml or the JSON decoder refuses it, or there is no JSON at all (a text of comments).
+
+    The tree's node array is sized beforehand (a node per line, per ``- `` and per ``,`` bounds it for
+    block YAML; more only grows it) and the JSON is written into a buffer of its computed length: at
+    66,000 objects this halves the page faults of growing both (0.2 s)."""
     try:
         with _quiet_stderr():
-            tree = ryml.parse_in_arena(encoded)
-            root = tree.root_id()
-            stream = tree.is_stream(root)
-            out = ryml.emit_json(tree, root)
+            tree = ryml.Tree()
+            tree.reserve(encoded.count(b"\n") + encoded.count(b"- ") + encoded.count(b",") + 16)
+            ryml.parse_in_arena(encoded, tree)
+            stream = tree.is_stream(tree.root_id())
+            out = bytearray(ryml.compute_json_length(tree))
+            if out:
+                ryml.emit_json_in_place(tree, out)
         del tree                    # its arena and nodes (about 100 MB for 66,000 objects) go now
-        if out is None:
-            return None if stream else []
+        if not out:
+            return None
         value = json.loads(out)
     except Exception:           # rapidyaml's own exceptions, JSON errors, int digit limit, memory
         return None
