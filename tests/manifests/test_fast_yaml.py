@@ -269,3 +269,28 @@ def test_generated_documents_are_mostly_taken() -> None:
     taken = sum(same_or_refused("".join(f"k{i}: {v}\n" for i, v in enumerate(leaves[j:] + leaves[:j])))
                 for j in range(len(leaves)))
     assert taken == len(leaves)
+
+
+# -- the command ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("tail", ["broken: [a, b\n", "x: 9%s\n" % ("9" * 5000), "- a\n-b\n"])
+def test_a_large_broken_snapshot_fails_with_the_pyyaml_message(tmp_path: Path, tail: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_hostile_input import one_error, schedule, write
+    path = write(tmp_path, "big.yaml", bench_snapshot() + "---\n" + tail)
+    assert path.stat().st_size >= fast_yaml.MIN_CHARS
+    monkeypatch.setenv("CORRAL_FAST_YAML", "1")
+    on = one_error(schedule(path), "big.yaml")
+    monkeypatch.setenv("CORRAL_FAST_YAML", "0")
+    assert on == one_error(schedule(path), "big.yaml")
+
+
+def test_a_large_snapshot_schedules_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_hostile_input import schedule, write
+    path = write(tmp_path, "big.yaml", bench_snapshot())
+    outputs = []
+    for switch in ("1", "0"):
+        monkeypatch.setenv("CORRAL_FAST_YAML", switch)
+        res = schedule(path, "-o", "json")
+        assert res.exit_code == 0, res.output
+        outputs.append(json.loads(res.stdout))
+    assert outputs[0] == outputs[1] and outputs[0]["binds"]

@@ -243,7 +243,8 @@ def _documents(ryml: Any, encoded: bytes) -> list[Any] | None:
     try:
         with _quiet_stderr():
             tree = ryml.Tree()
-            tree.reserve(encoded.count(b"\n") + encoded.count(b"- ") + encoded.count(b",") + 16)
+            nodes = encoded.count(b"\n") + encoded.count(b"- ") + encoded.count(b",")
+            tree.reserve(min(nodes, len(encoded) // 4) + 16)     # blank lines hold no node
             ryml.parse_in_arena(encoded, tree)
             stream = tree.is_stream(tree.root_id())
             out = bytearray(ryml.compute_json_length(tree))
