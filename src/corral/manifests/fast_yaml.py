@@ -104,7 +104,7 @@ _REFUSE = "|".join([
     # and inf/nan spellings, quoted too: rapidyaml rewrites them in keys (``"-.Inf": x`` -> ``-.inf``)
     r"(?:^|[\s\[{,:'\"])(?i:[-+]?\.?(?:inf|nan|infinity))(?:" + _END + r"|['\"])",
     # true/false/null read alike as values, but as keys PyYAML's are a bool or None
-    r"(?:^|[\s\[{,:])(?:true|false|null)[ \r]*:(?:\s|$)|(?:^|[\[{,]) *(?:true|false|null) *[,}]",
+    r"(?:^|[\s\[{,:])(?:true|false|null)[ \r]*:(?:\s|$)|(?:^|[{,]) *(?:true|false|null) *[,}]",
 ])
 #: a plain token that starts like a number (a sign then a digit, ``_``, ``.``, i or n; or a ``.`` then a
 #: letter or digit), from a token boundary or a ``:``, to the end of its line, a comment, a ``:`` value
