@@ -92,6 +92,10 @@ def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int
         if collecting:
             gc.enable()
     out = Decisions()
+    if cycles > 1:
+        # every change between cycles is the sessions' own, so the cluster can track its jobs' changes:
+        # cycles after the first keep the job index (framework/jobindex.py) instead of walking every job
+        cluster.changed_jobs = set()
     try:
         for c in range(1, cycles + 1):
             decisions = run_cycle(cluster, config, REGISTRY, now, c)

@@ -74,7 +74,15 @@ def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None, best_e
     silent = quiet or not session.report_reasons
     out = []
     jobs = session.cluster.jobs
-    for uid in session.job_uids():
+    index = session.index
+    if index is not None and silent:
+        # only jobs with waiting pods have anything to do here, and with enqueue only admitted ones: the
+        # session's job index hands those over (plus any job the session changed), in the same order
+        walk = index.candidates(session, "waiting_all" if best_effort else "waiting",
+                                within="" if admit_all else "admitted")
+    else:
+        walk = session.job_uids()
+    for uid in walk:
         job = jobs[uid]
         if silent and not admit_all and job.phase is PodGroupPhase.PENDING:
             continue
@@ -305,7 +313,7 @@ class AllocateAction(Action):
         if session.job_ready(job):
             stmt.commit()
             if not was_ready:
-                job.phase = PodGroupPhase.RUNNING
+                session.set_phase(job, PodGroupPhase.RUNNING)
                 session.annotate(job, LAST_START, format_time(session.now))
             if reason:
                 # an already-ready job whose further pods could not be placed says why

@@ -20,7 +20,10 @@ class BackfillAction(Action):
         cluster = session.cluster
         admit_all = "enqueue" not in session.actions
         jobs = cluster.jobs
-        for uid in session.job_uids():
+        index = session.index
+        # with the session's job index, only jobs with waiting best-effort pods (or changed by the session)
+        walk = session.job_uids() if index is None else index.candidates(session, "best_effort")
+        for uid in walk:
             job = jobs[uid]
             if job.phase is PodGroupPhase.PENDING and not admit_all and not job.synthetic:
                 continue                          # not admitted: passed over before looking at its pods

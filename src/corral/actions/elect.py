@@ -134,7 +134,7 @@ class ElectAction(Action):
         for it, and enqueue's overcommit budget, spent on jobs the locks keep waiting, would otherwise
         never let it in (a deadlock the seed's order ``elect, enqueue`` leaves open)."""
         if job.phase is PodGroupPhase.PENDING and "enqueue" in session.actions and session.job_enqueueable(job):
-            job.phase = PodGroupPhase.INQUEUE
+            session.set_phase(job, PodGroupPhase.INQUEUE)
             session.job_enqueued(job)
 
     @staticmethod

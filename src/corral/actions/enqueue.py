@@ -9,6 +9,7 @@ admitted. A job that is not admitted stays Pending with a reason.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from dataclasses import dataclass
 from typing import Callable
@@ -43,29 +44,16 @@ class EnqueueAction(Action):
         budget = np.where(finite, total * self.args.overcommit_factor, np.inf)
         budget = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
         delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
-        pending = []
-        for uid in session.job_uids():
-            job = cluster.jobs[uid]
-            if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
-                    and job.min_resources is not None:
-                budget = budget - job.min_resources
-            elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
-                pending.append(job)
-        pending = skipcache.hopeless_for_enqueue(session, pending, budget, EPS)
-        queues = cluster.queues
-        queue_key, job_key = session.queue_key(), session.job_sort_key()
         # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
         # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
         # side effect) and the budget only moves when a podgroup is admitted
         fast = skipcache.enabled() and not session.report_reasons and not delegated
-        if not fast:
-            pending.sort(key=job_key)
-        by_queue: dict[str, list] = {}
-        for job in pending:
-            by_queue.setdefault(job.queue, []).append(job)
+        budget, pending, context = _pending(session, budget, fast)
+        queues = cluster.queues
+        queue_key, job_key = session.queue_key(), session.job_sort_key()
+        by_queue = _queue_turns(session, context, job_key, pending, fast, lambda: budget)
         for name in sorted(by_queue, key=lambda n: queue_key(queues[n])):
-            jobs = by_queue[name]
-            turns = _within_budget(jobs, job_key, lambda: budget) if fast else iter(jobs)
+            turns = by_queue[name]()
             for job in turns:
                 reason = session.job_valid(job)
                 if reason:
@@ -81,8 +69,149 @@ class EnqueueAction(Action):
                         res, need, left, self.args.overcommit_factor))
                     continue
                 budget = budget - need
-                job.phase = PodGroupPhase.INQUEUE
+                session.set_phase(job, PodGroupPhase.INQUEUE)
                 session.job_enqueued(job)
+
+
+def _pending(session: Session, budget: np.ndarray, fast: bool) -> tuple[np.ndarray, list, tuple | None]:
+    """The budget left once the admitted podgroups not started yet are counted, the podgroups to admit
+    (in uid order, without those the budget refuses whatever comes first) and, when the session's job
+    index keeps their JobOrder, the order's context (then ``pending`` holds only the podgroups the
+    session changed: the kept order has the others)."""
+    index = session.index if not session.report_reasons else None
+    context = session.job_order_context() if fast and index is not None else None
+    kept = _kept_pending(session, index, budget, fresh_only=context is not None) if index is not None else None
+    if kept is not None:
+        return kept[0], kept[1], context
+    cluster = session.cluster
+    pending = []
+    for uid in session.job_uids():
+        job = cluster.jobs[uid]
+        if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
+                and job.min_resources is not None:
+            budget = budget - job.min_resources
+        elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
+            pending.append(job)
+    return budget, skipcache.hopeless_for_enqueue(session, pending, budget, EPS), None
+
+
+def _queue_turns(session: Session, context: tuple | None, job_key: Callable, pending: list, fast: bool,
+                 budget: Callable[[], np.ndarray]) -> dict[str, Callable]:
+    """Per queue with podgroups to admit, a function giving them in JobOrder: from the job index's kept
+    order (only the ones the budget admits and those passed over before them are walked, not the whole
+    backlog), else sorted here; when ``fast``, only those within ``budget()`` at their turn."""
+    if context is not None:
+        return _kept_turns(session, session.index, context, job_key, pending, budget)
+    if not fast:
+        pending.sort(key=job_key)
+    by_queue: dict[str, list] = {}
+    for job in pending:
+        by_queue.setdefault(job.queue, []).append(job)
+    if fast:
+        return {name: functools.partial(_within_budget, jobs, job_key, budget) for name, jobs in by_queue.items()}
+    return {name: functools.partial(iter, jobs) for name, jobs in by_queue.items()}
+
+
+def _kept_pending(session: Session, index, budget: np.ndarray, *, fresh_only: bool = False) \
+        -> tuple[np.ndarray, list] | None:
+    """What the walk over every job above computes (the budget left by admitted podgroups not started
+    yet, then the podgroups to admit without those the budget refuses whatever comes first:
+    ``skipcache.hopeless_for_enqueue``), from the session's job index: the admitted podgroups are the
+    index's few, in the same (uid) order, so the budget has the same bits; the podgroups to admit that
+    the budget refuses are found by one comparison over the index's kept matrix of their minResources,
+    and only the others are walked. Jobs the session changed since it opened are tested one by one.
+    None when a podgroup to admit has no minResources (the filter then keeps every podgroup: walk them)."""
+    jobs = session.cluster.jobs
+    fresh = session.touched_jobs | session.moved_jobs
+    if index.no_min or any(jobs[u].min_resources is None for u in fresh if u in jobs):
+        return None
+    for uid in index.candidates(session, "inqueue"):
+        job = jobs[uid]
+        if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
+                and job.min_resources is not None:
+            budget = budget - job.min_resources
+    if fresh_only:
+        # the kept order walks the others (``_kept_turns``): only the session's changes, and the
+        # podgroups with a nominated pod, are tested here
+        walk = sorted(fresh | (index.sets["enqueue"] & index.sets["pipelined"]))
+        fresh = set(walk)
+    else:
+        hopeless = index.hopeless(budget, EPS)
+        walk = sorted((index.sets["enqueue"] - hopeless) | fresh)
+    pending = []
+    for uid in walk:
+        job = jobs.get(uid)
+        if job is None or job.phase is not PodGroupPhase.PENDING or not job.tasks or job.invalid_reason:
+            continue
+        if uid in fresh and job.min_resources.any() and (job.min_resources > budget + EPS).any():
+            continue
+        pending.append(job)
+    return budget, pending
+
+
+def _kept_turns(session: Session, index, context: tuple, job_key: Callable, fresh: list,
+                budget: Callable[[], np.ndarray]) -> dict[str, Callable]:
+    """Per queue, a function giving its podgroups to admit in JobOrder, those within ``budget()`` at
+    their turn only: what ``_within_budget`` gives for the queue's share of the whole list, from the
+    index's kept order (:meth:`~corral.framework.jobindex.JobIndex.enqueue_order`) merged with the
+    podgroups the session changed and those with a nominated pod (``fresh``, tested one by one). The
+    walk stops once no podgroup left fits the budget (counted over the index's matrix of minResources
+    whenever the budget moves), so a backlog the budget cannot admit is not walked job by job."""
+    jobs = session.cluster.jobs
+    loose = session.touched_jobs | session.moved_jobs | index.sets["pipelined"]
+    order = index.enqueue_order(context, job_key, jobs)
+    extra: dict[str, list[tuple]] = {}
+    for job in fresh:
+        extra.setdefault(job.queue, []).append((job_key(job), job.uid))
+    for got in extra.values():
+        got.sort()
+    return {name: functools.partial(_kept_walk, index, jobs, name, order.get(name, []), extra.get(name, []),
+                                    loose, budget)
+            for name in set(order) | set(extra) if order.get(name) or extra.get(name)}
+
+
+def _kept_walk(index, jobs: dict, queue: str, kept: list, extra: list, loose: set[str],
+               budget: Callable[[], np.ndarray]):
+    """The podgroups of ``kept`` (index rows; those in ``loose`` left to ``extra``) and ``extra`` (tested
+    one by one), merged in JobOrder, within the budget at their turn (see :func:`_kept_turns`)."""
+    rows = index.row_of
+    size = len(index.row_uid)
+    open_rows = index.row_queue[:size] == index.queue_code.get(queue, -2)
+    for uid in loose:
+        r = rows.get(uid)
+        if r is not None:
+            open_rows[r] = False             # walked as an extra, or not at all
+    pending_extra = {uid for _, uid in extra}
+    seen, fit, left = None, None, 0
+    for entry in heapq.merge(kept, [(k, uid, 1) for k, uid in extra]):
+        uid = entry[1]
+        is_kept = len(entry) == 2
+        if is_kept and uid in loose:
+            continue                         # a kept entry the session changed: walked as an extra
+        current = budget()
+        if current is not seen:
+            seen = current
+            mask = index.fitting(current, EPS)
+            left = int((mask & open_rows).sum()) + sum(1 for u in pending_extra if _fits(jobs[u], current))
+            fit = mask.tolist()
+        if not left:
+            return
+        job = jobs[uid]
+        if is_kept:
+            r = rows[uid]
+            open_rows[r] = False
+            ok = fit[r]
+        else:
+            pending_extra.discard(uid)
+            ok = _fits(job, current)
+        if ok:
+            left -= 1
+            yield job
+
+
+def _fits(job, budget: np.ndarray) -> bool:
+    need = job.min_resources
+    return need is None or not need.any() or not (need > budget + EPS).any()
 
 
 def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarray]):

@@ -356,7 +356,7 @@ class FlowAction(Action):
         if session.job_ready(job):
             stmt.commit()
             if not was_ready:
-                job.phase = PodGroupPhase.RUNNING
+                session.set_phase(job, PodGroupPhase.RUNNING)
                 session.annotate(job, LAST_START, format_time(session.now))
             if reason and waiting_tasks(job):
                 session.unschedulable(job, reason)

@@ -19,6 +19,7 @@ import numpy as np
 from corral.errors import PluginError
 from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, NodeLock, PodGroupUpdate, \
     Unschedulable
+from corral.framework import jobindex
 from corral.framework.extension import POINTS, Domain, Purpose, Vote
 from corral.framework.orderkeys import forget_keys, kept_keys
 from corral.framework.statement import Op, Statement
@@ -89,16 +90,21 @@ class Session:
         # pods changed by the session's operations: id -> (task, status, nomination before the first)
         self.first_state: dict[int, tuple[Task, TaskStatus, int]] = {}
         self.touched_jobs: set[str] = set()           # uids of their jobs
+        self.moved_jobs: set[str] = set()             # uids of jobs whose phase the session moved
         self.nominated_domains: dict[str, str] = {}   # job uid -> domain name (gang eviction)
         self.lock_version = 0                         # bumps whenever node locks change (seed 001)
         self.action = ""
         self.actions = [a.name for a in config.actions]
-        self._phase0 = {uid: j.phase for uid, j in cluster.jobs.items()}
+        # the jobs indexed by what the cycle looks for, kept across cycles where the cluster tracks its
+        # jobs' changes (the simulator); None: walk every job
+        self.index = jobindex.kept(cluster)
+        index = self.index
+        self._phase0 = index.phase if index is not None else {uid: j.phase for uid, j in cluster.jobs.items()}
         # Nominations made by earlier cycles reserve node capacity (the ``pipelined`` column) but, as in
         # Volcano where such pods open the session as Pending, they do not count as held by their job or
         # queue until this session places them again.
-        self.open_nominations: dict[int, Task] = {id(t): t for t in cluster.tasks.values()
-                                                  if t.status is TaskStatus.PIPELINED}
+        self.open_nominations: dict[int, Task] = index.open_nominations(cluster.jobs) if index is not None \
+            else {id(t): t for t in cluster.tasks.values() if t.status is TaskStatus.PIPELINED}
         # per-row change stamps: caches of fits and scores recompute only the rows changed since
         self.row_version = np.zeros(len(cluster.nodes), dtype=np.int64)
         # ...and the log of touches (row, version), so a refresh finds the few rows changed since an
@@ -168,8 +174,15 @@ class Session:
         session; no action adds or removes a job; do not modify the returned list)."""
         got = self.__dict__.get("_job_uids")
         if got is None:
-            got = self.__dict__["_job_uids"] = sorted(self.cluster.jobs)
+            got = self.__dict__["_job_uids"] = self.index.uids if self.index is not None \
+                else sorted(self.cluster.jobs)
         return got
+
+    def set_phase(self, job: Job, phase: PodGroupPhase) -> None:
+        """Move ``job``'s podgroup to ``phase`` (every phase change in a session goes through here, so
+        the session knows which jobs moved without comparing every job's phase when it closes)."""
+        job.phase = phase
+        self.moved_jobs.add(job.uid)
 
     def statement(self) -> Statement:
         return Statement(self)
@@ -291,6 +304,18 @@ class Session:
         if not all(callable(c) for c in contexts):
             return compute
         return kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
+
+    def job_order_context(self) -> tuple | None:
+        """The context of :meth:`job_sort_key` when its keys are a function of the job and this context
+        alone (every JobOrder plugin offers ``job_order_key`` and ``job_order_key_context``), else None."""
+        out = []
+        for fn in self.fns("JobOrder"):
+            plugin = getattr(fn, "__self__", None)
+            context = getattr(plugin, "job_order_key_context", None)
+            if not callable(getattr(plugin, "job_order_key", None)) or not callable(context):
+                return None
+            out.append(context())
+        return tuple(out)
 
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
@@ -629,6 +654,7 @@ class Session:
         jobs = self.cluster.jobs
         for uid in self._closing():
             self._close_job(jobs[uid])
+        jobindex.note_closed(self.cluster, self.moved_jobs)      # made Running by _close_job
         for p in self.plugins():
             p.on_session_close()
         self.decisions.touched = list(self.first_state.values())
@@ -646,12 +672,17 @@ class Session:
             forget_keys(self.cluster, changed, self.touched_jobs)
         if changed is None or self.report_reasons:
             if changed is not None:
+                jobindex.note_closed(self.cluster, changed | self.touched_jobs | self.moved_jobs)
                 changed.clear()
             return self.job_uids()
-        phase0 = self._phase0
-        picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
+        if self.index is not None:
+            picked = set(self.moved_jobs)
+        else:
+            phase0 = self._phase0
+            picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
         picked.update(changed, self.reasons, self.annotations, self.touched_jobs)
         changed.clear()
+        jobindex.note_closed(self.cluster, picked)
         return sorted(uid for uid in picked if uid in jobs)
 
     def _close_job(self, job: Job) -> None:
@@ -660,7 +691,7 @@ class Session:
         if job.phase is not PodGroupPhase.COMPLETED and job.phase is not PodGroupPhase.RUNNING and job.tasks \
                 and job.ready_count() >= job.min_member \
                 and self.job_ready(job) and not job.invalid_reason:
-            job.phase = PodGroupPhase.RUNNING
+            self.set_phase(job, PodGroupPhase.RUNNING)
         notes = self.annotations.get(job.uid, {})
         if not job.synthetic and (job.phase is not self._phase0.get(job.uid) or notes):
             self.decisions.podgroups.append(PodGroupUpdate(job.uid, job.phase.value, dict(sorted(notes.items())),

@@ -25,6 +25,7 @@ import numpy as np
 from corral.framework.plugin import Plugin
 from corral.model import Job, PodGroupPhase, Queue, Task
 from corral.model.resources import EPS, PODS
+from corral.framework.jobindex import exact_sum
 from corral.plugins.shares import job_usage, once_per_session, queue_usage
 
 __all__ = ["QueuePlugin"]
@@ -44,23 +45,37 @@ class QueuePlugin(Plugin):
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self._capped: dict[str, bool] = {}               # queue -> any capability on its chain
-        self.allocated = {name: v * self.cols for name, v in
-                          queue_usage(cluster, once_per_session(self.session, job_usage)).items()}
+        index = self.session.index
+        usage = queue_usage(cluster, index=index) if index is not None else \
+            queue_usage(cluster, once_per_session(self.session, job_usage))
+        self.allocated = {name: v * self.cols for name, v in usage.items()}
         for name, q in self.queues.items():              # leaf usage summed into every ancestor
             if q.children:
                 continue
             for parent in cluster.queue_chain(name)[1:]:
                 self.allocated[parent] = self.allocated[parent] + self.allocated[name]
-        self.inqueue = {name: np.zeros_like(self.total) for name in self.queues}
-        for job in cluster.jobs.values():
-            if job.phase is PodGroupPhase.INQUEUE and job.queue in self.queues and job.min_resources is not None \
-                    and job.ready_count() < job.min_member:
-                for name in cluster.queue_chain(job.queue):
-                    self.inqueue[name] = self.inqueue[name] + job.min_resources * self.cols
+        self.inqueue = self._admitted_not_started()
         self.deserved = self.compute_deserved()
         self._sides: dict[tuple[str, str], list[str]] = {}     # (victim queue, reclaimer queue) -> checked
         self._lines: dict[str, list[float]] = {}
         self._guards: dict[str, list[float]] = {}
+
+    def _admitted_not_started(self) -> dict[str, np.ndarray]:
+        """Per queue (every ancestor included), the minResources of its admitted podgroups that have
+        not reached their minimum yet, summed exactly (the same bits in any job order, so the session's
+        kept job index can hand over just those podgroups)."""
+        cluster, index = self.session.cluster, self.session.index
+        jobs = cluster.jobs
+        walk = (jobs[u] for u in index.candidates(self.session, "inqueue")) if index is not None \
+            else jobs.values()
+        rows: dict[str, list[np.ndarray]] = {name: [] for name in self.queues}
+        for job in walk:
+            if job.phase is PodGroupPhase.INQUEUE and job.queue in self.queues and job.min_resources is not None \
+                    and job.ready_count() < job.min_member:
+                for name in cluster.queue_chain(job.queue):
+                    rows[name].append(job.min_resources * self.cols)
+        width = len(self.total)
+        return {name: exact_sum(vecs, width) if vecs else np.zeros_like(self.total) for name, vecs in rows.items()}
 
     def compute_deserved(self) -> dict[str, np.ndarray]:
         raise NotImplementedError

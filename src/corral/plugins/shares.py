@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from corral.framework.jobindex import exact_sum
 from corral.model import ALLOCATED_STATES, Cluster, Task, TaskStatus
 
 __all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests", "once_per_session"]
@@ -21,20 +22,24 @@ def holding(task: Task) -> bool:
     return task.status in HOLDING and task.managed
 
 
-def once_per_session(session: Any, fn: Callable[[Cluster], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """``fn(session.cluster)`` computed once per session and shared by the plugins that open with it
-    (drf and the queue plugins both need every job's usage; proportion and the queue plugins every
-    queue's requests). Callers must not modify the vectors in place (they replace them)."""
+def once_per_session(session: Any, fn: Callable[..., dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """``fn(session.cluster, session.index)`` computed once per session and shared by the plugins that
+    open with it (drf and the queue plugins both need every job's usage; proportion and the queue plugins
+    every queue's requests). Callers must not modify the vectors in place (they replace them)."""
     memo = session.__dict__.setdefault("_shares_memo", {})
     got = memo.get(fn.__name__)
     if got is None:
-        got = memo[fn.__name__] = fn(session.cluster)
+        got = memo[fn.__name__] = fn(session.cluster, getattr(session, "index", None))
     return got
 
 
-def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
+def job_usage(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]:
     """What each job holds, for the jobs that hold something: a job missing from the answer holds
-    nothing (readers use a zero vector), so the jobs waiting in a backlog cost no vector each."""
+    nothing (readers use a zero vector), so the jobs waiting in a backlog cost no vector each. With the
+    session's kept job index (:mod:`corral.framework.jobindex`) the vectors are the index's, computed
+    the same way when their job last changed."""
+    if index is not None:
+        return dict(index.holding)
     out: dict[str, np.ndarray] = {}
     n = len(cluster.resources)
     held = [(job.uid, t.request) for job in cluster.jobs.values() for t in job.tasks
@@ -47,32 +52,38 @@ def job_usage(cluster: Cluster) -> dict[str, np.ndarray]:
     return out
 
 
-def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """What each queue holds, leaf queues only (parents are summed by the hierarchical plugins)."""
+def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None, index: Any = None) -> dict[str, np.ndarray]:
+    """What each queue holds, leaf queues only (parents are summed by the hierarchical plugins): the
+    jobs' usage vectors summed exactly and rounded once (:func:`corral.framework.jobindex.exact_sum`),
+    so the kept sums of the job index give the same bits."""
+    if index is not None:
+        got = index.queue_held()
+        if got is not None:
+            return got
     jobs = job_usage(cluster) if jobs is None else jobs
-    out = {name: np.zeros(len(cluster.resources)) for name in cluster.queues}
+    rows: dict[str, list[np.ndarray]] = {name: [] for name in cluster.queues}
     all_jobs = cluster.jobs
     for uid, vec in jobs.items():
         job = all_jobs.get(uid)
-        if job is not None and job.queue in out:
-            out[job.queue] += vec
-    return out
+        if job is not None and job.queue in rows:
+            rows[job.queue].append(vec)
+    n = len(cluster.resources)
+    return {name: exact_sum(vecs, n) for name, vecs in rows.items()}
 
 
-def queue_requests(cluster: Cluster) -> dict[str, np.ndarray]:
-    """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``).
-    Summed row by row in job and task order in one reduction (the same sums as adding them one at a
-    time: a reduction along the first axis adds rows in order)."""
+def queue_requests(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]:
+    """Everything each queue's jobs ask for: held plus waiting (Volcano proportion's ``request``), the
+    pods' requests summed exactly and rounded once (the same bits as the job index's kept sums)."""
+    if index is not None:
+        got = index.queue_asked()
+        if got is not None:
+            return got
     by_queue: dict[str, list] = {name: [] for name in cluster.queues}
     for job in cluster.jobs.values():
-        got = by_queue.get(job.queue)
-        if got is not None:
-            got.append(job)
+        got_jobs = by_queue.get(job.queue)
+        if got_jobs is not None:
+            got_jobs.append(job)
     asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
     n = len(cluster.resources)
-    out = {}
-    for name, jobs in by_queue.items():
-        rows = [t.request for job in jobs for t in job.tasks if t.status in asking and t.managed]
-        out[name] = np.add.reduce(np.concatenate(rows).reshape(len(rows), n), axis=0) + 0.0 if rows \
-            else np.zeros(n)
-    return out
+    return {name: exact_sum([t.request for job in jobs for t in job.tasks if t.status in asking and t.managed], n)
+            for name, jobs in by_queue.items()}

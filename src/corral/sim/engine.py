@@ -412,6 +412,7 @@ class Engine(EngineMetrics):
             self._started.discard(task.uid)
             self._release_token.pop(task.uid, None)
         del cluster.jobs[uid]
+        self._changed_jobs.add(uid)               # gone: the kept job index drops it
         del self._active[uid]
         self._demand -= sim.gpus
         self._waiting.pop(uid, None)
