@@ -5,8 +5,10 @@
 the targets (cycle <= 5 s, 4,000 pods/s; peak memory <= 2 GiB). It then writes the snapshot to disk as
 JSON (one ``kind: List``) and as multi-document YAML and times the whole ``corral schedule -o json``
 command on each, start-up and load included, in a fresh process (target <= 5 s), with the CPU time it
-used (user + sys: on a shared machine wall time includes waiting for a core). Both formats are timed;
-JSON is the one the target is read against (the format recommended for snapshots this large).
+used (user + sys: on a shared machine wall time includes waiting for a core). Both formats are timed
+against the target. Then the YAML loader alone, in this process: the rapidyaml fast path
+(``corral.manifests.fast_yaml``), its screen alone, and the PyYAML loader, on the ``yaml.dump_all`` stream
+and on the same objects as ``kubectl get -o yaml`` writes them (plain counts, ports and quantities).
 
     .venv/bin/python benchmarks/bench_allocate.py [--nodes N] [--seed S] [--no-cli] [--profile]
 
@@ -125,7 +127,7 @@ def time_cli(path: Path) -> tuple[float, float, int]:
     return wall, cpu, code
 
 
-def cli_runs(docs: list[dict]) -> None:
+def cli_runs(docs: list[dict], generator_args: list[str]) -> None:
     """The whole command on the snapshot as JSON and as YAML files."""
     with tempfile.TemporaryDirectory() as tmp:
         files = {"JSON": Path(tmp) / "snapshot.json", "YAML": Path(tmp) / "snapshot.yaml"}
@@ -136,6 +138,68 @@ def cli_runs(docs: list[dict]) -> None:
             ok = "OK" if code == 0 and wall <= 5 else "MISSED"
             print(f"corral schedule, {name} ({path.stat().st_size / 2**20:.0f} MiB): {wall:6.2f} s wall, "
                   f"{cpu:6.2f} s CPU   (target <= 5 s)  {ok}" + ("" if code == 0 else f"  exit {code}"))
+    # in a child process (which generates the objects again): the loaders' documents must not count in
+    # this process's peak memory
+    for style in ("dump_all", "kubectl"):
+        subprocess.run([sys.executable, __file__, "--yaml-loaders", style] + generator_args, check=True)
+
+
+def kubectl_style(docs: list[dict]) -> str:
+    """The snapshot as ``kubectl get -o yaml`` writes it: one ``kind: List``, counts and ports as plain
+    integers, quantities and pod IPs as plain scalars (``500m``, ``10Gi``, ``10.0.1.7``), timestamps
+    quoted."""
+    def plain(value):
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return int(value) if isinstance(value, str) and value.isdigit() else value
+    items = []
+    for doc in docs:
+        doc = plain(doc)
+        if doc["kind"] == "Pod":
+            container = doc["spec"]["containers"][0]
+            container["ports"] = [{"containerPort": 8080, "protocol": "TCP"}]
+            container["resources"]["limits"] = {"cpu": "500m", "memory": "10Gi"}
+            doc["spec"]["terminationGracePeriodSeconds"] = 30
+            if doc["status"]["phase"] == "Running":     # a distinct IP per pod, plain as kubectl writes it
+                n = len(items)
+                doc["status"].update(podIP=f"10.{n >> 16}.{(n >> 8) & 255}.{n & 255}", hostIP="192.168.0.1")
+        items.append(doc)
+    return yaml.dump({"apiVersion": "v1", "kind": "List", "items": items},
+                     Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+
+
+def yaml_loaders(style: str, docs: list[dict]) -> None:
+    """The YAML loader alone, in this process with the collector paused (as ``corral schedule`` runs it):
+    the rapidyaml fast path, its screen alone (refusals, candidate scalars, libyaml's grammar check), and
+    the PyYAML loader (``CORRAL_FAST_YAML=0``)."""
+    import gc
+    from corral.manifests import fast_yaml
+    from corral.manifests.safe_load import _c_documents, load_yaml_all
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    name = "yaml.dump_all" if style == "dump_all" else "kubectl style"
+    text = yaml.dump_all(docs, Dumper=dumper) if style == "dump_all" else kubectl_style(docs)
+    del docs
+    times = {}
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        for what, switch, fn in (("fast path", "1", lambda: load_yaml_all(text, name)),
+                                 ("its screen", "1", lambda: fast_yaml.accepts(text, _c_documents)),
+                                 ("PyYAML", "0", lambda: load_yaml_all(text, name))):
+            os.environ["CORRAL_FAST_YAML"] = switch
+            c = time.process_time()
+            result = fn()
+            times[what] = (time.process_time() - c, result)
+    finally:
+        os.environ.pop("CORRAL_FAST_YAML", None)
+        if paused:
+            gc.enable()
+    taken = times["its screen"][1] and repr(times["fast path"][1]) == repr(times["PyYAML"][1])
+    print(f"YAML loader, {name} ({len(text) / 2**20:.0f} MiB): fast path {times['fast path'][0]:.2f} s CPU "
+          f"(its screen {times['its screen'][0]:.2f} s), PyYAML {times['PyYAML'][0]:.2f} s CPU   "
+          + ("fast path taken, same documents" if taken else "FAST PATH NOT TAKEN"))
 
 
 def profiled(what: str, fn, top: int = 12):
@@ -165,12 +229,17 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-cli", action="store_true", help="skip timing the corral schedule command")
     ap.add_argument("--profile", action="store_true", help="profile the load path and the cycle")
+    ap.add_argument("--yaml-loaders", choices=("dump_all", "kubectl"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    generator_args = [f"--{k}={getattr(args, k)}" for k in ("nodes", "running", "gangs", "pending", "seed")]
     t = time.perf_counter()
     docs = generate(args.nodes, args.running, args.gangs, args.pending, args.seed)
+    if args.yaml_loaders:
+        yaml_loaders(args.yaml_loaders, docs)
+        return 0
     print(f"generated {len(docs)} objects in {time.perf_counter() - t:.1f} s")
     if not args.no_cli:
-        cli_runs(docs)
+        cli_runs(docs, generator_args)
     if args.profile:
         profile_load(docs)
     t, c = time.perf_counter(), time.process_time()
