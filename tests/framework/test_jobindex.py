@@ -14,14 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corral.sim.engine as engine_module
 from corral.framework import jobindex, skipcache
 from corral.framework.config import parse_config
-from corral.framework.cycle import run_cycle
 from corral.registry import REGISTRY, default_config
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
 from corral.sim.engine import Engine, SimOptions
 from corral.sim.synthetic import synthetic
+from tests.framework.test_skipcache import record_cycles
 
 CONFIGS = {
     "default": None,
@@ -54,17 +53,7 @@ def switches():
 
 
 def _run(monkeypatch, config, restart: str, disturb: bool, reasons: bool = False) -> tuple[list[str], str]:
-    cycles: list[str] = []
-
-    def recording(*args, **kwargs):
-        decisions = run_cycle(*args, **kwargs)
-        got = decisions.to_json(1)
-        if not reasons:
-            got.pop("unschedulable")           # a skipped job keeps its last reason: see test_skipcache
-        cycles.append(json.dumps(got, sort_keys=True))
-        return decisions
-
-    monkeypatch.setattr(engine_module, "run_cycle", recording)
+    cycles = record_cycles(monkeypatch, reasons)    # a skipped job keeps its last reason: see test_skipcache
     jobs = synthetic(11, n_jobs=220, arrival_rate=1 / 12, queues={"a": 2, "b": 1},
                      gang_sizes={1: 8, 2: 4, 4: 2})
     cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])

@@ -54,18 +54,27 @@ def test_scenario_suite_decisions_identical_with_and_without_skipping(tmp_path, 
     assert not different, f"decisions differ with skipping on/off: {different[:5]}"
 
 
-def _congested(monkeypatch) -> tuple[list[str], str]:
-    """A backlog of gangs of 1-4 pods on 4 nodes x 8 GPUs: most cycles run with dozens waiting."""
+def record_cycles(monkeypatch, reasons: bool = False) -> list[str]:
+    """The simulator's cycles' decisions, each as sorted JSON, appended to the list returned as the
+    simulation runs; without the ``unschedulable`` reasons unless ``reasons`` (see the module
+    docstring)."""
     cycles: list[str] = []
 
     def recording(*args, **kwargs):
         decisions = run_cycle(*args, **kwargs)
         got = decisions.to_json(1)
-        got.pop("unschedulable")               # reasons: see the module docstring
+        if not reasons:
+            got.pop("unschedulable")
         cycles.append(json.dumps(got, sort_keys=True))
         return decisions
 
     monkeypatch.setattr(engine_module, "run_cycle", recording)
+    return cycles
+
+
+def _congested(monkeypatch) -> tuple[list[str], str]:
+    """A backlog of gangs of 1-4 pods on 4 nodes x 8 GPUs: most cycles run with dozens waiting."""
+    cycles = record_cycles(monkeypatch)
     jobs = synthetic(7, n_jobs=260, arrival_rate=1 / 15, queues={"a": 2, "b": 1},
                      gang_sizes={1: 8, 2: 4, 4: 2})
     cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
