@@ -334,7 +334,7 @@ class Engine(EngineMetrics):
             sim.since = self.now
             if sim.first_start is None:
                 sim.first_start = self.now
-                self._reasons.pop(uid, None)
+            self._reasons.pop(uid, None)          # running again after a restart: no longer waiting
             self._running.add(uid)
             self._push(self.now + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
             self._changed = True

@@ -16,6 +16,7 @@ import numpy as np
 from corral.framework.session import PENDING_LIKE
 from corral.model import PodGroupPhase
 from corral.model.quantity import MILLI
+from corral.model.resources import EPS, admission_refusal
 from corral.sim.events import _HOLDING, MAX_QUEUE_INSTANTS, SAMPLE
 from corral.sim.jobspec import JobSpec
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
@@ -186,8 +187,35 @@ class EngineMetrics:
         if sim is None:
             return ""
         if sim.job.phase is PodGroupPhase.PENDING and self._enqueue:
-            return "podgroup not yet admitted (Pending): enqueue has not admitted it"
+            return self._admission_reason(sim.job) or \
+                "podgroup not yet admitted (Pending): enqueue has not admitted it"
         return "waiting: not yet placed"
+
+    def _admission_reason(self, job) -> str:
+        """Why ``enqueue`` cannot admit ``job`` now, worked out on demand when the result is written:
+        its minResources against what the overcommit budget leaves once the admitted podgroups not
+        started yet are counted (``enqueue``'s own test and wording); empty when the budget would hold
+        it (then a queue's capability or the order of an earlier cycle kept it out)."""
+        need = job.min_resources
+        if need is None or not need.any():
+            return ""
+        budget = self.__dict__.get("_final_budget")
+        if budget is None or budget[0] != (self.cycles, self.events):
+            cluster = self.cluster
+            factor = next((getattr(a.args, "overcommit_factor", 1.2) for a in self.config.actions
+                           if a.name == "enqueue"), 1.2)
+            total = cluster.total_allocatable()
+            left = np.where(np.isfinite(total), total * factor, np.inf)
+            left = left - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
+            for other in cluster.jobs.values():
+                if other.phase is PodGroupPhase.INQUEUE and other.min_resources is not None \
+                        and other.ready_count() < other.min_member:
+                    left = left - other.min_resources
+            budget = self.__dict__["_final_budget"] = ((self.cycles, self.events), left, factor)
+        _, left, factor = budget
+        if not (need > left + EPS).any():
+            return ""
+        return admission_refusal(self.cluster.resources, need, left, factor)
 
     def _pending_reasons(self) -> dict[str, str]:
         """Why each active job that waits, or waited since its last reason, did not start."""
