@@ -15,7 +15,7 @@ import yaml
 import corral.sim.engine as engine_module
 from corral.framework import skipcache
 from corral.framework.cycle import run_cycle
-from corral.registry import default_config
+from corral.registry import REGISTRY, default_config
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
 from corral.sim.engine import Engine, SimOptions
 from corral.sim.synthetic import synthetic
@@ -120,3 +120,30 @@ def test_skipping_actually_skips(monkeypatch, skipping):
     skipping(False)
     _congested(monkeypatch)
     assert with_skip < tried["n"] / 2, (with_skip, tried["n"])
+
+
+def test_a_pod_replaced_by_a_smaller_one_is_not_skipped(tmp_path):
+    """The live scheduler builds a changed job's pods anew: a remembered job whose pod was replaced (a
+    new uid, a smaller request, the same states) is tried again, not skipped on the old pod's class."""
+    from corral.framework.skipcache import keep_memory, memory_of
+    from corral.manifests.build import load_snapshot
+    from corral.manifests.fields import parse_time
+    from tests.scenarios.expand import T0, expand
+
+    def snapshot(gpu: int, uid: str):
+        docs = expand({"nodes": [{"name": "n1"}], "jobs": [{"name": "j", "pods": [{"count": 1, "gpu": gpu}]}]})
+        for d in docs:
+            if d["kind"] == "Pod":
+                d["metadata"]["uid"] = uid
+        path = tmp_path / f"{uid}.yaml"
+        path.write_text(yaml.safe_dump_all(docs))
+        return load_snapshot([path])
+
+    now = parse_time(T0)
+    first = snapshot(16, "old")
+    assert not run_cycle(first, default_config(), REGISTRY, now, 1).binds
+    memory = memory_of(first)
+    assert "default/j" in memory.blocked
+    second = snapshot(4, "new")
+    keep_memory(second, memory)
+    assert [b.pod for b in run_cycle(second, default_config(), REGISTRY, now + 1, 2).binds] == ["default/j-0"]

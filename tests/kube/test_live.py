@@ -336,3 +336,29 @@ def test_metrics_and_healthz(server: FakeAPI, runner_factory) -> None:
             assert name in text, name
     finally:
         http.shutdown()
+
+
+def test_a_job_that_fits_nowhere_is_remembered_across_cycles(server: FakeAPI, runner_factory, monkeypatch) -> None:
+    """Each cycle's cluster is a new object; the runner hands every one its skip memory, so a job whose
+    pod fit nowhere is known to fail in the next cycle (no placement search), with the same reason."""
+    from corral.framework import skipcache
+    server.add_all(expand({"nodes": [{"name": "n1"}, {"name": "n2"}],
+                           "jobs": [{"name": "big", "pods": [{"count": 1, "gpu": 16}]}]}))
+    blocked: list[bool] = []
+    real = skipcache.Skipper.still_blocked
+
+    def recording(self, job):
+        got = real(self, job)
+        blocked.append(got)
+        return got
+    monkeypatch.setattr(skipcache.Skipper, "still_blocked", recording)
+    r = runner_factory(now=NOW)
+    r.start()
+    assert r.cache.wait_synced(5)
+    first = r.cycle(NOW)
+    assert first is not None and "default/big" in r.skip_memory.blocked
+    assert not any(blocked)                       # nothing known yet in the first cycle
+    second = r.cycle(NOW + 1)
+    assert second is not None and any(blocked)    # known to fail: its placement is not searched again
+    assert [u.reason for u in second.decisions.unschedulable] == [u.reason for u in first.decisions.unschedulable]
+    assert second.decisions.unschedulable and not server.bindings

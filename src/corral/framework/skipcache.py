@@ -11,9 +11,10 @@ has the same constraints (same equivalence class apart from the request) and req
 every resource fails too, without being tried: capacity only shrinks while ``allocate`` runs (it places
 pods; a discarded attempt restores the state it started from).
 
-**Across cycles** (:class:`SkipMemory`, kept on the :class:`~corral.model.Cluster`, so the simulator,
-``corral schedule --cycles`` and any front end that reuses its cluster share it): a job whose attempt
-failed at its first pod is remembered with the state of its own pods (status and nomination of each).
+**Across cycles** (:class:`SkipMemory`, kept on the :class:`~corral.model.Cluster`, so the simulator and
+``corral schedule --cycles`` share it; ``corral run``, which builds a new Cluster object each cycle,
+hands every one the memory it keeps, :func:`keep_memory`): a job whose attempt failed at its first pod
+is remembered with the state of its own pods (uid, class, status and nomination of each).
 When ``allocate`` starts again and the job's pods are unchanged, the job fails again unless its first
 pod's class now fits somewhere — a test made once per class, not per job, against the capacity at the
 start of ``allocate``. Capacity freed, a node added or repaired, a lock lifted or a predicate loosened
@@ -55,7 +56,7 @@ from corral.model import Job, Task, TaskStatus
 if TYPE_CHECKING:
     from corral.framework.session import Session
 
-__all__ = ["enabled", "set_enabled", "SkipMemory", "Skipper", "memory_of"]
+__all__ = ["enabled", "set_enabled", "SkipMemory", "Skipper", "memory_of", "keep_memory"]
 
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 _ENABLED = os.environ.get("CORRAL_NO_SKIP", "") not in ("1", "true", "yes")
@@ -73,8 +74,10 @@ def set_enabled(on: bool) -> None:
 
 
 def own_state(job: Job) -> tuple:
-    """What a job's own pods look like: changes when any pod is placed, nominated, evicted, added."""
-    return tuple([(t.status, t.nominated) for t in job.tasks])
+    """What a job's own pods look like: changes when any pod is placed, nominated, evicted, added, or
+    replaced by another pod (its uid) or another spec (its class: request and constraints) — the live
+    scheduler builds a changed job's pods anew, where the simulator keeps its pod objects."""
+    return tuple([(t.uid, t.klass, t.status, t.nominated) for t in job.tasks])
 
 
 def class_key(task: Task) -> tuple:
@@ -102,6 +105,12 @@ class SkipMemory:
         """Forget jobs that left the cluster (run now and then, not every cycle)."""
         if len(self.blocked) > 2 * len(jobs) + 64:
             self.blocked = {u: e for u, e in self.blocked.items() if u in jobs}
+
+
+def keep_memory(cluster, memory: SkipMemory) -> None:
+    """Give ``cluster`` a skip memory that outlives it: a front end that builds a new Cluster object
+    for each cycle (``corral run``) keeps what earlier cycles learned."""
+    cluster.__dict__["_skip_memory"] = memory
 
 
 def memory_of(cluster) -> SkipMemory:

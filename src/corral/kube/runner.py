@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from corral.framework import skipcache
 from corral.framework.config import Config
 from corral.framework.cycle import run_cycle
 from corral.framework.decisions import Decisions
@@ -114,6 +115,9 @@ class Runner:
         self.total = Decisions()
         self.results: list[CycleResult] = []
         self.keep_results = False
+        # what earlier cycles learned about jobs that fit nowhere (framework/skipcache.py): each cycle's
+        # cluster is a new object, the memory outlives them
+        self.skip_memory = skipcache.SkipMemory()
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -184,6 +188,7 @@ class Runner:
         try:
             dump = self.opts.dump is not None and n == 1
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
+            skipcache.keep_memory(cluster, self.skip_memory)
             times["build"] = time.perf_counter() - t
             times["view"] = self.cache.view_seconds
             model = self.cache.model
