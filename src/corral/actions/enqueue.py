@@ -39,10 +39,7 @@ class EnqueueAction(Action):
     def execute(self, session: Session) -> None:
         cluster = session.cluster
         res = cluster.resources
-        total = cluster.total_allocatable()
-        finite = np.isfinite(total)
-        budget = np.where(finite, total * self.args.overcommit_factor, np.inf)
-        budget = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
+        budget = cluster.admission_room(self.args.overcommit_factor)
         delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
         # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
         # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
@@ -87,10 +84,9 @@ def _pending(session: Session, budget: np.ndarray, fast: bool) -> tuple[np.ndarr
     pending = []
     for uid in session.job_uids():
         job = cluster.jobs[uid]
-        if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
-                and job.min_resources is not None:
+        if job.admitted_unstarted():
             budget = budget - job.min_resources
-        elif job.phase is PodGroupPhase.PENDING and job.tasks and not job.invalid_reason:
+        elif job.awaiting_admission():
             pending.append(job)
     return budget, skipcache.hopeless_for_enqueue(session, pending, budget, EPS), None
 
@@ -127,8 +123,7 @@ def _kept_pending(session: Session, index, budget: np.ndarray, *, fresh_only: bo
         return None
     for uid in index.candidates(session, "inqueue"):
         job = jobs[uid]
-        if job.phase is PodGroupPhase.INQUEUE and job.ready_count() < job.min_member \
-                and job.min_resources is not None:
+        if job.admitted_unstarted():
             budget = budget - job.min_resources
     if fresh_only:
         # the kept order walks the others (``_kept_turns``): only the session's changes, and the
@@ -141,9 +136,9 @@ def _kept_pending(session: Session, index, budget: np.ndarray, *, fresh_only: bo
     pending = []
     for uid in walk:
         job = jobs.get(uid)
-        if job is None or job.phase is not PodGroupPhase.PENDING or not job.tasks or job.invalid_reason:
+        if job is None or not job.awaiting_admission():
             continue
-        if uid in fresh and job.min_resources.any() and (job.min_resources > budget + EPS).any():
+        if uid in fresh and not _fits(job, budget):
             continue
         pending.append(job)
     return budget, pending

@@ -73,12 +73,24 @@ class ActionConfig:
     args: Any
 
 
+#: Volcano's default overcommit-factor (enqueue's and the overcommit plugin's).
+DEFAULT_OVERCOMMIT = 1.2
+
+
 @dataclass(frozen=True)
 class Config:
     actions: tuple[ActionConfig, ...]
     tiers: tuple[tuple[PluginConfig, ...], ...]
     source: str = "built-in default"
     simulation: Mapping[str, Any] = field(default_factory=dict)   # read by the simulator only
+
+    def overcommit_factor(self) -> float:
+        """The ``overcommit-factor`` the ``enqueue`` action was given, else Volcano's default 1.2."""
+        for a in self.actions:
+            factor = getattr(a.args, "overcommit_factor", None)
+            if a.name == "enqueue" and factor is not None:
+                return float(factor)
+        return DEFAULT_OVERCOMMIT
 
     def plugin(self, name: str) -> PluginConfig | None:
         for tier in self.tiers:

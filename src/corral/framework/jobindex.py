@@ -49,7 +49,6 @@ __all__ = ["JobIndex", "kept", "exact_sum", "note_closed"]
 _SCALE = 1 << 1074                     # every finite double is an integer multiple of 2**-1074
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 _ASKING = ALLOCATED_STATES | _WAITING
-_READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 
 
 def exact_sum(rows: list[np.ndarray], width: int) -> np.ndarray:
@@ -83,13 +82,10 @@ class _Entry:
         self.phase = job.phase
         self.queue = job.queue
         waiting = waiting_all = best_effort = pipelined = anti = False
-        ready = 0
         held_rows: list[np.ndarray] = []
         asked_rows: list[np.ndarray] = []
         for t in job.tasks:
             status = t.status
-            if status in _READY:
-                ready += 1
             if t.affinity is not None and t.affinity.pod_anti_affinity:
                 anti = True
             if not t.managed:
@@ -108,10 +104,8 @@ class _Entry:
                 asked_rows.append(t.request)
         self.waiting, self.waiting_all, self.best_effort, self.pipelined, self.anti = \
             waiting, waiting_all, best_effort, pipelined, anti
-        phase = job.phase
-        self.enqueue = phase is PodGroupPhase.PENDING and bool(job.tasks) and not job.invalid_reason
-        self.inqueue = phase is PodGroupPhase.INQUEUE and ready < job.min_member and \
-            job.min_resources is not None
+        self.enqueue = job.awaiting_admission()
+        self.inqueue = job.admitted_unstarted()
         # what the job holds, summed in task order exactly as shares.job_usage sums it
         holding = None
         for req in held_rows:

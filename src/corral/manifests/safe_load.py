@@ -356,25 +356,25 @@ class _FastConstruction:
                     key = self._scalar(key_node, scalars)
                     if key is _FALLBACK:
                         return _FALLBACK
-                    if type(value_node) is ScalarNode:
-                        value = self._scalar(value_node, scalars)
-                    else:
-                        value = _empty(value_node)
-                        stack.append((value_node, value))
+                    value = self._child(value_node, scalars, stack)
                     if value is _FALLBACK:
                         return _FALLBACK
                     out[key] = value
             else:
                 for item in node.value:
-                    if type(item) is ScalarNode:
-                        value = self._scalar(item, scalars)
-                    else:
-                        value = _empty(item)
-                        stack.append((item, value))
+                    value = self._child(item, scalars, stack)
                     if value is _FALLBACK:
                         return _FALLBACK
                     out.append(value)
         return top
+
+    def _child(self, node: Node, scalars: dict, stack: list) -> Any:
+        """A child's value: a scalar built now, a container left empty and queued to be filled."""
+        if type(node) is ScalarNode:
+            return self._scalar(node, scalars)
+        value = _empty(node)
+        stack.append((node, value))
+        return value
 
 
 def _empty(node: Node) -> Any:

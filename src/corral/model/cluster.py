@@ -86,6 +86,14 @@ class Cluster:
         live = ~(self.nodes.down)
         return self.nodes.allocatable[live].sum(axis=0)
 
+    def admission_room(self, factor: float) -> np.ndarray:
+        """What the cluster can admit before admitted podgroups are counted: its live allocatable times
+        ``factor`` (the overcommit-factor; unlimited where a resource is) minus what is used on live
+        nodes (``enqueue``'s budget and the ``overcommit`` plugin's room)."""
+        total = self.total_allocatable()
+        room = np.where(np.isfinite(total), total * factor, np.inf)
+        return room - self.nodes.used[~self.nodes.down].sum(axis=0)
+
     def queue_chain(self, name: str) -> list[str]:
         """The queue and its ancestors, leaf first."""
         chain = []

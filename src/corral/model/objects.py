@@ -144,6 +144,16 @@ class Job:
                 out[t.role] = out.get(t.role, 0) + 1
         return out
 
+    def awaiting_admission(self) -> bool:
+        """A podgroup ``enqueue`` may admit: Pending, with pods, and valid."""
+        return self.phase is PodGroupPhase.PENDING and bool(self.tasks) and not self.invalid_reason
+
+    def admitted_unstarted(self) -> bool:
+        """Admitted (Inqueue) with minResources and below its minimum of ready pods: what ``enqueue``'s
+        overcommit budget keeps room for (Volcano ``actions/enqueue``)."""
+        return self.phase is PodGroupPhase.INQUEUE and self.min_resources is not None and \
+            self.ready_count() < self.min_member
+
     def pending_tasks(self) -> list[Task]:
         return [t for t in self.tasks if t.status is TaskStatus.PENDING and t.managed]
 

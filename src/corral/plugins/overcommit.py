@@ -33,10 +33,6 @@ from corral.plugins.shares import holding
 __all__ = ["OvercommitPlugin", "OvercommitArgs"]
 
 
-#: Volcano's default overcommit-factor.
-DEFAULT_FACTOR = 1.2
-
-
 @dataclass(frozen=True)
 class OvercommitArgs:
     factor: float = arg("overcommit-factor", None, "admit podgroups while their minResources fit in this "
@@ -49,11 +45,10 @@ class OvercommitPlugin(Plugin):
 
     def on_session_open(self) -> None:
         cluster = self.session.cluster
-        self.factor = self.args.factor if self.args.factor is not None else self._enqueue_factor()
+        self.factor = self.args.factor if self.args.factor is not None else self.session.config.overcommit_factor()
         total = cluster.total_allocatable().astype(float)
         self.checked = np.isfinite(total)
-        budget = np.where(self.checked, total * self.factor, np.inf)
-        self.idle = budget - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
+        self.idle = cluster.admission_room(self.factor)
         self.reserved = np.zeros_like(total)
         for job in cluster.jobs.values():
             if job.min_resources is None or job.phase not in (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING):
@@ -62,14 +57,6 @@ class OvercommitPlugin(Plugin):
                 continue
             held = sum((t.request for t in job.tasks if holding(t)), np.zeros_like(total))
             self.reserved += np.maximum(job.min_resources - held, 0.0)
-
-    def _enqueue_factor(self) -> float:
-        """The ``overcommit-factor`` the enqueue action was given (seed 001 writes it there), else 1.2."""
-        for a in self.session.config.actions:
-            factor = getattr(a.args, "overcommit_factor", None)
-            if a.name == "enqueue" and factor is not None:
-                return float(factor)
-        return DEFAULT_FACTOR
 
     def left(self) -> np.ndarray:
         """What the cluster can still admit, per resource (inf where unchecked)."""

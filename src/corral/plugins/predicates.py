@@ -101,12 +101,15 @@ class PredicatesPlugin(Plugin):
         self._anti_possible = index is None or bool(index.sets["anti"]) or any(
             t.affinity is not None and t.affinity.pod_anti_affinity for t in cluster.foreign)
         if self._anti_possible:
-            self.placed          # at once: the order of ``anti`` is the order the reasons are listed in
+            self._build_placed()     # at once: the order of ``anti`` is the order reasons are listed in
 
     # -- placed-pod index ------------------------------------------------------------------------
     @property
     def placed(self) -> dict[int, tuple[Task, int]]:
         """The placed pods (Allocated, Bound, Running or nominated) by id, with their row."""
+        return self._build_placed()
+
+    def _build_placed(self) -> dict[int, tuple[Task, int]]:
         if self._placed is None:
             self._placed = {}
             for t in self.session.cluster.tasks.values():
@@ -118,9 +121,8 @@ class PredicatesPlugin(Plugin):
     def anti(self) -> dict[int, tuple[Task, int]]:
         """The placed pods with required pod anti-affinity (none without walking when the session's job
         index says no pod in the cluster has such a term)."""
-        if not self._anti_possible:
-            return self._anti
-        self.placed
+        if self._anti_possible:
+            self._build_placed()
         return self._anti
 
     def _add(self, task: Task, row: int) -> None:
@@ -145,11 +147,11 @@ class PredicatesPlugin(Plugin):
             self._remove(task)
 
     def simulate_add_task(self, task: Task, node: int) -> None:
-        self.placed
+        self._build_placed()
         self._add(task, node)
 
     def simulate_remove_task(self, task: Task, node: int) -> None:
-        self.placed
+        self._build_placed()
         self._remove(task)
 
     def simulate_predicate(self, task: Task, node: int) -> bool:

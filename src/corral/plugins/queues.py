@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.framework.plugin import Plugin
-from corral.model import Job, PodGroupPhase, Queue, Task
-from corral.model.resources import EPS, PODS
 from corral.framework.jobindex import exact_sum
+from corral.framework.plugin import Plugin
+from corral.model import Job, Queue, Task
+from corral.model.resources import EPS, PODS
 from corral.plugins.shares import job_usage, once_per_session, queue_usage
 
 __all__ = ["QueuePlugin"]
@@ -45,9 +45,7 @@ class QueuePlugin(Plugin):
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self._capped: dict[str, bool] = {}               # queue -> any capability on its chain
-        index = self.session.index
-        usage = queue_usage(cluster, index=index) if index is not None else \
-            queue_usage(cluster, once_per_session(self.session, job_usage))
+        usage = queue_usage(cluster, once_per_session(self.session, job_usage), self.session.index)
         self.allocated = {name: v * self.cols for name, v in usage.items()}
         for name, q in self.queues.items():              # leaf usage summed into every ancestor
             if q.children:
@@ -70,8 +68,7 @@ class QueuePlugin(Plugin):
             else jobs.values()
         rows: dict[str, list[np.ndarray]] = {name: [] for name in self.queues}
         for job in walk:
-            if job.phase is PodGroupPhase.INQUEUE and job.queue in self.queues and job.min_resources is not None \
-                    and job.ready_count() < job.min_member:
+            if job.queue in self.queues and job.admitted_unstarted():
                 for name in cluster.queue_chain(job.queue):
                     rows[name].append(job.min_resources * self.cols)
         width = len(self.total)

@@ -201,15 +201,10 @@ class EngineMetrics:
             return ""
         budget = self.__dict__.get("_final_budget")
         if budget is None or budget[0] != (self.cycles, self.events):
-            cluster = self.cluster
-            factor = next((getattr(a.args, "overcommit_factor", 1.2) for a in self.config.actions
-                           if a.name == "enqueue"), 1.2)
-            total = cluster.total_allocatable()
-            left = np.where(np.isfinite(total), total * factor, np.inf)
-            left = left - cluster.nodes.used[~cluster.nodes.down].sum(axis=0)
-            for other in cluster.jobs.values():
-                if other.phase is PodGroupPhase.INQUEUE and other.min_resources is not None \
-                        and other.ready_count() < other.min_member:
+            factor = self.config.overcommit_factor()
+            left = self.cluster.admission_room(factor)
+            for other in self.cluster.jobs.values():
+                if other.admitted_unstarted():
                     left = left - other.min_resources
             budget = self.__dict__["_final_budget"] = ((self.cycles, self.events), left, factor)
         _, left, factor = budget
