@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from corral.framework import skipcache
@@ -35,11 +35,11 @@ from corral.sim.engine import Engine, SimOptions
 from corral.sim.workload import filter_jobs, load_philly
 
 TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "philly" / "philly.csv"
-WEEK = (datetime(2017, 10, 1, tzinfo=timezone.utc), datetime(2017, 10, 8, tzinfo=timezone.utc))
+WEEK = (datetime(2017, 10, 1, tzinfo=UTC), datetime(2017, 10, 8, tzinfo=UTC))
 TARGET_SECONDS = 180.0
 TARGET_RATIO = 5.0
 #: waiting-job buckets [low, high); the targets compare the bucket around 50 with the one around 5,000
-BUCKETS = ((1, 10), (10, 25), (25, 100), (100, 250), (250, 1000), (1000, 2500), (2500, 10000), (10000, 10 ** 9))
+BUCKETS = ((1, 10), (10, 25), (25, 100), (100, 250), (250, 1000), (1000, 2500), (2500, 10000), (10000, 10**9))
 AT_50, AT_5000 = (25, 100), (2500, 10000)
 
 
@@ -53,8 +53,8 @@ class TimedEngine(Engine):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.cycle_times: list[tuple[int, float]] = []      # (waiting, wall seconds)
-        self.cycle_cpu: list[tuple[int, float]] = []        # (waiting, CPU seconds of this thread)
+        self.cycle_times: list[tuple[int, float]] = []  # (waiting, wall seconds)
+        self.cycle_cpu: list[tuple[int, float]] = []  # (waiting, CPU seconds of this thread)
 
     def _cycle(self, beat: bool = False) -> None:
         before, waiting = self.cycles, len(self._waiting)
@@ -71,6 +71,7 @@ def week() -> list:
     """The October week, every job in queue ``default``, re-based to start at 0."""
     jobs = load_philly(TRACE)
     import pandas as pd
+
     first = pd.to_datetime(pd.read_csv(TRACE, usecols=["timestamp"])["timestamp"]).min()
     origin = first.tz_localize("UTC").timestamp()
     start, end = (w.timestamp() - origin for w in WEEK)
@@ -78,15 +79,24 @@ def week() -> list:
 
 
 def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progress: bool) -> dict:
-    template = from_spec(ClusterSpec((NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),),
-                                     tiers=(32,), name=f"{nodes} x 8 GPUs"))
+    template = from_spec(
+        ClusterSpec(
+            (NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),), tiers=(32,), name=f"{nodes} x 8 GPUs"
+        )
+    )
     options = SimOptions(until=until)
     bar = None
     if progress:
         from corral.sim.progress import SimProgress
+
         bar = SimProgress(len(jobs), until, f"{nodes} nodes", transient=False)
-    engine = TimedEngine(template.instantiate(["default"]), jobs, default_config(), options=options,
-                         progress=bar.update if bar else None)
+    engine = TimedEngine(
+        template.instantiate(["default"]),
+        jobs,
+        default_config(),
+        options=options,
+        progress=bar.update if bar else None,
+    )
     if bar:
         bar.attach(engine)
     prof = cProfile.Profile() if profile else None
@@ -96,7 +106,7 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
     stopped = False
     try:
         result = engine.run()
-    except KeyboardInterrupt:                 # Ctrl-C or SIGTERM: report what was measured so far
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: report what was measured so far
         stopped = True
         result = engine.result()
     finally:
@@ -106,8 +116,13 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
         if bar:
             bar.close()
     wall = time.perf_counter() - start
-    return {"engine": engine, "wall": wall, "cpu": time.process_time() - cpu, "result": result,
-            "stopped": stopped}
+    return {
+        "engine": engine,
+        "wall": wall,
+        "cpu": time.process_time() - cpu,
+        "result": result,
+        "stopped": stopped,
+    }
 
 
 def bucket_table(times: list[tuple[int, float]]) -> dict[tuple[int, int], tuple[int, float]]:
@@ -125,32 +140,48 @@ def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
     peak = max((w for w, _ in engine.cycle_times), default=0)
     if got["stopped"]:
         print("\n(interrupted: the figures below cover the run up to the interruption)")
-    print(f"\n== {len(jobs):,} Philly jobs (1-8 Oct 2017, one queue) on {nodes} nodes x 8 GPUs "
-          f"({'skipping on' if skipcache.enabled() else 'skipping OFF'})")
-    print(f"simulated     {engine.now / 86400:8.2f} days   {done:,} jobs completed, peak backlog {peak:,} waiting")
-    print(f"wall          {wall:8.1f} s   {engine.events:,} events ({engine.events / wall:,.0f}/s), "
-          f"{engine.cycles:,} cycles ({engine.cycles / wall:,.1f}/s)")
-    print(f"cpu           {got['cpu']:8.1f} s   (this process; wall time above includes waiting for a shared CPU)")
-    print(f"peak RSS      {peak_rss() / 2 ** 20:8.0f} MiB")
+    print(
+        f"\n== {len(jobs):,} Philly jobs (1-8 Oct 2017, one queue) on {nodes} nodes x 8 GPUs "
+        f"({'skipping on' if skipcache.enabled() else 'skipping OFF'})"
+    )
+    print(
+        f"simulated     {engine.now / 86400:8.2f} days   {done:,} jobs completed, peak backlog {peak:,} waiting"
+    )
+    print(
+        f"wall          {wall:8.1f} s   {engine.events:,} events ({engine.events / wall:,.0f}/s), "
+        f"{engine.cycles:,} cycles ({engine.cycles / wall:,.1f}/s)"
+    )
+    print(
+        f"cpu           {got['cpu']:8.1f} s   (this process; wall time above includes waiting for a shared CPU)"
+    )
+    print(f"peak RSS      {peak_rss() / 2**20:8.0f} MiB")
     table, cpu_table = bucket_table(engine.cycle_times), bucket_table(engine.cycle_cpu)
     print("waiting jobs      cycles   mean cycle (wall)   mean cycle (cpu)")
     for (low, high), (n, mean) in table.items():
-        print(f"  {low:>6,}-{high - 1:<8,} {n:7,}   {mean * 1000:12.2f} ms   {cpu_table[(low, high)][1] * 1000:12.2f} ms")
+        print(
+            f"  {low:>6,}-{high - 1:<8,} {n:7,}   {mean * 1000:12.2f} ms   {cpu_table[(low, high)][1] * 1000:12.2f} ms"
+        )
     ok = True
     if nodes == 40 and full and not got["stopped"]:
         ok_wall = wall <= TARGET_SECONDS
         ok = ok and ok_wall
-        print(f"target        40-node week {wall:.0f} s <= {TARGET_SECONDS:.0f} s: {'ok' if ok_wall else 'MISSED'}")
+        print(
+            f"target        40-node week {wall:.0f} s <= {TARGET_SECONDS:.0f} s: {'ok' if ok_wall else 'MISSED'}"
+        )
     if AT_50 in table and AT_5000 in table:
         # judged on CPU time: on a shared machine a cycle's wall time includes waiting for a CPU
         wall_ratio = table[AT_5000][1] / table[AT_50][1]
         ratio = cpu_table[AT_5000][1] / cpu_table[AT_50][1]
         ok_ratio = ratio <= TARGET_RATIO
         ok = ok and ok_ratio
-        print(f"target        mean cycle at ~5,000 waiting / at ~50 waiting = {ratio:.2f} (cpu; wall "
-              f"{wall_ratio:.2f}) <= {TARGET_RATIO:g}: {'ok' if ok_ratio else 'MISSED'}")
+        print(
+            f"target        mean cycle at ~5,000 waiting / at ~50 waiting = {ratio:.2f} (cpu; wall "
+            f"{wall_ratio:.2f}) <= {TARGET_RATIO:g}: {'ok' if ok_ratio else 'MISSED'}"
+        )
     elif nodes == 40:
-        print("target        cycle ratio: not measured (the run did not reach both the ~50 and ~5,000 buckets)")
+        print(
+            "target        cycle ratio: not measured (the run did not reach both the ~50 and ~5,000 buckets)"
+        )
     return ok
 
 

@@ -46,7 +46,9 @@ the end (:func:`retime`): the machine is shared.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
+import operator
 import sys
 import time
 from dataclasses import dataclass, field
@@ -60,7 +62,7 @@ from corral.manifests.build import build_cluster
 from corral.registry import REGISTRY
 from corral.solvers.oracle import allowed_domains, candidate_victims, queue_limits, solve_by_rules, work_lost
 
-NOW = 1767225600.0                       # 2026-01-01T00:00:00Z
+NOW = 1767225600.0  # 2026-01-01T00:00:00Z
 GPU_NODE = {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITIES = {"low": 10, "mid": 20, "high-batch": 30, "urgent": 100, "critical": 200}
 HIGH = "urgent"
@@ -75,11 +77,27 @@ def config(action: str) -> dict:
     (``enablePreemptable``/``enableReclaimable`` false) so the legacy actions may break gangs. Both
     reclaim actions apply the queue rule of proportion (a victim queue stays at or above its reclaim
     floor) whatever tier it sits in; the oracle models it."""
-    conf = {"actions": f"enqueue, allocate, {action}", "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
-                     {"name": "conformance"}]},
-        {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "network-topology-aware"},
-                     {"name": "nodeorder"}, {"name": "binpack"}]}]}
+    conf = {
+        "actions": f"enqueue, allocate, {action}",
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": "priority"},
+                    {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
+                    {"name": "conformance"},
+                ]
+            },
+            {
+                "plugins": [
+                    {"name": "predicates"},
+                    {"name": "proportion"},
+                    {"name": "network-topology-aware"},
+                    {"name": "nodeorder"},
+                    {"name": "binpack"},
+                ]
+            },
+        ],
+    }
     if MAX_DOMAINS is not None and action.startswith("gang"):
         conf["configurations"] = [{"name": action, "arguments": {"maxDomains": MAX_DOMAINS}}]
     return conf
@@ -94,22 +112,23 @@ def _ts(seconds_ago: float) -> str:
 @dataclass
 class Scenario:
     index: int
-    kind: str                   # preempt | reclaim
+    kind: str  # preempt | reclaim
     nodes: int
     tiers: int
     rack: int
     docs: list[dict]
-    preemptor: str              # podgroup uid "ns/name"
-    topology: str               # "" | "hard-1" | "hard-2" | ...
+    preemptor: str  # podgroup uid "ns/name"
+    topology: str  # "" | "hard-1" | "hard-2" | ...
     pods_running: int
     gangs_running: int
     fill: float
     preemptor_gpus: int
-    levels: int                 # victim priority levels in use (1-3)
+    levels: int  # victim priority levels in use (1-3)
 
 
-def generate(index: int, rng: np.random.Generator, max_nodes: int, kind: str | None = None,
-             cpu_requests: bool = False) -> Scenario:
+def generate(
+    index: int, rng: np.random.Generator, max_nodes: int, kind: str | None = None, cpu_requests: bool = False
+) -> Scenario:
     sizes = [n for n in (64, 128, 256, 512) if n <= max_nodes] or [max_nodes]
     weights = np.array([0.3, 0.3, 0.2, 0.2][: len(sizes)])
     n = int(rng.choice(sizes, p=weights / weights.sum()))
@@ -122,40 +141,102 @@ def generate(index: int, rng: np.random.Generator, max_nodes: int, kind: str | N
     n_queues = 3 if kind == "reclaim" else int(rng.choice([2, 3]))
     queues = [f"q{i}" for i in range(n_queues)]
     pre_queue = queues[-1] if kind == "reclaim" else queues[0]
-    docs: list[dict] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": k},
-                         "value": v} for k, v in PRIORITIES.items()]
+    docs: list[dict] = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": k}, "value": v}
+        for k, v in PRIORITIES.items()
+    ]
     names = [f"node-{i:04d}" for i in range(n)]
     racks = [list(range(r, min(r + rack, n))) for r in range(0, n, rack)]
     for i, name in enumerate(names):
-        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"rack": f"rack-{i // rack:03d}"}},
-                     "status": {"allocatable": dict(GPU_NODE)}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"rack": f"rack-{i // rack:03d}"}},
+                "status": {"allocatable": dict(GPU_NODE)},
+            }
+        )
     for r in range(len(racks)):
-        docs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": f"rack-{r:03d}"},
-                     "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": f"rack-{r:03d}"}}}}]}})
+        docs.append(
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": f"rack-{r:03d}"},
+                "spec": {
+                    "tier": 1,
+                    "members": [
+                        {
+                            "type": "Node",
+                            "selector": {"labelMatch": {"matchLabels": {"rack": f"rack-{r:03d}"}}},
+                        }
+                    ],
+                },
+            }
+        )
     spines = [list(range(s, min(s + per_spine, len(racks)))) for s in range(0, len(racks), per_spine)]
     for s, members in enumerate(spines):
-        docs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": f"spine-{s:02d}"},
-                     "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": f"rack-{r:03d}"}}}
-                                                     for r in members]}})
+        docs.append(
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": f"spine-{s:02d}"},
+                "spec": {
+                    "tier": 2,
+                    "members": [
+                        {"type": "HyperNode", "selector": {"exactMatch": {"name": f"rack-{r:03d}"}}}
+                        for r in members
+                    ],
+                },
+            }
+        )
     if tiers == 3:
-        docs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "root"},
-                     "spec": {"tier": 3, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": f"spine-{s:02d}"}}}
-                                                     for s in range(len(spines))]}})
+        docs.append(
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": "root"},
+                "spec": {
+                    "tier": 3,
+                    "members": [
+                        {"type": "HyperNode", "selector": {"exactMatch": {"name": f"spine-{s:02d}"}}}
+                        for s in range(len(spines))
+                    ],
+                },
+            }
+        )
     for q in queues:
-        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q},
-                     "spec": {"weight": 1, "reclaimable": True}})
+        docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": q},
+                "spec": {"weight": 1, "reclaimable": True},
+            }
+        )
 
-    def pod(name: str, group: str, gpu: int, prio: str, node: str | None, ago: float | None,
-            created: float = 60.0) -> dict:
+    def pod(
+        name: str, group: str, gpu: int, prio: str, node: str | None, ago: float | None, created: float = 60.0
+    ) -> dict:
         requests = {"nvidia.com/gpu": str(gpu)}
         if cpu_requests:
             requests.update({"cpu": str(4 * gpu), "memory": f"{32 * gpu}Gi"})
-        p = {"apiVersion": "v1", "kind": "Pod",
-             "metadata": {"name": name, "namespace": "bench", "uid": name, "creationTimestamp": _ts(created),
-                          "annotations": {"scheduling.k8s.io/group-name": group}},
-             "spec": {"schedulerName": "corral", "priorityClassName": prio, "containers": [{"name": "c", "resources": {
-                 "requests": requests}}]},
-             "status": {"phase": "Pending"}}
+        p = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "bench",
+                "uid": name,
+                "creationTimestamp": _ts(created),
+                "annotations": {"scheduling.k8s.io/group-name": group},
+            },
+            "spec": {
+                "schedulerName": "corral",
+                "priorityClassName": prio,
+                "containers": [{"name": "c", "resources": {"requests": requests}}],
+            },
+            "status": {"phase": "Pending"},
+        }
         if node is not None:
             p["spec"]["nodeName"] = node
             p["status"] = {"phase": "Running", "startTime": _ts(ago)}
@@ -164,7 +245,11 @@ def generate(index: int, rng: np.random.Generator, max_nodes: int, kind: str | N
     # running gangs until the cluster is nearly full
     free = np.full(n, 8, dtype=np.int64)
     target = rng.uniform(0.95, 1.0) * 8 * n
-    levels = ["low"] if rng.random() < 0.4 else (["low", "mid"] if rng.random() < 0.5 else ["low", "mid", "high-batch"])
+    levels = (
+        ["low"]
+        if rng.random() < 0.4
+        else (["low", "mid"] if rng.random() < 0.5 else ["low", "mid", "high-batch"])
+    )
     scatter_p = rng.uniform(0.1, 0.6)
     surplus_p = rng.uniform(0.2, 0.6)
     g_idx = 0
@@ -172,7 +257,9 @@ def generate(index: int, rng: np.random.Generator, max_nodes: int, kind: str | N
     failures = 0
     while (8 * n - free.sum()) < target and failures < 40:
         u = rng.random()
-        size = int(rng.integers(1, 5) if u < 0.45 else rng.integers(5, 17) if u < 0.8 else rng.integers(17, 65))
+        size = int(
+            rng.integers(1, 5) if u < 0.45 else rng.integers(5, 17) if u < 0.8 else rng.integers(17, 65)
+        )
         gpu = int(rng.choice([1, 2, 4, 8], p=[0.35, 0.25, 0.2, 0.2]))
         size = max(1, min(size, (8 * n // 4) // gpu))
         slots = free // gpu
@@ -195,14 +282,19 @@ def generate(index: int, rng: np.random.Generator, max_nodes: int, kind: str | N
             queue = queues[0] if r < 0.7 else queues[1]
         prio = "critical" if rng.random() < 0.08 else str(rng.choice(levels))
         ago = float(np.exp(rng.uniform(np.log(300), np.log(3 * 86400))))
-        created = ago + float(rng.uniform(0, 600))       # queued up to 10 minutes before it started
-        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": "bench", "creationTimestamp": _ts(created)},
-                     "spec": {"minMember": min_member, "queue": queue, "priorityClassName": prio},
-                     "status": {"phase": "Running"}})
+        created = ago + float(rng.uniform(0, 600))  # queued up to 10 minutes before it started
+        docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "bench", "creationTimestamp": _ts(created)},
+                "spec": {"minMember": min_member, "queue": queue, "priorityClassName": prio},
+                "status": {"phase": "Running"},
+            }
+        )
         for k, row in enumerate(rows):
             free[row] -= gpu
-            started = ago if k < min_member else ago * rng.uniform(0.2, 1.0)   # surplus scaled up later
+            started = ago if k < min_member else ago * rng.uniform(0.2, 1.0)  # surplus scaled up later
             docs.append(pod(f"{name}-{k}", name, gpu, prio, names[row], started, max(created, started)))
         pods_running += size
     if kind == "reclaim":
@@ -210,11 +302,20 @@ def generate(index: int, rng: np.random.Generator, max_nodes: int, kind: str | N
         # that it asks for more than its weight's share and deserves that share, not just what it holds
         for q in queues[:-1]:
             name = f"backlog-{q}"
-            docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                         "metadata": {"name": name, "namespace": "bench", "creationTimestamp": _ts(60.0)},
-                         "spec": {"minMember": n // 2, "queue": q, "priorityClassName": "low",
-                                  "minResources": {"nvidia.com/gpu": str(16 * n)}},
-                         "status": {"phase": "Pending"}})
+            docs.append(
+                {
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": name, "namespace": "bench", "creationTimestamp": _ts(60.0)},
+                    "spec": {
+                        "minMember": n // 2,
+                        "queue": q,
+                        "priorityClassName": "low",
+                        "minResources": {"nvidia.com/gpu": str(16 * n)},
+                    },
+                    "status": {"phase": "Pending"},
+                }
+            )
             docs += [pod(f"{name}-{k}", name, 8, "low", None, None) for k in range(n // 2)]
     # the preemptor
     gpu = int(rng.choice([2, 4, 8], p=[0.3, 0.3, 0.4]))
@@ -227,17 +328,42 @@ def generate(index: int, rng: np.random.Generator, max_nodes: int, kind: str | N
         tier = 1 if size * gpu <= 8 * rack and rng.random() < 0.6 else 2
         spec["networkTopology"] = {"mode": "hard", "highestTierAllowed": tier}
         topo = f"hard-{tier}"
-    docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                 "metadata": {"name": "preemptor", "namespace": "bench", "creationTimestamp": _ts(60.0)},
-                 "spec": spec, "status": {"phase": "Inqueue"}})
+    docs.append(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "preemptor", "namespace": "bench", "creationTimestamp": _ts(60.0)},
+            "spec": spec,
+            "status": {"phase": "Inqueue"},
+        }
+    )
     for k in range(size):
         docs.append(pod(f"preemptor-{k}", "preemptor", gpu, HIGH, None, None))
-    return Scenario(index, kind, n, tiers, rack, docs, "bench/preemptor", topo, pods_running, g_idx,
-                    float(1 - free.sum() / (8 * n)), size * gpu, len(levels))
+    return Scenario(
+        index,
+        kind,
+        n,
+        tiers,
+        rack,
+        docs,
+        "bench/preemptor",
+        topo,
+        pods_running,
+        g_idx,
+        float(1 - free.sum() / (8 * n)),
+        size * gpu,
+        len(levels),
+    )
 
 
-def _place(rng: np.random.Generator, slots: np.ndarray, size: int, racks: list[list[int]], per_spine: int,
-           scatter: bool) -> list[int] | None:
+def _place(
+    rng: np.random.Generator,
+    slots: np.ndarray,
+    size: int,
+    racks: list[list[int]],
+    per_spine: int,
+    scatter: bool,
+) -> list[int] | None:
     """Rows for ``size`` pods given per-node free pod slots: scattered one pod per node over random
     nodes, or packed (first fit) into a rack, else a spine, else anywhere."""
     if slots.sum() < size:
@@ -254,9 +380,14 @@ def _place(rng: np.random.Generator, slots: np.ndarray, size: int, racks: list[l
                     rows.append(int(r))
                     left[r] -= 1
         return rows
-    spines = [sum(racks[s: s + per_spine], []) for s in range(0, len(racks), per_spine)]
-    for group in ([racks[i] for i in rng.permutation(len(racks))], [spines[i] for i in rng.permutation(len(spines))],
-                  [sum(racks, [])]):
+    spines = [
+        functools.reduce(operator.iadd, racks[s : s + per_spine], []) for s in range(0, len(racks), per_spine)
+    ]
+    for group in (
+        [racks[i] for i in rng.permutation(len(racks))],
+        [spines[i] for i in rng.permutation(len(spines))],
+        [functools.reduce(operator.iadd, racks, [])],
+    ):
         for members in group:
             if slots[members].sum() >= size:
                 rows = []
@@ -274,13 +405,13 @@ class Outcome:
     method: str
     scenario: int
     nodes: int
-    placed: bool = False                   # nominated >= minMember, inside one allowed hypernode if hard
-    valid_topology: bool = True            # False: nominated >= minMember but across hypernodes
+    placed: bool = False  # nominated >= minMember, inside one allowed hypernode if hard
+    valid_topology: bool = True  # False: nominated >= minMember but across hypernodes
     broken: int = 0
     evicted: int = 0
     work: float = 0.0
-    ms: float = 0.0                        # wall time of the action's execute (the oracle: its solves)
-    cpu_ms: float = 0.0                    # process CPU time of the same (less sensitive to a busy machine)
+    ms: float = 0.0  # wall time of the action's execute (the oracle: its solves)
+    cpu_ms: float = 0.0  # process CPU time of the same (less sensitive to a busy machine)
     status: str = ""
     victims: list[str] = field(default_factory=list)
 
@@ -314,8 +445,10 @@ def _run_action(sc: Scenario, action: str, pristine) -> Outcome:
     t, c = time.perf_counter(), time.process_time()
     try:
         act.execute(session)
-    except CommitError as exc:                # a failed transaction aborts the cycle: counted, not placed
-        return Outcome(label, sc.index, sc.nodes, ms=(time.perf_counter() - t) * 1000.0, status=f"crash: {exc}")
+    except CommitError as exc:  # a failed transaction aborts the cycle: counted, not placed
+        return Outcome(
+            label, sc.index, sc.nodes, ms=(time.perf_counter() - t) * 1000.0, status=f"crash: {exc}"
+        )
     ms, cpu_ms = (time.perf_counter() - t) * 1000.0, (time.process_time() - c) * 1000.0
     decisions = session.close()
     out = Outcome(label, sc.index, sc.nodes, ms=ms, cpu_ms=cpu_ms)
@@ -327,7 +460,7 @@ def _run_action(sc: Scenario, action: str, pristine) -> Outcome:
     if out.placed and job.topology_mode == "hard" and pristine.hypernodes:
         rows = np.array([pristine.nodes.index[where[t.key]] for t in mine])
         out.valid_topology = any(m[rows].all() for _, m in allowed_domains(pristine, job))
-        out.placed = out.valid_topology        # nominated across hypernodes: the gang cannot start there
+        out.placed = out.valid_topology  # nominated across hypernodes: the gang cannot start there
     by_key = {t.key: t for t in pristine.tasks.values()}
     victims = [by_key[e.pod] for e in decisions.evictions]
     out.evicted = len(victims)
@@ -344,12 +477,31 @@ def run_oracle(sc: Scenario, pristine, action: str, time_limit: float, workers: 
     gang = "gangpreempt" if action == "preempt" else "gangreclaim"
     session = Session(pristine, parse_config(config(gang), REGISTRY, "bench"), REGISTRY, NOW, 1)
     limits = queue_limits(session, job.queue) if action == "reclaim" else None
-    rank = REGISTRY.action_class(gang)(parse_config(config(gang), REGISTRY, "bench").actions[-1].args).rank(session)
-    res = solve_by_rules(pristine, job, action=action, now=NOW, time_limit=time_limit, queue_limits=limits,
-                         workers=workers, hint=hint, rank=rank)
-    out = Outcome("oracle", sc.index, sc.nodes, placed=res.placed,
-                  broken=len(res.broken), evicted=len(res.victims), work=res.work_lost, ms=res.wall * 1000.0,
-                  status=res.status)
+    rank = REGISTRY.action_class(gang)(parse_config(config(gang), REGISTRY, "bench").actions[-1].args).rank(
+        session
+    )
+    res = solve_by_rules(
+        pristine,
+        job,
+        action=action,
+        now=NOW,
+        time_limit=time_limit,
+        queue_limits=limits,
+        workers=workers,
+        hint=hint,
+        rank=rank,
+    )
+    out = Outcome(
+        "oracle",
+        sc.index,
+        sc.nodes,
+        placed=res.placed,
+        broken=len(res.broken),
+        evicted=len(res.victims),
+        work=res.work_lost,
+        ms=res.wall * 1000.0,
+        status=res.status,
+    )
     out.victims = sorted(v.key for v in res.victims)
     return out
 
@@ -365,8 +517,10 @@ def oracle_size(sc: Scenario, pristine, action: str) -> tuple[int, int]:
 # -- report ----------------------------------------------------------------------------------------
 def table(rows: list[Outcome], title: str) -> None:
     print(f"\n{title}")
-    print(f"  {'method':<20}{'runs':>6}{'placed':>8}{'topo-bad':>9}{'gangs broken':>14}{'pods evicted':>14}"
-          f"{'work lost GPU-h':>17}{'ms median':>11}{'ms p95':>9}{'ms max':>9}")
+    print(
+        f"  {'method':<20}{'runs':>6}{'placed':>8}{'topo-bad':>9}{'gangs broken':>14}{'pods evicted':>14}"
+        f"{'work lost GPU-h':>17}{'ms median':>11}{'ms p95':>9}{'ms max':>9}"
+    )
     methods: list[str] = []
     for r in rows:
         if r.method not in methods:
@@ -374,9 +528,11 @@ def table(rows: list[Outcome], title: str) -> None:
     for m in methods:
         sel = [r for r in rows if r.method == m]
         ms = np.array([r.ms for r in sel])
-        print(f"  {m:<20}{len(sel):>6}{sum(r.placed for r in sel):>8}{sum(not r.valid_topology for r in sel):>9}"
-              f"{sum(r.broken for r in sel):>14}{sum(r.evicted for r in sel):>14}{sum(r.work for r in sel):>17.1f}"
-              f"{np.median(ms):>11.1f}{np.percentile(ms, 95):>9.1f}{ms.max():>9.1f}")
+        print(
+            f"  {m:<20}{len(sel):>6}{sum(r.placed for r in sel):>8}{sum(not r.valid_topology for r in sel):>9}"
+            f"{sum(r.broken for r in sel):>14}{sum(r.evicted for r in sel):>14}{sum(r.work for r in sel):>17.1f}"
+            f"{np.median(ms):>11.1f}{np.percentile(ms, 95):>9.1f}{ms.max():>9.1f}"
+        )
 
 
 def ratio(method: Outcome, ref: Outcome) -> float:
@@ -412,11 +568,21 @@ def fingerprint() -> str:
     from pathlib import Path
 
     import corral.actions
+
     base = Path(corral.actions.__file__).parent.parent
     out = []
-    for name in ("actions/gang_evict", "actions/gang_plan", "actions/bundles", "actions/gang_actions",
-                 "actions/evict", "actions/preempt", "actions/reclaim", "plugins/network_topology",
-                 "plugins/queues", "solvers/oracle"):
+    for name in (
+        "actions/gang_evict",
+        "actions/gang_plan",
+        "actions/bundles",
+        "actions/gang_actions",
+        "actions/evict",
+        "actions/preempt",
+        "actions/reclaim",
+        "plugins/network_topology",
+        "plugins/queues",
+        "solvers/oracle",
+    ):
         path = base / f"{name}.py"
         if path.exists():
             out.append(f"{name.split('/')[1]} {hashlib.sha1(path.read_bytes()).hexdigest()[:8]}")
@@ -428,19 +594,37 @@ def main() -> int:
     ap.add_argument("--scenarios", type=int, default=300)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--max-nodes", type=int, default=512)
-    ap.add_argument("--quick", action="store_true", help="40 scenarios of at most 128 nodes, oracle limit 2 s")
-    ap.add_argument("--oracle-nodes", type=int, default=512, help="oracle only on domains of at most this many nodes")
-    ap.add_argument("--oracle-victims", type=int, default=5000, help="... and at most this many candidate victims")
+    ap.add_argument(
+        "--quick", action="store_true", help="40 scenarios of at most 128 nodes, oracle limit 2 s"
+    )
+    ap.add_argument(
+        "--oracle-nodes", type=int, default=512, help="oracle only on domains of at most this many nodes"
+    )
+    ap.add_argument(
+        "--oracle-victims", type=int, default=5000, help="... and at most this many candidate victims"
+    )
     ap.add_argument("--oracle-time", type=float, default=10.0, help="CP-SAT time limit per solve, seconds")
     ap.add_argument("--oracle-workers", type=int, default=2, help="CP-SAT search workers")
-    ap.add_argument("--cpu-requests", action="store_true", help="pods also request 4 CPUs and 32 GiB per GPU "
-                    "(by default only GPUs: CPU and memory never bind on these nodes)")
+    ap.add_argument(
+        "--cpu-requests",
+        action="store_true",
+        help="pods also request 4 CPUs and 32 GiB per GPU "
+        "(by default only GPUs: CPU and memory never bind on these nodes)",
+    )
     ap.add_argument("--max-domains", type=int, help="maxDomains of gangpreempt/gangreclaim (default: theirs)")
-    ap.add_argument("--repeat", type=int, default=3, help="time each action this many times, keep the fastest")
-    ap.add_argument("--only", type=int, nargs="+", help="run only these scenario indices (with the same seed)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="time each action this many times, keep the fastest"
+    )
+    ap.add_argument(
+        "--only", type=int, nargs="+", help="run only these scenario indices (with the same seed)"
+    )
     ap.add_argument("--verbose", "-v", action="store_true", help="one line per scenario")
-    ap.add_argument("--show-losses", type=int, default=5, help="print this many instances where gang-aware "
-                    "loses most to the oracle")
+    ap.add_argument(
+        "--show-losses",
+        type=int,
+        default=5,
+        help="print this many instances where gang-aware loses most to the oracle",
+    )
     args = ap.parse_args()
     global MAX_DOMAINS
     MAX_DOMAINS = args.max_domains
@@ -451,11 +635,16 @@ def main() -> int:
     t_start = time.perf_counter()
     rows: list[Outcome] = []
     pairs: list[tuple[Scenario, dict[str, Outcome]]] = []
-    for i in (args.only or range(args.scenarios)):
-        sc = generate(i, np.random.default_rng([args.seed, i]), args.max_nodes, cpu_requests=args.cpu_requests)
+    for i in args.only or range(args.scenarios):
+        sc = generate(
+            i, np.random.default_rng([args.seed, i]), args.max_nodes, cpu_requests=args.cpu_requests
+        )
         pristine = build_cluster(("bench", d) for d in sc.docs)
         legacy, gang = ("preempt", "gangpreempt") if sc.kind == "preempt" else ("reclaim", "gangreclaim")
-        res = {"legacy": run_action(sc, legacy, pristine, args.repeat), "gang": run_action(sc, gang, pristine, args.repeat)}
+        res = {
+            "legacy": run_action(sc, legacy, pristine, args.repeat),
+            "gang": run_action(sc, gang, pristine, args.repeat),
+        }
         nn, nv = oracle_size(sc, pristine, sc.kind)
         if nn <= args.oracle_nodes and nv <= args.oracle_victims:
             by_key = {t.key: t for t in pristine.tasks.values()}
@@ -464,27 +653,40 @@ def main() -> int:
         rows.extend(res.values())
         pairs.append((sc, res))
         if args.verbose:
-            line = " | ".join(f"{r.method} {'P' if r.placed else '-'} b{r.broken} e{r.evicted} w{r.work:.1f} {r.ms:.0f}ms"
-                              + (f" {r.status}" if r.status else "") for r in res.values())
-            print(f"#{i:3d} {sc.kind:<7} {sc.nodes:4d} nodes fill {sc.fill:.3f} prio-levels {sc.levels} "
-                  f"{sc.topology or '-':<6} need {sc.preemptor_gpus:3d} GPU | {line}", flush=True)
+            line = " | ".join(
+                f"{r.method} {'P' if r.placed else '-'} b{r.broken} e{r.evicted} w{r.work:.1f} {r.ms:.0f}ms"
+                + (f" {r.status}" if r.status else "")
+                for r in res.values()
+            )
+            print(
+                f"#{i:3d} {sc.kind:<7} {sc.nodes:4d} nodes fill {sc.fill:.3f} prio-levels {sc.levels} "
+                f"{sc.topology or '-':<6} need {sc.preemptor_gpus:3d} GPU | {line}",
+                flush=True,
+            )
     retime(pairs, args.repeat)
     elapsed = time.perf_counter() - t_start
     return report(args, pairs, rows, elapsed)
 
 
-def report(args, pairs: list[tuple[Scenario, dict[str, Outcome]]], rows: list[Outcome], elapsed: float) -> int:
+def report(
+    args, pairs: list[tuple[Scenario, dict[str, Outcome]]], rows: list[Outcome], elapsed: float
+) -> int:
     n_pre = sum(1 for sc, _ in pairs if sc.kind == "preempt")
     with_oracle = [(sc, res) for sc, res in pairs if "oracle" in res]
-    print(f"{len(pairs)} scenarios ({n_pre} preempt, {len(pairs) - n_pre} reclaim), seed {args.seed}, "
-          f"{len(with_oracle)} with the oracle "
-          f"({sum(1 for _, r in with_oracle if r['oracle'].status == 'OPTIMAL')} proved optimal, "
-          f"{sum(1 for _, r in with_oracle if r['oracle'].status == 'INFEASIBLE')} proved impossible); "
-          f"{elapsed:.0f} s")
+    print(
+        f"{len(pairs)} scenarios ({n_pre} preempt, {len(pairs) - n_pre} reclaim), seed {args.seed}, "
+        f"{len(with_oracle)} with the oracle "
+        f"({sum(1 for _, r in with_oracle if r['oracle'].status == 'OPTIMAL')} proved optimal, "
+        f"{sum(1 for _, r in with_oracle if r['oracle'].status == 'INFEASIBLE')} proved impossible); "
+        f"{elapsed:.0f} s"
+    )
     print(f"code: {fingerprint()}")
     sizes = sorted({sc.nodes for sc, _ in pairs})
-    print("nodes: " + ", ".join(f"{s}: {sum(1 for sc, _ in pairs if sc.nodes == s)}" for s in sizes)
-          + f"; hard topology: {sum(1 for sc, _ in pairs if sc.topology)}")
+    print(
+        "nodes: "
+        + ", ".join(f"{s}: {sum(1 for sc, _ in pairs if sc.nodes == s)}" for s in sizes)
+        + f"; hard topology: {sum(1 for sc, _ in pairs if sc.topology)}"
+    )
     for kind in ("preempt", "reclaim"):
         sel = [r for sc, res in pairs if sc.kind == kind for r in res.values()]
         if sel:
@@ -498,14 +700,23 @@ def report(args, pairs: list[tuple[Scenario, dict[str, Outcome]]], rows: list[Ou
         good = sum(within(res[key], res["oracle"]) for res in can)
         ratios = [ratio(res[key], res["oracle"]) for res in can if res[key].placed]
         label = "gang-aware" if key == "gang" else "legacy"
-        print(f"  {label:<10} misses {missed} of the {len(can)} placements the oracle makes; breaks a gang where the "
-              f"oracle breaks none on {rogue}; within 10 % of its work on {good}/{len(can)} = "
-              f"{good / max(len(can), 1):.1%} (median ratio {np.median(ratios) if ratios else float('nan'):.2f})")
+        print(
+            f"  {label:<10} misses {missed} of the {len(can)} placements the oracle makes; breaks a gang where the "
+            f"oracle breaks none on {rogue}; within 10 % of its work on {good}/{len(can)} = "
+            f"{good / max(len(can), 1):.1%} (median ratio {np.median(ratios) if ratios else float('nan'):.2f})"
+        )
         if key == "gang":
-            ok = missed == 0 and rogue == 0 and good >= 0.98 * len(can) and (not ratios or np.median(ratios) <= 1.0 + 1e-9)
+            ok = (
+                missed == 0
+                and rogue == 0
+                and good >= 0.98 * len(can)
+                and (not ratios or np.median(ratios) <= 1.0 + 1e-9)
+            )
             ok_all &= ok
-            print(f"    targets: 0 misses, 0 gangs broken needlessly, >= 98 % within 10 %, median 1.00  "
-                  f"{'OK' if ok else 'MISSED'}")
+            print(
+                f"    targets: 0 misses, 0 gangs broken needlessly, >= 98 % within 10 %, median 1.00  "
+                f"{'OK' if ok else 'MISSED'}"
+            )
     proved_not = [res for _, res in with_oracle if res["oracle"].status == "INFEASIBLE"]
     bad = sum(1 for res in proved_not if res["gang"].placed)
     if bad:
@@ -515,27 +726,41 @@ def report(args, pairs: list[tuple[Scenario, dict[str, Outcome]]], rows: list[Ou
         ms = np.array([r.ms for r in big])
         ok = float(np.percentile(ms, 95)) <= 50.0
         ok_all &= ok
-        print(f"  gang-aware time per decision at 512 nodes ({len(big)}): median {np.median(ms):.1f} ms, p95 "
-              f"{np.percentile(ms, 95):.1f} ms, max {ms.max():.1f} ms (target p95 <= 50 ms)  {'OK' if ok else 'MISSED'}")
+        print(
+            f"  gang-aware time per decision at 512 nodes ({len(big)}): median {np.median(ms):.1f} ms, p95 "
+            f"{np.percentile(ms, 95):.1f} ms, max {ms.max():.1f} ms (target p95 <= 50 ms)  {'OK' if ok else 'MISSED'}"
+        )
         cpu = np.array([r.cpu_ms for r in big])
-        print(f"    process CPU time: median {np.median(cpu):.1f} ms, p95 {np.percentile(cpu, 95):.1f} ms "
-              f"(wall over CPU {np.median(ms) / max(np.median(cpu), 1e-9):.1f}x: other work on the machine)")
+        print(
+            f"    process CPU time: median {np.median(cpu):.1f} ms, p95 {np.percentile(cpu, 95):.1f} ms "
+            f"(wall over CPU {np.median(ms) / max(np.median(cpu), 1e-9):.1f}x: other work on the machine)"
+        )
         lms = np.array([r.ms for r in rows if r.method in ("preempt", "reclaim") and r.nodes == 512])
-        print(f"    legacy at 512 nodes: median {np.median(lms):.1f} ms, p95 {np.percentile(lms, 95):.1f} ms "
-              f"(the same machine, the same passes)")
+        print(
+            f"    legacy at 512 nodes: median {np.median(lms):.1f} ms, p95 {np.percentile(lms, 95):.1f} ms "
+            f"(the same machine, the same passes)"
+        )
     else:
         print("  no 512-node scenarios (--max-nodes): time target not measured")
     if args.show_losses and can:
-        worst = sorted(((res["gang"].work - res["oracle"].work, sc, res) for sc, res in with_oracle
-                        if res["oracle"].placed and res["gang"].placed), key=lambda x: -x[0])[: args.show_losses]
+        worst = sorted(
+            (
+                (res["gang"].work - res["oracle"].work, sc, res)
+                for sc, res in with_oracle
+                if res["oracle"].placed and res["gang"].placed
+            ),
+            key=lambda x: -x[0],
+        )[: args.show_losses]
         worst = [w for w in worst if w[0] > 0.01]
         if worst:
             print("\nwhere gang-aware loses most to the oracle (rerun one with --only I -v to see it)")
-        for diff, sc, res in worst:
+        for _diff, sc, res in worst:
             g, o = res["gang"], res["oracle"]
-            print(f"  scenario {sc.index} ({sc.kind}, {sc.nodes} nodes, {sc.topology or 'no topology'}, "
-                  f"{sc.preemptor_gpus} GPUs): gang-aware {g.work:.1f} GPU-h / {g.broken} broken / {g.evicted} pods, "
-                  f"oracle {o.work:.1f} GPU-h / {o.broken} broken / {o.evicted} pods ({o.status})")
+            print(
+                f"  scenario {sc.index} ({sc.kind}, {sc.nodes} nodes, {sc.topology or 'no topology'}, "
+                f"{sc.preemptor_gpus} GPUs): gang-aware {g.work:.1f} GPU-h / {g.broken} broken / {g.evicted} pods, "
+                f"oracle {o.work:.1f} GPU-h / {o.broken} broken / {o.evicted} pods ({o.status})"
+            )
     print(f"\nall targets {'met' if ok_all else 'NOT all met'}")
     return 0
 

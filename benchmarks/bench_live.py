@@ -39,16 +39,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_allocate import generate  # noqa: E402
+from tests.kube.fakeapi import FakeAPI  # noqa: E402
 
+from bench_allocate import generate  # noqa: E402
 from corral.framework.cycle import run_cycle  # noqa: E402
 from corral.kube.api import KubeAPI, load_client  # noqa: E402
 from corral.kube.logs import Log  # noqa: E402
 from corral.kube.metrics import Metrics  # noqa: E402
-from corral.kube.runner import RunOptions, Runner  # noqa: E402
+from corral.kube.runner import Runner, RunOptions  # noqa: E402
 from corral.manifests.fields import parse_time  # noqa: E402
 from corral.registry import REGISTRY, default_config  # noqa: E402
-from tests.kube.fakeapi import FakeAPI  # noqa: E402
 
 T0 = parse_time("2026-01-01T00:00:00Z")
 
@@ -64,7 +64,7 @@ def main() -> int:
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
-    urls: "mp.Queue[str]" = ctx.Queue()
+    urls: mp.Queue[str] = ctx.Queue()
     stop = ctx.Event()
     proc = ctx.Process(target=_serve, args=(args, urls, stop), daemon=True)
     proc.start()
@@ -77,15 +77,23 @@ def main() -> int:
     synced = runner.cache.wait_synced(600)
     sync = time.perf_counter() - t
     pods = len(runner.cache.stores[runner.cache.resources[1]])
-    print(f"nodes {args.nodes}, pods {pods} ({args.running} running, {args.pending} pending in {args.gangs} gangs)")
-    print(f"cache sync:        {sync:8.2f} s   (target <= 30 s)   {'OK' if synced and sync <= 30 else 'MISSED'}")
+    print(
+        f"nodes {args.nodes}, pods {pods} ({args.running} running, {args.pending} pending in {args.gangs} gangs)"
+    )
+    print(
+        f"cache sync:        {sync:8.2f} s   (target <= 30 s)   {'OK' if synced and sync <= 30 else 'MISSED'}"
+    )
     first = runner.cycle(T0)
     assert first is not None, log.stream.getvalue()[-2000:]  # type: ignore[attr-defined]
     binds = len(first.report.get("binds", "done")) if first.report else 0
     apply_s = first.seconds["apply"]
-    print(f"first cycle:       {first.seconds['total']:8.2f} s   (model {first.seconds['build']:.2f}, schedule "
-          f"{first.seconds['schedule']:.2f}, apply {apply_s:.2f})")
-    print(f"binds applied:     {binds:8d}     ({binds / apply_s if apply_s else 0:,.0f} binds/s through the API)")
+    print(
+        f"first cycle:       {first.seconds['total']:8.2f} s   (model {first.seconds['build']:.2f}, schedule "
+        f"{first.seconds['schedule']:.2f}, apply {apply_s:.2f})"
+    )
+    print(
+        f"binds applied:     {binds:8d}     ({binds / apply_s if apply_s else 0:,.0f} binds/s through the API)"
+    )
     # let the watch deliver the binds, then time cycles with nothing new to do
     deadline = time.monotonic() + 60
     while runner.cache.assumed and time.monotonic() < deadline:
@@ -93,8 +101,10 @@ def main() -> int:
     after = runner.cycle(T0 + 1)
     assert after is not None
     m = runner.cache.model
-    print(f"cycle after binds: {after.seconds['total']:8.3f} s   (model {after.seconds['build']:.3f} s: {m.last}, "
-          f"{m.rebuilt} jobs rebuilt; run_cycle {after.seconds['schedule']:.3f} s, apply {after.seconds['apply']:.3f} s)")
+    print(
+        f"cycle after binds: {after.seconds['total']:8.3f} s   (model {after.seconds['build']:.3f} s: {m.last}, "
+        f"{m.rebuilt} jobs rebuilt; run_cycle {after.seconds['schedule']:.3f} s, apply {after.seconds['apply']:.3f} s)"
+    )
     rows = []
     for k in range(args.steady):
         res = runner.cycle(T0 + 2 + k)
@@ -103,39 +113,51 @@ def main() -> int:
         m = runner.cache.model
         if args.verbose:
             d = res.decisions
-            print(f"  cycle {res.cycle}: {({k: round(v, 3) for k, v in s.items()})} binds {len(d.binds)} "
-                  f"podgroups {len(d.podgroups)} unschedulable {len(d.unschedulable)} model {m.last}"
-                  f"{' (' + m.reason + ')' if m.last == 'full' else ''}")
+            print(
+                f"  cycle {res.cycle}: { ({k: round(v, 3) for k, v in s.items()}) } binds {len(d.binds)} "
+                f"podgroups {len(d.podgroups)} unschedulable {len(d.unschedulable)} model {m.last}"
+                f"{' (' + m.reason + ')' if m.last == 'full' else ''}"
+            )
         rows.append(s)
-    med = {k: statistics.median(r[k] for r in rows) for k in ("total", "schedule", "build", "apply", "total_cpu",
-                                                              "schedule_cpu")}
-    print(f"steady cycle:      {med['total']:8.3f} s wall, {med['total_cpu']:.3f} s CPU   (medians of {args.steady}: "
-          f"model {med['build']:.3f} s, run_cycle {med['schedule']:.3f} s ({med['schedule_cpu']:.3f} s CPU), "
-          f"apply {med['apply']:.3f} s)")
+    med = {
+        k: statistics.median(r[k] for r in rows)
+        for k in ("total", "schedule", "build", "apply", "total_cpu", "schedule_cpu")
+    }
+    print(
+        f"steady cycle:      {med['total']:8.3f} s wall, {med['total_cpu']:.3f} s CPU   (medians of {args.steady}: "
+        f"model {med['build']:.3f} s, run_cycle {med['schedule']:.3f} s ({med['schedule_cpu']:.3f} s CPU), "
+        f"apply {med['apply']:.3f} s)"
+    )
     # per cycle: (cycle - run_cycle) / run_cycle; the median over the steady cycles
     share = statistics.median((r["total"] - r["schedule"]) / r["schedule"] for r in rows)
     share_cpu = statistics.median((r["total_cpu"] - r["schedule_cpu"]) / r["schedule_cpu"] for r in rows)
     model = statistics.median(r["build"] / r["schedule"] for r in rows)
     apply_share = statistics.median(r["apply"] / r["schedule"] for r in rows)
-    print(f"overhead beyond the scheduling itself: {100 * share:6.1f} % wall, {100 * share_cpu:6.1f} % CPU   "
-          f"(target <= 20 %)   wall {'OK' if share <= 0.20 else 'MISSED'}, CPU {'OK' if share_cpu <= 0.20 else 'MISSED'}")
-    print(f"  of which (wall):  model {100 * model:5.1f} %, apply {100 * apply_share:5.1f} %, the rest (cycle "
-          f"bookkeeping, metrics) {100 * max(share - model - apply_share, 0.0):5.1f} %")
+    print(
+        f"overhead beyond the scheduling itself: {100 * share:6.1f} % wall, {100 * share_cpu:6.1f} % CPU   "
+        f"(target <= 20 %)   wall {'OK' if share <= 0.20 else 'MISSED'}, CPU {'OK' if share_cpu <= 0.20 else 'MISSED'}"
+    )
+    print(
+        f"  of which (wall):  model {100 * model:5.1f} %, apply {100 * apply_share:5.1f} %, the rest (cycle "
+        f"bookkeeping, metrics) {100 * max(share - model - apply_share, 0.0):5.1f} %"
+    )
     # the scheduling itself as corral schedule does it: run_cycle on a full assembly of the same snapshot
     cluster, _ = runner.cache.build(runner.opts.schedulers, with_objects=True)
-    gc.collect()                    # the fresh objects' first collection is not the scheduling's cost
+    gc.collect()  # the fresh objects' first collection is not the scheduling's cost
     t, cpu = time.perf_counter(), time.process_time()
     run_cycle(cluster, runner.config, REGISTRY, T0 + 2 + args.steady, 99)
     fresh, fresh_cpu = time.perf_counter() - t, time.process_time() - cpu
-    print(f"reference:         run_cycle on a full assembly of the same snapshot (as corral schedule runs it) "
-          f"{fresh:.3f} s wall, {fresh_cpu:.3f} s CPU")
+    print(
+        f"reference:         run_cycle on a full assembly of the same snapshot (as corral schedule runs it) "
+        f"{fresh:.3f} s wall, {fresh_cpu:.3f} s CPU"
+    )
     runner.stop()
     stop.set()
     proc.join(timeout=10)
     return 0
 
 
-def _serve(args: argparse.Namespace, urls: "mp.Queue[str]", stop: "mp.synchronize.Event") -> None:
+def _serve(args: argparse.Namespace, urls: mp.Queue[str], stop: mp.synchronize.Event) -> None:
     """The API server in its own process (a real API server does not share the scheduler's CPU)."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -143,7 +165,9 @@ def _serve(args: argparse.Namespace, urls: "mp.Queue[str]", stop: "mp.synchroniz
     server = FakeAPI(bookmark_interval=1.0).start()
     t = time.perf_counter()
     server.load(docs)
-    print(f"server (own process) loaded with {len(docs)} objects in {time.perf_counter() - t:.1f} s", flush=True)
+    print(
+        f"server (own process) loaded with {len(docs)} objects in {time.perf_counter() - t:.1f} s", flush=True
+    )
     del docs
     urls.put(server.url)
     stop.wait()

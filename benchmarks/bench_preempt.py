@@ -25,26 +25,65 @@ T0 = "2026-01-01T00:00:00Z"
 CONFIG = {
     "actions": "enqueue, allocate, preempt",
     "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}]},
-        {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}, {"name": "binpack"}]},
+        {
+            "plugins": [
+                {"name": "priority"},
+                {"name": "gang", "enablePreemptable": False},
+                {"name": "conformance"},
+            ]
+        },
+        {
+            "plugins": [
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder"},
+                {"name": "binpack"},
+            ]
+        },
     ],
 }
 
 
 def generate(nodes: int, per_node: int, pending: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
-    docs: list[dict] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{p}"},
-                         "value": p} for p in list(range(1, 11)) + [1000]]
+    docs: list[dict] = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": f"p{p}"},
+            "value": p,
+        }
+        for p in list(range(1, 11)) + [1000]
+    ]
     for i in range(nodes):
-        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i:05d}"},
-                     "status": {"allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"node-{i:05d}"},
+                "status": {
+                    "allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
+                },
+            }
+        )
 
     def pod(name: str, prio: int, gpu: int, node: str | None, started: str = T0) -> dict:
-        p = {"apiVersion": "v1", "kind": "Pod",
-             "metadata": {"name": name, "namespace": "bench", "uid": name, "creationTimestamp": T0},
-             "spec": {"schedulerName": "corral", "priorityClassName": f"p{prio}", "containers": [{"name": "c",
-                      "resources": {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpu)}}}]},
-             "status": {"phase": "Pending"}}
+        p = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "bench", "uid": name, "creationTimestamp": T0},
+            "spec": {
+                "schedulerName": "corral",
+                "priorityClassName": f"p{prio}",
+                "containers": [
+                    {
+                        "name": "c",
+                        "resources": {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpu)}},
+                    }
+                ],
+            },
+            "status": {"phase": "Pending"},
+        }
         if node:
             p["spec"]["nodeName"] = node
             p["status"] = {"phase": "Running", "startTime": started}
@@ -69,7 +108,7 @@ def main() -> int:
     del docs
     config = parse_config(CONFIG, REGISTRY, "bench")
     session = Session(cluster, config, REGISTRY, 1767225600.0, 1)
-    for ac in config.actions[:2]:                     # enqueue, allocate: nothing fits
+    for ac in config.actions[:2]:  # enqueue, allocate: nothing fits
         REGISTRY.action_class(ac.name)(ac.args).execute(session)
     action = PreemptAction(config.actions[2].args)
     times: list[float] = []
@@ -77,6 +116,7 @@ def main() -> int:
 
     # time each preemptor: wrap the Evictor's best() call
     from corral.actions import evict as evict_mod
+
     original = evict_mod.Evictor.best
 
     def timed(self, *a, **k):
@@ -96,14 +136,20 @@ def main() -> int:
     preemptors = len({e.preemptor for e in decisions.evictions})
     ms = np.array(times) * 1000.0
     med = float(np.median(ms)) if len(ms) else float("nan")
-    print(f"nodes {args.nodes}, running low-priority pods {args.nodes * 8}, pending high-priority pods {args.pending}")
+    print(
+        f"nodes {args.nodes}, running low-priority pods {args.nodes * 8}, pending high-priority pods {args.pending}"
+    )
     print(f"preempt action:        {total:8.2f} s")
-    print(f"per preempting pod:    median {med:6.2f} ms, p95 {float(np.percentile(ms, 95)):6.2f} ms "
-          f"(target median <= 20 ms)  {'OK' if med <= 20 else 'MISSED'}")
+    print(
+        f"per preempting pod:    median {med:6.2f} ms, p95 {float(np.percentile(ms, 95)):6.2f} ms "
+        f"(target median <= 20 ms)  {'OK' if med <= 20 else 'MISSED'}"
+    )
     print(f"preemptors nominated:  {len(decisions.nominations):8d}")
     print(f"victims per preemptor: {len(decisions.evictions) / max(preemptors, 1):8.2f}")
-    print(f"candidate nodes dry-run: {evictor.dry_runs if evictor else 0} in total, "
-          f"{(evictor.dry_runs if evictor else 0) / max(len(times), 1):.1f} per preemptor")
+    print(
+        f"candidate nodes dry-run: {evictor.dry_runs if evictor else 0} in total, "
+        f"{(evictor.dry_runs if evictor else 0) / max(len(times), 1):.1f} per preemptor"
+    )
     print(f"peak memory:           {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.0f} MiB")
     return 0
 

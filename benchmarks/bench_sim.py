@@ -27,7 +27,7 @@ from corral.sim.report import summarize, write_report
 from corral.sim.workload import filter_jobs, load_philly
 
 TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "philly" / "philly.csv"
-TARGET_SECONDS, TARGET_BYTES = 120.0, 4 * 2 ** 30
+TARGET_SECONDS, TARGET_BYTES = 120.0, 4 * 2**30
 
 
 def peak_rss() -> int:
@@ -52,35 +52,50 @@ def main() -> int:
     if args.days is not None:
         jobs = filter_jobs(jobs, 0, args.days * 86400)
     loaded = time.perf_counter()
-    template = from_spec(ClusterSpec((NodeShape("gpu", args.nodes, gpus=8, cpu=96, memory="768Gi"),),
-                                     tiers=(32,), name=f"{args.nodes} x 8 GPUs"))
+    template = from_spec(
+        ClusterSpec(
+            (NodeShape("gpu", args.nodes, gpus=8, cpu=96, memory="768Gi"),),
+            tiers=(32,),
+            name=f"{args.nodes} x 8 GPUs",
+        )
+    )
     engine = Engine(template.instantiate(j.queue for j in jobs), jobs, default_config())
     result = engine.run()
     done = time.perf_counter()
     wall = done - start
     sim = done - loaded
     summary = summarize(result)
-    print(f"workload      {len(jobs):,} Philly jobs on {args.nodes} nodes x 8 GPUs "
-          f"({args.nodes * 8:,} GPUs), default config")
+    print(
+        f"workload      {len(jobs):,} Philly jobs on {args.nodes} nodes x 8 GPUs "
+        f"({args.nodes * 8:,} GPUs), default config"
+    )
     print(f"load trace    {loaded - start:8.1f} s")
-    print(f"simulate      {sim:8.1f} s   {engine.events:,} events ({engine.events / sim:,.0f}/s), "
-          f"{engine.cycles:,} cycles ({engine.cycles / sim:,.0f}/s), {result.meta['end_time'] / 86400:.1f} "
-          f"simulated days")
+    print(
+        f"simulate      {sim:8.1f} s   {engine.events:,} events ({engine.events / sim:,.0f}/s), "
+        f"{engine.cycles:,} cycles ({engine.cycles / sim:,.0f}/s), {result.meta['end_time'] / 86400:.1f} "
+        f"simulated days"
+    )
     if args.report is not None:
         t = time.perf_counter()
         write_report(result, args.report)
         print(f"report        {time.perf_counter() - t:8.1f} s   -> {args.report}")
         wall = time.perf_counter() - start
-    print(f"cpu           {time.process_time() - cpu:8.1f} s   (this process; wall includes waiting for a shared CPU)")
+    print(
+        f"cpu           {time.process_time() - cpu:8.1f} s   (this process; wall includes waiting for a shared CPU)"
+    )
     rss = peak_rss()
-    print(f"peak RSS      {rss / 2 ** 20:8.0f} MiB")
+    print(f"peak RSS      {rss / 2**20:8.0f} MiB")
     if args.tracemalloc:
-        print(f"peak heap     {tracemalloc.get_traced_memory()[1] / 2 ** 20:8.0f} MiB (tracemalloc)")
-    print(f"outcome       completed {summary['jobs_completed']:,}, pending {summary['jobs_pending']:,}, "
-          f"GPU utilisation {summary['gpu_utilisation']:.1%}, wait p95 {summary['wait_p95']} s")
+        print(f"peak heap     {tracemalloc.get_traced_memory()[1] / 2**20:8.0f} MiB (tracemalloc)")
+    print(
+        f"outcome       completed {summary['jobs_completed']:,}, pending {summary['jobs_pending']:,}, "
+        f"GPU utilisation {summary['gpu_utilisation']:.1%}, wait p95 {summary['wait_p95']} s"
+    )
     ok_time, ok_mem = wall <= TARGET_SECONDS, rss <= TARGET_BYTES
-    print(f"target        wall {wall:.0f} s <= {TARGET_SECONDS:.0f} s: {'ok' if ok_time else 'MISSED'}; "
-          f"peak {rss / 2 ** 30:.2f} GiB <= 4 GiB: {'ok' if ok_mem else 'MISSED'}")
+    print(
+        f"target        wall {wall:.0f} s <= {TARGET_SECONDS:.0f} s: {'ok' if ok_time else 'MISSED'}; "
+        f"peak {rss / 2**30:.2f} GiB <= 4 GiB: {'ok' if ok_mem else 'MISSED'}"
+    )
     return 0 if ok_time and ok_mem else 1
 
 

@@ -72,19 +72,41 @@ def config(lock: str | None, plan: bool, threshold: float | None = None, registr
             args["targetJob.resources.nvidia.com/gpu"] = threshold
         first.append({"name": "reservation", "arguments": args})
     actions = "elect, enqueue, reserve, allocate, backfill" if lock else "enqueue, allocate, backfill"
-    return parse_config({"actions": actions, "tiers": [
-        {"plugins": first},
-        {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"},
-                     {"name": "binpack", "arguments": {"binpack.resources": "nvidia.com/gpu",
-                                                       "binpack.resources.nvidia.com/gpu": 4}}]}]},
-        registry, f"bench {lock or 'none'}{' + plan' if plan else ''}")
+    return parse_config(
+        {
+            "actions": actions,
+            "tiers": [
+                {"plugins": first},
+                {
+                    "plugins": [
+                        {"name": "drf"},
+                        {"name": "predicates"},
+                        {"name": "proportion"},
+                        {"name": "nodeorder"},
+                        {
+                            "name": "binpack",
+                            "arguments": {
+                                "binpack.resources": "nvidia.com/gpu",
+                                "binpack.resources.nvidia.com/gpu": 4,
+                            },
+                        },
+                    ]
+                },
+            ],
+        },
+        registry,
+        f"bench {lock or 'none'}{' + plan' if plan else ''}",
+    )
 
 
 def variants(threshold: float, custom_only: bool = False) -> list[tuple[str, object, EstimateModel | None]]:
     out = [("none", config(None, False), None)]
     if custom_only:
-        return out + [(f"{m} + plan + >={threshold:g} ({e})", config(m, True, threshold), model)
-                      for e, model in (("exact", EXACT), ("2x off", NOISY)) for m in MODES]
+        return out + [
+            (f"{m} + plan + >={threshold:g} ({e})", config(m, True, threshold), model)
+            for e, model in (("exact", EXACT), ("2x off", NOISY))
+            for m in MODES
+        ]
     out += [(f"{m}, no plan", config(m, False), None) for m in MODES]
     out += [(f"{m} + plan (exact)", config(m, True), EXACT) for m in MODES]
     out += [(f"{m} + plan (2x off)", config(m, True), NOISY) for m in MODES]
@@ -109,7 +131,7 @@ def largest_size(jobs: list[JobSpec]) -> float:
 def philly_month(vc: str, day: float, days: float) -> tuple[list[JobSpec], int]:
     jobs = load_philly(TRACE)
     start = min(j.submit for j in jobs)
-    month = [j for j in filter_jobs(jobs, start + day * 86400, start + (day + days) * 86400, [vc])]
+    month = list(filter_jobs(jobs, start + day * 86400, start + (day + days) * 86400, [vc]))
     t0 = min(j.submit for j in month)
     month = [JobSpec(j.name, j.submit - t0, j.duration, j.queue, j.roles, source=j.source) for j in month]
     demand = sum(j.gpus * j.duration for j in month)
@@ -120,29 +142,41 @@ def philly_month(vc: str, day: float, days: float) -> tuple[list[JobSpec], int]:
 def synthetic_mix(n: int, seed: int, nodes: int) -> list[JobSpec]:
     rng = np.random.default_rng(seed)
     raw = []
-    for i in range(n):
+    for _i in range(n):
         if rng.random() < 0.05:
             pods, per = int(rng.choice([4, 8])), 8
         else:
-            pods, per = 1, int(rng.choice([1, 2, 4, 8], p=[.4, .2, .2, .2]))
+            pods, per = 1, int(rng.choice([1, 2, 4, 8], p=[0.4, 0.2, 0.2, 0.2]))
         duration = float(np.clip(round(rng.lognormal(math.log(3600), 1.0)), 120, 86400))
         raw.append((pods, per, duration, rng.exponential(1.0)))
     demand = sum(p * g * d for p, g, d, _ in raw)
     span = demand / (DEMAND * nodes * 8)
     gaps = np.array([g for *_, g in raw])
     times = np.cumsum(gaps) * span / gaps.sum()
-    return [JobSpec(f"mix-{i:05d}", float(t), d, "default",
-                    (RoleSpec("", p, {"nvidia.com/gpu": g, "cpu": 4 * g, "memory": 32 * 2 ** 30 * g}),))
-            for i, ((p, g, d, _), t) in enumerate(zip(raw, times))]
+    return [
+        JobSpec(
+            f"mix-{i:05d}",
+            float(t),
+            d,
+            "default",
+            (RoleSpec("", p, {"nvidia.com/gpu": g, "cpu": 4 * g, "memory": 32 * 2**30 * g}),),
+        )
+        for i, ((p, g, d, _), t) in enumerate(zip(raw, times))
+    ]
 
 
 def measure(jobs: list[JobSpec], nodes: int, cfg, estimates, period: float, recorder=None) -> dict:
-    tpl = from_spec(ClusterSpec((NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),),
-                                name=f"{nodes} x 8 GPUs"))
+    tpl = from_spec(
+        ClusterSpec((NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),), name=f"{nodes} x 8 GPUs")
+    )
     started = time.perf_counter()
-    result = Engine(tpl.instantiate(sorted({j.queue for j in jobs})), jobs, cfg,
-                    recorder.registry if recorder is not None else None,
-                    options=SimOptions(schedule_period=period, estimates=estimates)).run()
+    result = Engine(
+        tpl.instantiate(sorted({j.queue for j in jobs})),
+        jobs,
+        cfg,
+        recorder.registry if recorder is not None else None,
+        options=SimOptions(schedule_period=period, estimates=estimates),
+    ).run()
     wall = time.perf_counter() - started
     recs = [r for r in result.jobs if r.status != "never_fits"]
     end = float(result.meta.get("end_time", 0.0))
@@ -156,18 +190,34 @@ def measure(jobs: list[JobSpec], nodes: int, cfg, estimates, period: float, reco
     before = [s.utilisation for s in samples if s.time <= lo]
     values = [before[-1] if before else 0.0] + [s.utilisation for s in samples if lo < s.time < hi]
     util = time_average(times, values, hi)
-    return {"jct": float(np.mean(jct)) / 3600 if jct else math.nan, "p99": float(np.percentile(waits, 99)) / 3600,
-            "max": float(waits.max()) / 3600, "util": 100.0 * (util or 0.0), "wall": wall,
-            "unfinished": sum(1 for r in recs if r.status != "completed"), "big": k, "records": recs,
-            "largest": big}
+    return {
+        "jct": float(np.mean(jct)) / 3600 if jct else math.nan,
+        "p99": float(np.percentile(waits, 99)) / 3600,
+        "max": float(waits.max()) / 3600,
+        "util": 100.0 * (util or 0.0),
+        "wall": wall,
+        "unfinished": sum(1 for r in recs if r.status != "completed"),
+        "big": k,
+        "records": recs,
+        "largest": big,
+    }
 
 
-def run(title: str, jobs: list[JobSpec], nodes: int, period: float, threshold: float | None = None,
-        custom_only: bool = False, explain: str | None = None) -> None:
+def run(
+    title: str,
+    jobs: list[JobSpec],
+    nodes: int,
+    period: float,
+    threshold: float | None = None,
+    custom_only: bool = False,
+    explain: str | None = None,
+) -> None:
     print(f"\n== {title}: {len(jobs)} jobs, {nodes} nodes x 8 GPUs, schedule period {period:g} s")
     threshold = largest_size(jobs) if threshold is None else threshold
-    print(f"{'configuration':34s} {'mean JCT h':>10s} {'p99 wait big h':>14s} {'max wait big h':>14s} "
-          f"{'GPU util %':>10s} {'unfinished':>10s} {'wall s':>7s}")
+    print(
+        f"{'configuration':34s} {'mean JCT h':>10s} {'p99 wait big h':>14s} {'max wait big h':>14s} "
+        f"{'GPU util %':>10s} {'unfinished':>10s} {'wall s':>7s}"
+    )
     rows = {}
     for name, cfg, est in variants(threshold, custom_only):
         recorder = None
@@ -178,19 +228,26 @@ def run(title: str, jobs: list[JobSpec], nodes: int, period: float, threshold: f
                 recorder = Recorder()
                 cfg = _with_registry(name, threshold, recorder.registry)
         m = rows[name] = measure(jobs, nodes, cfg, est, period, recorder)
-        print(f"{name:34s} {m['jct']:10.2f} {m['p99']:14.2f} {m['max']:14.2f} {m['util']:10.1f} "
-              f"{m['unfinished']:10d} {m['wall']:7.1f}", flush=True)
+        print(
+            f"{name:34s} {m['jct']:10.2f} {m['p99']:14.2f} {m['max']:14.2f} {m['util']:10.1f} "
+            f"{m['unfinished']:10d} {m['wall']:7.1f}",
+            flush=True,
+        )
         if recorder is not None:
             report(recorder, m["records"], m["largest"], {j.name: j.submit for j in jobs})
     base = rows["none"]
-    print(f"target: with the plan, max wait of the largest 5 % ({base['big']} jobs) <= half of none's "
-          f"({base['max'] / 2:.2f} h) at <= 3 points of utilisation (>= {base['util'] - 3:.1f} %)")
+    print(
+        f"target: with the plan, max wait of the largest 5 % ({base['big']} jobs) <= half of none's "
+        f"({base['max'] / 2:.2f} h) at <= 3 points of utilisation (>= {base['util'] - 3:.1f} %)"
+    )
     for name, m in rows.items():
         if "+ plan" not in name and name != "cluster, no plan":
             continue
         ok = m["max"] <= base["max"] / 2 + 1e-9 and m["util"] >= base["util"] - 3.0
-        print(f"  {name:34s} max wait {m['max']:7.2f} h ({m['max'] / base['max']:5.0%} of none), "
-              f"utilisation {m['util'] - base['util']:+5.1f} points: {'MET' if ok else 'not met'}")
+        print(
+            f"  {name:34s} max wait {m['max']:7.2f} h ({m['max'] / base['max']:5.0%} of none), "
+            f"utilisation {m['util'] - base['util']:+5.1f} points: {'MET' if ok else 'not met'}"
+        )
 
 
 def main() -> int:
@@ -202,24 +259,46 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic mix")
     parser.add_argument("--period", type=float, default=30.0, help="simulated seconds between cycles")
     parser.add_argument("--only", choices=("philly", "synthetic"), default=None)
-    parser.add_argument("--threshold", type=float, default=None,
-                        help="custom-mode GPU threshold (default: the size of the largest 5 %% of jobs)")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="custom-mode GPU threshold (default: the size of the largest 5 %% of jobs)",
+    )
     parser.add_argument("--custom-only", action="store_true", help="only none and the custom-mode variants")
-    parser.add_argument("--explain", default=None, metavar="NAME",
-                        help="only none and the variants whose name contains NAME (e.g. 'cluster + plan "
-                             "(exact)'), each followed by why its largest jobs waited (starvation_explain.py)")
+    parser.add_argument(
+        "--explain",
+        default=None,
+        metavar="NAME",
+        help="only none and the variants whose name contains NAME (e.g. 'cluster + plan "
+        "(exact)'), each followed by why its largest jobs waited (starvation_explain.py)",
+    )
     args = parser.parse_args()
     if args.only in (None, "philly"):
         if not TRACE.exists():
             print(f"skipped Philly: the trace is absent ({TRACE})")
         else:
             jobs, nodes = philly_month(args.vc, args.day, args.days)
-            run(f"Philly VC {args.vc}, days {args.day:g}-{args.day + args.days:g}", jobs, nodes, args.period,
-                args.threshold, args.custom_only, args.explain)
+            run(
+                f"Philly VC {args.vc}, days {args.day:g}-{args.day + args.days:g}",
+                jobs,
+                nodes,
+                args.period,
+                args.threshold,
+                args.custom_only,
+                args.explain,
+            )
     if args.only in (None, "synthetic"):
         nodes = 32
-        run("synthetic mix (5 % of jobs >= 32 GPUs)", synthetic_mix(args.jobs, args.seed, nodes), nodes,
-            args.period, args.threshold, args.custom_only, args.explain)
+        run(
+            "synthetic mix (5 % of jobs >= 32 GPUs)",
+            synthetic_mix(args.jobs, args.seed, nodes),
+            nodes,
+            args.period,
+            args.threshold,
+            args.custom_only,
+            args.explain,
+        )
     return 0
 
 

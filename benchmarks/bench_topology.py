@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from corral.framework.config import parse_config
 from corral.framework.session import Session
 from corral.manifests.build import build_cluster, load_snapshot
-from corral.framework.config import parse_config
 from corral.registry import DEFAULT_CONFIG, REGISTRY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -42,17 +42,25 @@ NODES, RAILS, BLOCK, POD_BLOCKS = 6000, 3, 12, 5
 
 
 def _hn(name: str, tier: int, members: list[dict]) -> dict:
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": members}}
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": tier, "members": members},
+    }
 
 
 def _group(name: str, members: int, phase: str, topology: dict | None = None) -> dict:
     spec = {"minMember": members, "queue": "default"}
     if topology:
         spec["networkTopology"] = topology
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "bench", "creationTimestamp": T0},
-            "spec": spec, "status": {"phase": phase}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "bench", "creationTimestamp": T0},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
 
 
 def generate(gangs: int, busy: float, seed: int) -> tuple[list[dict], list[tuple[str, int, int, str, int]]]:
@@ -60,25 +68,57 @@ def generate(gangs: int, busy: float, seed: int) -> tuple[list[dict], list[tuple
     rng = np.random.default_rng(seed)
     docs: list[dict] = []
     for i in range(NODES):
-        docs.append({"apiVersion": "v1", "kind": "Node",
-                     "metadata": {"name": f"node-{i:05d}", "labels": {"block": f"block-{i // BLOCK:04d}"}},
-                     "status": {"allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8",
-                                                "pods": "110"}}})
-    for rail in range(RAILS):              # each rail pairs nodes differently: tier 1 overlaps
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"node-{i:05d}", "labels": {"block": f"block-{i // BLOCK:04d}"}},
+                "status": {
+                    "allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
+                },
+            }
+        )
+    for rail in range(RAILS):  # each rail pairs nodes differently: tier 1 overlaps
         for k in range(NODES // 2):
             a, b = (2 * k + rail) % NODES, (2 * k + 1 + rail) % NODES
-            docs.append(_hn(f"rail{rail}-{k:05d}", 1, [
-                {"type": "Node", "selector": {"exactMatch": {"name": f"node-{a:05d}"}}},
-                {"type": "Node", "selector": {"exactMatch": {"name": f"node-{b:05d}"}}}]))
+            docs.append(
+                _hn(
+                    f"rail{rail}-{k:05d}",
+                    1,
+                    [
+                        {"type": "Node", "selector": {"exactMatch": {"name": f"node-{a:05d}"}}},
+                        {"type": "Node", "selector": {"exactMatch": {"name": f"node-{b:05d}"}}},
+                    ],
+                )
+            )
     blocks = NODES // BLOCK
     for b in range(blocks):
-        docs.append(_hn(f"block-{b:04d}", 2, [{"type": "Node", "selector": {"labelMatch": {
-            "matchLabels": {"block": f"block-{b:04d}"}}}}]))
+        docs.append(
+            _hn(
+                f"block-{b:04d}",
+                2,
+                [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {"block": f"block-{b:04d}"}}}}],
+            )
+        )
     for p in range(blocks // POD_BLOCKS):
-        docs.append(_hn(f"pod-{p:03d}", 3, [{"type": "HyperNode", "selector": {"exactMatch": {
-            "name": f"block-{b:04d}"}}} for b in range(p * POD_BLOCKS, (p + 1) * POD_BLOCKS)]))
-    docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
-                 "spec": {"weight": 1}})
+        docs.append(
+            _hn(
+                f"pod-{p:03d}",
+                3,
+                [
+                    {"type": "HyperNode", "selector": {"exactMatch": {"name": f"block-{b:04d}"}}}
+                    for b in range(p * POD_BLOCKS, (p + 1) * POD_BLOCKS)
+                ],
+            )
+        )
+    docs.append(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "default"},
+            "spec": {"weight": 1},
+        }
+    )
     # running load: 2- and 4-GPU pods dropped on random nodes until ``busy`` of the GPUs are used
     free = np.full(NODES, 8)
     target, used, g = int(busy * 8 * NODES), 0, 0
@@ -108,9 +148,13 @@ def generate(gangs: int, busy: float, seed: int) -> tuple[list[dict], list[tuple
 
 def config():
     """The built-in configuration with ``network-topology-aware`` added to its second tier."""
-    raw = {"actions": DEFAULT_CONFIG["actions"],
-           "tiers": [DEFAULT_CONFIG["tiers"][0],
-                     {"plugins": [*DEFAULT_CONFIG["tiers"][1]["plugins"], {"name": "network-topology-aware"}]}]}
+    raw = {
+        "actions": DEFAULT_CONFIG["actions"],
+        "tiers": [
+            DEFAULT_CONFIG["tiers"][0],
+            {"plugins": [*DEFAULT_CONFIG["tiers"][1]["plugins"], {"name": "network-topology-aware"}]},
+        ],
+    }
     return parse_config(raw, REGISTRY, "bench_topology")
 
 
@@ -145,8 +189,11 @@ def first_fit(cluster, pending) -> int:
     masks = {t: [hn.mask for hn in tree.domains(t)] for t in tree.tiers}
     placed = 0
     for _, pods, gpu, mode, tier in pending:
-        domains = [m for t in tree.tiers if t <= tier for m in masks[t]] if mode == "hard" else \
-            [np.ones(len(free), dtype=bool)]
+        domains = (
+            [m for t in tree.tiers if t <= tier for m in masks[t]]
+            if mode == "hard"
+            else [np.ones(len(free), dtype=bool)]
+        )
         for mask in domains:
             rows = np.flatnonzero(mask)
             slots = free[rows] // gpu
@@ -183,7 +230,7 @@ def at_turn(cluster, pending, binds) -> tuple[int, list[str], list[str]]:
     seen = [turn[g] for g in got if g in turn]
     faults = [] if seen == sorted(seen) else ["gangs bound out of name (job) order"]
     could, missed = 0, []
-    names, tiers, flat, starts = members
+    _names, tiers, flat, starts = members
     for name, pods, gpu, mode, tier in pending:
         fits = _room(free, pods, gpu, mode, tier, members)
         could += fits
@@ -229,8 +276,10 @@ def main() -> int:
     args = ap.parse_args()
     docs, pending = generate(args.gangs, args.busy, args.seed)
     hypernodes = sum(d["kind"] == "HyperNode" for d in docs)
-    print(f"{NODES} nodes, {hypernodes} HyperNodes, {len(docs)} objects, {len(pending)} pending gangs "
-          f"({sum(p[3] == 'hard' for p in pending)} hard)")
+    print(
+        f"{NODES} nodes, {hypernodes} HyperNodes, {len(docs)} objects, {len(pending)} pending gangs "
+        f"({sum(p[3] == 'hard' for p in pending)} hard)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "snapshot.json"
         path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
@@ -248,22 +297,33 @@ def main() -> int:
     placed = sum(1 for p in pending if f"bench/{p[0]}" in groups)
     per_gang = 1000 * steps["allocate"] / max(len(pending), 1)
     per_gang_cpu = 1000 * steps["allocate CPU"] / max(len(pending), 1)
-    print(f"load (JSON file, {size:.0f} MiB):"
-          f" {load:6.2f} s   (target <= 3 s)   {'OK' if load <= 3 else 'MISSED'}")
+    print(
+        f"load (JSON file, {size:.0f} MiB):"
+        f" {load:6.2f} s   (target <= 3 s)   {'OK' if load <= 3 else 'MISSED'}"
+    )
     print(f"model build alone:      {build:6.2f} s")
-    print(f"one cycle:              {cycle:6.2f} s   ("
-          + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in steps.items() if not k.endswith(" CPU")) + ")")
-    print(f"allocate per gang:      {per_gang:6.1f} ms wall, {per_gang_cpu:.1f} ms CPU (target <= 20 ms)  "
-          f"{'OK' if per_gang <= 20 else 'MISSED'}")
+    print(
+        f"one cycle:              {cycle:6.2f} s   ("
+        + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in steps.items() if not k.endswith(" CPU"))
+        + ")"
+    )
+    print(
+        f"allocate per gang:      {per_gang:6.1f} ms wall, {per_gang_cpu:.1f} ms CPU (target <= 20 ms)  "
+        f"{'OK' if per_gang <= 20 else 'MISSED'}"
+    )
     could, missed, faults = at_turn(fresh, pending, decisions.binds)
-    print(f"gangs placed:           {placed:6d} of {len(pending)}; could be placed at their turn: {could}"
-          f"  (target: every one)  {'OK' if not missed and not faults else 'MISSED'}")
+    print(
+        f"gangs placed:           {placed:6d} of {len(pending)}; could be placed at their turn: {could}"
+        f"  (target: every one)  {'OK' if not missed and not faults else 'MISSED'}"
+    )
     for what in missed:
         print(f"  not placed although a HyperNode of its tier had room at its turn: {what}")
     for what in faults:
         print(f"  fault: {what}")
-    print(f"for reference, a first fit of its own (soft gangs anywhere, earlier gangs elsewhere) places "
-          f"{reference}")
+    print(
+        f"for reference, a first fit of its own (soft gangs anywhere, earlier gangs elsewhere) places "
+        f"{reference}"
+    )
     return 0
 
 

@@ -64,30 +64,42 @@ def _one(job: tuple[int, float, int, int, int]) -> Outcome:
 
 
 def _histogram_line(histogram: collections.Counter) -> str:
-    return ", ".join(f"{'none' if code is None else code}: {count}"
-                     for code, count in sorted(histogram.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+    return ", ".join(
+        f"{'none' if code is None else code}: {count}"
+        for code, count in sorted(histogram.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--start", type=int, default=100_000, help="first seed (the suite uses 0-199)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--simulate-share", type=float, default=0.2, help="share of simulate cases")
     parser.add_argument("--timeout", type=int, default=60, help="seconds before a case counts as a hang")
-    parser.add_argument("--memory-mb", type=int, default=6000, help="address-space bound (virtual: numpy and OR-Tools reserve much more than they touch)")
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=6000,
+        help="address-space bound (virtual: numpy and OR-Tools reserve much more than they touch)",
+    )
     parser.add_argument("--subprocess-every", type=int, default=100)
     args = parser.parse_args()
 
-    jobs = [(seed, args.simulate_share, args.timeout, args.subprocess_every, args.memory_mb)
-            for seed in range(args.start, args.start + args.cases)]
+    jobs = [
+        (seed, args.simulate_share, args.timeout, args.subprocess_every, args.memory_mb)
+        for seed in range(args.start, args.start + args.cases)
+    ]
     histogram: collections.Counter = collections.Counter()
     by_target: collections.Counter = collections.Counter()
     failures: list[Outcome] = []
     slowest = (0.0, -1)
     started = time.perf_counter()
-    with multiprocessing.Pool(args.workers, initializer=_init, initargs=(args.memory_mb,),
-                              maxtasksperchild=200) as pool:
+    with multiprocessing.Pool(
+        args.workers, initializer=_init, initargs=(args.memory_mb,), maxtasksperchild=200
+    ) as pool:
         for n, outcome in enumerate(pool.imap_unordered(_one, jobs, chunksize=4), 1):
             histogram[outcome.exit_code] += 1
             by_target[outcome.target] += 1
@@ -96,11 +108,16 @@ def main() -> int:
                 failures.append(outcome)
                 print(f"FAIL {outcome.target} seed {outcome.seed}: {outcome.problem}", flush=True)
             if n % 500 == 0:
-                print(f"... {n} cases, {len(failures)} failures, {time.perf_counter() - started:.0f} s; "
-                      f"exit codes so far {_histogram_line(histogram)}", flush=True)
+                print(
+                    f"... {n} cases, {len(failures)} failures, {time.perf_counter() - started:.0f} s; "
+                    f"exit codes so far {_histogram_line(histogram)}",
+                    flush=True,
+                )
     elapsed = time.perf_counter() - started
-    print(f"\n{args.cases} cases ({dict(by_target)}) in {elapsed:.0f} s with {args.workers} workers; "
-          f"slowest case {slowest[0]:.1f} s (seed {slowest[1]})")
+    print(
+        f"\n{args.cases} cases ({dict(by_target)}) in {elapsed:.0f} s with {args.workers} workers; "
+        f"slowest case {slowest[0]:.1f} s (seed {slowest[1]})"
+    )
     print("exit-code histogram:")
     for code, count in sorted(histogram.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
         label = "none (hang or crash)" if code is None else str(code)
@@ -108,8 +125,10 @@ def main() -> int:
     kinds = collections.Counter(f.problem.split(":")[0] for f in failures)
     print(f"failures: {len(failures)} (target 0) {dict(kinds)}")
     for f in failures[:50]:
-        print(f"\n{f.target} seed {f.seed}: {f.problem}\n  stderr: {f.stderr[-400:]!r}\n  reproduce: "
-              f"{reproducer(f)}")
+        print(
+            f"\n{f.target} seed {f.seed}: {f.problem}\n  stderr: {f.stderr[-400:]!r}\n  reproduce: "
+            f"{reproducer(f)}"
+        )
     return 1 if failures else 0
 
 

@@ -15,6 +15,7 @@ reads the simulator's per-job records and prints:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -53,8 +54,9 @@ class Recorder:
                 start = self.plan().start if self.args.plan and self.locked().any() else math.nan
                 log.append((self.session.now, target.uid, gpus, start))
 
-        self.registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "reservation": RecordingReservation},
-                                 REGISTRY.aliases)
+        self.registry = Registry(
+            REGISTRY.actions, {**REGISTRY.plugins, "reservation": RecordingReservation}, REGISTRY.aliases
+        )
 
     def episodes(self, records) -> list[Episode]:
         started = {r.job: r.first_start for r in records}
@@ -80,27 +82,43 @@ def report(recorder: Recorder, records, big, submits: dict[str, float], worst: i
     undated = sum(1 for e in eps if e.plans and not np.isfinite(e.plans[0]))
     if errs:
         errs_a = np.array(errs) / h
-        print(f"  plan accuracy (start - first planned start), h: mean {errs_a.mean():+.2f}, "
-              f"min {errs_a.min():+.2f}, max {errs_a.max():+.2f}; {undated} target(s) with no first plan")
-    gaps = [b.elected - a.start for a, b in zip(eps, eps[1:]) if a.start is not None and b.elected >= a.start]
+        print(
+            f"  plan accuracy (start - first planned start), h: mean {errs_a.mean():+.2f}, "
+            f"min {errs_a.min():+.2f}, max {errs_a.max():+.2f}; {undated} target(s) with no first plan"
+        )
+    gaps = [
+        b.elected - a.start
+        for a, b in itertools.pairwise(eps)
+        if a.start is not None and b.elected >= a.start
+    ]
     if gaps:
-        print(f"  hand-over (start to next election, spells with no starving job included), s: median "
-              f"{np.median(gaps):.0f}, max {max(gaps):.0f}")
+        print(
+            f"  hand-over (start to next election, spells with no starving job included), s: median "
+            f"{np.median(gaps):.0f}, max {max(gaps):.0f}"
+        )
     by_wait = sorted(big, key=lambda r: -(r.wait or 0.0))[:worst]
     print(f"  the {worst} largest jobs with the worst wait (h):")
-    print(f"    {'job':14s} {'GPUs':>4s} {'wait':>6s} {'before':>7s} {'targets':>7s} {'older':>5s} "
-          f"{'own':>5s} {'plan':>5s}  sizes ahead")
+    print(
+        f"    {'job':14s} {'GPUs':>4s} {'wait':>6s} {'before':>7s} {'targets':>7s} {'older':>5s} "
+        f"{'own':>5s} {'plan':>5s}  sizes ahead"
+    )
     index = {e.uid.split("/", 1)[-1]: e for e in eps}
     for r in by_wait:
         own = index.get(r.job)
         if r.first_start is None:
             continue
         elected = own.elected if own is not None else r.first_start
-        ahead = [e for e in eps if r.submit <= e.elected < elected or (e.elected < r.submit and e.start is not None
-                                                                        and e.start > r.submit)]
+        ahead = [
+            e
+            for e in eps
+            if r.submit <= e.elected < elected
+            or (e.elected < r.submit and e.start is not None and e.start > r.submit)
+        ]
         ahead = [e for e in ahead if e is not own]
         older = sum(1 for e in ahead if submits.get(e.uid.split("/", 1)[-1], math.inf) < r.submit)
         plan = (own.plans[0] - own.elected) / h if own is not None and np.isfinite(own.plans[0]) else math.nan
         sizes = ",".join(f"{e.gpus:g}" for e in ahead)
-        print(f"    {r.job:14s} {r.gpus:4g} {r.wait / h:6.2f} {(elected - r.submit) / h:7.2f} {len(ahead):7d} "
-              f"{older:5d} {(r.first_start - elected) / h:5.2f} {plan:5.2f}  {sizes}")
+        print(
+            f"    {r.job:14s} {r.gpus:4g} {r.wait / h:6.2f} {(elected - r.submit) / h:7.2f} {len(ahead):7d} "
+            f"{older:5d} {(r.first_start - elected) / h:5.2f} {plan:5.2f}  {sizes}"
+        )

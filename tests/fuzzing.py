@@ -24,9 +24,10 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -39,22 +40,84 @@ CONFIG = {
     "configurations": [{"name": "enqueue", "arguments": {"overcommit-factor": 1.2}}],
     "tiers": [
         {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
-        {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"},
-                     {"name": "nodeorder", "arguments": {"leastrequested.weight": 1}},
-                     {"name": "binpack", "arguments": {"binpack.weight": 10}}]},
+        {
+            "plugins": [
+                {"name": "drf"},
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder", "arguments": {"leastrequested.weight": 1}},
+                {"name": "binpack", "arguments": {"binpack.weight": 10}},
+            ]
+        },
     ],
 }
 CLUSTER = {"nodes": [{"name": "gpu", "count": 4, "gpus": 8}], "topology": {"tiers": [2]}}
-TRACE = [["name", "submit", "duration", "queue", "pods", "gpu"],
-         ["a", "0", "100", "q1", "1", "8"], ["b", "0", "100", "q2", "2", "8"],
-         ["c", "10", "50", "q1", "1", "4"], ["d", "20", "300", "q2", "4", "8"]]
+TRACE = [
+    ["name", "submit", "duration", "queue", "pods", "gpu"],
+    ["a", "0", "100", "q1", "1", "8"],
+    ["b", "0", "100", "q2", "2", "8"],
+    ["c", "10", "50", "q1", "1", "4"],
+    ["d", "20", "300", "q2", "4", "8"],
+]
 
-NAMES = ["[bold]x[/", "[/]", "a\x1b[31mred", "\u202eevil", "ünï", "x" * 300, "", " ", "a/b", "n\ny",
-         "node-0", "default", "\x00", "[link=http://x]y[/link]"]
-QUANTITIES = ["1e999999999", "-1", "12Zi", "9" * 5000, "9" * 60, ".5m", "NaN", "inf", "1e-999999", "0x10",
-              "1.5Gi", "0", "", " 8 ", "8Ei", "100Ei", "1" * 30 + "Ki", "1e308"]
-SCALARS: list[Any] = [None, True, False, 0, -1, 2 ** 31, 2 ** 64, 10 ** 300, 1.5, float("inf"),
-                      float("nan"), "", "x", "-1", "1e400", [], {}, ["a"], {"a": 1}, "2026-13-45T99:00:00Z"]
+NAMES = [
+    "[bold]x[/",
+    "[/]",
+    "a\x1b[31mred",
+    "\u202eevil",
+    "ünï",
+    "x" * 300,
+    "",
+    " ",
+    "a/b",
+    "n\ny",
+    "node-0",
+    "default",
+    "\x00",
+    "[link=http://x]y[/link]",
+]
+QUANTITIES = [
+    "1e999999999",
+    "-1",
+    "12Zi",
+    "9" * 5000,
+    "9" * 60,
+    ".5m",
+    "NaN",
+    "inf",
+    "1e-999999",
+    "0x10",
+    "1.5Gi",
+    "0",
+    "",
+    " 8 ",
+    "8Ei",
+    "100Ei",
+    "1" * 30 + "Ki",
+    "1e308",
+]
+SCALARS: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**31,
+    2**64,
+    10**300,
+    1.5,
+    float("inf"),
+    float("nan"),
+    "",
+    "x",
+    "-1",
+    "1e400",
+    [],
+    {},
+    ["a"],
+    {"a": 1},
+    "2026-13-45T99:00:00Z",
+]
 
 
 def paths_of(obj: Any, prefix: tuple = ()) -> list[tuple]:
@@ -114,7 +177,7 @@ def mutate_structure(doc: Any, rng: random.Random) -> Any:
             name_paths = [p for p in paths if p[-1] in ("name", "namespace", "queue", "parentQueue")] or paths
             return _set(doc, rng.choice(name_paths), rng.choice(NAMES))
         if kind == 4 and isinstance(doc, list):
-            doc.append(copy.deepcopy(rng.choice(doc)))       # a duplicate object
+            doc.append(copy.deepcopy(rng.choice(doc)))  # a duplicate object
             return doc
         if kind == 5:
             return _set(doc, path, _nest(_get(doc, path), rng.choice([3, 50, 250]), rng))
@@ -140,11 +203,13 @@ def mutate_text(text: str, rng: random.Random, yaml_doc: bool = True) -> bytes:
         if rng.random() < 0.5:
             return (text + "\n---\n" + bomb + "top: *b5\n").encode()
         indented = "".join("  " + line + "\n" for line in bomb.splitlines())
-        return text.replace("metadata:\n", "x:\n" + indented + "metadata:\n  annotations: {a: *b5}\n", 1).encode()
+        return text.replace(
+            "metadata:\n", "x:\n" + indented + "metadata:\n  annotations: {a: *b5}\n", 1
+        ).encode()
     if kind == 1 and yaml_doc:
         return (text + "\n---\nx: &r [*r]\n").encode()
     if kind == 2:
-        return text.encode()[: rng.randrange(len(text.encode()) + 1)]       # half-written
+        return text.encode()[: rng.randrange(len(text.encode()) + 1)]  # half-written
     if kind == 3:
         data = bytearray(text.encode())
         for _ in range(rng.randint(1, 8)):
@@ -154,8 +219,15 @@ def mutate_text(text: str, rng: random.Random, yaml_doc: bool = True) -> bytes:
     if kind == 4:
         return bytes(rng.randrange(256) for _ in range(rng.randint(1, 3000)))
     if kind == 5:
-        return rng.choice([b"\xef\xbb\xbf" + text.encode(), text.encode("utf-16"), text.encode("utf-16-le"),
-                           text.encode("utf-32"), text.encode("latin-1", "replace")])
+        return rng.choice(
+            [
+                b"\xef\xbb\xbf" + text.encode(),
+                text.encode("utf-16"),
+                text.encode("utf-16-le"),
+                text.encode("utf-32"),
+                text.encode("latin-1", "replace"),
+            ]
+        )
     if kind == 6:
         return text.replace("'8'", "9" * rng.choice([400, 4400, 20000]), 1).encode()
     if kind == 7:
@@ -169,7 +241,7 @@ class Outcome:
     seed: int
     target: str
     exit_code: int | None
-    problem: str = ""                         # empty when the case passed
+    problem: str = ""  # empty when the case passed
     seconds: float = 0.0
     stderr: str = ""
     files: dict[str, bytes] = field(default_factory=dict)
@@ -222,7 +294,9 @@ _SNAPSHOT: list = []
 def snapshot_objects() -> list:
     """The example snapshot's objects (parsed once; callers copy before changing them)."""
     if not _SNAPSHOT:
-        _SNAPSHOT.extend(d for d in yaml.load_all(SNAPSHOT.read_text(), Loader=yaml.CSafeLoader) if d is not None)
+        _SNAPSHOT.extend(
+            d for d in yaml.load_all(SNAPSHOT.read_text(), Loader=yaml.CSafeLoader) if d is not None
+        )
     return _SNAPSHOT
 
 
@@ -242,26 +316,69 @@ def simulate_case(seed: int) -> tuple[list[str], dict[str, bytes]]:
     """The arguments and files of one ``corral simulate`` case (a mutated cluster spec and trace)."""
     rng = random.Random(seed)
     which = rng.choice(["cluster", "trace", "both", "neither"])
-    files = {"cluster.yaml": make_file(CLUSTER, rng, mutate=which in ("cluster", "both")),
-             "trace.csv": make_file(TRACE, rng, csv=True, mutate=which in ("trace", "both"))}
-    args = ["simulate", "--cluster", "{dir}/cluster.yaml", "--workload", "{dir}/trace.csv",
-            "--until", "2h", "--no-progress", "-o", "{dir}/out/report"]
+    files = {
+        "cluster.yaml": make_file(CLUSTER, rng, mutate=which in ("cluster", "both")),
+        "trace.csv": make_file(TRACE, rng, csv=True, mutate=which in ("trace", "both")),
+    }
+    args = [
+        "simulate",
+        "--cluster",
+        "{dir}/cluster.yaml",
+        "--workload",
+        "{dir}/trace.csv",
+        "--until",
+        "2h",
+        "--no-progress",
+        "-o",
+        "{dir}/out/report",
+    ]
     if rng.random() < 0.2:
         files["config.yaml"] = make_file(CONFIG, rng)
         args += ["--config", "{dir}/config.yaml"]
     if rng.random() < 0.3:
-        option = rng.choice(["--schedule-period", "--scale", "--startup-delay", "--grace-period", "--until",
-                             "--checkpoint-interval", "--start", "--end", "--seed", "--restart-policy"])
+        option = rng.choice(
+            [
+                "--schedule-period",
+                "--scale",
+                "--startup-delay",
+                "--grace-period",
+                "--until",
+                "--checkpoint-interval",
+                "--start",
+                "--end",
+                "--seed",
+                "--restart-policy",
+            ]
+        )
         args += [option, rng.choice(OPTION_VALUES)]
     return args, files
 
 
-OPTION_VALUES = ["0", "-1", "1e300", "1e-300", "nan", "inf", "1e9", "10", "0.5", "1d", "36h", "x", "",
-                 "9" * 5000, "pods", "job", "1e-9"]
+OPTION_VALUES = [
+    "0",
+    "-1",
+    "1e300",
+    "1e-300",
+    "nan",
+    "inf",
+    "1e9",
+    "10",
+    "0.5",
+    "1d",
+    "36h",
+    "x",
+    "",
+    "9" * 5000,
+    "pods",
+    "job",
+    "1e-9",
+]
 
 
 CASES: dict[str, Callable[[int], tuple[list[str], dict[str, bytes]]]] = {
-    "schedule": schedule_case, "simulate": simulate_case}
+    "schedule": schedule_case,
+    "simulate": simulate_case,
+}
 
 
 def _check_report(folder: Path, exit_code: int) -> str:
@@ -308,7 +425,9 @@ def judge(exit_code: int | None, stdout: str, stderr: str) -> str:
 def run_in_process(target: str, seed: int) -> Outcome:
     """Run one case through the CLI in this process (fast); RuntimeWarnings count as failures."""
     from typer.testing import CliRunner
+
     from corral.cli import app
+
     args, files = CASES[target](seed)
     folder = Path(tempfile.mkdtemp(prefix="corral-fuzz-"))
     try:
@@ -337,6 +456,7 @@ def run_subprocess(target: str, seed: int, timeout: float = 60.0, memory_mb: int
     import resource
     import subprocess
     import sys
+
     args, files = CASES[target](seed)
     folder = Path(tempfile.mkdtemp(prefix="corral-fuzz-"))
 
@@ -349,9 +469,15 @@ def run_subprocess(target: str, seed: int, timeout: float = 60.0, memory_mb: int
         argv = [a.replace("{dir}", str(folder)) for a in args]
         start = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, "-c", "from corral.cli import main; main()", *argv], capture_output=True, text=True,
-                                  timeout=timeout, preexec_fn=limit, cwd=folder,
-                                  errors="replace")
+            proc = subprocess.run(
+                [sys.executable, "-c", "from corral.cli import main; main()", *argv],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                preexec_fn=limit,
+                cwd=folder,
+                errors="replace",
+            )
         except subprocess.TimeoutExpired:
             return Outcome(seed, target, None, f"hang: more than {timeout:g} s", timeout, "", files)
         seconds = time.perf_counter() - start
@@ -366,9 +492,11 @@ def run_subprocess(target: str, seed: int, timeout: float = 60.0, memory_mb: int
 
 def reproducer(outcome: Outcome) -> str:
     """A shell recipe that rebuilds the failing case's files and runs it."""
-    return (f"python -c 'import sys; sys.path.insert(0, \".\"); from tests.fuzzing import write_case; "
-            f"write_case(\"{outcome.target}\", {outcome.seed}, \"/tmp/case\")' && "
-            f"cat /tmp/case/command.txt  # then run that command")
+    return (
+        f'python -c \'import sys; sys.path.insert(0, "."); from tests.fuzzing import write_case; '
+        f'write_case("{outcome.target}", {outcome.seed}, "/tmp/case")\' && '
+        f"cat /tmp/case/command.txt  # then run that command"
+    )
 
 
 def write_case(target: str, seed: int, folder: str) -> list[str]:

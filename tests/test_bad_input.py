@@ -21,8 +21,12 @@ from tests.fuzzing import paths_of
 
 NOW = "2026-01-01T00:00:00Z"
 
-NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"zone": "a"}},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8", "pods": "110"}}}
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"zone": "a"}},
+    "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8", "pods": "110"}},
+}
 
 
 def run(*args: str) -> Any:
@@ -59,8 +63,12 @@ def docs(tmp: Path, name: str, *objs: dict) -> Path:
 
 
 def pod(name: str, **spec: Any) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"schedulerName": "corral", "containers": [{"name": "c"}], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulerName": "corral", "containers": [{"name": "c"}], **spec},
+    }
 
 
 # -- snapshots -------------------------------------------------------------------------------------------
@@ -85,12 +93,17 @@ def test_missing_kind(tmp_path: Path) -> None:
 
 
 def test_unknown_api_version_of_known_kind(tmp_path: Path) -> None:
-    pg = {"apiVersion": "scheduling.volcano.sh/v1alpha9", "kind": "PodGroup",
-          "metadata": {"name": "pg1", "namespace": "team"}, "spec": {"minMember": 1}}
+    pg = {
+        "apiVersion": "scheduling.volcano.sh/v1alpha9",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg1", "namespace": "team"},
+        "spec": {"minMember": 1},
+    }
     path = docs(tmp_path, "api.yaml", pg)
-    line = assert_one_error(schedule(path), str(path), "PodGroup pg1", "field apiVersion",
-                            "scheduling.volcano.sh/v1alpha9")
-    assert "scheduling.volcano.sh/v1beta1" in line          # names the allowed values
+    line = assert_one_error(
+        schedule(path), str(path), "PodGroup pg1", "field apiVersion", "scheduling.volcano.sh/v1alpha9"
+    )
+    assert "scheduling.volcano.sh/v1beta1" in line  # names the allowed values
 
 
 def test_unknown_kind_is_ignored(tmp_path: Path) -> None:
@@ -110,8 +123,13 @@ def test_bad_quantity(tmp_path: Path, value: str) -> None:
 def test_bad_quantity_in_pod_request(tmp_path: Path) -> None:
     p = pod("p1", containers=[{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2x"}}}])
     path = docs(tmp_path, "podqty.yaml", p)
-    assert_one_error(schedule(path), str(path), "Pod default/p1",
-                     "field spec.containers[0].resources.requests.nvidia.com/gpu", "'2x'")
+    assert_one_error(
+        schedule(path),
+        str(path),
+        "Pod default/p1",
+        "field spec.containers[0].resources.requests.nvidia.com/gpu",
+        "'2x'",
+    )
 
 
 def test_node_without_name(tmp_path: Path) -> None:
@@ -137,38 +155,62 @@ def test_pod_without_containers(tmp_path: Path) -> None:
 
 def test_podgroup_min_member_not_an_integer(tmp_path: Path) -> None:
     # minMember is optional (default 1, as in Volcano's CRD); a value that is not an integer is an error
-    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-          "metadata": {"name": "pg1", "namespace": "team"}, "spec": {"minMember": "many"}}
+    pg = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg1", "namespace": "team"},
+        "spec": {"minMember": "many"},
+    }
     path = docs(tmp_path, "pg.yaml", pg)
     assert_one_error(schedule(path), str(path), "PodGroup team/pg1", "field spec.minMember", "'many'")
 
 
 def test_podgroup_negative_min_member(tmp_path: Path) -> None:
-    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-          "metadata": {"name": "pg1", "namespace": "team"}, "spec": {"minMember": -2}}
+    pg = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg1", "namespace": "team"},
+        "spec": {"minMember": -2},
+    }
     path = docs(tmp_path, "pg.yaml", pg)
     assert_one_error(schedule(path), str(path), "PodGroup team/pg1", "field spec.minMember")
 
 
 def test_hypernode_without_tier(tmp_path: Path) -> None:
-    hn = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "s1"},
-          "spec": {"members": []}}
+    hn = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "s1"},
+        "spec": {"members": []},
+    }
     path = docs(tmp_path, "hn.yaml", hn)
     assert_one_error(schedule(path), str(path), "HyperNode s1", "field spec.tier")
 
 
 def test_queue_cycle(tmp_path: Path) -> None:
-    qa = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "a"},
-          "spec": {"parent": "b"}}
-    qb = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "b"},
-          "spec": {"parent": "a"}}
+    qa = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "a"},
+        "spec": {"parent": "b"},
+    }
+    qb = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "b"},
+        "spec": {"parent": "a"},
+    }
     path = docs(tmp_path, "queues.yaml", qa, qb)
     assert_one_error(schedule(path), str(path), "Queue a", "field spec.parent", "cycle")
 
 
 def test_queue_own_parent_and_missing_parent(tmp_path: Path) -> None:
-    q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "a"},
-         "spec": {"parent": "a"}}
+    q = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "a"},
+        "spec": {"parent": "a"},
+    }
     path = docs(tmp_path, "self.yaml", q)
     assert_one_error(schedule(path), str(path), "Queue a", "field spec.parent")
     q["spec"]["parent"] = "nowhere"
@@ -178,8 +220,16 @@ def test_queue_own_parent_and_missing_parent(tmp_path: Path) -> None:
 
 def test_hypernode_cycle(tmp_path: Path) -> None:
     def hn(name: str, member: str) -> dict:
-        return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-                "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": member}}}]}}
+        return {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": name},
+            "spec": {
+                "tier": 2,
+                "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": member}}}],
+            },
+        }
+
     path = docs(tmp_path, "hn.yaml", hn("s1", "s2"), hn("s2", "s1"))
     assert_one_error(schedule(path), str(path), "HyperNode s1", "field spec.members", "cycle")
 
@@ -189,29 +239,79 @@ def test_duplicate_node(tmp_path: Path) -> None:
     assert_one_error(schedule(path), str(path), "Node n1", "field metadata.name", "duplicate")
 
 
-@pytest.mark.parametrize("spec, field", [
-    ({"containers": ["oops"]}, "spec.containers[0]"),
-    ({"containers": [{"name": "c", "resources": "big"}]}, "spec.containers[0].resources"),
-    ({"tolerations": "all"}, "spec.tolerations"),
-    ({"tolerations": [{"key": "a", "operator": "Maybe"}]}, "spec.tolerations[0].operator"),
-    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": ["x"]}}}},
-     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"),
-    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "z", "operator": "Near", "values": ["a"]}]}]}}}},
-     "nodeSelectorTerms[0].matchExpressions[0].operator"),
-    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "z", "operator": "Gt", "values": ["ten"]}]}]}}}},
-     "nodeSelectorTerms[0].matchExpressions[0].values"),
-    ({"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": "heavy", "podAffinityTerm": {"topologyKey": "zone"}}]}}},
-     "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"),
-    ({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "x"}}}]}}},
-     "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"),
-    ({"priority": "high"}, "spec.priority"),
-    ({"nodeSelector": ["zone=a"]}, "spec.nodeSelector"),
-])
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ({"containers": ["oops"]}, "spec.containers[0]"),
+        ({"containers": [{"name": "c", "resources": "big"}]}, "spec.containers[0].resources"),
+        ({"tolerations": "all"}, "spec.tolerations"),
+        ({"tolerations": [{"key": "a", "operator": "Maybe"}]}, "spec.tolerations[0].operator"),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": ["x"]}
+                    }
+                }
+            },
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]",
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "z", "operator": "Near", "values": ["a"]}]}
+                            ]
+                        }
+                    }
+                }
+            },
+            "nodeSelectorTerms[0].matchExpressions[0].operator",
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "z", "operator": "Gt", "values": ["ten"]}]}
+                            ]
+                        }
+                    }
+                }
+            },
+            "nodeSelectorTerms[0].matchExpressions[0].values",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": "heavy", "podAffinityTerm": {"topologyKey": "zone"}}
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"app": "x"}}}
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+        ),
+        ({"priority": "high"}, "spec.priority"),
+        ({"nodeSelector": ["zone=a"]}, "spec.nodeSelector"),
+    ],
+)
 def test_malformed_pod_fields(tmp_path: Path, spec: dict, field: str) -> None:
     path = docs(tmp_path, "pod.yaml", pod("p1", **spec))
     line = assert_one_error(schedule(path), str(path), "Pod default/p1", "field spec.", field)
@@ -219,19 +319,31 @@ def test_malformed_pod_fields(tmp_path: Path, spec: dict, field: str) -> None:
 
 
 def test_malformed_queue_and_podgroup_fields(tmp_path: Path) -> None:
-    q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
-         "spec": {"guarantee": 5}}
+    q = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "q"},
+        "spec": {"guarantee": 5},
+    }
     path = docs(tmp_path, "q.yaml", q)
     assert_one_error(schedule(path), str(path), "Queue q", "field spec.guarantee")
     q["spec"] = {"weight": 0}
     path = docs(tmp_path, "q0.yaml", q)
     assert_one_error(schedule(path), str(path), "Queue q", "field spec.weight")
-    kai = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "k"},
-           "spec": {"resources": {"gpu": 4}}}
+    kai = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "k"},
+        "spec": {"resources": {"gpu": 4}},
+    }
     path = docs(tmp_path, "kai.yaml", kai)
     assert_one_error(schedule(path), str(path), "Queue k", "field spec.resources.gpu")
-    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-          "metadata": {"name": "g", "namespace": "default"}, "spec": {"networkTopology": "hard"}}
+    pg = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"networkTopology": "hard"},
+    }
     path = docs(tmp_path, "pg.yaml", pg)
     assert_one_error(schedule(path), str(path), "PodGroup default/g", "field spec.networkTopology")
 
@@ -246,8 +358,11 @@ def test_missing_file_and_empty_directory(tmp_path: Path) -> None:
 
 def test_error_names_the_right_file_of_several(tmp_path: Path) -> None:
     good = docs(tmp_path, "good.yaml")
-    bad = write(tmp_path, "bad.yaml", yaml.safe_dump(pod("p1", containers=[{"name": "c", "resources": {
-        "requests": {"cpu": "lots"}}}])))
+    bad = write(
+        tmp_path,
+        "bad.yaml",
+        yaml.safe_dump(pod("p1", containers=[{"name": "c", "resources": {"requests": {"cpu": "lots"}}}])),
+    )
     line = assert_one_error(run("schedule", str(good), str(bad), "--now", NOW), str(bad))
     assert str(good) not in line
 
@@ -263,43 +378,71 @@ def test_bad_output_format(tmp_path: Path) -> None:
 
 
 CONFIG_CASES = {
-    "unknown_action": ('actions: "enqueue, allocate, teleport"\ntiers: []\n',
-                       ["field actions", "'teleport'", "allowed:", "allocate"]),
-    "unknown_plugin": ('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: magic\n',
-                       ["field tiers[0].plugins[1].name", "'magic'", "allowed:", "proportion"]),
-    "unknown_argument": ('actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n'
-                         '    arguments: {binpack.wieght: 3}\n',
-                         ["field tiers[0].plugins[0].arguments.binpack.wieght", "allowed:", "binpack.weight"]),
-    "wrong_argument_type": ('actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n'
-                            '    arguments: {binpack.weight: heavy}\n',
-                            ["field tiers[0].plugins[0].arguments.binpack.weight", "expected a number"]),
-    "unknown_switch": ('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableMagic: true\n',
-                       ["field tiers[0].plugins[0].enableMagic", "allowed:", "enablePreemptable"]),
-    "wrong_switch_type": ('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: "yes"\n',
-                          ["field tiers[0].plugins[0].enableJobOrder", "true or false"]),
-    "wrong_action_argument_type": ('actions: "enqueue, allocate"\nconfigurations:\n- name: enqueue\n'
-                                   '  arguments: {overcommit-factor: lots}\ntiers: []\n',
-                                   ["field configurations[0].arguments.overcommit-factor", "expected a number"]),
-    "unknown_action_argument": ('actions: "enqueue, allocate"\nconfigurations:\n- name: enqueue\n'
-                                '  arguments: {overcommit: 2}\ntiers: []\n',
-                                ["field configurations[0].arguments.overcommit", "allowed:", "overcommit-factor"]),
-    "unknown_configured_action": ('actions: "allocate"\nconfigurations:\n- name: teleport\ntiers: []\n',
-                                  ["field configurations[0].name", "'teleport'"]),
-    "plugin_twice": ('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: gang\n',
-                     ["field tiers[1].plugins[0].name", "twice"]),
+    "unknown_action": (
+        'actions: "enqueue, allocate, teleport"\ntiers: []\n',
+        ["field actions", "'teleport'", "allowed:", "allocate"],
+    ),
+    "unknown_plugin": (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: magic\n',
+        ["field tiers[0].plugins[1].name", "'magic'", "allowed:", "proportion"],
+    ),
+    "unknown_argument": (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n    arguments: {binpack.wieght: 3}\n',
+        ["field tiers[0].plugins[0].arguments.binpack.wieght", "allowed:", "binpack.weight"],
+    ),
+    "wrong_argument_type": (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n'
+        "    arguments: {binpack.weight: heavy}\n",
+        ["field tiers[0].plugins[0].arguments.binpack.weight", "expected a number"],
+    ),
+    "unknown_switch": (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableMagic: true\n',
+        ["field tiers[0].plugins[0].enableMagic", "allowed:", "enablePreemptable"],
+    ),
+    "wrong_switch_type": (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: "yes"\n',
+        ["field tiers[0].plugins[0].enableJobOrder", "true or false"],
+    ),
+    "wrong_action_argument_type": (
+        'actions: "enqueue, allocate"\nconfigurations:\n- name: enqueue\n'
+        "  arguments: {overcommit-factor: lots}\ntiers: []\n",
+        ["field configurations[0].arguments.overcommit-factor", "expected a number"],
+    ),
+    "unknown_action_argument": (
+        'actions: "enqueue, allocate"\nconfigurations:\n- name: enqueue\n'
+        "  arguments: {overcommit: 2}\ntiers: []\n",
+        ["field configurations[0].arguments.overcommit", "allowed:", "overcommit-factor"],
+    ),
+    "unknown_configured_action": (
+        'actions: "allocate"\nconfigurations:\n- name: teleport\ntiers: []\n',
+        ["field configurations[0].name", "'teleport'"],
+    ),
+    "plugin_twice": (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: gang\n',
+        ["field tiers[1].plugins[0].name", "twice"],
+    ),
     "no_actions": ("tiers: []\n", ["field actions"]),
     "unknown_top_level_key": ('actions: "allocate"\ntires: []\n', ["tires"]),
-    "malformed_yaml": ('actions: [allocate\n', ["malformed YAML"]),
-    "overcommit_below_one": ('actions: "enqueue, allocate"\nconfigurations:\n- name: enqueue\n'
-                             '  arguments: {overcommit-factor: 0.5}\ntiers: []\n',
-                             ["field configurations[0].arguments.overcommit-factor", "at least 1.0"]),
+    "malformed_yaml": ("actions: [allocate\n", ["malformed YAML"]),
+    "overcommit_below_one": (
+        'actions: "enqueue, allocate"\nconfigurations:\n- name: enqueue\n'
+        "  arguments: {overcommit-factor: 0.5}\ntiers: []\n",
+        ["field configurations[0].arguments.overcommit-factor", "at least 1.0"],
+    ),
 }
 #: known bugs outside tests/, plugins/ and manifests/ (see the final report)
 CONFIG_XFAIL: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=CONFIG_XFAIL[n], strict=True))
-                                  if n in CONFIG_XFAIL else n for n in sorted(CONFIG_CASES)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason=CONFIG_XFAIL[n], strict=True))
+        if n in CONFIG_XFAIL
+        else n
+        for n in sorted(CONFIG_CASES)
+    ],
+)
 def test_bad_config(tmp_path: Path, name: str) -> None:
     text, parts = CONFIG_CASES[name]
     cfg = write(tmp_path, "sched.yaml", text)
@@ -317,9 +460,13 @@ def test_validate_reports_bad_snapshot(tmp_path: Path) -> None:
 
 # -- valid input that cannot be honoured: exit 0, reported ----------------------------------------------
 def test_missing_queue_and_missing_podgroup_are_unschedulable(tmp_path: Path) -> None:
-    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-          "metadata": {"name": "lost", "namespace": "default"}, "spec": {"minMember": 1, "queue": "nope"},
-          "status": {"phase": "Inqueue"}}
+    pg = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "lost", "namespace": "default"},
+        "spec": {"minMember": 1, "queue": "nope"},
+        "status": {"phase": "Inqueue"},
+    }
     wants = [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]
     in_lost = pod("in-lost", containers=wants)
     in_lost["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "lost"}
@@ -341,73 +488,170 @@ def test_missing_queue_and_missing_podgroup_are_unschedulable(tmp_path: Path) ->
 
 # -- fuzz: any damage to a valid snapshot is exit 0 or one error line, never a traceback ----------------
 def _valid_snapshot() -> list[dict]:
-    gang = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": "g", "namespace": "default", "creationTimestamp": NOW},
-            "spec": {"minMember": 2, "minTaskMember": {"w": 1}, "queue": "q", "priorityClassName": "hi",
-                     "minResources": {"nvidia.com/gpu": "2"},
-                     "networkTopology": {"mode": "hard", "highestTierAllowed": 2}},
-            "status": {"phase": "Inqueue"}}
+    gang = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default", "creationTimestamp": NOW},
+        "spec": {
+            "minMember": 2,
+            "minTaskMember": {"w": 1},
+            "queue": "q",
+            "priorityClassName": "hi",
+            "minResources": {"nvidia.com/gpu": "2"},
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+        },
+        "status": {"phase": "Inqueue"},
+    }
 
     def member(i: int) -> dict:
-        p = pod(f"g-{i}", priorityClassName="hi",
-                containers=[{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1", "cpu": "500m"},
-                                                        "limits": {"memory": "1Gi"}}}],
-                initContainers=[{"name": "i", "resources": {"requests": {"cpu": "1"}}}],
-                nodeSelector={"zone": "a"},
-                tolerations=[{"key": "t", "operator": "Exists", "effect": "NoSchedule"}],
-                affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
-                                           "matchFields": [{"key": "metadata.name", "operator": "In",
-                                                            "values": ["n1"]}]}]},
+        p = pod(
+            f"g-{i}",
+            priorityClassName="hi",
+            containers=[
+                {
+                    "name": "c",
+                    "resources": {
+                        "requests": {"nvidia.com/gpu": "1", "cpu": "500m"},
+                        "limits": {"memory": "1Gi"},
+                    },
+                }
+            ],
+            initContainers=[{"name": "i", "resources": {"requests": {"cpu": "1"}}}],
+            nodeSelector={"zone": "a"},
+            tolerations=[{"key": "t", "operator": "Exists", "effect": "NoSchedule"}],
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
+                                "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}],
+                            }
+                        ]
+                    },
                     "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}]},
-                    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": "g"}}, "topologyKey": "kubernetes.io/hostname"}],
-                        "preferredDuringSchedulingIgnoredDuringExecution": [
-                            {"weight": 3, "podAffinityTerm": {"labelSelector": {"matchExpressions": [
-                                {"key": "app", "operator": "In", "values": ["g"]}]}, "topologyKey": "zone"}}]}})
-        p["metadata"].update({"labels": {"app": "g"}, "creationTimestamp": NOW,
-                              "annotations": {"scheduling.k8s.io/group-name": "g", "volcano.sh/task-spec": "w"}})
-        p["status"] = {"phase": "Pending", "nominatedNodeName": "n1"} if i else \
-            {"phase": "Running", "startTime": NOW}
+                        {
+                            "weight": 5,
+                            "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+                        }
+                    ],
+                },
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "g"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ],
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 3,
+                            "podAffinityTerm": {
+                                "labelSelector": {
+                                    "matchExpressions": [{"key": "app", "operator": "In", "values": ["g"]}]
+                                },
+                                "topologyKey": "zone",
+                            },
+                        }
+                    ],
+                },
+            },
+        )
+        p["metadata"].update(
+            {
+                "labels": {"app": "g"},
+                "creationTimestamp": NOW,
+                "annotations": {"scheduling.k8s.io/group-name": "g", "volcano.sh/task-spec": "w"},
+            }
+        )
+        p["status"] = (
+            {"phase": "Pending", "nominatedNodeName": "n1"} if i else {"phase": "Running", "startTime": NOW}
+        )
         if not i:
             p["spec"]["nodeName"] = "n1"
         return p
 
-    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-             "metadata": {"name": "q", "annotations": {"volcano.sh/hierarchy": "root/q",
-                                                      "volcano.sh/hierarchy-weights": "1/2"}},
-             "spec": {"weight": 2, "capability": {"nvidia.com/gpu": "16"}, "deserved": {"cpu": "4"},
-                      "guarantee": {"resource": {"cpu": "1"}}, "parent": "root", "reclaimable": True},
-             "status": {"state": "Open"}}
-    kai_queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "k"},
-                 "spec": {"parentQueue": "q", "resources": {"gpu": {"quota": 2, "limit": -1, "overQuotaWeight": 1}},
-                          "preemptMinRuntime": "5m"}}
-    kai_pg = {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
-              "metadata": {"name": "kg", "namespace": "default"},
-              "spec": {"minMember": 1, "queue": "k", "topologyConstraint": {"requiredTopologyLevel": "rack"}}}
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": "q",
+            "annotations": {"volcano.sh/hierarchy": "root/q", "volcano.sh/hierarchy-weights": "1/2"},
+        },
+        "spec": {
+            "weight": 2,
+            "capability": {"nvidia.com/gpu": "16"},
+            "deserved": {"cpu": "4"},
+            "guarantee": {"resource": {"cpu": "1"}},
+            "parent": "root",
+            "reclaimable": True,
+        },
+        "status": {"state": "Open"},
+    }
+    kai_queue = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "k"},
+        "spec": {
+            "parentQueue": "q",
+            "resources": {"gpu": {"quota": 2, "limit": -1, "overQuotaWeight": 1}},
+            "preemptMinRuntime": "5m",
+        },
+    }
+    kai_pg = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "kg", "namespace": "default"},
+        "spec": {"minMember": 1, "queue": "k", "topologyConstraint": {"requiredTopologyLevel": "rack"}},
+    }
     kai_pod = pod("kp", containers=[{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}])
     kai_pod["metadata"]["labels"] = {"pod-group-name": "kg"}
     node = copy.deepcopy(NODE)
     node["spec"] = {"taints": [{"key": "t", "value": "v", "effect": "NoSchedule"}], "unschedulable": False}
     node["metadata"]["labels"]["kubernetes.io/hostname"] = "n1"
-    hn = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "s1"},
-          "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "n1"}}},
-                                          {"type": "Node", "selector": {"regexMatch": {"pattern": "n.*"}}},
-                                          {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"zone": "a"}}}}]}}
-    hn2 = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "s2"},
-           "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": "s1"}}}]}}
-    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "hi"},
-          "value": 100, "globalDefault": False}
-    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b", "namespace": "default"},
-           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "g"}}}}
+    hn = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "s1"},
+        "spec": {
+            "tier": 1,
+            "members": [
+                {"type": "Node", "selector": {"exactMatch": {"name": "n1"}}},
+                {"type": "Node", "selector": {"regexMatch": {"pattern": "n.*"}}},
+                {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"zone": "a"}}}},
+            ],
+        },
+    }
+    hn2 = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "s2"},
+        "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": "s1"}}}]},
+    }
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "hi"},
+        "value": 100,
+        "globalDefault": False,
+    }
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "b", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "g"}}},
+    }
     return [node, queue, kai_queue, hn, hn2, pc, pdb, gang, member(0), member(1), member(2), kai_pg, kai_pod]
 
 
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "x", "-1", "2x", "1e400", "n1"]),
-                 st.lists(st.sampled_from(["a", 1]), max_size=2), st.dictionaries(st.sampled_from(["a", "name"]),
-                                                                                   st.sampled_from(["b", 0]),
-                                                                                   max_size=2))
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from(["", "x", "-1", "2x", "1e400", "n1"]),
+    st.lists(st.sampled_from(["a", 1]), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "name"]), st.sampled_from(["b", 0]), max_size=2),
+)
 BASE = _valid_snapshot()
 PATHS = [(i, p) for i, d in enumerate(BASE) for p in paths_of(d) if p]
 
@@ -426,7 +670,7 @@ def test_damaged_snapshot_never_crashes(damage: list) -> None:
             else:
                 parent[path[-1]] = junk
         except (KeyError, IndexError, TypeError):
-            continue                                      # an earlier damage removed this path
+            continue  # an earlier damage removed this path
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "snap.yaml"
         path.write_text(yaml.safe_dump_all(objs))

@@ -16,8 +16,9 @@ SIMULATE_CASES = 40
 
 def _check(outcomes: list) -> None:
     bad = [o for o in outcomes if not o.ok]
-    assert not bad, "\n".join(f"{o.target} seed {o.seed}: {o.problem}\n  {o.stderr[-300:]}\n  {reproducer(o)}"
-                              for o in bad)
+    assert not bad, "\n".join(
+        f"{o.target} seed {o.seed}: {o.problem}\n  {o.stderr[-300:]}\n  {reproducer(o)}" for o in bad
+    )
     assert {o.exit_code for o in outcomes} <= {0, 2}
 
 
@@ -33,7 +34,7 @@ def test_fuzz_simulate_trace_readers(start: int) -> None:
 
 def test_fuzz_exit_codes_are_both_seen() -> None:
     """The mutator is neither too gentle nor too harsh: some cases are valid, some are refused."""
-    codes = {run_in_process("schedule", seed).exit_code for seed in range(0, 12)}
+    codes = {run_in_process("schedule", seed).exit_code for seed in range(12)}
     assert codes == {0, 2}
 
 

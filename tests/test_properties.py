@@ -33,7 +33,7 @@ NOW = "2026-01-01T00:00:00Z"
 T_NOW = parse_time(NOW)
 #: resource -> how a generated integer amount is written as a quantity
 RES = {"cpu": lambda v: f"{v}m", "memory": lambda v: f"{v}Mi", "nvidia.com/gpu": str, "pods": str}
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
 @dataclass
@@ -41,41 +41,69 @@ class Snap:
     """A generated snapshot and what the generator knows about it (integer units per resource)."""
 
     docs: list[dict] = field(default_factory=list)
-    alloc: dict[str, dict[str, int]] = field(default_factory=dict)        # node -> resource -> amount
-    used: dict[str, dict[str, int]] = field(default_factory=dict)         # running incl. releasing
+    alloc: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> resource -> amount
+    used: dict[str, dict[str, int]] = field(default_factory=dict)  # running incl. releasing
     releasing: dict[str, dict[str, int]] = field(default_factory=dict)
     nominated: dict[str, tuple[str, dict[str, int]]] = field(default_factory=dict)  # pod -> node, request
-    request: dict[str, dict[str, int]] = field(default_factory=dict)      # pod key -> request
-    job_of: dict[str, str] = field(default_factory=dict)                  # pod key -> job uid
-    min_member: dict[str, int] = field(default_factory=dict)              # job uid -> minMember
-    placed: dict[str, int] = field(default_factory=dict)                  # job uid -> running pods
+    request: dict[str, dict[str, int]] = field(default_factory=dict)  # pod key -> request
+    job_of: dict[str, str] = field(default_factory=dict)  # pod key -> job uid
+    min_member: dict[str, int] = field(default_factory=dict)  # job uid -> minMember
+    placed: dict[str, int] = field(default_factory=dict)  # job uid -> running pods
 
 
 def _fits(snap: Snap, node: str, req: dict[str, int], *, future: bool) -> bool:
     for r, v in req.items():
         held = snap.used[node][r]
         if future:
-            held = held - snap.releasing[node][r] + sum(q.get(r, 0) for n, q in snap.nominated.values()
-                                                        if n == node)
+            held = (
+                held
+                - snap.releasing[node][r]
+                + sum(q.get(r, 0) for n, q in snap.nominated.values() if n == node)
+            )
         if held + v > snap.alloc[node][r]:
             return False
     return True
 
 
-def _pod(name: str, req: dict[str, int], *, group: str | None, scheduler: str = "corral",
-         priority: int = 0, role: str = "", spread: bool = False) -> dict:
-    meta: dict = {"name": name, "namespace": "default", "uid": f"uid-{name}", "creationTimestamp": NOW,
-                  "annotations": {}, "labels": {"app": group or name}}
+def _pod(
+    name: str,
+    req: dict[str, int],
+    *,
+    group: str | None,
+    scheduler: str = "corral",
+    priority: int = 0,
+    role: str = "",
+    spread: bool = False,
+) -> dict:
+    meta: dict = {
+        "name": name,
+        "namespace": "default",
+        "uid": f"uid-{name}",
+        "creationTimestamp": NOW,
+        "annotations": {},
+        "labels": {"app": group or name},
+    }
     if group:
         meta["annotations"]["scheduling.k8s.io/group-name"] = group
     if role:
         meta["annotations"]["volcano.sh/task-spec"] = role
     requests = {r: RES[r](v) for r, v in req.items() if r != "pods" and v}
-    spec: dict = {"schedulerName": scheduler, "priority": priority,
-                  "containers": [{"name": "c", "resources": {"requests": requests}}]}
-    if spread:              # one pod of the gang per node: exercises the inter-pod index of predicates
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": group or name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    spec: dict = {
+        "schedulerName": scheduler,
+        "priority": priority,
+        "containers": [{"name": "c", "resources": {"requests": requests}}],
+    }
+    if spread:  # one pod of the gang per node: exercises the inter-pod index of predicates
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": group or name}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
 
 
@@ -90,11 +118,13 @@ def _place(snap: Snap, pod: dict, node: str, req: dict[str, int], releasing: boo
             snap.releasing[node][r] += v
 
 
-requests_st = st.fixed_dictionaries({
-    "cpu": st.sampled_from([0, 500, 1000, 2000, 4000]),
-    "memory": st.sampled_from([0, 512, 2048, 4096]),
-    "nvidia.com/gpu": st.sampled_from([0, 0, 1, 2, 4, 8]),
-}).filter(lambda d: any(d.values()))
+requests_st = st.fixed_dictionaries(
+    {
+        "cpu": st.sampled_from([0, 500, 1000, 2000, 4000]),
+        "memory": st.sampled_from([0, 512, 2048, 4096]),
+        "nvidia.com/gpu": st.sampled_from([0, 0, 1, 2, 4, 8]),
+    }
+).filter(lambda d: any(d.values()))
 
 
 @st.composite
@@ -102,14 +132,23 @@ def snapshots(draw, max_nodes: int = 5, max_jobs: int = 6) -> Snap:
     snap = Snap()
     for i in range(draw(st.integers(1, max_nodes))):
         name = f"n{i}"
-        alloc = {"cpu": draw(st.sampled_from([4000, 8000, 16000])), "memory": draw(st.sampled_from([8192, 16384])),
-                 "nvidia.com/gpu": draw(st.sampled_from([0, 2, 4, 8])), "pods": draw(st.sampled_from([2, 4, 110]))}
+        alloc = {
+            "cpu": draw(st.sampled_from([4000, 8000, 16000])),
+            "memory": draw(st.sampled_from([8192, 16384])),
+            "nvidia.com/gpu": draw(st.sampled_from([0, 2, 4, 8])),
+            "pods": draw(st.sampled_from([2, 4, 110])),
+        }
         snap.alloc[name] = alloc
         snap.used[name] = dict.fromkeys(alloc, 0)
         snap.releasing[name] = dict.fromkeys(alloc, 0)
-        snap.docs.append({"apiVersion": "v1", "kind": "Node",
-                          "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                          "status": {"allocatable": {r: RES[r](v) for r, v in alloc.items()}}})
+        snap.docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "status": {"allocatable": {r: RES[r](v) for r, v in alloc.items()}},
+            }
+        )
     nodes = sorted(snap.alloc)
     queues = ["default"]
     for i in range(draw(st.integers(0, 2))):
@@ -117,8 +156,14 @@ def snapshots(draw, max_nodes: int = 5, max_jobs: int = 6) -> Snap:
         if draw(st.booleans()):
             spec["capability"] = {"nvidia.com/gpu": str(draw(st.sampled_from([2, 4, 8, 16])))}
         queues.append(f"q{i}")
-        snap.docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                          "metadata": {"name": f"q{i}"}, "spec": spec})
+        snap.docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": f"q{i}"},
+                "spec": spec,
+            }
+        )
     for j in range(draw(st.integers(1, max_jobs))):
         name = f"j{j}"
         uid = f"default/{name}"
@@ -131,13 +176,18 @@ def snapshots(draw, max_nodes: int = 5, max_jobs: int = 6) -> Snap:
         placed = 0
         for k in range(count):
             pname = f"{name}-{k}"
-            pod = _pod(pname, req, group=name, priority=priority, role="ab"[k % 2] if roles else "",
-                       spread=spread)
+            pod = _pod(
+                pname, req, group=name, priority=priority, role="ab"[k % 2] if roles else "", spread=spread
+            )
             where = draw(st.sampled_from(["pending"] * 3 + ["running", "nominated"]))
             node = draw(st.sampled_from(nodes))
             if spread and where == "running":
-                where = "pending"           # the generator does not check anti-affinity of running pods
-            if where == "running" and _fits(snap, node, req, future=False) and _fits(snap, node, req, future=True):
+                where = "pending"  # the generator does not check anti-affinity of running pods
+            if (
+                where == "running"
+                and _fits(snap, node, req, future=False)
+                and _fits(snap, node, req, future=True)
+            ):
                 releasing = draw(st.integers(0, 4)) == 0
                 _place(snap, pod, node, req, releasing)
                 placed += 0 if releasing else 1
@@ -150,22 +200,30 @@ def snapshots(draw, max_nodes: int = 5, max_jobs: int = 6) -> Snap:
         spec = {"minMember": min_member, "queue": draw(st.sampled_from(queues))}
         if roles and draw(st.booleans()):
             spec["minTaskMember"] = {"a": 1} if count == 1 else {"a": 1, "b": 1}
-        phase = "Running" if placed >= min_member else draw(st.sampled_from(["Inqueue", "Inqueue", "Pending"]))
+        phase = (
+            "Running" if placed >= min_member else draw(st.sampled_from(["Inqueue", "Inqueue", "Pending"]))
+        )
         if draw(st.booleans()):
             spec["minResources"] = {r: RES[r](v * min_member) for r, v in req.items() if r != "pods" and v}
-        snap.docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                          "metadata": {"name": name, "namespace": "default", "creationTimestamp": NOW},
-                          "spec": spec, "status": {"phase": phase}})
+        snap.docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default", "creationTimestamp": NOW},
+                "spec": spec,
+                "status": {"phase": phase},
+            }
+        )
         snap.min_member[uid] = min_member
         snap.placed[uid] = placed
-    for k in range(draw(st.integers(0, 2))):             # other schedulers' pods: fixed load
+    for k in range(draw(st.integers(0, 2))):  # other schedulers' pods: fixed load
         req = {**draw(requests_st), "pods": 1}
         node = draw(st.sampled_from(nodes))
         pod = _pod(f"foreign-{k}", req, group=None, scheduler="default-scheduler")
         if _fits(snap, node, req, future=False) and _fits(snap, node, req, future=True):
             _place(snap, pod, node, req, False)
             snap.docs.append(pod)
-    for k in range(draw(st.integers(0, 2))):             # best-effort pods, each a job of its own
+    for k in range(draw(st.integers(0, 2))):  # best-effort pods, each a job of its own
         key = f"default/be-{k}"
         snap.request[key] = {"cpu": 0, "memory": 0, "nvidia.com/gpu": 0, "pods": 1}
         snap.job_of[key] = key
@@ -187,7 +245,7 @@ def test_no_node_overcommitted_by_binds_and_nominations(snap: Snap) -> None:
 
 
 def assert_no_overcommit(snap: Snap, decisions) -> None:
-    now = {n: dict(u) for n, u in snap.used.items()}                  # running incl. releasing, + binds
+    now = {n: dict(u) for n, u in snap.used.items()}  # running incl. releasing, + binds
     later = {n: {r: u[r] - snap.releasing[n][r] for r in u} for n, u in snap.used.items()}
     noms = {pod: node for pod, (node, _) in snap.nominated.items()}
     for b in decisions.binds:
@@ -223,7 +281,8 @@ def assert_no_partial_gang(snap: Snap, decisions) -> None:
         bound[job] = bound.get(job, 0) + 1
     for job, n in bound.items():
         assert n + snap.placed[job] >= snap.min_member[job], (
-            f"{job}: {n} bound + {snap.placed[job]} running < minMember {snap.min_member[job]}")
+            f"{job}: {n} bound + {snap.placed[job]} running < minMember {snap.min_member[job]}"
+        )
 
 
 # -- SPEC.md §2: discard restores the session exactly; save/restore likewise --------------------------
@@ -234,16 +293,25 @@ def _state(cluster, session: Session) -> tuple:
         for attr in ("usage", "allocated"):
             d = getattr(p, attr, None)
             if isinstance(d, dict):
-                plugins.append((p.name, attr, tuple(sorted((k, np.asarray(v, dtype=float).round(3).tobytes())
-                                                            for k, v in d.items()))))
+                plugins.append(
+                    (
+                        p.name,
+                        attr,
+                        tuple(
+                            sorted((k, np.asarray(v, dtype=float).round(3).tobytes()) for k, v in d.items())
+                        ),
+                    )
+                )
         placed = getattr(p, "placed", None)
         if isinstance(placed, dict):
             plugins.append((p.name, "placed", tuple(sorted((t.uid, row) for t, row in placed.values()))))
     return cluster.nodes.state_bytes(), tasks, tuple(plugins)
 
 
-_OPS = st.lists(st.tuples(st.sampled_from(["allocate", "pipeline", "evict"]), st.integers(0, 999),
-                          st.integers(0, 999)), max_size=10)
+_OPS = st.lists(
+    st.tuples(st.sampled_from(["allocate", "pipeline", "evict"]), st.integers(0, 999), st.integers(0, 999)),
+    max_size=10,
+)
 
 
 def _apply(stmt, cluster, ops) -> None:
@@ -251,7 +319,9 @@ def _apply(stmt, cluster, ops) -> None:
     tasks = [t for _, t in sorted(cluster.tasks.items()) if t.managed]
     for kind, a, b in ops:
         if kind == "evict":
-            cands = [t for t in tasks if t.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.ALLOCATED)]
+            cands = [
+                t for t in tasks if t.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.ALLOCATED)
+            ]
         else:
             cands = [t for t in tasks if t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED)]
         if not cands:
@@ -310,6 +380,6 @@ def test_same_input_same_output(snap: Snap, cycles: int, rnd: random.Random) -> 
         first = _schedule_json(path, "--cycles", str(cycles))
         assert _schedule_json(path, "--cycles", str(cycles)) == first
         docs = list(snap.docs)
-        rnd.shuffle(docs)                                   # the order of objects in a file does not matter
+        rnd.shuffle(docs)  # the order of objects in a file does not matter
         path.write_text(yaml.safe_dump_all(docs))
         assert _schedule_json(path, "--cycles", str(cycles)) == first

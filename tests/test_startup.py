@@ -9,8 +9,15 @@ import json
 import subprocess
 import sys
 
-SIMULATOR_ONLY = ("pandas", "matplotlib", "pyarrow", "corral.sim.report", "corral.sim.workload",
-                  "corral.sim.engine", "kubernetes")
+SIMULATOR_ONLY = (
+    "pandas",
+    "matplotlib",
+    "pyarrow",
+    "corral.sim.report",
+    "corral.sim.workload",
+    "corral.sim.engine",
+    "kubernetes",
+)
 
 
 def _loaded(code: str) -> set[str]:
@@ -24,21 +31,27 @@ def test_import_cli_loads_no_simulator_nor_core() -> None:
     loaded = _loaded("import corral.cli")
     assert not loaded & set(SIMULATOR_ONLY), sorted(loaded & set(SIMULATOR_ONLY))
     assert "numpy" not in loaded and "corral.registry" not in loaded
-    assert "corral.sim.commands" in loaded and "corral.kube.command" in loaded   # the commands are registered
+    assert "corral.sim.commands" in loaded and "corral.kube.command" in loaded  # the commands are registered
 
 
 def test_schedule_loads_no_simulator_library() -> None:
-    loaded = _loaded("from corral.cli import app\n"
-                     "try:\n    app(['schedule', '-o', 'json'], standalone_mode=False)\n"
-                     "except SystemExit:\n    pass\n")
-    assert "corral.registry" in loaded                       # it did schedule
+    loaded = _loaded(
+        "from corral.cli import app\n"
+        "try:\n    app(['schedule', '-o', 'json'], standalone_mode=False)\n"
+        "except SystemExit:\n    pass\n"
+    )
+    assert "corral.registry" in loaded  # it did schedule
     assert not loaded & set(SIMULATOR_ONLY), sorted(loaded & set(SIMULATOR_ONLY))
     assert not any(m.startswith("ortools") for m in loaded)  # the flow solver: only when flow runs
 
 
 def test_help_lists_every_command() -> None:
-    run = subprocess.run([sys.executable, "-c", "from corral.cli import main; main()", "--help"],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", "from corral.cli import main; main()", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     for command in ("schedule", "validate", "simulate", "compare", "run"):
         assert command in run.stdout

@@ -15,23 +15,27 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
 from corral.cli_errors import OneLineErrors, fail
-
 from corral.errors import InputError
 from corral.terminal import plain
 
-if TYPE_CHECKING:   # the scheduling core (numpy, every plugin) is imported by the commands that run it
+if TYPE_CHECKING:  # the scheduling core (numpy, every plugin) is imported by the commands that run it
     from corral.framework.config import Config
     from corral.framework.decisions import Decisions
 
 __all__ = ["app", "main", "schedule_snapshot"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=OneLineErrors,
-                  help="corral: a gang-aware batch scheduler for GPU clusters.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    cls=OneLineErrors,
+    help="corral: a gang-aware batch scheduler for GPU clusters.",
+)
 
 EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"
 
@@ -39,6 +43,7 @@ EXAMPLE = Path(__file__).parent / "examples" / "snapshot.yaml"
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
+
         try:
             typer.echo(f"corral {version('corral')}")
         except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -47,33 +52,45 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(_v: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                  help="print the version and exit")) -> None:
+def _main(
+    _v: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="print the version and exit"
+    ),
+) -> None:
     """corral: a gang-aware batch scheduler for GPU clusters."""
 
 
 _fail = fail
 
 
-def _config(path: Optional[Path]) -> Config:
+def _config(path: Path | None) -> Config:
     from corral.framework.config import load_config_file
     from corral.registry import REGISTRY, default_config
+
     return default_config() if path is None else load_config_file(path, REGISTRY)
 
 
-def _now(text: Optional[str]) -> float:
+def _now(text: str | None) -> float:
     if text is None:
         return float(int(time.time()))
     from corral.manifests.fields import parse_time
+
     try:
         return parse_time(text)
     except Exception:
-        raise InputError(f"expected an RFC 3339 time such as 2026-01-01T00:00:00Z, got {text!r}",
-                         field="--now") from None
+        raise InputError(
+            f"expected an RFC 3339 time such as 2026-01-01T00:00:00Z, got {text!r}", field="--now"
+        ) from None
 
 
-def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int = 1, period: float = 1.0,
-                      schedulers: tuple[str, ...] | None = None) -> Decisions:
+def schedule_snapshot(
+    paths: list[Path],
+    config: Config,
+    now: float,
+    cycles: int = 1,
+    period: float = 1.0,
+    schedulers: tuple[str, ...] | None = None,
+) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
     ``DEFAULT_SCHEDULERS``. The loaded model lives through every cycle: it is kept out of the garbage
@@ -82,10 +99,11 @@ def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int
     from corral.framework.decisions import Decisions
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
     from corral.registry import REGISTRY
+
     schedulers = DEFAULT_SCHEDULERS if schedulers is None else schedulers
     collecting = gc.isenabled()
     gc.disable()
-    try:    # frozen before the collector runs again: a first collection would walk every object loaded
+    try:  # frozen before the collector runs again: a first collection would walk every object loaded
         cluster = load_snapshot(paths, schedulers)
         gc.freeze()
     finally:
@@ -100,7 +118,7 @@ def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int
         for c in range(1, cycles + 1):
             decisions = run_cycle(cluster, config, REGISTRY, now, c)
             out.extend(decisions)
-            if c < cycles:              # after the last cycle the cluster is not read again
+            if c < cycles:  # after the last cycle the cluster is not read again
                 apply_decisions(cluster, decisions, now)
             now += period
     finally:
@@ -110,21 +128,24 @@ def schedule_snapshot(paths: list[Path], config: Config, now: float, cycles: int
 
 @app.command()
 def schedule(
-    snapshot: List[Path] = typer.Argument(None, help="snapshot files or directories (default: built-in example)"),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
-    now: Optional[str] = typer.Option(None, "--now", help="fix the clock (RFC 3339)"),
+    snapshot: list[Path] = typer.Argument(
+        None, help="snapshot files or directories (default: built-in example)"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+    now: str | None = typer.Option(None, "--now", help="fix the clock (RFC 3339)"),
     cycles: int = typer.Option(1, "--cycles", min=1, help="number of cycles to run"),
     period: float = typer.Option(1.0, "--period", min=0.0, help="seconds between cycles"),
     output: str = typer.Option("table", "--output", "-o", help="json or table"),
-    scheduler_name: List[str] = typer.Option(None, "--scheduler-name",
-                                             help="schedulerName values corral owns (repeatable)"),
+    scheduler_name: list[str] = typer.Option(
+        None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
+    ),
 ) -> None:
     """Run scheduling cycles over a Kubernetes snapshot and print the decisions."""
     try:
         if output not in ("json", "table"):
             raise InputError(f"expected json or table, got {output!r}", field="--output")
         paths = list(snapshot) if snapshot else [EXAMPLE]
-        names = tuple(scheduler_name) if scheduler_name else None     # None: DEFAULT_SCHEDULERS
+        names = tuple(scheduler_name) if scheduler_name else None  # None: DEFAULT_SCHEDULERS
         decisions = schedule_snapshot(paths, _config(config), _now(now), cycles, period, names)
     except typer.Exit:
         raise
@@ -137,17 +158,19 @@ def schedule(
         sys.stdout.write(json.dumps(decisions.to_json(cycles), indent=1) + "\n")
     else:
         from corral.tables import print_decisions
+
         print_decisions(decisions, cycles)
 
 
 @app.command()
 def validate(
-    snapshot: List[Path] = typer.Argument(..., help="snapshot files or directories"),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+    snapshot: list[Path] = typer.Argument(..., help="snapshot files or directories"),
+    config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
 ) -> None:
     """Check a snapshot (and a configuration) without scheduling."""
     try:
         from corral.manifests.build import load_snapshot
+
         cfg = _config(config)
         cluster = load_snapshot(list(snapshot))
     except BaseException as exc:  # noqa: BLE001
@@ -156,16 +179,18 @@ def validate(
         _fail(exc)
         return
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
-    typer.echo(f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
-               f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
-               f"hypernodes; config {plain(cfg.source)}"
-               + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else ""))
+    typer.echo(
+        f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
+        f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
+        f"hypernodes; config {plain(cfg.source)}"
+        + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
+    )
 
 
 def _register_sim() -> None:
     try:
         from corral.sim.commands import register
-    except ModuleNotFoundError as exc:   # the simulator package is optional only while it is being built
+    except ModuleNotFoundError as exc:  # the simulator package is optional only while it is being built
         if exc.name != "corral.sim.commands":
             raise
         return
@@ -176,7 +201,8 @@ _register_sim()
 
 
 def _register_run() -> None:
-    from corral.kube.command import register as register_run   # ``corral run`` (docs/kubernetes.md)
+    from corral.kube.command import register as register_run  # ``corral run`` (docs/kubernetes.md)
+
     register_run(app)
 
 

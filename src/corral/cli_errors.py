@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 from corral.errors import CorralError
 from corral.terminal import plain
 
-__all__ = ["fail", "OneLineErrors"]
+__all__ = ["OneLineErrors", "fail"]
 
 
 def fail(exc: BaseException) -> None:
@@ -23,7 +23,7 @@ def fail(exc: BaseException) -> None:
     if isinstance(exc, (KeyboardInterrupt, SystemExit, typer.Exit)):
         raise exc
     if isinstance(exc, CorralError):
-        typer.echo(f"error: {plain(exc.describe())}", err=True)   # one line, input shown not obeyed
+        typer.echo(f"error: {plain(exc.describe())}", err=True)  # one line, input shown not obeyed
         raise typer.Exit(exc.exit_code)
     if os.environ.get("CORRAL_DEBUG"):
         raise exc
@@ -34,9 +34,16 @@ def fail(exc: BaseException) -> None:
 class OneLineErrors(TyperGroup):
     """A command group whose usage errors are one line, ``error: ...``, exit code 2 (help stays help)."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except NoArgsIsHelpError as exc:

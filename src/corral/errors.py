@@ -8,12 +8,12 @@ with the right code: 2 for bad input or configuration, 1 for an internal fault.
 from __future__ import annotations
 
 __all__ = [
+    "ClusterAPIError",
+    "CommitError",
+    "ConfigError",
     "CorralError",
     "InputError",
-    "ConfigError",
     "PluginError",
-    "CommitError",
-    "ClusterAPIError",
 ]
 
 
@@ -22,8 +22,9 @@ class CorralError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, file: str | None = None, obj: str | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, file: str | None = None, obj: str | None = None, field: str | None = None
+    ) -> None:
         self.message = message
         self.file = file
         self.obj = obj

@@ -14,17 +14,29 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from corral.errors import InputError
 
-__all__ = ["MARKER", "atomic_write", "atomic_folder", "check_output_folder", "is_report"]
+__all__ = ["MARKER", "atomic_folder", "atomic_write", "check_output_folder", "is_report"]
 
 MARKER = ".corral-report"
-_REPORT_FILES = {"index.html", "summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv",
-                 "cluster.csv", "queue_summary.csv", "comparison.json", "comparison.csv", "breakdown.csv",
-                 "breakdown.json", MARKER}
+_REPORT_FILES = {
+    "index.html",
+    "summary.json",
+    "meta.json",
+    "jobs.csv",
+    "jobs.json",
+    "queues.csv",
+    "cluster.csv",
+    "queue_summary.csv",
+    "comparison.json",
+    "comparison.csv",
+    "breakdown.csv",
+    "breakdown.json",
+    MARKER,
+}
 
 
 def atomic_write(path: str | Path, data: str | bytes) -> None:
@@ -68,11 +80,17 @@ def check_output_folder(folder: str | Path, force: bool = False, *, shown: str |
         raise InputError("exists and is not a folder; choose another --output", file=shown)
     cwd = Path.cwd().resolve()
     if folder == cwd or folder in cwd.parents:
-        raise InputError("is the current folder (or holds it); write the report to a new subfolder "
-                         "such as ./corral-report", file=shown)
+        raise InputError(
+            "is the current folder (or holds it); write the report to a new subfolder "
+            "such as ./corral-report",
+            file=shown,
+        )
     if not force and any(folder.iterdir()) and not is_report(folder):
-        raise InputError("exists and is not a corral report; choose another --output, or pass --force "
-                         "to replace it and everything in it", file=shown)
+        raise InputError(
+            "exists and is not a corral report; choose another --output, or pass --force "
+            "to replace it and everything in it",
+            file=shown,
+        )
 
 
 def atomic_folder(folder: str | Path, fill: Callable[[Path], None], *, force: bool = False) -> Path:
@@ -87,8 +105,9 @@ def atomic_folder(folder: str | Path, fill: Callable[[Path], None], *, force: bo
         try:
             os.chmod(tmp, 0o755)
             fill(tmp)
-            (tmp / MARKER).write_text("written by corral; replaced by the next report written here\n",
-                                      encoding="utf-8")
+            (tmp / MARKER).write_text(
+                "written by corral; replaced by the next report written here\n", encoding="utf-8"
+            )
             _swap(tmp, folder)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

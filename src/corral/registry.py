@@ -21,19 +21,19 @@ from corral.plugins.capacity import CapacityPlugin
 from corral.plugins.conformance import ConformancePlugin
 from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
-from corral.plugins.nodeorder import NodeOrderPlugin
 from corral.plugins.gpushare import GpuSharePlugin
 from corral.plugins.inert import INERT_PLUGIN_CLASSES
 from corral.plugins.minruntime import MinRuntimePlugin
-from corral.plugins.overcommit import OvercommitPlugin
 from corral.plugins.network_topology import NetworkTopologyPlugin
+from corral.plugins.nodeorder import NodeOrderPlugin
+from corral.plugins.overcommit import OvercommitPlugin
 from corral.plugins.pdb import PdbPlugin
 from corral.plugins.predicates import PredicatesPlugin
 from corral.plugins.priority import PriorityPlugin
 from corral.plugins.proportion import ProportionPlugin
 from corral.plugins.reservation import ReservationPlugin
 
-__all__ = ["REGISTRY", "Registry", "default_config", "DEFAULT_CONFIG"]
+__all__ = ["DEFAULT_CONFIG", "REGISTRY", "Registry", "default_config"]
 
 
 class Registry:
@@ -61,27 +61,80 @@ class Registry:
 
 
 REGISTRY = Registry(
-    actions={cls.name: cls for cls in (EnqueueAction, AllocateAction, BackfillAction, PreemptAction,
-                                               ReclaimAction, GangPreemptAction, GangReclaimAction,
-                                               ElectAction, ReserveAction, FlowAction, *INERT_ACTION_CLASSES)},
-    plugins={cls.name: cls for cls in (GangPlugin, PriorityPlugin, ConformancePlugin, DrfPlugin,
-                                       ProportionPlugin, CapacityPlugin, PredicatesPlugin, NodeOrderPlugin,
-                                       BinpackPlugin, PdbPlugin, NetworkTopologyPlugin, MinRuntimePlugin,
-                                       GpuSharePlugin, FifoPlugin, SjfPlugin, SrtfPlugin, LasPlugin,
-                                       OvercommitPlugin, ReservationPlugin, *INERT_PLUGIN_CLASSES)},
-    aliases={"gang-preempt": "gangpreempt", "gang-reclaim": "gangreclaim",
-             "network-topology": "network-topology-aware"},
+    actions={
+        cls.name: cls
+        for cls in (
+            EnqueueAction,
+            AllocateAction,
+            BackfillAction,
+            PreemptAction,
+            ReclaimAction,
+            GangPreemptAction,
+            GangReclaimAction,
+            ElectAction,
+            ReserveAction,
+            FlowAction,
+            *INERT_ACTION_CLASSES,
+        )
+    },
+    plugins={
+        cls.name: cls
+        for cls in (
+            GangPlugin,
+            PriorityPlugin,
+            ConformancePlugin,
+            DrfPlugin,
+            ProportionPlugin,
+            CapacityPlugin,
+            PredicatesPlugin,
+            NodeOrderPlugin,
+            BinpackPlugin,
+            PdbPlugin,
+            NetworkTopologyPlugin,
+            MinRuntimePlugin,
+            GpuSharePlugin,
+            FifoPlugin,
+            SjfPlugin,
+            SrtfPlugin,
+            LasPlugin,
+            OvercommitPlugin,
+            ReservationPlugin,
+            *INERT_PLUGIN_CLASSES,
+        )
+    },
+    aliases={
+        "gang-preempt": "gangpreempt",
+        "gang-reclaim": "gangreclaim",
+        "network-topology": "network-topology-aware",
+    },
 )
 
 #: The built-in configuration (Volcano's default shape, with binpack for GPU clusters).
 DEFAULT_CONFIG = {
     "actions": "enqueue, allocate, backfill",
     "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False},
-                     {"name": "conformance"}]},
-        {"plugins": [{"name": "drf", "enablePreemptable": False}, {"name": "predicates"},
-                     {"name": "proportion"}, {"name": "nodeorder"}, {"name": "binpack", "arguments": {
-                         "binpack.resources": "nvidia.com/gpu", "binpack.resources.nvidia.com/gpu": 4}}]},
+        {
+            "plugins": [
+                {"name": "priority"},
+                {"name": "gang", "enablePreemptable": False},
+                {"name": "conformance"},
+            ]
+        },
+        {
+            "plugins": [
+                {"name": "drf", "enablePreemptable": False},
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder"},
+                {
+                    "name": "binpack",
+                    "arguments": {
+                        "binpack.resources": "nvidia.com/gpu",
+                        "binpack.resources.nvidia.com/gpu": 4,
+                    },
+                },
+            ]
+        },
     ],
 }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
-__all__ = ["plain", "cell"]
+__all__ = ["cell", "plain"]
 
 # C0 and C1 controls, DEL, and the invisible direction marks and overrides (the "Trojan source" set).
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")

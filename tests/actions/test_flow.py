@@ -23,22 +23,35 @@ T0 = 1767225600.0
 
 
 def _config(**arguments):
-    raw = {**DEFAULT_CONFIG, "actions": "enqueue, flow, backfill",
-           "configurations": [{"name": "flow", "arguments": arguments}]}
+    raw = {
+        **DEFAULT_CONFIG,
+        "actions": "enqueue, flow, backfill",
+        "configurations": [{"name": "flow", "arguments": arguments}],
+    }
     return parse_config(raw, REGISTRY, "test")
 
 
 def test_arguments_parse_with_their_spellings() -> None:
-    cfg = _config(gangMode="sequential", costModel="topology", sequentialOrder="gangsFirst", maxResolves=5,
-                  waitCostUnit="5m")
+    cfg = _config(
+        gangMode="sequential",
+        costModel="topology",
+        sequentialOrder="gangsFirst",
+        maxResolves=5,
+        waitCostUnit="5m",
+    )
     args = cfg.actions[1].args
     assert args == FlowArgs("sequential", "topology", "gangsFirst", 5, 300.0)
 
 
-@pytest.mark.parametrize("arguments, words", [({"gangMode": "greedy"}, "gangMode"),
-                                              ({"costModel": "cheap"}, "costModel"),
-                                              ({"maxResolves": -1}, "maxResolves"),
-                                              ({"resolves": 2}, "resolves")])
+@pytest.mark.parametrize(
+    "arguments, words",
+    [
+        ({"gangMode": "greedy"}, "gangMode"),
+        ({"costModel": "cheap"}, "costModel"),
+        ({"maxResolves": -1}, "maxResolves"),
+        ({"resolves": 2}, "resolves"),
+    ],
+)
 def test_bad_arguments_name_the_field(arguments, words) -> None:
     with pytest.raises(ConfigError) as err:
         _config(**arguments)
@@ -46,21 +59,46 @@ def test_bad_arguments_name_the_field(arguments, words) -> None:
 
 
 def _gang_docs(n_nodes: int, gangs: list[tuple[str, int, int, int]]) -> list[dict]:
-    docs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
-             "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}}}
-            for i in range(n_nodes)]
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"n{i}"},
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}},
+        }
+        for i in range(n_nodes)
+    ]
     for name, pods, gpu, minimum in gangs:
-        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": "d", "creationTimestamp": "2026-01-01T00:00:00Z"},
-                     "spec": {"minMember": minimum}, "status": {"phase": "Inqueue"}})
+        docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "d", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {"minMember": minimum},
+                "status": {"phase": "Inqueue"},
+            }
+        )
         for k in range(pods):
-            docs.append({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": f"{name}-{k}", "namespace": "d", "uid": f"{name}-{k}",
-                                      "annotations": {"scheduling.k8s.io/group-name": name},
-                                      "creationTimestamp": "2026-01-01T00:00:00Z"},
-                         "spec": {"schedulerName": "corral", "containers": [{"name": "c", "resources": {
-                             "requests": {"nvidia.com/gpu": str(gpu), "cpu": "1"}}}]},
-                         "status": {"phase": "Pending"}})
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{name}-{k}",
+                        "namespace": "d",
+                        "uid": f"{name}-{k}",
+                        "annotations": {"scheduling.k8s.io/group-name": name},
+                        "creationTimestamp": "2026-01-01T00:00:00Z",
+                    },
+                    "spec": {
+                        "schedulerName": "corral",
+                        "containers": [
+                            {"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpu), "cpu": "1"}}}
+                        ],
+                    },
+                    "status": {"phase": "Pending"},
+                }
+            )
     return docs
 
 
@@ -77,8 +115,8 @@ def test_stats_and_gangs_whole(mode: str) -> None:
     for b in decisions.binds:
         jobs[b.pod.split("/")[1].rsplit("-", 1)[0]] = jobs.get(b.pod.split("/")[1].rsplit("-", 1)[0], 0) + 1
     assert jobs.get("a", 0) in (0, 3) and jobs.get("b", 0) in (0, 3)
-    assert jobs.get("a", 0) + jobs.get("b", 0) == 3        # 4 nodes hold one of the two 3-node gangs
-    assert jobs.get("c") == 2                               # the two 4-GPU pods share the fourth node
+    assert jobs.get("a", 0) + jobs.get("b", 0) == 3  # 4 nodes hold one of the two 3-node gangs
+    assert jobs.get("c") == 2  # the two 4-GPU pods share the fourth node
     assert action.stats["solves"] >= 1 and action.stats["rounds"] >= 1
 
 
@@ -109,6 +147,7 @@ def test_many_failed_pods_go_to_a_residual_resolve(monkeypatch: pytest.MonkeyPat
     # the same case with in-place repair off (as when more pods fail than REPAIR_MAX): the failed pod
     # goes into a re-solve of the residual network, which places it on n1
     import corral.actions.flow as flow
+
     monkeypatch.setattr(flow, "REPAIR_MAX", 0)
     session, action = _both_prefer_n0()
     assert {b.pod: b.node for b in session.close().binds} == {"d/big-0": "n0", "d/small-0": "n1"}
@@ -119,12 +158,14 @@ def test_gang_without_room_stays_out_of_the_network(monkeypatch: pytest.MonkeyPa
     # 2 nodes of 8 GPUs: a gang of three 8-GPU pods can never be whole this round and is not put in the
     # network; the other job is placed and the gang keeps allocate's reason
     import corral.actions.flow as flow
+
     seen = []
     original = flow.build_network
 
     def record(session, jobs, *a, **k):
         seen.append(sorted(j.name for j in jobs))
         return original(session, jobs, *a, **k)
+
     monkeypatch.setattr(flow, "build_network", record)
     cluster = build_cluster(("t", d) for d in _gang_docs(2, [("wide", 3, 8, 3), ("one", 1, 8, 1)]))
     cfg = _config()
@@ -142,9 +183,10 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "w.csv").write_text(WORKLOAD)
     for mode in ("sequential",):
         (tmp_path / f"flow-{mode}.yaml").write_text(
-            "actions: \"enqueue, flow, backfill\"\nconfigurations:\n- name: flow\n  arguments: {gangMode: "
+            'actions: "enqueue, flow, backfill"\nconfigurations:\n- name: flow\n  arguments: {gangMode: '
             f"{mode}}}\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
-            "  - name: predicates\n  - name: proportion\n")
+            "  - name: predicates\n  - name: proportion\n"
+        )
     return tmp_path
 
 
@@ -152,10 +194,22 @@ def test_compare_allocate_and_flow(files: Path) -> None:
     app = typer.Typer()
     register(app)
     out = files / "cmp"
-    res = CliRunner().invoke(app, ["compare", "default", str(files / "flow-sequential.yaml"),
-                                   "--workload", str(files / "w.csv"),
-                                   "--cluster", str(files / "cluster.yaml"), "--output", str(out),
-                                   "--no-progress"], catch_exceptions=False)
+    res = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            "default",
+            str(files / "flow-sequential.yaml"),
+            "--workload",
+            str(files / "w.csv"),
+            "--cluster",
+            str(files / "cluster.yaml"),
+            "--output",
+            str(out),
+            "--no-progress",
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.stderr
     rows = {r["config"]: r for r in json.loads((out / "comparison.json").read_text())}
     assert set(rows) == {"default", "flow-sequential"}
@@ -166,6 +220,7 @@ def test_compare_allocate_and_flow(files: Path) -> None:
 def test_example_configurations_parse() -> None:
     # docs/examples/flow/*.yaml: the default configuration with flow in each gang mode (docs/flow.md)
     import yaml
+
     folder = Path(__file__).resolve().parents[2] / "docs" / "examples" / "flow"
     modes = {}
     for path in sorted(folder.glob("*.yaml")):

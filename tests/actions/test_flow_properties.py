@@ -11,16 +11,26 @@ from hypothesis import strategies as st
 from corral.framework.config import parse_config
 from corral.framework.cycle import run_cycle
 from corral.registry import DEFAULT_CONFIG, REGISTRY
-from tests.test_properties import SETTINGS, T_NOW, Snap, _cluster, assert_no_overcommit, assert_no_partial_gang, \
-    snapshots
+from tests.test_properties import (
+    SETTINGS,
+    T_NOW,
+    Snap,
+    _cluster,
+    assert_no_overcommit,
+    assert_no_partial_gang,
+    snapshots,
+)
 
 MODES = st.sampled_from(["lowerbound", "rollback", "sequential"])
 MODELS = st.sampled_from(["trivial", "quincy", "spread", "topology"])
 
 
 def flow_config(mode: str, model: str = "trivial", actions: str = "enqueue, flow, backfill"):
-    raw = {**DEFAULT_CONFIG, "actions": actions,
-           "configurations": [{"name": "flow", "arguments": {"gangMode": mode, "costModel": model}}]}
+    raw = {
+        **DEFAULT_CONFIG,
+        "actions": actions,
+        "configurations": [{"name": "flow", "arguments": {"gangMode": mode, "costModel": model}}],
+    }
     return parse_config(raw, REGISTRY, "flow-properties")
 
 

@@ -33,19 +33,33 @@ from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand
 
 NOW = parse_time(T0)
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 TIERS = [
-    {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
-                 {"name": "conformance"}]},
-    {"plugins": [{"name": "predicates"}, {"name": "QUEUE"}, {"name": "nodeorder"}, {"name": "binpack"},
-                 {"name": "network-topology-aware"}]},
+    {
+        "plugins": [
+            {"name": "priority"},
+            {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
+            {"name": "conformance"},
+        ]
+    },
+    {
+        "plugins": [
+            {"name": "predicates"},
+            {"name": "QUEUE"},
+            {"name": "nodeorder"},
+            {"name": "binpack"},
+            {"name": "network-topology-aware"},
+        ]
+    },
 ]
 
 
 def _config(action: str, queue_plugin: str, extra: dict | None = None):
-    tiers = [{"plugins": [dict(p, name=queue_plugin) if p["name"] == "QUEUE" else p for p in t["plugins"]]}
-             for t in TIERS]
+    tiers = [
+        {"plugins": [dict(p, name=queue_plugin) if p["name"] == "QUEUE" else p for p in t["plugins"]]}
+        for t in TIERS
+    ]
     raw = {"actions": f"enqueue, allocate, {action}", "tiers": tiers}
     if extra:
         raw["configurations"] = [{"name": action, "arguments": extra}]
@@ -55,8 +69,8 @@ def _config(action: str, queue_plugin: str, extra: dict | None = None):
 @dataclass
 class Gen:
     case: dict
-    topology: dict[str, tuple[str, int | None]] = field(default_factory=dict)   # job uid -> (mode, tier)
-    deserved: dict[str, float] = field(default_factory=dict)                    # queue -> GPUs
+    topology: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # job uid -> (mode, tier)
+    deserved: dict[str, float] = field(default_factory=dict)  # queue -> GPUs
 
 
 @st.composite
@@ -65,15 +79,22 @@ def clusters(draw, reclaim: bool = False) -> Gen:
     pods_cap = draw(st.sampled_from([110, 110, 3]))
     nodes = [{"name": f"n{i}", "gpu": 8, "cpu": 32, "pods": pods_cap} for i in range(n)]
     leaves = [{"name": f"leaf{k}", "tier": 1, "nodes": [f"n{2 * k}", f"n{2 * k + 1}"]} for k in range(n // 2)]
-    spines = [{"name": f"spine{k}", "tier": 2, "hypernodes": [lf["name"] for lf in leaves[2 * k: 2 * k + 2]]}
-              for k in range((len(leaves) + 1) // 2)]
-    free = {nd["name"]: [8, 32, pods_cap] for nd in nodes}           # gpu, cpu, pod slots
+    spines = [
+        {"name": f"spine{k}", "tier": 2, "hypernodes": [lf["name"] for lf in leaves[2 * k : 2 * k + 2]]}
+        for k in range((len(leaves) + 1) // 2)
+    ]
+    free = {nd["name"]: [8, 32, pods_cap] for nd in nodes}  # gpu, cpu, pod slots
     queues = ["default", "default", "default", "q1"]
     gen = Gen({"nodes": nodes, "hypernodes": leaves + spines, "jobs": []})
     if reclaim:
-        gen.deserved = {"default": float(draw(st.sampled_from([0, 4, 8, 16]))),
-                        "q1": float(draw(st.sampled_from([0, 8, 16]))), "qp": float(8 * n)}
-        gen.case["queues"] = [{"name": q, "deserved": {"nvidia.com/gpu": int(v)}} for q, v in gen.deserved.items()]
+        gen.deserved = {
+            "default": float(draw(st.sampled_from([0, 4, 8, 16]))),
+            "q1": float(draw(st.sampled_from([0, 8, 16]))),
+            "qp": float(8 * n),
+        }
+        gen.case["queues"] = [
+            {"name": q, "deserved": {"nvidia.com/gpu": int(v)}} for q, v in gen.deserved.items()
+        ]
     for j in range(draw(st.integers(2, 7))):
         count = draw(st.integers(1, 4))
         gpu, cpu = draw(st.sampled_from([1, 2, 4, 8])), draw(st.sampled_from([0, 1, 4]))
@@ -91,15 +112,26 @@ def clusters(draw, reclaim: bool = False) -> Gen:
         if not placed:
             continue
         started = "2025-12-31T00:00:00Z"
-        job: dict = {"name": f"v{j}", "queue": draw(st.sampled_from(queues)), "phase": "Running",
-                     "priority": draw(st.sampled_from([0, 1, 2, 5, 6])),
-                     "created": draw(st.sampled_from(["2025-12-30T00:00:00Z", "2025-12-31T00:00:00Z"]))}
+        job: dict = {
+            "name": f"v{j}",
+            "queue": draw(st.sampled_from(queues)),
+            "phase": "Running",
+            "priority": draw(st.sampled_from([0, 1, 2, 5, 6])),
+            "created": draw(st.sampled_from(["2025-12-30T00:00:00Z", "2025-12-31T00:00:00Z"])),
+        }
         req = {"gpu": gpu, **({"cpu": cpu} if cpu else {})}
         if roles and len(placed) >= 2:
             half = len(placed) // 2
-            job["pods"] = [{"role": "ps", "count": half, "nodes": placed[:half], "started": started, **req},
-                           {"role": "worker", "count": len(placed) - half, "nodes": placed[half:],
-                            "started": started, **req}]
+            job["pods"] = [
+                {"role": "ps", "count": half, "nodes": placed[:half], "started": started, **req},
+                {
+                    "role": "worker",
+                    "count": len(placed) - half,
+                    "nodes": placed[half:],
+                    "started": started,
+                    **req,
+                },
+            ]
             job["minTaskMember"] = {"ps": draw(st.integers(0, half)), "worker": 1}
         else:
             job["pods"] = [{"count": len(placed), "nodes": placed, "started": started, **req}]
@@ -107,9 +139,12 @@ def clusters(draw, reclaim: bool = False) -> Gen:
         gen.case["jobs"].append(job)
     for p in range(draw(st.integers(1, 2))):
         count = draw(st.integers(1, 3))
-        job = {"name": f"pre{p}", "priority": draw(st.sampled_from([5, 6])),
-               "queue": "qp" if reclaim else draw(st.sampled_from(queues)),
-               "pods": [{"count": count, "gpu": draw(st.sampled_from([2, 4, 8]))}]}
+        job = {
+            "name": f"pre{p}",
+            "priority": draw(st.sampled_from([5, 6])),
+            "queue": "qp" if reclaim else draw(st.sampled_from(queues)),
+            "pods": [{"count": count, "gpu": draw(st.sampled_from([2, 4, 8]))}],
+        }
         job["minMember"] = draw(st.integers(max(count - 1, 1), count))
         mode = draw(st.sampled_from(["", "hard", "hard", "soft"]))
         if mode:
@@ -124,8 +159,15 @@ def _run(gen: Gen, action: str, queue_plugin: str, extra: dict | None = None):
     cluster = build_cluster([("generated.yaml", d) for d in expand(gen.case)])
     info = {uid: (j.priority, j.queue, j.min_member) for uid, j in cluster.jobs.items()}
     job_of = {t.key: t.job.uid for t in cluster.tasks.values() if t.job is not None}
-    running = {t.key: (t.job.uid, cluster.nodes.names[t.node], float(t.request[cluster.resources.pos("nvidia.com/gpu")]))
-               for t in cluster.tasks.values() if t.status is TaskStatus.RUNNING}
+    running = {
+        t.key: (
+            t.job.uid,
+            cluster.nodes.names[t.node],
+            float(t.request[cluster.resources.pos("nvidia.com/gpu")]),
+        )
+        for t in cluster.tasks.values()
+        if t.status is TaskStatus.RUNNING
+    }
     decisions = run_cycle(cluster, _config(action, queue_plugin, extra), REGISTRY, NOW, 1)
     return cluster, decisions, info, job_of, running
 
@@ -148,7 +190,9 @@ def _check_common(gen: Gen, cluster, decisions, info, job_of, running) -> None:
         job = cluster.jobs[pre]
         # evictions only for a gang that is then nominated in full
         have = job.ready_count() + job.count(TaskStatus.PIPELINED)
-        assert have >= job.min_member, f"{pre} evicted {sorted(ev_nodes)} but holds only {have}/{job.min_member}"
+        assert have >= job.min_member, (
+            f"{pre} evicted {sorted(ev_nodes)} but holds only {have}/{job.min_member}"
+        )
         mode, tier = gen.topology.get(pre, ("", None))
         if mode != "hard" or not tree:
             continue
@@ -157,7 +201,8 @@ def _check_common(gen: Gen, cluster, decisions, info, job_of, running) -> None:
         top = tier if tier is not None else max(tree.tiers)
         assert any(hn.mask[rows].all() for t in tree.tiers if t <= top for hn in tree.domains(t)), (
             f"{pre} (hard, tier <= {top}) touched {sorted(ev_nodes)} and nominated {sorted(nominated.get(pre, ()))}"
-            " outside any one allowed hypernode")
+            " outside any one allowed hypernode"
+        )
     # a hard-topology gang's nominations, with or without evictions, lie in one allowed hypernode
     for pre, nom_nodes in nominated.items():
         mode, tier = gen.topology.get(pre, ("", None))
@@ -166,7 +211,8 @@ def _check_common(gen: Gen, cluster, decisions, info, job_of, running) -> None:
         top = tier if tier is not None else max(tree.tiers)
         rows = [nodes.index[n] for n in nom_nodes]
         assert any(hn.mask[rows].all() for t in tree.tiers if t <= top for hn in tree.domains(t)), (
-            f"{pre} nominated across hypernodes: {sorted(nom_nodes)}")
+            f"{pre} nominated across hypernodes: {sorted(nom_nodes)}"
+        )
 
 
 @settings(max_examples=250, **SETTINGS)
@@ -176,8 +222,12 @@ def test_gangpreempt_properties(gen: Gen) -> None:
     for e in decisions.evictions:
         assert e.action == "gangpreempt"
         victim, pre = job_of[e.pod], e.preemptor
-        assert info[victim][0] < info[pre][0], f"{victim} (priority {info[victim][0]}) evicted for {pre} ({info[pre][0]})"
-        assert info[victim][1] == info[pre][1], f"{victim} of queue {info[victim][1]} evicted for {pre} of {info[pre][1]}"
+        assert info[victim][0] < info[pre][0], (
+            f"{victim} (priority {info[victim][0]}) evicted for {pre} ({info[pre][0]})"
+        )
+        assert info[victim][1] == info[pre][1], (
+            f"{victim} of queue {info[victim][1]} evicted for {pre} of {info[pre][1]}"
+        )
         assert running[e.pod][1] == e.node
     _check_common(gen, cluster, decisions, info, job_of, running)
 
@@ -190,10 +240,16 @@ def test_gangpreempt_without_whole_bundles_breaks_no_healthy_gang(gen: Gen, allo
     for uid, j in cluster0.jobs.items():
         surplus = j.ready_count() - j.min_member
         roles = j.role_counts(frozenset({TaskStatus.RUNNING}))
-        if j.min_task_member and not j.elastic and any(roles.get(r, 0) < m for r, m in j.min_task_member.items()):
-            surplus = -1                    # a role below its minimum: the gang is broken already
+        if (
+            j.min_task_member
+            and not j.elastic
+            and any(roles.get(r, 0) < m for r, m in j.min_task_member.items())
+        ):
+            surplus = -1  # a role below its minimum: the gang is broken already
         ready_before[uid] = surplus
-    cluster, decisions, info, job_of, running = _run(gen, "gangpreempt", "proportion", {"allowWholeBundle": allow})
+    cluster, decisions, info, job_of, running = _run(
+        gen, "gangpreempt", "proportion", {"allowWholeBundle": allow}
+    )
     if not allow:
         taken: dict[str, int] = {}
         for e in decisions.evictions:
@@ -201,7 +257,9 @@ def test_gangpreempt_without_whole_bundles_breaks_no_healthy_gang(gen: Gen, allo
         for victim, k in taken.items():
             # a healthy gang gives up at most its surplus; a broken one may go
             if ready_before[victim] >= 0:
-                assert k <= ready_before[victim], f"{victim}: {k} pods evicted, surplus {ready_before[victim]}"
+                assert k <= ready_before[victim], (
+                    f"{victim}: {k} pods evicted, surplus {ready_before[victim]}"
+                )
     _check_common(gen, cluster, decisions, info, job_of, running)
 
 
@@ -209,14 +267,18 @@ def test_gangpreempt_without_whole_bundles_breaks_no_healthy_gang(gen: Gen, allo
 @given(clusters(reclaim=True))
 def test_gangreclaim_properties(gen: Gen) -> None:
     # the floor the queue plugin keeps each queue at (what it deserves, at least in scarce resources)
-    probe = Session(build_cluster([("generated.yaml", d) for d in expand(gen.case)]),
-                    _config("gangreclaim", "capacity"), REGISTRY, NOW)
+    probe = Session(
+        build_cluster([("generated.yaml", d) for d in expand(gen.case)]),
+        _config("gangreclaim", "capacity"),
+        REGISTRY,
+        NOW,
+    )
     plugin = probe.plugin("capacity")
     gpu = probe.cluster.resources.pos("nvidia.com/gpu")
     floor = {q: float(v[gpu]) for q, v in getattr(plugin, "reclaim_floor", plugin.deserved).items()}
     cluster, decisions, info, job_of, running = _run(gen, "gangreclaim", "capacity")
     held: dict[str, float] = {}
-    for pod, (uid, _, gpu) in running.items():
+    for uid, _, gpu in running.values():
         held[info[uid][1]] = held.get(info[uid][1], 0.0) + gpu
     left = dict(held)
     for e in decisions.evictions:

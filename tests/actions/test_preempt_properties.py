@@ -28,7 +28,7 @@ from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import Session
 from corral.manifests import build_cluster, parse_time
 from corral.model import TaskStatus
-from corral.model.resources import EPS, PODS
+from corral.model.resources import EPS
 from corral.registry import REGISTRY
 from tests.scenarios.expand import expand
 
@@ -36,7 +36,7 @@ NOW = "2026-01-01T12:00:00Z"
 T_NOW = parse_time(NOW)
 PREEMPT_MIN, RECLAIM_MIN = 60.0, 120.0
 START = "kai.scheduler/last-start-timestamp"
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 #: seconds before NOW a running job started (None: no annotation, never protected)
 AGES = [None, None, 10, 90, 300]
@@ -52,12 +52,24 @@ def config(queue_plugin: str, gang_preemptable: bool) -> dict:
     return {
         "actions": "enqueue, allocate, preempt, reclaim",
         "tiers": [
-            {"plugins": [{"name": "priority"},
-                         {"name": "gang", "enablePreemptable": gang_preemptable,
-                          "enableReclaimable": gang_preemptable},
-                         {"name": "conformance"},
-                         {"name": "minruntime", "arguments": {"defaultPreemptMinRuntime": f"{int(PREEMPT_MIN)}s",
-                                                               "defaultReclaimMinRuntime": f"{int(RECLAIM_MIN)}s"}}]},
+            {
+                "plugins": [
+                    {"name": "priority"},
+                    {
+                        "name": "gang",
+                        "enablePreemptable": gang_preemptable,
+                        "enableReclaimable": gang_preemptable,
+                    },
+                    {"name": "conformance"},
+                    {
+                        "name": "minruntime",
+                        "arguments": {
+                            "defaultPreemptMinRuntime": f"{int(PREEMPT_MIN)}s",
+                            "defaultReclaimMinRuntime": f"{int(RECLAIM_MIN)}s",
+                        },
+                    },
+                ]
+            },
             {"plugins": [{"name": "predicates"}, {"name": queue_plugin}, {"name": "pdb"}]},
         ],
     }
@@ -84,8 +96,11 @@ def cases(draw, reclaim: bool = False) -> dict:
         q: dict = {"name": f"q{i}", "weight": draw(st.integers(1, 3))}
         if queue_plugin == "capacity":
             low = 6 if skew and i == 0 else 0
-            q["deserved"] = {"nvidia.com/gpu": draw(st.integers(low, 12)), "cpu": draw(st.integers(2 * low, 24)),
-                             "memory": "256Gi"}
+            q["deserved"] = {
+                "nvidia.com/gpu": draw(st.integers(low, 12)),
+                "cpu": draw(st.integers(2 * low, 24)),
+                "memory": "256Gi",
+            }
         if draw(st.integers(0, 5)) == 0:
             q["reclaimable"] = False
         queues.append(q)
@@ -117,9 +132,14 @@ def cases(draw, reclaim: bool = False) -> dict:
             group["deleting"] = True
         elif kind == "web":
             group["labels"] = {"app": "web"}
-        job = {"name": f"r{j}", "queue": draw(st.sampled_from(running_q)),
-               "priority": draw(st.sampled_from([1, 10, 20, 50, 100])),
-               "minMember": draw(st.integers(1, len(placed))), "phase": "Running", "pods": [group]}
+        job = {
+            "name": f"r{j}",
+            "queue": draw(st.sampled_from(running_q)),
+            "priority": draw(st.sampled_from([1, 10, 20, 50, 100])),
+            "minMember": draw(st.integers(1, len(placed))),
+            "phase": "Running",
+            "pods": [group],
+        }
         if draw(st.integers(0, 7)) == 0:
             job["namespace"] = "kube-system"
         age = draw(st.sampled_from(AGES))
@@ -128,13 +148,29 @@ def cases(draw, reclaim: bool = False) -> dict:
         jobs.append(job)
     for j in range(draw(st.integers(1, 3))):
         count = draw(st.integers(1, 2))
-        jobs.append({"name": f"p{j}", "queue": draw(st.sampled_from(pending_q)),
-                     "priority": draw(st.sampled_from([5, 30, 60, 100, 200])),
-                     "pods": [{"count": count, "gpu": draw(st.sampled_from([1, 2, 4, 8])),
-                               "cpu": draw(st.integers(1, 4))}]})
+        jobs.append(
+            {
+                "name": f"p{j}",
+                "queue": draw(st.sampled_from(pending_q)),
+                "priority": draw(st.sampled_from([5, 30, 60, 100, 200])),
+                "pods": [
+                    {
+                        "count": count,
+                        "gpu": draw(st.sampled_from([1, 2, 4, 8])),
+                        "cpu": draw(st.integers(1, 4)),
+                    }
+                ],
+            }
+        )
     pdbs = [{"name": "web", "selector": {"app": "web"}, "maxUnavailable": 1}] if draw(st.booleans()) else []
-    return {"nodes": nodes, "queues": queues, "jobs": jobs, "pdbs": pdbs, "queue_plugin": queue_plugin,
-            "gang_preemptable": draw(st.booleans())}
+    return {
+        "nodes": nodes,
+        "queues": queues,
+        "jobs": jobs,
+        "pdbs": pdbs,
+        "queue_plugin": queue_plugin,
+        "gang_preemptable": draw(st.booleans()),
+    }
 
 
 def _cluster(case: dict):
@@ -203,8 +239,11 @@ def test_preempt_victims_have_lower_priority(case: dict) -> None:
             assert victim.job.queue != preemptor.queue
             assert cluster.queues[victim.job.queue].reclaimable
         # a gang never breaks other pods for a start it cannot make
-        held = sum(1 for t in preemptor.tasks if t.status in (TaskStatus.RUNNING, TaskStatus.BOUND,
-                                                               TaskStatus.PIPELINED, TaskStatus.SUCCEEDED))
+        held = sum(
+            1
+            for t in preemptor.tasks
+            if t.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.PIPELINED, TaskStatus.SUCCEEDED)
+        )
         assert held >= preemptor.min_member
 
 
@@ -253,8 +292,8 @@ def test_min_runtime_protects_victims(case: dict) -> None:
         if stamp is None:
             continue
         limit = PREEMPT_MIN if e.action == "preempt" else RECLAIM_MIN
-        if T_NOW >= parse_time(stamp) + limit:
-            continue                                       # ran long enough
+        if parse_time(stamp) + limit <= T_NOW:
+            continue  # ran long enough
         elastic = pods_before[job.uid] > job.min_member
         assert elastic, f"{e.pod} of a protected job was evicted by {e.action}"
         left = sum(1 for t in job.tasks if t.status in (TaskStatus.RUNNING, TaskStatus.BOUND))

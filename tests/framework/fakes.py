@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from corral.framework.config import arg, parse_config
 from corral.framework.plugin import Action, Plugin
@@ -51,6 +52,7 @@ def make_plugin(name: str, **methods: Callable) -> type:
         def bound(self: Any, *args: Any) -> Any:
             calls.append((meth, args))
             return fn(*args)
+
         return bound
 
     body = {"name": name, "calls": calls, **{m: wrap(m, f) for m, f in methods.items()}}
@@ -58,8 +60,11 @@ def make_plugin(name: str, **methods: Callable) -> type:
 
 
 def registry(*plugins: type, actions: tuple[type, ...] = (NoopAction, WaitAction)) -> Registry:
-    return Registry(actions={a.name: a for a in actions}, plugins={p.name: p for p in (KnobPlugin, *plugins)},
-                    aliases={"no-op": "noop"})
+    return Registry(
+        actions={a.name: a for a in actions},
+        plugins={p.name: p for p in (KnobPlugin, *plugins)},
+        aliases={"no-op": "noop"},
+    )
 
 
 def config(reg: Registry, *tiers: list, actions: str = "noop") -> Any:
@@ -67,19 +72,34 @@ def config(reg: Registry, *tiers: list, actions: str = "noop") -> Any:
 
 
 def node(name: str, gpu: int = 8, labels: dict | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
-            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": str(gpu), "pods": "10"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": str(gpu), "pods": "10"}},
+    }
 
 
-def pod(name: str, gpu: int = 1, *, node_name: str = "", group: str = "", phase: str = "Pending",
-        nominated: str = "", created: str = "2026-01-01T00:00:00Z", deleting: bool = False) -> dict:
+def pod(
+    name: str,
+    gpu: int = 1,
+    *,
+    node_name: str = "",
+    group: str = "",
+    phase: str = "Pending",
+    nominated: str = "",
+    created: str = "2026-01-01T00:00:00Z",
+    deleting: bool = False,
+) -> dict:
     meta: dict = {"name": name, "namespace": "default", "creationTimestamp": created}
     if deleting:
         meta["deletionTimestamp"] = created
     if group:
         meta["annotations"] = {"scheduling.k8s.io/group-name": group}
-    spec: dict = {"schedulerName": "corral",
-                  "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpu)}}}]}
+    spec: dict = {
+        "schedulerName": "corral",
+        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpu)}}}],
+    }
     status: dict = {"phase": phase}
     if node_name:
         spec["nodeName"] = node_name
@@ -88,15 +108,25 @@ def pod(name: str, gpu: int = 1, *, node_name: str = "", group: str = "", phase:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
-def podgroup(name: str, min_member: int = 1, created: str = "2026-01-01T00:00:00Z", queue: str = "default") -> dict:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
-            "spec": {"minMember": min_member, "queue": queue}, "status": {"phase": "Inqueue"}}
+def podgroup(
+    name: str, min_member: int = 1, created: str = "2026-01-01T00:00:00Z", queue: str = "default"
+) -> dict:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+        "spec": {"minMember": min_member, "queue": queue},
+        "status": {"phase": "Inqueue"},
+    }
 
 
 def queue(name: str, created: str = "2026-01-01T00:00:00Z") -> dict:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-            "metadata": {"name": name, "creationTimestamp": created}, "spec": {}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name, "creationTimestamp": created},
+        "spec": {},
+    }
 
 
 def cluster(*objs: dict):
@@ -105,8 +135,14 @@ def cluster(*objs: dict):
 
 def small_cluster():
     """Two nodes; a running pod on n1, a releasing one on n2, two pending pods (one nominated)."""
-    return cluster(node("n1"), node("n2"),
-                   podgroup("run"), pod("run-0", 2, node_name="n1", group="run", phase="Running"),
-                   podgroup("gone"), pod("gone-0", 4, node_name="n2", group="gone", phase="Running",
-                                              deleting=True),
-                   podgroup("wait", 2), pod("wait-0", 1, group="wait"), pod("wait-1", 3, group="wait", nominated="n2"))
+    return cluster(
+        node("n1"),
+        node("n2"),
+        podgroup("run"),
+        pod("run-0", 2, node_name="n1", group="run", phase="Running"),
+        podgroup("gone"),
+        pod("gone-0", 4, node_name="n2", group="gone", phase="Running", deleting=True),
+        podgroup("wait", 2),
+        pod("wait-0", 1, group="wait"),
+        pod("wait-1", 3, group="wait", nominated="n2"),
+    )

@@ -24,22 +24,56 @@ from tests.framework.test_skipcache import record_cycles
 
 CONFIGS = {
     "default": None,
-    "capacity-preempt": {"actions": "enqueue, allocate, preempt, reclaim, backfill",
-                         "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
-                                   {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "capacity"},
-                                                {"name": "nodeorder"}]}]},
-    "reservation": {"actions": "elect, enqueue, reserve, allocate, backfill",
-                    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"},
-                                           {"name": "reservation", "arguments": {"lockMode": "multi-node"}}]},
-                              {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"},
-                                           {"name": "nodeorder"}]}]},
-    "flow-las": {"actions": "enqueue, flow, backfill",
-                 "configurations": [{"name": "flow", "arguments": {"gangMode": "lowerbound"}}],
-                 "tiers": [{"plugins": [{"name": "las"}, {"name": "priority"}, {"name": "gang"}]},
-                           {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]}]},
-    "no-enqueue": {"actions": "allocate, backfill",
-                   "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]},
-                             {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}]}]},
+    "capacity-preempt": {
+        "actions": "enqueue, allocate, preempt, reclaim, backfill",
+        "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+            {
+                "plugins": [
+                    {"name": "drf"},
+                    {"name": "predicates"},
+                    {"name": "capacity"},
+                    {"name": "nodeorder"},
+                ]
+            },
+        ],
+    },
+    "reservation": {
+        "actions": "elect, enqueue, reserve, allocate, backfill",
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": "priority"},
+                    {"name": "gang"},
+                    {"name": "conformance"},
+                    {"name": "reservation", "arguments": {"lockMode": "multi-node"}},
+                ]
+            },
+            {
+                "plugins": [
+                    {"name": "drf"},
+                    {"name": "predicates"},
+                    {"name": "proportion"},
+                    {"name": "nodeorder"},
+                ]
+            },
+        ],
+    },
+    "flow-las": {
+        "actions": "enqueue, flow, backfill",
+        "configurations": [{"name": "flow", "arguments": {"gangMode": "lowerbound"}}],
+        "tiers": [
+            {"plugins": [{"name": "las"}, {"name": "priority"}, {"name": "gang"}]},
+            {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]},
+        ],
+    },
+    "no-enqueue": {
+        "actions": "allocate, backfill",
+        "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+            {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}]},
+        ],
+    },
 }
 
 
@@ -53,13 +87,20 @@ def switches():
 
 
 def _run(monkeypatch, config, restart: str, disturb: bool, reasons: bool = False) -> tuple[list[str], str]:
-    cycles = record_cycles(monkeypatch, reasons)    # a skipped job keeps its last reason: see test_skipcache
-    jobs = synthetic(11, n_jobs=220, arrival_rate=1 / 12, queues={"a": 2, "b": 1},
-                     gang_sizes={1: 8, 2: 4, 4: 2})
+    cycles = record_cycles(monkeypatch, reasons)  # a skipped job keeps its last reason: see test_skipcache
+    jobs = synthetic(
+        11, n_jobs=220, arrival_rate=1 / 12, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
+    )
     cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
     cfg = default_config() if config is None else parse_config(config, REGISTRY)
-    eng = Engine(cluster, jobs, cfg, options=SimOptions(checkpoint_interval=600, until=5 * 3600,
-                                                        restart_policy=restart, eviction_grace=30.0))
+    eng = Engine(
+        cluster,
+        jobs,
+        cfg,
+        options=SimOptions(
+            checkpoint_interval=600, until=5 * 3600, restart_policy=restart, eviction_grace=30.0
+        ),
+    )
     if disturb:
         eng.node_down(3600.0, cluster.nodes.names[1], duration=1800.0)
         eng.evict(7200.0, [jobs[5].name, jobs[9].name])
@@ -72,22 +113,31 @@ def _run(monkeypatch, config, restart: str, disturb: bool, reasons: bool = False
     return cycles, json.dumps({"jobs": records, "meta": meta}, sort_keys=True, default=str)
 
 
-@pytest.mark.parametrize("name,restart,disturb", [("default", "job", True), ("capacity-preempt", "pods", True),
-                                                  ("reservation", "job", True), ("flow-las", "pods", False),
-                                                  ("no-enqueue", "job", False)])
+@pytest.mark.parametrize(
+    "name,restart,disturb",
+    [
+        ("default", "job", True),
+        ("capacity-preempt", "pods", True),
+        ("reservation", "job", True),
+        ("flow-las", "pods", False),
+        ("no-enqueue", "job", False),
+    ],
+)
 def test_kept_index_equals_fresh_build_and_decisions_unchanged(monkeypatch, switches, name, restart, disturb):
     skipcache.set_enabled(True)
-    jobindex.set_checking(True)                # every session open compares with a fresh build
+    jobindex.set_checking(True)  # every session open compares with a fresh build
     cycles_on, on = _run(monkeypatch, CONFIGS[name], restart, disturb, reasons=True)
-    jobindex.set_enabled(False)                # skipping on, no index: every job walked
+    jobindex.set_enabled(False)  # skipping on, no index: every job walked
     cycles_walk, walk = _run(monkeypatch, CONFIGS[name], restart, disturb, reasons=True)
     assert len(cycles_on) > 40
     assert json.loads(on)["meta"]["pending_reasons"], "the workload should leave a backlog"
-    assert cycles_on == cycles_walk            # reasons included
+    assert cycles_on == cycles_walk  # reasons included
     assert on == walk
     jobindex.set_enabled(True)
-    skipcache.set_enabled(False)               # neither index nor skipping: decisions and records the same
-    assert _run(monkeypatch, CONFIGS[name], restart, disturb)[1] == _run_on(monkeypatch, name, restart, disturb)
+    skipcache.set_enabled(False)  # neither index nor skipping: decisions and records the same
+    assert _run(monkeypatch, CONFIGS[name], restart, disturb)[1] == _run_on(
+        monkeypatch, name, restart, disturb
+    )
 
 
 def _run_on(monkeypatch, name, restart, disturb):
@@ -112,10 +162,12 @@ def test_enqueue_walks_the_kept_order_not_the_backlog(monkeypatch, switches):
         def counted(job):
             calls["n"] += 1
             return key(job)
+
         got = real(self, context, counted, jobs)
         built["n"] = max(built["n"], calls["n"]) if self._order else built["n"]
         counting.calls.append(calls["n"])
         return got
+
     counting.calls = []
     monkeypatch.setattr(jobindex.JobIndex, "enqueue_order", counting)
     _run(monkeypatch, None, "job", False)
@@ -152,7 +204,7 @@ def test_exact_sums_round_as_fsum_in_any_order(rows, rnd):
     for i in order[: len(order) // 2]:
         acc = [a + b for a, b in zip(acc, jobindex._scaled(vecs[i]))]
     acc = [a + b for a, b in zip(acc, jobindex._scaled(extra))]
-    for i in order[len(order) // 2:]:
+    for i in order[len(order) // 2 :]:
         acc = [a + b for a, b in zip(acc, jobindex._scaled(vecs[i]))]
     acc = [a - b for a, b in zip(acc, jobindex._scaled(extra))]
     got = np.array([a / jobindex._SCALE for a in acc])
@@ -167,6 +219,7 @@ def test_multi_cycle_scenarios_keep_a_correct_index(tmp_path, switches):
     import yaml
 
     from tests.scenarios.test_scenarios import CASES, run_case
+
     skipcache.set_enabled(True)
     jobindex.set_checking(True)
     ran = 0

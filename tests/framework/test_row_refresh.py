@@ -33,7 +33,7 @@ def test_one_row_paths_equal_the_array_code() -> None:
     for _ in range(40):
         s = _session(rng)
         nodeorder = s.plugin("nodeorder")
-        tasks = [t for t in s.cluster.tasks.values()]
+        tasks = list(s.cluster.tasks.values())
         for task in tasks:
             need = s.request_cols(task)[1] - EPS
             for row in range(len(s.cluster.nodes)):

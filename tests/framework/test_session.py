@@ -10,18 +10,27 @@ import pytest
 
 from corral.framework.extension import Domain, Purpose, Vote
 from corral.framework.session import Session
-from tests.framework.fakes import (NOW, cluster, config, make_plugin, node, pod, podgroup, queue,
-                                   registry)
+from tests.framework.fakes import NOW, cluster, config, make_plugin, node, pod, podgroup, queue, registry
 
 A, B, C = "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z", "2026-01-01T00:00:03Z"
 
 
 def world():
     """Jobs a (oldest), b, c; queues qa (oldest), qb; three nodes."""
-    return cluster(node("n1"), node("n2"), node("n3"), queue("qa", A), queue("qb", B),
-                   podgroup("c", created=A), pod("c-0", created=A, group="c"),
-                   podgroup("a", created=A), pod("a-0", created=B, group="a"), pod("a-1", created=A, group="a"),
-                   podgroup("b", created=B), pod("b-0", created=A, group="b"))
+    return cluster(
+        node("n1"),
+        node("n2"),
+        node("n3"),
+        queue("qa", A),
+        queue("qb", B),
+        podgroup("c", created=A),
+        pod("c-0", created=A, group="c"),
+        podgroup("a", created=A),
+        pod("a-0", created=B, group="a"),
+        pod("a-1", created=A, group="a"),
+        podgroup("b", created=B),
+        pod("b-0", created=A, group="b"),
+    )
 
 
 def session(*tiers: list, plugins: tuple = ()) -> Session:
@@ -36,20 +45,22 @@ def jobs_in_order(s: Session) -> list[str]:
 
 def by_name(order: list[str]):
     """A comparison that follows ``order``; names not in it compare equal (abstain)."""
+
     def cmp(x, y) -> int:
         if x.name in order and y.name in order:
             return (order.index(x.name) > order.index(y.name)) - (order.index(x.name) < order.index(y.name))
         return 0
+
     return cmp
 
 
 # -- ordering --------------------------------------------------------------------------------------------
 def test_no_order_plugin_means_creation_then_name() -> None:
     s = session([])
-    assert jobs_in_order(s) == ["a", "c", "b"]                 # a and c created at A: by uid
+    assert jobs_in_order(s) == ["a", "c", "b"]  # a and c created at A: by uid
     assert [q.name for q in sorted(s.cluster.queues.values(), key=s.queue_key())][:2] == ["default", "qa"]
     tasks = sorted(s.cluster.jobs["default/a"].tasks, key=s.task_key())
-    assert [t.name for t in tasks] == ["a-1", "a-0"]             # a-1 created first
+    assert [t.name for t in tasks] == ["a-1", "a-0"]  # a-1 created first
 
 
 def test_first_non_equal_answer_decides_across_tiers() -> None:
@@ -58,7 +69,7 @@ def test_first_non_equal_answer_decides_across_tiers() -> None:
     Later = make_plugin("later", job_order=by_name(["c", "b", "a"]))
     s = session(["abstain", "first"], ["later"], plugins=(Abstain, First, Later))
     assert jobs_in_order(s) == ["b", "c", "a"]
-    partial = make_plugin("partial", job_order=by_name(["c", "a"]))   # says nothing about b
+    partial = make_plugin("partial", job_order=by_name(["c", "a"]))  # says nothing about b
     s = session(["partial"], ["later"], plugins=(partial, Later))
     # c<a from partial; b vs others from the later tier (c, b, a)
     assert jobs_in_order(s) == ["c", "b", "a"]
@@ -83,16 +94,19 @@ def voter(name: str, vote: Vote):
     return make_plugin(name, job_enqueueable=lambda job: vote)
 
 
-@pytest.mark.parametrize("tiers, admitted", [
-    ([[]], True),                                              # nobody votes
-    ([["abstain"]], True),                                     # all abstain
-    ([["abstain", "reject"]], False),
-    ([["permit", "reject"]], False),                           # any reject in the tier rejects
-    ([["reject", "permit"]], False),
-    ([["permit"], ["reject"]], True),                          # a tier with a permit decides
-    ([["abstain"], ["permit"], ["reject"]], True),
-    ([["abstain"], ["reject"], ["permit"]], False),
-])
+@pytest.mark.parametrize(
+    "tiers, admitted",
+    [
+        ([[]], True),  # nobody votes
+        ([["abstain"]], True),  # all abstain
+        ([["abstain", "reject"]], False),
+        ([["permit", "reject"]], False),  # any reject in the tier rejects
+        ([["reject", "permit"]], False),
+        ([["permit"], ["reject"]], True),  # a tier with a permit decides
+        ([["abstain"], ["permit"], ["reject"]], True),
+        ([["abstain"], ["reject"], ["permit"]], False),
+    ],
+)
 def test_job_enqueueable_votes(tiers: list, admitted: bool) -> None:
     plugins = (voter("permit", Vote.PERMIT), voter("reject", Vote.REJECT), voter("abstain", Vote.ABSTAIN))
     s = session(*tiers, plugins=plugins)
@@ -106,11 +120,24 @@ def test_job_enqueued_switch() -> None:
 
 # -- gates -----------------------------------------------------------------------------------------------
 def test_gates_and_or() -> None:
-    Yes = make_plugin("yes", job_ready=lambda j: True, job_pipelined=lambda j: True, job_starving=lambda j: True,
-                      allocatable=lambda q, t: True, overused=lambda q: False, preemptive=lambda q, t: True)
-    No = make_plugin("no", job_ready=lambda j: j.name != "b", job_pipelined=lambda j: False,
-                     job_starving=lambda j: j.name == "a", allocatable=lambda q, t: q.name != "qb",
-                     overused=lambda q: q.name == "qb", preemptive=lambda q, t: False)
+    Yes = make_plugin(
+        "yes",
+        job_ready=lambda j: True,
+        job_pipelined=lambda j: True,
+        job_starving=lambda j: True,
+        allocatable=lambda q, t: True,
+        overused=lambda q: False,
+        preemptive=lambda q, t: True,
+    )
+    No = make_plugin(
+        "no",
+        job_ready=lambda j: j.name != "b",
+        job_pipelined=lambda j: False,
+        job_starving=lambda j: j.name == "a",
+        allocatable=lambda q, t: q.name != "qb",
+        overused=lambda q: q.name == "qb",
+        preemptive=lambda q, t: False,
+    )
     s = session(["yes"], ["no"], plugins=(Yes, No))
     jobs, queues = s.cluster.jobs, s.cluster.queues
     task = jobs["default/a"].tasks[0]
@@ -118,7 +145,7 @@ def test_gates_and_or() -> None:
     assert not s.job_pipelined(jobs["default/a"])
     assert s.job_starving(jobs["default/a"]) and not s.job_starving(jobs["default/c"])
     assert s.allocatable(queues["qa"], task) and not s.allocatable(queues["qb"], task)
-    assert s.overused(queues["qb"]) and not s.overused(queues["qa"])       # OR
+    assert s.overused(queues["qb"]) and not s.overused(queues["qa"])  # OR
     assert not s.preemptive(queues["qa"], task)
 
 
@@ -185,7 +212,7 @@ def test_victims_intersect_within_a_tier() -> None:
     P2 = make_plugin("p2", preemptable=picks("a-1", "b-0", "c-0"))
     P3 = make_plugin("p3", preemptable=picks("c-0"))
     s = session(["p1", "p2"], ["p3"], plugins=(P1, P2, P3))
-    assert victims(s) == ["a-1", "b-0"]                      # the first tier decides; p3 is not asked
+    assert victims(s) == ["a-1", "b-0"]  # the first tier decides; p3 is not asked
 
 
 def test_first_answering_tier_decides_abstaining_tiers_are_skipped() -> None:
@@ -195,7 +222,7 @@ def test_first_answering_tier_decides_abstaining_tiers_are_skipped() -> None:
     assert victims(s) == ["c-0"]
     Nobody = make_plugin("nobody", preemptable=lambda p, c: [])
     s = session(["nobody"], ["p3"], plugins=(Nobody, P3))
-    assert victims(s) == []                                  # an empty answer is an answer
+    assert victims(s) == []  # an empty answer is an answer
     assert victims(session(["abstain"], plugins=(Abstain,))) == ["a-0", "a-1", "b-0", "c-0"]
 
 
@@ -203,8 +230,12 @@ def test_reclaimable_and_unified_evictable() -> None:
     R = make_plugin("r", reclaimable=picks("b-0"), preemptable=picks("a-0"))
     s = session(["r"], plugins=(R,))
     assert victims(s, "reclaimable") == ["b-0"] and victims(s) == ["a-0"]
-    U = make_plugin("u", unified_evictable=lambda p, c, action: [t for t in c if t.name == (
-        "c-0" if action == "gangpreempt" else "a-1")])
+    U = make_plugin(
+        "u",
+        unified_evictable=lambda p, c, action: [
+            t for t in c if t.name == ("c-0" if action == "gangpreempt" else "a-1")
+        ],
+    )
     s = session(["r"], ["u"], plugins=(R, U))
     # the legacy points stay the legacy actions' own; UnifiedEvictable answers the gang actions only
     assert victims(s) == ["a-0"] and victims(s, "reclaimable") == ["b-0"]
@@ -221,10 +252,10 @@ def test_victim_switch() -> None:
 
 
 def test_victim_filter_and_scenario_validator_are_and() -> None:
-    F1 = make_plugin("f1", victim_filter=lambda p, v, a: True,
-                     scenario_valid=lambda p, vs, ts, a: True)
-    F2 = make_plugin("f2", victim_filter=lambda p, v, a: v.name != "b",
-                     scenario_valid=lambda p, vs, ts, a: len(ts) < 2)
+    F1 = make_plugin("f1", victim_filter=lambda p, v, a: True, scenario_valid=lambda p, vs, ts, a: True)
+    F2 = make_plugin(
+        "f2", victim_filter=lambda p, v, a: v.name != "b", scenario_valid=lambda p, vs, ts, a: len(ts) < 2
+    )
     s = session(["f1"], ["f2"], plugins=(F1, F2))
     jobs = s.cluster.jobs
     assert s.victim_filter(jobs["default/a"], jobs["default/c"], "preempt")

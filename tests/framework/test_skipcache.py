@@ -38,7 +38,7 @@ def _suite(tmp_path: Path) -> dict[str, str]:
         folder.mkdir(parents=True, exist_ok=True)
         try:
             got = json.dumps(run_case(case, folder), sort_keys=True)
-        except Exception as exc:            # a case that fails fails the same way both times
+        except Exception as exc:  # a case that fails fails the same way both times
             got = f"error: {type(exc).__name__}: {exc}"
         out[path.stem] = got
     return out
@@ -75,18 +75,26 @@ def record_cycles(monkeypatch, reasons: bool = False) -> list[str]:
 def _congested(monkeypatch) -> tuple[list[str], str]:
     """A backlog of gangs of 1-4 pods on 4 nodes x 8 GPUs: most cycles run with dozens waiting."""
     cycles = record_cycles(monkeypatch)
-    jobs = synthetic(7, n_jobs=260, arrival_rate=1 / 15, queues={"a": 2, "b": 1},
-                     gang_sizes={1: 8, 2: 4, 4: 2})
+    jobs = synthetic(
+        7, n_jobs=260, arrival_rate=1 / 15, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
+    )
     cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
     eng = Engine(cluster, jobs, default_config(), options=SimOptions(checkpoint_interval=600, until=6 * 3600))
     result = eng.run()
     meta = dict(result.meta)
     meta.pop("wall_time")
-    meta["pending_reasons"] = sorted(meta["pending_reasons"])       # the jobs, not the texts
+    meta["pending_reasons"] = sorted(meta["pending_reasons"])  # the jobs, not the texts
     records = [{k: v for k, v in r.__dict__.items() if k != "reason"} for r in result.jobs]
-    body = json.dumps({"jobs": records, "meta": meta,
-                       "cluster": [s.__dict__ for s in result.cluster],
-                       "queues": [s.__dict__ for s in result.queues]}, sort_keys=True, default=str)
+    body = json.dumps(
+        {
+            "jobs": records,
+            "meta": meta,
+            "cluster": [s.__dict__ for s in result.cluster],
+            "queues": [s.__dict__ for s in result.queues],
+        },
+        sort_keys=True,
+        default=str,
+    )
     return cycles, body
 
 
@@ -131,7 +139,9 @@ def test_a_pod_replaced_by_a_smaller_one_is_not_skipped(tmp_path):
     from tests.scenarios.expand import T0, expand
 
     def snapshot(gpu: int, uid: str):
-        docs = expand({"nodes": [{"name": "n1"}], "jobs": [{"name": "j", "pods": [{"count": 1, "gpu": gpu}]}]})
+        docs = expand(
+            {"nodes": [{"name": "n1"}], "jobs": [{"name": "j", "pods": [{"count": 1, "gpu": gpu}]}]}
+        )
         for d in docs:
             if d["kind"] == "Pod":
                 d["metadata"]["uid"] = uid

@@ -39,7 +39,10 @@ def test_initial_state(env) -> None:
     nodes = cluster.nodes
     assert (gpu(cluster, nodes.used, 0), gpu(cluster, nodes.used, 1)) == (2000, 4000)
     assert gpu(cluster, nodes.releasing, 1) == 4000 and gpu(cluster, nodes.pipelined, 1) == 3000
-    assert T(cluster, "gone-0").status is TaskStatus.RELEASING and T(cluster, "wait-1").status is TaskStatus.PIPELINED
+    assert (
+        T(cluster, "gone-0").status is TaskStatus.RELEASING
+        and T(cluster, "wait-1").status is TaskStatus.PIPELINED
+    )
 
 
 def test_allocate_applies_at_once_and_commit_records_a_bind(env) -> None:
@@ -76,14 +79,22 @@ def test_pipeline_and_evict_and_their_decisions(env) -> None:
     assert T(cluster, "wait-0").status is TaskStatus.PIPELINED and T(cluster, "wait-0").nominated == 1
     assert gpu(cluster, cluster.nodes.pipelined, 1) == 4000
     run = T(cluster, "run-0")
-    assert run.status is TaskStatus.RELEASING and run.node == 0        # still holds its node
+    assert run.status is TaskStatus.RELEASING and run.node == 0  # still holds its node
     assert gpu(cluster, cluster.nodes.used, 0) == 2000 and gpu(cluster, cluster.nodes.releasing, 0) == 2000
-    assert [t.name for t in stmt.tasks()] == ["wait-0", "run-0"] and [t.name for t in stmt.tasks("evict")] == ["run-0"]
+    assert [t.name for t in stmt.tasks()] == ["wait-0", "run-0"] and [
+        t.name for t in stmt.tasks("evict")
+    ] == ["run-0"]
     stmt.commit()
     (n,) = session.decisions.nominations
     (e,) = session.decisions.evictions
     assert (n.pod, n.node) == ("default/wait-0", "n2")
-    assert (e.pod, e.node, e.action, e.preemptor, e.cycle) == ("default/run-0", "n1", "preempt", "default/wait", 3)
+    assert (e.pod, e.node, e.action, e.preemptor, e.cycle) == (
+        "default/run-0",
+        "n1",
+        "preempt",
+        "default/wait",
+        3,
+    )
     assert events() == [("on_allocate", "wait-0"), ("on_deallocate", "run-0")]
 
 
@@ -93,15 +104,19 @@ def test_discard_undoes_in_reverse_order_exactly(env) -> None:
     states = {u: (t.status, t.node, t.nominated) for u, t in cluster.tasks.items()}
     stmt = session.statement()
     stmt.allocate(T(cluster, "wait-0"), 1)
-    stmt.evict(T(cluster, "wait-0"), "changed our mind")               # an allocated task may be evicted
+    stmt.evict(T(cluster, "wait-0"), "changed our mind")  # an allocated task may be evicted
     stmt.evict(T(cluster, "run-0"), "x")
     stmt.allocate(T(cluster, "wait-1"), 0)
     Recorder.calls.clear()
     stmt.discard()
     assert cluster.nodes.state_bytes() == before
     assert {u: (t.status, t.node, t.nominated) for u, t in cluster.tasks.items()} == states
-    assert events() == [("on_deallocate", "wait-1"), ("on_allocate", "run-0"), ("on_allocate", "wait-0"),
-                        ("on_deallocate", "wait-0")]
+    assert events() == [
+        ("on_deallocate", "wait-1"),
+        ("on_allocate", "run-0"),
+        ("on_allocate", "wait-0"),
+        ("on_deallocate", "wait-0"),
+    ]
     assert stmt.closed and session.decisions.binds == [] and session.decisions.evictions == []
 
 
@@ -115,8 +130,11 @@ def test_save_and_restore(env) -> None:
     stmt.evict(T(cluster, "run-0"), "x")
     stmt.restore(mark)
     assert cluster.nodes.state_bytes() == at_mark and stmt.save() == mark == 1
-    assert T(cluster, "wait-1").status is TaskStatus.PIPELINED and T(cluster, "run-0").status is TaskStatus.RUNNING
-    stmt.restore(mark)                                               # restoring again is a no-op
+    assert (
+        T(cluster, "wait-1").status is TaskStatus.PIPELINED
+        and T(cluster, "run-0").status is TaskStatus.RUNNING
+    )
+    stmt.restore(mark)  # restoring again is a no-op
     stmt.commit()
     assert [b.pod for b in session.decisions.binds] == ["default/wait-0"]
 
@@ -134,15 +152,23 @@ def test_context_manager_discards_unless_committed(env) -> None:
 
 def test_discard_on_exception_inside_with(env) -> None:
     cluster, session = env
-    with pytest.raises(RuntimeError):
-        with session.statement() as stmt:
-            stmt.allocate(T(cluster, "wait-0"), 0)
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), session.statement() as stmt:
+        stmt.allocate(T(cluster, "wait-0"), 0)
+        raise RuntimeError("boom")
     assert T(cluster, "wait-0").status is TaskStatus.PENDING
 
 
-@pytest.mark.parametrize("op, name", [("allocate", "run-0"), ("allocate", "gone-0"), ("pipeline", "run-0"),
-                                      ("evict", "wait-0"), ("evict", "wait-1"), ("evict", "gone-0")])
+@pytest.mark.parametrize(
+    "op, name",
+    [
+        ("allocate", "run-0"),
+        ("allocate", "gone-0"),
+        ("pipeline", "run-0"),
+        ("evict", "wait-0"),
+        ("evict", "wait-1"),
+        ("evict", "gone-0"),
+    ],
+)
 def test_illegal_transitions(env, op: str, name: str) -> None:
     cluster, session = env
     stmt = session.statement()

@@ -10,11 +10,11 @@ import pytest
 from corral.kube.api import KubeAPI, load_client
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
-from corral.kube.runner import RunOptions, Runner
+from corral.kube.runner import Runner, RunOptions
 from corral.registry import default_config
 from tests.kube.fakeapi import FakeAPI
 
-FAST = dict(backoff=(0.02, 0.2), lease=(1.0, 0.6, 0.1), watch_timeout=30, sync_timeout=10.0)
+FAST = {"backoff": (0.02, 0.2), "lease": (1.0, 0.6, 0.1), "watch_timeout": 30, "sync_timeout": 10.0}
 
 
 @pytest.fixture
@@ -28,7 +28,9 @@ def make_runner(srv: FakeAPI, config=None, **opts) -> Runner:
     """A runner on ``srv``; options as :class:`RunOptions` with fast test timings."""
     options = RunOptions(**{**FAST, **opts})
     api = KubeAPI(load_client(host=srv.url), timeout=10.0)
-    return Runner(api, config or default_config(), options, Log(stream=io.StringIO()), Metrics(), out=io.StringIO())
+    return Runner(
+        api, config or default_config(), options, Log(stream=io.StringIO()), Metrics(), out=io.StringIO()
+    )
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-__all__ = ["FakeAPI", "TYPES"]
+__all__ = ["TYPES", "FakeAPI"]
 
 #: plural-path prefix -> (kind, apiVersion, namespaced)
 TYPES: dict[str, tuple[str, str, bool]] = {
@@ -49,8 +49,10 @@ TYPES: dict[str, tuple[str, str, bool]] = {
     "/apis/coordination.k8s.io/v1/leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 _BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}
-_PATH = re.compile(r"^(?P<base>/api/v1|/apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
-                   r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$")
+_PATH = re.compile(
+    r"^(?P<base>/api/v1|/apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
+)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -71,46 +73,58 @@ def _now() -> str:
 
 
 def _status(code: int, reason: str, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 class FakeAPI:
     """The server's state and controls; :meth:`start` serves it on an ephemeral localhost port."""
 
-    def __init__(self, served_groups: tuple[str, ...] | None = None, bookmark_interval: float = 0.2,
-                 evict_deletes: bool = False) -> None:
+    def __init__(
+        self,
+        served_groups: tuple[str, ...] | None = None,
+        bookmark_interval: float = 0.2,
+        evict_deletes: bool = False,
+    ) -> None:
         self.lock = threading.Condition()
         self.rv = 100
         self.store: dict[str, dict[tuple[str, str], dict]] = {p: {} for p in TYPES}
         self.history: dict[str, list[tuple[int, str, dict]]] = {p: [] for p in TYPES}  # (rv, type, object)
-        self.oldest = self.rv                                   # watches from below this get 410
+        self.oldest = self.rv  # watches from below this get 410
         self.served = served_groups
         self.bookmark_interval = bookmark_interval
         self.evict_deletes = evict_deletes
-        self.faults: list[list] = []                            # [method, path regex, status, count]
+        self.faults: list[list] = []  # [method, path regex, status, count]
         self.requests: list[tuple[str, str]] = []
-        self.full_requests: list[tuple[str, str]] = []          # with the query
+        self.full_requests: list[tuple[str, str]] = []  # with the query
         self.evictions: list[str] = []
         self.bindings: list[tuple[str, str]] = []
-        self.generation = 0                                     # drop_watches bumps it
+        self.generation = 0  # drop_watches bumps it
         self.server: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
     # -- controls ---------------------------------------------------------------------------------
-    def start(self) -> "FakeAPI":
+    def start(self) -> FakeAPI:
         api = self
 
         class Handler(_Handler):
             fake = api
 
         class Server(ThreadingHTTPServer):
-            request_queue_size = 256        # many watches connect at once: no SYN retries
+            request_queue_size = 256  # many watches connect at once: no SYN retries
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
         return self
 
@@ -151,7 +165,9 @@ class FakeAPI:
     def finish_deletions(self) -> int:
         """Remove every pod that carries a deletionTimestamp (its grace period ended)."""
         with self.lock:
-            gone = [key for key, o in self.store["/api/v1/pods"].items() if o["metadata"].get("deletionTimestamp")]
+            gone = [
+                key for key, o in self.store["/api/v1/pods"].items() if o["metadata"].get("deletionTimestamp")
+            ]
             for key in gone:
                 self._delete("/api/v1/pods", key)
             return len(gone)
@@ -192,7 +208,12 @@ class FakeAPI:
 
     def objects(self, kind: str) -> list[dict]:
         with self.lock:
-            return [copy.deepcopy(o) for p, (k, _, _) in TYPES.items() if k == kind for o in self.store[p].values()]
+            return [
+                copy.deepcopy(o)
+                for p, (k, _, _) in TYPES.items()
+                if k == kind
+                for o in self.store[p].values()
+            ]
 
     def update(self, kind: str, name: str, namespace: str, patch: dict) -> dict:
         """Merge-patch an object from the test (a kubelet or controller writing)."""
@@ -262,18 +283,28 @@ class FakeAPI:
             sel = (pdb.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
             if not all(labels.get(k) == v for k, v in sel.items()):
                 continue
-            healthy = sum(1 for (ns, _), p in self.store["/api/v1/pods"].items()
-                          if ns == key[0] and not p["metadata"].get("deletionTimestamp")
-                          and (p.get("status") or {}).get("phase") == "Running"
-                          and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in sel.items()))
+            healthy = sum(
+                1
+                for (ns, _), p in self.store["/api/v1/pods"].items()
+                if ns == key[0]
+                and not p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") == "Running"
+                and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in sel.items())
+            )
             spec = pdb.get("spec") or {}
             if "minAvailable" in spec:
                 allowed = healthy - int(spec["minAvailable"])
             else:
                 allowed = int(spec.get("maxUnavailable", 0))
             if allowed <= 0:
-                raise _Reply(429, _status(429, "TooManyRequests",
-                                          "Cannot evict pod as it would violate the pod's disruption budget."))
+                raise _Reply(
+                    429,
+                    _status(
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                    ),
+                )
         if self.evict_deletes:
             self._delete("/api/v1/pods", key)
         else:
@@ -290,8 +321,12 @@ class FakeAPI:
         if not node:
             raise _Reply(400, _status(400, "BadRequest", "binding target name is required"))
         if pod.get("spec", {}).get("nodeName"):
-            raise _Reply(409, _status(409, "Conflict", f"pod {key[1]} is already assigned to node "
-                                                       f"\"{pod['spec']['nodeName']}\""))
+            raise _Reply(
+                409,
+                _status(
+                    409, "Conflict", f'pod {key[1]} is already assigned to node "{pod["spec"]["nodeName"]}"'
+                ),
+            )
         if pod["metadata"].get("deletionTimestamp"):
             raise _Reply(409, _status(409, "Conflict", f"pod {key[1]} is being deleted"))
         self.bindings.append((f"{key[0]}/{key[1]}", node))
@@ -315,7 +350,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no 40 ms delayed-ACK stalls
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms delayed-ACK stalls
 
     def _send(self, code: int, body: Any, headers: dict | None = None) -> None:
         data = json.dumps(body).encode()
@@ -347,16 +382,26 @@ class _Handler(BaseHTTPRequestHandler):
                 for f in fake.faults:
                     if f[3] > 0 and f[0] == method and f[1].search(self.path):
                         f[3] -= 1
-                        raise _Reply(f[2], _status(f[2], "Injected", f"injected {f[2]}"),
-                                     {"Retry-After": "1"} if f[2] == 429 else None)
+                        raise _Reply(
+                            f[2],
+                            _status(f[2], "Injected", f"injected {f[2]}"),
+                            {"Retry-After": "1"} if f[2] == 429 else None,
+                        )
             m = _PATH.match(url.path)
             if not m:
-                raise _Reply(404, _status(404, "NotFound", "the server could not find the requested resource"))
+                raise _Reply(
+                    404, _status(404, "NotFound", "the server could not find the requested resource")
+                )
             ns, name, sub = m["ns"] or "", m["name"], m["sub"]
             tpath = f"{m['base']}/{m['plural']}"
-            if tpath not in TYPES or (fake.served is not None and m["base"].startswith("/apis/")
-                                      and m["base"].split("/")[2] not in fake.served):
-                raise _Reply(404, _status(404, "NotFound", "the server could not find the requested resource"))
+            if tpath not in TYPES or (
+                fake.served is not None
+                and m["base"].startswith("/apis/")
+                and m["base"].split("/")[2] not in fake.served
+            ):
+                raise _Reply(
+                    404, _status(404, "NotFound", "the server could not find the requested resource")
+                )
             if name is None:
                 self._collection(method, tpath, ns, query, body)
             else:
@@ -386,7 +431,7 @@ class _Handler(BaseHTTPRequestHandler):
             more = limit and len(items) > limit
             items = items[:limit] if limit else items
             out = []
-            for k, o in items:
+            for _k, o in items:
                 o = dict(o)
                 o.pop("kind", None)
                 o.pop("apiVersion", None)
@@ -422,8 +467,12 @@ class _Handler(BaseHTTPRequestHandler):
             with fake.lock:
                 gen = fake.generation
                 if since and since < fake.oldest - 1:
-                    self._chunk({"type": "ERROR", "object": _status(410, "Expired",
-                                                                    f"too old resource version: {since}")})
+                    self._chunk(
+                        {
+                            "type": "ERROR",
+                            "object": _status(410, "Expired", f"too old resource version: {since}"),
+                        }
+                    )
                     self.wfile.write(b"0\r\n\r\n")
                     return
             last_bookmark = time.monotonic()
@@ -431,11 +480,14 @@ class _Handler(BaseHTTPRequestHandler):
             while time.monotonic() < deadline:
                 with fake.lock:
                     if fake.generation != gen:
-                        break                     # dropped: end the stream with no terminator
+                        break  # dropped: end the stream with no terminator
                     hist = fake.history[tpath]
                     start = bisect.bisect_right(hist, pos, key=lambda e: e[0])
-                    batch = [(rv, t, o) for rv, t, o in hist[start:]
-                             if not ns or o["metadata"].get("namespace") == ns]
+                    batch = [
+                        (rv, t, o)
+                        for rv, t, o in hist[start:]
+                        if not ns or o["metadata"].get("namespace") == ns
+                    ]
                     current = fake.rv
                     if not batch:
                         fake.lock.wait(0.05)
@@ -448,8 +500,16 @@ class _Handler(BaseHTTPRequestHandler):
                     continue
                 pos = max(pos, current)
                 if bookmarks and time.monotonic() - last_bookmark >= fake.bookmark_interval:
-                    self._chunk({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api,
-                                                                "metadata": {"resourceVersion": str(pos)}}})
+                    self._chunk(
+                        {
+                            "type": "BOOKMARK",
+                            "object": {
+                                "kind": kind,
+                                "apiVersion": api,
+                                "metadata": {"resourceVersion": str(pos)},
+                            },
+                        }
+                    )
                     last_bookmark = time.monotonic()
             else:
                 self.wfile.write(b"0\r\n\r\n")
@@ -486,9 +546,16 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Reply(405, _status(405, "MethodNotAllowed", method))
             want = ((body or {}).get("metadata") or {}).get("resourceVersion")
             if want and want != obj["metadata"]["resourceVersion"]:
-                raise _Reply(409, _status(409, "Conflict", f"Operation cannot be fulfilled on {kind.lower()}s "
-                                                           f"\"{name}\": the object has been modified; please "
-                                                           f"apply your changes to the latest version and try again"))
+                raise _Reply(
+                    409,
+                    _status(
+                        409,
+                        "Conflict",
+                        f"Operation cannot be fulfilled on {kind.lower()}s "
+                        f'"{name}": the object has been modified; please '
+                        f"apply your changes to the latest version and try again",
+                    ),
+                )
             if method == "PUT":
                 new = copy.deepcopy(body)
                 new["metadata"] = {**obj["metadata"], **(body.get("metadata") or {})}
@@ -499,7 +566,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if sub == "status":
                     patch = {"status": patch.get("status")} if "status" in patch else {}
                 elif kind in ("PodGroup",) and "status" in patch:
-                    patch.pop("status")          # CRDs with a status subresource ignore status here
+                    patch.pop("status")  # CRDs with a status subresource ignore status here
                 new = merge_patch(obj, patch)
             self._send(200, fake._write(tpath, key, new))
 

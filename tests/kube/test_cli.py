@@ -15,16 +15,33 @@ import yaml
 
 from tests.kube.test_live import preempt_objects
 
-CONFIG = {"actions": "enqueue, allocate, preempt",
-          "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False,
-                                                        "enableReclaimable": False}, {"name": "conformance"}]},
-                    {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"},
-                                 {"name": "binpack"}]}]}
+CONFIG = {
+    "actions": "enqueue, allocate, preempt",
+    "tiers": [
+        {
+            "plugins": [
+                {"name": "priority"},
+                {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
+                {"name": "conformance"},
+            ]
+        },
+        {
+            "plugins": [
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder"},
+                {"name": "binpack"},
+            ]
+        },
+    ],
+}
 
 
 def _corral(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     code = "from corral.cli import main; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_dry_run_prints_what_schedule_prints(server, tmp_path: Path) -> None:
@@ -32,10 +49,27 @@ def test_dry_run_prints_what_schedule_prints(server, tmp_path: Path) -> None:
     server.add_all(objs)
     (tmp_path / "snap.yaml").write_text(yaml.safe_dump_all(objs))
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(CONFIG))
-    common = ["--config", str(tmp_path / "config.yaml"), "--now", "2026-01-01T00:00:00Z", "--cycles", "2",
-              "--period", "0.5"]
-    live = _corral("run", "--server", server.url, "--dry-run", "--metrics-port", "-1",
-                   "--dump", str(tmp_path / "dump"), *common)
+    common = [
+        "--config",
+        str(tmp_path / "config.yaml"),
+        "--now",
+        "2026-01-01T00:00:00Z",
+        "--cycles",
+        "2",
+        "--period",
+        "0.5",
+    ]
+    live = _corral(
+        "run",
+        "--server",
+        server.url,
+        "--dry-run",
+        "--metrics-port",
+        "-1",
+        "--dump",
+        str(tmp_path / "dump"),
+        *common,
+    )
     assert live.returncode == 0, live.stderr
     snap = _corral("schedule", str(tmp_path / "snap.yaml"), "-o", "json", *common)
     assert snap.returncode == 0, snap.stderr
@@ -58,8 +92,19 @@ def test_bad_options_are_one_line_exit_2(tmp_path: Path) -> None:
 def test_end_to_end_on_a_real_cluster(tmp_path: Path) -> None:
     """Against the cluster of $KUBECONFIG, read-only: the cache syncs, one dry-run cycle runs, and the dump
     decides the same through ``corral schedule``."""
-    res = _corral("run", "--dry-run", "--cycles", "1", "--metrics-port", "-1", "--dump", str(tmp_path / "dump"),
-                  "--now", "2026-01-01T00:00:00Z", timeout=600)
+    res = _corral(
+        "run",
+        "--dry-run",
+        "--cycles",
+        "1",
+        "--metrics-port",
+        "-1",
+        "--dump",
+        str(tmp_path / "dump"),
+        "--now",
+        "2026-01-01T00:00:00Z",
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr
     again = _corral("schedule", str(tmp_path / "dump"), "-o", "json", "--now", "2026-01-01T00:00:00Z")
     assert again.returncode == 0, again.stderr

@@ -16,8 +16,10 @@ from tests.kube.test_live import NOW, PREEMPT, gang_objects, preempt_objects, wa
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 _VERB = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-_PATH = re.compile(r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+)?/(?P<res>[^/?]+)"
-                   r"(?:/(?P<name>[^/?]+))?(?:/(?P<sub>[^/?]+))?")
+_PATH = re.compile(
+    r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+)?/(?P<res>[^/?]+)"
+    r"(?:/(?P<name>[^/?]+))?(?:/(?P<sub>[^/?]+))?"
+)
 
 
 def _rules() -> set[tuple[str, str, str]]:
@@ -57,7 +59,7 @@ def test_rbac_grants_exactly_what_is_used(server, runner_factory) -> None:
     r.cycle(NOW)
     cluster, _ = r.cache.build()
     r.applier.apply(Decisions(node_locks=[NodeLock("n1", "default/high", 1)]), cluster, NOW)
-    assert wait_for(lambda: any(m == "PUT" for m, _ in seen))        # a lease renewal
+    assert wait_for(lambda: any(m == "PUT" for m, _ in seen))  # a lease renewal
     r.stop()
     used = _used(server.full_requests)
     rules = _rules()
@@ -65,7 +67,7 @@ def test_rbac_grants_exactly_what_is_used(server, runner_factory) -> None:
     assert not missing, missing
     # every rule is a verb the scheduler uses (watch and list of every watched kind, writes seen above)
     unused = {x for x in rules if x not in used and x[2] not in ("watch",)}
-    kai = {x for x in unused if x[0] == "scheduling.run.ai"}       # same calls as Volcano's kinds
+    kai = {x for x in unused if x[0] == "scheduling.run.ai"}  # same calls as Volcano's kinds
     assert unused - kai == set(), unused - kai
 
 

@@ -13,8 +13,8 @@ from corral.framework.config import parse_config
 from corral.manifests.fields import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.kube.conftest import make_runner
-from tests.kube.fakeapi import FakeAPI
 from tests.kube.fakeapi import _BY_KIND as SERVED_KINDS
+from tests.kube.fakeapi import FakeAPI
 from tests.scenarios.expand import T0, expand
 
 CASES = sorted((Path(__file__).parent.parent / "scenarios" / "cases").glob("*.yaml"))
@@ -54,8 +54,9 @@ def test_dry_run_decides_as_schedule(path: Path, tmp_path: Path, shared_server: 
     # objects of kinds corral does not watch (another group's PodGroup, a Deployment) live in resources
     # the live scheduler never lists, as on a real API server; the snapshot path skips them too
     shared_server.add_all([o for o in objects if (o.get("kind"), o.get("apiVersion")) in SERVED_KINDS])
-    runner = make_runner(shared_server, config, dry_run=True, cycles=cycles, now=now, period=0.0,
-                         clock_step=period)
+    runner = make_runner(
+        shared_server, config, dry_run=True, cycles=cycles, now=now, period=0.0, clock_step=period
+    )
     try:
         runner.start()
         got = runner.run().to_json(cycles)

@@ -23,29 +23,58 @@ from tests.kube.fakeapi import FakeAPI
 from tests.scenarios.expand import T0, expand
 
 NOW = parse_time(T0)
-PREEMPT = parse_config({
-    "actions": "enqueue, allocate, preempt",
-    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False,
-                                                  "enableReclaimable": False}, {"name": "conformance"}]},
-              {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"},
-                           {"name": "binpack"}]}]}, REGISTRY, "test")
+PREEMPT = parse_config(
+    {
+        "actions": "enqueue, allocate, preempt",
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": "priority"},
+                    {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
+                    {"name": "conformance"},
+                ]
+            },
+            {
+                "plugins": [
+                    {"name": "predicates"},
+                    {"name": "proportion"},
+                    {"name": "nodeorder"},
+                    {"name": "binpack"},
+                ]
+            },
+        ],
+    },
+    REGISTRY,
+    "test",
+)
 
 
 def preempt_objects(pdb: bool = False) -> list[dict]:
-    case = {"nodes": [{"name": "n1"}, {"name": "n2"}, {"name": "n3", "gpu": 2}],
-            "jobs": [{"name": "low-a", "priority": 10, "pods": [{"count": 2, "gpu": 4, "nodes": ["n1", "n1"],
-                                                                 "labels": {"app": "low-a"}}]},
-                     {"name": "low-b", "priority": 20, "pods": [{"count": 2, "gpu": 4, "nodes": ["n2", "n2"]}]},
-                     {"name": "high", "priority": 100, "pods": [{"count": 1, "gpu": 8}]},
-                     {"name": "small", "priority": 5, "pods": [{"count": 1, "gpu": 1}]}]}
+    case = {
+        "nodes": [{"name": "n1"}, {"name": "n2"}, {"name": "n3", "gpu": 2}],
+        "jobs": [
+            {
+                "name": "low-a",
+                "priority": 10,
+                "pods": [{"count": 2, "gpu": 4, "nodes": ["n1", "n1"], "labels": {"app": "low-a"}}],
+            },
+            {"name": "low-b", "priority": 20, "pods": [{"count": 2, "gpu": 4, "nodes": ["n2", "n2"]}]},
+            {"name": "high", "priority": 100, "pods": [{"count": 1, "gpu": 8}]},
+            {"name": "small", "priority": 5, "pods": [{"count": 1, "gpu": 1}]},
+        ],
+    }
     if pdb:
         case["pdbs"] = [{"name": "keep-a", "selector": {"app": "low-a"}, "minAvailable": 2}]
     return expand(case)
 
 
 def gang_objects(count: int = 4, gpu: int = 8, nodes: int = 4) -> list[dict]:
-    return expand({"nodes": [{"name": f"n{i}"} for i in range(1, nodes + 1)],
-                   "jobs": [{"name": "train", "pods": [{"count": count, "gpu": gpu}]}]})
+    return expand(
+        {
+            "nodes": [{"name": f"n{i}"} for i in range(1, nodes + 1)],
+            "jobs": [{"name": "train", "pods": [{"count": count, "gpu": gpu}]}],
+        }
+    )
 
 
 def wait_for(cond, timeout: float = 5.0) -> bool:
@@ -75,7 +104,7 @@ def test_gang_binds_through_the_binding_subresource(server: FakeAPI, runner_fact
     assert sorted(p for p, _ in server.bindings) == [f"default/train-{i}" for i in range(4)]
     assert {node_of(server, f"train-{i}") for i in range(4)} == {"n1", "n2", "n3", "n4"}
     pg = server.get("PodGroup", "train", "default")
-    assert pg["status"]["phase"] == "Running"                # the phase patch went to /status
+    assert pg["status"]["phase"] == "Running"  # the phase patch went to /status
     # the next cycle, before or after the watch shows the binds, never binds again
     r.cycle(NOW + 1)
     assert wait_for(lambda: all(node_of(server, f"train-{i}") for i in range(4)))
@@ -93,10 +122,12 @@ def test_unschedulable_gang_gets_events_once(server: FakeAPI, runner_factory) ->
     events = server.objects("Event")
     kinds = Counter(e["involvedObject"]["kind"] for e in events)
     assert kinds == {"PodGroup": 1, "Pod": 5}
-    assert all(e["reason"] == "Unschedulable" and e["message"] == res.decisions.unschedulable[0].reason
-               for e in events)
+    assert all(
+        e["reason"] == "Unschedulable" and e["message"] == res.decisions.unschedulable[0].reason
+        for e in events
+    )
     r.cycle(NOW + 1)
-    assert len(server.objects("Event")) == 6                  # the same reason is not repeated at once
+    assert len(server.objects("Event")) == 6  # the same reason is not repeated at once
 
 
 def _victims_leave_then_preemptor_binds(server: FakeAPI, runner) -> None:
@@ -119,9 +150,12 @@ def test_preempt_evicts_then_binds_after_victims_leave(server: FakeAPI, runner_f
     assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"]
     assert server.get("Pod", "high-0", "default")["status"]["nominatedNodeName"] == "n1"
     assert node_of(server, "small-0") == "n3"
-    assert wait_for(lambda: all(server.get("Pod", f"low-a-{i}", "default")["metadata"].get("deletionTimestamp")
-                                for i in range(2)))
-    r.cycle(NOW + 1)                                          # victims still releasing: not evicted again
+    assert wait_for(
+        lambda: all(
+            server.get("Pod", f"low-a-{i}", "default")["metadata"].get("deletionTimestamp") for i in range(2)
+        )
+    )
+    r.cycle(NOW + 1)  # victims still releasing: not evicted again
     assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"]
     _victims_leave_then_preemptor_binds(server, r)
 
@@ -138,8 +172,8 @@ def test_pdb_refusal_is_reported_not_retried(server: FakeAPI, runner_factory) ->
     asked = len(server.evictions)
     for k in range(1, 4):
         r.cycle(NOW + k)
-    assert len(server.evictions) == asked                     # no loop against the budget
-    assert node_of(server, "small-0") == "n3"                 # the other decisions were applied
+    assert len(server.evictions) == asked  # no loop against the budget
+    assert node_of(server, "small-0") == "n3"  # the other decisions were applied
 
 
 def test_partial_gang_bind_is_reported_and_finished_next_cycle(server: FakeAPI, runner_factory) -> None:
@@ -162,8 +196,8 @@ def test_bind_conflict_rereads_and_counts_a_landed_bind(server: FakeAPI, runner_
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)
-    server.update("Pod", "train-0", "default", {"spec": {"nodeName": "n1"}})   # someone bound it meanwhile
-    with r.cache.lock:                                            # ... and the watch has not shown it yet
+    server.update("Pod", "train-0", "default", {"spec": {"nodeName": "n1"}})  # someone bound it meanwhile
+    with r.cache.lock:  # ... and the watch has not shown it yet
         stale = r.cache.stores[next(t for t in r.cache.resources if t.kind == "Pod")]["default/train-0"]
         stale.raw["spec"].pop("nodeName", None)
     outcome = r.applier._bind("default/train-0", "n1")
@@ -195,17 +229,19 @@ def test_api_errors_and_dropped_watches_do_not_stop_the_cache(server: FakeAPI, r
     server.drop_watches()
     server.add_all(expand({"jobs": [{"name": "late", "pods": [{"count": 1, "gpu": 1}]}]}))
     assert wait_for(lambda: r.cache.find("Pod", "default/late-0") is not None)
-    server.fail("GET", r"^/api/v1/pods\?.*watch=true", 500, count=2)   # the watch cannot reconnect ...
+    server.fail("GET", r"^/api/v1/pods\?.*watch=true", 500, count=2)  # the watch cannot reconnect ...
     server.drop_watches()
     server.add_all(expand({"jobs": [{"name": "later", "pods": [{"count": 1, "gpu": 1}]}]}))
-    server.compact()                                           # ... until its version is too old: 410, relist
+    server.compact()  # ... until its version is too old: 410, relist
     assert wait_for(lambda: r.cache.find("Pod", "default/later-0") is not None)
     assert r.log.matching("watch too old (410 Gone): relisting")
     r.cycle(NOW)
     assert {p for p, _ in server.bindings} == {"default/train-0", "default/late-0", "default/later-0"}
     errors = r.metrics.render().decode()
-    for line in ('corral_api_errors_total{code="500",resource="nodes",verb="list"} 2.0',
-                 'corral_api_errors_total{code="429",resource="pods",verb="list"} 1.0'):
+    for line in (
+        'corral_api_errors_total{code="500",resource="nodes",verb="list"} 2.0',
+        'corral_api_errors_total{code="429",resource="pods",verb="list"} 1.0',
+    ):
         assert line in errors, line
 
 
@@ -221,14 +257,14 @@ def test_killed_between_evictions_and_binds_resumes_without_repeats(server: Fake
     assert first.cache.wait_synced(5)
     with pytest.raises(Killed):
         first.cycle(NOW)
-    first.cache.stop()                                        # the process is gone: no clean shutdown
+    first.cache.stop()  # the process is gone: no clean shutdown
     assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"] and not server.bindings
     second = runner_factory(PREEMPT, now=NOW)
     second.start()
     assert second.cache.wait_synced(5)
     second.cycle(NOW + 1)
-    assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"]   # recognised, not repeated
-    assert node_of(server, "small-0") == "n3"                 # the binds of the lost cycle are decided again
+    assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"]  # recognised, not repeated
+    assert node_of(server, "small-0") == "n3"  # the binds of the lost cycle are decided again
     _victims_leave_then_preemptor_binds(server, second)
 
 
@@ -246,7 +282,7 @@ def test_leader_election_one_replica_schedules(server: FakeAPI, runner_factory) 
     time.sleep(0.3)
     assert a.is_leader() and not b.is_leader() and a.cycle_no > 0 and b.cycle_no == 0
     assert b.health() == (True, "ok (standby)")
-    a.stop()                                                  # releases the lease
+    a.stop()  # releases the lease
     assert wait_for(b.is_leader, 5)
     server.add_all(expand({"jobs": [{"name": "next", "pods": [{"count": 1, "gpu": 1}]}]}))
     assert wait_for(lambda: node_of(server, "next-0") == "n1")
@@ -258,8 +294,12 @@ def test_leader_election_one_replica_schedules(server: FakeAPI, runner_factory) 
 def test_bad_objects_are_logged_once_and_left_out(server: FakeAPI, runner_factory) -> None:
     objs = gang_objects(count=1, nodes=1)
     bad_pod = expand({"jobs": [{"name": "bad", "bare": True, "pods": [{"count": 1, "cpu": "lots"}]}]})
-    orphan_queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q1"},
-                    "spec": {"parent": "nowhere"}}
+    orphan_queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "q1"},
+        "spec": {"parent": "nowhere"},
+    }
     server.add_all(objs + bad_pod + [orphan_queue])
     r = runner_factory(now=NOW)
     r.start()
@@ -269,7 +309,9 @@ def test_bad_objects_are_logged_once_and_left_out(server: FakeAPI, runner_factor
     assert node_of(server, "train-0") == "n1"
     read = r.log.matching("object left out: the model cannot read it")
     used = r.log.matching("object left out: the model cannot use it")
-    assert [(x["object"], x["field"]) for x in read] == [("default/bad-0", "spec.containers[0].resources.requests.cpu")]
+    assert [(x["object"], x["field"]) for x in read] == [
+        ("default/bad-0", "spec.containers[0].resources.requests.cpu")
+    ]
     assert [(x["object"], x["field"]) for x in used] == [("Queue q1", "spec.parent")]
     assert r.metrics.bad._value.get() == 1
 
@@ -278,14 +320,19 @@ def test_missing_crds_are_skipped_with_one_line(runner_factory) -> None:
     srv = FakeAPI(served_groups=("scheduling.k8s.io", "policy", "coordination.k8s.io")).start()
     try:
         from tests.kube.conftest import make_runner
+
         r = make_runner(srv, now=NOW)
         srv.add_all([o for o in gang_objects(count=1, nodes=1) if o["kind"] in ("Node", "Pod")])
         r.start()
         assert r.cache.wait_synced(5)
         skipped = sorted(x["resource"] for x in r.log.matching("resource not served by the cluster: skipped"))
-        assert skipped == ["hypernodes.topology.volcano.sh", "podgroups.scheduling.run.ai",
-                           "podgroups.scheduling.volcano.sh", "queues.scheduling.run.ai",
-                           "queues.scheduling.volcano.sh"]
+        assert skipped == [
+            "hypernodes.topology.volcano.sh",
+            "podgroups.scheduling.run.ai",
+            "podgroups.scheduling.volcano.sh",
+            "queues.scheduling.run.ai",
+            "queues.scheduling.volcano.sh",
+        ]
         r.cycle(NOW)
         assert r.cycle_no == 1
         r.stop()
@@ -313,7 +360,7 @@ def test_dump_reads_back_with_the_same_decisions(server: FakeAPI, runner_factory
     now = parse_time((tmp_path / "dump" / "NOW").read_text().strip())
     again = schedule_snapshot([tmp_path / "dump"], PREEMPT, now)
     assert again.to_json(1) == live.to_json(1) and live.evictions
-    assert not server.bindings and not server.evictions        # dry run writes nothing
+    assert not server.bindings and not server.evictions  # dry run writes nothing
     assert all(m == "GET" for m, _ in server.requests)
 
 
@@ -324,26 +371,39 @@ def test_metrics_and_healthz(server: FakeAPI, runner_factory) -> None:
     try:
         port = http.server_address[1]
         with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)   # not synced yet
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)  # not synced yet
         r.start()
         assert r.cache.wait_synced(5)
         r.cycle(NOW)
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read() == b"ok\n"
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        for name in ("corral_cycle_seconds_count 1.0", 'corral_decisions_total{kind="binds"} 1.0',
-                     "corral_pending_pods 1.0", 'corral_applied_total{kind="binds",outcome="done"} 1.0',
-                     'corral_cache_objects{resource="pods"} 1.0'):
+        for name in (
+            "corral_cycle_seconds_count 1.0",
+            'corral_decisions_total{kind="binds"} 1.0',
+            "corral_pending_pods 1.0",
+            'corral_applied_total{kind="binds",outcome="done"} 1.0',
+            'corral_cache_objects{resource="pods"} 1.0',
+        ):
             assert name in text, name
     finally:
         http.shutdown()
 
 
-def test_a_job_that_fits_nowhere_is_remembered_across_cycles(server: FakeAPI, runner_factory, monkeypatch) -> None:
+def test_a_job_that_fits_nowhere_is_remembered_across_cycles(
+    server: FakeAPI, runner_factory, monkeypatch
+) -> None:
     """Each cycle's cluster is a new object; the runner hands every one its skip memory, so a job whose
     pod fit nowhere is known to fail in the next cycle (no placement search), with the same reason."""
     from corral.framework import skipcache
-    server.add_all(expand({"nodes": [{"name": "n1"}, {"name": "n2"}],
-                           "jobs": [{"name": "big", "pods": [{"count": 1, "gpu": 16}]}]}))
+
+    server.add_all(
+        expand(
+            {
+                "nodes": [{"name": "n1"}, {"name": "n2"}],
+                "jobs": [{"name": "big", "pods": [{"count": 1, "gpu": 16}]}],
+            }
+        )
+    )
     blocked: list[bool] = []
     real = skipcache.Skipper.still_blocked
 
@@ -351,14 +411,17 @@ def test_a_job_that_fits_nowhere_is_remembered_across_cycles(server: FakeAPI, ru
         got = real(self, job)
         blocked.append(got)
         return got
+
     monkeypatch.setattr(skipcache.Skipper, "still_blocked", recording)
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)
     first = r.cycle(NOW)
     assert first is not None and "default/big" in r.skip_memory.blocked
-    assert not any(blocked)                       # nothing known yet in the first cycle
+    assert not any(blocked)  # nothing known yet in the first cycle
     second = r.cycle(NOW + 1)
-    assert second is not None and any(blocked)    # known to fail: its placement is not searched again
-    assert [u.reason for u in second.decisions.unschedulable] == [u.reason for u in first.decisions.unschedulable]
+    assert second is not None and any(blocked)  # known to fail: its placement is not searched again
+    assert [u.reason for u in second.decisions.unschedulable] == [
+        u.reason for u in first.decisions.unschedulable
+    ]
     assert second.decisions.unschedulable and not server.bindings

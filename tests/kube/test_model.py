@@ -50,9 +50,22 @@ def fingerprint(c: Cluster) -> dict:
     n = c.nodes
     return {
         "resources": list(c.resources.names),
-        "nodes": [_value(x) for x in (n.names, n.allocatable, n.used, n.releasing, n.pipelined, n.labels,
-                                      n.taints, n.unschedulable, n.down, n.locked_for,
-                                      getattr(n, "annotations", None))],
+        "nodes": [
+            _value(x)
+            for x in (
+                n.names,
+                n.allocatable,
+                n.used,
+                n.releasing,
+                n.pipelined,
+                n.labels,
+                n.taints,
+                n.unschedulable,
+                n.down,
+                n.locked_for,
+                getattr(n, "annotations", None),
+            )
+        ],
         "tasks": [(uid, _fields(t)) for uid, t in c.tasks.items()],
         "jobs": [(uid, _fields(j)) for uid, j in c.jobs.items()],
         "queues": [(name, _fields(q)) for name, q in c.queues.items()],
@@ -106,7 +119,7 @@ def _changes(cache: WatchCache, step: int) -> None:
     added["metadata"]["uid"] = f"uid-again-{step}-{added['metadata'].get('uid')}"
     cache.event(pod_type, "ADDED", added)
     node_type = TYPES[("Node", "v1")]
-    for e in list(cache.stores[node_type].values())[step - 1:step]:
+    for e in list(cache.stores[node_type].values())[step - 1 : step]:
         node = copy.deepcopy(e.raw)
         node.setdefault("metadata", {}).setdefault("labels", {})["corral-test"] = str(step)
         if step == 2:
@@ -134,7 +147,7 @@ def test_incremental_model_is_the_full_assembly(path: Path) -> None:
     for step in range(3):
         decisions = run_cycle(cluster, config, REGISTRY, now + step, step + 1)
         if step == 0:
-            cluster = cache.build()[0]                 # nothing changed: the cycle's changes undone
+            cluster = cache.build()[0]  # nothing changed: the cycle's changes undone
             seen.add(cache.model.last)
             assert fingerprint(cluster) == fingerprint(_fresh(cache))
             decisions = run_cycle(cluster, config, REGISTRY, now + step, step + 1)
@@ -144,8 +157,9 @@ def test_incremental_model_is_the_full_assembly(path: Path) -> None:
         cluster = cache.build()[0]
         seen.add(cache.model.last)
         assert fingerprint(cluster) == fingerprint(_fresh(cache)), f"step {step}, {cache.model.last}"
-        assert cache.model.pending == sum(1 for t in cluster.tasks.values()
-                                          if t.managed and t.status.value in ("Pending", "Pipelined"))
+        assert cache.model.pending == sum(
+            1 for t in cluster.tasks.values() if t.managed and t.status.value in ("Pending", "Pipelined")
+        )
     assert "unchanged" in seen
 
 
@@ -164,11 +178,11 @@ def test_incremental_steps_are_taken() -> None:
     node = copy.deepcopy(next(iter(cache.stores[node_type].values())).raw)
     cache.event(node_type, "MODIFIED", {**node, "metadata": {**node["metadata"], "resourceVersion": "99"}})
     cache.build()
-    assert cache.model.last == "unchanged"             # a heartbeat: the node reads the same
+    assert cache.model.last == "unchanged"  # a heartbeat: the node reads the same
     node["metadata"].setdefault("labels", {})["new"] = "label"
     cache.event(node_type, "MODIFIED", node)
     cluster = cache.build()[0]
-    assert cache.model.last == "incremental"           # node rows and the HyperNode tree built again
+    assert cache.model.last == "incremental"  # node rows and the HyperNode tree built again
     assert fingerprint(cluster) == fingerprint(_fresh(cache))
     extra = copy.deepcopy(node)
     extra["metadata"]["name"] = "zz-new-node"
@@ -179,17 +193,37 @@ def test_incremental_steps_are_taken() -> None:
 
 def _objects() -> list[dict]:
     return [
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-         "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "10"}}},
-        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-         "metadata": {"name": "g", "namespace": "ns"}, "spec": {"minMember": 1}},
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "10"}},
+        },
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ns"},
+            "spec": {"minMember": 1},
+        },
     ] + [
-        {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}",
-                      "annotations": {"scheduling.k8s.io/group-name": "g"},
-                      "creationTimestamp": T0},
-         "spec": {"schedulerName": "corral", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-         "status": {"phase": "Pending"}} for i in range(3)]
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"p{i}",
+                "namespace": "ns",
+                "uid": f"u{i}",
+                "annotations": {"scheduling.k8s.io/group-name": "g"},
+                "creationTimestamp": T0,
+            },
+            "spec": {
+                "schedulerName": "corral",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+            "status": {"phase": "Pending"},
+        }
+        for i in range(3)
+    ]
 
 
 def test_bad_object_logged_once_left_out_and_back_when_fixed() -> None:
@@ -218,7 +252,7 @@ def test_duplicate_uid_falls_back_to_the_full_assembly() -> None:
     cache.build()
     pod_type = TYPES[("Pod", "v1")]
     twin = copy.deepcopy(cache.stores[pod_type]["ns/p1"].raw)
-    twin["metadata"]["name"] = "p9"                   # the uid of p1
+    twin["metadata"]["name"] = "p9"  # the uid of p1
     cache.event(pod_type, "ADDED", twin)
     cluster = cache.build()[0]
     assert cache.model.last == "full"
@@ -230,14 +264,25 @@ def test_duplicate_uid_falls_back_to_the_full_assembly() -> None:
 def test_jobs_keep_the_loader_order() -> None:
     """Jobs without a podgroup follow their first pod: deleting a job's first pod can move it behind
     another job, as a full assembly orders them."""
+
     def pod(name: str, group: str | None) -> dict:
         meta: dict = {"name": name, "namespace": "ns", "uid": f"u-{name}", "creationTimestamp": T0}
         if group:
             meta["annotations"] = {"scheduling.k8s.io/group-name": group}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                "spec": {"schedulerName": "corral", "containers": [{"name": "c"}]}, "status": {"phase": "Pending"}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {"schedulerName": "corral", "containers": [{"name": "c"}]},
+            "status": {"phase": "Pending"},
+        }
 
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "8"}},
+    }
     cache = _cache([node, pod("b", "x"), pod("c", None), pod("d", "x")])
     assert list(cache.build()[0].jobs) == ["ns/x", "ns/c"]
     pod_type = TYPES[("Pod", "v1")]
@@ -264,16 +309,29 @@ def test_pending_count_follows_changes() -> None:
     cache.event(pod_type, "DELETED", cache.stores[pod_type]["ns/p2"].raw)
     cluster = cache.build()[0]
     assert cache.model.last == "incremental" and cache.model.pending == 1
-    assert cache.model.pending == sum(1 for t in cluster.tasks.values() if t.managed and t.status.value == "Pending")
+    assert cache.model.pending == sum(
+        1 for t in cluster.tasks.values() if t.managed and t.status.value == "Pending"
+    )
 
 
 def test_node_label_change_moves_hypernode_membership() -> None:
     def node(name: str, rack: str) -> dict:
-        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"rack": rack}},
-                "status": {"allocatable": {"cpu": "8"}}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"rack": rack}},
+            "status": {"allocatable": {"cpu": "8"}},
+        }
 
-    hn = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "rack-a"},
-          "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "a"}}}}]}}
+    hn = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "rack-a"},
+        "spec": {
+            "tier": 1,
+            "members": [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "a"}}}}],
+        },
+    }
     cache = _cache([node("n1", "a"), node("n2", "b"), hn])
     cluster = cache.build()[0]
     assert cluster.hypernodes.hypernodes["rack-a"].mask.tolist() == [True, False]

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from corral.errors import InputError
 from corral.manifests.fields import Obj, format_time, parse_duration, parse_time
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("90s", 90), ("5m", 300), ("1h30m", 5400), ("1.5h", 5400), ("250ms", 0.25), ("2d", 172800),
-    ("1h0m10s", 3610), ("100us", 1e-4), ("10ns", 1e-8), ("0s", 0), ("42", 42), ("2.5", 2.5),
-    (90, 90), (1.5, 1.5),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("90s", 90),
+        ("5m", 300),
+        ("1h30m", 5400),
+        ("1.5h", 5400),
+        ("250ms", 0.25),
+        ("2d", 172800),
+        ("1h0m10s", 3610),
+        ("100us", 1e-4),
+        ("10ns", 1e-8),
+        ("0s", 0),
+        ("42", 42),
+        ("2.5", 2.5),
+        (90, 90),
+        (1.5, 1.5),
+    ],
+)
 def test_parse_duration(text: object, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -28,15 +42,24 @@ def test_parse_duration_rejects(bad: object) -> None:
     assert err.value.describe().startswith("f.yaml: Queue q: field spec.preemptMinRuntime: ")
 
 
-@pytest.mark.parametrize("text", ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00z", "2026-01-01T01:00:00+01:00",
-                                  "2026-01-01T00:00:00", "2026-01-01T00:00:00.000Z", "2026-01-01 00:00:00Z"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-01-01T00:00:00Z",
+        "2026-01-01T00:00:00z",
+        "2026-01-01T01:00:00+01:00",
+        "2026-01-01T00:00:00",
+        "2026-01-01T00:00:00.000Z",
+        "2026-01-01 00:00:00Z",
+    ],
+)
 def test_parse_time(text: str) -> None:
     assert parse_time(text) == T0
 
 
 def test_parse_time_accepts_datetimes_yaml_already_parsed() -> None:
-    assert parse_time(datetime(2026, 1, 1, tzinfo=timezone.utc)) == T0
-    assert parse_time(datetime(2026, 1, 1)) == T0           # naive means UTC
+    assert parse_time(datetime(2026, 1, 1, tzinfo=UTC)) == T0
+    assert parse_time(datetime(2026, 1, 1)) == T0  # naive means UTC
 
 
 @pytest.mark.parametrize("bad", ["yesterday", "2026-13-01T00:00:00Z", "", 1767225600, None])
@@ -60,8 +83,15 @@ def test_obj_identity_and_errors() -> None:
     assert Obj({"metadata": {"name": "p"}}, "f", "Pod", True).namespace == "default"
 
 
-@pytest.mark.parametrize("raw, field", [({}, "metadata"), ({"metadata": "x"}, "metadata"),
-                                        ({"metadata": {}}, "metadata.name"), ({"metadata": {"name": ""}}, "metadata.name")])
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        ({}, "metadata"),
+        ({"metadata": "x"}, "metadata"),
+        ({"metadata": {}}, "metadata.name"),
+        ({"metadata": {"name": ""}}, "metadata.name"),
+    ],
+)
 def test_obj_needs_metadata_and_name(raw: dict, field: str) -> None:
     with pytest.raises(InputError) as err:
         Obj(raw, "f.yaml", "Node", False)

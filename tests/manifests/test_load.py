@@ -21,8 +21,10 @@ def names(objs: list) -> list[str]:
 
 def test_multi_document_yaml_skips_empty_documents(tmp_path: Path) -> None:
     f = tmp_path / "s.yaml"
-    f.write_text("---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n---\n"
-                 "apiVersion: v1\nkind: Node\nmetadata: {name: b}\n...\n")
+    f.write_text(
+        "---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: b}\n...\n"
+    )
     objs = read_objects([f])
     assert names(objs) == ["a", "b"] and {file for file, _ in objs} == {str(f)}
 
@@ -63,12 +65,15 @@ def test_files_keep_the_given_order(tmp_path: Path) -> None:
     assert names(read_objects([tmp_path / "2.yaml", tmp_path / "1.yaml"])) == ["two", "one"]
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("bad.yaml", "a: [1,\n", "malformed YAML at line"),
-    ("bad.json", '{"a": 1,}', "malformed JSON at line 1"),
-    ("scalar.yaml", "42\n", "expected a Kubernetes object"),
-    ("list.yaml", "- 1\n- 2\n", "expected a Kubernetes object"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("bad.yaml", "a: [1,\n", "malformed YAML at line"),
+        ("bad.json", '{"a": 1,}', "malformed JSON at line 1"),
+        ("scalar.yaml", "42\n", "expected a Kubernetes object"),
+        ("list.yaml", "- 1\n- 2\n", "expected a Kubernetes object"),
+    ],
+)
 def test_malformed(tmp_path: Path, name: str, text: str, message: str) -> None:
     f = tmp_path / name
     f.write_text(text)
@@ -81,7 +86,7 @@ def test_missing_path_and_empty_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         read_objects([tmp_path / "nope.yaml"])
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="no .yaml"):
+    with pytest.raises(InputError, match=r"no \.yaml"):
         read_objects([tmp_path / "empty"])
 
 

@@ -9,9 +9,16 @@ import yaml
 
 
 def _sidecar_pod(inits: list, main_cpu: str = "1") -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-            "spec": {"schedulerName": "corral", "initContainers": inits,
-                     "containers": [{"name": "main", "resources": {"requests": {"cpu": main_cpu}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "schedulerName": "corral",
+            "initContainers": inits,
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": main_cpu}}}],
+        },
+    }
 
 
 def _init(cpu: str, sidecar: bool = False) -> dict:
@@ -21,17 +28,25 @@ def _init(cpu: str, sidecar: bool = False) -> dict:
     return c
 
 
-@pytest.mark.parametrize("inits,main,want", [
-    ([_init("2")], "1", 2.0),                                   # classic init: max(1, 2)
-    ([_init("2", sidecar=True)], "1", 3.0),                     # sidecar: summed with main (issue example)
-    ([_init("1", sidecar=True), _init("3")], "1", 4.0),         # a later init runs beside the sidecar: 1+3
-    ([_init("3"), _init("1", sidecar=True)], "1", 3.0),         # an earlier init does not: max(3, 1+1)
-    ([_init("1", sidecar=True), _init("1", sidecar=True), _init("1")], "0", 3.0),
-])
+@pytest.mark.parametrize(
+    "inits,main,want",
+    [
+        ([_init("2")], "1", 2.0),  # classic init: max(1, 2)
+        ([_init("2", sidecar=True)], "1", 3.0),  # sidecar: summed with main (issue example)
+        ([_init("1", sidecar=True), _init("3")], "1", 4.0),  # a later init runs beside the sidecar: 1+3
+        ([_init("3"), _init("1", sidecar=True)], "1", 3.0),  # an earlier init does not: max(3, 1+1)
+        ([_init("1", sidecar=True), _init("1", sidecar=True), _init("1")], "0", 3.0),
+    ],
+)
 def test_sidecar_init_containers_are_charged_like_kubernetes(tmp_path, inits, main, want) -> None:
     from corral.manifests.build import load_snapshot
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
-            "status": {"allocatable": {"cpu": "64", "pods": "10"}}}
+
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n"},
+        "status": {"allocatable": {"cpu": "64", "pods": "10"}},
+    }
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump_all([node, _sidecar_pod(inits, main)]))
     cluster = load_snapshot([path])

@@ -11,22 +11,40 @@ R = "requiredDuringSchedulingIgnoredDuringExecution"
 P = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-@pytest.mark.parametrize("op, values, labels, hit", [
-    ("In", ("a", "b"), {"k": "a"}, True), ("In", ("a",), {"k": "c"}, False), ("In", ("a",), {}, False),
-    ("NotIn", ("a",), {"k": "b"}, True), ("NotIn", ("a",), {}, True), ("NotIn", ("a",), {"k": "a"}, False),
-    ("Exists", (), {"k": ""}, True), ("Exists", (), {}, False),
-    ("DoesNotExist", (), {}, True), ("DoesNotExist", (), {"k": "x"}, False),
-    ("Gt", ("5",), {"k": "6"}, True), ("Gt", ("5",), {"k": "5"}, False), ("Gt", ("5",), {"k": "x"}, False),
-    ("Gt", ("5",), {}, False), ("Lt", ("5",), {"k": "-1"}, True), ("Lt", ("5",), {"k": "5"}, False),
-])
+@pytest.mark.parametrize(
+    "op, values, labels, hit",
+    [
+        ("In", ("a", "b"), {"k": "a"}, True),
+        ("In", ("a",), {"k": "c"}, False),
+        ("In", ("a",), {}, False),
+        ("NotIn", ("a",), {"k": "b"}, True),
+        ("NotIn", ("a",), {}, True),
+        ("NotIn", ("a",), {"k": "a"}, False),
+        ("Exists", (), {"k": ""}, True),
+        ("Exists", (), {}, False),
+        ("DoesNotExist", (), {}, True),
+        ("DoesNotExist", (), {"k": "x"}, False),
+        ("Gt", ("5",), {"k": "6"}, True),
+        ("Gt", ("5",), {"k": "5"}, False),
+        ("Gt", ("5",), {"k": "x"}, False),
+        ("Gt", ("5",), {}, False),
+        ("Lt", ("5",), {"k": "-1"}, True),
+        ("Lt", ("5",), {"k": "5"}, False),
+    ],
+)
 def test_requirement(op: str, values: tuple, labels: dict, hit: bool) -> None:
     assert Requirement("k", op, values).matches(labels) is hit
 
 
 def test_label_selector_ands_labels_and_expressions() -> None:
-    sel = parse_label_selector({"matchLabels": {"app": "web"},
-                                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]},
-                               "Pod p", "spec.x")
+    sel = parse_label_selector(
+        {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}],
+        },
+        "Pod p",
+        "spec.x",
+    )
     assert sel.matches({"app": "web"})
     assert sel.matches({"app": "web", "tier": "fe"})
     assert not sel.matches({"app": "web", "tier": "db"})
@@ -38,14 +56,20 @@ def test_empty_selector_matches_everything() -> None:
     assert parse_label_selector({}, "x", "p").matches({"a": "b"})
 
 
-@pytest.mark.parametrize("raw, field", [
-    ("app=web", "spec.sel"),
-    ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}, "spec.sel.matchExpressions[0].operator"),
-    ({"matchExpressions": [{"key": "a", "operator": "In"}]}, "spec.sel.matchExpressions[0].values"),
-    ({"matchExpressions": [{"operator": "Exists"}]}, "spec.sel.matchExpressions[0]"),
-    ({"matchExpressions": "a"}, "spec.sel.matchExpressions"),
-    ({"matchLabels": ["a"]}, "spec.sel.matchLabels"),
-])
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        ("app=web", "spec.sel"),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+            "spec.sel.matchExpressions[0].operator",
+        ),
+        ({"matchExpressions": [{"key": "a", "operator": "In"}]}, "spec.sel.matchExpressions[0].values"),
+        ({"matchExpressions": [{"operator": "Exists"}]}, "spec.sel.matchExpressions[0]"),
+        ({"matchExpressions": "a"}, "spec.sel.matchExpressions"),
+        ({"matchLabels": ["a"]}, "spec.sel.matchLabels"),
+    ],
+)
 def test_label_selector_errors(raw: object, field: str) -> None:
     with pytest.raises(InputError) as err:
         parse_label_selector(raw, "Pod ns/p", "spec.sel")
@@ -59,11 +83,27 @@ def test_no_affinity_is_none() -> None:
 
 
 def test_node_affinity_terms_or_and_match_fields() -> None:
-    aff = parse_affinity({"nodeAffinity": {R: {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]},
-                              {"key": "mem", "operator": "Gt", "values": ["10"]}]},
-        {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}]},
-        P: [{"weight": 7, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]}}, "Pod p")
+    aff = parse_affinity(
+        {
+            "nodeAffinity": {
+                R: {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "zone", "operator": "In", "values": ["a", "b"]},
+                                {"key": "mem", "operator": "Gt", "values": ["10"]},
+                            ]
+                        },
+                        {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]},
+                    ]
+                },
+                P: [
+                    {"weight": 7, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}
+                ],
+            }
+        },
+        "Pod p",
+    )
     assert aff is not None and len(aff.node_terms) == 2
     assert [r.op for r in aff.node_terms[0]] == ["In", "Gt"]
     (name_req,) = aff.node_terms[1]
@@ -73,31 +113,66 @@ def test_node_affinity_terms_or_and_match_fields() -> None:
 
 
 def test_pod_affinity_terms() -> None:
-    aff = parse_affinity({
-        "podAffinity": {R: [{"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone",
-                             "namespaces": ["data"]}]},
-        "podAntiAffinity": {P: [{"weight": 3, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]},
-    }, "Pod p")
+    aff = parse_affinity(
+        {
+            "podAffinity": {
+                R: [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "db"}},
+                        "topologyKey": "zone",
+                        "namespaces": ["data"],
+                    }
+                ]
+            },
+            "podAntiAffinity": {
+                P: [{"weight": 3, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]
+            },
+        },
+        "Pod p",
+    )
     assert aff.has_pod_terms
     (term,) = aff.pod_affinity
-    assert term.topology_key == "zone" and term.namespaces == ("data",) and term.selector.matches({"app": "db"})
+    assert (
+        term.topology_key == "zone" and term.namespaces == ("data",) and term.selector.matches({"app": "db"})
+    )
     (pref,) = aff.pod_anti_affinity_preferred
     assert pref.weight == 3 and pref.selector.matches({"anything": "x"})
 
 
-@pytest.mark.parametrize("raw, field", [
-    ({"nodeAffinity": {R: {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.labels", "operator": "In",
-                                                                   "values": ["x"]}]}]}}},
-     f"spec.affinity.nodeAffinity.{R}.nodeSelectorTerms[0].matchFields[0].key"),
-    ({"nodeAffinity": {R: {"nodeSelectorTerms": [{"matchExpressions": [{"key": "m", "operator": "Lt",
-                                                                        "values": ["1", "2"]}]}]}}},
-     f"spec.affinity.nodeAffinity.{R}.nodeSelectorTerms[0].matchExpressions[0].values"),
-    ({"podAffinity": {R: [{"labelSelector": {}}]}}, f"spec.affinity.podAffinity.{R}[0].topologyKey"),
-    ({"podAffinity": {P: [{"topologyKey": "zone"}]}}, f"spec.affinity.podAffinity.{P}[0]"),
-    ({"podAntiAffinity": {R: {"topologyKey": "zone"}}}, f"spec.affinity.podAntiAffinity.{R}"),
-    ({"nodeAffinity": "yes"}, "spec.affinity.nodeAffinity"),
-    ("yes", "spec.affinity"),
-])
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        (
+            {
+                "nodeAffinity": {
+                    R: {
+                        "nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["x"]}]}
+                        ]
+                    }
+                }
+            },
+            f"spec.affinity.nodeAffinity.{R}.nodeSelectorTerms[0].matchFields[0].key",
+        ),
+        (
+            {
+                "nodeAffinity": {
+                    R: {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "m", "operator": "Lt", "values": ["1", "2"]}]}
+                        ]
+                    }
+                }
+            },
+            f"spec.affinity.nodeAffinity.{R}.nodeSelectorTerms[0].matchExpressions[0].values",
+        ),
+        ({"podAffinity": {R: [{"labelSelector": {}}]}}, f"spec.affinity.podAffinity.{R}[0].topologyKey"),
+        ({"podAffinity": {P: [{"topologyKey": "zone"}]}}, f"spec.affinity.podAffinity.{P}[0]"),
+        ({"podAntiAffinity": {R: {"topologyKey": "zone"}}}, f"spec.affinity.podAntiAffinity.{R}"),
+        ({"nodeAffinity": "yes"}, "spec.affinity.nodeAffinity"),
+        ("yes", "spec.affinity"),
+    ],
+)
 def test_affinity_errors(raw: object, field: str) -> None:
     with pytest.raises(InputError) as err:
         parse_affinity(raw, "Pod ns/p")
@@ -105,7 +180,14 @@ def test_affinity_errors(raw: object, field: str) -> None:
 
 
 def test_affinity_is_hashable_for_equivalence_classes() -> None:
-    raw = {"nodeAffinity": {R: {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "zone", "operator": "In", "values": ["a"]}]}]}}}
+    raw = {
+        "nodeAffinity": {
+            R: {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                ]
+            }
+        }
+    }
     assert hash(parse_affinity(raw, "a")) == hash(parse_affinity(raw, "b"))
     assert parse_affinity(raw, "a") == parse_affinity(raw, "b")

@@ -22,7 +22,7 @@ from corral.plugins.gpushare import GPU_INDEX, GpuSharePlugin
 from corral.registry import REGISTRY
 
 NOW = parse_time("2026-01-01T12:00:00Z")
-GI = 2 ** 30 * 1000.0            # one Gi in milli-units
+GI = 2**30 * 1000.0  # one Gi in milli-units
 MEM = "volcano.sh/gpu-memory"
 
 
@@ -49,8 +49,16 @@ REG = _Registry()
 
 
 # --- objects ----------------------------------------------------------------------------------------
-def node(name: str, gpus: int = 2, *, per: str | None = None, total: str | None = None, number: int | None = None,
-         labels: dict | None = None, annotations: dict | None = None) -> dict:
+def node(
+    name: str,
+    gpus: int = 2,
+    *,
+    per: str | None = None,
+    total: str | None = None,
+    number: int | None = None,
+    labels: dict | None = None,
+    annotations: dict | None = None,
+) -> dict:
     alloc: dict[str, str] = {"cpu": "64", "memory": "256Gi", "pods": "110"}
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
@@ -61,25 +69,45 @@ def node(name: str, gpus: int = 2, *, per: str | None = None, total: str | None 
     labels = dict(labels or {})
     if per:
         labels["volcano.sh/gpu-memory-per-device"] = per
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
-            "status": {"allocatable": alloc}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
+        "status": {"allocatable": alloc},
+    }
 
 
-def pod(name: str, mem: str | None = "4Gi", *, on: str | None = None, index: int | None = None, prio: int = 0,
-        created: str = "2026-01-01T00:00:00Z", nominated: str | None = None, deleting: bool = False,
-        cpu: str = "1") -> dict:
+def pod(
+    name: str,
+    mem: str | None = "4Gi",
+    *,
+    on: str | None = None,
+    index: int | None = None,
+    prio: int = 0,
+    created: str = "2026-01-01T00:00:00Z",
+    nominated: str | None = None,
+    deleting: bool = False,
+    cpu: str = "1",
+) -> dict:
     req = {"cpu": cpu}
     if mem:
         req[MEM] = mem
-    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": name, "creationTimestamp": created,
-                            "annotations": {}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "default",
+        "uid": name,
+        "creationTimestamp": created,
+        "annotations": {},
+    }
     if index is not None:
         meta["annotations"][GPU_INDEX] = str(index)
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T11:00:00Z"
-    spec: dict[str, Any] = {"schedulerName": "corral", "priority": prio,
-                            "containers": [{"name": "c", "resources": {"requests": req}}]}
+    spec: dict[str, Any] = {
+        "schedulerName": "corral",
+        "priority": prio,
+        "containers": [{"name": "c", "resources": {"requests": req}}],
+    }
     status: dict[str, Any] = {"phase": "Pending"}
     if on:
         spec["nodeName"] = on
@@ -94,10 +122,23 @@ def config(actions: str = "enqueue, allocate", keep: bool | None = None, *, pred
     if keep is not None:
         gs["arguments"] = {"keepDeviceOnReAdd": keep}
     second = ([{"name": "predicates"}] if predicates else []) + [gs]
-    return parse_config({"actions": actions, "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False,
-                                            "enableReclaimable": False}, {"name": "conformance"}]},
-        {"plugins": second}]}, REG, "test")
+    return parse_config(
+        {
+            "actions": actions,
+            "tiers": [
+                {
+                    "plugins": [
+                        {"name": "priority"},
+                        {"name": "gang", "enablePreemptable": False, "enableReclaimable": False},
+                        {"name": "conformance"},
+                    ]
+                },
+                {"plugins": second},
+            ],
+        },
+        REG,
+        "test",
+    )
 
 
 def cluster(objects: list[dict]):
@@ -124,19 +165,31 @@ def row(s: Session, name: str) -> int:
 
 def seed_story(keep: bool | None = None, actions: str = "enqueue, allocate, preempt") -> Session:
     """Seed 003: node with 2 GPUs of 8Gi; A (4Gi) on GPU 0, B (4Gi) on GPU 1; C needs 8Gi."""
-    return session([node("n1", 2, per="8Gi"), pod("a", "4Gi", on="n1", index=0, prio=10),
-                    pod("b", "4Gi", on="n1", index=1, prio=20), pod("c", "8Gi", prio=100)], keep, actions)
+    return session(
+        [
+            node("n1", 2, per="8Gi"),
+            pod("a", "4Gi", on="n1", index=0, prio=10),
+            pod("b", "4Gi", on="n1", index=1, prio=20),
+            pod("c", "8Gi", prio=100),
+        ],
+        keep,
+        actions,
+    )
 
 
 # --- devices and the loader --------------------------------------------------------------------------
 def test_devices_from_label_annotation_total_and_gpu_number() -> None:
-    s = session([node("lab", 2, per="8Gi"),
-                 node("ann", 4, per="8Gi", annotations={"volcano.sh/gpu-memory-per-device": "16Gi"}),
-                 node("tot", 4, total="32Gi"),
-                 node("num", 0, total="24Gi", number=3),
-                 node("one", 0, total="10Gi"),
-                 node("cpu", 0),
-                 pod("p", "1Gi")])
+    s = session(
+        [
+            node("lab", 2, per="8Gi"),
+            node("ann", 4, per="8Gi", annotations={"volcano.sh/gpu-memory-per-device": "16Gi"}),
+            node("tot", 4, total="32Gi"),
+            node("num", 0, total="24Gi", number=3),
+            node("one", 0, total="10Gi"),
+            node("cpu", 0),
+            pod("p", "1Gi"),
+        ]
+    )
     p = plugin(s)
     want = {"lab": (2, 8), "ann": (4, 16), "tot": (4, 8), "num": (3, 8), "one": (1, 10), "cpu": (0, 0)}
     for name, (count, size) in want.items():
@@ -146,12 +199,18 @@ def test_devices_from_label_annotation_total_and_gpu_number() -> None:
 
 
 def test_loader_advertises_gpu_memory_from_the_per_device_label() -> None:
-    c = cluster([node("lab", 2, per="8Gi"), node("given", 2, per="8Gi", total="10Gi"), node("cpu", 0, per="8Gi"),
-                 pod("p", "1Gi")])
+    c = cluster(
+        [
+            node("lab", 2, per="8Gi"),
+            node("given", 2, per="8Gi", total="10Gi"),
+            node("cpu", 0, per="8Gi"),
+            pod("p", "1Gi"),
+        ]
+    )
     col = c.resources.pos(MEM)
     alloc = {n: c.nodes.allocatable[c.nodes.index[n], col] for n in ("lab", "given", "cpu")}
     assert alloc == {"lab": 16 * GI, "given": 10 * GI, "cpu": 0.0}
-    assert c.nodes.annotations[c.nodes.index["lab"]] == {}   # node annotations are kept
+    assert c.nodes.annotations[c.nodes.index["lab"]] == {}  # node annotations are kept
 
 
 def test_loader_rejects_a_bad_per_device_quantity() -> None:
@@ -169,11 +228,15 @@ def test_inert_without_gpu_memory_requests() -> None:
 
 # --- assignment at open ------------------------------------------------------------------------------
 def test_open_honours_gpu_index_then_first_fit_by_creation_then_name() -> None:
-    s = session([node("n1", 2, per="8Gi"),
-                 pod("late", "4Gi", on="n1", created="2026-01-01T03:00:00Z"),
-                 pod("early-b", "4Gi", on="n1", created="2026-01-01T01:00:00Z"),
-                 pod("early-a", "2Gi", on="n1", created="2026-01-01T01:00:00Z"),
-                 pod("pinned", "6Gi", on="n1", index=1, created="2026-01-01T05:00:00Z")])
+    s = session(
+        [
+            node("n1", 2, per="8Gi"),
+            pod("late", "4Gi", on="n1", created="2026-01-01T03:00:00Z"),
+            pod("early-b", "4Gi", on="n1", created="2026-01-01T01:00:00Z"),
+            pod("early-a", "2Gi", on="n1", created="2026-01-01T01:00:00Z"),
+            pod("pinned", "6Gi", on="n1", index=1, created="2026-01-01T05:00:00Z"),
+        ]
+    )
     p = plugin(s)
     r = row(s, "n1")
     # pinned takes GPU 1 first; then early-a (2Gi) and early-b (4Gi) fill GPU 0; late fits nowhere -> freest
@@ -185,10 +248,14 @@ def test_open_honours_gpu_index_then_first_fit_by_creation_then_name() -> None:
 
 
 def test_open_counts_nominations_not_releasing_pods_and_bad_index_falls_back() -> None:
-    s = session([node("n1", 2, per="8Gi"),
-                 pod("gone", "8Gi", on="n1", index=0, deleting=True),
-                 pod("nom", "8Gi", nominated="n1", created="2026-01-01T00:00:00Z"),
-                 pod("run", "4Gi", on="n1", index=7, created="2026-01-01T02:00:00Z")])
+    s = session(
+        [
+            node("n1", 2, per="8Gi"),
+            pod("gone", "8Gi", on="n1", index=0, deleting=True),
+            pod("nom", "8Gi", nominated="n1", created="2026-01-01T00:00:00Z"),
+            pod("run", "4Gi", on="n1", index=7, created="2026-01-01T02:00:00Z"),
+        ]
+    )
     p = plugin(s)
     r = row(s, "n1")
     assert task(s, "gone").status is TaskStatus.RELEASING and p.device_of(task(s, "gone")) is None
@@ -203,11 +270,21 @@ def test_open_counts_nominations_not_releasing_pods_and_bad_index_falls_back() -
 
 # --- predicate ---------------------------------------------------------------------------------------
 def test_predicate_needs_one_device_with_the_memory() -> None:
-    s = session([node("split", 2, per="8Gi"), node("packed", 2, per="8Gi"), node("small", 2, per="4Gi"),
-                 node("cpu", 0),
-                 pod("s0", "4Gi", on="split", index=0), pod("s1", "4Gi", on="split", index=1),
-                 pod("p0", "4Gi", on="packed"), pod("p1", "4Gi", on="packed"),
-                 pod("big", "8Gi"), pod("mid", "4Gi"), pod("plain", None)])
+    s = session(
+        [
+            node("split", 2, per="8Gi"),
+            node("packed", 2, per="8Gi"),
+            node("small", 2, per="4Gi"),
+            node("cpu", 0),
+            pod("s0", "4Gi", on="split", index=0),
+            pod("s1", "4Gi", on="split", index=1),
+            pod("p0", "4Gi", on="packed"),
+            pod("p1", "4Gi", on="packed"),
+            pod("big", "8Gi"),
+            pod("mid", "4Gi"),
+            pod("plain", None),
+        ]
+    )
     p = plugin(s)
     names = s.cluster.nodes.names
     got = dict(zip(names, p.predicate(task(s, "big")).tolist()))
@@ -216,8 +293,12 @@ def test_predicate_needs_one_device_with_the_memory() -> None:
     assert got == {"cpu": False, "packed": True, "small": True, "split": True}
     assert p.predicate(task(s, "plain")).all()
     # resolvable: a device big enough once pods are gone
-    assert dict(zip(names, p.resolvable(task(s, "big")).tolist())) == \
-        {"cpu": False, "packed": True, "small": False, "split": True}
+    assert dict(zip(names, p.resolvable(task(s, "big")).tolist())) == {
+        "cpu": False,
+        "packed": True,
+        "small": False,
+        "split": True,
+    }
     [(mask, why)] = p.explain(task(s, "big"))
     assert mask.tolist() == (~p.predicate(task(s, "big"))).tolist()
     assert why == "node(s) had no single GPU device with 8Gi of GPU memory free"
@@ -227,14 +308,20 @@ def test_predicate_needs_one_device_with_the_memory() -> None:
 
 # --- events: allocate, evict, revert -----------------------------------------------------------------
 def test_allocate_binpacks_onto_the_fullest_device_and_discard_releases() -> None:
-    s = session([node("n1", 3, per="8Gi"), pod("r0", "2Gi", on="n1", index=0), pod("r2", "5Gi", on="n1", index=2),
-                 pod("new", "3Gi")])
+    s = session(
+        [
+            node("n1", 3, per="8Gi"),
+            pod("r0", "2Gi", on="n1", index=0),
+            pod("r2", "5Gi", on="n1", index=2),
+            pod("new", "3Gi"),
+        ]
+    )
     p = plugin(s)
     r = row(s, "n1")
     before = p.free.copy()
     stmt = s.statement()
     stmt.allocate(task(s, "new"), r)
-    assert p.device_of(task(s, "new")) == (r, 2)          # 3Gi free on GPU 2 is the fullest that fits
+    assert p.device_of(task(s, "new")) == (r, 2)  # 3Gi free on GPU 2 is the fullest that fits
     assert list(p.device_free(r)) == [6 * GI, 8 * GI, 0.0]
     stmt.discard()
     assert p.device_of(task(s, "new")) is None
@@ -243,7 +330,9 @@ def test_allocate_binpacks_onto_the_fullest_device_and_discard_releases() -> Non
 
 def test_reverted_eviction_restores_the_same_device() -> None:
     # after evicting a, binpack would pick GPU 1 (6Gi free) for a 4Gi pod; the revert must put a back on GPU 0
-    s = session([node("n1", 2, per="8Gi"), pod("a", "4Gi", on="n1", index=0), pod("b", "2Gi", on="n1", index=1)])
+    s = session(
+        [node("n1", 2, per="8Gi"), pod("a", "4Gi", on="n1", index=0), pod("b", "2Gi", on="n1", index=1)]
+    )
     p = plugin(s)
     r = row(s, "n1")
     before = p.free.copy()
@@ -257,14 +346,20 @@ def test_reverted_eviction_restores_the_same_device() -> None:
 
 
 def test_reverted_move_restores_the_first_device() -> None:
-    s = session([node("n1", 2, per="8Gi"), node("n2", 2, per="8Gi"), pod("x", "4Gi", on="n1", index=1),
-                 pod("p", "4Gi")])
+    s = session(
+        [
+            node("n1", 2, per="8Gi"),
+            node("n2", 2, per="8Gi"),
+            pod("x", "4Gi", on="n1", index=1),
+            pod("p", "4Gi"),
+        ]
+    )
     p = plugin(s)
     n1, n2 = row(s, "n1"), row(s, "n2")
     t = task(s, "p")
     stmt = s.statement()
     stmt.pipeline(t, n1)
-    assert p.device_of(t) == (n1, 1)                       # binpack: next to x
+    assert p.device_of(t) == (n1, 1)  # binpack: next to x
     mark = stmt.save()
     stmt.allocate(t, n2)
     assert p.device_of(t) == (n2, 0)
@@ -277,15 +372,21 @@ def test_reverted_move_restores_the_first_device() -> None:
 
 
 def test_clearing_an_earlier_nomination_frees_its_device_and_reverting_restores_it() -> None:
-    s = session([node("n1", 2, per="8Gi"), pod("nom", "8Gi", nominated="n1", prio=1), pod("x", "2Gi", on="n1", index=1),
-                 pod("c", "8Gi", prio=100)])
+    s = session(
+        [
+            node("n1", 2, per="8Gi"),
+            pod("nom", "8Gi", nominated="n1", prio=1),
+            pod("x", "2Gi", on="n1", index=1),
+            pod("c", "8Gi", prio=100),
+        ]
+    )
     p = plugin(s)
     r = row(s, "n1")
     nom, c = task(s, "nom"), task(s, "c")
     assert p.device_of(nom) == (r, 0)
     assert not p.predicate(c)[r]
     stmt = s.statement()
-    stmt.clear_nomination(nom)                            # fires no event: the plugin notices by version
+    stmt.clear_nomination(nom)  # fires no event: the plugin notices by version
     assert p.predicate(c)[r]
     assert p.device_of(nom) is None
     stmt.discard()
@@ -299,13 +400,13 @@ def test_seed_story_keep_device_makes_preemption_necessary() -> None:
     p = plugin(s)
     r = row(s, "n1")
     a, c = task(s, "a"), task(s, "c")
-    assert not s.simulate_predicate(c, r)                  # 4Gi free on each GPU
+    assert not s.simulate_predicate(c, r)  # 4Gi free on each GPU
     s.simulate_remove(a, r)
     assert p.device_of(a) is None
-    assert s.simulate_predicate(c, r)                      # GPU 0 is whole again
+    assert s.simulate_predicate(c, r)  # GPU 0 is whole again
     s.simulate_add(a, r)
-    assert p.device_of(a) == (r, 0)                        # topology preserved
-    assert not s.simulate_predicate(c, r)                  # so A must go: preemption is necessary
+    assert p.device_of(a) == (r, 0)  # topology preserved
+    assert not s.simulate_predicate(c, r)  # so A must go: preemption is necessary
 
 
 def test_seed_story_binpack_readd_moves_a_and_preemption_looks_unnecessary() -> None:
@@ -316,8 +417,8 @@ def test_seed_story_binpack_readd_moves_a_and_preemption_looks_unnecessary() -> 
     s.simulate_remove(a, r)
     assert s.simulate_predicate(c, r)
     s.simulate_add(a, r)
-    assert p.device_of(a) == (r, 1)                        # binpack: the fuller GPU, beside B
-    assert s.simulate_predicate(c, r)                      # C "still fits": judged unnecessary
+    assert p.device_of(a) == (r, 1)  # binpack: the fuller GPU, beside B
+    assert s.simulate_predicate(c, r)  # C "still fits": judged unnecessary
 
 
 def test_simulate_add_without_history_binpacks_and_is_idempotent() -> None:
@@ -341,7 +442,7 @@ def test_keep_device_even_when_it_now_overflows() -> None:
     r = row(s, "n1")
     a, q = task(s, "a"), task(s, "q")
     s.simulate_remove(a, r)
-    s.simulate_add(q, r)                                   # binpack: both 8Gi free -> GPU 0
+    s.simulate_add(q, r)  # binpack: both 8Gi free -> GPU 0
     s.simulate_add(a, r)
     assert p.device_of(a) == (r, 0)
     assert list(p.device_free(r)) == [-2 * GI, 8 * GI]
@@ -359,8 +460,12 @@ def _decisions(s_objects: list[dict], keep: bool | None, cycles: int = 1):
     return c, out
 
 
-SEED_OBJECTS = [node("n1", 2, per="8Gi"), pod("a", "4Gi", on="n1", index=0, prio=10),
-                pod("b", "4Gi", on="n1", index=1, prio=20), pod("c", "8Gi", prio=100)]
+SEED_OBJECTS = [
+    node("n1", 2, per="8Gi"),
+    pod("a", "4Gi", on="n1", index=0, prio=10),
+    pod("b", "4Gi", on="n1", index=1, prio=20),
+    pod("c", "8Gi", prio=100),
+]
 
 
 def test_seed_story_preempt_cycle_keep_device() -> None:
@@ -402,16 +507,31 @@ def test_arguments_are_validated() -> None:
     assert plugin(seed_story()).args.keep_device is True
     assert plugin(seed_story(keep=False)).args.keep_device is False
     with pytest.raises(ConfigError, match="true or false"):
-        parse_config({"actions": "allocate", "tiers": [{"plugins": [
-            {"name": "gpushare", "arguments": {"keepDeviceOnReAdd": "maybe"}}]}]}, REG, "t")
+        parse_config(
+            {
+                "actions": "allocate",
+                "tiers": [{"plugins": [{"name": "gpushare", "arguments": {"keepDeviceOnReAdd": "maybe"}}]}],
+            },
+            REG,
+            "t",
+        )
     with pytest.raises(ConfigError, match="keepDeviceOnReAdd"):
-        parse_config({"actions": "allocate", "tiers": [{"plugins": [
-            {"name": "gpushare", "arguments": {"keepDevice": True}}]}]}, REG, "t")
+        parse_config(
+            {
+                "actions": "allocate",
+                "tiers": [{"plugins": [{"name": "gpushare", "arguments": {"keepDevice": True}}]}],
+            },
+            REG,
+            "t",
+        )
 
 
 def test_simulate_switch_turns_the_simulation_points_off() -> None:
-    cfg = parse_config({"actions": "allocate", "tiers": [{"plugins": [
-        {"name": "gpushare", "enableSimulate": False}]}]}, REG, "t")
+    cfg = parse_config(
+        {"actions": "allocate", "tiers": [{"plugins": [{"name": "gpushare", "enableSimulate": False}]}]},
+        REG,
+        "t",
+    )
     s = Session(cluster(SEED_OBJECTS), cfg, REG, NOW)
     assert s.fns("SimulatePredicate") == [] and len(s.fns("Predicate")) == 1
 
@@ -429,5 +549,5 @@ def test_predicate_is_vectorised_over_many_nodes() -> None:
     for _ in range(200):
         mb, mh = p.predicate(big), p.predicate(half)
     elapsed = time.perf_counter() - t0
-    assert mb.all() and mh.all()          # 2 pods of 40Gi per node fill one 80Gi device (first fit)
+    assert mb.all() and mh.all()  # 2 pods of 40Gi per node fill one 80Gi device (first fit)
     assert elapsed < 1.0, elapsed

@@ -21,22 +21,50 @@ NOW = parse_time(T0)
 
 def config(*, args: dict | None = None, actions: str = "enqueue, allocate", extra: list | None = None):
     topo = {"name": "network-topology-aware", **({"arguments": args} if args else {})}
-    return parse_config({"actions": actions, "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}]},
-        {"plugins": [*(extra or []), {"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"},
-                     {"name": "binpack"}, topo]}]}, REGISTRY, "test")
+    return parse_config(
+        {
+            "actions": actions,
+            "tiers": [
+                {
+                    "plugins": [
+                        {"name": "priority"},
+                        {"name": "gang", "enablePreemptable": False},
+                        {"name": "conformance"},
+                    ]
+                },
+                {
+                    "plugins": [
+                        *(extra or []),
+                        {"name": "predicates"},
+                        {"name": "proportion"},
+                        {"name": "nodeorder"},
+                        {"name": "binpack"},
+                        topo,
+                    ]
+                },
+            ],
+        },
+        REGISTRY,
+        "test",
+    )
 
 
 def tree(n: int = 4) -> list[dict]:
     """Leaves of two nodes (s1 = n1, n2; s2 = n3, n4; ...), one spine over all."""
-    leaves = [{"name": f"s{k + 1}", "tier": 1, "nodes": [f"n{2 * k + 1}", f"n{2 * k + 2}"]} for k in range(n // 2)]
+    leaves = [
+        {"name": f"s{k + 1}", "tier": 1, "nodes": [f"n{2 * k + 1}", f"n{2 * k + 2}"]} for k in range(n // 2)
+    ]
     return leaves + [{"name": "spine", "tier": 2, "hypernodes": [lf["name"] for lf in leaves]}]
 
 
-def session(jobs: list[dict], *, nodes: list[dict] | None = None, hypernodes: list[dict] | None = None,
-            **kw) -> Session:
-    case = {"nodes": nodes or [{"name": f"n{i}"} for i in range(1, 5)],
-            "hypernodes": tree() if hypernodes is None else hypernodes, "jobs": jobs}
+def session(
+    jobs: list[dict], *, nodes: list[dict] | None = None, hypernodes: list[dict] | None = None, **kw
+) -> Session:
+    case = {
+        "nodes": nodes or [{"name": f"n{i}"} for i in range(1, 5)],
+        "hypernodes": tree() if hypernodes is None else hypernodes,
+        "jobs": jobs,
+    }
     cluster = build_cluster([("test.yaml", d) for d in expand(case)])
     return Session(cluster, config(**kw), REGISTRY, NOW)
 
@@ -45,8 +73,9 @@ def plugin(s: Session):
     return s.plugin("network-topology-aware")
 
 
-def gang(name: str = "g", count: int = 2, gpu: int = 8, mode: str | None = "hard", tier: int | None = 1,
-         **extra) -> dict:
+def gang(
+    name: str = "g", count: int = 2, gpu: int = 8, mode: str | None = "hard", tier: int | None = 1, **extra
+) -> dict:
     job = {"name": name, "priority": 100, "pods": [{"count": count, "gpu": gpu}], **extra}
     if mode:
         job["networkTopology"] = {"mode": mode, **({"highestTierAllowed": tier} if tier is not None else {})}
@@ -54,8 +83,12 @@ def gang(name: str = "g", count: int = 2, gpu: int = 8, mode: str | None = "hard
 
 
 def fill(node: str, gpu: int = 8, name: str | None = None, **extra) -> dict:
-    return {"name": name or f"fill-{node}", "priority": 10,
-            "pods": [{"count": 1, "gpu": gpu, "nodes": [node], "started": "2025-12-31T23:00:00Z"}], **extra}
+    return {
+        "name": name or f"fill-{node}",
+        "priority": 10,
+        "pods": [{"count": 1, "gpu": gpu, "nodes": [node], "started": "2025-12-31T23:00:00Z"}],
+        **extra,
+    }
 
 
 def names(domains: list[Domain]) -> list[str]:
@@ -83,13 +116,18 @@ def test_without_highest_tier_every_tier_is_allowed_lowest_first() -> None:
 
 
 def test_domains_too_small_for_the_gang_are_left_out() -> None:
-    s = session([gang(count=3, tier=2)])                    # 24 GPUs: only the spine (32) can hold them
+    s = session([gang(count=3, tier=2)])  # 24 GPUs: only the spine (32) can hold them
     assert names(s.gang_search_space(s.cluster.jobs["default/g"], Purpose.ALLOCATE)) == ["spine"]
 
 
 def test_running_pods_restrict_the_domains_to_those_holding_them() -> None:
-    job = {"name": "g", "priority": 100, "minMember": 1, "networkTopology": {"mode": "hard"},
-           "pods": [{"count": 1, "gpu": 8, "nodes": ["n3"]}, {"count": 1, "gpu": 8}]}
+    job = {
+        "name": "g",
+        "priority": 100,
+        "minMember": 1,
+        "networkTopology": {"mode": "hard"},
+        "pods": [{"count": 1, "gpu": 8, "nodes": ["n3"]}, {"count": 1, "gpu": 8}],
+    }
     s = session([job])
     assert names(s.gang_search_space(s.cluster.jobs["default/g"], Purpose.ALLOCATE)) == ["s2", "spine"]
 
@@ -97,7 +135,7 @@ def test_running_pods_restrict_the_domains_to_those_holding_them() -> None:
 def test_allocate_order_is_tier_then_tighter_fit() -> None:
     s = session([gang(count=2, gpu=4), fill("n3", 4), fill("n4", 4)])
     space = s.gang_search_space(s.cluster.jobs["default/g"], Purpose.ALLOCATE)
-    assert names(space) == ["s2", "s1"]                        # s2 is half full: 100% after the gang
+    assert names(space) == ["s2", "s1"]  # s2 is half full: 100% after the gang
     assert space[0].score == pytest.approx(100.0) and space[1].score == pytest.approx(50.0)
 
 
@@ -129,11 +167,22 @@ def test_evict_order_puts_the_cheapest_domain_to_enter_first() -> None:
 def test_evict_order_counts_the_bottleneck_resource() -> None:
     # a CPU-only gang on a GPU cluster: free CPU decides (s2 has it), not the GPUs it does not ask for
     nodes = [{"name": f"n{i}", "cpu": 32} for i in range(1, 5)]
-    job = {"name": "g", "priority": 100, "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
-           "pods": [{"count": 2, "cpu": 32}]}
-    s = session([job, fill("n1", 0, name="c1") | {"pods": [{"count": 1, "cpu": 32, "nodes": ["n1"], "started": HOUR_AGO}]},
-                 {"name": "c2", "priority": 10, "pods": [{"count": 1, "cpu": 32, "nodes": ["n2"]}]},
-                 {"name": "c3", "priority": 10, "pods": [{"count": 1, "cpu": 16, "nodes": ["n3"]}]}], nodes=nodes)
+    job = {
+        "name": "g",
+        "priority": 100,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        "pods": [{"count": 2, "cpu": 32}],
+    }
+    s = session(
+        [
+            job,
+            fill("n1", 0, name="c1")
+            | {"pods": [{"count": 1, "cpu": 32, "nodes": ["n1"], "started": HOUR_AGO}]},
+            {"name": "c2", "priority": 10, "pods": [{"count": 1, "cpu": 32, "nodes": ["n2"]}]},
+            {"name": "c3", "priority": 10, "pods": [{"count": 1, "cpu": 16, "nodes": ["n3"]}]},
+        ],
+        nodes=nodes,
+    )
     assert names(s.gang_search_space(s.cluster.jobs["default/g"], Purpose.EVICT)) == ["s2", "s1"]
 
 
@@ -145,9 +194,17 @@ HOUR_AGO = "2025-12-31T23:00:00Z"
 def test_entry_costs() -> None:
     # s1: a whole 2 x 8 GPU gang of lower priority (cost 16/16 = 1, times its work weight); s2: a
     # higher-priority gang of the same queue, which nothing may evict for the gang: it cannot be entered
-    s = session([gang(), {"name": "a", "priority": 10, "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"],
-                                                                 "started": HOUR_AGO}]},
-                 {"name": "vip", "priority": 500, "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"]}]}])
+    s = session(
+        [
+            gang(),
+            {
+                "name": "a",
+                "priority": 10,
+                "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "started": HOUR_AGO}],
+            },
+            {"name": "vip", "priority": 500, "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"]}]},
+        ]
+    )
     p, job = plugin(s), s.cluster.jobs["default/g"]
     doms = p.allowed_domains(job)
     assert p.entry_costs(job, doms, p.need(job)) == [pytest.approx(1.0 * W), float("inf")]
@@ -155,16 +212,34 @@ def test_entry_costs() -> None:
 
 
 def test_entry_costs_count_free_room_surplus_and_spread() -> None:
-    s = session([gang(count=1), {"name": "el", "priority": 10, "minMember": 1,
-                                 "pods": [{"count": 2, "gpu": 4, "nodes": ["n2", "n2"]}]}])
+    s = session(
+        [
+            gang(count=1),
+            {
+                "name": "el",
+                "priority": 10,
+                "minMember": 1,
+                "pods": [{"count": 2, "gpu": 4, "nodes": ["n2", "n2"]}],
+            },
+        ]
+    )
     p, job = plugin(s), s.cluster.jobs["default/g"]
-    assert p.entry_costs(job, p.allowed_domains(job), p.need(job)) == [0.0, 0.0]   # n1, n3, n4 are free
-    jobs = [gang(count=1),
-            {"name": "el", "priority": 10, "minMember": 1, "pods": [{"count": 2, "gpu": 4, "nodes": ["n1", "n2"],
-                                                                      "started": HOUR_AGO}]},
-            fill("n2", 4, name="f2"),
-            {"name": "wide", "priority": 10, "pods": [{"count": 4, "gpu": 8, "nodes": ["n3", "n4", "n5", "n6"],
-                                                       "started": HOUR_AGO}]}]
+    assert p.entry_costs(job, p.allowed_domains(job), p.need(job)) == [0.0, 0.0]  # n1, n3, n4 are free
+    jobs = [
+        gang(count=1),
+        {
+            "name": "el",
+            "priority": 10,
+            "minMember": 1,
+            "pods": [{"count": 2, "gpu": 4, "nodes": ["n1", "n2"], "started": HOUR_AGO}],
+        },
+        fill("n2", 4, name="f2"),
+        {
+            "name": "wide",
+            "priority": 10,
+            "pods": [{"count": 4, "gpu": 8, "nodes": ["n3", "n4", "n5", "n6"], "started": HOUR_AGO}],
+        },
+    ]
     s = session(jobs, nodes=[{"name": f"n{i}"} for i in range(1, 7)], hypernodes=tree(6))
     p, job = plugin(s), s.cluster.jobs["default/g"]
     costs = dict(zip(names(p.allowed_domains(job)), p.entry_costs(job, p.allowed_domains(job), p.need(job))))
@@ -178,10 +253,21 @@ def test_entry_costs_count_free_room_surplus_and_spread() -> None:
 def test_entry_costs_count_work_not_resources() -> None:
     # s1 and s2 each hold one 2 x 8 GPU gang of lower priority: the one in s2 started ten minutes ago,
     # the one in s1 three days ago; entering s2 loses far less work, so it comes first
-    s = session([gang(), {"name": "old", "priority": 10,
-                          "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "started": "2025-12-29T00:00:00Z"}]},
-                 {"name": "young", "priority": 10,
-                  "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"], "started": "2025-12-31T23:50:00Z"}]}])
+    s = session(
+        [
+            gang(),
+            {
+                "name": "old",
+                "priority": 10,
+                "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "started": "2025-12-29T00:00:00Z"}],
+            },
+            {
+                "name": "young",
+                "priority": 10,
+                "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"], "started": "2025-12-31T23:50:00Z"}],
+            },
+        ]
+    )
     p, job = plugin(s), s.cluster.jobs["default/g"]
     costs = dict(zip(names(p.allowed_domains(job)), p.entry_costs(job, p.allowed_domains(job), p.need(job))))
     assert costs["s1"] == pytest.approx(72.0) and costs["s2"] == pytest.approx(10 / 60)
@@ -192,9 +278,17 @@ def test_evict_order_counts_surplus_node_by_node() -> None:
     # a one-pod gang of 8 GPUs. s1: an elastic job (minMember 2 of 4) with one 4-GPU pod on each node of
     # s1 and s2 (n1-n4) and 4 GPUs free on n1, n2: in total its surplus frees as much in s1 as in s2,
     # but only in s1 does a free surplus pod sit beside free room (n1: 4 free + 4). s2 is full otherwise.
-    jobs = [gang(count=1), {"name": "el", "priority": 10, "minMember": 2,
-                            "pods": [{"count": 4, "gpu": 4, "nodes": ["n1", "n2", "n3", "n4"], "started": HOUR_AGO}]},
-            fill("n3", 4, name="f3"), fill("n4", 4, name="f4")]
+    jobs = [
+        gang(count=1),
+        {
+            "name": "el",
+            "priority": 10,
+            "minMember": 2,
+            "pods": [{"count": 4, "gpu": 4, "nodes": ["n1", "n2", "n3", "n4"], "started": HOUR_AGO}],
+        },
+        fill("n3", 4, name="f3"),
+        fill("n4", 4, name="f4"),
+    ]
     s = session(jobs)
     p, job = plugin(s), s.cluster.jobs["default/g"]
     doms = p.allowed_domains(job)
@@ -209,18 +303,36 @@ def test_evict_estimate_counts_only_the_asking_actions_victims() -> None:
     # s1 holds another queue's gang, s2 a lower-priority gang of the gang's queue: gangpreempt can
     # enter s2 only, gangreclaim s1 only; the estimate follows the action that asks
     queues = [{"name": "default", "weight": 1}, {"name": "other", "weight": 1}]
-    jobs = [gang(), {"name": "foreign", "queue": "other", "priority": 1,
-                     "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "started": HOUR_AGO}]},
-            {"name": "low", "priority": 10, "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"],
-                                                      "started": "2025-12-29T00:00:00Z"}]}]
-    case = {"nodes": [{"name": f"n{i}"} for i in range(1, 5)], "hypernodes": tree(), "jobs": jobs, "queues": queues}
+    jobs = [
+        gang(),
+        {
+            "name": "foreign",
+            "queue": "other",
+            "priority": 1,
+            "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "started": HOUR_AGO}],
+        },
+        {
+            "name": "low",
+            "priority": 10,
+            "pods": [{"count": 2, "gpu": 8, "nodes": ["n3", "n4"], "started": "2025-12-29T00:00:00Z"}],
+        },
+    ]
+    case = {
+        "nodes": [{"name": f"n{i}"} for i in range(1, 5)],
+        "hypernodes": tree(),
+        "jobs": jobs,
+        "queues": queues,
+    }
     cluster = build_cluster([("test.yaml", d) for d in expand(case)])
     s = Session(cluster, config(), REGISTRY, NOW)
     job = s.cluster.jobs["default/g"]
     for action, first in (("gangpreempt", "s2"), ("gangreclaim", "s1")):
         s.action = action
         assert names(s.gang_search_space(job, Purpose.EVICT))[0] == first
-        assert np.isinf(plugin(s).entry_costs(job, plugin(s).allowed_domains(job), plugin(s).need(job))).sum() == 1
+        assert (
+            np.isinf(plugin(s).entry_costs(job, plugin(s).allowed_domains(job), plugin(s).need(job))).sum()
+            == 1
+        )
 
 
 def test_evict_space_is_truncated_to_evict_domains() -> None:
@@ -232,6 +344,7 @@ def test_evict_space_is_truncated_to_evict_domains() -> None:
 
 def test_evict_domains_must_be_an_integer() -> None:
     from corral.errors import ConfigError
+
     with pytest.raises(ConfigError):
         config(args={"evictDomains": "many"})
 
@@ -246,13 +359,20 @@ def test_predicate_whole_cluster_too_small() -> None:
 def test_predicate_no_allowed_hypernode_big_enough() -> None:
     s = session([gang(count=3, tier=1)])
     reason = plugin(s).gang_predicate(s.cluster.jobs["default/g"])
-    assert reason == ("no HyperNode of tier <= 1 can hold the gang's waiting pods (24 nvidia.com/gpu); "
-                      "the largest, s1, has 16 nvidia.com/gpu in all")
+    assert reason == (
+        "no HyperNode of tier <= 1 can hold the gang's waiting pods (24 nvidia.com/gpu); "
+        "the largest, s1, has 16 nvidia.com/gpu in all"
+    )
 
 
 def test_predicate_running_pods_outside_every_allowed_hypernode() -> None:
-    job = {"name": "g", "priority": 100, "minMember": 1, "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
-           "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n3"]}, {"count": 1, "gpu": 8}]}
+    job = {
+        "name": "g",
+        "priority": 100,
+        "minMember": 1,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        "pods": [{"count": 2, "gpu": 8, "nodes": ["n1", "n3"]}, {"count": 1, "gpu": 8}],
+    }
     s = session([job])
     reason = plugin(s).gang_predicate(s.cluster.jobs["default/g"])
     assert reason is not None and "holds all the nodes the gang already runs on" in reason
@@ -266,7 +386,7 @@ def test_predicate_passes_a_gang_that_fits_a_leaf_and_soft_gangs() -> None:
 
 def test_down_nodes_do_not_count() -> None:
     s = session([gang(count=2, tier=1)])
-    s.cluster.nodes.down[[0, 2]] = True                    # n1 and n3: no leaf has 16 GPUs any more
+    s.cluster.nodes.down[[0, 2]] = True  # n1 and n3: no leaf has 16 GPUs any more
     reason = plugin(s).gang_predicate(s.cluster.jobs["default/g"])
     assert reason is not None and "the largest" in reason
 
@@ -309,17 +429,33 @@ def test_session_takes_the_first_non_empty_answer_in_config_order() -> None:
 
 def test_switch_turns_the_search_space_off() -> None:
     s = session([gang()], extra=[])
-    cfg = parse_config({"actions": "enqueue, allocate", "tiers": [{"plugins": [
-        {"name": "gang"}, {"name": "predicates"},
-        {"name": "network-topology-aware", "enableGangSearchSpace": False}]}]}, REGISTRY, "test")
+    cfg = parse_config(
+        {
+            "actions": "enqueue, allocate",
+            "tiers": [
+                {
+                    "plugins": [
+                        {"name": "gang"},
+                        {"name": "predicates"},
+                        {"name": "network-topology-aware", "enableGangSearchSpace": False},
+                    ]
+                }
+            ],
+        },
+        REGISTRY,
+        "test",
+    )
     s2 = Session(s.cluster, cfg, REGISTRY, NOW)
     assert names(s2.gang_search_space(s.cluster.jobs["default/g"], Purpose.ALLOCATE)) == ["cluster"]
 
 
 # --- allocate's place_in_domains -------------------------------------------------------------------------
 def _binds(jobs: list[dict], hypernodes: list[dict] | None = None, nodes: list[dict] | None = None) -> tuple:
-    case = {"nodes": nodes or [{"name": f"n{i}"} for i in range(1, 5)],
-            "hypernodes": tree() if hypernodes is None else hypernodes, "jobs": jobs}
+    case = {
+        "nodes": nodes or [{"name": f"n{i}"} for i in range(1, 5)],
+        "hypernodes": tree() if hypernodes is None else hypernodes,
+        "jobs": jobs,
+    }
     cluster = build_cluster([("test.yaml", d) for d in expand(case)])
     decisions = run_cycle(cluster, config(), REGISTRY, NOW, 1)
     return {b.pod: b.node for b in decisions.binds}, {u.podgroup: u.reason for u in decisions.unschedulable}
@@ -332,7 +468,10 @@ def test_allocate_prefers_the_lowest_tier_then_the_tighter_domain() -> None:
 
 def test_allocate_handles_tier_zero_domains() -> None:
     # a tier-0 hypernode is the lowest tier there is: it wins over the tier-1 one
-    hns = [{"name": "rack", "tier": 0, "nodes": ["n3", "n4"]}, {"name": "row", "tier": 1, "nodes": ["n1", "n2"]}]
+    hns = [
+        {"name": "rack", "tier": 0, "nodes": ["n3", "n4"]},
+        {"name": "row", "tier": 1, "nodes": ["n1", "n2"]},
+    ]
     binds, _ = _binds([gang(count=2, tier=1)], hypernodes=hns)
     assert binds == {"default/g-0": "n3", "default/g-1": "n4"}
 

@@ -21,9 +21,8 @@ from corral.framework.config import parse_config
 from corral.framework.cycle import apply_decisions
 from corral.framework.reservation import TARGET_SINCE, current_target, expected_runtime, lock_owners
 from corral.framework.session import Session
-from corral.manifests.fields import parse_time
 from corral.manifests.build import load_snapshot
-
+from corral.manifests.fields import parse_time
 from corral.model.resources import EPS
 from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand
@@ -40,34 +39,56 @@ def snapshots(draw):
         used = draw(st.integers(0, 8))
         if used:
             est = draw(st.sampled_from(ESTIMATES))
-            job = {"name": f"run{i}", "phase": "Running", "priority": draw(st.integers(0, 2)),
-                   "pods": [{"gpu": used, "nodes": [f"n{i}"], "started": "2025-12-31T23:30:00Z"}]}
+            job = {
+                "name": f"run{i}",
+                "phase": "Running",
+                "priority": draw(st.integers(0, 2)),
+                "pods": [{"gpu": used, "nodes": [f"n{i}"], "started": "2025-12-31T23:30:00Z"}],
+            }
             if est:
                 job["annotations"] = {"corral.io/expected-runtime": est}
             jobs.append(job)
     for i in range(draw(st.integers(1, 5))):
         est = draw(st.sampled_from(ESTIMATES))
-        job = {"name": f"w{i}", "priority": draw(st.integers(0, 3)),
-               "created": f"2025-12-31T2{draw(st.integers(0, 3))}:00:00Z",
-               "pods": [{"gpu": draw(st.integers(1, 8)), "count": draw(st.integers(1, 2))}]}
+        job = {
+            "name": f"w{i}",
+            "priority": draw(st.integers(0, 3)),
+            "created": f"2025-12-31T2{draw(st.integers(0, 3))}:00:00Z",
+            "pods": [{"gpu": draw(st.integers(1, 8)), "count": draw(st.integers(1, 2))}],
+        }
         if est:
             job["annotations"] = {"corral.io/expected-runtime": est}
         if draw(st.booleans()):
             job["phase"] = "Pending"
         jobs.append(job)
-    args = {"lockMode": draw(st.sampled_from(["cluster", "multi-node", "single-node"])),
-            "plan": draw(st.booleans())}
+    args = {
+        "lockMode": draw(st.sampled_from(["cluster", "multi-node", "single-node"])),
+        "plan": draw(st.booleans()),
+    }
     if draw(st.booleans()):
         args["timeout"] = "30m"
     return {"nodes": nodes, "jobs": jobs}, args
 
 
 def _config(args: dict):
-    return parse_config({"actions": "elect, enqueue, reserve, allocate, backfill, preempt", "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False},
-                     {"name": "conformance"}, {"name": "reservation", "arguments": args}]},
-        {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]}]},
-        REGISTRY, "property")
+    return parse_config(
+        {
+            "actions": "elect, enqueue, reserve, allocate, backfill, preempt",
+            "tiers": [
+                {
+                    "plugins": [
+                        {"name": "priority"},
+                        {"name": "gang", "enablePreemptable": False},
+                        {"name": "conformance"},
+                        {"name": "reservation", "arguments": args},
+                    ]
+                },
+                {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]},
+            ],
+        },
+        REGISTRY,
+        "property",
+    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -90,8 +111,11 @@ def test_reservation_invariants(drawn) -> None:
         decisions = session.close()
         _check_placements(session, decisions, seen)
         apply_decisions(cluster, decisions, now)
-        waiting_targets = [j for j in cluster.jobs.values() if j.annotations.get(TARGET_SINCE)
-                           and j.ready_count() < j.min_member]
+        waiting_targets = [
+            j
+            for j in cluster.jobs.values()
+            if j.annotations.get(TARGET_SINCE) and j.ready_count() < j.min_member
+        ]
         assert len(waiting_targets) <= 1
         now += 1200.0
 
@@ -133,5 +157,6 @@ def _check_placements(session: Session, decisions, seen) -> None:
         if session.now + est <= start + 1e-6:
             continue
         charged[row] += task.request
-        assert (charged[row] <= spare[row] + EPS).all(), f"{rec.pod} takes capacity the target needs on {rec.node}"
-
+        assert (charged[row] <= spare[row] + EPS).all(), (
+            f"{rec.pod} takes capacity the target needs on {rec.node}"
+        )

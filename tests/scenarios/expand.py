@@ -42,7 +42,11 @@ def _requests(spec: dict) -> dict:
 
 def _node(n: dict) -> dict:
     labels = {"kubernetes.io/hostname": n["name"], **(n.get("labels") or {})}
-    alloc = {"cpu": str(n.get("cpu", 96)), "memory": str(n.get("memory", "1Ti")), "pods": str(n.get("pods", 110))}
+    alloc = {
+        "cpu": str(n.get("cpu", 96)),
+        "memory": str(n.get("memory", "1Ti")),
+        "pods": str(n.get("pods", 110)),
+    }
     if n.get("gpu", 8):
         alloc["nvidia.com/gpu"] = str(n.get("gpu", 8))
     alloc.update({k: str(v) for k, v in (n.get("allocatable") or {}).items()})
@@ -51,8 +55,13 @@ def _node(n: dict) -> dict:
         spec["taints"] = n["taints"]
     if n.get("unschedulable"):
         spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n["name"], "labels": labels},
-            "spec": spec, "status": {"allocatable": alloc}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": n["name"], "labels": labels},
+        "spec": spec,
+        "status": {"allocatable": alloc},
+    }
 
 
 def _queue(q: dict) -> dict:
@@ -68,11 +77,17 @@ def _queue(q: dict) -> dict:
 
 def _hypernode(h: dict) -> dict:
     members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in h.get("nodes") or []]
-    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": n}}} for n in h.get("hypernodes") or []]
+    members += [
+        {"type": "HyperNode", "selector": {"exactMatch": {"name": n}}} for n in h.get("hypernodes") or []
+    ]
     if h.get("regex"):
         members.append({"type": "Node", "selector": {"regexMatch": {"pattern": h["regex"]}}})
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": h["name"]},
-            "spec": {"tier": h["tier"], "members": members}}
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": h["name"]},
+        "spec": {"tier": h["tier"], "members": members},
+    }
 
 
 def _pods(job: dict, ns: str, created: str) -> list[dict]:
@@ -84,18 +99,24 @@ def _pods(job: dict, ns: str, created: str) -> list[dict]:
         for i in range(count):
             name = f"{job['name']}-{group['role']}-{i}" if group.get("role") else f"{job['name']}-{index}"
             index += 1
-            meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"{ns}-{name}",
-                                    "creationTimestamp": group.get("created", created),
-                                    "labels": dict(group.get("labels") or {}),
-                                    "annotations": dict(group.get("annotations") or {})}
+            meta: dict[str, Any] = {
+                "name": name,
+                "namespace": ns,
+                "uid": f"{ns}-{name}",
+                "creationTimestamp": group.get("created", created),
+                "labels": dict(group.get("labels") or {}),
+                "annotations": dict(group.get("annotations") or {}),
+            }
             if job.get("kai"):
                 meta["labels"]["pod-group-name"] = job.get("group", job["name"])
             elif not job.get("bare"):
                 meta["annotations"]["scheduling.k8s.io/group-name"] = job.get("group", job["name"])
             if group.get("role"):
                 meta["annotations"]["volcano.sh/task-spec"] = group["role"]
-            spec: dict[str, Any] = {"schedulerName": group.get("scheduler", "corral"),
-                                    "containers": [{"name": "c", "resources": {"requests": _requests(group)}}]}
+            spec: dict[str, Any] = {
+                "schedulerName": group.get("scheduler", "corral"),
+                "containers": [{"name": "c", "resources": {"requests": _requests(group)}}],
+            }
             prio = group.get("priority", job.get("priority"))
             if prio is not None:
                 spec["priorityClassName"] = f"p{prio}"
@@ -126,9 +147,13 @@ def expand(case: dict) -> list[dict]:
             if p is not None:
                 prios.add(int(p))
         if not job.get("bare") and not job.get("no_group"):
-            spec: dict[str, Any] = {"minMember": job.get("minMember", sum(
-                g.get("count", len(g.get("nodes") or []) or 1) for g in job.get("pods") or [])),
-                "queue": job.get("queue", "default")}
+            spec: dict[str, Any] = {
+                "minMember": job.get(
+                    "minMember",
+                    sum(g.get("count", len(g.get("nodes") or []) or 1) for g in job.get("pods") or []),
+                ),
+                "queue": job.get("queue", "default"),
+            }
             if job.get("priority") is not None:
                 spec["priorityClassName"] = f"p{job['priority']}"
             for key in ("minResources", "minTaskMember", "networkTopology"):
@@ -138,14 +163,30 @@ def expand(case: dict) -> list[dict]:
             api = "scheduling.run.ai/v2alpha2" if job.get("kai") else "scheduling.volcano.sh/v1beta1"
             phase = job.get("phase", None if job.get("kai") else "Inqueue")
             status = {"phase": phase} if phase else {}
-            docs.append({"apiVersion": api, "kind": "PodGroup",
-                         "metadata": {"name": job["name"], "namespace": ns, "creationTimestamp": created,
-                                      "annotations": job.get("annotations") or {}},
-                         "spec": spec, "status": status})
+            docs.append(
+                {
+                    "apiVersion": api,
+                    "kind": "PodGroup",
+                    "metadata": {
+                        "name": job["name"],
+                        "namespace": ns,
+                        "creationTimestamp": created,
+                        "annotations": job.get("annotations") or {},
+                    },
+                    "spec": spec,
+                    "status": status,
+                }
+            )
         docs += _pods(job, ns, created)
     for p in sorted(prios):
-        docs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{p}"},
-                     "value": p})
+        docs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"p{p}"},
+                "value": p,
+            }
+        )
     docs += [_pdb(b) for b in case.get("pdbs") or []]
     docs += case.get("objects") or []
     return docs
@@ -156,5 +197,9 @@ def _pdb(b: dict) -> dict:
     for key in ("minAvailable", "maxUnavailable"):
         if key in b:
             spec[key] = b[key]
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": b["name"], "namespace": b.get("namespace", "default")}, "spec": spec}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": b["name"], "namespace": b.get("namespace", "default")},
+        "spec": spec,
+    }

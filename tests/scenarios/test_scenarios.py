@@ -27,8 +27,13 @@ def run_case(case: dict, tmp_path: Path) -> dict:
     snap = tmp_path / "snapshot.yaml"
     snap.write_text(yaml.safe_dump_all(expand(case)))
     config = parse_config(case["config"], REGISTRY, "scenario") if case.get("config") else default_config()
-    decisions = schedule_snapshot([snap], config, parse_time(str(case.get("now", T0))), case.get("cycles", 1),
-                                  float(case.get("period", 1.0)))
+    decisions = schedule_snapshot(
+        [snap],
+        config,
+        parse_time(str(case.get("now", T0))),
+        case.get("cycles", 1),
+        float(case.get("period", 1.0)),
+    )
     return decisions.to_json(case.get("cycles", 1))
 
 
@@ -64,7 +69,7 @@ def _param(path: Path):
     try:
         case = yaml.safe_load(path.read_text())
     except yaml.YAMLError:
-        case = None                      # a malformed case fails in its own test, not at collection
+        case = None  # a malformed case fails in its own test, not at collection
     xfail = case.get("xfail") if isinstance(case, dict) else None
     marks = [pytest.mark.xfail(reason=str(xfail), strict=True)] if xfail else []
     return pytest.param(path, marks=marks, id=path.stem)

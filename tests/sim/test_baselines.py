@@ -3,11 +3,11 @@ each against the default (greedy) configuration on the same three jobs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from corral.errors import ConfigError
-from pathlib import Path
-
 from corral.framework.config import load_config_file, parse_config
 from corral.model.annotations import EXPECTED_RUNTIME
 from corral.registry import REGISTRY
@@ -17,18 +17,45 @@ from tests.sim.test_engine import by_name, engine
 
 def job(name: str, submit: float, duration: float, gpus: float, estimate: float | None = None) -> JobSpec:
     notes = {} if estimate is None else {EXPECTED_RUNTIME: f"{estimate:g}s"}
-    return JobSpec(name, submit, duration, "default", (RoleSpec("", 1, {GPU: gpus, "cpu": 1.0}),),
-                   source=f"test row {name}", annotations=notes)
+    return JobSpec(
+        name,
+        submit,
+        duration,
+        "default",
+        (RoleSpec("", 1, {GPU: gpus, "cpu": 1.0}),),
+        source=f"test row {name}",
+        annotations=notes,
+    )
 
 
 def config(*first: str, **args):
     """The default shape with the given baseline plugins at the head of the first tier."""
     head = [{"name": n, **({"arguments": args[n]} if n in args else {})} for n in first]
-    return parse_config({"actions": "enqueue, allocate, backfill", "tiers": [
-        {"plugins": [*head, {"name": "priority"}, {"name": "gang", "enablePreemptable": False},
-                     {"name": "conformance"}]},
-        {"plugins": [{"name": "drf", "enablePreemptable": False}, {"name": "predicates"},
-                     {"name": "proportion"}, {"name": "nodeorder"}]}]}, REGISTRY, "test")
+    return parse_config(
+        {
+            "actions": "enqueue, allocate, backfill",
+            "tiers": [
+                {
+                    "plugins": [
+                        *head,
+                        {"name": "priority"},
+                        {"name": "gang", "enablePreemptable": False},
+                        {"name": "conformance"},
+                    ]
+                },
+                {
+                    "plugins": [
+                        {"name": "drf", "enablePreemptable": False},
+                        {"name": "predicates"},
+                        {"name": "proportion"},
+                        {"name": "nodeorder"},
+                    ]
+                },
+            ],
+        },
+        REGISTRY,
+        "test",
+    )
 
 
 def starts(result, names="abc"):
@@ -51,8 +78,9 @@ def test_fifo_head_past_its_minimum_keeps_placing():
     # second pod still goes where it fits. a is strictly older than b (both wait for the cycle at 10):
     # with equal submit times FIFO would not tell them apart and gang's JobOrder would put the ready a
     # behind b for its next allocate turn (Volcano allocateResources).
-    elastic = JobSpec("a", 1, 100, "default", (RoleSpec("", 2, {GPU: 4, "cpu": 1.0}),), min_member=1,
-                      source="test row a")
+    elastic = JobSpec(
+        "a", 1, 100, "default", (RoleSpec("", 2, {GPU: 4, "cpu": 1.0}),), min_member=1, source="test row a"
+    )
     result = engine([elastic, job("b", 2, 10, 2)], nodes=1, config=config("fifo")).run()
     r = by_name(result)
     assert r["a"].first_start == 10 and r["b"].first_start == 110

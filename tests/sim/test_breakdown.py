@@ -11,27 +11,41 @@ from corral.sim.result import ClusterSample, JobRecord, SimResult
 
 
 def rec(name, gpus, submit, start, end, duration, queue="a", status=None):
-    return JobRecord(job=name, queue=queue, priority=0, pods=1, min_member=1, gpus=gpus, duration=duration,
-                     submit=submit, first_start=start, end=end,
-                     wait=None if start is None else start - submit,
-                     jct=None if end is None else end - submit,
-                     status=status or ("completed" if end is not None else
-                                       "running" if start is not None else "pending"))
+    return JobRecord(
+        job=name,
+        queue=queue,
+        priority=0,
+        pods=1,
+        min_member=1,
+        gpus=gpus,
+        duration=duration,
+        submit=submit,
+        first_start=start,
+        end=end,
+        wait=None if start is None else start - submit,
+        jct=None if end is None else end - submit,
+        status=status or ("completed" if end is not None else "running" if start is not None else "pending"),
+    )
 
 
 def small_result() -> SimResult:
     jobs = [
-        rec("s1", 1, 0, 0, 5, 5),            # jct 5, slowdown 1, bounded max(5/10, 1) = 1
-        rec("s2", 1, 0, 20, 40, 20),         # jct 40, slowdown 2, bounded 2
+        rec("s1", 1, 0, 0, 5, 5),  # jct 5, slowdown 1, bounded max(5/10, 1) = 1
+        rec("s2", 1, 0, 20, 40, 20),  # jct 40, slowdown 2, bounded 2
         rec("m1", 4, 0, 10, 110, 100, "b"),  # jct 110, slowdown 1.1, bounded 1.1
-        rec("m2", 8, 0, 30, None, 100, "b"), # running: wait 30, no jct
-        rec("l1", 16, 0, 300, 400, 100),     # jct 400, slowdown 4, bounded 4
-        rec("x1", 64, 0, None, None, 100),   # never started
-        rec("c1", 0, 0, 1, 3, 2),            # CPU only: jct 3, slowdown 1.5, bounded 1
+        rec("m2", 8, 0, 30, None, 100, "b"),  # running: wait 30, no jct
+        rec("l1", 16, 0, 300, 400, 100),  # jct 400, slowdown 4, bounded 4
+        rec("x1", 64, 0, None, None, 100),  # never started
+        rec("c1", 0, 0, 1, 3, 2),  # CPU only: jct 3, slowdown 1.5, bounded 1
     ]
-    return SimResult(jobs=jobs, cluster=[ClusterSample(0, 1, 8, 0.125, 1, 1, 6.0, 2.0),
-                                         ClusterSample(50, 1, 8, 0.125, 1, 1, 2.0, 0.0)],
-                     meta={"end_time": 100.0})
+    return SimResult(
+        jobs=jobs,
+        cluster=[
+            ClusterSample(0, 1, 8, 0.125, 1, 1, 6.0, 2.0),
+            ClusterSample(50, 1, 8, 0.125, 1, 1, 2.0, 0.0),
+        ],
+        meta={"end_time": 100.0},
+    )
 
 
 def test_labels_and_bucket_parsing():
@@ -45,8 +59,15 @@ def test_labels_and_bucket_parsing():
 
 def test_breakdown_by_size_and_queue_by_hand():
     rows = {(r["by"], r["group"]): r for r in breakdown(small_result())}
-    assert list(rows) == [("size", "0 GPU"), ("size", "1 GPU"), ("size", "2-8"), ("size", "9-32"),
-                          ("size", ">32"), ("queue", "a"), ("queue", "b")]
+    assert list(rows) == [
+        ("size", "0 GPU"),
+        ("size", "1 GPU"),
+        ("size", "2-8"),
+        ("size", "9-32"),
+        ("size", ">32"),
+        ("queue", "a"),
+        ("queue", "b"),
+    ]
     one = rows[("size", "1 GPU")]
     assert (one["jobs"], one["completed"], one["waiting"]) == (2, 2, 0)
     assert (one["jct_mean"], one["wait_mean"], one["wait_max"]) == (22.5, 10.0, 20)
@@ -57,7 +78,7 @@ def test_breakdown_by_size_and_queue_by_hand():
     huge = rows[("size", ">32")]
     assert (huge["jobs"], huge["waiting"], huge["wait_mean"], huge["jct_mean"]) == (1, 1, None, None)
     assert rows[("size", "0 GPU")]["bounded_slowdown_mean"] == 1.0
-    qa = rows[("queue", "a")]   # s1, s2, l1, x1, c1
+    qa = rows[("queue", "a")]  # s1, s2, l1, x1, c1
     assert (qa["jobs"], qa["completed"], qa["waiting"]) == (5, 4, 1)
     assert qa["jct_mean"] == pytest.approx((5 + 40 + 400 + 3) / 4)
     assert qa["wait_max"] == 300
@@ -74,6 +95,7 @@ def test_summary_slowdowns_and_demand():
 
 def test_engine_samples_waiting_demand_and_fragmentation():
     from tests.sim.test_engine import engine, job
+
     # one node of 8 GPUs: a takes 6 at 0; b (4 GPUs) waits until a ends at 100. While b waits, 4 GPUs
     # are asked for and the 2 free GPUs cannot host a 4-GPU pod: 2 fragmented.
     result = engine([job("a", 0, 100, 6), job("b", 0, 50, 4)], nodes=1).run()

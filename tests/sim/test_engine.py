@@ -4,6 +4,7 @@ invariants under random workloads, and a week of the Philly trace end to end."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import replace
@@ -28,11 +29,29 @@ SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 PHILLY = SHARED / "traces" / "philly" / "philly.csv"
 
 
-def job(name: str, submit: float, duration: float, gpus: float, pods: int = 1, queue: str = "default",
-        min_member: int | None = None, priority: int = 0, topology=None) -> JobSpec:
-    role = RoleSpec("", pods, {GPU: gpus, "cpu": 1.0, "memory": 2.0 ** 30})
-    return JobSpec(name, submit, duration, queue, (role,), priority=priority, min_member=min_member,
-                   topology=topology, source=f"test.csv row {name}")
+def job(
+    name: str,
+    submit: float,
+    duration: float,
+    gpus: float,
+    pods: int = 1,
+    queue: str = "default",
+    min_member: int | None = None,
+    priority: int = 0,
+    topology=None,
+) -> JobSpec:
+    role = RoleSpec("", pods, {GPU: gpus, "cpu": 1.0, "memory": 2.0**30})
+    return JobSpec(
+        name,
+        submit,
+        duration,
+        queue,
+        (role,),
+        priority=priority,
+        min_member=min_member,
+        topology=topology,
+        source=f"test.csv row {name}",
+    )
 
 
 def engine(jobs, nodes: int = 2, gpus: int = 8, *, queues=None, tiers=(), config=None, **options) -> Engine:
@@ -46,6 +65,7 @@ def by_name(result):
 
 
 # ------------------------------------------------------------------------------------ timelines
+
 
 def test_fifo_on_two_nodes():
     # a and b fill both nodes at 0; c (t=5) and d (t=6) wait; a ends at 100 and c, the older, takes
@@ -99,12 +119,12 @@ def test_eviction_grace_holds_the_node():
     eng = engine([job("g", 0, 100, 8, pods=2)], eviction_grace=25)
     eng.evict(50, ["g-0"])
     r = by_name(eng.run())["g"]
-    assert (r.end, r.restarts) == (80 + 100, 1)   # released at 75, bound by the cycle at 80
+    assert (r.end, r.restarts) == (80 + 100, 1)  # released at 75, bound by the cycle at 80
 
 
 def test_checkpoint_saves_half_the_work():
     eng = engine([job("g", 0, 100, 8, pods=2)], checkpoint_interval=50)
-    eng.evict(75, ["g"])                             # a job name evicts all its pods
+    eng.evict(75, ["g"])  # a job name evicts all its pods
     r = by_name(eng.run())["g"]
     # 75 s done, the checkpoint at 50 survives: 25 s lost; the next cycle (80) restarts it with 50 s to go
     assert (r.end, r.restarts, r.evictions) == (130, 1, 2)
@@ -137,9 +157,15 @@ def test_restart_policy_decides_what_the_broken_gang_holds(policy, held):
 @pytest.mark.skipif(REGISTRY.action_class("preempt") is None, reason="no preempt action registered yet")
 def test_preemption_restarts_the_low_priority_gang():
     # overcommit 2: a full cluster still admits the preemptor (preempt serves admitted jobs only)
-    config = parse_config({**DEFAULT_CONFIG, "actions": "enqueue, allocate, preempt, backfill",
-                           "configurations": [{"name": "enqueue", "arguments": {"overcommit-factor": 2.0}}]},
-                          REGISTRY, "preempt")
+    config = parse_config(
+        {
+            **DEFAULT_CONFIG,
+            "actions": "enqueue, allocate, preempt, backfill",
+            "configurations": [{"name": "enqueue", "arguments": {"overcommit-factor": 2.0}}],
+        },
+        REGISTRY,
+        "preempt",
+    )
     jobs = [job("low", 0, 1000, 8, pods=2, priority=0), job("high", 50, 100, 8, priority=100)]
     r = by_name(engine(jobs, config=config).run())
     assert r["low"].restarts >= 1 and r["low"].evictions >= 1
@@ -154,17 +180,21 @@ def test_node_failure_loses_the_pods_on_it():
     result = eng.run()
     r = by_name(result)
     ends = sorted((r[n].end, r[n].restarts) for n in "ab")
-    assert ends == [(100, 0), (200, 1)]   # the lost job reruns on the other node once it is free
+    assert ends == [(100, 0), (200, 1)]  # the lost job reruns on the other node once it is free
     totals = {s.time: s.gpu_total for s in result.cluster}
     assert totals[30] == 8 and totals[1030] == 16
 
 
 # ----------------------------------------------------------------------------- inputs, never fits
 
+
 def test_jobs_that_can_never_fit_are_reported():
     queues = (QueueSpec("small", capability={GPU: 8}),)
-    jobs = [job("big", 0, 10, 8, pods=2, queue="small"), job("ok", 0, 10, 8, queue="small"),
-            job("far", 0, 10, 8, pods=2, topology=("hard", 1))]
+    jobs = [
+        job("big", 0, 10, 8, pods=2, queue="small"),
+        job("ok", 0, 10, 8, queue="small"),
+        job("far", 0, 10, 8, pods=2, topology=("hard", 1)),
+    ]
     result = engine(jobs, queues=queues, tiers=(1,)).run()
     r = by_name(result)
     assert (r["big"].status, r["far"].status, r["ok"].status) == ("never_fits", "never_fits", "completed")
@@ -172,13 +202,16 @@ def test_jobs_that_can_never_fit_are_reported():
     assert "capability" in reasons["big"] and "topology" in reasons["far"]
 
 
-@pytest.mark.parametrize("bad, words", [
-    (job("huge", 0, 10, 8, pods=3), "larger than the cluster"),
-    (job("wide", 0, 10, 16), "more than any node"),
-    (job("neg", 0, -5, 1), "duration"),
-    (job("nan", math.nan, 5, 1), "submit"),
-    (job("lost", 0, 10, 1, queue="nowhere"), "unknown queue 'nowhere'"),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (job("huge", 0, 10, 8, pods=3), "larger than the cluster"),
+        (job("wide", 0, 10, 16), "more than any node"),
+        (job("neg", 0, -5, 1), "duration"),
+        (job("nan", math.nan, 5, 1), "submit"),
+        (job("lost", 0, 10, 1, queue="nowhere"), "unknown queue 'nowhere'"),
+    ],
+)
 def test_bad_input_names_the_row(bad, words):
     queues = (QueueSpec("default"),)
     with pytest.raises(InputError) as err:
@@ -189,8 +222,10 @@ def test_bad_input_names_the_row(bad, words):
 
 def test_cluster_spec_and_tree(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("nodes:\n- {name: a, count: 6, gpus: 4, memory: 64Gi}\n- {name: b, count: 2, gpus: 8}\n"
-                    "topology: {tiers: [4, 2]}\nqueue_weights: {x: 3}\n")
+    path.write_text(
+        "nodes:\n- {name: a, count: 6, gpus: 4, memory: 64Gi}\n- {name: b, count: 2, gpus: 8}\n"
+        "topology: {tiers: [4, 2]}\nqueue_weights: {x: 3}\n"
+    )
     tpl = load_cluster(path)
     cluster = tpl.instantiate(["x", "y"])
     assert cluster.nodes.names[0] == "a-000" and len(cluster.nodes) == 8 and not tpl.explicit_queues
@@ -213,15 +248,19 @@ def test_snapshot_cluster_reads_alibaba_gpu_counts():
 
 
 def test_water_fill_caps_and_redistributes():
-    got = water_fill(12, np.array([1.0, 1.0, 2.0]), np.array([2.0, 100, 100]), np.array([np.inf, 3, np.inf]),
-                     np.zeros(3))
+    got = water_fill(
+        12, np.array([1.0, 1.0, 2.0]), np.array([2.0, 100, 100]), np.array([np.inf, 3, np.inf]), np.zeros(3)
+    )
     assert got.tolist() == pytest.approx([2, 3, 7])
 
 
 # ------------------------------------------------------------------------------ whole-run promises
 
+
 def _small_run(seed: int, folder: Path) -> None:
-    jobs = synthetic(seed, n_jobs=80, arrival_rate=1 / 40, queues={"a": 2, "b": 1}, gang_sizes={1: 6, 2: 3, 4: 1})
+    jobs = synthetic(
+        seed, n_jobs=80, arrival_rate=1 / 40, queues={"a": 2, "b": 1}, gang_sizes={1: 6, 2: 3, 4: 1}
+    )
     cluster = from_spec(ClusterSpec((NodeShape("n", 8, gpus=8),), tiers=(4,))).instantiate(["a", "b"])
     eng = Engine(cluster, jobs, default_config(), options=SimOptions(checkpoint_interval=600))
     eng.evict(1500, [jobs[20].name, jobs[21].name])
@@ -245,19 +284,37 @@ def workloads(draw):
     out = []
     for i in range(n):
         pods = draw(st.integers(1, 3))
-        out.append(job(f"j{i}", draw(st.integers(0, 300)), draw(st.integers(1, 400)),
-                       draw(st.sampled_from([1, 2, 4, 8])), pods=pods,
-                       min_member=draw(st.integers(1, pods)), queue=draw(st.sampled_from(["a", "b"]))))
-    evictions = draw(st.lists(st.tuples(st.integers(0, 600), st.sampled_from([j.name for j in out])),
-                              max_size=3))
-    return (out, evictions, draw(st.sampled_from([None, 60.0])), draw(st.sampled_from([0.0, 15.0])),
-            draw(st.sampled_from(list(CONFIGS))), draw(st.sampled_from(["job", "pods"])))
+        out.append(
+            job(
+                f"j{i}",
+                draw(st.integers(0, 300)),
+                draw(st.integers(1, 400)),
+                draw(st.sampled_from([1, 2, 4, 8])),
+                pods=pods,
+                min_member=draw(st.integers(1, pods)),
+                queue=draw(st.sampled_from(["a", "b"])),
+            )
+        )
+    evictions = draw(
+        st.lists(st.tuples(st.integers(0, 600), st.sampled_from([j.name for j in out])), max_size=3)
+    )
+    return (
+        out,
+        evictions,
+        draw(st.sampled_from([None, 60.0])),
+        draw(st.sampled_from([0.0, 15.0])),
+        draw(st.sampled_from(list(CONFIGS))),
+        draw(st.sampled_from(["job", "pods"])),
+    )
 
 
 CONFIGS = {"default": DEFAULT_CONFIG}
-if REGISTRY.action_class("preempt") is not None:   # the scheduler evicts too, when it can
-    CONFIGS["preempt"] = {**DEFAULT_CONFIG, "actions": "enqueue, allocate, preempt, backfill",
-                          "configurations": [{"name": "enqueue", "arguments": {"overcommit-factor": 2.0}}]}
+if REGISTRY.action_class("preempt") is not None:  # the scheduler evicts too, when it can
+    CONFIGS["preempt"] = {
+        **DEFAULT_CONFIG,
+        "actions": "enqueue, allocate, preempt, backfill",
+        "configurations": [{"name": "enqueue", "arguments": {"overcommit-factor": 2.0}}],
+    }
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -265,33 +322,38 @@ if REGISTRY.action_class("preempt") is not None:   # the scheduler evicts too, w
 def test_invariants_under_random_workloads(case):
     jobs, evictions, checkpoint, grace, config, policy = case
     jobs = [replace(j, priority=10 * (i % 3)) for i, j in enumerate(jobs)]
-    eng = engine(jobs, nodes=3, checkpoint_interval=checkpoint, eviction_grace=grace, restart_policy=policy,
-                 config=parse_config(CONFIGS[config], REGISTRY, config))
+    eng = engine(
+        jobs,
+        nodes=3,
+        checkpoint_interval=checkpoint,
+        eviction_grace=grace,
+        restart_policy=policy,
+        config=parse_config(CONFIGS[config], REGISTRY, config),
+    )
     for at, name in evictions:
         eng.evict(at, [name])
     while eng.step():
         nodes = eng.cluster.nodes
         used = nodes.used.copy()
         eng.cluster.account()
-        assert np.array_equal(used, nodes.used)                      # accounting never drifts
-        assert (nodes.used <= nodes.allocatable + 1e-6).all()        # never over-committed
+        assert np.array_equal(used, nodes.used)  # accounting never drifts
+        assert (nodes.used <= nodes.allocatable + 1e-6).all()  # never over-committed
         for uid in eng.running_jobs():
             j = eng.cluster.jobs[uid]
-            assert j.count(TaskStatus.RUNNING) >= j.min_member       # progress only at >= minMember
+            assert j.count(TaskStatus.RUNNING) >= j.min_member  # progress only at >= minMember
     result = eng.run()
     end = result.meta["end_time"]
     samples = result.cluster
-    gpu_seconds = sum(s.gpu_used * (b.time - s.time) for s, b in zip(samples, samples[1:]))
+    gpu_seconds = sum(s.gpu_used * (b.time - s.time) for s, b in itertools.pairwise(samples))
     assert gpu_seconds <= 24 * end + 1e-6
     for r in result.jobs:
-        assert r.status == "completed"                               # everything fits: all finish
+        assert r.status == "completed"  # everything fits: all finish
         assert r.end - r.first_start >= r.duration - 1e-9 and r.jct >= r.duration - 1e-9
         assert r.restarts <= r.evictions
 
 
 def test_until_stops_the_clock_and_reports_the_rest():
-    result = engine([job("a", 0, 100, 8), job("b", 0, 100, 8, pods=2), job("c", 500, 10, 1)],
-                    until=50).run()
+    result = engine([job("a", 0, 100, 8), job("b", 0, 100, 8, pods=2), job("c", 500, 10, 1)], until=50).run()
     r = by_name(result)
     assert result.meta["end_time"] == 50 and result.meta["jobs_not_submitted"] == 1
     assert {r["a"].status, r["b"].status} == {"running", "pending"} and "c" not in r
@@ -299,8 +361,12 @@ def test_until_stops_the_clock_and_reports_the_rest():
 
 def test_progress_callback_reports_the_end():
     seen = []
-    simulate(from_spec(ClusterSpec((NodeShape("n", 2),))).instantiate(["default"]),
-             [job("a", 0, 10, 1)], default_config(), progress=lambda *a: seen.append(a))
+    simulate(
+        from_spec(ClusterSpec((NodeShape("n", 2),))).instantiate(["default"]),
+        [job("a", 0, 10, 1)],
+        default_config(),
+        progress=lambda *a: seen.append(a),
+    )
     assert seen[-1] == (10.0, 1, 1)
 
 
@@ -309,8 +375,9 @@ def test_one_week_of_philly_end_to_end(tmp_path):
     if not PHILLY.exists():
         pytest.skip("the shared Philly trace is absent")
     from corral.sim.workload import filter_jobs, load_philly
+
     jobs = filter_jobs(load_philly(PHILLY), 14 * 86400, 21 * 86400)
-    tpl = from_spec(ClusterSpec((NodeShape("n", 64, gpus=8),), tiers=(8,)))   # 512 GPUs: busy, not swamped
+    tpl = from_spec(ClusterSpec((NodeShape("n", 64, gpus=8),), tiers=(8,)))  # 512 GPUs: busy, not swamped
     result = simulate(tpl.instantiate(j.queue for j in jobs), jobs, default_config())
     assert len(result.jobs) == len(jobs) > 1000
     assert all(r.status == "completed" for r in result.jobs)

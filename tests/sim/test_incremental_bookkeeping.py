@@ -14,10 +14,13 @@ from corral.sim.synthetic import synthetic
 
 
 def _engine(until: float) -> Engine:
-    jobs = synthetic(7, n_jobs=260, arrival_rate=1 / 15, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2})
+    jobs = synthetic(
+        7, n_jobs=260, arrival_rate=1 / 15, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
+    )
     cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
-    eng = Engine(cluster, jobs, default_config(), options=SimOptions(startup_delay=20, eviction_grace=5,
-                                                                        until=until))
+    eng = Engine(
+        cluster, jobs, default_config(), options=SimOptions(startup_delay=20, eviction_grace=5, until=until)
+    )
     eng.run()
     return eng
 
@@ -27,7 +30,7 @@ def test_node_columns_follow_the_changed_pods_exactly():
     nodes = eng.cluster.nodes
     kept = [nodes.used.copy(), nodes.releasing.copy(), nodes.pipelined.copy()]
     eng.cluster.account()
-    assert len(eng._waiting) > 5                      # congested: the test means something
+    assert len(eng._waiting) > 5  # congested: the test means something
     for got, want in zip(kept, [nodes.used, nodes.releasing, nodes.pipelined]):
         assert np.array_equal(got, want)
 
@@ -47,8 +50,10 @@ def test_kept_order_keys_equal_fresh_ones():
     kept = session.job_sort_key()
     jobs = list(cluster.jobs.values())
     first = [kept(j) for j in jobs]
-    cluster.__dict__.pop("_order_keys", None)         # nothing kept: every key computed afresh
-    fresh = [Session(cluster, eng.config, REGISTRY, eng.now, 1000, explain=False).job_sort_key()(j) for j in jobs]
+    cluster.__dict__.pop("_order_keys", None)  # nothing kept: every key computed afresh
+    fresh = [
+        Session(cluster, eng.config, REGISTRY, eng.now, 1000, explain=False).job_sort_key()(j) for j in jobs
+    ]
     assert first == fresh and len(first) > 5
 
 
@@ -57,22 +62,30 @@ def test_a_podgroup_the_budget_refuses_gets_enqueues_reason_at_the_end():
     result is written, with enqueue's own wording and the budget of the end state."""
     eng = _engine(3 * 3600)
     reasons = eng.result().meta["pending_reasons"]
-    pending = [eng._active[u].spec.name for u in eng._waiting
-               if eng._active[u].job.phase.value == "Pending"]
+    pending = [eng._active[u].spec.name for u in eng._waiting if eng._active[u].job.phase.value == "Pending"]
     assert pending, "the workload should leave podgroups not admitted"
     texts = [reasons[n] for n in pending]
-    assert any(t.startswith("not admitted: minResources need ") and "overcommit-factor 1.2" in t for t in texts)
+    assert any(
+        t.startswith("not admitted: minResources need ") and "overcommit-factor 1.2" in t for t in texts
+    )
 
 
 def test_a_job_running_again_after_a_restart_has_no_pending_reason(monkeypatch):
     """A gang restarted by a node failure waits again (and is given a reason), then runs: the result no
     longer lists it among the pending reasons (its per-job record keeps the reason it last waited for)."""
     from corral.framework import skipcache
-    monkeypatch.setattr(skipcache, "_ENABLED", False)       # every waiting job is given a reason each cycle
-    jobs = synthetic(11, n_jobs=220, arrival_rate=1 / 12, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2})
+
+    monkeypatch.setattr(skipcache, "_ENABLED", False)  # every waiting job is given a reason each cycle
+    jobs = synthetic(
+        11, n_jobs=220, arrival_rate=1 / 12, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
+    )
     cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
-    eng = Engine(cluster, jobs, default_config(), options=SimOptions(checkpoint_interval=600, until=5 * 3600,
-                                                                        eviction_grace=30.0))
+    eng = Engine(
+        cluster,
+        jobs,
+        default_config(),
+        options=SimOptions(checkpoint_interval=600, until=5 * 3600, eviction_grace=30.0),
+    )
     eng.node_down(3600.0, cluster.nodes.names[1], duration=1800.0)
     result = eng.run()
     again = [r for r in result.jobs if r.restarts and r.status in ("running", "completed") and r.reason]

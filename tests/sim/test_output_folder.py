@@ -30,16 +30,40 @@ def files(tmp_path: Path) -> Path:
 def simulate(files: Path, out: Path | str, *extra: str):
     app = typer.Typer()
     register(app)
-    return CliRunner().invoke(app, ["simulate", "--workload", str(files / "w.csv"), "--cluster",
-                                    str(files / "cluster.yaml"), "--output", str(out), "--no-progress",
-                                    *extra])
+    return CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--workload",
+            str(files / "w.csv"),
+            "--cluster",
+            str(files / "cluster.yaml"),
+            "--output",
+            str(out),
+            "--no-progress",
+            *extra,
+        ],
+    )
 
 
 def compare(files: Path, out: Path, *extra: str):
     app = typer.Typer()
     register(app)
-    return CliRunner().invoke(app, ["compare", "default", "--workload", str(files / "w.csv"), "--cluster",
-                                    str(files / "cluster.yaml"), "-o", str(out), "--no-progress", *extra])
+    return CliRunner().invoke(
+        app,
+        [
+            "compare",
+            "default",
+            "--workload",
+            str(files / "w.csv"),
+            "--cluster",
+            str(files / "cluster.yaml"),
+            "-o",
+            str(out),
+            "--no-progress",
+            *extra,
+        ],
+    )
 
 
 def one_error(res, *parts: str) -> None:
@@ -76,14 +100,16 @@ def test_a_previous_report_is_replaced(files):
     (out / "stale.png").write_bytes(b"old")
     res = simulate(files, out)
     assert res.exit_code == 0, res.output
-    assert not (out / "stale.png").exists() and json.loads((out / "summary.json").read_text())["jobs_total"] == 2
+    assert (
+        not (out / "stale.png").exists() and json.loads((out / "summary.json").read_text())["jobs_total"] == 2
+    )
 
 
 def test_a_comparison_is_a_report_too(files):
     out = files / "c"
     assert compare(files, out).exit_code == 0
     assert is_report(out)
-    (out / MARKER).unlink()          # a comparison written before the marker existed
+    (out / MARKER).unlink()  # a comparison written before the marker existed
     assert is_report(out)
     assert compare(files, out).exit_code == 0
 

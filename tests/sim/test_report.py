@@ -15,46 +15,93 @@ from rich.console import Console
 from corral.errors import InputError
 from corral.sim import report
 from corral.sim.plots import cdf_plot, share_plot, step_plot
-from corral.sim.report import (METRICS, queue_summary, run_end, summarize, summary_table, time_average,
-                               write_comparison, write_report)
+from corral.sim.report import (
+    METRICS,
+    queue_summary,
+    run_end,
+    summarize,
+    summary_table,
+    time_average,
+    write_comparison,
+    write_report,
+)
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def job(name: str, *, queue: str = "a", gpus: float = 1, submit: float = 0.0, wait: float | None = None,
-        run: float | None = None, status: str | None = None, **extra) -> JobRecord:
+def job(
+    name: str,
+    *,
+    queue: str = "a",
+    gpus: float = 1,
+    submit: float = 0.0,
+    wait: float | None = None,
+    run: float | None = None,
+    status: str | None = None,
+    **extra,
+) -> JobRecord:
     """A record that started ``wait`` after submit and ran ``run`` seconds (None: not reached)."""
     start = submit + wait if wait is not None else None
     end = start + run if start is not None and run is not None else None
     if status is None:
         status = "completed" if end is not None else "running" if start is not None else "pending"
-    return JobRecord(job=name, queue=queue, priority=0, pods=1, min_member=1, gpus=gpus,
-                     duration=run or 100.0, submit=submit, first_start=start, end=end, wait=wait,
-                     jct=None if end is None else end - submit, status=status, **extra)
+    return JobRecord(
+        job=name,
+        queue=queue,
+        priority=0,
+        pods=1,
+        min_member=1,
+        gpus=gpus,
+        duration=run or 100.0,
+        submit=submit,
+        first_start=start,
+        end=end,
+        wait=wait,
+        jct=None if end is None else end - submit,
+        status=status,
+        **extra,
+    )
 
 
 def known_result() -> SimResult:
     """JCTs 10, 20, 30, 40, 100; utilisation 0.5 for 10 s, 1.0 for 30 s, 0 for 60 s (end 100)."""
-    jobs = [job("j1", wait=0, run=10), job("j2", wait=5, run=15, restarts=2, evictions=3,
-                                             gpu_hours_lost=1.5),
-            job("j3", submit=10, wait=10, run=20, queue="b"), job("j4", submit=10, wait=20, run=20),
-            job("j5", wait=50, run=50, queue="b", evictions=1, gpu_hours_lost=0.25),
-            job("j6", submit=5, wait=1), job("j7", submit=20)]
-    cluster = [ClusterSample(0, 4, 8, 0.5, 3, 1), ClusterSample(10, 8, 8, 1.0, 2, 2),
-               ClusterSample(40, 0, 8, 0.0, 1, 0)]
-    queues = [QueueSample(0, "a", 0, 0.0, 0.4, 1), QueueSample(50, "a", 4, 0.4, 0.4, 0),
-              QueueSample(0, "b", 2, 0.3, 0.3, 0), QueueSample(0, "c", 0, 0.0, 0.0, 0)]
+    jobs = [
+        job("j1", wait=0, run=10),
+        job("j2", wait=5, run=15, restarts=2, evictions=3, gpu_hours_lost=1.5),
+        job("j3", submit=10, wait=10, run=20, queue="b"),
+        job("j4", submit=10, wait=20, run=20),
+        job("j5", wait=50, run=50, queue="b", evictions=1, gpu_hours_lost=0.25),
+        job("j6", submit=5, wait=1),
+        job("j7", submit=20),
+    ]
+    cluster = [
+        ClusterSample(0, 4, 8, 0.5, 3, 1),
+        ClusterSample(10, 8, 8, 1.0, 2, 2),
+        ClusterSample(40, 0, 8, 0.0, 1, 0),
+    ]
+    queues = [
+        QueueSample(0, "a", 0, 0.0, 0.4, 1),
+        QueueSample(50, "a", 4, 0.4, 0.4, 0),
+        QueueSample(0, "b", 2, 0.3, 0.3, 0),
+        QueueSample(0, "c", 0, 0.0, 0.0, 0),
+    ]
     return SimResult(jobs=jobs, queues=queues, cluster=cluster, meta={"config": "known", "end_time": 100.0})
 
 
 # ------------------------------------------------------------------------------------------ metrics
 
+
 def test_summary_of_known_result():
     s = summarize(known_result())
     assert list(s) == list(METRICS)
-    assert (s["jobs_total"], s["jobs_completed"], s["jobs_running"], s["jobs_pending"],
-            s["jobs_never_fits"]) == (7, 5, 1, 1, 0)
+    assert (
+        s["jobs_total"],
+        s["jobs_completed"],
+        s["jobs_running"],
+        s["jobs_pending"],
+        s["jobs_never_fits"],
+    ) == (7, 5, 1, 1, 0)
     # JCTs 10, 20, 30, 40, 100: numpy's linear percentiles
     assert (s["jct_mean"], s["jct_p50"], s["jct_p95"], s["jct_p99"]) == (40.0, 30.0, 88.0, 97.6)
     # waits 0, 5, 10, 20, 50, 1 (the running job has one, the pending one has none)
@@ -78,8 +125,11 @@ def test_time_average():
 
 def test_max_wait_of_largest_jobs_counts_pending_until_end():
     jobs = [job(f"small{i}", wait=1000.0 + i, run=10) for i in range(38)]  # long waits, but small
-    jobs += [job("big-done", gpus=16, wait=50, run=10), job("big-pending", gpus=16, submit=10),
-             job("huge", gpus=10_000, submit=0, status="never_fits")]
+    jobs += [
+        job("big-done", gpus=16, wait=50, run=10),
+        job("big-pending", gpus=16, submit=10),
+        job("huge", gpus=10_000, submit=0, status="never_fits"),
+    ]
     result = SimResult(jobs=jobs, meta={"end_time": 1000.0})
     # 40 jobs that can fit, 5% -> the 2 with 16 GPUs; the pending one has waited 1000 - 10
     assert summarize(result)["max_wait_largest_5pct"] == 990.0
@@ -102,8 +152,10 @@ def test_empty_result_and_rounding():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 1)), min_size=1, max_size=30),
-       st.one_of(st.none(), st.floats(0, 2e6)))
+@given(
+    st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 1)), min_size=1, max_size=30),
+    st.one_of(st.none(), st.floats(0, 2e6)),
+)
 def test_time_average_stays_within_the_values(samples, end):
     times, values = zip(*samples)
     average = time_average(times, values, end)
@@ -126,10 +178,27 @@ def test_queue_summary():
 
 # ------------------------------------------------------------------------------------------- files
 
-RUN_FILES = {"summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv", "cluster.csv",
-             "queue_summary.csv", "breakdown.csv", "breakdown.json", "utilisation.png", "demand.png",
-             "fragmentation.png", "pending.png", "shares.png", "jct_cdf.png", "wait_cdf.png",
-             "wait_by_size.png", "slowdown_by_size.png", "index.html"}
+RUN_FILES = {
+    "summary.json",
+    "meta.json",
+    "jobs.csv",
+    "jobs.json",
+    "queues.csv",
+    "cluster.csv",
+    "queue_summary.csv",
+    "breakdown.csv",
+    "breakdown.json",
+    "utilisation.png",
+    "demand.png",
+    "fragmentation.png",
+    "pending.png",
+    "shares.png",
+    "jct_cdf.png",
+    "wait_cdf.png",
+    "wait_by_size.png",
+    "slowdown_by_size.png",
+    "index.html",
+}
 
 
 def test_write_report_files(tmp_path):
@@ -138,8 +207,7 @@ def test_write_report_files(tmp_path):
     folder = write_report(result, tmp_path / "out" / "report")
     assert {p.name for p in folder.iterdir()} == RUN_FILES | {".corral-report"}
     assert json.loads((folder / "summary.json").read_text()) == summarize(result)
-    assert json.loads((folder / "meta.json").read_text())["odd"] == {"nan": None, "path": "/x",
-                                                                     "set": [1, 2]}
+    assert json.loads((folder / "meta.json").read_text())["odd"] == {"nan": None, "path": "/x", "set": [1, 2]}
     with (folder / "jobs.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 7 and rows[6]["job"] == "j7" and rows[6]["wait"] == "" and rows[0]["jct"] == "10.0"
@@ -157,8 +225,15 @@ def test_write_report_files(tmp_path):
 def test_reports_are_deterministic(tmp_path):
     first = write_report(known_result(), tmp_path / "one")
     second = write_report(known_result(), tmp_path / "two")
-    for name in ("summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv", "cluster.csv",
-                 "queue_summary.csv"):
+    for name in (
+        "summary.json",
+        "meta.json",
+        "jobs.csv",
+        "jobs.json",
+        "queues.csv",
+        "cluster.csv",
+        "queue_summary.csv",
+    ):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
 
 
@@ -166,7 +241,7 @@ def test_report_replaces_existing_folder(tmp_path):
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "stale.txt").write_text("old")
-    with pytest.raises(InputError, match="not a corral report"):   # not written by corral: kept
+    with pytest.raises(InputError, match="not a corral report"):  # not written by corral: kept
         write_report(known_result(), folder)
     assert (folder / "stale.txt").read_text() == "old"
     write_report(known_result(), folder, force=True)
@@ -213,9 +288,23 @@ def test_write_comparison(tmp_path):
     results = {"gang/preempt": known_result(), "legacy preempt": other, "index.html": other}
     folder = write_comparison(results, tmp_path / "cmp")
     names = {p.name for p in folder.iterdir()}
-    assert {"comparison.json", "comparison.csv", "breakdown.csv", "index.html", "utilisation.png",
-            "demand.png", "fragmentation.png", "jct_cdf.png", "wait_cdf.png", "wait_by_size.png",
-            "slowdown_by_size.png", "gang_preempt", "legacy_preempt", "index.html-2", ".corral-report"} == names
+    assert {
+        "comparison.json",
+        "comparison.csv",
+        "breakdown.csv",
+        "index.html",
+        "utilisation.png",
+        "demand.png",
+        "fragmentation.png",
+        "jct_cdf.png",
+        "wait_cdf.png",
+        "wait_by_size.png",
+        "slowdown_by_size.png",
+        "gang_preempt",
+        "legacy_preempt",
+        "index.html-2",
+        ".corral-report",
+    } == names
     assert {p.name for p in (folder / "gang_preempt").iterdir()} == RUN_FILES
     rows = json.loads((folder / "comparison.json").read_text())
     assert [r["config"] for r in rows] == list(results) and rows[1]["gpu_utilisation"] == 1.0
@@ -232,6 +321,7 @@ def test_write_comparison(tmp_path):
 
 
 # -------------------------------------------------------------------------------------- terminal
+
 
 def render(table) -> str:
     console = Console(record=True, width=200)
@@ -251,12 +341,15 @@ def test_summary_table_single_and_side_by_side():
 
 # ------------------------------------------------------------------------------------------- plots
 
+
 def test_plots_draw_empty_and_full_data():
     assert step_plot({"": ([], [])}, title="t", ylabel="y").startswith(PNG_MAGIC)
-    assert step_plot({"a": ([0, 5], [1, 2]), "b": ([0], [3])}, title="t", ylabel="y",
-                     end={"a": 10, "b": 20}).startswith(PNG_MAGIC)
+    assert step_plot(
+        {"a": ([0, 5], [1, 2]), "b": ([0], [3])}, title="t", ylabel="y", end={"a": 10, "b": 20}
+    ).startswith(PNG_MAGIC)
     assert cdf_plot({"x": []}, title="t", xlabel="x").startswith(PNG_MAGIC)
     assert cdf_plot({"x": [0, 1, 100, 1e6]}, title="t", xlabel="x").startswith(PNG_MAGIC)
     assert share_plot({}).startswith(PNG_MAGIC)
-    assert share_plot({f"q{i}": ([0, 1], [0.1, 0.2], [0.1, 0.1]) for i in range(12)},
-                      end=5).startswith(PNG_MAGIC)
+    assert share_plot({f"q{i}": ([0, 1], [0.1, 0.2], [0.1, 0.1]) for i in range(12)}, end=5).startswith(
+        PNG_MAGIC
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from pathlib import Path
@@ -12,11 +13,21 @@ import pytest
 
 from corral.errors import InputError
 from corral.sim.jobspec import GPU
-from corral.sim.workload import (CORRAL_COLUMNS, JobList, SyntheticSpec, filter_jobs, load_alibaba,
-                                 load_corral_trace, load_philly, load_trace, scale_arrivals, synthetic)
+from corral.sim.workload import (
+    CORRAL_COLUMNS,
+    JobList,
+    SyntheticSpec,
+    filter_jobs,
+    load_alibaba,
+    load_corral_trace,
+    load_philly,
+    load_trace,
+    scale_arrivals,
+    synthetic,
+)
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-GIB = 2 ** 30
+GIB = 2**30
 
 
 def write(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:
@@ -39,6 +50,7 @@ def assert_input_error(exc: InputError, path: Path, row: int | None, field: str)
 
 # ------------------------------------------------------------------------------------- corral schema
 
+
 def test_minimal_trace_takes_defaults(tmp_path):
     path = write(tmp_path, "submit,duration\n5,60\n")
     [job] = load_corral_trace(path)
@@ -50,13 +62,16 @@ def test_minimal_trace_takes_defaults(tmp_path):
 
 
 def test_full_trace_is_rebased_sorted_and_converted(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 name,submit,duration,queue,priority,pods,min_member,gpu,cpu,memory,topology_mode,topology_tier
 b,1100,3600,research,10,4,3,8,32,256Gi,hard,2
 a,1100,60,dev,-5,1,,0.5,500m,536870912,,
 c,1000,7200,,,2,,8,4,16G,soft,
 d,1200,30,dev,0,2,,1,1,1Gi,,3
-""")
+""",
+    )
     jobs = load_corral_trace(path)
     assert [j.name for j in jobs] == ["c", "a", "b", "d"]  # by submit, then name
     assert [j.submit for j in jobs] == [0.0, 100.0, 100.0, 200.0]
@@ -64,41 +79,47 @@ d,1200,30,dev,0,2,,1,1,1Gi,,3
     assert c.queue == "default" and c.priority == 0 and c.min_member == 2
     assert c.roles[0].requests == {"cpu": 4.0, "memory": 16e9, GPU: 8.0}
     assert c.topology == ("soft", 1)
-    assert a.priority == -5 and a.roles[0].requests == {"cpu": 0.5, "memory": 2.0 ** 29, GPU: 0.5}
+    assert a.priority == -5 and a.roles[0].requests == {"cpu": 0.5, "memory": 2.0**29, GPU: 0.5}
     assert b.num_pods == 4 and b.min_pods == 3 and b.gpus == 32 and b.topology == ("hard", 2)
     assert d.topology == ("hard", 3)
 
 
 def test_submit_as_times(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 name,submit,duration
 x,2026-01-05 09:00:00,10
 y,2026-01-05T09:02:00Z,10
 z,2026-01-05T10:05:00.5+01:00,10
-""")
+""",
+    )
     assert [(j.name, j.submit) for j in load_corral_trace(path)] == [("x", 0.0), ("y", 120.0), ("z", 300.5)]
 
 
-@pytest.mark.parametrize("body, row, field, fragment", [
-    ("submit,duration\n0,10\n1,-5\n", 2, "duration", "'-5'"),
-    ("submit,duration\n0,abc\n", 1, "duration", "positive number"),
-    ("submit,duration\n0,10\n0,10\n0,0\n", 3, "duration", "positive"),
-    ("submit,duration\n0,inf\n", 1, "duration", "positive"),
-    ("submit,duration\n2026-01-05 09:00:00,1\n2026-13-45 09:00:00,1\n", 2, "submit", "2026-13-45"),
-    ("submit,duration\n2026-01-05 09:00:00,1\nyesterday,1\n", 2, "submit", "time"),
-    ("submit,duration\n0,1\n,1\n", 2, "submit", "missing value"),
-    ("submit,duration,pods\n0,1,2\n0,1,2.5\n", 2, "pods", "integer"),
-    ("submit,duration,pods\n0,1,two\n", 1, "pods", "integer"),
-    ("submit,duration,pods\n0,1,0\n", 1, "pods", ">= 1"),
-    ("submit,duration,pods,min_member\n0,1,2,3\n", 1, "min_member", "exceeds pods"),
-    ("submit,duration,priority\n0,1,high\n", 1, "priority", "integer"),
-    ("submit,duration,memory\n0,1,4Gi\n0,1,4Gx\n", 2, "memory", "4Gx"),
-    ("submit,duration,cpu\n0,1,-2\n", 1, "cpu", "non-negative"),
-    ("submit,duration,gpu\n0,1,many\n", 1, "gpu", "many"),
-    ("submit,duration,topology_mode\n0,1,medium\n", 1, "topology_mode", "hard, soft"),
-    ("submit,duration,topology_tier\n0,1,0\n", 1, "topology_tier", "tier"),
-    ("name,submit,duration\na,0,1\na,1,1\n", 2, "name", "duplicate"),
-])
+@pytest.mark.parametrize(
+    "body, row, field, fragment",
+    [
+        ("submit,duration\n0,10\n1,-5\n", 2, "duration", "'-5'"),
+        ("submit,duration\n0,abc\n", 1, "duration", "positive number"),
+        ("submit,duration\n0,10\n0,10\n0,0\n", 3, "duration", "positive"),
+        ("submit,duration\n0,inf\n", 1, "duration", "positive"),
+        ("submit,duration\n2026-01-05 09:00:00,1\n2026-13-45 09:00:00,1\n", 2, "submit", "2026-13-45"),
+        ("submit,duration\n2026-01-05 09:00:00,1\nyesterday,1\n", 2, "submit", "time"),
+        ("submit,duration\n0,1\n,1\n", 2, "submit", "missing value"),
+        ("submit,duration,pods\n0,1,2\n0,1,2.5\n", 2, "pods", "integer"),
+        ("submit,duration,pods\n0,1,two\n", 1, "pods", "integer"),
+        ("submit,duration,pods\n0,1,0\n", 1, "pods", ">= 1"),
+        ("submit,duration,pods,min_member\n0,1,2,3\n", 1, "min_member", "exceeds pods"),
+        ("submit,duration,priority\n0,1,high\n", 1, "priority", "integer"),
+        ("submit,duration,memory\n0,1,4Gi\n0,1,4Gx\n", 2, "memory", "4Gx"),
+        ("submit,duration,cpu\n0,1,-2\n", 1, "cpu", "non-negative"),
+        ("submit,duration,gpu\n0,1,many\n", 1, "gpu", "many"),
+        ("submit,duration,topology_mode\n0,1,medium\n", 1, "topology_mode", "hard, soft"),
+        ("submit,duration,topology_tier\n0,1,0\n", 1, "topology_tier", "tier"),
+        ("name,submit,duration\na,0,1\na,1,1\n", 2, "name", "duplicate"),
+    ],
+)
 def test_bad_rows_name_file_row_and_field(tmp_path, body, row, field, fragment):
     path = write(tmp_path, body)
     with pytest.raises(InputError) as info:
@@ -107,10 +128,13 @@ def test_bad_rows_name_file_row_and_field(tmp_path, body, row, field, fragment):
     assert fragment in str(info.value)
 
 
-@pytest.mark.parametrize("body, field, fragment", [
-    ("name,submit\na,0\n", "duration", "missing required column 'duration'"),
-    ("submit,duration,gpus\n0,1,8\n", "gpus", "unknown column 'gpus'"),
-])
+@pytest.mark.parametrize(
+    "body, field, fragment",
+    [
+        ("name,submit\na,0\n", "duration", "missing required column 'duration'"),
+        ("submit,duration,gpus\n0,1,8\n", "gpus", "unknown column 'gpus'"),
+    ],
+)
 def test_bad_columns(tmp_path, body, field, fragment):
     path = write(tmp_path, body)
     with pytest.raises(InputError) as info:
@@ -122,10 +146,13 @@ def test_bad_columns(tmp_path, body, field, fragment):
 
 
 def test_unreadable_files_are_input_errors(tmp_path):
-    for path, fragment in [(tmp_path / "absent.csv", "no such file"), (tmp_path, "not a file"),
-                           (write(tmp_path, "x", "trace.json"), "unknown trace format"),
-                           (write(tmp_path, "not parquet", "t.parquet"), "cannot read trace"),
-                           (write(tmp_path, "", "empty.csv"), "cannot read trace")]:
+    for path, fragment in [
+        (tmp_path / "absent.csv", "no such file"),
+        (tmp_path, "not a file"),
+        (write(tmp_path, "x", "trace.json"), "unknown trace format"),
+        (write(tmp_path, "not parquet", "t.parquet"), "cannot read trace"),
+        (write(tmp_path, "", "empty.csv"), "cannot read trace"),
+    ]:
         with pytest.raises(InputError) as info:
             load_corral_trace(path)
         assert info.value.file == str(path) and fragment in str(info.value)
@@ -136,21 +163,37 @@ def test_header_only_is_an_empty_workload(tmp_path):
 
 
 def test_parquet_round_trip_matches_csv(tmp_path):
-    csv_path = write(tmp_path, """
+    csv_path = write(
+        tmp_path,
+        """
 name,submit,duration,queue,priority,pods,min_member,gpu,cpu,memory,topology_mode,topology_tier
 b,2026-01-05 09:00:10,3600,research,10,4,3,8,32,256Gi,hard,2
 a,2026-01-05 09:00:00,60,dev,0,1,1,0,1,4Gi,,
-""")
-    frame = pd.DataFrame({
-        "name": ["b", "a"],
-        "submit": pd.to_datetime(["2026-01-05 09:00:10", "2026-01-05 09:00:00"]),
-        "duration": [3600.0, 60.0], "queue": ["research", "dev"], "priority": [10, 0],
-        "pods": [4, 1], "min_member": [3.0, 1.0], "gpu": [8.0, 0.0], "cpu": [32, 1],
-        "memory": ["256Gi", "4Gi"], "topology_mode": ["hard", None], "topology_tier": [2, None]})
+""",
+    )
+    frame = pd.DataFrame(
+        {
+            "name": ["b", "a"],
+            "submit": pd.to_datetime(["2026-01-05 09:00:10", "2026-01-05 09:00:00"]),
+            "duration": [3600.0, 60.0],
+            "queue": ["research", "dev"],
+            "priority": [10, 0],
+            "pods": [4, 1],
+            "min_member": [3.0, 1.0],
+            "gpu": [8.0, 0.0],
+            "cpu": [32, 1],
+            "memory": ["256Gi", "4Gi"],
+            "topology_mode": ["hard", None],
+            "topology_tier": [2, None],
+        }
+    )
     pq_path = tmp_path / "trace.parquet"
     frame.to_parquet(pq_path)
-    strip = lambda jobs: [(j.name, j.submit, j.duration, j.queue, j.priority, j.roles, j.min_member,  # noqa: E731
-                           j.topology) for j in jobs]
+
+    def strip(jobs):
+        fields = ("name", "submit", "duration", "queue", "priority", "roles", "min_member", "topology")
+        return [tuple(getattr(j, f) for f in fields) for j in jobs]
+
     assert strip(load_corral_trace(pq_path)) == strip(load_corral_trace(csv_path))
 
 
@@ -181,13 +224,15 @@ def test_philly_shapes_gangs_and_queues(tmp_path):
     assert by_name["philly-2"].submit == 0.0 and by_name["philly-1"].submit == 115.0
     assert by_name["philly-2"].queue == "6214e9"  # an id, not the number 6.214e12
     one = by_name["philly-1"].roles
-    assert len(one) == 1 and one[0].count == 1 and one[0].requests == {"cpu": 4.0, "memory": 32.0 * GIB,
-                                                                       GPU: 1.0}
+    assert (
+        len(one) == 1
+        and one[0].count == 1
+        and one[0].requests == {"cpu": 4.0, "memory": 32.0 * GIB, GPU: 1.0}
+    )
     gang = by_name["philly-3"]
     assert gang.num_pods == 2 and gang.min_pods == 2 and gang.roles[0].requests[GPU] == 8.0
     twelve = by_name["philly-4"]
-    assert twelve.num_pods == 2 and twelve.roles[0].requests == {"cpu": 24.0, "memory": 192.0 * GIB,
-                                                                 GPU: 6.0}
+    assert twelve.num_pods == 2 and twelve.roles[0].requests == {"cpu": 24.0, "memory": 192.0 * GIB, GPU: 6.0}
     nine = by_name["philly-5"]
     assert [(r.name, r.count, r.requests[GPU]) for r in nine.roles] == [("", 1, 5.0), ("rest", 1, 4.0)]
     assert nine.gpus == 9 and nine.min_pods == 2
@@ -201,13 +246,16 @@ def test_philly_gpus_per_node(tmp_path):
         load_philly(write(tmp_path, PHILLY), gpus_per_node=0)
 
 
-@pytest.mark.parametrize("line, field", [
-    ("2017-10-09 07:01:55,0,1,0,aa", "duration"),
-    ("2017-10-09 07:01:55,10,1.5,15,aa", "num_gpus"),
-    ("2017-10-09 07:01:55,10,0,0,aa", "num_gpus"),
-    ("2017-10-09 25:01:55,10,1,10,aa", "timestamp"),
-    ("2017-10-09 07:01:55,10,1,10,", "cluster"),
-])
+@pytest.mark.parametrize(
+    "line, field",
+    [
+        ("2017-10-09 07:01:55,0,1,0,aa", "duration"),
+        ("2017-10-09 07:01:55,10,1.5,15,aa", "num_gpus"),
+        ("2017-10-09 07:01:55,10,0,0,aa", "num_gpus"),
+        ("2017-10-09 25:01:55,10,1,10,aa", "timestamp"),
+        ("2017-10-09 07:01:55,10,1,10,", "cluster"),
+    ],
+)
 def test_philly_bad_rows(tmp_path, line, field):
     path = write(tmp_path, PHILLY + line + "\n")
     with pytest.raises(InputError) as info:
@@ -229,7 +277,7 @@ def test_real_philly_trace():
     jobs = load_philly(path)
     assert len(jobs) == 82247 and jobs.skipped == {}
     assert jobs[0].submit == 0.0
-    assert all(a.submit <= b.submit for a, b in zip(jobs, jobs[1:]))
+    assert all(a.submit <= b.submit for a, b in itertools.pairwise(jobs))
     assert len({j.queue for j in jobs}) == 15
     sizes = Counter(j.num_pods for j in jobs)
     assert sizes[1] == 76627 + 1818 + 1870 + 1643 and sizes[16] == 3
@@ -253,10 +301,12 @@ def test_alibaba_pods(tmp_path):
     jobs = load_alibaba(write(tmp_path, ALIBABA))
     assert isinstance(jobs, JobList) and jobs.skipped == {"duration <= 0": 2}  # pod-c and pod-e
     assert [(j.name, j.submit, j.duration, j.queue, j.priority) for j in jobs] == [
-        ("pod-a", 0.0, 950.0, "LS", 100), ("pod-b", 100.0, 700.0, "BE", 0),
-        ("pod-d", 300.0, 50.0, "Guaranteed", 100)]
+        ("pod-a", 0.0, 950.0, "LS", 100),
+        ("pod-b", 100.0, 700.0, "BE", 0),
+        ("pod-d", 300.0, 50.0, "Guaranteed", 100),
+    ]
     a, b, d = jobs
-    assert a.roles[0].requests == {"cpu": 12.0, "memory": 16384.0 * 2 ** 20, GPU: 1.0}
+    assert a.roles[0].requests == {"cpu": 12.0, "memory": 16384.0 * 2**20, GPU: 1.0}
     assert b.roles[0].requests[GPU] == pytest.approx(0.46)
     assert d.gpus == 8 and d.num_pods == 1 and d.min_member == 1
     assert a.source.endswith("row 1") and d.source.endswith("row 4")  # original row numbers
@@ -297,19 +347,27 @@ def test_load_trace_kinds(tmp_path):
 
 # ---------------------------------------------------------------------------------------- synthetic
 
+
 def test_synthetic_is_deterministic():
     a, b, c = synthetic(7), synthetic(7), synthetic(8)
     assert a == b and a != c
     assert synthetic(np.random.default_rng(7)) == a
     assert len(a) == 200 and a[0].submit == 0.0
-    assert all(x.submit <= y.submit for x, y in zip(a, a[1:]))
+    assert all(x.submit <= y.submit for x, y in itertools.pairwise(a))
     assert [j.name for j in a[:2]] == ["job-000", "job-001"]
 
 
 def test_synthetic_distributions():
-    spec = SyntheticSpec(n_jobs=4000, arrival_rate=0.1, duration_median=600, duration_sigma=0.5,
-                         queues={"a": 3, "b": 1}, priorities={0: 1, 100: 1},
-                         gang_sizes={1: 0.5, 4: 0.5}, gpus_per_pod={2: 1})
+    spec = SyntheticSpec(
+        n_jobs=4000,
+        arrival_rate=0.1,
+        duration_median=600,
+        duration_sigma=0.5,
+        queues={"a": 3, "b": 1},
+        priorities={0: 1, 100: 1},
+        gang_sizes={1: 0.5, 4: 0.5},
+        gpus_per_pod={2: 1},
+    )
     jobs = synthetic(3, spec)
     gaps = np.diff([j.submit for j in jobs])
     assert np.mean(gaps) == pytest.approx(10.0, rel=0.06)
@@ -325,8 +383,16 @@ def test_synthetic_distributions():
 
 
 def test_synthetic_clipping_topology_and_overrides():
-    jobs = synthetic(1, n_jobs=500, duration_min=100, duration_max=200, topology_fraction=1.0,
-                     topology_tier=2, gang_sizes={"1": 1, "2": 1}, memory_per_gpu="8Gi")
+    jobs = synthetic(
+        1,
+        n_jobs=500,
+        duration_min=100,
+        duration_max=200,
+        topology_fraction=1.0,
+        topology_tier=2,
+        gang_sizes={"1": 1, "2": 1},
+        memory_per_gpu="8Gi",
+    )
     assert all(100 <= j.duration <= 200 for j in jobs)
     assert all(j.topology == ("hard", 2) for j in jobs if j.num_pods > 1)
     assert all(j.topology is None for j in jobs if j.num_pods == 1)
@@ -344,15 +410,26 @@ def test_synthetic_spec_validation():
     with pytest.raises(InputError) as info:
         SyntheticSpec.from_mapping({"n_jobs": 5, "jobs_per_hour": 3})
     assert info.value.field == "jobs_per_hour" and "arrival_rate" in str(info.value)
-    for bad in ({"n_jobs": 0}, {"n_jobs": 2.5}, {"arrival_rate": -1}, {"gang_sizes": {0: 1}},
-                {"gang_sizes": {1.5: 1}}, {"gpus_per_pod": {1: -1}}, {"queues": {}},
-                {"priorities": {0: 0}}, {"topology_mode": "strict"}, {"topology_fraction": 2},
-                {"duration_min": 500, "duration_max": 100}, {"memory_per_gpu": "lots"}):
+    for bad in (
+        {"n_jobs": 0},
+        {"n_jobs": 2.5},
+        {"arrival_rate": -1},
+        {"gang_sizes": {0: 1}},
+        {"gang_sizes": {1.5: 1}},
+        {"gpus_per_pod": {1: -1}},
+        {"queues": {}},
+        {"priorities": {0: 0}},
+        {"topology_mode": "strict"},
+        {"topology_fraction": 2},
+        {"duration_min": 500, "duration_max": 100},
+        {"memory_per_gpu": "lots"},
+    ):
         with pytest.raises(InputError):
             SyntheticSpec.from_mapping(bad)
 
 
 # ----------------------------------------------------------------------------------------- shaping
+
 
 def test_filter_jobs_window_and_queues():
     jobs = synthetic(5, n_jobs=300, queues={"a": 1, "b": 1})

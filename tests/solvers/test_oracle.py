@@ -10,7 +10,7 @@ import pytest
 from corral.manifests.build import build_cluster
 from corral.solvers import candidate_victims, solve_by_rules, solve_gang_eviction, work_lost
 
-NOW = 1767225600.0                      # 2026-01-01T00:00:00Z
+NOW = 1767225600.0  # 2026-01-01T00:00:00Z
 HOUR = 3600.0
 
 
@@ -23,48 +23,117 @@ class Snap:
 
     def __init__(self) -> None:
         self.docs: list[dict] = [
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{v}"}, "value": v}
-            for v in (10, 20, 100)]
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"p{v}"},
+                "value": v,
+            }
+            for v in (10, 20, 100)
+        ]
 
-    def node(self, name: str, rack: str = "", gpus: int = 8) -> "Snap":
-        self.docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"rack": rack}},
-                          "status": {"allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": str(gpus),
-                                                     "pods": "110"}}})
+    def node(self, name: str, rack: str = "", gpus: int = 8) -> Snap:
+        self.docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"rack": rack}},
+                "status": {
+                    "allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": str(gpus), "pods": "110"}
+                },
+            }
+        )
         return self
 
-    def rack(self, name: str, tier: int = 1) -> "Snap":
-        self.docs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-                          "spec": {"tier": tier, "members": [{"type": "Node", "selector": {
-                              "labelMatch": {"matchLabels": {"rack": name}}}}]}})
+    def rack(self, name: str, tier: int = 1) -> Snap:
+        self.docs.append(
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": name},
+                "spec": {
+                    "tier": tier,
+                    "members": [
+                        {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": name}}}}
+                    ],
+                },
+            }
+        )
         return self
 
-    def queue(self, name: str, reclaimable: bool = True) -> "Snap":
-        self.docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
-                          "spec": {"weight": 1, "reclaimable": reclaimable}})
+    def queue(self, name: str, reclaimable: bool = True) -> Snap:
+        self.docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": 1, "reclaimable": reclaimable},
+            }
+        )
         return self
 
-    def gang(self, name: str, nodes: list[str | None], gpu: int, *, min_member: int | None = None,
-             prio: int = 10, hours: float | list[float] = 1.0, queue: str = "default",
-             topology: dict | None = None, preemptable: bool = True) -> "Snap":
-        spec: dict = {"minMember": len(nodes) if min_member is None else min_member, "queue": queue,
-                      "priorityClassName": f"p{prio}"}
+    def gang(
+        self,
+        name: str,
+        nodes: list[str | None],
+        gpu: int,
+        *,
+        min_member: int | None = None,
+        prio: int = 10,
+        hours: float | list[float] = 1.0,
+        queue: str = "default",
+        topology: dict | None = None,
+        preemptable: bool = True,
+    ) -> Snap:
+        spec: dict = {
+            "minMember": len(nodes) if min_member is None else min_member,
+            "queue": queue,
+            "priorityClassName": f"p{prio}",
+        }
         if topology:
             spec["networkTopology"] = topology
         meta: dict = {"name": name, "namespace": "t"}
         if not preemptable:
             meta["annotations"] = {"volcano.sh/preemptable": "false"}
-        self.docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": meta,
-                          "spec": spec, "status": {"phase": "Inqueue" if nodes[0] is None else "Running"}})
+        self.docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": meta,
+                "spec": spec,
+                "status": {"phase": "Inqueue" if nodes[0] is None else "Running"},
+            }
+        )
         for k, node in enumerate(nodes):
             h = hours[k] if isinstance(hours, list) else hours
-            pod = {"apiVersion": "v1", "kind": "Pod",
-                   "metadata": {"name": f"{name}-{k}", "namespace": "t", "uid": f"{name}-{k}",
-                                "creationTimestamp": _ts(h * HOUR + 60),
-                                "annotations": {"scheduling.k8s.io/group-name": name}},
-                   "spec": {"schedulerName": "corral", "priorityClassName": f"p{prio}",
-                            "containers": [{"name": "c", "resources": {"requests": {
-                                "cpu": str(gpu), "memory": f"{gpu}Gi", "nvidia.com/gpu": str(gpu)}}}]},
-                   "status": {"phase": "Pending"}}
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-{k}",
+                    "namespace": "t",
+                    "uid": f"{name}-{k}",
+                    "creationTimestamp": _ts(h * HOUR + 60),
+                    "annotations": {"scheduling.k8s.io/group-name": name},
+                },
+                "spec": {
+                    "schedulerName": "corral",
+                    "priorityClassName": f"p{prio}",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "resources": {
+                                "requests": {
+                                    "cpu": str(gpu),
+                                    "memory": f"{gpu}Gi",
+                                    "nvidia.com/gpu": str(gpu),
+                                }
+                            },
+                        }
+                    ],
+                },
+                "status": {"phase": "Pending"},
+            }
             if node is not None:
                 pod["spec"]["nodeName"] = node
                 pod["status"] = {"phase": "Running", "startTime": _ts(h * HOUR)}
@@ -159,7 +228,7 @@ def test_gang_needs_every_pod_placed():
 
 def test_preempt_only_same_queue_strictly_lower_priority():
     s = Snap().queue("a").queue("b").node("n0").node("n1").node("n2")
-    s.gang("other-queue", ["n0"], 8, queue="b", hours=0.1)      # cheapest, but another queue
+    s.gang("other-queue", ["n0"], 8, queue="b", hours=0.1)  # cheapest, but another queue
     s.gang("same-prio", ["n1"], 8, queue="a", prio=100, hours=0.1)
     s.gang("target", ["n2"], 8, queue="a", hours=5)
     s.gang("p", [None], 8, queue="a", prio=100)
@@ -183,7 +252,7 @@ def test_reclaim_respects_queue_slack():
     job = c.jobs["t/p"]
     gpu = c.resources.pos("nvidia.com/gpu")
     slack = {name: np.full(len(c.resources), np.inf) for name in ("a", "b", "c")}
-    slack["b"][gpu] = 4000.0                            # milli-GPUs
+    slack["b"][gpu] = 4000.0  # milli-GPUs
     res = solve_gang_eviction(c, job, action="reclaim", now=NOW, time_limit=5)
     assert _names(res) == {"b-job-0"}
     res = solve_gang_eviction(c, job, action="reclaim", now=NOW, time_limit=5, queue_slack=slack)
@@ -203,7 +272,7 @@ def test_reclaim_queue_limits_count_the_crossing_pod():
     gpu = c.resources.pos("nvidia.com/gpu")
     above = {name: np.full(len(c.resources), -np.inf) for name in ("b", "c")}
     keep = np.full(len(c.resources), np.inf)
-    above["b"][gpu], above["c"][gpu] = 4000.0, 0.0      # milli-GPUs
+    above["b"][gpu], above["c"][gpu] = 4000.0, 0.0  # milli-GPUs
     limits = {name: (a, keep) for name, a in above.items()}
     res = solve_gang_eviction(c, job, action="reclaim", now=NOW, time_limit=5)
     assert _names(res) == {"c-job-0"}
@@ -231,7 +300,11 @@ def test_hard_topology_picks_the_cheapest_single_rack():
     s.gang("soft", [None, None], 8, prio=100, topology={"mode": "soft", "highestTierAllowed": 1})
     c = s.build()
     free = solve_gang_eviction(c, c.jobs["t/free"], now=NOW, time_limit=5)
-    assert "on-n1-0" in _names(free) and len(free.victims) == 2 and free.work_lost == pytest.approx(24.0, abs=1e-3)
+    assert (
+        "on-n1-0" in _names(free)
+        and len(free.victims) == 2
+        and free.work_lost == pytest.approx(24.0, abs=1e-3)
+    )
     assert free.domain == "cluster"
     hard = solve_gang_eviction(c, c.jobs["t/hard"], now=NOW, time_limit=5)
     assert _names(hard) == {"on-n3-0", "on-n4-0"} and hard.work_lost == pytest.approx(32.0, abs=1e-3)
@@ -266,35 +339,53 @@ def test_roles_must_reach_their_minimum():
     # a victim gang with roles: minMember 3 over 4 pods, but role "ps" needs its 1 pod: the surplus
     # is a worker; evicting the ps breaks the gang.
     s = Snap().node("n0").node("n1")
-    s.docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                   "metadata": {"name": "roles", "namespace": "t"},
-                   "spec": {"minMember": 3, "minTaskMember": {"ps": 1, "worker": 2}, "priorityClassName": "p10"},
-                   "status": {"phase": "Running"}})
-    for k, (role, gpu, node) in enumerate([("ps", 4, "n0"), ("worker", 4, "n0"), ("worker", 4, "n1"),
-                                           ("worker", 4, "n1")]):
-        s.docs.append({"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": f"roles-{k}", "namespace": "t", "uid": f"roles-{k}",
-                                    "creationTimestamp": _ts(2 * HOUR),
-                                    "annotations": {"scheduling.k8s.io/group-name": "roles",
-                                                    "volcano.sh/task-spec": role}},
-                       "spec": {"schedulerName": "corral", "nodeName": node, "priorityClassName": "p10",
-                                "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpu)}}}]},
-                       "status": {"phase": "Running", "startTime": _ts(HOUR)}})
+    s.docs.append(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "roles", "namespace": "t"},
+            "spec": {"minMember": 3, "minTaskMember": {"ps": 1, "worker": 2}, "priorityClassName": "p10"},
+            "status": {"phase": "Running"},
+        }
+    )
+    for k, (role, gpu, node) in enumerate(
+        [("ps", 4, "n0"), ("worker", 4, "n0"), ("worker", 4, "n1"), ("worker", 4, "n1")]
+    ):
+        s.docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"roles-{k}",
+                    "namespace": "t",
+                    "uid": f"roles-{k}",
+                    "creationTimestamp": _ts(2 * HOUR),
+                    "annotations": {"scheduling.k8s.io/group-name": "roles", "volcano.sh/task-spec": role},
+                },
+                "spec": {
+                    "schedulerName": "corral",
+                    "nodeName": node,
+                    "priorityClassName": "p10",
+                    "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpu)}}}],
+                },
+                "status": {"phase": "Running", "startTime": _ts(HOUR)},
+            }
+        )
     s.gang("p", [None], 4, prio=100)
     c = s.build()
     res = solve_gang_eviction(c, c.jobs["t/p"], now=NOW, time_limit=5)
-    assert res.placed and res.broken == [] and res.work_lost == 0.0           # a surplus worker: free
+    assert res.placed and res.broken == [] and res.work_lost == 0.0  # a surplus worker: free
     assert len(res.victims) == 1 and res.victims[0].role == "worker"
 
 
 def test_work_lost_definition():
     s = Snap().node("n0").node("n1")
-    s.gang("g", ["n0", "n0", "n1"], 2, min_member=2, hours=[1, 2, 3])   # 2+4+6 = 12 GPU-h in all
+    s.gang("g", ["n0", "n0", "n1"], 2, min_member=2, hours=[1, 2, 3])  # 2+4+6 = 12 GPU-h in all
     c = s.build()
     pods = sorted(c.jobs["t/g"].tasks, key=lambda t: t.name)
-    lost, broken = work_lost(c, pods[2:], NOW)                        # the surplus pod: free
+    lost, broken = work_lost(c, pods[2:], NOW)  # the surplus pod: free
     assert lost == 0.0 and broken == []
-    lost, broken = work_lost(c, pods[1:], NOW)                        # below minMember: everything
+    lost, broken = work_lost(c, pods[1:], NOW)  # below minMember: everything
     assert lost == pytest.approx(12.0, abs=1e-3) and [j.name for j in broken] == ["g"]
 
 
@@ -313,12 +404,29 @@ def test_gangpreempt_matches_the_oracle_on_the_seed_example():
     s.gang("big", [None], 8, prio=100)
     c = s.build()
     oracle = solve_gang_eviction(c, c.jobs["t/big"], now=NOW, time_limit=5)
-    cfg = parse_config({"actions": "enqueue, allocate, gangpreempt", "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}]},
-        {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]}]}, REGISTRY, "test")
+    cfg = parse_config(
+        {
+            "actions": "enqueue, allocate, gangpreempt",
+            "tiers": [
+                {
+                    "plugins": [
+                        {"name": "priority"},
+                        {"name": "gang", "enablePreemptable": False},
+                        {"name": "conformance"},
+                    ]
+                },
+                {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]},
+            ],
+        },
+        REGISTRY,
+        "test",
+    )
     decisions = run_cycle(s.build(), cfg, REGISTRY, NOW, 1)
-    assert sorted(e.pod for e in decisions.evictions) == sorted(v.key for v in oracle.victims) \
+    assert (
+        sorted(e.pod for e in decisions.evictions)
+        == sorted(v.key for v in oracle.victims)
         == ["t/local-0", "t/local-1"]
+    )
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -344,8 +452,13 @@ def test_oracle_matches_brute_force_on_tiny_random_instances(seed):
             free[n] -= gpu
             nodes.append(n)
         if nodes:
-            s.gang(f"g{g}", nodes, gpu, min_member=int(rng.integers(1, len(nodes) + 1)),
-                   hours=[float(h) for h in rng.uniform(0.1, 5, len(nodes))])
+            s.gang(
+                f"g{g}",
+                nodes,
+                gpu,
+                min_member=int(rng.integers(1, len(nodes) + 1)),
+                hours=[float(h) for h in rng.uniform(0.1, 5, len(nodes))],
+            )
     k, g = int(rng.integers(1, 4)), int(rng.choice([2, 4, 8]))
     s.gang("p", [None] * k, g, prio=100)
     c = s.build()
@@ -395,7 +508,7 @@ def test_surplus_is_free_so_least_work_and_rules_agree():
     assert {v.job.name for v in res.victims} == {"elastic"} and res.broken == [] and res.work_lost == 0.0
     rules = solve_by_rules(c, job, now=NOW, time_limit=5)
     safe = solve_gang_eviction(c, job, now=NOW, time_limit=5, break_gangs=False)
-    for other in (rules, safe):         # any 4 of elastic's pods: equivalent plans
+    for other in (rules, safe):  # any 4 of elastic's pods: equivalent plans
         assert len(other.victims) == 4 and {v.job.name for v in other.victims} == {"elastic"}
 
 
@@ -414,4 +527,4 @@ def test_checkpoint_limits_the_work_lost():
     s.gang("p", [None], 8, prio=100)
     c = s.build()
     lost, broken = work_lost(c, c.jobs["t/g"].tasks, NOW)
-    assert [j.name for j in broken] == ["g"] and lost == pytest.approx(16.0, abs=1e-3)   # 8 GPUs x 2 h
+    assert [j.name for j in broken] == ["g"] and lost == pytest.approx(16.0, abs=1e-3)  # 8 GPUs x 2 h

@@ -46,7 +46,14 @@ from corral.framework.statement import Statement
 from corral.manifests.fields import format_time
 from corral.model import ALLOCATED_STATES, Job, PodGroupPhase, Task, TaskStatus
 
-__all__ = ["AllocateAction", "LAST_START", "Pending", "waiting_tasks", "schedulable_jobs", "continue_allocating"]
+__all__ = [
+    "LAST_START",
+    "AllocateAction",
+    "Pending",
+    "continue_allocating",
+    "schedulable_jobs",
+    "waiting_tasks",
+]
 
 LAST_START = "kai.scheduler/last-start-timestamp"
 #: Domains dry-run per job at most (seed 000 asks for all; a cap keeps a cycle bounded on big trees).
@@ -58,10 +65,14 @@ READY_STATES = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 def waiting_tasks(job: Job, *, best_effort: bool = False) -> list[Task]:
     """The job's waiting pods; best-effort ones (no requests but their pod slot) only if asked: allocate
     leaves them to backfill, as Volcano's allocate skips ``Resreq.IsEmpty()`` tasks."""
-    return [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and (best_effort or not t.best_effort)]
+    return [
+        t for t in job.tasks if t.status in PENDING_LIKE and t.managed and (best_effort or not t.best_effort)
+    ]
 
 
-def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None, best_effort: bool = False) -> list[Job]:
+def schedulable_jobs(
+    session: Session, *, quiet: bool = False, skip=None, best_effort: bool = False
+) -> list[Job]:
     """Jobs with waiting pods that may be scheduled this cycle; the others get their reason (unless
     ``quiet``: the eviction actions ask again after allocate already said why). ``skip(job)`` True
     leaves a job out (known to fail, :func:`corral.framework.skipcache.pre_filter`). ``best_effort``: a
@@ -78,8 +89,9 @@ def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None, best_e
     if index is not None and silent:
         # only jobs with waiting pods have anything to do here, and with enqueue only admitted ones: the
         # session's job index hands those over (plus any job the session changed), in the same order
-        walk = index.candidates(session, "waiting_all" if best_effort else "waiting",
-                                within="" if admit_all else "admitted")
+        walk = index.candidates(
+            session, "waiting_all" if best_effort else "waiting", within="" if admit_all else "admitted"
+        )
     else:
         walk = session.job_uids()
     for uid in walk:
@@ -93,8 +105,9 @@ def schedulable_jobs(session: Session, *, quiet: bool = False, skip=None, best_e
         if job.phase is PodGroupPhase.PENDING and not admit_all:
             if quiet:
                 continue
-            session.reasons.setdefault(job.uid, "podgroup not yet admitted (Pending): enqueue has not "
-                                                "admitted it")
+            session.reasons.setdefault(
+                job.uid, "podgroup not yet admitted (Pending): enqueue has not admitted it"
+            )
             continue
         reason = session.job_valid(job) or session.gang_predicate(job)
         queue = session.cluster.queues.get(job.queue)
@@ -122,7 +135,7 @@ class Pending:
     def left(self) -> bool:
         return self.pos < len(self.tasks)
 
-    def copy(self) -> "Pending":
+    def copy(self) -> Pending:
         return Pending(self.tasks, self.pos, set(self.failed), self.reason)
 
 
@@ -187,12 +200,17 @@ class AllocateAction(Action):
         was_ready = session.job_ready(job)
         stmt = session.statement()
         skip = getattr(self, "skip", None)
-        tasks = state.tasks[state.pos:]
+        tasks = state.tasks[state.pos :]
         # skipping (framework/skipcache.py) only where a first pod that fits nowhere ends the whole
         # attempt with nothing placed: a job not yet ready whose waiting pods are all of one class
         # (under the continue-allocating rule, pods of other classes would still be tried)
-        plain = skip is not None and not was_ready and not job.topology_mode and bool(tasks) and \
-            all(t.klass == tasks[0].klass for t in tasks)
+        plain = (
+            skip is not None
+            and not was_ready
+            and not job.topology_mode
+            and bool(tasks)
+            and all(t.klass == tasks[0].klass for t in tasks)
+        )
         if plain and skip.known_to_fail(job, tasks[0]):
             # fails at its first pod; the reason as the attempt would give it, when reasons are
             # reported (else the job keeps the reason of its last attempt)
@@ -204,7 +222,7 @@ class AllocateAction(Action):
             if not stmt.ops:
                 self.finish(session, job, stmt, was_ready, probe.reason)
                 return False
-            stmt.discard()                                    # cannot happen; try the job after all
+            stmt.discard()  # cannot happen; try the job after all
         domains: list = [None]
         if job.topology_mode:
             domains = session.gang_search_space(job, Purpose.ALLOCATE)
@@ -221,24 +239,28 @@ class AllocateAction(Action):
             skip.record(job, tasks[0], failed_first)
         return placed and state.left() and session.job_ready(job)
 
-    def place_in_domains(self, session: Session, job: Job, state: Pending, stmt: Statement,
-                         domains: list[Domain]) -> str:
+    def place_in_domains(
+        self, session: Session, job: Job, state: Pending, stmt: Statement, domains: list[Domain]
+    ) -> str:
         """Dry-run the domains (save/restore) and re-apply the best plan (seed 000 §2.2): a domain holding
         the job's nominations first, then the lowest tier, then the best HyperNodeOrder score after
         placement (bin-packing), then the plugin's order. A dry run that placed nothing is no plan. Dry
         runs stop at the first ready plan in the nominated domain, when the tier rises above the best
         plan's, or after ``MAX_DRY_RUNS`` domains; with no ready plan the first pipelined one is kept.
         ``state`` moves on as the chosen plan's turn did."""
-        tasks = state.tasks[state.pos:]
-        nominated = np.array([t.nominated for t in tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0],
-                             dtype=np.int64)
+        tasks = state.tasks[state.pos :]
+        nominated = np.array(
+            [t.nominated for t in tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0],
+            dtype=np.int64,
+        )
 
         def holds(d: Domain) -> bool:
             return bool(nominated.size) and bool(d.mask[nominated].all())
 
         def tier(d: Domain) -> int:
-            return d.tier if d.tier is not None else 1 << 30          # the whole cluster comes last
-        domains = sorted(domains, key=lambda d: not holds(d))         # stable: plugin order otherwise
+            return d.tier if d.tier is not None else 1 << 30  # the whole cluster comes last
+
+        domains = sorted(domains, key=lambda d: not holds(d))  # stable: plugin order otherwise
         reasons: list[tuple[str, str]] = []
         best, fallback = None, None
         for i, d in enumerate(domains):
@@ -264,17 +286,20 @@ class AllocateAction(Action):
         if chosen is not None:
             self.place_tasks(session, job, state, stmt, chosen.mask)
             return state.reason
-        state.pos = len(state.tasks)                                   # nothing placed: the turn is over
+        state.pos = len(state.tasks)  # nothing placed: the turn is over
         if not reasons:
             return "no topology domain can hold the gang"
         names = ", ".join(n for n, _ in reasons[:5]) + (", ..." if len(reasons) > 5 else "")
         last, why = reasons[-1]
-        return (f"none of {len(reasons)} topology domain(s) ({names}) can hold the "
-                + ("gang's waiting pods" if session.job_ready(job) else "gang")
-                + (f"; in {last}: {why}" if why else ""))
+        return (
+            f"none of {len(reasons)} topology domain(s) ({names}) can hold the "
+            + ("gang's waiting pods" if session.job_ready(job) else "gang")
+            + (f"; in {last}: {why}" if why else "")
+        )
 
-    def place_tasks(self, session: Session, job: Job, state: Pending, stmt: Statement,
-                    domain: np.ndarray | None) -> None:
+    def place_tasks(
+        self, session: Session, job: Job, state: Pending, stmt: Statement, domain: np.ndarray | None
+    ) -> None:
         """Place ``state``'s tasks from ``state.pos`` on: stop when the job becomes ready with tasks
         left (the turn ends), or when a task fits nowhere and the job cannot go on without its role
         (:func:`continue_allocating`). A task refused by Allocatable, or of a role that already failed,
@@ -288,8 +313,10 @@ class AllocateAction(Action):
             if task.status not in PENDING_LIKE:
                 continue
             if not session.allocatable(queue, task):
-                state.reason = (f"{placed} of {job.min_member} pods placed; queue {job.queue!r} would exceed "
-                                f"its capability with pod {task.name}")
+                state.reason = (
+                    f"{placed} of {job.min_member} pods placed; queue {job.queue!r} would exceed "
+                    f"its capability with pod {task.name}"
+                )
                 continue
             if task.role and task.role in state.failed:
                 continue
@@ -297,9 +324,9 @@ class AllocateAction(Action):
             if row < 0:
                 state.reason = no_fit_reason(session, job, task, placed, domain)
                 state.failed.add(task.role)
-                if continue_allocating(job, state.failed, tasks[state.pos:]):
+                if continue_allocating(job, state.failed, tasks[state.pos :]):
                     continue
-                state.pos = len(tasks)                              # the job stops here
+                state.pos = len(tasks)  # the job stops here
                 return
             if pipelined:
                 stmt.pipeline(task, row)
@@ -307,7 +334,7 @@ class AllocateAction(Action):
                 stmt.allocate(task, row)
             placed += 1
             if state.pos < len(tasks) and session.job_ready(job):
-                return                                              # ready: the turn ends
+                return  # ready: the turn ends
 
     def finish(self, session: Session, job: Job, stmt: Statement, was_ready: bool, reason: str) -> None:
         if session.job_ready(job):
@@ -320,9 +347,13 @@ class AllocateAction(Action):
                 session.unschedulable(job, reason)
         elif session.job_pipelined(job) and stmt.ops:
             session.keep(stmt)
-            session.unschedulable(job, "waiting for resources being released; placement held as "
-                                       "nominations" + (f" ({reason})" if reason else ""))
+            session.unschedulable(
+                job,
+                "waiting for resources being released; placement held as "
+                "nominations" + (f" ({reason})" if reason else ""),
+            )
         else:
             stmt.discard()
-            session.unschedulable(job, reason or f"gang not ready: {job.ready_count()} of "
-                                                 f"{job.min_member} pods can be placed")
+            session.unschedulable(
+                job, reason or f"gang not ready: {job.ready_count()} of {job.min_member} pods can be placed"
+            )

@@ -26,7 +26,7 @@ class BackfillAction(Action):
         for uid in walk:
             job = jobs[uid]
             if job.phase is PodGroupPhase.PENDING and not admit_all and not job.synthetic:
-                continue                          # not admitted: passed over before looking at its pods
+                continue  # not admitted: passed over before looking at its pods
             tasks = [t for t in job.tasks if t.best_effort and t.managed and t.status in PENDING_LIKE]
             if not tasks:
                 continue

@@ -24,7 +24,7 @@ import numpy as np
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.work import checkpoint, run_hours
 
-__all__ = ["VictimJob", "CostModel"]
+__all__ = ["CostModel", "VictimJob"]
 
 _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 _BIG = 1 << 30
@@ -42,7 +42,7 @@ class VictimJob:
     roles: dict[str, int] | None
     held: float
     rank: float
-    order: int = 0                      # its position in the bundle order (ties)
+    order: int = 0  # its position in the bundle order (ties)
 
     def breaks(self, pods: list[Task]) -> bool:
         """Does evicting ``pods`` (of this job) push it below a minimum?"""

@@ -66,14 +66,17 @@ def fits_now(session: Session, job: Job) -> bool:
     return True
 
 
-def check_order(config: "Config", file: str) -> None:
+def check_order(config: Config, file: str) -> None:
     """Reject an action order under which the reservation cannot work, naming the file and the rule."""
     names = [a.name for a in config.actions]
 
     def fail(rule: str) -> None:
-        raise ConfigError(f"{rule} (actions: {', '.join(names)}; Volcano's orders: 'elect, enqueue, reserve, "
-                          "allocate, backfill' or 'enqueue, elect, allocate, backfill, reserve')",
-                          file=file, field="actions")
+        raise ConfigError(
+            f"{rule} (actions: {', '.join(names)}; Volcano's orders: 'elect, enqueue, reserve, "
+            "allocate, backfill' or 'enqueue, elect, allocate, backfill, reserve')",
+            file=file,
+            field="actions",
+        )
 
     plugin = config.plugin("reservation")
     if plugin is None:
@@ -82,13 +85,16 @@ def check_order(config: "Config", file: str) -> None:
     try:
         parse_lock_nodes(lock_nodes, 1)
     except ValueError:
-        raise ConfigError(f"expected a node count N or a percentage N% (0-100), got {lock_nodes!r}", file=file,
-                          field="reservation.arguments.lockNodes") from None
+        raise ConfigError(
+            f"expected a node count N or a percentage N% (0-100), got {lock_nodes!r}",
+            file=file,
+            field="reservation.arguments.lockNodes",
+        ) from None
     if "reserve" in names and "elect" not in names:
         fail("reserve needs elect before it")
     if "elect" in names and "reserve" in names and names.index("reserve") < names.index("elect"):
         fail("reserve must come after elect")
-    for placer in ("allocate", "flow"):      # flow takes allocate's place (seed 004)
+    for placer in ("allocate", "flow"):  # flow takes allocate's place (seed 004)
         if "elect" in names and placer in names and names.index("elect") > names.index(placer):
             fail(f"elect must come before {placer}")
 
@@ -99,12 +105,18 @@ class ElectAction(Action):
 
     def execute(self, session: Session) -> None:
         jobs = session.cluster.jobs
-        claimants = sorted((since, uid) for uid, job in jobs.items()
-                           if (since := elected_at(job)) is not None)
+        claimants = sorted(
+            (since, uid) for uid, job in jobs.items() if (since := elected_at(job)) is not None
+        )
         kept = None
         for _, uid in claimants:
             job = jobs[uid]
-            if kept is None and job.ready_count() < job.min_member and waiting(job) and self._valid(session, job):
+            if (
+                kept is None
+                and job.ready_count() < job.min_member
+                and waiting(job)
+                and self._valid(session, job)
+            ):
                 kept = job
             else:
                 session.annotate(job, TARGET_SINCE, "")
@@ -113,14 +125,20 @@ class ElectAction(Action):
         if kept is not None:
             self._admit(session, kept)
             return
-        candidates = [job for uid, job in sorted(jobs.items())
-                      if job.phase in _CANDIDATE_PHASES and not job.synthetic and waiting(job)
-                      and job.ready_count() < job.min_member and self._valid(session, job)]
+        candidates = [
+            job
+            for uid, job in sorted(jobs.items())
+            if job.phase in _CANDIDATE_PHASES
+            and not job.synthetic
+            and waiting(job)
+            and job.ready_count() < job.min_member
+            and self._valid(session, job)
+        ]
         for _ in range(MAX_PICKS):
             target = session.target_job(candidates)
             if target is None or not fits_now(session, target):
                 break
-            candidates = [j for j in candidates if j is not target]     # it will start: not starving
+            candidates = [j for j in candidates if j is not target]  # it will start: not starving
         else:
             target = None
         if target is not None:
@@ -133,7 +151,11 @@ class ElectAction(Action):
         """Admit a Pending target (its queue's JobEnqueueable votes still apply): the locked capacity is
         for it, and enqueue's overcommit budget, spent on jobs the locks keep waiting, would otherwise
         never let it in (a deadlock the seed's order ``elect, enqueue`` leaves open)."""
-        if job.phase is PodGroupPhase.PENDING and "enqueue" in session.actions and session.job_enqueueable(job):
+        if (
+            job.phase is PodGroupPhase.PENDING
+            and "enqueue" in session.actions
+            and session.job_enqueueable(job)
+        ):
             session.set_phase(job, PodGroupPhase.INQUEUE)
             session.job_enqueued(job)
 

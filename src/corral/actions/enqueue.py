@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -28,8 +28,9 @@ __all__ = ["EnqueueAction"]
 
 @dataclass(frozen=True)
 class EnqueueArgs:
-    overcommit_factor: float = arg("overcommit-factor", 1.2, "admit up to this multiple of the cluster",
-                                   minimum=1.0)
+    overcommit_factor: float = arg(
+        "overcommit-factor", 1.2, "admit up to this multiple of the cluster", minimum=1.0
+    )
 
 
 class EnqueueAction(Action):
@@ -40,7 +41,7 @@ class EnqueueAction(Action):
         cluster = session.cluster
         res = cluster.resources
         budget = cluster.admission_room(self.args.overcommit_factor)
-        delegated = session.plugin("overcommit") is not None    # the plugin checks the cluster's size
+        delegated = session.plugin("overcommit") is not None  # the plugin checks the cluster's size
         # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
         # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
         # side effect) and the budget only moves when a podgroup is admitted
@@ -62,8 +63,12 @@ class EnqueueAction(Action):
                     continue
                 short = need > budget + EPS
                 if need.any() and short.any() and not delegated:
-                    session.unschedulable(job, lambda need=need, left=budget.copy(): admission_refusal(
-                        res, need, left, self.args.overcommit_factor))
+                    session.unschedulable(
+                        job,
+                        lambda need=need, left=budget.copy(): admission_refusal(  # noqa: B008 - binds this turn's budget
+                            res, need, left, self.args.overcommit_factor
+                        ),
+                    )
                     continue
                 budget = budget - need
                 session.set_phase(job, PodGroupPhase.INQUEUE)
@@ -77,7 +82,9 @@ def _pending(session: Session, budget: np.ndarray, fast: bool) -> tuple[np.ndarr
     session changed: the kept order has the others)."""
     index = session.index if not session.report_reasons else None
     context = session.job_order_context() if fast and index is not None else None
-    kept = _kept_pending(session, index, budget, fresh_only=context is not None) if index is not None else None
+    kept = (
+        _kept_pending(session, index, budget, fresh_only=context is not None) if index is not None else None
+    )
     if kept is not None:
         return kept[0], kept[1], context
     cluster = session.cluster
@@ -91,8 +98,14 @@ def _pending(session: Session, budget: np.ndarray, fast: bool) -> tuple[np.ndarr
     return budget, skipcache.hopeless_for_enqueue(session, pending, budget, EPS), None
 
 
-def _queue_turns(session: Session, context: tuple | None, job_key: Callable, pending: list, fast: bool,
-                 budget: Callable[[], np.ndarray]) -> dict[str, Callable]:
+def _queue_turns(
+    session: Session,
+    context: tuple | None,
+    job_key: Callable,
+    pending: list,
+    fast: bool,
+    budget: Callable[[], np.ndarray],
+) -> dict[str, Callable]:
     """Per queue with podgroups to admit, a function giving them in JobOrder: from the job index's kept
     order (only the ones the budget admits and those passed over before them are walked, not the whole
     backlog), else sorted here; when ``fast``, only those within ``budget()`` at their turn."""
@@ -104,12 +117,15 @@ def _queue_turns(session: Session, context: tuple | None, job_key: Callable, pen
     for job in pending:
         by_queue.setdefault(job.queue, []).append(job)
     if fast:
-        return {name: functools.partial(_within_budget, jobs, job_key, budget) for name, jobs in by_queue.items()}
+        return {
+            name: functools.partial(_within_budget, jobs, job_key, budget) for name, jobs in by_queue.items()
+        }
     return {name: functools.partial(iter, jobs) for name, jobs in by_queue.items()}
 
 
-def _kept_pending(session: Session, index, budget: np.ndarray, *, fresh_only: bool = False) \
-        -> tuple[np.ndarray, list] | None:
+def _kept_pending(
+    session: Session, index, budget: np.ndarray, *, fresh_only: bool = False
+) -> tuple[np.ndarray, list] | None:
     """What the walk over every job above computes (the budget left by admitted podgroups not started
     yet, then the podgroups to admit without those the budget refuses whatever comes first:
     ``skipcache.hopeless_for_enqueue``), from the session's job index: the admitted podgroups are the
@@ -144,8 +160,9 @@ def _kept_pending(session: Session, index, budget: np.ndarray, *, fresh_only: bo
     return budget, pending
 
 
-def _kept_turns(session: Session, index, context: tuple, job_key: Callable, fresh: list,
-                budget: Callable[[], np.ndarray]) -> dict[str, Callable]:
+def _kept_turns(
+    session: Session, index, context: tuple, job_key: Callable, fresh: list, budget: Callable[[], np.ndarray]
+) -> dict[str, Callable]:
     """Per queue, a function giving its podgroups to admit in JobOrder, those within ``budget()`` at
     their turn only: what ``_within_budget`` gives for the queue's share of the whole list, from the
     index's kept order (:meth:`~corral.framework.jobindex.JobIndex.enqueue_order`) merged with the
@@ -160,13 +177,18 @@ def _kept_turns(session: Session, index, context: tuple, job_key: Callable, fres
         extra.setdefault(job.queue, []).append((job_key(job), job.uid))
     for got in extra.values():
         got.sort()
-    return {name: functools.partial(_kept_walk, index, jobs, name, order.get(name, []), extra.get(name, []),
-                                    loose, budget)
-            for name in set(order) | set(extra) if order.get(name) or extra.get(name)}
+    return {
+        name: functools.partial(
+            _kept_walk, index, jobs, name, order.get(name, []), extra.get(name, []), loose, budget
+        )
+        for name in set(order) | set(extra)
+        if order.get(name) or extra.get(name)
+    }
 
 
-def _kept_walk(index, jobs: dict, queue: str, kept: list, extra: list, loose: set[str],
-               budget: Callable[[], np.ndarray]):
+def _kept_walk(
+    index, jobs: dict, queue: str, kept: list, extra: list, loose: set[str], budget: Callable[[], np.ndarray]
+):
     """The podgroups of ``kept`` (index rows; those in ``loose`` left to ``extra``) and ``extra`` (tested
     one by one), merged in JobOrder, within the budget at their turn (see :func:`_kept_turns`)."""
     rows = index.row_of
@@ -175,14 +197,14 @@ def _kept_walk(index, jobs: dict, queue: str, kept: list, extra: list, loose: se
     for uid in loose:
         r = rows.get(uid)
         if r is not None:
-            open_rows[r] = False             # walked as an extra, or not at all
+            open_rows[r] = False  # walked as an extra, or not at all
     pending_extra = {uid for _, uid in extra}
     seen, fit, left = None, None, 0
     for entry in heapq.merge(kept, [(k, uid, 1) for k, uid in extra]):
         uid = entry[1]
         is_kept = len(entry) == 2
         if is_kept and uid in loose:
-            continue                         # a kept entry the session changed: walked as an extra
+            continue  # a kept entry the session changed: walked as an extra
         current = budget()
         if current is not seen:
             seen = current
@@ -218,9 +240,10 @@ def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarra
     if not jobs:
         return
     width = len(budget())
-    needs = np.concatenate([j.min_resources if j.min_resources is not None else np.zeros(width)
-                            for j in jobs]).reshape(len(jobs), width)
-    free = ~needs.any(axis=1)                      # no minResources: always within the budget
+    needs = np.concatenate(
+        [j.min_resources if j.min_resources is not None else np.zeros(width) for j in jobs]
+    ).reshape(len(jobs), width)
+    free = ~needs.any(axis=1)  # no minResources: always within the budget
     heap = [(job_key(j), i) for i, j in enumerate(jobs)]
     heapq.heapify(heap)
     gone = np.zeros(len(jobs), dtype=bool)
@@ -248,5 +271,7 @@ def _refusal(session: Session, job, need: np.ndarray) -> str:
         why = explain(job) if callable(explain) else None
         if why:
             return why
-    return (f"not admitted: queue {job.queue!r} capability cannot hold minResources "
-            f"({session.cluster.resources.describe(need)})")
+    return (
+        f"not admitted: queue {job.queue!r} capability cannot hold minResources "
+        f"({session.cluster.resources.describe(need)})"
+    )

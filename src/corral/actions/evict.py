@@ -31,8 +31,9 @@ capacity pre-filter and the candidate cap keep the number of dry runs small (the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ from corral.framework.session import Session
 from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS
 
-__all__ = ["Evictor", "Plan", "VICTIM_STATES"]
+__all__ = ["VICTIM_STATES", "Evictor", "Plan"]
 
 #: Pods that can be victims: running, or bound by an earlier cycle. Pods placed in this cycle cannot, nor
 #: pods already evicted (Releasing) — by an earlier job, or for an earlier pod of the same job.
@@ -52,30 +53,44 @@ class Plan:
     node: int
     victims: list[Task]
     violations: int
-    cleared: list[Task] = field(default_factory=list)   # lower-priority nominations on the node
+    cleared: list[Task] = field(default_factory=list)  # lower-priority nominations on the node
 
     def rank(self) -> tuple:
         prios = [v.priority for v in self.victims]
         starts = [v.start_time or 0.0 for v in self.victims]
-        return (self.violations, max(prios, default=-(2 ** 31)), sum(prios), len(self.victims),
-                -min(starts, default=float("inf")), self.node)
+        return (
+            self.violations,
+            max(prios, default=-(2**31)),
+            sum(prios),
+            len(self.victims),
+            -min(starts, default=float("inf")),
+            self.node,
+        )
 
 
 class Evictor:
     """Per-action index of the pods that hold nodes, and the per-node dry run."""
 
-    def __init__(self, session: Session, action: str, min_candidates: int = 100, min_candidates_pct: float = 10.0,
-                 ties: int = 16, max_candidates: int = 0):
+    def __init__(
+        self,
+        session: Session,
+        action: str,
+        min_candidates: int = 100,
+        min_candidates_pct: float = 10.0,
+        ties: int = 16,
+        max_candidates: int = 0,
+    ):
         self.session = session
         self.action = action
         cluster = session.cluster
         self.n = len(cluster.nodes)
         self.limit = max(min_candidates, int(np.ceil(self.n * min_candidates_pct / 100.0)))
-        if max_candidates > 0:                  # Volcano calculateNumCandidates: the max clamp wins
+        if max_candidates > 0:  # Volcano calculateNumCandidates: the max clamp wins
             self.limit = min(self.limit, max_candidates)
-        occupants = sorted((t for t in cluster.tasks.values()
-                            if t.managed and t.status in VICTIM_STATES and t.node >= 0),
-                           key=lambda t: (t.node, t.creation, t.name))
+        occupants = sorted(
+            (t for t in cluster.tasks.values() if t.managed and t.status in VICTIM_STATES and t.node >= 0),
+            key=lambda t: (t.node, t.creation, t.name),
+        )
         self.tasks = occupants
         self.t_node = np.array([t.node for t in occupants], dtype=np.int64)
         self.t_prio = np.array([t.priority for t in occupants], dtype=np.int64)
@@ -100,9 +115,19 @@ class Evictor:
         not by priority (else a preemptor of queue A could take the node that queue B's preemptor just
         had cleared by evicting B's own pods)."""
         job = task.job
-        return [t for t in self.nominated if t.status is TaskStatus.PIPELINED and t.nominated >= 0
-                and t.priority < task.priority and t is not task and t.job is not None and job is not None
-                and t.job is not job and t.job.queue == job.queue and (row is None or t.nominated == row)]
+        return [
+            t
+            for t in self.nominated
+            if t.status is TaskStatus.PIPELINED
+            and t.nominated >= 0
+            and t.priority < task.priority
+            and t is not task
+            and t.job is not None
+            and job is not None
+            and t.job is not job
+            and t.job.queue == job.queue
+            and (row is None or t.nominated == row)
+        ]
 
     def gone(self, victims: list[Task]) -> None:
         """``victims`` were evicted (their Statement may still be discarded: see :meth:`back`)."""
@@ -119,8 +144,9 @@ class Evictor:
                 self.alive[i] = alive
 
     # -- candidates ------------------------------------------------------------------------------
-    def candidates(self, task: Task, allowed: np.ndarray,
-                   within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(
+        self, task: Task, allowed: np.ndarray, within: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Node rows worth a dry run, best first, with a lower bound of the highest victim priority each
         would need. ``allowed`` marks occupant pods this preemptor could evict at all (action rules);
         ``within``, if given, the node rows it may go to (a topology domain)."""
@@ -130,9 +156,9 @@ class Evictor:
         sel = np.flatnonzero(allowed & self.alive)
         room = nodes.future_idle[:, cols] + self._lower_nominated(task)[:, cols]
         lower = np.full(self.n, np.inf)
-        lower[(room >= need).all(axis=1)] = -np.inf          # fits without evicting anyone
+        lower[(room >= need).all(axis=1)] = -np.inf  # fits without evicting anyone
         prios = self.t_prio[sel]
-        for level in np.unique(prios):                        # add victims level by level, lowest first
+        for level in np.unique(prios):  # add victims level by level, lowest first
             at = sel[prios == level]
             for j, c in enumerate(cols):
                 room[:, j] += np.bincount(self.t_node[at], weights=self.t_req[at, c], minlength=self.n)
@@ -155,9 +181,16 @@ class Evictor:
         return out
 
     # -- the dry run -----------------------------------------------------------------------------
-    def plan(self, task: Task, job: Job, row: int, allowed: np.ndarray,
-             victim_ok: Callable[[list[Task]], list[Task]], evicted: list[Task],
-             order: Callable[[Task], Any] | None = None) -> Plan | None:
+    def plan(
+        self,
+        task: Task,
+        job: Job,
+        row: int,
+        allowed: np.ndarray,
+        victim_ok: Callable[[list[Task]], list[Task]],
+        evicted: list[Task],
+        order: Callable[[Task], Any] | None = None,
+    ) -> Plan | None:
         """A plan for ``task`` on node ``row``, or None. ``victim_ok`` applies the plugins' filters to
         the node's candidates; ``evicted`` are the victims already chosen for this job (for the
         ScenarioValidator). ``order``: the action's victim order (PDB-safe pods still come first, the
@@ -175,8 +208,11 @@ class Evictor:
         cols = np.flatnonzero(task.request)
 
         def fits() -> bool:
-            return bool(np.all(free[cols] >= task.request[cols] - EPS)) and \
-                session.simulate_predicate(task, row) and session.simulate_allocatable(queue, task)
+            return (
+                bool(np.all(free[cols] >= task.request[cols] - EPS))
+                and session.simulate_predicate(task, row)
+                and session.simulate_allocatable(queue, task)
+            )
 
         def spare(cleared: list[Task]) -> list[Task]:
             """The nominations that must give way: keep each (highest priority first) that still lets
@@ -191,14 +227,17 @@ class Evictor:
 
         if fits():
             return Plan(row, [], 0, spare(cleared))
-        idx = [i for i in self.by_node.get(row, [])
-               if self.alive[i] and allowed[i] and self.tasks[i].status in VICTIM_STATES]
+        idx = [
+            i
+            for i in self.by_node.get(row, [])
+            if self.alive[i] and allowed[i] and self.tasks[i].status in VICTIM_STATES
+        ]
         pods = victim_ok([self.tasks[i] for i in idx])
         if not pods:
             return None
         pods.sort(key=order or (lambda t: (t.priority, -(t.start_time or 0.0), t.name)))
         bad = dict(zip(map(id, pods), session.violations(pods)))
-        pods.sort(key=lambda t: bad[id(t)])                 # stable: PDB-safe first, then as above
+        pods.sort(key=lambda t: bad[id(t)])  # stable: PDB-safe first, then as above
         rank = {id(t): i for i, t in enumerate(pods)}
         removed: list[Task] = []
         for v in pods:
@@ -211,17 +250,20 @@ class Evictor:
             self._restore(removed, row)
             return None
         victims: list[Task] = []
-        back = (lambda t: (not bad[id(t)], -rank[id(t)])) if order else \
-            (lambda t: (not bad[id(t)], -t.priority, t.start_time or 0.0, t.name))
+        back = (
+            (lambda t: (not bad[id(t)], -rank[id(t)]))
+            if order
+            else (lambda t: (not bad[id(t)], -t.priority, t.start_time or 0.0, t.name))
+        )
         for v in sorted(removed, key=back):
             session.simulate_add(v, row)
             free -= v.request
             if fits():
-                continue                                    # reprieved
+                continue  # reprieved
             session.simulate_remove(v, row)
             free += v.request
             victims.append(v)
-        cleared = spare(cleared)                            # with the victims still gone
+        cleared = spare(cleared)  # with the victims still gone
         self._restore(victims, row)
         if victims:
             victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())
@@ -234,9 +276,16 @@ class Evictor:
         for v in reversed(removed):
             self.session.simulate_add(v, row)
 
-    def best(self, task: Task, job: Job, allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]],
-             evicted: list[Task], within: np.ndarray | None = None,
-             order: Callable[[Task], Any] | None = None) -> Plan | None:
+    def best(
+        self,
+        task: Task,
+        job: Job,
+        allowed: np.ndarray,
+        victim_ok: Callable[[list[Task]], list[Task]],
+        evicted: list[Task],
+        within: np.ndarray | None = None,
+        order: Callable[[Task], Any] | None = None,
+    ) -> Plan | None:
         """Dry-run candidates in order of their lower bound; stop when no remaining node can beat the
         best plan on (violations, highest victim priority), or after ``ties`` more nodes that could only
         tie on it, or at the candidate cap. A node whose bound is below the best plan's highest victim
@@ -248,8 +297,8 @@ class Evictor:
             if best is not None:
                 violations, top = best.rank()[:2]
                 if violations == 0 and bound > top:
-                    break                                   # rows are sorted by bound: none can beat it
-                if violations == 0 and bound >= top:       # could at best tie on (violations, top)
+                    break  # rows are sorted by bound: none can beat it
+                if violations == 0 and bound >= top:  # could at best tie on (violations, top)
                     extra += 1
                     if extra > self.ties:
                         break

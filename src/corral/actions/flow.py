@@ -38,8 +38,8 @@ priority, then pod size, then wait); Overused queues are skipped at the start of
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -64,16 +64,32 @@ REPAIR_MAX = 64
 
 @dataclass(frozen=True)
 class FlowArgs:
-    gang_mode: str = arg("gangMode", "lowerbound", "how gangs enter the flow (seed 004)",
-                         choices=("lowerbound", "rollback", "sequential"))
-    cost_model: str = arg("costModel", "trivial", "arc costs", choices=("trivial", "quincy", "spread", "topology"))
-    sequential_order: str = arg("sequentialOrder", "nonGangFirst", "sequential mode: which round first",
-                                choices=("nonGangFirst", "gangsFirst"))
-    max_resolves: int = arg("maxResolves", 3, "re-solves of the residual network after the pod-by-pod check",
-                            minimum=0)
+    gang_mode: str = arg(
+        "gangMode",
+        "lowerbound",
+        "how gangs enter the flow (seed 004)",
+        choices=("lowerbound", "rollback", "sequential"),
+    )
+    cost_model: str = arg(
+        "costModel", "trivial", "arc costs", choices=("trivial", "quincy", "spread", "topology")
+    )
+    sequential_order: str = arg(
+        "sequentialOrder",
+        "nonGangFirst",
+        "sequential mode: which round first",
+        choices=("nonGangFirst", "gangsFirst"),
+    )
+    max_resolves: int = arg(
+        "maxResolves", 3, "re-solves of the residual network after the pod-by-pod check", minimum=0
+    )
     wait_unit: float = arg("waitCostUnit", 60.0, "waiting time worth one unit of cost", kind="duration")
-    exact_compare: int = arg("exactCompareLimit", 2000, "lowerbound: rounds up to this many pods compare with "
-                             "rollback by a full dry run, larger ones by the first solve", minimum=0)
+    exact_compare: int = arg(
+        "exactCompareLimit",
+        2000,
+        "lowerbound: rounds up to this many pods compare with "
+        "rollback by a full dry run, larger ones by the first solve",
+        minimum=0,
+    )
 
 
 @dataclass
@@ -88,8 +104,12 @@ class _Round:
 
     def placed(self, session: Session) -> int:
         """Pods that would stay placed: those of jobs that are ready or pipelined."""
-        return sum(len(s.ops) for j in self.jobs for s in [self.stmts[j.uid]]
-                   if s.ops and (session.job_ready(j) or session.job_pipelined(j)))
+        return sum(
+            len(s.ops)
+            for j in self.jobs
+            for s in [self.stmts[j.uid]]
+            if s.ops and (session.job_ready(j) or session.job_pipelined(j))
+        )
 
     def discard(self) -> None:
         for j in reversed(self.jobs):
@@ -102,9 +122,20 @@ class FlowAction(Action):
 
     def __init__(self, args: FlowArgs | None = None) -> None:
         super().__init__(args if args is not None else FlowArgs())
-        self.stats = {"build": 0.0, "solve": 0.0, "check": 0.0, "build_cpu": 0.0, "solve_cpu": 0.0,
-                      "check_cpu": 0.0, "solves": 0, "resolves": 0, "rounds": 0, "failed": 0, "repaired": 0,
-                      "first": 0.0}
+        self.stats = {
+            "build": 0.0,
+            "solve": 0.0,
+            "check": 0.0,
+            "build_cpu": 0.0,
+            "solve_cpu": 0.0,
+            "check_cpu": 0.0,
+            "solves": 0,
+            "resolves": 0,
+            "rounds": 0,
+            "failed": 0,
+            "repaired": 0,
+            "first": 0.0,
+        }
         self.first_solve = 0.0
 
     def execute(self, session: Session) -> None:
@@ -142,7 +173,9 @@ class FlowAction(Action):
         else:
             best = self.solve_and_check(session, jobs, "rollback" if mode == "rollback" else "lowerbound")
         for job in best.jobs:
-            self._finish(session, job, best.stmts[job.uid], best.was_ready[job.uid], best.reasons.get(job.uid, ""))
+            self._finish(
+                session, job, best.stmts[job.uid], best.was_ready[job.uid], best.reasons.get(job.uid, "")
+            )
 
     def _open_queues(self, session: Session, jobs: list[Job]) -> list[Job]:
         """Jobs whose queue is not Overused (allocate's rule, asked once per round)."""
@@ -169,17 +202,25 @@ class FlowAction(Action):
         ``lowerbound`` puts the lower bounds in the network, rolls back the gangs the optimum leaves
         partial and re-solves the residual so their capacity goes to the rest; ``rollback`` solves
         without them and drops the gangs the answer leaves partial (their capacity idles)."""
-        rnd = _Round(jobs, {j.uid: session.statement() for j in jobs}, {},
-                     {j.uid: session.job_ready(j) for j in jobs})
+        rnd = _Round(
+            jobs, {j.uid: session.statement() for j in jobs}, {}, {j.uid: session.job_ready(j) for j in jobs}
+        )
         need = {j.uid: self._lower(j) for j in jobs}
         key = session.task_key()
-        pending = {j.uid: sorted(waiting_tasks(j), key=key) if len(j.tasks) > 1 else waiting_tasks(j) for j in jobs}
+        pending = {
+            j.uid: sorted(waiting_tasks(j), key=key) if len(j.tasks) > 1 else waiting_tasks(j) for j in jobs
+        }
         out: set[str] = set()
         room: dict[object, int] = {}
         for attempt in range(self.args.max_resolves + 1):
             t0, c0 = time.perf_counter(), time.process_time()
-            live = [j for j in jobs if j.uid not in out and pending[j.uid]
-                    and _may_fit(session, pending[j.uid], need[j.uid] - len(rnd.stmts[j.uid].ops), room)]
+            live = [
+                j
+                for j in jobs
+                if j.uid not in out
+                and pending[j.uid]
+                and _may_fit(session, pending[j.uid], need[j.uid] - len(rnd.stmts[j.uid].ops), room)
+            ]
             if not live:
                 break
             if attempt:
@@ -187,8 +228,14 @@ class FlowAction(Action):
             lower = [max(0, need[j.uid] - len(rnd.stmts[j.uid].ops)) for j in live]
             # a lower bound of one pod is no gang: its bypass would cost what waiting costs
             bounds = [k if mode == "lowerbound" and k > 1 else 0 for k in lower]
-            built = build_network(session, live, [pending[j.uid] for j in live], bounds,
-                                  model=self.args.cost_model, wait_unit=self.args.wait_unit)
+            built = build_network(
+                session,
+                live,
+                [pending[j.uid] for j in live],
+                bounds,
+                model=self.args.cost_model,
+                wait_unit=self.args.wait_unit,
+            )
             t1, c1 = time.perf_counter(), time.process_time()
             solver = Solver(built.net)
             sol, dropped, had = self._solve(solver, lower)
@@ -220,14 +267,20 @@ class FlowAction(Action):
             self.stats["check_cpu"] += time.process_time() - c2
             if not again:
                 break
-        for job in jobs:                         # what the round left wholly waiting says why
+        for job in jobs:  # what the round left wholly waiting says why
             if job.uid not in rnd.reasons and pending[job.uid] and not rnd.stmts[job.uid].ops:
                 rnd.reasons[job.uid] = _fit_reason(session, job)
         return rnd
 
     @staticmethod
-    def _release_partial(session: Session, rnd: _Round, live: list[Job], need: dict[str, int],
-                         pending: dict[str, list[Task]], out: set[str]) -> None:
+    def _release_partial(
+        session: Session,
+        rnd: _Round,
+        live: list[Job],
+        need: dict[str, int],
+        pending: dict[str, list[Task]],
+        out: set[str],
+    ) -> None:
         """Before a re-solve, undo the gangs the check left below their lower bound, so that what they
         hold goes back into the network with them instead of idling until the round's end."""
         key = session.task_key()
@@ -236,10 +289,13 @@ class FlowAction(Action):
             if job.uid in out or not stmt.ops or len(stmt.ops) >= need[job.uid]:
                 continue
             stmt.restore(0)
-            pending[job.uid] = sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
+            pending[job.uid] = (
+                sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
+            )
 
-    def _solve(self, solver: Solver, lower: list[int], bounded: bool = True) \
-            -> tuple[FlowSolution, np.ndarray, np.ndarray]:
+    def _solve(
+        self, solver: Solver, lower: list[int], bounded: bool = True
+    ) -> tuple[FlowSolution, np.ndarray, np.ndarray]:
         """Solve once; return the answer, the jobs dropped as partial gangs (placed, but fewer than
         their lower bound: rolled back) and how many pods each had. ``bounded=False`` ignores the
         network's lower bounds. No re-solve here: the capacity of the dropped gangs goes to the residual
@@ -252,8 +308,17 @@ class FlowAction(Action):
         had = np.where(dropped, sol.placed, 0)
         return sol, dropped, had
 
-    def _check(self, session: Session, rnd: _Round, live: list[Job], built: Built, sol: FlowSolution,
-               dropped: np.ndarray, pending: dict[str, list[Task]], out: set[str]) -> bool:
+    def _check(
+        self,
+        session: Session,
+        rnd: _Round,
+        live: list[Job],
+        built: Built,
+        sol: FlowSolution,
+        dropped: np.ndarray,
+        pending: dict[str, list[Task]],
+        out: set[str],
+    ) -> bool:
         """Apply the answer pod by pod through each job's Statement (jobs in the order of their waiting
         cost, dearest first); pods that fail are placed elsewhere through the same checks when they are
         few (:meth:`_repair`). Return True if any pod is still failed (a re-solve may place it)."""
@@ -280,7 +345,7 @@ class FlowAction(Action):
             stop = ""
             for g in by_job[j]:
                 tasks = groups[g]
-                fit = _GroupFit(session, tasks[0], un[starts[g]:starts[g + 1]])
+                fit = _GroupFit(session, tasks[0], un[starts[g] : starts[g + 1]])
                 for u, task in zip(range(starts[g], starts[g + 1]), tasks):
                     row = int(un[u])
                     how = fit.peek(task, row, int(uk[u]))
@@ -288,8 +353,10 @@ class FlowAction(Action):
                         failed.append((j, task))
                         continue
                     if not session.allocatable(queue, task):
-                        stop = (f"{job.ready_count()} of {job.min_member} pods placed; queue {job.queue!r} would "
-                                f"exceed its capability with pod {task.name}")
+                        stop = (
+                            f"{job.ready_count()} of {job.min_member} pods placed; queue {job.queue!r} would "
+                            f"exceed its capability with pod {task.name}"
+                        )
                         break
                     if not session.predicate(task)[row]:
                         failed.append((j, task))
@@ -313,8 +380,15 @@ class FlowAction(Action):
             return left > 0
         return bool(failed)
 
-    def _repair(self, session: Session, rnd: _Round, live: list[Job], failed: list[tuple[int, Task]],
-                pending: dict[str, list[Task]], out: set[str]) -> int:
+    def _repair(
+        self,
+        session: Session,
+        rnd: _Round,
+        live: list[Job],
+        failed: list[tuple[int, Task]],
+        pending: dict[str, list[Task]],
+        out: set[str],
+    ) -> int:
         """Place the few pods that failed the check without a re-solve: each goes, through the same hard
         checks (queue Allocatable, every predicate, the resource fit now or once releasing pods are
         gone), to the fitting node with the least free of its dominant resource (its largest request as
@@ -339,7 +413,7 @@ class FlowAction(Action):
             free = session.free(task, future=future, rows=rows)
             cols, need = session.request_cols(task)
             largest = session.cluster.nodes.allocatable[:, cols].max(axis=0)
-            dominant = int(np.argmax(need / np.where(largest > 0, largest, 1.0)))    # by share, not amount
+            dominant = int(np.argmax(need / np.where(largest > 0, largest, 1.0)))  # by share, not amount
             row = int(rows[np.argmin(free[:, dominant])])
             stmt = rnd.stmts[job.uid]
             if future:
@@ -350,8 +424,9 @@ class FlowAction(Action):
         return left
 
     @staticmethod
-    def _finish(session: Session, job: Job, stmt: Statement, was_ready: bool,
-                reason: str | Callable[[], str]) -> None:
+    def _finish(
+        session: Session, job: Job, stmt: Statement, was_ready: bool, reason: str | Callable[[], str]
+    ) -> None:
         """Commit when JobReady, hold as nominations when JobPipelined, else discard (allocate's rule)."""
         if session.job_ready(job):
             stmt.commit()
@@ -389,7 +464,9 @@ def _may_fit(session: Session, tasks: list[Task], lower: int, room: dict[object,
         if got is None:
             need = session.request_cols(t)[1]
             per = np.floor((session.free(t, future=True) + EPS) / need).min(axis=1) if need.size else None
-            got = room[key] = len(tasks) if per is None else int(np.clip(per, 0, None)[session.predicate(t)].sum())
+            got = room[key] = (
+                len(tasks) if per is None else int(np.clip(per, 0, None)[session.predicate(t)].sum())
+            )
         total += got
         if total >= max(1, lower):
             return True
@@ -411,15 +488,20 @@ class _GroupFit:
         self.session = session
         rows = np.unique(rows)
         need = session.request_cols(task)[1]
-        q = [np.floor((session.free(task, future=f, rows=rows) + EPS) / need).min(axis=1).astype(np.int64).tolist()
-             for f in (False, True)]
-        self.room = {r: [qn, qf, 0, 0] for r, qn, qf in zip(rows.tolist(), q[0], q[1])}   # Qnow, Qfut, a, p
+        q = [
+            np.floor((session.free(task, future=f, rows=rows) + EPS) / need)
+            .min(axis=1)
+            .astype(np.int64)
+            .tolist()
+            for f in (False, True)
+        ]
+        self.room = {r: [qn, qf, 0, 0] for r, qn, qf in zip(rows.tolist(), q[0], q[1])}  # Qnow, Qfut, a, p
 
     def peek(self, task: Task, row: int, kind: int) -> int:
         """0: bind now, 1: nominate (fits once releasing pods are gone), 2: does not fit."""
         session = self.session
         if task.status is TaskStatus.PIPELINED and task.nominated == row:
-            self.room.pop(row, None)               # its reservation is its own: read the node again
+            self.room.pop(row, None)  # its reservation is its own: read the node again
             if kind == 0 and _fits_at(session, task, row, False):
                 return 0
             return 1 if _fits_at(session, task, row, True) else 2
@@ -427,8 +509,10 @@ class _GroupFit:
         if got is None:
             need = session.request_cols(task)[1]
             one = np.array([row])
-            got = self.room[row] = [int(np.floor((session.free(task, future=f, rows=one)[0] + EPS) / need).min())
-                                    for f in (False, True)] + [0, 0]
+            got = self.room[row] = [
+                int(np.floor((session.free(task, future=f, rows=one)[0] + EPS) / need).min())
+                for f in (False, True)
+            ] + [0, 0]
         q_now, q_fut, binds, noms = got
         if binds + noms + 1 > q_fut:
             return 2
@@ -450,25 +534,33 @@ def _fits_at(session: Session, task: Task, row: int, future: bool) -> bool:
 
 def _fit_reason(session: Session, job: Job) -> Callable[[], str]:
     """Allocate's reason for the first waiting pod, worked out when the session closes."""
+
     def reason() -> str:
         waiting = waiting_tasks(job)
         if not waiting:
             return f"gang not ready: {job.ready_count()} of {job.min_member} pods can be placed"
         task = waiting[0]
         if (session.predicate(task) & session.fits(task, future=True)).any():
-            return (f"{job.ready_count()} of {job.min_member} pods placed; the round's min-cost flow left pod "
-                    f"{task.name} waiting: the capacity it fits went to pods of higher waiting cost")
+            return (
+                f"{job.ready_count()} of {job.min_member} pods placed; the round's min-cost flow left pod "
+                f"{task.name} waiting: the capacity it fits went to pods of higher waiting cost"
+            )
         return no_fit_reason(session, job, task, job.ready_count())
+
     return reason
 
 
 def _gang_reason(session: Session, job: Job, placed: int, mode: str) -> Callable[[], str]:
     """Why a gang the flow left partial was rolled back (lazy, as :func:`_fit_reason`)."""
+
     def reason() -> str:
         waiting = waiting_tasks(job)
         if waiting and not (session.predicate(waiting[0]) & session.fits(waiting[0], future=True)).any():
             return no_fit_reason(session, job, waiting[0], job.ready_count())
         how = "with lower bounds" if mode == "lowerbound" else "without lower bounds"
-        return (f"{job.ready_count()} of {job.min_member} pods placed; the round's min-cost flow ({how}) could "
-                f"place only {placed + job.ready_count()} of the gang's {job.min_member}, so it was rolled back")
+        return (
+            f"{job.ready_count()} of {job.min_member} pods placed; the round's min-cost flow ({how}) could "
+            f"place only {placed + job.ready_count()} of the gang's {job.min_member}, so it was rolled back"
+        )
+
     return reason

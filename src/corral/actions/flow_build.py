@@ -34,18 +34,18 @@ from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS, PODS
 from corral.solvers.flow_network import FlowNetwork
 
-__all__ = ["build_network", "Built", "PREFERRED_NODES", "PLACE_MAX"]
+__all__ = ["PLACE_MAX", "PREFERRED_NODES", "Built", "build_network"]
 
 #: Pod annotation naming preferred nodes (comma-separated), used by ``costModel: quincy``.
 PREFERRED_NODES = "corral.io/preferred-nodes"
-PLACE_MAX = 1000          # the dearest placement path
-SCORE = 100               # a cost model's node cost lies in 0..SCORE
-PIPE_COST = 300           # placing onto capacity still being released
-TIER_STEP = 100           # each tier a gang spans above its chosen domain
-QUINCY_AGG = 150          # the cluster aggregator when a pod has preferred nodes
-CONTENTION = 50           # the contention term on a class's node arcs (:func:`_contention`)
+PLACE_MAX = 1000  # the dearest placement path
+SCORE = 100  # a cost model's node cost lies in 0..SCORE
+PIPE_COST = 300  # placing onto capacity still being released
+TIER_STEP = 100  # each tier a gang spans above its chosen domain
+QUINCY_AGG = 150  # the cluster aggregator when a pod has preferred nodes
+CONTENTION = 50  # the contention term on a class's node arcs (:func:`_contention`)
 NOMINATED_ELSEWHERE = 100  # a nominated pod moving off its nominated node
-SIZE_MAX = 64             # pod size in units of 1/64 of the largest node
+SIZE_MAX = 64  # pod size in units of 1/64 of the largest node
 WAIT_CAP = 1000
 PRIO_STEP = SIZE_MAX * (PLACE_MAX + 1 + WAIT_CAP) + 1
 _I64 = np.int64
@@ -56,8 +56,8 @@ class Built:
     """The network and what its indices mean."""
 
     net: FlowNetwork
-    groups: list[list[Task]]                      # tasks of each group, in task order
-    agg_names: list[tuple[int, str]] = field(default_factory=list)   # (class, domain) per aggregator
+    groups: list[list[Task]]  # tasks of each group, in task order
+    agg_names: list[tuple[int, str]] = field(default_factory=list)  # (class, domain) per aggregator
 
 
 class _Classes:
@@ -88,13 +88,14 @@ class _Classes:
         if got is None:
             hns = self.session.cluster.hypernodes.domains(tier)
             owner = self._owner.get(tier)
-            if owner is None:                    # the HyperNode of this tier holding each node (-1: none)
+            if owner is None:  # the HyperNode of this tier holding each node (-1: none)
                 owner = self._owner[tier] = np.full(len(self.session.cluster.nodes), -1, dtype=_I64)
                 for i, hn in enumerate(hns):
                     owner[hn.mask & (owner < 0)] = i
             ok = owner >= 0
-            got = self._room[key] = np.bincount(owner[ok], weights=self.now[c][ok],
-                                                minlength=len(hns)).astype(_I64)
+            got = self._room[key] = np.bincount(
+                owner[ok], weights=self.now[c][ok], minlength=len(hns)
+            ).astype(_I64)
         return got
 
     def capacities(self) -> None:
@@ -172,11 +173,20 @@ class _Arcs:
     def cat(chunks: list[tuple], width: int) -> list[np.ndarray]:
         if not chunks:
             return [np.zeros(0, _I64) for _ in range(width)]
-        return [np.concatenate([np.asarray(c[i], dtype=_I64).reshape(-1) for c in chunks]) for i in range(width)]
+        return [
+            np.concatenate([np.asarray(c[i], dtype=_I64).reshape(-1) for c in chunks]) for i in range(width)
+        ]
 
 
-def _agg_arcs(arcs: _Arcs, agg: int, now: np.ndarray, pipe: np.ndarray, cost: np.ndarray, spread: bool,
-              mask: np.ndarray | None) -> None:
+def _agg_arcs(
+    arcs: _Arcs,
+    agg: int,
+    now: np.ndarray,
+    pipe: np.ndarray,
+    cost: np.ndarray,
+    spread: bool,
+    mask: np.ndarray | None,
+) -> None:
     """Arcs from aggregator ``agg`` to the nodes where the class fits (within ``mask``): one arc for what
     fits now, one dearer arc for capacity being released; ``spread`` splits the first pod on a node
     from the rest, dearer, so the solver spreads (Firmament's load-spreading model)."""
@@ -186,17 +196,27 @@ def _agg_arcs(arcs: _Arcs, agg: int, now: np.ndarray, pipe: np.ndarray, cost: np
         if spread:
             arcs.an.append((np.full(rows.size, agg), rows, np.minimum(cap, 1), c, np.zeros(rows.size)))
             more = cap > 1
-            arcs.an.append((np.full(int(more.sum()), agg), rows[more], cap[more] - 1, c[more] + SCORE,
-                            np.zeros(int(more.sum()))))
+            arcs.an.append(
+                (
+                    np.full(int(more.sum()), agg),
+                    rows[more],
+                    cap[more] - 1,
+                    c[more] + SCORE,
+                    np.zeros(int(more.sum())),
+                )
+            )
         else:
             arcs.an.append((np.full(rows.size, agg), rows, cap, c, np.zeros(rows.size)))
     rows = np.flatnonzero(pipe if mask is None else pipe * mask)
     if rows.size:
-        arcs.an.append((np.full(rows.size, agg), rows, pipe[rows], cost[rows] + PIPE_COST, np.ones(rows.size)))
+        arcs.an.append(
+            (np.full(rows.size, agg), rows, pipe[rows], cost[rows] + PIPE_COST, np.ones(rows.size))
+        )
 
 
-def _job_costs(session: Session, jobs: list[Job], tasks: list[list[Task]], wait_unit: float,
-               lower: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _job_costs(
+    session: Session, jobs: list[Job], tasks: list[list[Task]], wait_unit: float, lower: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
     """``(u, p)`` per job: the cost of each pod left waiting and of each pod missing below the lower
     bound (module docstring)."""
     nodes = session.cluster.nodes
@@ -214,8 +234,9 @@ def _job_costs(session: Session, jobs: list[Job], tasks: list[list[Task]], wait_
     return u, u * np.maximum(1, np.asarray(lower, dtype=_I64))
 
 
-def _chain(session: Session, job: Job, classes: list[int], cls: _Classes, need: int,
-           topology_costs: bool) -> list[tuple[str, np.ndarray | None, int]] | None:
+def _chain(
+    session: Session, job: Job, classes: list[int], cls: _Classes, need: int, topology_costs: bool
+) -> list[tuple[str, np.ndarray | None, int]] | None:
     """``[(domain name, mask or None for the cluster, cost)]`` the job's groups may use, or None for
     the class's cluster aggregator alone. Jobs with ``networkTopology`` take the session's gang search
     space (the network-topology-aware plugin) and its first domain that can hold the pods; other gangs,
@@ -225,7 +246,9 @@ def _chain(session: Session, job: Job, classes: list[int], cls: _Classes, need: 
         domains = [d for d in session.gang_search_space(job, Purpose.ALLOCATE) if d.tier is not None]
         if not domains:
             return None
-        room = [min(int(cls.now[c][d.mask].sum() + cls.pipe[c][d.mask].sum()) for c in classes) for d in domains]
+        room = [
+            min(int(cls.now[c][d.mask].sum() + cls.pipe[c][d.mask].sum()) for c in classes) for d in domains
+        ]
         pick = next((i for i, r in enumerate(room) if r >= need), 0)
         chosen = domains[pick]
         top = job.topology_tier if job.topology_mode == "hard" and job.topology_tier is not None else None
@@ -260,7 +283,9 @@ def _chain(session: Session, job: Job, classes: list[int], cls: _Classes, need: 
     return out
 
 
-def _group_tasks(tasks: list[list[Task]], model: str) -> tuple[list[list[Task]], list[int], list[tuple[int, str]]]:
+def _group_tasks(
+    tasks: list[list[Task]], model: str
+) -> tuple[list[list[Task]], list[int], list[tuple[int, str]]]:
     """``(groups, job of each group, (nominated row, preferred nodes) of each group)``: each job's
     waiting pods split by equivalence class, nominated node and (``quincy``) preferred node set."""
     groups: list[list[Task]] = []
@@ -289,10 +314,12 @@ class _Builder:
         self.session, self.cls, self.model = session, cls, model
         self.arcs = _Arcs()
         self.aggs: dict[tuple[int, str], int] = {}
-        self.node_cost = [_node_costs(session, model, rep) + extra for rep, extra in zip(cls.reps, _contention(cls))]
+        self.node_cost = [
+            _node_costs(session, model, rep) + extra for rep, extra in zip(cls.reps, _contention(cls))
+        ]
         self.ga: tuple[list[int], list[int], list[int]] = ([], [], [])
         self.aa: tuple[list[int], list[int]] = ([], [])
-        self.trees: set[int] = set()          # classes some gang reaches through the HyperNode tree
+        self.trees: set[int] = set()  # classes some gang reaches through the HyperNode tree
 
     def agg(self, c: int, name: str) -> int:
         """The aggregator of class ``c`` for HyperNode ``name`` ("": the cluster). For a class in
@@ -308,12 +335,14 @@ class _Builder:
         return self.aggs[(c, name)]
 
     def _nodes(self, c: int, a: int, mask: np.ndarray | None) -> None:
-        _agg_arcs(self.arcs, a, self.cls.now[c], self.cls.pipe[c], self.node_cost[c], self.model == "spread", mask)
+        _agg_arcs(
+            self.arcs, a, self.cls.now[c], self.cls.pipe[c], self.node_cost[c], self.model == "spread", mask
+        )
 
     def _tree(self, c: int, top: int) -> None:
         tree = self.session.cluster.hypernodes
         covered = np.zeros(len(self.session.cluster.nodes), dtype=bool)
-        for tier in sorted(tree.tiers, reverse=True):           # parents before children
+        for tier in sorted(tree.tiers, reverse=True):  # parents before children
             for hn in tree.domains(tier):
                 a = self.aggs[(c, hn.name)] = len(self.aggs)
                 parent = self.aggs.get((c, hn.parent), top) if hn.parent else top
@@ -332,8 +361,9 @@ class _Builder:
         self.ga[1].append(a)
         self.ga[2].append(cost)
 
-    def group(self, g: int, c: int, ts: list[Task], nominated: int, pref: str, chain: list | None,
-              hard: bool) -> None:
+    def group(
+        self, g: int, c: int, ts: list[Task], nominated: int, pref: str, chain: list | None, hard: bool
+    ) -> None:
         """The arcs of group ``g`` (class ``c``): its nominated node, its preferred nodes, then the
         aggregators of its chain of domains, or the class's cluster aggregator."""
         arcs, cls = self.arcs, self.cls
@@ -344,13 +374,29 @@ class _Builder:
             to_cluster = NOMINATED_ELSEWHERE
         if pref:
             index = self.session.cluster.nodes.index
-            rows = np.array(sorted({index[n.strip()] for n in pref.split(",") if n.strip() in index}), dtype=_I64)
+            rows = np.array(
+                sorted({index[n.strip()] for n in pref.split(",") if n.strip() in index}), dtype=_I64
+            )
             now, pipe = cls.now[c][rows], cls.pipe[c][rows]
             ok, okp = now > 0, pipe > 0
-            arcs.gn.append((np.full(int(ok.sum()), g), rows[ok], np.minimum(now[ok], len(ts)),
-                            np.zeros(int(ok.sum())), np.zeros(int(ok.sum()))))
-            arcs.gn.append((np.full(int(okp.sum()), g), rows[okp], np.minimum(pipe[okp], len(ts)),
-                            np.full(int(okp.sum()), PIPE_COST), np.ones(int(okp.sum()))))
+            arcs.gn.append(
+                (
+                    np.full(int(ok.sum()), g),
+                    rows[ok],
+                    np.minimum(now[ok], len(ts)),
+                    np.zeros(int(ok.sum())),
+                    np.zeros(int(ok.sum())),
+                )
+            )
+            arcs.gn.append(
+                (
+                    np.full(int(okp.sum()), g),
+                    rows[okp],
+                    np.minimum(pipe[okp], len(ts)),
+                    np.full(int(okp.sum()), PIPE_COST),
+                    np.ones(int(okp.sum())),
+                )
+            )
             to_cluster = max(to_cluster, QUINCY_AGG)
         if chain is None:
             if not (hard and nominated < 0):
@@ -360,8 +406,15 @@ class _Builder:
             self.to_agg(g, self.agg(c, name), cost + to_cluster)
 
 
-def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lower: list[int], *,
-                  model: str, wait_unit: float) -> Built:
+def build_network(
+    session: Session,
+    jobs: list[Job],
+    tasks: list[list[Task]],
+    lower: list[int],
+    *,
+    model: str,
+    wait_unit: float,
+) -> Built:
     """The network of one solve: ``jobs`` with their waiting ``tasks`` (task order) and the lower bound
     of each (0: none)."""
     cls = _Classes(session)
@@ -373,9 +426,11 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
     job_classes: dict[int, list[int]] = {}
     for g, j in enumerate(group_job):
         job_classes.setdefault(j, []).append(group_class[g])
-    chains = {j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
-              for j, cs in job_classes.items()
-              if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)}
+    chains = {
+        j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
+        for j, cs in job_classes.items()
+        if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)
+    }
     b.trees = {group_class[g] for g, j in enumerate(group_job) if chains.get(j)}
     for g, ts in enumerate(groups):
         j = group_job[g]
@@ -385,12 +440,33 @@ def build_network(session: Session, jobs: list[Job], tasks: list[list[Task]], lo
     gn_group, gn_node, gn_cap, gn_cost, gn_kind = _Arcs.cat(b.arcs.gn, 5)
     an_agg, an_node, an_cap, an_cost, an_kind = _Arcs.cat(b.arcs.an, 5)
     pods = session.cluster.resources.pos(PODS)
-    slots = np.floor((nodes.future_idle[:, pods] + EPS) / 1000.0)      # a pod takes 1000 milli-pods
+    slots = np.floor((nodes.future_idle[:, pods] + EPS) / 1000.0)  # a pod takes 1000 milli-pods
     node_cap = np.where(nodes.down, 0, np.clip(slots, 0, None)).astype(_I64)
     n_aggs = len(b.aggs)
-    net = FlowNetwork(len(nodes), np.array([len(ts) for ts in tasks], _I64), np.array(lower, _I64), u, p,
-                      np.array(group_job, _I64), np.array([len(ts) for ts in groups], _I64), n_aggs,
-                      ga_group, ga_agg, ga_cost, gn_group, gn_node, gn_cap, gn_cost, gn_kind,
-                      an_agg, an_node, an_cap, an_cost, an_kind, node_cap,
-                      np.array(b.aa[0], _I64), np.array(b.aa[1], _I64))
+    net = FlowNetwork(
+        len(nodes),
+        np.array([len(ts) for ts in tasks], _I64),
+        np.array(lower, _I64),
+        u,
+        p,
+        np.array(group_job, _I64),
+        np.array([len(ts) for ts in groups], _I64),
+        n_aggs,
+        ga_group,
+        ga_agg,
+        ga_cost,
+        gn_group,
+        gn_node,
+        gn_cap,
+        gn_cost,
+        gn_kind,
+        an_agg,
+        an_node,
+        an_cap,
+        an_cost,
+        an_kind,
+        node_cap,
+        np.array(b.aa[0], _I64),
+        np.array(b.aa[1], _I64),
+    )
     return Built(net, groups, sorted(b.aggs, key=b.aggs.get))

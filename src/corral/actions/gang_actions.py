@@ -62,6 +62,7 @@ class GangReclaimAction(GangEvictAction):
                 if r:
                     return -r
             return 0
+
         names = sorted(sorted(queues), key=functools.cmp_to_key(cmp))
         level: dict[str, float] = {}
         for i, name in enumerate(names):
@@ -90,13 +91,16 @@ class GangReclaimAction(GangEvictAction):
         out: dict[str, QueueLimit] = {}
         for rule in queue_rules(session):
             p = rule.__self__
-            if not hasattr(p, "reclaim_line"):              # hierarchical drf: no amount to bound
+            if not hasattr(p, "reclaim_line"):  # hierarchical drf: no amount to bound
                 continue
             for name, q in p.queues.items():
                 held = p.allocated[name]
                 above = np.where(p.cols, held - p.reclaim_line(name), -np.inf).tolist()
-                keep = (np.where(p.cols, held - p.guarantee(q), np.inf) if p.keeps_guarantee
-                        else np.full(len(held), np.inf)).tolist()
+                keep = (
+                    np.where(p.cols, held - p.guarantee(q), np.inf)
+                    if p.keeps_guarantee
+                    else np.full(len(held), np.inf)
+                ).tolist()
                 old = out.get(name)
                 if old is not None:
                     above = [min(a, b) for a, b in zip(above, old.above)]

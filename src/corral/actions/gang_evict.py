@@ -26,6 +26,7 @@ domain can do without, no victim of a higher level is taken if a lower level suf
 and across domains (corral's choice where the seed keeps the first domain that works: the seed's own
 bundle order, applied between domains too).
 """
+
 from __future__ import annotations
 
 import functools
@@ -71,13 +72,22 @@ class Plan:
 def needed_tasks(session: Session, job: Job) -> list[Task]:
     """The waiting pods the gang must place to be pipelined: missing role minimums first, then the rest
     in TaskOrder up to minMember."""
-    waiting = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort),
-                     key=session.task_key())
+    waiting = sorted(
+        (t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort),
+        key=session.task_key(),
+    )
     have = job.ready_count() + job.count(TaskStatus.PIPELINED)
     chosen: list[Task] = []
     if job.min_task_member:
-        counts = job.role_counts({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING,
-                                  TaskStatus.SUCCEEDED, TaskStatus.PIPELINED})
+        counts = job.role_counts(
+            {
+                TaskStatus.ALLOCATED,
+                TaskStatus.BOUND,
+                TaskStatus.RUNNING,
+                TaskStatus.SUCCEEDED,
+                TaskStatus.PIPELINED,
+            }
+        )
         for role, n in sorted(job.min_task_member.items()):
             chosen += [t for t in waiting if t.role == role][: max(n - counts.get(role, 0), 0)]
     ids = {id(t) for t in chosen}
@@ -95,7 +105,7 @@ class GangEvictAction(Action):
         jobs.sort(key=lambda j: (queue_key(queues[j.queue]), job_key(j)))
         for job in jobs:
             tasks = needed_tasks(session, job) if self.may_start(session, job) else []
-            if tasks and not any(t.preempt_never for t in tasks):    # preemptionPolicy Never: never evicts
+            if tasks and not any(t.preempt_never for t in tasks):  # preemptionPolicy Never: never evicts
                 self.serve(session, job, tasks)
 
     def serve(self, session: Session, job: Job, tasks: list[Task]) -> bool:
@@ -103,7 +113,7 @@ class GangEvictAction(Action):
         domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
         pods = self.candidates(session, job, tasks[0])
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
-        need[session.cluster.resources.pos(PODS)] = 0          # the pod slot is no measure of work
+        need[session.cluster.resources.pos(PODS)] = 0  # the pod slot is no measure of work
         jobs = self.bundles(session, CostModel(session.now, need), pods)
         if session.fns("GangVictimSelector"):
             return self.custom(session, job, tasks, domains, pods, need)
@@ -115,7 +125,7 @@ class GangEvictAction(Action):
                 if any(self.attempt(session, job, tasks, p) for p in plans):
                     return True
                 if plans and not plans[0].victims:
-                    return False            # the gang fits with no eviction, yet the dry run fails
+                    return False  # the gang fits with no eviction, yet the dry run fails
         return False
 
     # -- 1. candidates ---------------------------------------------------------------------------
@@ -129,8 +139,15 @@ class GangEvictAction(Action):
         verdict: dict[int, bool] = {}
         for t in session.cluster.tasks.values():
             v = t.job
-            if (t.status not in VICTIM_STATES or not t.managed or t.node < 0 or v is None or v is job
-                    or not t.preemptable or not self.allowed(session, job, t)):
+            if (
+                t.status not in VICTIM_STATES
+                or not t.managed
+                or t.node < 0
+                or v is None
+                or v is job
+                or not t.preemptable
+                or not self.allowed(session, job, t)
+            ):
                 continue
             if id(v) not in verdict:
                 verdict[id(v)] = session.victim_filter(job, v, self.name)
@@ -140,7 +157,9 @@ class GangEvictAction(Action):
         by_job: dict[int, list[Task]] = {}
         for t in pool:
             by_job.setdefault(id(t.job), []).append(t)
-        order = sorted(by_job.values(), key=lambda pods: (rank(pods[0].job), pods[0].job.creation, pods[0].job.uid))
+        order = sorted(
+            by_job.values(), key=lambda pods: (rank(pods[0].job), pods[0].job.creation, pods[0].job.uid)
+        )
         pool = [t for pods in order for t in pods]
         ok = {id(t) for t in self.evictable(session, task, pool, final=False)}
         for pods in order:
@@ -166,30 +185,51 @@ class GangEvictAction(Action):
             if a.job.creation != b.job.creation:
                 return -1 if a.job.creation > b.job.creation else 1
             return (a.job.uid > b.job.uid) - (a.job.uid < b.job.uid)
+
         for i, j in enumerate(sorted(jobs.values(), key=functools.cmp_to_key(cmp))):
             j.order = i
         return jobs
 
     # -- 3. a plan per domain --------------------------------------------------------------------
-    def plans(self, session: Session, job: Job, tasks: list[Task], domains: list[Domain], pods: list[Task],
-              jobs: dict[int, VictimJob], planners: dict[int, DomainPlanner], level: float,
-              may_break: bool) -> list[Plan]:
+    def plans(
+        self,
+        session: Session,
+        job: Job,
+        tasks: list[Task],
+        domains: list[Domain],
+        pods: list[Task],
+        jobs: dict[int, VictimJob],
+        planners: dict[int, DomainPlanner],
+        level: float,
+        may_break: bool,
+    ) -> list[Plan]:
         """Each domain's plan at this key of the decision rule, checked (:meth:`checked`), best first."""
         out = []
         for i, domain in enumerate(domains):
             if i not in planners:
                 room = Room(session, tasks, domain)
-                planners[i] = DomainPlanner(room, [t for t in pods if domain.mask[t.node]], jobs,
-                                             self.chain(session, job))
+                planners[i] = DomainPlanner(
+                    room, [t for t in pods if domain.mask[t.node]], jobs, self.chain(session, job)
+                )
             plan = self.checked(session, job, tasks[0], planners[i], domain, i, jobs, level, may_break)
             if plan is not None:
                 out.append(plan)
                 if not plan.victims:
-                    break               # nothing to evict: no plan is better
+                    break  # nothing to evict: no plan is better
         return sorted(out, key=Plan.key)
 
-    def checked(self, session: Session, job: Job, task: Task, planner: DomainPlanner, domain: Domain, index: int,
-                jobs: dict[int, VictimJob], level: float, may_break: bool) -> Plan | None:
+    def checked(
+        self,
+        session: Session,
+        job: Job,
+        task: Task,
+        planner: DomainPlanner,
+        domain: Domain,
+        index: int,
+        jobs: dict[int, VictimJob],
+        level: float,
+        may_break: bool,
+    ) -> Plan | None:
         """The domain's plan, its victims asked about together (the victim filter in the order they go:
         pods that break nothing first; the ScenarioValidators): what is refused is left out and the
         plan made again (a job a validator refuses to see broken is kept whole)."""
@@ -236,19 +276,30 @@ class GangEvictAction(Action):
             return False
         stmt.commit()
         session.nominated_domains[job.uid] = plan.domain.name
-        session.unschedulable(job, f"{self.name}: nominated in {plan.domain.name}; waiting for the evicted "
-                                   f"pods to leave")
+        session.unschedulable(
+            job, f"{self.name}: nominated in {plan.domain.name}; waiting for the evicted pods to leave"
+        )
         return True
 
-    def custom(self, session: Session, job: Job, tasks: list[Task], domains: list[Domain], pods: list[Task],
-               need: np.ndarray) -> bool:
+    def custom(
+        self,
+        session: Session,
+        job: Job,
+        tasks: list[Task],
+        domains: list[Domain],
+        pods: list[Task],
+        need: np.ndarray,
+    ) -> bool:
         """A GangVictimSelector plugin chooses the victims of each domain; the first that passes the
         dry run is committed."""
         for i, domain in enumerate(domains):
             local = [t for t in pods if domain.mask[t.node]]
             victims = session.gang_victims(job, domain, local, need, self.name)
-            if victims is not None and self.valid(session, job, list(victims)) and \
-                    self.attempt(session, job, tasks, Plan(domain, i, list(victims), False, 0.0)):
+            if (
+                victims is not None
+                and self.valid(session, job, list(victims))
+                and self.attempt(session, job, tasks, Plan(domain, i, list(victims), False, 0.0))
+            ):
                 return True
         return False
 

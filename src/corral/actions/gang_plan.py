@@ -33,7 +33,7 @@ from corral.framework.session import Session
 from corral.model import Task
 from corral.model.resources import EPS
 
-__all__ = ["Room", "DomainPlanner", "QueueLimit"]
+__all__ = ["DomainPlanner", "QueueLimit", "Room"]
 
 #: Plans made again, each time without the first gang the last one broke, when it does not fit.
 RESTARTS = 2
@@ -53,8 +53,9 @@ class QueueLimit:
     keep: list[float]
 
     def allows(self, total: list[float], largest: list[float]) -> bool:
-        return (any(s - m < a - EPS for s, m, a in zip(total, largest, self.above))
-                and all(s <= k + EPS for s, k in zip(total, self.keep)))
+        return any(s - m < a - EPS for s, m, a in zip(total, largest, self.above)) and all(
+            s <= k + EPS for s, k in zip(total, self.keep)
+        )
 
 
 class Room:
@@ -77,8 +78,11 @@ class Room:
         # empty never decides (the pod slot, CPU on GPU nodes): only the others are counted
         now = np.floor((free + EPS) / req[cols])
         most = np.floor((nodes.allocatable[self.rows][:, cols] + EPS) / req[cols])
-        keep = [k for k in range(len(cols)) if not any(
-            j != k and (now[:, k] >= most[:, j]).all() for j in range(len(cols)))] or list(range(len(cols)))
+        keep = [
+            k
+            for k in range(len(cols))
+            if not any(j != k and (now[:, k] >= most[:, j]).all() for j in range(len(cols)))
+        ] or list(range(len(cols)))
         self.cols = cols[keep]
         self.req = req[self.cols].tolist()
         self.free = free[:, keep].tolist()
@@ -109,11 +113,11 @@ class _State:
     used: dict[int, int] = field(default_factory=dict)
     role_used: dict[tuple[int, str], int] = field(default_factory=dict)
     broken: set[int] = field(default_factory=set)
-    first: int = 0                      # the first gang broken
-    last: int = 0                       # the last
-    heap: list = field(default_factory=list)    # the fill's steps (pods per slot, node)
-    rates: list | None = None           # the gangs' rates when last measured (:meth:`_break`)
-    cheap: list = field(default_factory=list)   # the gangs that may break, cheapest first
+    first: int = 0  # the first gang broken
+    last: int = 0  # the last
+    heap: list = field(default_factory=list)  # the fill's steps (pods per slot, node)
+    rates: list | None = None  # the gangs' rates when last measured (:meth:`_break`)
+    cheap: list = field(default_factory=list)  # the gangs that may break, cheapest first
 
 
 class DomainPlanner:
@@ -144,7 +148,9 @@ class DomainPlanner:
         self._at = np.array([room.pos[t.node] for t in mine], dtype=np.int64)
         self._vec = np.array([self.vec[id(t)] for t in mine]).reshape(len(mine), len(room.req))
         self._rank = np.array([jobs[id(t.job)].rank for t in mine])
-        self._safe = np.array([not jobs[id(t.job)].healthy or jobs[id(t.job)].surplus > 0 for t in mine], dtype=bool)
+        self._safe = np.array(
+            [not jobs[id(t.job)].healthy or jobs[id(t.job)].surplus > 0 for t in mine], dtype=bool
+        )
         self._free = np.array(room.free).reshape(len(room.free), len(room.req))
 
     def hopeless(self, level: float, may_break: bool) -> bool:
@@ -159,8 +165,14 @@ class DomainPlanner:
         return float((np.maximum(slots, 0) * np.array(self.room.ok, dtype=bool)).sum()) < self.room.n
 
     # -- the plan --------------------------------------------------------------------------------
-    def plan(self, level: float, may_break: bool, limits: dict[str, QueueLimit] | None = None,
-             forbid: frozenset[int] = frozenset(), nobreak: frozenset[int] = frozenset()) -> list[Task] | None:
+    def plan(
+        self,
+        level: float,
+        may_break: bool,
+        limits: dict[str, QueueLimit] | None = None,
+        forbid: frozenset[int] = frozenset(),
+        nobreak: frozenset[int] = frozenset(),
+    ) -> list[Task] | None:
         """The victims with which the gang fits by the estimate, using jobs of rank <= ``level``; None
         when there are none. ``forbid``: pods never taken; ``nobreak``: jobs never broken. With queue
         ``limits`` the plan is made first without them (counted while the greedy builds, a queue's amount
@@ -173,22 +185,33 @@ class DomainPlanner:
             return victims
         return self._plan(may_break, limits, nobreak) or self._crossing(may_break, limits, nobreak)
 
-    def _crossing(self, may_break: bool, limits: dict[str, QueueLimit], nobreak: frozenset[int]) -> list[Task] | None:
+    def _crossing(
+        self, may_break: bool, limits: dict[str, QueueLimit], nobreak: frozenset[int]
+    ) -> list[Task] | None:
         """When the plan within the queue limits falls short: the rule lets any one pod of a queue cross
         its line, and the greedy may spend that on a small one. Made again with a queue's crossing pod taken
         first (``_pin``: its pod that opens most slots, then the one losing least work), once per victim
         queue; the plan that fits losing least work is kept."""
         top: dict[str, tuple] = {}
-        for t in (t for lst in self.node.values() for t in lst if self._eligible(t) and id(t.job) not in nobreak):
+        for t in (
+            t for lst in self.node.values() for t in lst if self._eligible(t) and id(t.job) not in nobreak
+        ):
             p, j = self.room.pos[t.node], self.jobs[id(t.job)]
-            gain = self.room.slot(p, [a + b for a, b in zip(self.room.free[p], self.vec[id(t)])]) - self.room.slots[p]
+            gain = (
+                self.room.slot(p, [a + b for a, b in zip(self.room.free[p], self.vec[id(t)])])
+                - self.room.slots[p]
+            )
             key = (gain, -j.held * j.breaks([t]), -j.order)
             if gain > 0 and (may_break or not j.breaks([t])) and key > top.get(t.job.queue, ((0,),))[0]:
                 top[t.job.queue] = (key, t)
-        plans = [self._plan(may_break, limits, nobreak) for _, self._pin in top.values()]   # reset by plan()
-        return min((v for v in plans if v), key=lambda v: CostModel.price(v, self.jobs)[:2] + (len(v),), default=None)
+        plans = [self._plan(may_break, limits, nobreak) for _, self._pin in top.values()]  # reset by plan()
+        return min(
+            (v for v in plans if v), key=lambda v: CostModel.price(v, self.jobs)[:2] + (len(v),), default=None
+        )
 
-    def _plan(self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]) -> list[Task] | None:
+    def _plan(
+        self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]
+    ) -> list[Task] | None:
         for _ in range(RESTARTS + 1):
             st = self._build(may_break, limits, nobreak)
             if st.total >= self.room.n:
@@ -208,15 +231,19 @@ class DomainPlanner:
             if other.total < self.room.n:
                 continue
             other = self._reprieve(other)
-            if sum(self.jobs[j].held for j in other.broken) < sum(self.jobs[j].held for j in st.broken) - 1e-12:
+            if (
+                sum(self.jobs[j].held for j in other.broken)
+                < sum(self.jobs[j].held for j in st.broken) - 1e-12
+            ):
                 st = other
         return st
 
-    def _build(self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]) -> _State:
+    def _build(
+        self, may_break: bool, limits: dict[str, QueueLimit] | None, nobreak: frozenset[int]
+    ) -> _State:
         room = self.room
-        st = _State([list(f) for f in room.free], list(room.slots), sum(room.slots),
-                    limits or None)
-        if self._pin is not None and id(self._pin.job) not in nobreak:      # the crossing pod (:meth:`_crossing`)
+        st = _State([list(f) for f in room.free], list(room.slots), sum(room.slots), limits or None)
+        if self._pin is not None and id(self._pin.job) not in nobreak:  # the crossing pod (:meth:`_crossing`)
             st.broken |= {id(self._pin.job)} if self.jobs[id(self._pin.job)].breaks([self._pin]) else set()
             self._take(st, [self._pin])
         self._fill(st)
@@ -246,7 +273,9 @@ class DomainPlanner:
         return st.limits is None or self._keeps(st.given, pods, st.limits)
 
     def _keeps(self, given: dict, pods: list[Task], limits: dict[str, QueueLimit]) -> bool:
-        return self.chain is None or all(limits[q].allows(*g) for q, g in self._given(given, pods, limits).items())
+        return self.chain is None or all(
+            limits[q].allows(*g) for q, g in self._given(given, pods, limits).items()
+        )
 
     def _given(self, given: dict, pods: list[Task], limits: dict[str, QueueLimit]) -> dict:
         """``given`` (queue -> (sum, largest) of its victims' requests) with ``pods`` added: a new dict
@@ -281,8 +310,11 @@ class DomainPlanner:
             st.taken = [t for t in st.taken if id(t) not in gone]
             st.ids -= gone
         if st.limits is not None and self.chain is not None:
-            st.given = self._given({}, st.taken, st.limits) if sign < 0 else \
-                {**st.given, **self._given(st.given, pods, st.limits)}
+            st.given = (
+                self._given({}, st.taken, st.limits)
+                if sign < 0
+                else {**st.given, **self._given(st.given, pods, st.limits)}
+            )
         for p in touched:
             new = room.slot(p, st.free[p])
             st.total += new - st.slots[p]
@@ -302,7 +334,9 @@ class DomainPlanner:
         extra: dict = {}
         while cands:
             lack = [max(r * (base + 1) - x, 0.0) for r, x in zip(room.req, f)]
-            usable = [t for t in cands if self._may_take(st, t, extra) and self._within_limits(st, pick + [t])]
+            usable = [
+                t for t in cands if self._may_take(st, t, extra) and self._within_limits(st, pick + [t])
+            ]
             if not usable:
                 return None
             one = [t for t in usable if all(v >= m - EPS for v, m in zip(self.vec[id(t)], lack))]
@@ -332,7 +366,7 @@ class DomainPlanner:
             if s is None:
                 continue
             if s[0] > ratio + 1e-12 and heap and heap[0][0] < s[0]:
-                heapq.heappush(heap, (s[0], p))         # dearer now: its turn later
+                heapq.heappush(heap, (s[0], p))  # dearer now: its turn later
                 continue
             self._take(st, s[1])
             s = self._step(st, p)
@@ -355,7 +389,9 @@ class DomainPlanner:
             out[p] = f
         return out, part
 
-    def _useful(self, st: _State, pods: list[Task], spare: tuple[dict, dict], lack: int) -> tuple[int, list[Task]]:
+    def _useful(
+        self, st: _State, pods: list[Task], spare: tuple[dict, dict], lack: int
+    ) -> tuple[int, list[Task]]:
         """What breaking a job gives: on each node, the fewest of its pods ``pods`` there that open
         the most slots with the free and SAFE pods there (``spare``) — most slots per pod first, then
         the node with most free room (least else to evict), while the queue rule allows and until
@@ -371,7 +407,7 @@ class DomainPlanner:
             f = [a - b for a, b in zip(spare[0][p], own)] if own else list(spare[0].get(p, st.free[p]))
             base = room.slot(p, f)
             g, used = 0, 0
-            for k, t in enumerate(lst):                 # (largest first) the fewest that open as many
+            for k, t in enumerate(lst):  # (largest first) the fewest that open as many
                 for c, v in enumerate(self.vec[id(t)]):
                     f[c] += v
                 if room.slot(p, f) - base > g:
@@ -399,14 +435,21 @@ class DomainPlanner:
         def measure(k: int):
             if k not in fresh:
                 j = self.jobs[k]
-                gain, take = self._useful(st, [t for t in self.of_job[k] if id(t) not in st.ids
-                                               and id(t) not in self._forbid], spare, lack)
+                gain, take = self._useful(
+                    st,
+                    [t for t in self.of_job[k] if id(t) not in st.ids and id(t) not in self._forbid],
+                    spare,
+                    lack,
+                )
                 fresh[k] = ((j.held / gain, len(take) / gain, j.order), gain, take) if gain > 0 else None
             return fresh[k]
 
         if st.rates is None:
-            ok = [k for k, j in self.jobs.items() if j.healthy and j.rank <= self._level and k in self.of_job
-                  and k not in nobreak]
+            ok = [
+                k
+                for k, j in self.jobs.items()
+                if j.healthy and j.rank <= self._level and k in self.of_job and k not in nobreak
+            ]
             st.rates = [(m[0], k) for k in ok if (m := measure(k)) is not None]
             st.cheap = sorted(ok, key=lambda k: (self.jobs[k].held, self.jobs[k].order))
             heapq.heapify(st.rates)
@@ -426,8 +469,8 @@ class DomainPlanner:
             best = self._closest(st, nobreak, spare)
             if best is None:
                 return False
-        rate = (best[0][0] * lack, best[0][1] * lack)   # what the best rate would charge for the rest
-        for k in st.cheap:                              # the cheapest gang that alone completes it
+        rate = (best[0][0] * lack, best[0][1] * lack)  # what the best rate would charge for the rest
+        for k in st.cheap:  # the cheapest gang that alone completes it
             j = self.jobs[k]
             if j.held > rate[0] + 1e-12:
                 break
@@ -459,8 +502,11 @@ class DomainPlanner:
                 own = spare[1].get((p, k))
                 f = [a - b for a, b in zip(spare[0][p], own)] if own else spare[0][p]
                 lack = [r * (room.slot(p, f) + 1) - x for r, x in zip(room.req, f)]
-                got = sum(min(sum(self.vec[id(t)][c] for t in lst), m) / r
-                          for c, (m, r) in enumerate(zip(lack, room.req)) if m > 0)
+                got = sum(
+                    min(sum(self.vec[id(t)][c] for t in lst), m) / r
+                    for c, (m, r) in enumerate(zip(lack, room.req))
+                    if m > 0
+                )
                 if got > 0 and (self._within_limits(st, take + lst)):
                     gain, take = gain + got, take + lst
             if gain > 0 and (best is None or (j.held / gain, j.order) < best[0][:2]):
@@ -483,9 +529,19 @@ class DomainPlanner:
         dear = sorted(st.broken, key=lambda k: (-self.jobs[k].held, self.jobs[k].order))
         for k in dear:
             pods = [t for t in st.taken if id(t.job) == k]
-            trial = _State([list(f) for f in st.free], list(st.slots), st.total,
-                           st.limits, dict(st.given), list(st.taken), set(st.ids), dict(st.used), dict(st.role_used), st.broken - {k},
-                           heap=list(st.heap))
+            trial = _State(
+                [list(f) for f in st.free],
+                list(st.slots),
+                st.total,
+                st.limits,
+                dict(st.given),
+                list(st.taken),
+                set(st.ids),
+                dict(st.used),
+                dict(st.role_used),
+                st.broken - {k},
+                heap=list(st.heap),
+            )
             self._take(trial, pods, -1)
             if trial.total < n:
                 self._fill(trial, {self.room.pos[t.node] for t in self.of_job[k]})

@@ -14,9 +14,16 @@ __all__ = ["INERT_ACTION_CLASSES"]
 def _inert(action_name: str) -> type[Action]:
     def execute(self, session: Session) -> None:
         return None
-    return type(f"Inert_{action_name}", (Action,), {
-        "name": action_name, "execute": execute,
-        "__doc__": f"``{action_name}``: accepted with no effect: {INERT_ACTIONS[action_name]}."})
+
+    return type(
+        f"Inert_{action_name}",
+        (Action,),
+        {
+            "name": action_name,
+            "execute": execute,
+            "__doc__": f"``{action_name}``: accepted with no effect: {INERT_ACTIONS[action_name]}.",
+        },
+    )
 
 
 INERT_ACTION_CLASSES: tuple[type[Action], ...] = tuple(_inert(n) for n in sorted(INERT_ACTIONS))

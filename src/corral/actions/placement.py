@@ -40,7 +40,9 @@ def best_node(session: Session, task: Task, domain: np.ndarray | None = None) ->
     return row, row >= 0
 
 
-def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: np.ndarray | None = None) -> str:
+def no_fit_reason(
+    session: Session, job: Job, task: Task, placed: int, domain: np.ndarray | None = None
+) -> str:
     """Why ``task`` fits nowhere, in words: the predicate that ruled nodes out, or the resource that
     is short, with the largest amount free and where ("needs 8 nvidia.com/gpu on one node; largest free
     is 4 on node-17")."""
@@ -58,7 +60,9 @@ def no_fit_reason(session: Session, job: Job, task: Task, placed: int, domain: n
 
 
 def _by_class(session: Session) -> bool:
-    return all(getattr(getattr(fn, "__self__", None), "predicate_by_class", False) for fn in session.fns("Predicate"))
+    return all(
+        getattr(getattr(fn, "__self__", None), "predicate_by_class", False) for fn in session.fns("Predicate")
+    )
 
 
 def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:
@@ -87,13 +91,15 @@ def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:
     others = np.ones(len(cols), dtype=bool)
     others[worst] = False
     rest_fit = (free[:, others] >= task.request[cols][others] - EPS).all(axis=1) & feasible
-    rows = np.flatnonzero(rest_fit if rest_fit.any() else feasible)   # prefer nodes short of only this
+    rows = np.flatnonzero(rest_fit if rest_fit.any() else feasible)  # prefer nodes short of only this
     best = int(rows[int(np.argmax(free[rows, worst]))])
     amount = max(float(free[best, worst]), 0.0)
     unit = "pod slots" if name == PODS else name
     needs = f" needs {format_quantity(task.request[col], name)} {unit} on one node"
-    if amount >= task.request[col] - EPS:          # fits there only once releasing pods are gone
+    if amount >= task.request[col] - EPS:  # fits there only once releasing pods are gone
         now = max(float(session.free(task, rows=np.array([best]))[0, worst]), 0.0)
-        return (f"{needs}; largest free now is {format_quantity(now, name)} on {nodes.names[best]} "
-                f"({format_quantity(amount, name)} once its releasing pods are gone)")
+        return (
+            f"{needs}; largest free now is {format_quantity(now, name)} on {nodes.names[best]} "
+            f"({format_quantity(amount, name)} once its releasing pods are gone)"
+        )
     return f"{needs}; largest free is {format_quantity(amount, name)} on {nodes.names[best]}"

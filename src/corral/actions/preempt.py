@@ -24,8 +24,9 @@ best-effort reaches the eviction actions.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -37,28 +38,41 @@ from corral.framework.session import Session
 from corral.framework.statement import Statement
 from corral.model import Job, Task, TaskStatus
 
-__all__ = ["PreemptAction", "EvictArgs", "run_evictions"]
+__all__ = ["EvictArgs", "PreemptAction", "run_evictions"]
 
 
 @dataclass(frozen=True)
 class EvictArgs:
     min_candidates: int = arg("minCandidateNodesAbsolute", 100, "candidate nodes dry-run per pod, at least")
-    min_candidates_pct: float = arg("minCandidateNodesPercentage", 10.0, "candidate nodes dry-run per pod, "
-                                    "as a percentage of all nodes")
-    ties: int = arg("tieCandidates", 16, "further nodes dry-run once no node can beat the best plan but by a tie")
-    max_candidates: int = arg("maxCandidateNodesAbsolute", 100, "candidate nodes dry-run per pod, at most "
-                              "(Volcano's clamp; 0: no upper clamp)", minimum=0)
+    min_candidates_pct: float = arg(
+        "minCandidateNodesPercentage", 10.0, "candidate nodes dry-run per pod, as a percentage of all nodes"
+    )
+    ties: int = arg(
+        "tieCandidates", 16, "further nodes dry-run once no node can beat the best plan but by a tie"
+    )
+    max_candidates: int = arg(
+        "maxCandidateNodesAbsolute",
+        100,
+        "candidate nodes dry-run per pod, at most (Volcano's clamp; 0: no upper clamp)",
+        minimum=0,
+    )
 
 
-def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
+def run_evictions(session: Session, action: EvictionAction) -> Evictor:
     """The shared loop of preempt and reclaim (Volcano ``preempt.go``/``reclaim.go``): each starving job
     (JobStarving, :func:`starving_jobs`) tries its pending pods in TaskOrder while it is still
     starving; a pod that cannot make room (or whose queue may not reclaim for it, or that never
     preempts) is passed over and the next one tried. At the end the job's Statement commits if the job
     is pipelined (JobPipelined), else it is discarded. A pod identical to one that just failed (same
     equivalence class, nothing changed since) is not dry-run again."""
-    evictor = Evictor(session, action.name, action.args.min_candidates, action.args.min_candidates_pct,
-                      action.args.ties, action.args.max_candidates)
+    evictor = Evictor(
+        session,
+        action.name,
+        action.args.min_candidates,
+        action.args.min_candidates_pct,
+        action.args.ties,
+        action.args.max_candidates,
+    )
     task_key = session.task_key()
     cache: dict[tuple, np.ndarray] = {}
     for job in starving_jobs(session):
@@ -66,21 +80,32 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
             continue
         stmt = session.statement()
         evicted: list[Task] = []
-        failed: set[tuple] = set()              # classes that failed since the last plan
+        failed: set[tuple] = set()  # classes that failed since the last plan
         tasks = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=task_key)
         for task in tasks:
             if not session.job_starving(job):
                 break
-            if task.preempt_never or task.status is not TaskStatus.PENDING or \
-                    (task.klass and task.klass in failed) or not action.may_take(session, job, task):
+            if (
+                task.preempt_never
+                or task.status is not TaskStatus.PENDING
+                or (task.klass and task.klass in failed)
+                or not action.may_take(session, job, task)
+            ):
                 continue
             key = action.allowed_key(job) + (task.best_effort,)
             allowed = cache.get(key)
             if allowed is None:
-                allowed = cache[key] = action.allowed(session, evictor, job) & \
-                    (evictor.t_best_effort if task.best_effort else True)
-            plan = evictor.best(task, job, allowed, lambda pods: action.filter(session, task, job, pods), evicted,
-                                order=action.victim_order(session))
+                allowed = cache[key] = action.allowed(session, evictor, job) & (
+                    evictor.t_best_effort if task.best_effort else True
+                )
+            plan = evictor.best(
+                task,
+                job,
+                allowed,
+                lambda pods, task=task, job=job: action.filter(session, task, job, pods),
+                evicted,
+                order=action.victim_order(session),
+            )
             if plan is None:
                 if task.klass:
                     failed.add(task.klass)
@@ -88,7 +113,7 @@ def run_evictions(session: Session, action: "EvictionAction") -> Evictor:
             failed.clear()
             for v in plan.victims:
                 stmt.evict(v, f"{action.name} for {job.uid}", action=action.name, preemptor=job.uid)
-            evictor.gone(plan.victims)                  # the job's later pods must not pick them again
+            evictor.gone(plan.victims)  # the job's later pods must not pick them again
             for t in plan.cleared:
                 stmt.clear_nomination(t)
             stmt.pipeline(task, plan.node)
@@ -109,7 +134,7 @@ def starving_jobs(session: Session) -> Iterator[Job]:
         if session.job_starving(j):
             by_queue.setdefault(j.queue, []).append(j)
     for jobs in by_queue.values():
-        jobs.sort(key=job_key, reverse=True)                  # popped from the end
+        jobs.sort(key=job_key, reverse=True)  # popped from the end
     while by_queue:
         name = min(by_queue, key=lambda n: queue_key(queues[n]))
         jobs = by_queue[name]
@@ -187,9 +212,18 @@ class PreemptAction(EvictionAction):
         return (job.queue, job.priority)
 
     def allowed(self, session: Session, evictor: Evictor, job: Job) -> np.ndarray:
-        return np.fromiter((t.job is not None and t.job is not job and t.job.queue == job.queue
-                            and t.job.priority < job.priority and t.preemptable for t in evictor.tasks),
-                           bool, len(evictor.tasks))
+        return np.fromiter(
+            (
+                t.job is not None
+                and t.job is not job
+                and t.job.queue == job.queue
+                and t.job.priority < job.priority
+                and t.preemptable
+                for t in evictor.tasks
+            ),
+            bool,
+            len(evictor.tasks),
+        )
 
     def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
         return self._job_filter(session, job, session.preemptable(task, pods))

@@ -25,7 +25,8 @@ GPUs or CPUs, and evicting a pod that holds them to free a pod slot would hand t
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,7 @@ class ReclaimAction(EvictionAction):
                 return False
             q = queues.get(v.queue)
             return q is not None and q.reclaimable
+
         return np.fromiter((ok(t) for t in evictor.tasks), bool, len(evictor.tasks))
 
     def victim_order(self, session: Session) -> Callable[[Task], Any]:
@@ -62,7 +64,11 @@ class ReclaimAction(EvictionAction):
         answers, the reverse of QueueOrder), then the victim job's priority, lowest first, then JobOrder
         reversed, then TaskOrder reversed inside a job; then the pod's name."""
         queues = session.cluster.queues
-        qkey, jkey, tkey = session.victim_queue_key(), _reversed(session.job_key()), _reversed(session.task_key())
+        qkey, jkey, tkey = (
+            session.victim_queue_key(),
+            _reversed(session.job_key()),
+            _reversed(session.task_key()),
+        )
         return lambda t: (qkey(queues[t.job.queue]), t.job.priority, jkey(t.job), tkey(t), t.name)
 
     def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
@@ -81,23 +87,26 @@ def _reversed(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
         def __init__(self, obj: Any) -> None:
             self.k = key(obj)
 
-        def __lt__(self, other: "Reversed") -> bool:
+        def __lt__(self, other: Reversed) -> bool:
             return other.k < self.k
 
-        def __gt__(self, other: "Reversed") -> bool:
+        def __gt__(self, other: Reversed) -> bool:
             return self.k < other.k
 
         def __eq__(self, other: object) -> bool:
             return isinstance(other, Reversed) and self.k == other.k
 
         __hash__ = None  # type: ignore[assignment]
+
     return Reversed
 
 
 def queue_rules(session: Session) -> list:
     """The Reclaimable answers of the queue rules (proportion, capacity, hierarchical drf: the plugins
     whose ``queue_rule`` is true) configured for the point."""
-    return [fn for fn in session.fns("Reclaimable") if getattr(getattr(fn, "__self__", None), "queue_rule", False)]
+    return [
+        fn for fn in session.fns("Reclaimable") if getattr(getattr(fn, "__self__", None), "queue_rule", False)
+    ]
 
 
 def reclaim_filter(session: Session, task: Task, pods: list[Task]) -> list[Task]:

@@ -35,7 +35,7 @@ class ReserveAction(Action):
         if target is not None and session.job_ready(target) and target.ready_count() >= target.min_member:
             target = None
         uid = target.uid if target is not None else ""
-        for job in cluster.jobs.values():       # a target placed by this cycle stops being one
+        for job in cluster.jobs.values():  # a target placed by this cycle stops being one
             if elected_at(job) is not None and job is not target and job.ready_count() >= job.min_member:
                 session.annotate(job, TARGET_SINCE, "")
                 session.lock_version += 1
@@ -53,9 +53,14 @@ class ReserveAction(Action):
 
     @staticmethod
     def _clear_nominations(session: Session, target, locked: np.ndarray) -> None:
-        pods = [t for t in session.open_nominations.values()
-                if t.status is TaskStatus.PIPELINED and t.job is not target and t.nominated >= 0
-                and locked[t.nominated]]
+        pods = [
+            t
+            for t in session.open_nominations.values()
+            if t.status is TaskStatus.PIPELINED
+            and t.job is not target
+            and t.nominated >= 0
+            and locked[t.nominated]
+        ]
         if not pods:
             return
         with session.statement() as stmt:

@@ -8,5 +8,18 @@ from corral.framework.plugin import Action, Plugin
 from corral.framework.session import Session
 from corral.framework.statement import Statement
 
-__all__ = ["Config", "load_config_file", "parse_config", "apply_decisions", "run_cycle", "Decisions",
-           "Domain", "Purpose", "Vote", "Action", "Plugin", "Session", "Statement"]
+__all__ = [
+    "Action",
+    "Config",
+    "Decisions",
+    "Domain",
+    "Plugin",
+    "Purpose",
+    "Session",
+    "Statement",
+    "Vote",
+    "apply_decisions",
+    "load_config_file",
+    "parse_config",
+    "run_cycle",
+]

@@ -16,26 +16,51 @@ message saying so and what to do.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from corral.errors import ConfigError
 from corral.framework.extension import FEATURE_SWITCHES, POINTS
-from corral.framework.volcano import (FIXED_ACTION_ARGS, INERT_SWITCHES, SWITCH_ALIASES, canonical_switch,
-                                      refused_action_message, refused_plugin_message)
+from corral.framework.volcano import (
+    FIXED_ACTION_ARGS,
+    INERT_SWITCHES,
+    SWITCH_ALIASES,
+    canonical_switch,
+    refused_action_message,
+    refused_plugin_message,
+)
 from corral.manifests.fields import parse_duration
 
-__all__ = ["arg", "NoArgs", "PluginConfig", "ActionConfig", "Config", "parse_config", "load_config_file",
-           "SWITCHES", "Registry", "parse_args"]
+__all__ = [
+    "SWITCHES",
+    "ActionConfig",
+    "Config",
+    "NoArgs",
+    "PluginConfig",
+    "Registry",
+    "arg",
+    "load_config_file",
+    "parse_args",
+    "parse_config",
+]
 
 SWITCHES = tuple(sorted({p.switch for p in POINTS if p.switch} | set(FEATURE_SWITCHES) | set(INERT_SWITCHES)))
 #: Every spelling accepted: corral's uniform ``enableXxx`` and Volcano's own (``enabledOverused`` ...).
 SWITCH_SPELLINGS = tuple(sorted(set(SWITCHES) | set(SWITCH_ALIASES)))
 
 
-def arg(key: str, default: Any, doc: str = "", *, kind: str | None = None, prefix: bool = False,
-        choices: tuple[str, ...] = (), minimum: float | None = None) -> Any:
+def arg(
+    key: str,
+    default: Any,
+    doc: str = "",
+    *,
+    kind: str | None = None,
+    prefix: bool = False,
+    choices: tuple[str, ...] = (),
+    minimum: float | None = None,
+) -> Any:
     """Declare an argument field read from ``key``. ``kind`` "duration" parses Go durations to seconds;
     ``minimum`` bounds numbers from below."""
     meta = {"key": key, "doc": doc, "kind": kind, "prefix": prefix, "choices": choices, "minimum": minimum}
@@ -82,7 +107,7 @@ class Config:
     actions: tuple[ActionConfig, ...]
     tiers: tuple[tuple[PluginConfig, ...], ...]
     source: str = "built-in default"
-    simulation: Mapping[str, Any] = field(default_factory=dict)   # read by the simulator only
+    simulation: Mapping[str, Any] = field(default_factory=dict)  # read by the simulator only
 
     def overcommit_factor(self) -> float:
         """The ``overcommit-factor`` the ``enqueue`` action was given, else Volcano's default 1.2."""
@@ -121,7 +146,9 @@ def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any
         try:
             return parse_duration(value)
         except Exception:
-            raise ConfigError(f"expected a duration (e.g. 90s, 5m), got {value!r}", file=file, field=where) from None
+            raise ConfigError(
+                f"expected a duration (e.g. 90s, 5m), got {value!r}", file=file, field=where
+            ) from None
     if want in (bool, "bool"):
         if isinstance(value, bool):
             return value
@@ -129,10 +156,17 @@ def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any
             return value.lower() == "true"
         raise ConfigError(f"expected true or false, got {value!r}", file=file, field=where)
     if want in (int, "int"):
-        if isinstance(value, bool) or not isinstance(value, (int, str)) or (isinstance(value, str) and (
-                not value.lstrip("-").isdigit() or len(value) > 20)) or not abs(int(value)) <= _MAX_NUMBER:
-            raise ConfigError(f"expected an integer of magnitude at most {_MAX_NUMBER:g}, got {str(value)[:40]!r}",
-                              file=file, field=where)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, str))
+            or (isinstance(value, str) and (not value.lstrip("-").isdigit() or len(value) > 20))
+            or not abs(int(value)) <= _MAX_NUMBER
+        ):
+            raise ConfigError(
+                f"expected an integer of magnitude at most {_MAX_NUMBER:g}, got {str(value)[:40]!r}",
+                file=file,
+                field=where,
+            )
         return int(value)
     if want in (float, "float"):
         if isinstance(value, bool):
@@ -141,17 +175,21 @@ def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any
             number = float(value)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"expected a number, got {value!r}", file=file, field=where) from None
-        if not abs(number) <= _MAX_NUMBER:   # NaN, inf and overflowing budgets stop here
-            raise ConfigError(f"expected a finite number of magnitude at most {_MAX_NUMBER:g}, got {value!r}",
-                              file=file, field=where)
+        if not abs(number) <= _MAX_NUMBER:  # NaN, inf and overflowing budgets stop here
+            raise ConfigError(
+                f"expected a finite number of magnitude at most {_MAX_NUMBER:g}, got {value!r}",
+                file=file,
+                field=where,
+            )
         return number
     if want in (str, "str"):
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(f"expected a string, got {value!r}", file=file, field=where)
         value = str(value)
         if meta.get("choices") and value not in meta["choices"]:
-            raise ConfigError(f"unknown value {value!r} (allowed: {', '.join(meta['choices'])})",
-                              file=file, field=where)
+            raise ConfigError(
+                f"unknown value {value!r} (allowed: {', '.join(meta['choices'])})", file=file, field=where
+            )
         return value
     return value
 
@@ -171,15 +209,16 @@ def _drop_fixed(raw: dict, fixed: Mapping[str, tuple[type, str]], where: str, fi
     return out
 
 
-def parse_args(cls: type, raw: Any, where: str, file: str,
-               fixed: Mapping[str, tuple[type, str]] | None = None) -> Any:
+def parse_args(
+    cls: type, raw: Any, where: str, file: str, fixed: Mapping[str, tuple[type, str]] | None = None
+) -> Any:
     """Build the frozen ``cls`` from an ``arguments`` mapping, rejecting unknown keys and wrong types.
     ``fixed``: further keys accepted (type-checked) that change nothing."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping of arguments", file=file, field=where)
-    if getattr(cls, "ANY_ARGUMENTS", False):        # a plugin accepted with no effect: nothing to read
+    if getattr(cls, "ANY_ARGUMENTS", False):  # a plugin accepted with no effect: nothing to read
         return cls()
     if fixed:
         raw = _drop_fixed(raw, fixed, where, file)
@@ -199,16 +238,17 @@ def parse_args(cls: type, raw: Any, where: str, file: str,
             pkey = pf.metadata["key"]
             if key.startswith(pkey):
                 try:
-                    collected[pf.name][key[len(pkey):]] = float(value)
-                    if not abs(collected[pf.name][key[len(pkey):]]) <= _MAX_NUMBER:
+                    collected[pf.name][key[len(pkey) :]] = float(value)
+                    if not abs(collected[pf.name][key[len(pkey) :]]) <= _MAX_NUMBER:
                         raise ValueError(value)
                 except (TypeError, ValueError, OverflowError):
                     raise ConfigError(f"expected a number, got {value!r}", file=file, field=path) from None
                 break
         else:
             allowed = sorted(by_key) + sorted(fixed or ()) + [f.metadata["key"] + "<name>" for f in prefixes]
-            raise ConfigError(f"unknown argument {key!r} (allowed: {', '.join(allowed) or 'none'})",
-                              file=file, field=path)
+            raise ConfigError(
+                f"unknown argument {key!r} (allowed: {', '.join(allowed) or 'none'})", file=file, field=path
+            )
     for name, d in collected.items():
         if d:
             values[name] = d
@@ -225,8 +265,11 @@ def _plugin(raw: Any, path: str, file: str, registry: Registry) -> PluginConfig:
     if cls is None and refused_plugin_message(name):
         raise ConfigError(str(refused_plugin_message(name)), file=file, field=f"{path}.name")
     if cls is None:
-        raise ConfigError(f"unknown plugin {name!r} (allowed: {', '.join(registry.plugin_names())})",
-                          file=file, field=f"{path}.name")
+        raise ConfigError(
+            f"unknown plugin {name!r} (allowed: {', '.join(registry.plugin_names())})",
+            file=file,
+            field=f"{path}.name",
+        )
     switches: dict[str, bool] = {}
     args_raw = None
     for key, value in raw.items():
@@ -236,14 +279,19 @@ def _plugin(raw: Any, path: str, file: str, registry: Registry) -> PluginConfig:
             args_raw = value
             continue
         if key not in SWITCH_SPELLINGS:
-            raise ConfigError(f"unknown switch {key!r} for plugin {name} (allowed: arguments, "
-                              f"{', '.join(SWITCH_SPELLINGS)})", file=file, field=f"{path}.{key}")
+            raise ConfigError(
+                f"unknown switch {key!r} for plugin {name} (allowed: arguments, "
+                f"{', '.join(SWITCH_SPELLINGS)})",
+                file=file,
+                field=f"{path}.{key}",
+            )
         if not isinstance(value, bool):
             raise ConfigError(f"expected true or false, got {value!r}", file=file, field=f"{path}.{key}")
         canon = canonical_switch(key)
         if switches.get(canon, value) != value:
-            raise ConfigError(f"{key} contradicts the same switch spelled {canon}", file=file,
-                              field=f"{path}.{key}")
+            raise ConfigError(
+                f"{key} contradicts the same switch spelled {canon}", file=file, field=f"{path}.{key}"
+            )
         switches[canon] = value
     args = parse_args(getattr(cls, "Args", NoArgs), args_raw, f"{path}.arguments", file)
     return PluginConfig(name, switches, args)
@@ -260,22 +308,30 @@ def unwrap_configmap(raw: Any, file: str) -> Any:
     key = "volcano-scheduler.conf" if "volcano-scheduler.conf" in data else None
     if key is None:
         if len(data) != 1:
-            raise ConfigError(f"expected data key 'volcano-scheduler.conf' or a single key, got "
-                              f"{', '.join(sorted(map(str, data)))}", file=file, field="data")
+            raise ConfigError(
+                f"expected data key 'volcano-scheduler.conf' or a single key, got "
+                f"{', '.join(sorted(map(str, data)))}",
+                file=file,
+                field="data",
+            )
         key = next(iter(data))
     text = data[key]
     if not isinstance(text, str):
         raise ConfigError("expected the scheduler config as text", file=file, field=f"data.{key}")
-    from corral.manifests.safe_load import load_yaml   # bounded: the text is as untrusted as a file
+    from corral.manifests.safe_load import load_yaml  # bounded: the text is as untrusted as a file
+
     return load_yaml(text, f"{file} (data.{key})", ConfigError)
 
 
 def _action_name(a: str, registry: Registry, file: str, where: str) -> str:
     canon = registry.canonical_action(a)
     if registry.action_class(canon) is None:
-        raise ConfigError(refused_action_message(a) or
-                          f"unknown action {a!r} (allowed: {', '.join(registry.action_names())})",
-                          file=file, field=where)
+        raise ConfigError(
+            refused_action_message(a)
+            or f"unknown action {a!r} (allowed: {', '.join(registry.action_names())})",
+            file=file,
+            field=where,
+        )
     return canon
 
 
@@ -292,12 +348,13 @@ def _tiers(tiers_raw: Any, registry: Registry, file: str) -> list[list[PluginCon
         for pi, p in enumerate(tier["plugins"]):
             pc = _plugin(p, f"tiers[{ti}].plugins[{pi}]", file, registry)
             if pc.name in seen:
-                raise ConfigError(f"plugin {pc.name!r} configured twice", file=file,
-                                  field=f"tiers[{ti}].plugins[{pi}].name")
+                raise ConfigError(
+                    f"plugin {pc.name!r} configured twice", file=file, field=f"tiers[{ti}].plugins[{pi}].name"
+                )
             seen.add(pc.name)
             plugins.append(pc)
         tiers.append(plugins)
-    for plugins in tiers:                       # e.g. predicate.GPUSharingEnable: the gpushare plugin
+    for plugins in tiers:  # e.g. predicate.GPUSharingEnable: the gpushare plugin
         for pc in list(plugins):
             for name in getattr(pc.args, "implied_plugins", tuple)():
                 if name not in seen:
@@ -311,11 +368,15 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     raw = unwrap_configmap(raw, file)
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping with actions and tiers", file=file)
-    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion",
-                                 "simulation"})
+    unknown = sorted(
+        set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion", "simulation"}
+    )
     if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations)", file=file,
-                          field=unknown[0])
+        raise ConfigError(
+            f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations)",
+            file=file,
+            field=unknown[0],
+        )
     actions_raw = raw.get("actions")
     if not isinstance(actions_raw, str) or not actions_raw.strip():
         raise ConfigError("expected a comma-separated list of actions", file=file, field="actions")
@@ -331,17 +392,29 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     confs: dict[str, Any] = {}
     configurations = raw.get("configurations") or []
     if not isinstance(configurations, list):
-        raise ConfigError(f"expected a list of {{name, arguments}}, got {type(configurations).__name__}",
-                          file=file, field="configurations")
+        raise ConfigError(
+            f"expected a list of {{name, arguments}}, got {type(configurations).__name__}",
+            file=file,
+            field="configurations",
+        )
     for i, c in enumerate(configurations):
         path = f"configurations[{i}]"
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise ConfigError("expected {name, arguments}", file=file, field=path)
         canon = _action_name(c["name"], registry, file, f"{path}.name")
-        confs[canon] = parse_args(getattr(registry.action_class(canon), "Args", NoArgs), c.get("arguments"),
-                                  f"{path}.arguments", file, FIXED_ACTION_ARGS.get(canon))
-    actions = tuple(ActionConfig(n, confs.get(n) or parse_args(getattr(registry.action_class(n), "Args", NoArgs),
-                                                                None, "", file)) for n in names)
+        confs[canon] = parse_args(
+            getattr(registry.action_class(canon), "Args", NoArgs),
+            c.get("arguments"),
+            f"{path}.arguments",
+            file,
+            FIXED_ACTION_ARGS.get(canon),
+        )
+    actions = tuple(
+        ActionConfig(
+            n, confs.get(n) or parse_args(getattr(registry.action_class(n), "Args", NoArgs), None, "", file)
+        )
+        for n in names
+    )
     tiers = _tiers(raw.get("tiers") or [], registry, file)
     sim = raw.get("simulation") or {}
     if not isinstance(sim, dict):
@@ -355,7 +428,8 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
 
 
 def load_config_file(path: str | Path, registry: Registry) -> Config:
-    from corral.manifests.safe_load import load_yaml, read_text   # bounded: size, encoding, depth, aliases
+    from corral.manifests.safe_load import load_yaml, read_text  # bounded: size, encoding, depth, aliases
+
     p = Path(path)
     raw = load_yaml(read_text(p, ConfigError), str(p), ConfigError)
     return parse_config(raw, registry, str(p))

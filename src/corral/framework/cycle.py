@@ -15,11 +15,12 @@ from corral.model import Cluster, PodGroupPhase, TaskStatus
 if TYPE_CHECKING:
     from corral.framework.config import Config, Registry
 
-__all__ = ["run_cycle", "apply_decisions"]
+__all__ = ["apply_decisions", "run_cycle"]
 
 
-def run_cycle(cluster: Cluster, config: "Config", registry: "Registry", now: float, cycle: int = 1, *,
-              explain: bool = True) -> Decisions:
+def run_cycle(
+    cluster: Cluster, config: Config, registry: Registry, now: float, cycle: int = 1, *, explain: bool = True
+) -> Decisions:
     """Open a session, run the configured actions in order, close it; return the decisions.
 
     ``explain=False`` leaves the ``unschedulable`` reasons out (and lets the cycle skip jobs known to
@@ -37,8 +38,14 @@ def run_cycle(cluster: Cluster, config: "Config", registry: "Registry", now: flo
     return session.close()
 
 
-def apply_decisions(cluster: Cluster, decisions: Decisions, now: float, *, bound: TaskStatus = TaskStatus.RUNNING,
-                    remove_evicted: bool = True) -> None:
+def apply_decisions(
+    cluster: Cluster,
+    decisions: Decisions,
+    now: float,
+    *,
+    bound: TaskStatus = TaskStatus.RUNNING,
+    remove_evicted: bool = True,
+) -> None:
     """Carry ``decisions`` out on ``cluster``.
 
     Binds put the pod on its node in state ``bound`` (``corral schedule``: Running at once; the simulator
@@ -71,7 +78,7 @@ def apply_decisions(cluster: Cluster, decisions: Decisions, now: float, *, bound
             continue
         if n.node:
             task.status, task.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
-        else:                                   # an empty node clears the nomination
+        else:  # an empty node clears the nomination
             task.status, task.nominated = TaskStatus.PENDING, -1
     for e in decisions.evictions:
         task = by_key[e.pod]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["Bind", "Eviction", "Nomination", "PodGroupUpdate", "NodeLock", "Unschedulable", "Decisions"]
+__all__ = ["Bind", "Decisions", "Eviction", "NodeLock", "Nomination", "PodGroupUpdate", "Unschedulable"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Decisions:
     #: change test look at what changed instead of every pod. Never part of the JSON.
     touched: list | None = field(default=None, repr=False, compare=False)
 
-    def extend(self, other: "Decisions") -> None:
+    def extend(self, other: Decisions) -> None:
         for name in ("binds", "evictions", "nominations", "podgroups", "node_locks", "unschedulable"):
             getattr(self, name).extend(getattr(other, name))
 

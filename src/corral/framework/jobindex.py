@@ -35,7 +35,8 @@ from __future__ import annotations
 import math
 import os
 from bisect import bisect_left, insort
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,9 +45,9 @@ from corral.model import ALLOCATED_STATES, Cluster, Job, PodGroupPhase, Task, Ta
 if TYPE_CHECKING:
     from corral.framework.session import Session
 
-__all__ = ["JobIndex", "kept", "exact_sum", "note_closed"]
+__all__ = ["JobIndex", "exact_sum", "kept", "note_closed"]
 
-_SCALE = 1 << 1074                     # every finite double is an integer multiple of 2**-1074
+_SCALE = 1 << 1074  # every finite double is an integer multiple of 2**-1074
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 _ASKING = ALLOCATED_STATES | _WAITING
 
@@ -74,8 +75,22 @@ def _scaled(vec: np.ndarray) -> list[int] | None:
 class _Entry:
     """What the index knows of one job (computed from the job and its pods alone)."""
 
-    __slots__ = ("job", "phase", "queue", "waiting", "waiting_all", "best_effort", "enqueue", "inqueue",
-                 "holding", "held", "asked", "pipelined", "anti", "exact")
+    __slots__ = (
+        "anti",
+        "asked",
+        "best_effort",
+        "enqueue",
+        "exact",
+        "held",
+        "holding",
+        "inqueue",
+        "job",
+        "phase",
+        "pipelined",
+        "queue",
+        "waiting",
+        "waiting_all",
+    )
 
     def __init__(self, job: Job, width: int) -> None:
         self.job = job
@@ -102,8 +117,13 @@ class _Entry:
                 held_rows.append(t.request)
             if status in _ASKING:
                 asked_rows.append(t.request)
-        self.waiting, self.waiting_all, self.best_effort, self.pipelined, self.anti = \
-            waiting, waiting_all, best_effort, pipelined, anti
+        self.waiting, self.waiting_all, self.best_effort, self.pipelined, self.anti = (
+            waiting,
+            waiting_all,
+            best_effort,
+            pipelined,
+            anti,
+        )
         self.enqueue = job.awaiting_admission()
         self.inqueue = job.admitted_unstarted()
         # what the job holds, summed in task order exactly as shares.job_usage sums it
@@ -137,22 +157,32 @@ class JobIndex:
         self.queues_key = tuple(cluster.queues)
         self.width = len(cluster.resources)
         self.entries: dict[str, _Entry] = {}
-        self.uids: list[str] = []                          # every job, sorted (Session.job_uids)
-        self.phase: dict[str, PodGroupPhase] = {}          # phases at open (Session._phase0)
-        self.sets: dict[str, set[str]] = {name: set() for name in
-                                          ("waiting", "waiting_all", "best_effort", "enqueue", "inqueue",
-                                           "admitted", "pipelined", "anti")}
-        self.holding: dict[str, np.ndarray] = {}           # shares.job_usage
+        self.uids: list[str] = []  # every job, sorted (Session.job_uids)
+        self.phase: dict[str, PodGroupPhase] = {}  # phases at open (Session._phase0)
+        self.sets: dict[str, set[str]] = {
+            name: set()
+            for name in (
+                "waiting",
+                "waiting_all",
+                "best_effort",
+                "enqueue",
+                "inqueue",
+                "admitted",
+                "pipelined",
+                "anti",
+            )
+        }
+        self.holding: dict[str, np.ndarray] = {}  # shares.job_usage
         self.q_held: dict[str, list[int]] = {q: [0] * self.width for q in cluster.queues}
         self.q_asked: dict[str, list[int]] = {q: [0] * self.width for q in cluster.queues}
-        self.inexact = 0                                   # jobs with a non-finite amount
-        self.no_min = 0                                    # podgroups to admit without minResources
+        self.inexact = 0  # jobs with a non-finite amount
+        self.no_min = 0  # podgroups to admit without minResources
         # podgroups to admit: their minResources as rows of one matrix (enqueue's budget test)
         self.needs = np.zeros((64, self.width))
         self.row_of: dict[str, int] = {}
         self.free_rows: list[int] = list(range(63, -1, -1))
         self.row_uid: list[str | None] = [None] * 64
-        self.row_queue = np.full(64, -1, dtype=np.int64)     # the queue (code) of each row
+        self.row_queue = np.full(64, -1, dtype=np.int64)  # the queue (code) of each row
         self.queue_code = {q: i for i, q in enumerate(cluster.queues)}
         # enqueue's job order, kept per queue while the order's context stays the same
         self._order_ctx: tuple | None = None
@@ -244,7 +274,7 @@ class JobIndex:
                 del self.uids[bisect_left(self.uids, uid)]
 
     # -- reading ---------------------------------------------------------------------------------
-    def candidates(self, session: "Session", *names: str, within: str = "") -> list[str]:
+    def candidates(self, session: Session, *names: str, within: str = "") -> list[str]:
         """The sorted uids of the jobs in any of the sets ``names`` (intersected with set ``within`` if
         given) as the session opened, plus every job the session changed since (a superset of the jobs
         that qualify now: callers test each job as the walk over every job would)."""
@@ -268,7 +298,7 @@ class JobIndex:
     def fitting(self, budget: np.ndarray, eps: float) -> np.ndarray:
         """Per row of the minResources matrix: within ``budget`` (no minResources at all counts as
         within, as enqueue's ``_within_budget`` has it)."""
-        needs = self.needs[:len(self.row_uid)]
+        needs = self.needs[: len(self.row_uid)]
         return ~needs.any(axis=1) | ~(needs > budget + eps).any(axis=1)
 
     def enqueue_order(self, context: tuple, key, jobs: dict[str, Job]) -> dict[str, list[tuple]]:
@@ -314,28 +344,47 @@ class JobIndex:
         return {q: np.array([a / _SCALE for a in acc], dtype=float) for q, acc in sums.items()}
 
     def open_nominations(self, jobs: dict[str, Job]) -> dict[int, Task]:
-        return {id(t): t for uid in self.sets["pipelined"] for t in jobs[uid].tasks
-                if t.status is TaskStatus.PIPELINED}
+        return {
+            id(t): t
+            for uid in self.sets["pipelined"]
+            for t in jobs[uid].tasks
+            if t.status is TaskStatus.PIPELINED
+        }
 
     # -- checking --------------------------------------------------------------------------------
-    def differences(self, other: "JobIndex") -> list[str]:
+    def differences(self, other: JobIndex) -> list[str]:
         """What differs from ``other`` (a fresh build): empty when the kept index is right."""
         out = []
         if self.uids != other.uids:
             out.append("uids")
         if self.phase != other.phase:
-            out.append("phases: " + ", ".join(sorted(u for u in set(self.phase) | set(other.phase)
-                                                      if self.phase.get(u) is not other.phase.get(u)))[:200])
+            out.append(
+                "phases: "
+                + ", ".join(
+                    sorted(
+                        u
+                        for u in set(self.phase) | set(other.phase)
+                        if self.phase.get(u) is not other.phase.get(u)
+                    )
+                )[:200]
+            )
         for name, s in self.sets.items():
             if s != other.sets[name]:
                 out.append(f"set {name}: {sorted(s ^ other.sets[name])[:5]}")
         if self.holding.keys() != other.holding.keys() or any(
-                not np.array_equal(v, other.holding[u]) for u, v in self.holding.items()):
+            not np.array_equal(v, other.holding[u]) for u, v in self.holding.items()
+        ):
             out.append("holding")
         if self.q_held != other.q_held or self.q_asked != other.q_asked or self.inexact != other.inexact:
             out.append("queue sums")
-        if self.no_min != other.no_min or sorted(self.row_of) != sorted(other.row_of) or any(
-                not np.array_equal(self.needs[r], other.needs[other.row_of[u]]) for u, r in self.row_of.items()):
+        if (
+            self.no_min != other.no_min
+            or sorted(self.row_of) != sorted(other.row_of)
+            or any(
+                not np.array_equal(self.needs[r], other.needs[other.row_of[u]])
+                for u, r in self.row_of.items()
+            )
+        ):
             out.append("enqueue needs")
         return out
 
@@ -361,6 +410,7 @@ def kept(cluster: Cluster) -> JobIndex | None:
     """The cluster's index brought up to date for a session opening now, or None where none is kept
     (the cluster does not track its jobs' changes, or skipping is off)."""
     from corral.framework import skipcache
+
     if cluster.changed_jobs is None or not skipcache.enabled() or not _ON:
         cluster.__dict__.pop("_job_index", None)
         return None

@@ -4,11 +4,11 @@ Used by :meth:`corral.framework.session.Session.job_sort_key`."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from corral.model import Cluster, Job, TaskStatus
 
-__all__ = ["kept_keys", "forget_keys"]
+__all__ = ["forget_keys", "kept_keys"]
 
 
 def forget_keys(cluster: Cluster, *uids: set[str]) -> None:
@@ -21,8 +21,9 @@ def forget_keys(cluster: Cluster, *uids: set[str]) -> None:
                 kept.pop(uid, None)
 
 
-def kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple],
-               touched: set[str]) -> Callable[[Job], tuple]:
+def kept_keys(
+    cluster: Cluster, context: tuple, compute: Callable[[Job], tuple], touched: set[str]
+) -> Callable[[Job], tuple]:
     """Job order keys kept across cycles on the cluster, when every JobOrder plugin says its key is a
     function of the job's own pods and fields (its priority and minMember are checked too) plus a context (``job_order_key_context()``): a job's key
     is computed again only when its pods' states (status, nomination) or the context changed, so a
@@ -46,13 +47,20 @@ def kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple],
         def tracked(job: Job) -> tuple:
             uid = job.uid
             got = kept.get(uid)
-            if got is not None and got[0] is job and uid not in changed and uid not in touched \
-                    and got[1][0] == job.priority and got[1][1] == job.min_member:
+            if (
+                got is not None
+                and got[0] is job
+                and uid not in changed
+                and uid not in touched
+                and got[1][0] == job.priority
+                and got[1][1] == job.min_member
+            ):
                 return got[2]
             got = compute(job)
             if all(t.status is not pipelined for t in job.tasks):
                 kept[uid] = (job, (job.priority, job.min_member), got)
             return got
+
         return tracked
 
     def key(job: Job) -> tuple:
@@ -64,4 +72,5 @@ def kept_keys(cluster: Cluster, context: tuple, compute: Callable[[Job], tuple],
         if all(s is not pipelined for s, _ in state[2]):
             kept[job.uid] = (job, state, got)
         return got
+
     return key

@@ -10,7 +10,7 @@ from corral.framework.config import NoArgs
 if TYPE_CHECKING:
     from corral.framework.session import Session
 
-__all__ = ["Plugin", "Action"]
+__all__ = ["Action", "Plugin"]
 
 
 class Plugin:
@@ -19,7 +19,7 @@ class Plugin:
     name: ClassVar[str] = ""
     Args: ClassVar[type] = NoArgs
 
-    def __init__(self, session: "Session", args: Any, switches: dict[str, bool]) -> None:
+    def __init__(self, session: Session, args: Any, switches: dict[str, bool]) -> None:
         self.session = session
         self.args = args
         self.switches = switches
@@ -43,5 +43,5 @@ class Action:
     def __init__(self, args: Any) -> None:
         self.args = args
 
-    def execute(self, session: "Session") -> None:
+    def execute(self, session: Session) -> None:
         raise NotImplementedError

@@ -24,8 +24,19 @@ from corral.manifests.fields import annotated_duration, parse_time
 from corral.model import Cluster, Job, Nodes, Task, TaskStatus
 from corral.model.annotations import EXPECTED_RUNTIME
 
-__all__ = ["TARGET_JOB", "TARGET_SINCE", "EXPECTED_RUNTIME", "LOCK_LABEL", "lock_label_value", "lock_owners",
-           "elected_at", "current_target", "waiting", "expected_runtime", "parse_lock_nodes"]
+__all__ = [
+    "EXPECTED_RUNTIME",
+    "LOCK_LABEL",
+    "TARGET_JOB",
+    "TARGET_SINCE",
+    "current_target",
+    "elected_at",
+    "expected_runtime",
+    "lock_label_value",
+    "lock_owners",
+    "parse_lock_nodes",
+    "waiting",
+]
 
 TARGET_JOB = "corral.io/target-job"
 TARGET_SINCE = "corral.io/target-since"
@@ -63,7 +74,7 @@ def elected_at(job: Job) -> float | None:
         return None
     try:
         return parse_time(value)
-    except Exception:                 # a mangled annotation: still the target, elected "long ago"
+    except Exception:  # a mangled annotation: still the target, elected "long ago"
         return 0.0
 
 
@@ -88,8 +99,9 @@ def current_target(cluster: Cluster) -> Job | None:
 def expected_runtime(task: Task) -> float | None:
     """Seconds ``task`` is expected to run (pod annotation, else its PodGroup's), None when unknown or
     unreadable (an unreadable estimate is no estimate: the job stays off locked nodes)."""
-    return annotated_duration(EXPECTED_RUNTIME, task.annotations,
-                              task.job.annotations if task.job is not None else None)
+    return annotated_duration(
+        EXPECTED_RUNTIME, task.annotations, task.job.annotations if task.job is not None else None
+    )
 
 
 def parse_lock_nodes(value: str, total: int) -> int:

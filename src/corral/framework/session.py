@@ -12,14 +12,22 @@ from __future__ import annotations
 
 import functools
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from corral.errors import PluginError
-from corral.framework.decisions import Bind, Decisions, Eviction, Nomination, NodeLock, PodGroupUpdate, \
-    Unschedulable
 from corral.framework import jobindex
+from corral.framework.decisions import (
+    Bind,
+    Decisions,
+    Eviction,
+    NodeLock,
+    Nomination,
+    PodGroupUpdate,
+    Unschedulable,
+)
 from corral.framework.extension import POINTS, Domain, Purpose, Vote
 from corral.framework.orderkeys import forget_keys, kept_keys
 from corral.framework.statement import Op, Statement
@@ -29,7 +37,7 @@ from corral.model.resources import EPS
 if TYPE_CHECKING:
     from corral.framework.config import Config, Registry
 
-__all__ = ["Session", "PENDING_LIKE"]
+__all__ = ["PENDING_LIKE", "Session"]
 
 #: Task states a placement action considers: waiting, or nominated by an earlier cycle.
 PENDING_LIKE = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
@@ -52,8 +60,11 @@ def _point_layout(tiers: list[list[Any]]) -> list[tuple[str, str, list[tuple[int
             methods = [m for m in point.protocol.__dict__ if not m.startswith("_")]
             layout = []
             for ti, row in enumerate(tiers):
-                idx = [pi for pi, (p, pc) in enumerate(row)
-                       if all(callable(getattr(p, m, None)) for m in methods) and pc.enabled(point.switch)]
+                idx = [
+                    pi
+                    for pi, (p, pc) in enumerate(row)
+                    if all(callable(getattr(p, m, None)) for m in methods) and pc.enabled(point.switch)
+                ]
                 if idx:
                     layout.append((ti, idx))
             got.append((point.name, methods[0], layout))
@@ -74,8 +85,16 @@ class Session:
     tried: a skipped job keeps the reason of its last attempt; every other decision is the same.
     """
 
-    def __init__(self, cluster: Cluster, config: "Config", registry: "Registry", now: float,
-                 cycle: int = 1, *, explain: bool = True) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: Config,
+        registry: Registry,
+        now: float,
+        cycle: int = 1,
+        *,
+        explain: bool = True,
+    ) -> None:
         self.cluster = cluster
         self.report_reasons = explain
         self.config = config
@@ -84,15 +103,15 @@ class Session:
         self.cycle = cycle
         self.version = 0
         self.decisions = Decisions()
-        self.reasons: dict[str, str] = {}            # job uid -> why it did not start this cycle
+        self.reasons: dict[str, str] = {}  # job uid -> why it did not start this cycle
         self.annotations: dict[str, dict[str, str]] = {}
-        self.kept: list[Statement] = []               # pipelined jobs' statements, held to the end
+        self.kept: list[Statement] = []  # pipelined jobs' statements, held to the end
         # pods changed by the session's operations: id -> (task, status, nomination before the first)
         self.first_state: dict[int, tuple[Task, TaskStatus, int]] = {}
-        self.touched_jobs: set[str] = set()           # uids of their jobs
-        self.moved_jobs: set[str] = set()             # uids of jobs whose phase the session moved
-        self.nominated_domains: dict[str, str] = {}   # job uid -> domain name (gang eviction)
-        self.lock_version = 0                         # bumps whenever node locks change (seed 001)
+        self.touched_jobs: set[str] = set()  # uids of their jobs
+        self.moved_jobs: set[str] = set()  # uids of jobs whose phase the session moved
+        self.nominated_domains: dict[str, str] = {}  # job uid -> domain name (gang eviction)
+        self.lock_version = 0  # bumps whenever node locks change (seed 001)
         self.action = ""
         self.actions = [a.name for a in config.actions]
         # the jobs indexed by what the cycle looks for, kept across cycles where the cluster tracks its
@@ -103,8 +122,11 @@ class Session:
         # Nominations made by earlier cycles reserve node capacity (the ``pipelined`` column) but, as in
         # Volcano where such pods open the session as Pending, they do not count as held by their job or
         # queue until this session places them again.
-        self.open_nominations: dict[int, Task] = index.open_nominations(cluster.jobs) if index is not None \
+        self.open_nominations: dict[int, Task] = (
+            index.open_nominations(cluster.jobs)
+            if index is not None
             else {id(t): t for t in cluster.tasks.values() if t.status is TaskStatus.PIPELINED}
+        )
         # per-row change stamps: caches of fits and scores recompute only the rows changed since
         self.row_version = np.zeros(len(cluster.nodes), dtype=np.int64)
         # ...and the log of touches (row, version), so a refresh finds the few rows changed since an
@@ -115,7 +137,7 @@ class Session:
         self._score_cache: dict[tuple, list] = {}
         self._free_cache: dict[tuple, list] = {}
         self._need_cache: dict[tuple, tuple[list[int], list[float]]] = {}
-        self.no_fit_cache: dict[tuple, str] = {}      # (class, state stamps) -> why it fits nowhere
+        self.no_fit_cache: dict[tuple, str] = {}  # (class, state stamps) -> why it fits nowhere
         self.tiers: list[list[Any]] = []
         for tier in config.tiers:
             row = []
@@ -127,12 +149,18 @@ class Session:
             self.tiers.append(row)
         self.points: dict[str, list[list[Callable]]] = {}
         for point, method, layout in _point_layout(self.tiers):
-            self.points[point] = [[getattr(self.tiers[ti][pi][0], method) for pi in tier] for ti, tier in layout]
-        self._flat: dict[str, tuple[list, list[Callable]]] = {}     # point -> (its tiers, flattened)
+            self.points[point] = [
+                [getattr(self.tiers[ti][pi][0], method) for pi in tier] for ti, tier in layout
+            ]
+        self._flat: dict[str, tuple[list, list[Callable]]] = {}  # point -> (its tiers, flattened)
         self._cols_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._local_cache: dict[tuple, bool] = {}
-        self._handlers = [p for row in self.tiers for p, _ in row
-                          if callable(getattr(p, "on_allocate", None)) and callable(getattr(p, "on_deallocate", None))]
+        self._handlers = [
+            p
+            for row in self.tiers
+            for p, _ in row
+            if callable(getattr(p, "on_allocate", None)) and callable(getattr(p, "on_deallocate", None))
+        ]
         for row in self.tiers:
             for p, _ in row:
                 p.on_session_open()
@@ -174,8 +202,9 @@ class Session:
         session; no action adds or removes a job; do not modify the returned list)."""
         got = self.__dict__.get("_job_uids")
         if got is None:
-            got = self.__dict__["_job_uids"] = self.index.uids if self.index is not None \
-                else sorted(self.cluster.jobs)
+            got = self.__dict__["_job_uids"] = (
+                self.index.uids if self.index is not None else sorted(self.cluster.jobs)
+            )
         return got
 
     def set_phase(self, job: Job, phase: PodGroupPhase) -> None:
@@ -197,7 +226,9 @@ class Session:
                 self._touched_rows.append(r)
                 self._touched_at.append(version)
 
-    def _refresh(self, cache: dict, key: tuple, compute: Callable[[np.ndarray | None], np.ndarray]) -> np.ndarray:
+    def _refresh(
+        self, cache: dict, key: tuple, compute: Callable[[np.ndarray | None], np.ndarray]
+    ) -> np.ndarray:
         """A per-node array cached under ``key``; rows touched since it was computed are recomputed
         (found in the touch log when they are few: the cost follows the rows that changed)."""
         entry = cache.get(key)
@@ -219,8 +250,9 @@ class Session:
 
     def counted(self, task: Task) -> bool:
         """Does ``task`` hold resources for its job and queue (what the events report)?"""
-        return task.status in ALLOCATED_STATES or (task.status is TaskStatus.PIPELINED
-                                                   and id(task) not in self.open_nominations)
+        return task.status in ALLOCATED_STATES or (
+            task.status is TaskStatus.PIPELINED and id(task) not in self.open_nominations
+        )
 
     def fire_allocate(self, task: Task) -> None:
         for h in self._handlers:
@@ -251,14 +283,15 @@ class Session:
                 self.decisions.nominations.append(Nomination(t.key, "", self.cycle))
             else:
                 preemptor = op.preemptor
-                self.decisions.evictions.append(Eviction(t.key, names[op.node], op.action, preemptor,
-                                                         self.cycle))
+                self.decisions.evictions.append(
+                    Eviction(t.key, names[op.node], op.action, preemptor, self.cycle)
+                )
 
     def keep(self, stmt: Statement) -> None:
         """Hold a pipelined job's placement for the rest of the cycle; it is nominated at close."""
         self.kept.append(stmt)
 
-    def unschedulable(self, job: Job, reason: "str | Callable[[], str]") -> None:
+    def unschedulable(self, job: Job, reason: str | Callable[[], str]) -> None:
         """Why ``job`` did not start; a callable is formatted only when the session closes."""
         self.reasons[job.uid] = reason
 
@@ -282,6 +315,7 @@ class Session:
     def job_key(self) -> Callable[[Job], Any]:
         def cmp(a: Job, b: Job) -> int:
             return self._compare("JobOrder", a, b) or _cmp((a.creation, a.uid), (b.creation, b.uid))
+
         return functools.cmp_to_key(cmp)
 
     def job_sort_key(self) -> Callable[[Job], Any]:
@@ -301,6 +335,7 @@ class Session:
 
         def compute(job: Job) -> tuple:
             return (tuple([k(job) for k in keys]), job.creation, job.uid)
+
         if not all(callable(c) for c in contexts):
             return compute
         return kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
@@ -320,19 +355,24 @@ class Session:
     def queue_key(self) -> Callable[[Queue], Any]:
         def cmp(a: Queue, b: Queue) -> int:
             return self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+
         return functools.cmp_to_key(cmp)
 
     def victim_queue_key(self) -> Callable[[Queue], Any]:
         """VictimQueueOrder; where no plugin tells two queues apart, the reverse of QueueOrder (Volcano's
         ``VictimQueueOrderFn`` falls back to ``!QueueOrderFn``): the queue served last gives first."""
+
         def cmp(a: Queue, b: Queue) -> int:
-            return self._compare("VictimQueueOrder", a, b) or \
-                -(self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name)))
+            return self._compare("VictimQueueOrder", a, b) or -(
+                self._compare("QueueOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+            )
+
         return functools.cmp_to_key(cmp)
 
     def task_key(self) -> Callable[[Task], Any]:
         def cmp(a: Task, b: Task) -> int:
             return self._compare("TaskOrder", a, b) or _cmp((a.creation, a.name), (b.creation, b.name))
+
         return functools.cmp_to_key(cmp)
 
     # -- gates ---------------------------------------------------------------------------------------
@@ -402,7 +442,7 @@ class Session:
         if rows is None:
             idle = nodes.allocatable[:, cols] - nodes.used[:, cols]
             fut = idle + nodes.releasing[:, cols] - nodes.pipelined[:, cols]
-        else:                                              # few rows: one (rows x cols) index per column
+        else:  # few rows: one (rows x cols) index per column
             at = (rows[:, None], cols)
             idle = nodes.allocatable[at] - nodes.used[at]
             fut = idle + nodes.releasing[at] - nodes.pipelined[at]
@@ -419,12 +459,14 @@ class Session:
         the returned array)."""
         if not task.klass or (task.status is TaskStatus.PIPELINED and task.nominated >= 0):
             return self.free(task, future=future)
-        return self._refresh(self._free_cache, (task.klass, future),
-                             lambda rows: self.free(task, future=future, rows=rows))
+        return self._refresh(
+            self._free_cache, (task.klass, future), lambda rows: self.free(task, future=future, rows=rows)
+        )
 
     def fits(self, task: Task, *, future: bool = False) -> np.ndarray:
         """Boolean mask over nodes: does ``task``'s request fit (cached per equivalence class; do not
         modify the returned array)."""
+
         def compute(rows: np.ndarray | None) -> np.ndarray:
             if rows is not None and len(rows) == 1:
                 return np.array([self._fits_row(task, int(rows[0]), future)])
@@ -487,7 +529,7 @@ class Session:
     def _sum_scores(self, task: Task, sub: np.ndarray | None) -> np.ndarray:
         rr = np.arange(len(self.cluster.nodes)) if sub is None else sub
         fns = self.fns("NodeOrder")
-        score = np.array(fns[0](task, rr), dtype=float)    # a copy: the caches write into it
+        score = np.array(fns[0](task, rr), dtype=float)  # a copy: the caches write into it
         for fn in fns[1:]:
             score = score + fn(task, rr)
         return score
@@ -502,7 +544,7 @@ class Session:
             rows = np.flatnonzero(mask)
             return int(rows[int(np.argmax(self.node_scores(task, rows)))]) if rows.size else -1
         row = int(np.argmax(np.where(mask, self._all_scores(task), -np.inf)))
-        return row if mask[row] else -1              # argmax lands outside the mask only when it is empty
+        return row if mask[row] else -1  # argmax lands outside the mask only when it is empty
 
     def hypernode_scores(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
         score = np.zeros(len(domains))
@@ -511,7 +553,9 @@ class Session:
         return score
 
     # -- victims -------------------------------------------------------------------------------------
-    def _victims(self, points: Sequence[str], preemptor: Task, candidates: list[Task], *extra: Any) -> list[Task]:
+    def _victims(
+        self, points: Sequence[str], preemptor: Task, candidates: list[Task], *extra: Any
+    ) -> list[Task]:
         for name in points:
             for tier in self.points[name]:
                 answered: set[int] | None = None
@@ -540,7 +584,9 @@ class Session:
     def victim_filter(self, preemptor: Job, victim: Job, action: str) -> bool:
         return all(fn(preemptor, victim, action) for fn in self.fns("VictimFilter"))
 
-    def scenario_valid(self, preemptor: Job, victims: Sequence[Job], tasks: Sequence[Task], action: str) -> bool:
+    def scenario_valid(
+        self, preemptor: Job, victims: Sequence[Job], tasks: Sequence[Task], action: str
+    ) -> bool:
         return all(fn(preemptor, victims, tasks, action) for fn in self.fns("ScenarioValidator"))
 
     def violations(self, tasks: Sequence[Task]) -> list[bool]:
@@ -592,8 +638,9 @@ class Session:
                 return list(got)
         return [Domain("cluster", np.ones(len(self.cluster.nodes), dtype=bool), None)]
 
-    def gang_victims(self, preemptor: Job, domain: Domain, candidates: list[Task], need: np.ndarray,
-                     action: str) -> list[Task] | None:
+    def gang_victims(
+        self, preemptor: Job, domain: Domain, candidates: list[Task], need: np.ndarray, action: str
+    ) -> list[Task] | None:
         for fn in self.fns("GangVictimSelector"):
             got = fn(preemptor, domain, candidates, need, action)
             if got is not None:
@@ -646,15 +693,16 @@ class Session:
         names = self.cluster.nodes.names
         for stmt in self.kept:
             for op in stmt.ops:
-                t = op.task          # still where the held placement put it (a later action may move it)
-                if (t.status is TaskStatus.PIPELINED and t.nominated == op.node) or \
-                        (t.status is TaskStatus.ALLOCATED and t.node == op.node):
+                t = op.task  # still where the held placement put it (a later action may move it)
+                if (t.status is TaskStatus.PIPELINED and t.nominated == op.node) or (
+                    t.status is TaskStatus.ALLOCATED and t.node == op.node
+                ):
                     self.decisions.nominations.append(Nomination(t.key, names[op.node], self.cycle))
             stmt.closed = True
         jobs = self.cluster.jobs
         for uid in self._closing():
             self._close_job(jobs[uid])
-        jobindex.note_closed(self.cluster, self.moved_jobs)      # made Running by _close_job
+        jobindex.note_closed(self.cluster, self.moved_jobs)  # made Running by _close_job
         for p in self.plugins():
             p.on_session_close()
         self.decisions.touched = list(self.first_state.values())
@@ -688,27 +736,35 @@ class Session:
     def _close_job(self, job: Job) -> None:
         if not job.tasks and not job.invalid_reason:
             return
-        if job.phase is not PodGroupPhase.COMPLETED and job.phase is not PodGroupPhase.RUNNING and job.tasks \
-                and job.ready_count() >= job.min_member \
-                and self.job_ready(job) and not job.invalid_reason:
+        if (
+            job.phase is not PodGroupPhase.COMPLETED
+            and job.phase is not PodGroupPhase.RUNNING
+            and job.tasks
+            and job.ready_count() >= job.min_member
+            and self.job_ready(job)
+            and not job.invalid_reason
+        ):
             self.set_phase(job, PodGroupPhase.RUNNING)
         notes = self.annotations.get(job.uid, {})
         if not job.synthetic and (job.phase is not self._phase0.get(job.uid) or notes):
-            self.decisions.podgroups.append(PodGroupUpdate(job.uid, job.phase.value, dict(sorted(notes.items())),
-                                                           self.cycle))
+            self.decisions.podgroups.append(
+                PodGroupUpdate(job.uid, job.phase.value, dict(sorted(notes.items())), self.cycle)
+            )
         if not self.report_reasons and job.uid not in self.reasons:
-            return                     # a job skipped as known to fail keeps the reason it had
+            return  # a job skipped as known to fail keeps the reason it had
         waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed]
         reason = self.reasons.get(job.uid)
         if callable(reason):
             reason = reason()
         nominated = sum(1 for t in waiting if t.status is TaskStatus.PIPELINED)
         if reason and nominated and self.job_pipelined(job) and not reason.startswith("waiting for"):
-            reason = (f"waiting for resources being released: {nominated} pod(s) nominated, "
-                      f"{job.ready_count()} of {job.min_member} placed")
+            reason = (
+                f"waiting for resources being released: {nominated} pod(s) nominated, "
+                f"{job.ready_count()} of {job.min_member} placed"
+            )
         if job.invalid_reason:
             reason = job.invalid_reason
-        if waiting and reason:          # a ready job's reason is about its further pods (allocate)
+        if waiting and reason:  # a ready job's reason is about its further pods (allocate)
             self.decisions.unschedulable.append(Unschedulable(job.uid, reason, self.cycle))
 
 

@@ -47,7 +47,8 @@ from __future__ import annotations
 
 import heapq
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ from corral.model import Job, Task, TaskStatus
 if TYPE_CHECKING:
     from corral.framework.session import Session
 
-__all__ = ["enabled", "set_enabled", "SkipMemory", "Skipper", "memory_of", "keep_memory"]
+__all__ = ["SkipMemory", "Skipper", "enabled", "keep_memory", "memory_of", "set_enabled"]
 
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 _ENABLED = os.environ.get("CORRAL_NO_SKIP", "") not in ("1", "true", "yes")
@@ -89,8 +90,12 @@ def class_key(task: Task) -> tuple:
 def plain(task: Task) -> bool:
     """A pod whose failure to fit says the same about any no-easier pod later in the cycle."""
     aff = task.affinity
-    return task.status is TaskStatus.PENDING and task.nominated < 0 and bool(task.klass) and \
-        (aff is None or not getattr(aff, "has_pod_terms", False))
+    return (
+        task.status is TaskStatus.PENDING
+        and task.nominated < 0
+        and bool(task.klass)
+        and (aff is None or not getattr(aff, "has_pod_terms", False))
+    )
 
 
 class SkipMemory:
@@ -99,7 +104,7 @@ class SkipMemory:
     __slots__ = ("blocked",)
 
     def __init__(self) -> None:
-        self.blocked: dict[str, tuple[tuple, Task]] = {}     # job uid -> (own_state, first pod)
+        self.blocked: dict[str, tuple[tuple, Task]] = {}  # job uid -> (own_state, first pod)
 
     def prune(self, jobs: dict) -> None:
         """Forget jobs that left the cluster (run now and then, not every cycle)."""
@@ -124,12 +129,12 @@ def memory_of(cluster) -> SkipMemory:
 class Skipper:
     """The skip knowledge of one ``allocate`` execution (see the module docstring)."""
 
-    def __init__(self, session: "Session") -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
         self.memory = memory_of(session.cluster)
         self.memory.prune(session.cluster.jobs)
-        self._fits_at_start: dict[tuple, bool] = {}           # class -> fits somewhere at the start
-        self._failed: dict[tuple, list[np.ndarray]] = {}      # constraints -> requests that failed
+        self._fits_at_start: dict[tuple, bool] = {}  # class -> fits somewhere at the start
+        self._failed: dict[tuple, list[np.ndarray]] = {}  # constraints -> requests that failed
 
     # -- across cycles ---------------------------------------------------------------------------
     def _fits_somewhere(self, task: Task) -> bool:
@@ -148,9 +153,7 @@ class Skipper:
         if entry is None:
             return False
         state, task = entry
-        if state != own_state(job) or self._fits_somewhere(task):
-            return False
-        return True
+        return not (state != own_state(job) or self._fits_somewhere(task))
 
     def first_pod(self, job: Job) -> Task | None:
         """The pod a job's attempt starts with, when it is cheap to know: its only waiting pod, or the
@@ -196,7 +199,7 @@ class Skipper:
         self._failed.setdefault(constraints, []).append(first.request)
 
 
-def skipper_for(session: "Session") -> Skipper | None:
+def skipper_for(session: Session) -> Skipper | None:
     """A Skipper for this ``allocate`` execution, or None when skipping is off or some Predicate plugin's
     mask may depend on more than the pod's class (it must declare ``predicate_by_class = True``: a
     reservation's lock, for one, depends on the job's expected run time)."""
@@ -208,7 +211,7 @@ def skipper_for(session: "Session") -> Skipper | None:
     return Skipper(session)
 
 
-def pre_filter(skipper: Skipper | None, session: "Session") -> Callable[[Job], bool] | None:
+def pre_filter(skipper: Skipper | None, session: Session) -> Callable[[Job], bool] | None:
     """The test that leaves a job out of ``allocate``'s job order altogether: only when reasons are not
     reported (a skipped job's reason would otherwise be needed at its turn)."""
     if skipper is None or session.report_reasons:
@@ -216,7 +219,7 @@ def pre_filter(skipper: Skipper | None, session: "Session") -> Callable[[Job], b
     return skipper.still_blocked
 
 
-def hopeless_for_enqueue(session: "Session", pending: list[Job], budget: np.ndarray, eps: float) -> list[Job]:
+def hopeless_for_enqueue(session: Session, pending: list[Job], budget: np.ndarray, eps: float) -> list[Job]:
     """``pending`` without the jobs enqueue cannot admit whatever comes before them: minResources above
     the budget at the start of enqueue in some resource (the budget only shrinks as jobs are admitted,
     Volcano ``actions/enqueue``). Only when reasons are not reported (the rejected job's reason names
@@ -233,7 +236,7 @@ def hopeless_for_enqueue(session: "Session", pending: list[Job], budget: np.ndar
     return [j for j, h in zip(pending, hopeless.tolist()) if not h]
 
 
-def grouping(skipper: Skipper | None, session: "Session") -> Skipper | None:
+def grouping(skipper: Skipper | None, session: Session) -> Skipper | None:
     """The Skipper that groups ``allocate``'s job order by first-pod class, or None (reasons reported,
     or skipping off): see :class:`JobHeap`."""
     return None if skipper is None or session.report_reasons else skipper
@@ -250,11 +253,11 @@ class JobHeap:
     no longer fits costs one pop, not one per waiting job. The jobs popped are the same, in the same
     order, minus jobs that would fail without effect."""
 
-    __slots__ = ("skipper", "heap", "groups")
+    __slots__ = ("groups", "heap", "skipper")
 
     def __init__(self, skipper: Skipper | None = None) -> None:
         self.skipper = skipper
-        self.heap: list = []                     # entries, or (key, seq, group) heads when grouped
+        self.heap: list = []  # entries, or (key, seq, group) heads when grouped
         self.groups: dict[Any, list] = {}
 
     def _group_of(self, job: Job) -> Any:
@@ -270,21 +273,21 @@ class JobHeap:
         if group is None:
             group = self.groups[gkey] = []
         if not group or entry[:2] < group[0][:2]:
-            heapq.heappush(self.heap, (entry[0], entry[1], gkey))     # the group's new head
+            heapq.heappush(self.heap, (entry[0], entry[1], gkey))  # the group's new head
         heapq.heappush(group, entry)
 
     def pop(self) -> tuple:
         if self.skipper is None:
             return heapq.heappop(self.heap)
         while True:
-            key, seq, gkey = heapq.heappop(self.heap)
+            _key, seq, gkey = heapq.heappop(self.heap)
             group = self.groups.get(gkey)
             if not group or group[0][1] != seq:
-                continue                                    # stale head: the group moved on or left
+                continue  # stale head: the group moved on or left
             entry = heapq.heappop(group)
             job = entry[2]
             if group and gkey[0] == "class" and self.skipper.known_to_fail(job, self.skipper.first_pod(job)):
-                del self.groups[gkey]                       # all of them fail at their first pod
+                del self.groups[gkey]  # all of them fail at their first pod
             elif group:
                 heapq.heappush(self.heap, (group[0][0], group[0][1], gkey))
             else:

@@ -17,12 +17,12 @@ from corral.model.objects import Task, TaskStatus
 if TYPE_CHECKING:
     from corral.framework.session import Session
 
-__all__ = ["Statement", "Op"]
+__all__ = ["Op", "Statement"]
 
 
 @dataclass(slots=True)
 class Op:
-    kind: str           # allocate | pipeline | evict | clear (drop a nomination)
+    kind: str  # allocate | pipeline | evict | clear (drop a nomination)
     task: Task
     node: int
     prev_status: TaskStatus
@@ -35,13 +35,13 @@ class Op:
 
 
 class Statement:
-    def __init__(self, session: "Session") -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
         self.ops: list[Op] = []
         self.closed = False
 
     # -- context manager ---------------------------------------------------------------------------
-    def __enter__(self) -> "Statement":
+    def __enter__(self) -> Statement:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -116,8 +116,9 @@ class Statement:
     def clear_nomination(self, task: Task) -> None:
         """Drop ``task``'s nomination (it goes back to Pending): a higher-priority preemptor took the node."""
         if task.status is not TaskStatus.PIPELINED:
-            raise CommitError(f"cannot clear the nomination of a task in state {task.status.value}",
-                              obj=f"Pod {task.key}")
+            raise CommitError(
+                f"cannot clear the nomination of a task in state {task.status.value}", obj=f"Pod {task.key}"
+            )
         self._op("clear", task, task.nominated)
 
     # -- transaction -------------------------------------------------------------------------------

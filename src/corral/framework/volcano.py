@@ -11,9 +11,18 @@ accepted, so a plugin only ever sees one name.
 
 from __future__ import annotations
 
-__all__ = ["SWITCH_ALIASES", "INERT_SWITCHES", "FIXED_ACTION_ARGS", "REFUSED_PLUGINS", "REFUSED_ACTIONS",
-           "INERT_PLUGINS", "INERT_ACTIONS", "canonical_switch", "refused_plugin_message",
-           "refused_action_message"]
+__all__ = [
+    "FIXED_ACTION_ARGS",
+    "INERT_ACTIONS",
+    "INERT_PLUGINS",
+    "INERT_SWITCHES",
+    "REFUSED_ACTIONS",
+    "REFUSED_PLUGINS",
+    "SWITCH_ALIASES",
+    "canonical_switch",
+    "refused_action_message",
+    "refused_plugin_message",
+]
 
 #: Volcano's own spelling -> corral's uniform spelling (the same switch).
 SWITCH_ALIASES: dict[str, str] = {
@@ -32,7 +41,7 @@ SWITCH_ALIASES: dict[str, str] = {
 #: Switches accepted on every plugin that change nothing in corral, with the reason (docs/configuration.md).
 INERT_SWITCHES: dict[str, str] = {
     "enableSubJobReady": "corral has no sub-jobs (a PodGroup's sub-groups): a job is ready by minMember "
-                         "and every role's minTaskMember",
+    "and every role's minTaskMember",
     "enableSubJobPipelined": "corral has no sub-jobs",
     "enableSubJobOrder": "corral has no sub-jobs",
 }
@@ -47,12 +56,19 @@ def canonical_switch(key: str) -> str:
 #: and without effect. action -> {argument: (type, why)}.
 FIXED_ACTION_ARGS: dict[str, dict[str, tuple[type, str]]] = {
     "preempt": {
-        "enableTopologyAwarePreemption": (bool, "corral's preempt is always topology-aware: it dry-runs "
-                                                "candidate nodes and ranks them (SPEC §3.2)"),
-        "topologyAwarePreemptWorkerNum": (int, "the number of parallel workers of the dry run; corral's "
-                                               "outcome does not depend on it"),
-        "predicateErrorCacheEnable": (bool, "corral caches predicate masks per pod class always; the "
-                                            "outcome is the same"),
+        "enableTopologyAwarePreemption": (
+            bool,
+            "corral's preempt is always topology-aware: it dry-runs "
+            "candidate nodes and ranks them (SPEC §3.2)",
+        ),
+        "topologyAwarePreemptWorkerNum": (
+            int,
+            "the number of parallel workers of the dry run; corral's outcome does not depend on it",
+        ),
+        "predicateErrorCacheEnable": (
+            bool,
+            "corral caches predicate masks per pod class always; the outcome is the same",
+        ),
     },
     "reclaim": {"predicateErrorCacheEnable": (bool, "corral caches predicate masks per pod class always")},
     "allocate": {"predicateErrorCacheEnable": (bool, "corral caches predicate masks per pod class always")},
@@ -62,15 +78,15 @@ FIXED_ACTION_ARGS: dict[str, dict[str, tuple[type, str]]] = {
 #: Volcano plugins corral accepts with no effect, and why that is safe.
 INERT_PLUGINS: dict[str, str] = {
     "resourcequota": "a snapshot holds no ResourceQuota objects, and the API server already refused "
-                     "every pod over its namespace quota when it was created",
+    "every pod over its namespace quota when it was created",
     "usage": "corral reads no node metrics; Volcano's usage plugin, too, lets every node pass when "
-             "metrics are missing",
+    "metrics are missing",
 }
 
 #: Volcano actions corral accepts with no effect, and why that is safe.
 INERT_ACTIONS: dict[str, str] = {
     "shuffle": "shuffle evicts the victims plugins name on their own account (VictimTasks); no corral "
-               "plugin names any (tdm and rescheduling are not implemented), so it has nothing to do",
+    "plugin names any (tdm and rescheduling are not implemented), so it has nothing to do",
 }
 
 _NOT = "is a Volcano plugin corral does not implement"
@@ -79,20 +95,20 @@ _NOT = "is a Volcano plugin corral does not implement"
 REFUSED_PLUGINS: dict[str, str] = {
     "tdm": "time-division sharing of revocable nodes; remove it (revocable zones are not modelled)",
     "sla": "job waiting-time SLAs; remove it, and use priority classes or the reservation of "
-           "starving jobs (elect/reserve) for jobs that must not wait",
+    "starving jobs (elect/reserve) for jobs that must not wait",
     "task-topology": "task affinity inside a job; remove it, and use pod (anti-)affinity on the pods",
     "numa-aware": "NUMA placement from Numatopology objects; remove it (NUMA is not modelled)",
     "numaaware": "NUMA placement from Numatopology objects; remove it (NUMA is not modelled)",
     "cdp": "cool-down protection of preemptible pods; use the minruntime plugin "
-           "(defaultPreemptMinRuntime / defaultReclaimMinRuntime) instead",
+    "(defaultPreemptMinRuntime / defaultReclaimMinRuntime) instead",
     "deviceshare": "vGPU and GPU sharing devices; use the gpushare plugin for GPU sharing by memory",
     "extender": "calls to HTTP scheduler extenders; remove it (corral calls no external service)",
     "nodegroup": "queue affinity to node groups; remove it, and give the pods a nodeSelector or "
-                 "required node affinity on the node-group label",
+    "required node affinity on the node-group label",
     "rescheduling": "periodic eviction of running pods to rebalance nodes; remove it (corral never "
-                    "evicts a pod without a pending pod to place)",
+    "evicts a pod without a pending pod to place)",
     "resource-strategy-fit": "per-resource scoring strategies; use nodeorder "
-                             "(leastrequested.weight / mostrequested.weight) or binpack instead",
+    "(leastrequested.weight / mostrequested.weight) or binpack instead",
     "capacity-card": "card-level queue capacity; use capacity with nvidia.com/gpu in deserved/capability",
 }
 

@@ -12,8 +12,10 @@ custom resources (``optional``: a cluster without the CRD answers 404 and the ki
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -22,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from corral.errors import ClusterAPIError, InputError
 from corral.manifests.safe_load import load_json
 
-__all__ = ["ResourceType", "RESOURCES", "KubeAPI", "APIError", "load_client"]
+__all__ = ["RESOURCES", "APIError", "KubeAPI", "ResourceType", "load_client"]
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,9 @@ EVENT = ResourceType("Event", "v1", "events", True)
 class APIError(ClusterAPIError):
     """A request the API server refused (``status`` is the HTTP code; 0 when no answer came)."""
 
-    def __init__(self, status: int, message: str, *, method: str = "", path: str = "",
-                 retry_after: float | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, method: str = "", path: str = "", retry_after: float | None = None
+    ) -> None:
         self.status = status
         self.retry_after = retry_after
         self.method = method
@@ -83,8 +86,9 @@ class APIError(ClusterAPIError):
         super().__init__(f"{method} {path}: {status} {message}".strip())
 
 
-def load_client(kubeconfig: str | None = None, context: str | None = None, host: str | None = None,
-                pool: int = 32) -> k8s.ApiClient:
+def load_client(
+    kubeconfig: str | None = None, context: str | None = None, host: str | None = None, pool: int = 32
+) -> k8s.ApiClient:
     """An ``ApiClient``: ``host`` (no authentication; tests and ``kubectl proxy``), else the kubeconfig
     (``--kubeconfig`` or ``$KUBECONFIG`` / ``~/.kube/config``), else the in-cluster service account."""
     cfg = k8s.Configuration()
@@ -99,8 +103,9 @@ def load_client(kubeconfig: str | None = None, context: str | None = None, host:
             try:
                 k8s_config.load_incluster_config(client_configuration=cfg)
             except Exception as second:  # noqa: BLE001
-                raise ClusterAPIError(f"no cluster credentials: kubeconfig: {first}; in-cluster: {second}") \
-                    from None
+                raise ClusterAPIError(
+                    f"no cluster credentials: kubeconfig: {first}; in-cluster: {second}"
+                ) from None
     cfg.connection_pool_maxsize = pool
     cfg.retries = False
     return k8s.ApiClient(cfg)
@@ -132,26 +137,39 @@ class KubeAPI:
         self.client = api_client
         self.timeout = timeout
 
-    def _send(self, method: str, path: str, query: dict | None, body: Any, content_type: str | None,
-              timeout: Any) -> Any:
+    def _send(
+        self, method: str, path: str, query: dict | None, body: Any, content_type: str | None, timeout: Any
+    ) -> Any:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
-        params = [(k, v if not isinstance(v, bool) else str(v).lower()) for k, v in (query or {}).items()
-                  if v is not None]
-        req = self.client.param_serialize(method, path, query_params=params, header_params=headers, body=body,
-                                          auth_settings=["BearerToken"])
+        params = [
+            (k, v if not isinstance(v, bool) else str(v).lower())
+            for k, v in (query or {}).items()
+            if v is not None
+        ]
+        req = self.client.param_serialize(
+            method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
         try:
             resp = self.client.call_api(*req, _request_timeout=timeout)
         except ApiException as exc:
-            raise APIError(exc.status or 0, _message(exc.body) or str(exc.reason), method=method, path=path) \
-                from None
+            raise APIError(
+                exc.status or 0, _message(exc.body) or str(exc.reason), method=method, path=path
+            ) from None
         except Exception as exc:  # noqa: BLE001 - connection refused, reset, timeout: no answer
             raise APIError(0, f"{type(exc).__name__}: {exc}", method=method, path=path) from None
         return resp
 
-    def request(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
-                content_type: str | None = None) -> dict:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> dict:
         """One call; the decoded JSON answer (``{}`` for an empty one)."""
         resp = self._send(method, path, query, body, content_type, self.timeout)
         try:
@@ -160,15 +178,21 @@ class KubeAPI:
             raise APIError(0, f"{type(exc).__name__}: {exc}", method=method, path=path) from None
         if not 200 <= resp.status <= 299:
             retry = resp.getheader("Retry-After") if hasattr(resp, "getheader") else None
-            raise APIError(resp.status, _message(data) or str(resp.reason), method=method, path=path,
-                           retry_after=float(retry) if retry and retry.isdigit() else None)
+            raise APIError(
+                resp.status,
+                _message(data) or str(resp.reason),
+                method=method,
+                path=path,
+                retry_after=float(retry) if retry and retry.isdigit() else None,
+            )
         if not data:
             return {}
         try:
             return _json(data, path)
         except InputError as exc:
-            raise APIError(resp.status, f"answer is not usable JSON: {exc.message}", method=method,
-                           path=path) from None
+            raise APIError(
+                resp.status, f"answer is not usable JSON: {exc.message}", method=method, path=path
+            ) from None
 
     def get(self, path: str, **query: Any) -> dict:
         return self.request("GET", path, query=query)
@@ -183,11 +207,16 @@ class KubeAPI:
     def put(self, path: str, body: dict) -> dict:
         return self.request("PUT", path, body=body, content_type="application/json")
 
-    def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) \
-            -> "WatchStream":
+    def watch(
+        self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float
+    ) -> WatchStream:
         """Open a watch (``allowWatchBookmarks``) from ``resource_version``; iterate the events."""
-        query = {"watch": True, "resourceVersion": resource_version, "allowWatchBookmarks": True,
-                 "timeoutSeconds": timeout_seconds}
+        query = {
+            "watch": True,
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": timeout_seconds,
+        }
         resp = self._send("GET", path, query, None, None, (min(10.0, read_timeout), read_timeout))
         if not 200 <= resp.status <= 299:
             data = resp.read()
@@ -203,20 +232,16 @@ class WatchStream:
         self.path = path
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # already closed
             self.raw.release_conn()
-        except Exception:  # noqa: BLE001 - already closed
-            pass
 
     def abort(self) -> None:
         """Close the connection under a reader blocked in :meth:`events` (another thread stops it)."""
         try:
             self.raw.shutdown()
         except Exception:  # noqa: BLE001
-            try:
+            with contextlib.suppress(Exception):
                 self.raw.close()
-            except Exception:  # noqa: BLE001
-                pass
 
     def events(self) -> Iterator[dict]:
         buf = b""
@@ -232,10 +257,9 @@ class WatchStream:
         except APIError:
             raise
         except Exception as exc:  # noqa: BLE001 - the stream dropped
-            raise APIError(0, f"watch dropped: {type(exc).__name__}: {exc}", method="WATCH", path=self.path) \
-                from None
+            raise APIError(
+                0, f"watch dropped: {type(exc).__name__}: {exc}", method="WATCH", path=self.path
+            ) from None
         if buf.strip():
-            try:
+            with contextlib.suppress(InputError):
                 yield _json(buf, self.path)
-            except InputError:
-                pass

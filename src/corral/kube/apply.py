@@ -27,9 +27,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from corral.framework.decisions import Decisions
 from corral.kube.api import EVENT, NODE, POD, APIError, KubeAPI
@@ -39,7 +40,7 @@ from corral.kube.metrics import Metrics
 from corral.manifests.fields import format_time
 from corral.model import Cluster
 
-__all__ = ["Applier", "ApplyReport", "LOCK_LABEL"]
+__all__ = ["LOCK_LABEL", "Applier", "ApplyReport"]
 
 LOCK_LABEL = "corral.io/locked-for"
 
@@ -48,7 +49,9 @@ LOCK_LABEL = "corral.io/locked-for"
 class ApplyReport:
     """What happened to each kind of decision: ``done`` / ``skipped`` / ``refused`` / ``failed`` lists."""
 
-    outcomes: dict[str, dict[str, list[str]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    outcomes: dict[str, dict[str, list[str]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
     partial_gangs: dict[str, list[str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -66,9 +69,20 @@ def _split(key: str) -> tuple[str, str]:
 
 
 class Applier:
-    def __init__(self, api: KubeAPI, cache: WatchCache, log: Log, metrics: Metrics | None = None, *,
-                 scheduler_name: str = "corral", identity: str = "corral", workers: int = 16,
-                 refusal_backoff: float = 60.0, events_per_cycle: int = 100, event_repeat: float = 600.0) -> None:
+    def __init__(
+        self,
+        api: KubeAPI,
+        cache: WatchCache,
+        log: Log,
+        metrics: Metrics | None = None,
+        *,
+        scheduler_name: str = "corral",
+        identity: str = "corral",
+        workers: int = 16,
+        refusal_backoff: float = 60.0,
+        events_per_cycle: int = 100,
+        event_repeat: float = 600.0,
+    ) -> None:
         self.api = api
         self.cache = cache
         self.log = log
@@ -77,11 +91,11 @@ class Applier:
         self.identity = identity
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="corral-apply")
         self.refusal_backoff = refusal_backoff
-        self.refused: dict[str, float] = {}           # pod -> monotonic time of the last PDB refusal
+        self.refused: dict[str, float] = {}  # pod -> monotonic time of the last PDB refusal
         self.events_per_cycle = events_per_cycle
         self.event_repeat = event_repeat
         self.emitted: dict[tuple[str, str], tuple[str, float]] = {}
-        self.after_evictions: Callable[[], None] | None = None   # a test's kill point
+        self.after_evictions: Callable[[], None] | None = None  # a test's kill point
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -103,12 +117,18 @@ class Applier:
         if self.after_evictions is not None:
             self.after_evictions()
         self._binds(decisions, cluster, report)
-        writes = [("nominations", n.pod, lambda n=n: self._nominate(n.pod, n.node, report))
-                  for n in decisions.nominations]
-        writes += [("podgroups", u.podgroup, lambda u=u: self._podgroup(u.podgroup, u.phase, u.annotations, report))
-                   for u in decisions.podgroups]
-        writes += [("node_locks", lock.node, lambda lock=lock: self._lock(lock.node, lock.job, report))
-                   for lock in decisions.node_locks]
+        writes = [
+            ("nominations", n.pod, lambda n=n: self._nominate(n.pod, n.node, report))
+            for n in decisions.nominations
+        ]
+        writes += [
+            ("podgroups", u.podgroup, lambda u=u: self._podgroup(u.podgroup, u.phase, u.annotations, report))
+            for u in decisions.podgroups
+        ]
+        writes += [
+            ("node_locks", lock.node, lambda lock=lock: self._lock(lock.node, lock.job, report))
+            for lock in decisions.node_locks
+        ]
         # independent objects: written concurrently, each in its own try
         for f in [self.pool.submit(self._guard, report, kind, what, fn) for kind, what, fn in writes]:
             f.result()
@@ -136,22 +156,24 @@ class Applier:
                 self._count(report, "evictions", "skipped", e.pod)
                 continue
             if (found[1].get("metadata") or {}).get("deletionTimestamp"):
-                self._count(report, "evictions", "skipped", e.pod)       # already being evicted
+                self._count(report, "evictions", "skipped", e.pod)  # already being evicted
                 continue
             if now - self.refused.get(e.pod, -1e18) < self.refusal_backoff:
-                self._count(report, "evictions", "skipped", e.pod)       # refused recently by a PDB
+                self._count(report, "evictions", "skipped", e.pod)  # refused recently by a PDB
                 continue
             todo.append(e)
         for e, fut in [(e, self.pool.submit(self._evict, e.pod)) for e in todo]:
             outcome, detail = fut.result()
             self._count(report, "evictions", outcome, e.pod)
-            fields = dict(pod=e.pod, node=e.node, action=e.action, preemptor=e.preemptor)
+            fields = {"pod": e.pod, "node": e.node, "action": e.action, "preemptor": e.preemptor}
             if outcome == "done":
                 self.log.info("evicted", **fields)
             elif outcome == "refused":
                 self.refused[e.pod] = time.monotonic()
                 self.log.warning("eviction refused by a disruption budget", **fields, error=detail)
-                self._event_safe("Pod", e.pod, "", "EvictionRefused", f"eviction for {e.preemptor} refused: {detail}")
+                self._event_safe(
+                    "Pod", e.pod, "", "EvictionRefused", f"eviction for {e.preemptor} refused: {detail}"
+                )
             else:
                 self.log.warning("eviction failed", **fields, error=detail)
 
@@ -167,8 +189,12 @@ class Applier:
             if exc.status == 404:
                 return "skipped", "pod is gone"
             return "failed", f"{exc.status} {exc.message}"
-        self.cache.assume("Pod", pod, {"metadata": {"deletionTimestamp": format_time(time.time())}},
-                          {"metadata": {"deletionTimestamp": PRESENT}})
+        self.cache.assume(
+            "Pod",
+            pod,
+            {"metadata": {"deletionTimestamp": format_time(time.time())}},
+            {"metadata": {"deletionTimestamp": PRESENT}},
+        )
         return "done", ""
 
     # -- binds --------------------------------------------------------------------------------------
@@ -180,8 +206,11 @@ class Applier:
         gangs: dict[str, list] = defaultdict(list)
         for b in decisions.binds:
             gangs[job_of.get(b.pod, b.pod)].append(b)
-        futures = [(job, b, self.pool.submit(self._bind, b.pod, b.node)) for job, binds in gangs.items()
-                   for b in binds]
+        futures = [
+            (job, b, self.pool.submit(self._bind, b.pod, b.node))
+            for job, binds in gangs.items()
+            for b in binds
+        ]
         failed: dict[str, list[str]] = defaultdict(list)
         for job, b, fut in futures:
             try:
@@ -194,15 +223,25 @@ class Applier:
             else:
                 if outcome == "failed":
                     failed[job].append(b.pod)
-                self.log.warning("bind not applied", pod=b.pod, node=b.node, podgroup=job, outcome=outcome,
-                                 error=detail)
+                self.log.warning(
+                    "bind not applied", pod=b.pod, node=b.node, podgroup=job, outcome=outcome, error=detail
+                )
         for job, pods in failed.items():
             if len(pods) < len(gangs[job]):
                 report.partial_gangs[job] = pods
-                self.log.error("gang partly bound: the rest is decided again next cycle", podgroup=job,
-                               failed=pods, bound=len(gangs[job]) - len(pods))
-                self._event_safe("PodGroup", job, "", "PartiallyBound",
-                                 f"{len(pods)} of {len(gangs[job])} binds failed; retrying next cycle")
+                self.log.error(
+                    "gang partly bound: the rest is decided again next cycle",
+                    podgroup=job,
+                    failed=pods,
+                    bound=len(gangs[job]) - len(pods),
+                )
+                self._event_safe(
+                    "PodGroup",
+                    job,
+                    "",
+                    "PartiallyBound",
+                    f"{len(pods)} of {len(gangs[job])} binds failed; retrying next cycle",
+                )
 
     def _bind(self, pod: str, node: str) -> tuple[str, str]:
         found = self.cache.find("Pod", pod)
@@ -215,9 +254,12 @@ class Applier:
             return "skipped", "pod is being deleted"
         ns, name = _split(pod)
         meta = raw.get("metadata") or {}
-        body = {"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": name, "namespace": ns, **({"uid": meta["uid"]} if meta.get("uid") else {})},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns, **({"uid": meta["uid"]} if meta.get("uid") else {})},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
         for attempt in (1, 2):
             try:
                 self.api.post(POD.item(name, ns, "binding"), body)
@@ -233,7 +275,7 @@ class Applier:
                     return "failed", f"{again.status} {again.message}"
                 on = (fresh.get("spec") or {}).get("nodeName")
                 if on == node:
-                    break                                      # our earlier bind landed
+                    break  # our earlier bind landed
                 if on:
                     return "skipped", f"already on {on}"
         self.cache.assume("Pod", pod, {"spec": {"nodeName": node}}, {"spec": {"nodeName": node}})
@@ -246,7 +288,7 @@ class Applier:
             self._count(report, "nominations", "skipped", pod)
             return
         if ((found[1].get("status") or {}).get("nominatedNodeName") or "") == node:
-            self._count(report, "nominations", "skipped", pod)     # already so
+            self._count(report, "nominations", "skipped", pod)  # already so
             return
         ns, name = _split(pod)
         patch = {"status": {"nominatedNodeName": node or None}}
@@ -273,7 +315,7 @@ class Applier:
 
     def _podgroup(self, uid: str, phase: str, annotations: dict, report: ApplyReport) -> None:
         found = self.cache.find("PodGroup", uid)
-        if found is None:                      # a job of one pod: no PodGroup object to write
+        if found is None:  # a job of one pod: no PodGroup object to write
             self._count(report, "podgroups", "skipped", uid)
             return
         rtype, raw = found
@@ -294,9 +336,16 @@ class Applier:
             self.cache.assume("PodGroup", uid, {"status": {"phase": phase}}, {"status": {"phase": phase}})
             wrote = True
         found = self.cache.find("PodGroup", uid)
-        if found is not None and self._patch_retry(rtype.item(name, ns), found[1], annotation_patch) is not None:
-            self.cache.assume("PodGroup", uid, {"metadata": {"annotations": dict(annotations)}},
-                              {"metadata": {"annotations": dict(annotations)}})
+        if (
+            found is not None
+            and self._patch_retry(rtype.item(name, ns), found[1], annotation_patch) is not None
+        ):
+            self.cache.assume(
+                "PodGroup",
+                uid,
+                {"metadata": {"annotations": dict(annotations)}},
+                {"metadata": {"annotations": dict(annotations)}},
+            )
             wrote = True
         self._count(report, "podgroups", "done" if wrote else "skipped", uid)
 
@@ -336,8 +385,10 @@ class Applier:
                     break
                 budget -= 1
                 todo.append((kind, key, u.reason))
-        futures = [(kind, key, reason, self.pool.submit(self._event_safe, kind, key, "", "Unschedulable", reason))
-                   for kind, key, reason in todo]
+        futures = [
+            (kind, key, reason, self.pool.submit(self._event_safe, kind, key, "", "Unschedulable", reason))
+            for kind, key, reason in todo
+        ]
         for kind, key, reason, fut in futures:
             if fut.result():
                 self.emitted[(kind, key)] = (reason, mono)
@@ -353,20 +404,36 @@ class Applier:
         ns, name = _split(key) if rtype.namespaced else ("default", key)
         meta = raw.get("metadata") or {}
         stamp = format_time(time.time())
-        body = {"apiVersion": "v1", "kind": "Event",
-                "metadata": {"generateName": f"{name}.", "namespace": ns},
-                "involvedObject": {"apiVersion": rtype.api_version, "kind": kind, "name": name, "namespace": ns,
-                                   "uid": meta.get("uid", uid), "resourceVersion": meta.get("resourceVersion")},
-                "reason": reason, "message": message[:1024], "type": "Warning", "count": 1,
-                "firstTimestamp": stamp, "lastTimestamp": stamp,
-                "source": {"component": self.scheduler_name},
-                "reportingComponent": self.scheduler_name, "reportingInstance": self.identity}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": ns},
+            "involvedObject": {
+                "apiVersion": rtype.api_version,
+                "kind": kind,
+                "name": name,
+                "namespace": ns,
+                "uid": meta.get("uid", uid),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning",
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": self.scheduler_name},
+            "reportingComponent": self.scheduler_name,
+            "reportingInstance": self.identity,
+        }
         try:
             self.api.post(EVENT.collection(ns), body)
             return True
         except APIError as exc:
             self._api_error("create", "events", exc)
-            self.log.warning("event not written", object=f"{kind} {key}", status=exc.status, error=exc.message)
+            self.log.warning(
+                "event not written", object=f"{kind} {key}", status=exc.status, error=exc.message
+            )
             return False
 
 

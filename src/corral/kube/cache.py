@@ -31,8 +31,9 @@ import os
 import random
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from corral.errors import InputError
 from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType
@@ -43,7 +44,7 @@ from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
 from corral.manifests.kinds import PodGroupRec, parse_object
 from corral.model import Cluster
 
-__all__ = ["WatchCache", "Informer", "Backoff", "merge_patch", "contains", "PRESENT"]
+__all__ = ["PRESENT", "Backoff", "Informer", "WatchCache", "contains", "merge_patch"]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -87,7 +88,7 @@ class Backoff:
         self.base, self.cap, self.n = base, cap, 0
 
     def next(self) -> float:
-        delay = min(self.cap, self.base * (2 ** self.n))
+        delay = min(self.cap, self.base * (2**self.n))
         self.n += 1
         return delay * (0.5 + random.random() / 2)
 
@@ -98,13 +99,13 @@ class Backoff:
 @dataclasses.dataclass
 class _Entry:
     raw: dict
-    record: Any            # (kind, record) from parse_object, None when the object cannot be read
+    record: Any  # (kind, record) from parse_object, None when the object cannot be read
 
 
 @dataclasses.dataclass
 class _Assumption:
-    patch: dict | None     # None: the object is gone (dry-run eviction)
-    confirm: dict | None   # the watch shows this (a merge patch) -> the assumption ends
+    patch: dict | None  # None: the object is gone (dry-run eviction)
+    confirm: dict | None  # the watch shows this (a merge patch) -> the assumption ends
     deadline: float
 
 
@@ -125,9 +126,17 @@ def _rv(raw: dict) -> str:
 class WatchCache:
     """Stores of every resource type, their sync state, and the assumptions of the scheduler's writes."""
 
-    def __init__(self, api: KubeAPI | None, log: Log, metrics: Metrics | None = None,
-                 resources: Sequence[ResourceType] = RESOURCES, *, page: int = 5000, watch_timeout: int = 300,
-                 backoff: tuple[float, float] = (0.5, 30.0)) -> None:
+    def __init__(
+        self,
+        api: KubeAPI | None,
+        log: Log,
+        metrics: Metrics | None = None,
+        resources: Sequence[ResourceType] = RESOURCES,
+        *,
+        page: int = 5000,
+        watch_timeout: int = 300,
+        backoff: tuple[float, float] = (0.5, 30.0),
+    ) -> None:
         self.api = api
         self.log = log
         self.metrics = metrics
@@ -139,15 +148,15 @@ class WatchCache:
         self.stores: dict[ResourceType, dict[str, _Entry]] = {r: {} for r in self.resources}
         self.synced: set[ResourceType] = set()
         self.absent: set[ResourceType] = set()
-        self.assumed: dict[tuple[str, str], _Assumption] = {}    # (kind, key) -> assumption
+        self.assumed: dict[tuple[str, str], _Assumption] = {}  # (kind, key) -> assumption
         self.changed = threading.Event()
         self.informers: list[Informer] = []
         self.bad: set[tuple[ResourceType, str]] = set()
-        self.view_seconds = 0.0                                  # the last build's snapshot of the stores
-        self.versions: dict[str, int] = {}                       # kind -> changes (objects or assumptions)
-        self.topology: tuple[tuple, Any] | None = None           # (versions of Node, HyperNode), tree
+        self.view_seconds = 0.0  # the last build's snapshot of the stores
+        self.versions: dict[str, int] = {}  # kind -> changes (objects or assumptions)
+        self.topology: tuple[tuple, Any] | None = None  # (versions of Node, HyperNode), tree
         self.view_topology: tuple = ()
-        self.dirty: set[tuple[ResourceType, str]] = set()       # changed since the last build
+        self.dirty: set[tuple[ResourceType, str]] = set()  # changed since the last build
         self.model = LiveModel()
 
     # -- informers ---------------------------------------------------------------------------------
@@ -187,8 +196,15 @@ class WatchCache:
         try:
             record = parse_object(rtype.name, raw)
         except InputError as exc:
-            self.log.once(key, "warning", "object left out: the model cannot read it", resource=rtype.name,
-                          object=key[1], field=exc.field, error=exc.describe())
+            self.log.once(
+                key,
+                "warning",
+                "object left out: the model cannot read it",
+                resource=rtype.name,
+                object=key[1],
+                field=exc.field,
+                error=exc.describe(),
+            )
             return _Entry(raw, None)
         self.log.forget(key)
         return _Entry(raw, record)
@@ -203,12 +219,17 @@ class WatchCache:
             self.dirty.update((rtype, k) for k in self.stores[rtype])
             self.dirty.update((rtype, k) for k in entries)
             self.stores[rtype] = entries
-            self.bad = {k for k in self.bad if k[0] is not rtype} | {(rtype, k) for k, e in entries.items()
-                                                                      if e.record is None}
+            self.bad = {k for k in self.bad if k[0] is not rtype} | {
+                (rtype, k) for k, e in entries.items() if e.record is None
+            }
             self.synced.add(rtype)
             for (kind, key), a in list(self.assumed.items()):
-                if kind == rtype.kind and key in entries and a.confirm is not None \
-                        and contains(entries[key].raw, a.confirm):
+                if (
+                    kind == rtype.kind
+                    and key in entries
+                    and a.confirm is not None
+                    and contains(entries[key].raw, a.confirm)
+                ):
                     del self.assumed[(kind, key)]
         self.changed.set()
 
@@ -269,7 +290,9 @@ class WatchCache:
                     return r, raw
         return None
 
-    def assume(self, kind: str, key: str, patch: dict | None, confirm: dict | None, ttl: float = 60.0) -> None:
+    def assume(
+        self, kind: str, key: str, patch: dict | None, confirm: dict | None, ttl: float = 60.0
+    ) -> None:
         """Overlay ``patch`` on ``kind`` ``key`` until the watch shows ``confirm`` (or ``ttl`` runs out);
         successive patches of one object merge."""
         with self.lock:
@@ -319,7 +342,9 @@ class WatchCache:
         every object that changed, appeared or left (None: gone or unreadable), assumptions applied."""
         with self.lock:
             self._expire()
-            rows = [(r, key, self.stores[r].get(key), self.assumed.get((r.kind, key))) for r, key in self.dirty]
+            rows = [
+                (r, key, self.stores[r].get(key), self.assumed.get((r.kind, key))) for r, key in self.dirty
+            ]
             self.dirty.clear()
         out = []
         for r, key, entry, a in rows:
@@ -329,8 +354,9 @@ class WatchCache:
             out.append((r, key, record))
         return out
 
-    def build(self, schedulers: Sequence[str] = DEFAULT_SCHEDULERS, with_objects: bool = False) \
-            -> tuple[Cluster, list[dict]]:
+    def build(
+        self, schedulers: Sequence[str] = DEFAULT_SCHEDULERS, with_objects: bool = False
+    ) -> tuple[Cluster, list[dict]]:
         """The cluster of a consistent snapshot, and (``with_objects``, for a dump) the dicts it was built
         from. The garbage collector is paused meanwhile, as :func:`~corral.manifests.build.build_cluster`
         does: the build frees nothing a collection could.
@@ -350,21 +376,25 @@ class WatchCache:
                 try:
                     cluster = self.model.advance(delta, schedulers)
                 except Exception as exc:  # noqa: BLE001 - the full assembly below is always right
-                    self.log.error("incremental model failed: assembling every object",
-                                   error=f"{type(exc).__name__}: {exc}")
+                    self.log.error(
+                        "incremental model failed: assembling every object",
+                        error=f"{type(exc).__name__}: {exc}",
+                    )
                     cluster = None
                 if cluster is not None:
                     return cluster, []
                 t0 = time.perf_counter()
             if with_objects:
                 self.model.reason = "a dump of the cache"
-            self.model.ready = False            # until the full assembly below is adopted
+            self.model.ready = False  # until the full assembly below is adopted
             rows = self.view()
             topo_key = self.view_topology
             self.view_seconds = time.perf_counter() - t0
             dropped: set[tuple[str, str]] = set()
             for _ in range(len(rows) + 1):
-                tree = self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
+                tree = (
+                    self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
+                )
                 try:
                     cluster = assemble_cluster(_records(rows, dropped), schedulers, tree)
                 except InputError as exc:
@@ -372,14 +402,23 @@ class WatchCache:
                     if culprit is None:
                         raise
                     dropped.add(culprit)
-                    self.log.once(("assembly", culprit), "warning", "object left out: the model cannot use it",
-                                  object=f"{culprit[0]} {culprit[1]}", field=exc.field, error=exc.describe())
+                    self.log.once(
+                        ("assembly", culprit),
+                        "warning",
+                        "object left out: the model cannot use it",
+                        object=f"{culprit[0]} {culprit[1]}",
+                        field=exc.field,
+                        error=exc.describe(),
+                    )
                     continue
                 # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
                 self.topology = (topo_key, cluster.hypernodes)
                 self.model.adopt(cluster, rows, dropped, schedulers)
-                objects = [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped] \
-                    if with_objects else []
+                objects = (
+                    [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped]
+                    if with_objects
+                    else []
+                )
                 return cluster, objects
             raise InputError("the cache cannot be assembled into a cluster")
         finally:
@@ -390,6 +429,7 @@ class WatchCache:
         """Write ``objects`` as a snapshot (``cluster.json``, a ``v1 List``) that ``corral schedule``
         reads; ``NOW`` holds the cycle's clock. Written to a temporary file and renamed (atomic)."""
         from corral.manifests.fields import format_time
+
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         target = d / "cluster.json"
@@ -405,7 +445,7 @@ def _records(rows: list, dropped: set[tuple[str, str]]) -> dict[str, list]:
     """Kind -> records of ``rows`` but the ``dropped``; a PodGroup record gets its own annotations dict
     (the session writes annotations into the job, and the cached record outlives the cycle)."""
     records: dict[str, list] = {}
-    for r, key, raw, (kind, rec) in rows:
+    for _r, key, _raw, (kind, rec) in rows:
         if dropped and (kind, key) in dropped:
             continue
         if kind == "PodGroup":
@@ -443,7 +483,7 @@ def _culprit(exc: InputError, rows: list, dropped: set) -> tuple[str, str] | Non
     if not exc.obj or " " not in exc.obj:
         return None
     kind, name = exc.obj.split(" ", 1)
-    for r, key, raw, (k, _) in rows:
+    for _r, key, _raw, (k, _) in rows:
         if k == kind and key == name and (k, key) not in dropped:
             return (k, key)
     return None
@@ -470,7 +510,9 @@ class Informer(threading.Thread):
     def _error(self, exc: APIError, what: str) -> None:
         m = self.cache.metrics
         if m is not None:
-            m.api_errors.labels("watch" if what == "watch" else "list", self.rtype.name, str(exc.status)).inc()
+            m.api_errors.labels(
+                "watch" if what == "watch" else "list", self.rtype.name, str(exc.status)
+            ).inc()
             m.restarts.labels(self.rtype.name, "error").inc()
 
     def run(self) -> None:
@@ -500,13 +542,23 @@ class Informer(threading.Thread):
                 if exc.status == 410:
                     listed = False
                 # a watch the server or the network ended (status 0) is routine: info, not warning
-                log.log("info" if exc.status == 0 and listed else "warning", "watch failed: retrying",
-                        resource=self.rtype.name, status=exc.status, error=exc.message, retry_in=round(delay, 2))
+                log.log(
+                    "info" if exc.status == 0 and listed else "warning",
+                    "watch failed: retrying",
+                    resource=self.rtype.name,
+                    status=exc.status,
+                    error=exc.message,
+                    retry_in=round(delay, 2),
+                )
                 self.stopping.wait(delay)
             except Exception as exc:  # noqa: BLE001 - a reflector never dies
                 delay = self.backoff.next()
-                log.error("watch fault: retrying", resource=self.rtype.name, error=f"{type(exc).__name__}: {exc}",
-                          retry_in=round(delay, 2))
+                log.error(
+                    "watch fault: retrying",
+                    resource=self.rtype.name,
+                    error=f"{type(exc).__name__}: {exc}",
+                    retry_in=round(delay, 2),
+                )
                 listed = False
                 self.stopping.wait(delay)
 
@@ -517,9 +569,11 @@ class Informer(threading.Thread):
         cont = None
         while True:
             try:
-                data = api.get(self.rtype.collection(), limit=self.cache.page, **({"continue": cont} if cont else {}))
+                data = api.get(
+                    self.rtype.collection(), limit=self.cache.page, **({"continue": cont} if cont else {})
+                )
             except APIError as exc:
-                if exc.status == 410 and cont:          # the continue token expired: list again
+                if exc.status == 410 and cont:  # the continue token expired: list again
                     items, cont = [], None
                     continue
                 raise
@@ -535,8 +589,12 @@ class Informer(threading.Thread):
     def _watch(self) -> None:
         api = self.cache.api
         assert api is not None
-        stream = api.watch(self.rtype.collection(), self.rv, self.cache.watch_timeout,
-                           read_timeout=self.cache.watch_timeout + 30)
+        stream = api.watch(
+            self.rtype.collection(),
+            self.rv,
+            self.cache.watch_timeout,
+            read_timeout=self.cache.watch_timeout + 30,
+        )
         self.stream = stream
         try:
             if self.stopping.is_set():
@@ -549,8 +607,12 @@ class Informer(threading.Thread):
                     code = obj.get("code")
                     if code == 410:
                         raise _Gone()
-                    raise APIError(int(code or 0), str(obj.get("message") or "watch error"), method="WATCH",
-                                   path=self.rtype.collection())
+                    raise APIError(
+                        int(code or 0),
+                        str(obj.get("message") or "watch error"),
+                        method="WATCH",
+                        path=self.rtype.collection(),
+                    )
                 rv = _rv(obj)
                 if etype in ("ADDED", "MODIFIED", "DELETED"):
                     self.cache.event(self.rtype, etype, obj)

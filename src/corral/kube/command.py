@@ -12,7 +12,6 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -24,28 +23,38 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML, or a "
-                                                                        "ConfigMap's file)"),
-    scheduler_name: List[str] = typer.Option(None, "--scheduler-name",
-                                             help="schedulerName values served (repeatable; default corral, "
-                                                  "volcano, kai-scheduler)"),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="scheduler configuration (YAML, or a ConfigMap's file)"
+    ),
+    scheduler_name: list[str] = typer.Option(
+        None,
+        "--scheduler-name",
+        help="schedulerName values served (repeatable; default corral, volcano, kai-scheduler)",
+    ),
     period: float = typer.Option(1.0, "--period", min=0.01, help="seconds between cycles"),
     dry_run: bool = typer.Option(False, "--dry-run", help="watch and print decisions, write nothing"),
-    cycles: Optional[int] = typer.Option(None, "--cycles", min=1,
-                                         help="stop after N cycles (with --dry-run: print them as "
-                                              "`corral schedule -o json` does)"),
-    now: Optional[str] = typer.Option(None, "--now", help="fix the clock of the first cycle (RFC 3339)"),
-    dump: Optional[Path] = typer.Option(None, "--dump", help="write the first cycle's cache as a snapshot "
-                                                             "directory `corral schedule` reads"),
-    leader_elect: bool = typer.Option(False, "--leader-elect", help="leader election on a coordination.k8s.io "
-                                                                    "Lease"),
+    cycles: int | None = typer.Option(
+        None,
+        "--cycles",
+        min=1,
+        help="stop after N cycles (with --dry-run: print them as `corral schedule -o json` does)",
+    ),
+    now: str | None = typer.Option(None, "--now", help="fix the clock of the first cycle (RFC 3339)"),
+    dump: Path | None = typer.Option(
+        None, "--dump", help="write the first cycle's cache as a snapshot directory `corral schedule` reads"
+    ),
+    leader_elect: bool = typer.Option(
+        False, "--leader-elect", help="leader election on a coordination.k8s.io Lease"
+    ),
     lease_namespace: str = typer.Option("kube-system", "--lease-namespace"),
     lease_name: str = typer.Option("corral", "--lease-name"),
-    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, "
-                                                                        "~/.kube/config, then in-cluster)"),
-    context: Optional[str] = typer.Option(None, "--context"),
-    server: Optional[str] = typer.Option(None, "--server", help="API server URL without authentication "
-                                                                "(kubectl proxy)"),
+    kubeconfig: str | None = typer.Option(
+        None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config, then in-cluster)"
+    ),
+    context: str | None = typer.Option(None, "--context"),
+    server: str | None = typer.Option(
+        None, "--server", help="API server URL without authentication (kubectl proxy)"
+    ),
     metrics_port: int = typer.Option(8080, "--metrics-port", help="port of /metrics and /healthz (-1: off)"),
     log_format: str = typer.Option("json", "--log-format", help="json or text"),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
@@ -54,8 +63,23 @@ def run(
     from corral.cli import _fail
 
     try:
-        runner = _make_runner(config, scheduler_name, period, dry_run, cycles, now, dump, leader_elect,
-                              lease_namespace, lease_name, kubeconfig, context, server, log_format, log_level)
+        runner = _make_runner(
+            config,
+            scheduler_name,
+            period,
+            dry_run,
+            cycles,
+            now,
+            dump,
+            leader_elect,
+            lease_namespace,
+            lease_name,
+            kubeconfig,
+            context,
+            server,
+            log_format,
+            log_level,
+        )
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
@@ -64,8 +88,23 @@ def run(
     _serve_and_run(runner, metrics_port)
 
 
-def _make_runner(config, scheduler_name, period, dry_run, cycles, now, dump, leader_elect, lease_namespace,
-                 lease_name, kubeconfig, context, server, log_format, log_level):  # type: ignore[no-untyped-def]
+def _make_runner(
+    config,
+    scheduler_name,
+    period,
+    dry_run,
+    cycles,
+    now,
+    dump,
+    leader_elect,
+    lease_namespace,
+    lease_name,
+    kubeconfig,
+    context,
+    server,
+    log_format,
+    log_level,
+):  # type: ignore[no-untyped-def]
     from corral.cli import _config, _now
     from corral.errors import InputError
 
@@ -78,19 +117,35 @@ def _make_runner(config, scheduler_name, period, dry_run, cycles, now, dump, lea
     from corral.kube.api import KubeAPI, load_client
     from corral.kube.logs import Log
     from corral.kube.metrics import Metrics
-    from corral.kube.runner import RunOptions, Runner
+    from corral.kube.runner import Runner, RunOptions
     from corral.manifests.build import DEFAULT_SCHEDULERS
 
     names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-    opts = RunOptions(schedulers=names, period=period, dry_run=dry_run, cycles=cycles, now=start, dump=dump,
-                      leader_elect=leader_elect, lease_namespace=lease_namespace, lease_name=lease_name,
-                      identity=identity)
+    opts = RunOptions(
+        schedulers=names,
+        period=period,
+        dry_run=dry_run,
+        cycles=cycles,
+        now=start,
+        dump=dump,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+        lease_name=lease_name,
+        identity=identity,
+    )
     log = Log(fmt=log_format, level=log_level)
     api = KubeAPI(load_client(kubeconfig, context, server))
     runner = Runner(api, cfg, opts, log, Metrics())
-    log.info("starting", schedulers=list(names), period=period, dry_run=dry_run, leader_elect=leader_elect,
-             identity=identity, config=cfg.source)
+    log.info(
+        "starting",
+        schedulers=list(names),
+        period=period,
+        dry_run=dry_run,
+        leader_elect=leader_elect,
+        identity=identity,
+        config=cfg.source,
+    )
     return runner
 
 

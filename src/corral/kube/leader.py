@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from corral.kube.api import LEASE, APIError, KubeAPI
 from corral.kube.logs import Log
@@ -25,20 +25,30 @@ __all__ = ["LeaderElector"]
 
 
 def _micro(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector(threading.Thread):
-    def __init__(self, api: KubeAPI, namespace: str, name: str, identity: str, log: Log, *,
-                 duration: float = 15.0, renew_deadline: float = 10.0, retry: float = 2.0,
-                 on_lost: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        api: KubeAPI,
+        namespace: str,
+        name: str,
+        identity: str,
+        log: Log,
+        *,
+        duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry: float = 2.0,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(daemon=True, name="corral-leader")
         self.api, self.namespace, self.name, self.identity, self.log = api, namespace, name, identity, log
         self.duration, self.renew_deadline, self.retry = duration, renew_deadline, retry
         self.on_lost = on_lost
         self.leading = threading.Event()
         self.stopping = threading.Event()
-        self.observed: tuple[str, str] | None = None      # (holder, renewTime) last seen
+        self.observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self.observed_at = 0.0
         self.last_renew = 0.0
 
@@ -55,33 +65,47 @@ class LeaderElector(threading.Thread):
                 ok = self.try_acquire_or_renew()
             except APIError as exc:
                 ok = False
-                self.log.warning("lease request failed", lease=f"{self.namespace}/{self.name}", status=exc.status,
-                                 error=exc.message)
+                self.log.warning(
+                    "lease request failed",
+                    lease=f"{self.namespace}/{self.name}",
+                    status=exc.status,
+                    error=exc.message,
+                )
             now = time.monotonic()
             if ok:
                 self.last_renew = now
                 if not self.leading.is_set():
-                    self.log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                    self.log.info(
+                        "became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity
+                    )
                     self.leading.set()
             elif self.leading.is_set() and now - self.last_renew > self.renew_deadline:
                 self.leading.clear()
-                self.log.error("leadership lost", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                self.log.error(
+                    "leadership lost", lease=f"{self.namespace}/{self.name}", identity=self.identity
+                )
                 if self.on_lost is not None:
                     self.on_lost()
             self.stopping.wait(self.retry)
 
     def try_acquire_or_renew(self) -> bool:
         now = time.time()
-        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.duration),
-                "renewTime": _micro(now)}
+        spec = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": int(self.duration),
+            "renewTime": _micro(now),
+        }
         try:
             lease = self.api.get(self.path)
         except APIError as exc:
             if exc.status != 404:
                 raise
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace},
-                    "spec": {**spec, "acquireTime": _micro(now), "leaseTransitions": 0}}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": {**spec, "acquireTime": _micro(now), "leaseTransitions": 0},
+            }
             try:
                 self.api.post(LEASE.collection(self.namespace), body)
             except APIError as again:
@@ -96,7 +120,7 @@ class LeaderElector(threading.Thread):
             self.observed, self.observed_at = seen, time.monotonic()
         duration = float(cur.get("leaseDurationSeconds") or self.duration)
         if holder and holder != self.identity and time.monotonic() - self.observed_at < duration:
-            return False                                   # held by another, still fresh
+            return False  # held by another, still fresh
         new_spec = {**cur, **spec}
         if holder != self.identity:
             new_spec["acquireTime"] = _micro(now)

@@ -25,12 +25,17 @@ class Log:
         self.level = _LEVELS[level]
         self.lock = threading.Lock()
         self.seen: dict[Any, str] = {}
-        self.records: list[dict] = []          # the last lines, for tests and /healthz diagnostics
+        self.records: list[dict] = []  # the last lines, for tests and /healthz diagnostics
         self.keep = 2000
 
     def log(self, level: str, msg: str, **fields: Any) -> None:
-        rec = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
-               "level": level, "msg": msg, **fields}
+        rec = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+            + f".{int(time.time() * 1000) % 1000:03d}Z",
+            "level": level,
+            "msg": msg,
+            **fields,
+        }
         with self.lock:
             self.records.append(rec)
             if len(self.records) > self.keep:

@@ -14,8 +14,8 @@ replica is a standby), 503 otherwise, with a one-line reason.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -28,31 +28,53 @@ _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
-        self.cycle = Histogram("corral_cycle_seconds", "Duration of a scheduling cycle", registry=r,
-                               buckets=_BUCKETS)
-        self.phase = Histogram("corral_cycle_phase_seconds", "Duration of a cycle's phases", ["phase"],
-                               registry=r, buckets=_BUCKETS)
+        self.cycle = Histogram(
+            "corral_cycle_seconds", "Duration of a scheduling cycle", registry=r, buckets=_BUCKETS
+        )
+        self.phase = Histogram(
+            "corral_cycle_phase_seconds",
+            "Duration of a cycle's phases",
+            ["phase"],
+            registry=r,
+            buckets=_BUCKETS,
+        )
         self.decisions = Counter("corral_decisions_total", "Decisions taken, by kind", ["kind"], registry=r)
-        self.applied = Counter("corral_applied_total", "Decisions written to the API server, by outcome",
-                               ["kind", "outcome"], registry=r)
-        self.pending = Gauge("corral_pending_pods", "Pods of served schedulers waiting for a node", registry=r)
-        self.api_errors = Counter("corral_api_errors_total", "Failed API requests", ["verb", "resource", "code"],
-                                  registry=r)
+        self.applied = Counter(
+            "corral_applied_total",
+            "Decisions written to the API server, by outcome",
+            ["kind", "outcome"],
+            registry=r,
+        )
+        self.pending = Gauge(
+            "corral_pending_pods", "Pods of served schedulers waiting for a node", registry=r
+        )
+        self.api_errors = Counter(
+            "corral_api_errors_total", "Failed API requests", ["verb", "resource", "code"], registry=r
+        )
         self.objects = Gauge("corral_cache_objects", "Objects in the watch cache", ["resource"], registry=r)
-        self.bad = Gauge("corral_bad_objects", "Objects left out because the model cannot read them", registry=r)
-        self.restarts = Counter("corral_watch_restarts_total", "Watches re-opened or relisted",
-                                ["resource", "reason"], registry=r)
+        self.bad = Gauge(
+            "corral_bad_objects", "Objects left out because the model cannot read them", registry=r
+        )
+        self.restarts = Counter(
+            "corral_watch_restarts_total", "Watches re-opened or relisted", ["resource", "reason"], registry=r
+        )
         self.leader = Gauge("corral_leader", "1 while this replica holds the lease", registry=r)
-        self.builds = Counter("corral_model_builds_total", "Models built for a cycle: full (every object "
-                              "assembled), incremental (changed jobs rebuilt), unchanged", ["kind"], registry=r)
+        self.builds = Counter(
+            "corral_model_builds_total",
+            "Models built for a cycle: full (every object "
+            "assembled), incremental (changed jobs rebuilt), unchanged",
+            ["kind"],
+            registry=r,
+        )
         self.last_cycle = 0.0
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
 
-def serve(metrics: Metrics, port: int, health: Callable[[], tuple[bool, str]], host: str = "0.0.0.0") \
-        -> ThreadingHTTPServer:
+def serve(
+    metrics: Metrics, port: int, health: Callable[[], tuple[bool, str]], host: str = "0.0.0.0"
+) -> ThreadingHTTPServer:
     """Start the HTTP server thread; ``port`` 0 picks a free port (``server.server_address``)."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -78,6 +100,7 @@ def serve(metrics: Metrics, port: int, health: Callable[[], tuple[bool, str]], h
 
     server = Server((host, port), Handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True,
-                     name="corral-metrics").start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True, name="corral-metrics"
+    ).start()
     return server

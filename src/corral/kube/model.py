@@ -37,8 +37,9 @@ clusters are. A task with any other amount makes the cycle recompute the columns
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,12 +51,12 @@ from corral.model.resources import CPU, MEMORY, PODS
 
 __all__ = ["LiveModel"]
 
-_EXACT = float(2 ** 50)         # amounts below this (whole milli-units) sum exactly in float64
+_EXACT = float(2**50)  # amounts below this (whole milli-units) sum exactly in float64
 _INCREMENTAL = ("Pod", "PodGroup", "Node")
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 
 
-Bucket = tuple[str, str]        # ("job", job uid) or ("pod", pod key): what one piece of assembly builds
+Bucket = tuple[str, str]  # ("job", job uid) or ("pod", pod key): what one piece of assembly builds
 
 
 def _key(rec: Any) -> str:
@@ -83,28 +84,33 @@ class LiveModel:
     def __init__(self) -> None:
         self.ready = False
         self.schedulers: tuple[str, ...] = ()
-        self.last = ""                                     # "full" | "incremental" | "unchanged"
-        self.reason = "first build"                        # why the next build assembles everything
-        self.rebuilt = 0                                   # buckets rebuilt by the last incremental step
-        self.pending = 0                                   # pods of served schedulers waiting for a node
+        self.last = ""  # "full" | "incremental" | "unchanged"
+        self.reason = "first build"  # why the next build assembles everything
+        self.rebuilt = 0  # buckets rebuilt by the last incremental step
+        self.pending = 0  # pods of served schedulers waiting for a node
 
     # -- adopting a full assembly --------------------------------------------------------------------
-    def adopt(self, cluster: Cluster, rows: Sequence[tuple[Any, str, dict, tuple[str, Any]]],
-              dropped: set[tuple[str, str]], schedulers: Sequence[str]) -> None:
+    def adopt(
+        self,
+        cluster: Cluster,
+        rows: Sequence[tuple[Any, str, dict, tuple[str, Any]]],
+        dropped: set[tuple[str, str]],
+        schedulers: Sequence[str],
+    ) -> None:
         """Keep the pieces of ``cluster``, assembled by the loader from ``rows`` (``(type, key, dict,
         (kind, record))``) less ``dropped``, and the state of every task, job and node as built."""
         self.schedulers = tuple(schedulers)
         self.served = set(schedulers)
         self.dropped = bool(dropped)
-        self.records: dict[tuple[str, str], Any] = {}      # (resource type name, cache key) -> record
-        self.pods: dict[str, PodRec] = {}                  # pod key -> record
-        self.groups: dict[str, PodGroupRec] = {}           # podgroup key -> record
-        self.members: dict[Bucket, set[str]] = {}          # bucket -> pod keys
-        self.bucket_of: dict[str, Bucket] = {}             # pod key -> bucket
-        self.names: dict[str, int] = {}                     # resource name -> pods and podgroups naming it
-        self.node_recs: dict[str, Any] = {}                # cache key -> Node record
-        self.hyper_recs: list[Any] = []                     # HyperNode records, in the loader's order
-        queued: set[str] = {CPU, MEMORY, PODS}            # columns every cluster has, and the queues'
+        self.records: dict[tuple[str, str], Any] = {}  # (resource type name, cache key) -> record
+        self.pods: dict[str, PodRec] = {}  # pod key -> record
+        self.groups: dict[str, PodGroupRec] = {}  # podgroup key -> record
+        self.members: dict[Bucket, set[str]] = {}  # bucket -> pod keys
+        self.bucket_of: dict[str, Bucket] = {}  # pod key -> bucket
+        self.names: dict[str, int] = {}  # resource name -> pods and podgroups naming it
+        self.node_recs: dict[str, Any] = {}  # cache key -> Node record
+        self.hyper_recs: list[Any] = []  # HyperNode records, in the loader's order
+        queued: set[str] = {CPU, MEMORY, PODS}  # columns every cluster has, and the queues'
         for r, key, _raw, (kind, rec) in rows:
             self.records[(r.name, key)] = rec
             if kind == "Pod":
@@ -129,7 +135,7 @@ class LiveModel:
         self.built: dict[Bucket, _Built] = {}
         for job in cluster.jobs.values():
             self.built.setdefault(("job", job.uid), _Built()).jobs.append(job)
-        self.task_of: dict[str, Task] = {}                  # pod key -> task
+        self.task_of: dict[str, Task] = {}  # pod key -> task
         for task in cluster.tasks.values():
             self.task_of[task.key] = task
             b = ("job", task.job.uid) if task.job is not None else ("pod", task.key)
@@ -141,7 +147,7 @@ class LiveModel:
         self.task_state: dict[str, tuple] = {k: _task_state(t) for k, t in self.task_of.items()}
         self.job_state: dict[str, tuple] = {u: _job_state(j) for u, j in self.jobs.items()}
         for job in self.jobs.values():
-            job.annotations = dict(job.annotations)       # a record's dict never reaches a cycle
+            job.annotations = dict(job.annotations)  # a record's dict never reaches a cycle
         nodes = self.nodes
         self.columns = (nodes.used.copy(), nodes.releasing.copy(), nodes.pipelined.copy())
         self.locks = list(nodes.locked_for)
@@ -205,8 +211,11 @@ class LiveModel:
         if tuple(schedulers) != self.schedulers:
             return self._full("the served schedulers changed")
         self._restore()
-        changes = [(r, key, None if rec is None else rec[1]) for r, key, rec in delta
-                   if self.records.get((r.name, key)) != (None if rec is None else rec[1])]
+        changes = [
+            (r, key, None if rec is None else rec[1])
+            for r, key, rec in delta
+            if self.records.get((r.name, key)) != (None if rec is None else rec[1])
+        ]
         if not changes:
             self.last, self.rebuilt = "unchanged", 0
             return self._cluster()
@@ -220,7 +229,7 @@ class LiveModel:
             why = self._refresh_nodes(nodes) if nodes else ""
             if not why and len(nodes) < len(changes):
                 why = self._apply([c for c in changes if c[0].kind != "Node"])
-        except InputError as exc:       # an assembly error: the full assembly names the culprit
+        except InputError as exc:  # an assembly error: the full assembly names the culprit
             why = f"an assembly error ({exc.describe()})"
         if why:
             return self._full(why)
@@ -233,11 +242,11 @@ class LiveModel:
 
     def _restore(self) -> None:
         """Put back the state as built of every task, job and node (what the last cycle changed)."""
-        for t, status, node, nominated, annotations in self.task_state.values():
-            t.status, t.node, t.nominated, t.annotations = status, node, nominated, annotations
-        for job, phase, annotations in self.job_state.values():
+        for t, status, node, nominated, notes in self.task_state.values():
+            t.status, t.node, t.nominated, t.annotations = status, node, nominated, notes
+        for job, phase, notes in self.job_state.values():
             job.phase = phase
-            job.annotations = dict(annotations)
+            job.annotations = dict(notes)
         nodes = self.nodes
         for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
             np.copyto(target, built)
@@ -245,9 +254,17 @@ class LiveModel:
         np.copyto(nodes.down, self.down)
 
     def _cluster(self) -> Cluster:
-        return Cluster(resources=self.resources, nodes=self.nodes, tasks=self.tasks, jobs=self.jobs,
-                       queues=self.queues, hypernodes=self.hypernodes, priority_classes=self.priority_classes,
-                       pdbs=self.pdbs, foreign=self.foreign)
+        return Cluster(
+            resources=self.resources,
+            nodes=self.nodes,
+            tasks=self.tasks,
+            jobs=self.jobs,
+            queues=self.queues,
+            hypernodes=self.hypernodes,
+            priority_classes=self.priority_classes,
+            pdbs=self.pdbs,
+            foreign=self.foreign,
+        )
 
     def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:
         """Nodes whose labels, taints, allocatable or annotations changed: the node columns and the
@@ -280,7 +297,7 @@ class LiveModel:
         dirty: set[Bucket] = set()
         for r, key, rec in changes:
             old = self.records.pop((r.name, key), None)
-            moved = old is None or rec is None or _key(old) != _key(rec)    # the set of keys changes
+            moved = old is None or rec is None or _key(old) != _key(rec)  # the set of keys changes
             if r.kind == "Pod":
                 if old is not None:
                     dirty.add(self._drop_pod(old))
@@ -323,7 +340,7 @@ class LiveModel:
     def _rebuild(self, dirty: set[Bucket]) -> str:
         """Rebuild the ``dirty`` buckets; the node columns move by what their tasks held before and after."""
         cluster = self._cluster()
-        before: list[tuple[str, str]] = []              # (uid, pod key) of the replaced tasks
+        before: list[tuple[str, str]] = []  # (uid, pod key) of the replaced tasks
         after: list[tuple[str, str]] = []
         jobs_before: set[str] = set()
         jobs_after: set[str] = set()
@@ -352,7 +369,7 @@ class LiveModel:
             self.pending += sum(map(_waiting, new.tasks))
             for j in new.jobs:
                 jobs_after.add(j.uid)
-                self.jobs[j.uid] = j                       # in place when the uid was there
+                self.jobs[j.uid] = j  # in place when the uid was there
                 self.job_state[j.uid] = _job_state(j)
                 j.annotations = dict(j.annotations)
             if new.tasks or new.jobs:
@@ -360,18 +377,20 @@ class LiveModel:
         for uid in jobs_before - jobs_after:
             del self.jobs[uid], self.job_state[uid]
         if sorted(before) == sorted(after):
-            for t in fresh:                                # the same pods: new tasks take the old places
+            for t in fresh:  # the same pods: new tasks take the old places
                 self.tasks[t.uid] = t
             if foreign_moved or any(not t.managed for t in fresh):
                 self.foreign = [t for t in self.tasks.values() if not t.managed]
         else:
-            ordered = [self.task_of[k] for k in (f"{ns}/{name}" for ns, name in self.pod_order) if k in self.task_of]
+            ordered = [
+                self.task_of[k] for k in (f"{ns}/{name}" for ns, name in self.pod_order) if k in self.task_of
+            ]
             self.tasks = {t.uid: t for t in ordered}
             if len(self.tasks) != len(ordered):
-                return "a duplicate pod uid"               # the full assembly names the culprit
+                return "a duplicate pod uid"  # the full assembly names the culprit
             self.foreign = [t for t in ordered if not t.managed]
         if jobs_before != jobs_after or any(b[0] == "job" and b[1] not in self.groups for b in dirty):
-            self._order_jobs()                             # a job ordered by its first pod may move
+            self._order_jobs()  # a job ordered by its first pod may move
         self._charge(fresh)
         return ""
 
@@ -393,8 +412,12 @@ class LiveModel:
 
     def _build(self, b: Bucket) -> _Built | None:
         """The jobs and tasks of bucket ``b``: the loader's assembly on a cluster of that bucket alone."""
-        part = Cluster(resources=self.resources, nodes=self.nodes, queues=self.queues,
-                       priority_classes=self.priority_classes)
+        part = Cluster(
+            resources=self.resources,
+            nodes=self.nodes,
+            queues=self.queues,
+            priority_classes=self.priority_classes,
+        )
         pods = [self.pods[k] for k in self.members.get(b, ())]
         groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []
         _jobs_and_tasks(part, groups, pods, self.served)

@@ -41,9 +41,9 @@ class RunOptions:
     schedulers: tuple[str, ...] = DEFAULT_SCHEDULERS
     period: float = 1.0
     dry_run: bool = False
-    cycles: int | None = None               # stop after this many cycles (None: run until stopped)
-    now: float | None = None                # a fixed clock for the first cycle (tests, reproductions)
-    clock_step: float | None = None         # how far a fixed clock moves per cycle (default: period)
+    cycles: int | None = None  # stop after this many cycles (None: run until stopped)
+    now: float | None = None  # a fixed clock for the first cycle (tests, reproductions)
+    clock_step: float | None = None  # how far a fixed clock moves per cycle (default: period)
     dump: Path | None = None
     leader_elect: bool = False
     lease_namespace: str = "kube-system"
@@ -53,7 +53,7 @@ class RunOptions:
     page: int = 5000
     watch_timeout: int = 300
     backoff: tuple[float, float] = (0.5, 30.0)
-    lease: tuple[float, float, float] = (15.0, 10.0, 2.0)   # duration, renew deadline, retry
+    lease: tuple[float, float, float] = (15.0, 10.0, 2.0)  # duration, renew deadline, retry
     workers: int = 16
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -75,9 +75,16 @@ def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
     for e in decisions.evictions:
         cache.assume("Pod", e.pod, None, None, forever)
     for b in decisions.binds:
-        cache.assume("Pod", b.pod, {"spec": {"nodeName": b.node},
-                                    "status": {"phase": "Running", "startTime": format_time(now),
-                                               "nominatedNodeName": None}}, None, forever)
+        cache.assume(
+            "Pod",
+            b.pod,
+            {
+                "spec": {"nodeName": b.node},
+                "status": {"phase": "Running", "startTime": format_time(now), "nominatedNodeName": None},
+            },
+            None,
+            forever,
+        )
     for n in decisions.nominations:
         found = cache.find("Pod", n.pod)
         if found is None or (found[1].get("spec") or {}).get("nodeName"):
@@ -85,28 +92,58 @@ def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
         cache.assume("Pod", n.pod, {"status": {"nominatedNodeName": n.node or None}}, None, forever)
     for u in decisions.podgroups:
         if cache.find("PodGroup", u.podgroup) is not None:
-            cache.assume("PodGroup", u.podgroup, {"status": {"phase": u.phase},
-                                                  "metadata": {"annotations": dict(u.annotations)}}, None, forever)
+            cache.assume(
+                "PodGroup",
+                u.podgroup,
+                {"status": {"phase": u.phase}, "metadata": {"annotations": dict(u.annotations)}},
+                None,
+                forever,
+            )
     for lock in decisions.node_locks:
-        cache.assume("Node", lock.node, {"metadata": {"labels": {LOCK_LABEL: lock.job.replace("/", ".") or None}}},
-                     None, forever)
+        cache.assume(
+            "Node",
+            lock.node,
+            {"metadata": {"labels": {LOCK_LABEL: lock.job.replace("/", ".") or None}}},
+            None,
+            forever,
+        )
 
 
 class Runner:
     """Cache, leader election, cycles, applier; :meth:`run` until stopped or ``cycles`` are done."""
 
-    def __init__(self, api: KubeAPI, config: Config, options: RunOptions, log: Log | None = None,
-                 metrics: Metrics | None = None, out: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        api: KubeAPI,
+        config: Config,
+        options: RunOptions,
+        log: Log | None = None,
+        metrics: Metrics | None = None,
+        out: TextIO | None = None,
+    ) -> None:
         self.api = api
         self.config = config
         self.opts = options
         self.log = log or Log()
         self.metrics = metrics or Metrics()
         self.out = out if out is not None else sys.stdout
-        self.cache = WatchCache(api, self.log, self.metrics, page=options.page, watch_timeout=options.watch_timeout,
-                                backoff=options.backoff)
-        self.applier = Applier(api, self.cache, self.log, self.metrics, scheduler_name=options.schedulers[0],
-                               identity=options.identity, workers=options.workers)
+        self.cache = WatchCache(
+            api,
+            self.log,
+            self.metrics,
+            page=options.page,
+            watch_timeout=options.watch_timeout,
+            backoff=options.backoff,
+        )
+        self.applier = Applier(
+            api,
+            self.cache,
+            self.log,
+            self.metrics,
+            scheduler_name=options.schedulers[0],
+            identity=options.identity,
+            workers=options.workers,
+        )
         self.elector: LeaderElector | None = None
         self.stopping = threading.Event()
         self.lost = False
@@ -124,9 +161,17 @@ class Runner:
         self.cache.start()
         if self.opts.leader_elect and not self.opts.dry_run:
             d, r, retry = self.opts.lease
-            self.elector = LeaderElector(self.api, self.opts.lease_namespace, self.opts.lease_name,
-                                         self.opts.identity, self.log, duration=d, renew_deadline=r, retry=retry,
-                                         on_lost=self._lost)
+            self.elector = LeaderElector(
+                self.api,
+                self.opts.lease_namespace,
+                self.opts.lease_name,
+                self.opts.identity,
+                self.log,
+                duration=d,
+                renew_deadline=r,
+                retry=retry,
+                on_lost=self._lost,
+            )
             self.elector.start()
 
     def _lost(self) -> None:
@@ -161,10 +206,13 @@ class Runner:
             missing = [r.name for r in self.cache.resources if r not in self.cache.synced]
             self.log.error("cache did not sync in time: running with what is listed", missing=missing)
         else:
-            self.log.info("cache synced", seconds=round(time.monotonic() - t0, 3),
-                          objects={r.name: len(s) for r, s in self.cache.stores.items() if r not in self.cache.absent})
+            self.log.info(
+                "cache synced",
+                seconds=round(time.monotonic() - t0, 3),
+                objects={r.name: len(s) for r, s in self.cache.stores.items() if r not in self.cache.absent},
+            )
         clock = self.opts.now
-        self.last_cycle_end = time.monotonic()            # /healthz counts from here
+        self.last_cycle_end = time.monotonic()  # /healthz counts from here
         while not self.stopping.is_set():
             start = time.monotonic()
             if self.is_leader():
@@ -198,8 +246,12 @@ class Runner:
             if dump:
                 assert self.opts.dump is not None
                 path = self.cache.dump(self.opts.dump, objects, now)
-                self.log.info("cache dumped", path=str(path), now=format_time(now),
-                              reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}")
+                self.log.info(
+                    "cache dumped",
+                    path=str(path),
+                    now=format_time(now),
+                    reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}",
+                )
             pending = model.pending
             t1, cpu1 = time.perf_counter(), time.process_time()
             decisions = run_cycle(cluster, self.config, REGISTRY, now, n)
@@ -215,7 +267,9 @@ class Runner:
         if self.opts.dry_run:
             dry_run_assume(self.cache, decisions, now)
             if self.opts.cycles is None and _any(decisions):
-                self.out.write(json.dumps({"cycle": n, "now": format_time(now), **decisions.to_json(1)}) + "\n")
+                self.out.write(
+                    json.dumps({"cycle": n, "now": format_time(now), **decisions.to_json(1)}) + "\n"
+                )
                 self.out.flush()
         else:
             report = self.applier.apply(decisions, cluster, now)
@@ -223,16 +277,22 @@ class Runner:
         times["total"] = time.perf_counter() - t
         times["total_cpu"] = time.process_time() - cpu
         self._observe(decisions, times, pending)
-        if self.opts.cycles is not None:        # kept for the caller of a bounded run; never grows unbounded
+        if self.opts.cycles is not None:  # kept for the caller of a bounded run; never grows unbounded
             self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
         result = CycleResult(n, now, decisions, report, times)
         if self.keep_results:
             self.results.append(result)
         if _any(decisions):
-            self.log.info("cycle", cycle=n, binds=len(decisions.binds), evictions=len(decisions.evictions),
-                          nominations=len(decisions.nominations), unschedulable=len(decisions.unschedulable),
-                          seconds={k: round(v, 4) for k, v in times.items()})
+            self.log.info(
+                "cycle",
+                cycle=n,
+                binds=len(decisions.binds),
+                evictions=len(decisions.evictions),
+                nominations=len(decisions.nominations),
+                unschedulable=len(decisions.unschedulable),
+                seconds={k: round(v, 4) for k, v in times.items()},
+            )
         return result
 
     def _observe(self, decisions: Decisions, times: dict[str, float], pending: int) -> None:

@@ -4,5 +4,12 @@ from corral.manifests.build import DEFAULT_SCHEDULERS, build_cluster, load_snaps
 from corral.manifests.fields import format_time, parse_duration, parse_time
 from corral.manifests.load import read_objects
 
-__all__ = ["DEFAULT_SCHEDULERS", "build_cluster", "load_snapshot", "read_objects", "format_time",
-           "parse_duration", "parse_time"]
+__all__ = [
+    "DEFAULT_SCHEDULERS",
+    "build_cluster",
+    "format_time",
+    "load_snapshot",
+    "parse_duration",
+    "parse_time",
+    "read_objects",
+]

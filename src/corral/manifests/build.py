@@ -22,26 +22,42 @@ from __future__ import annotations
 import gc
 import logging
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from corral.errors import InputError
-from corral.manifests.kinds import (PREEMPTABLE_KEY, TASK_SPEC_KEY, HyperNodeRec, NodeRec, PodGroupRec,
-                                    PodRec, QueueRec, parse_object)
+from corral.manifests.kinds import (
+    PREEMPTABLE_KEY,
+    TASK_SPEC_KEY,
+    HyperNodeRec,
+    NodeRec,
+    PodGroupRec,
+    PodRec,
+    QueueRec,
+    parse_object,
+)
 from corral.manifests.load import SourcedObject, read_objects
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
 from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
-from corral.model.quantity import MILLI, parse_quantity
 from corral.model.patterns import compile_name_pattern
+from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import GPU, PODS, ResourceIndex
 
-__all__ = ["load_snapshot", "build_cluster", "parse_objects", "assemble_cluster", "DEFAULT_SCHEDULERS", "GPU_MEMORY", "GPU_NUMBER",
-           "GPU_MEMORY_PER_DEVICE"]
+__all__ = [
+    "DEFAULT_SCHEDULERS",
+    "GPU_MEMORY",
+    "GPU_MEMORY_PER_DEVICE",
+    "GPU_NUMBER",
+    "assemble_cluster",
+    "build_cluster",
+    "load_snapshot",
+    "parse_objects",
+]
 
 log = logging.getLogger("corral")
 
@@ -73,7 +89,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def build_cluster(objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS) -> Cluster:
+def build_cluster(
+    objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS
+) -> Cluster:
     """The model of ``objects``. Python's cyclic garbage collector is paused while building: the
     build allocates hundreds of thousands of small objects and frees none, so every collection it
     would trigger is wasted work (about 40 % of the build on large snapshots)."""
@@ -96,8 +114,11 @@ def parse_objects(objects: Iterable[SourcedObject]) -> dict[str, list]:
     return by_kind
 
 
-def assemble_cluster(records: dict[str, list], schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
-                     hypernodes: HyperNodeTree | None = None) -> Cluster:
+def assemble_cluster(
+    records: dict[str, list],
+    schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+    hypernodes: HyperNodeTree | None = None,
+) -> Cluster:
     """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache
     (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
     by_kind: dict[str, list] = defaultdict(list, records)
@@ -123,7 +144,7 @@ def _name_of(raw: dict) -> str:
 
 def skipped_line(skipped: dict[str, list[str]], shown: int = 3) -> str:
     """One line naming the objects a snapshot holds that corral does not serve (by kind, a few names)."""
-    from corral.terminal import plain     # kinds and names come from input: shown, never obeyed
+    from corral.terminal import plain  # kinds and names come from input: shown, never obeyed
 
     def short(text: str) -> str:
         text = plain(text)
@@ -155,7 +176,9 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
     seen = set()
     for r in recs:
         if r.name in seen:
-            raise InputError("duplicate node", file=r.file or None, obj=f"Node {r.name}", field="metadata.name")
+            raise InputError(
+                "duplicate node", file=r.file or None, obj=f"Node {r.name}", field="metadata.name"
+            )
         seen.add(r.name)
     alloc = np.zeros((len(recs), len(resources)))
     pods = resources.pos(PODS)
@@ -165,8 +188,14 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
         if PODS not in r.allocatable:
             alloc[i, pods] = np.inf
         _gpu_memory(r, resources, alloc[i])
-    nodes = Nodes(resources, [r.name for r in recs], alloc, [r.labels for r in recs],
-                  [r.taints for r in recs], [r.unschedulable for r in recs])
+    nodes = Nodes(
+        resources,
+        [r.name for r in recs],
+        alloc,
+        [r.labels for r in recs],
+        [r.taints for r in recs],
+        [r.unschedulable for r in recs],
+    )
     nodes.annotations = [r.annotations for r in recs]  # type: ignore[attr-defined]
     return nodes
 
@@ -179,8 +208,9 @@ def _gpu_memory(r: NodeRec, resources: ResourceIndex, row: np.ndarray) -> None:
         return
     count = r.allocatable.get(GPU) or r.allocatable.get(GPU_NUMBER) or 0.0
     section = "annotations" if GPU_MEMORY_PER_DEVICE in r.annotations else "labels"
-    row[col] = parse_quantity(per, where=f"Node {r.name}", field=f"metadata.{section}.{GPU_MEMORY_PER_DEVICE}") \
-        * int(count // MILLI)
+    row[col] = parse_quantity(
+        per, where=f"Node {r.name}", field=f"metadata.{section}.{GPU_MEMORY_PER_DEVICE}"
+    ) * int(count // MILLI)
 
 
 def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float) -> np.ndarray | None:
@@ -194,38 +224,58 @@ def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float
 
 def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
     queues: dict[str, Queue] = {}
-    files = {r.name: r.file or None for r in recs}     # errors about a queue name the file it came from
+    files = {r.name: r.file or None for r in recs}  # errors about a queue name the file it came from
     for r in sorted(recs, key=lambda r: r.name):
         if r.name in queues:
             raise InputError("duplicate queue", file=r.file, obj=f"Queue {r.name}", field="metadata.name")
         queues[r.name] = Queue(
-            name=r.name, weight=r.weight, capability=_vec(resources, r.capability, np.inf),
-            deserved=_vec(resources, r.deserved, 0.0), guarantee=_vec(resources, r.guarantee, 0.0),
-            deserved_set=None if r.deserved is None else _vec(resources, {k: 1.0 for k in r.deserved}, 0.0) > 0,
-            reclaimable=r.reclaimable, parent=r.parent, priority=r.priority, state=r.state,
-            preempt_min_runtime=r.preempt_min_runtime, reclaim_min_runtime=r.reclaim_min_runtime,
-            annotations=r.annotations, creation=r.creation, source=r.source)
+            name=r.name,
+            weight=r.weight,
+            capability=_vec(resources, r.capability, np.inf),
+            deserved=_vec(resources, r.deserved, 0.0),
+            guarantee=_vec(resources, r.guarantee, 0.0),
+            deserved_set=None
+            if r.deserved is None
+            else _vec(resources, dict.fromkeys(r.deserved, 1.0), 0.0) > 0,
+            reclaimable=r.reclaimable,
+            parent=r.parent,
+            priority=r.priority,
+            state=r.state,
+            preempt_min_runtime=r.preempt_min_runtime,
+            reclaim_min_runtime=r.reclaim_min_runtime,
+            annotations=r.annotations,
+            creation=r.creation,
+            source=r.source,
+        )
     hierarchical = any(q.parent for q in queues.values())
     if hierarchical and "root" not in queues:
         queues["root"] = Queue(name="root", source="implicit")
     if "default" not in queues:
-        queues["default"] = Queue(name="default", source="implicit",
-                                  parent="root" if hierarchical else None)
+        queues["default"] = Queue(name="default", source="implicit", parent="root" if hierarchical else None)
     for q in queues.values():
         if q.parent == q.name:
-            raise InputError("a queue cannot be its own parent", file=files.get(q.name), obj=f"Queue {q.name}",
-                             field="spec.parent")
+            raise InputError(
+                "a queue cannot be its own parent",
+                file=files.get(q.name),
+                obj=f"Queue {q.name}",
+                field="spec.parent",
+            )
         if q.parent and q.parent not in queues:
-            raise InputError(f"parent queue {q.parent!r} does not exist", file=files.get(q.name), obj=f"Queue {q.name}",
-                             field="spec.parent")
+            raise InputError(
+                f"parent queue {q.parent!r} does not exist",
+                file=files.get(q.name),
+                obj=f"Queue {q.name}",
+                field="spec.parent",
+            )
     for name in sorted(queues):
         seen = [name]
         cur = queues[name].parent
         while cur:
             if cur in seen:
-                cycle = " -> ".join(seen[seen.index(cur):] + [cur])
-                raise InputError(f"queue cycle: {cycle}", file=files.get(name), obj=f"Queue {name}",
-                                 field="spec.parent")
+                cycle = " -> ".join(seen[seen.index(cur) :] + [cur])
+                raise InputError(
+                    f"queue cycle: {cycle}", file=files.get(name), obj=f"Queue {name}", field="spec.parent"
+                )
             seen.append(cur)
             cur = queues[cur].parent
     for name in sorted(queues):
@@ -240,9 +290,11 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
     files = {r.name: r.file or None for r in recs}
     for r in recs:
         if r.name in hns:
-            raise InputError("duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name")
+            raise InputError(
+                "duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name"
+            )
         hns[r.name] = HyperNode(r.name, r.tier, r.members)
-    names = sorted(hns)                      # computed once: membership resolution is linear
+    names = sorted(hns)  # computed once: membership resolution is linear
     no_labels: dict[str, dict] = {n: {} for n in hns}
     for hn in hns.values():
         for mtype, kind, value in hn.members:
@@ -250,15 +302,21 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
                 continue
             for child in _match_names(names, kind, value, no_labels):
                 if child == hn.name:
-                    raise InputError("a hypernode cannot contain itself", file=files.get(hn.name),
-                                     obj=f"HyperNode {hn.name}",
-                                     field="spec.members")
+                    raise InputError(
+                        "a hypernode cannot contain itself",
+                        file=files.get(hn.name),
+                        obj=f"HyperNode {hn.name}",
+                        field="spec.members",
+                    )
                 hn.children.append(child)
                 hns[child].parent = hn.name
             if kind == "exact" and value not in hns:
-                raise InputError(f"member hypernode {value!r} does not exist", file=files.get(hn.name),
-                                 obj=f"HyperNode {hn.name}",
-                                 field="spec.members")
+                raise InputError(
+                    f"member hypernode {value!r} does not exist",
+                    file=files.get(hn.name),
+                    obj=f"HyperNode {hn.name}",
+                    field="spec.members",
+                )
     state: dict[str, int] = {}
 
     def resolve(name: str, path: list[str]) -> np.ndarray:
@@ -266,9 +324,13 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
         if state.get(name) == 2:
             return hn.mask  # type: ignore[return-value]
         if state.get(name) == 1:
-            cycle = " -> ".join(path[path.index(name):] + [name])
-            raise InputError(f"hypernode cycle: {cycle}", file=files.get(name), obj=f"HyperNode {name}",
-                             field="spec.members")
+            cycle = " -> ".join(path[path.index(name) :] + [name])
+            raise InputError(
+                f"hypernode cycle: {cycle}",
+                file=files.get(name),
+                obj=f"HyperNode {name}",
+                field="spec.members",
+            )
         state[name] = 1
         mask = np.zeros(len(nodes), dtype=bool)
         for mtype, kind, value in hn.members:
@@ -279,7 +341,7 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
                         mask[i] = True
                 elif kind == "regex":
                     mask |= nodes.regex_mask(value)  # type: ignore[arg-type]
-                else:   # labelMatch: through the nodes' label index (one pass per label key)
+                else:  # labelMatch: through the nodes' label index (one pass per label key)
                     mask |= nodes.selector_mask(value.requirements)  # type: ignore[union-attr]
         for child in hn.children:
             mask |= resolve(child, path + [name])
@@ -296,7 +358,7 @@ def _match_names(names: list[str], kind: str, value: object, labels: dict[str, d
     if kind == "exact":
         return [value] if value in labels else []  # type: ignore[list-item]
     if kind == "regex":
-        matches = compile_name_pattern(value)   # RE2: linear time (corral.model.patterns)
+        matches = compile_name_pattern(value)  # RE2: linear time (corral.model.patterns)
         return [n for n in names if matches(n)]
     return [n for n in names if value.matches(labels[n])]  # type: ignore[attr-defined]
 
@@ -339,7 +401,9 @@ def _preemptable(labels: dict[str, str], annotations: dict[str, str]) -> bool:
     return value.strip().lower() != "false"
 
 
-def _request(resources: ResourceIndex, requests: dict[str, float], seen: dict) -> tuple[np.ndarray, bool, bytes]:
+def _request(
+    resources: ResourceIndex, requests: dict[str, float], seen: dict
+) -> tuple[np.ndarray, bool, bytes]:
     """``(vector, best effort, its bytes)`` of a pod's requests; pods repeat a handful of request
     shapes, so each shape is worked out once per build (``seen``) and every pod gets its own copy."""
     key = tuple(requests.items())
@@ -364,26 +428,56 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         status = TaskStatus.PENDING
     role = rec.annotations.get(TASK_SPEC_KEY, rec.labels.get(TASK_SPEC_KEY, ""))
     affinity = rec.affinity
-    klass = (req_bytes, tuple(sorted(rec.node_selector.items())) if rec.node_selector else (), affinity,
-             rec.tolerations,
-             rec.namespace if affinity is not None and affinity.has_pod_terms else "")
-    return Task(uid=rec.uid, name=rec.name, namespace=rec.namespace, request=req, role=role,
-                priority=_pod_priority(cluster, rec), status=status, node=node, nominated=nominated,
-                labels=rec.labels, annotations=rec.annotations, node_selector=rec.node_selector,
-                affinity=affinity, tolerations=rec.tolerations, creation=rec.creation,
-                start_time=rec.start_time, preemptable=_preemptable(rec.labels, rec.annotations),
-                preempt_never=rec.preempt_never, priority_class=rec.priority_class,
-                best_effort=best_effort, klass=klass)
+    klass = (
+        req_bytes,
+        tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
+        affinity,
+        rec.tolerations,
+        rec.namespace if affinity is not None and affinity.has_pod_terms else "",
+    )
+    return Task(
+        uid=rec.uid,
+        name=rec.name,
+        namespace=rec.namespace,
+        request=req,
+        role=role,
+        priority=_pod_priority(cluster, rec),
+        status=status,
+        node=node,
+        nominated=nominated,
+        labels=rec.labels,
+        annotations=rec.annotations,
+        node_selector=rec.node_selector,
+        affinity=affinity,
+        tolerations=rec.tolerations,
+        creation=rec.creation,
+        start_time=rec.start_time,
+        preemptable=_preemptable(rec.labels, rec.annotations),
+        preempt_never=rec.preempt_never,
+        priority_class=rec.priority_class,
+        best_effort=best_effort,
+        klass=klass,
+    )
 
 
 def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
     resources = cluster.resources
-    job = Job(uid=f"{pg.namespace}/{pg.name}", name=pg.name, namespace=pg.namespace, queue=pg.queue,
-              min_member=pg.min_member, min_task_member=pg.min_task_member,
-              min_resources=_vec(resources, pg.min_resources, 0.0), priority_class=pg.priority_class,
-              creation=pg.creation, annotations=pg.annotations, labels=pg.labels,
-              topology_mode=pg.topology_mode, topology_tier=pg.topology_tier,
-              preemptable=_preemptable(pg.labels, pg.annotations))
+    job = Job(
+        uid=f"{pg.namespace}/{pg.name}",
+        name=pg.name,
+        namespace=pg.namespace,
+        queue=pg.queue,
+        min_member=pg.min_member,
+        min_task_member=pg.min_task_member,
+        min_resources=_vec(resources, pg.min_resources, 0.0),
+        priority_class=pg.priority_class,
+        creation=pg.creation,
+        annotations=pg.annotations,
+        labels=pg.labels,
+        topology_mode=pg.topology_mode,
+        topology_tier=pg.topology_tier,
+        preemptable=_preemptable(pg.labels, pg.annotations),
+    )
     try:
         job.phase = PodGroupPhase(pg.phase)
     except ValueError:
@@ -393,17 +487,20 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
     return job
 
 
-def _jobs_and_tasks(cluster: Cluster, groups: list[PodGroupRec], pods: list[PodRec], schedulers: set[str]) -> None:
+def _jobs_and_tasks(
+    cluster: Cluster, groups: list[PodGroupRec], pods: list[PodRec], schedulers: set[str]
+) -> None:
     for pg in sorted(groups, key=lambda g: (g.namespace, g.name)):
         job = _job_from_group(cluster, pg)
         if job.uid in cluster.jobs:
-            raise InputError("duplicate podgroup", file=pg.file or None, obj=f"PodGroup {job.uid}",
-                             field="metadata.name")
+            raise InputError(
+                "duplicate podgroup", file=pg.file or None, obj=f"PodGroup {job.uid}", field="metadata.name"
+            )
         cluster.jobs[job.uid] = job
     shapes: dict = {}
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         task = _task(cluster, rec, shapes)
-        if task.uid in cluster.tasks:       # foreign tasks are in cluster.tasks too
+        if task.uid in cluster.tasks:  # foreign tasks are in cluster.tasks too
             raise InputError("duplicate pod", file=rec.file, obj=f"Pod {task.key}", field="metadata.uid")
         if rec.scheduler not in schedulers:
             if task.node >= 0 and task.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING):
@@ -417,17 +514,31 @@ def _jobs_and_tasks(cluster: Cluster, groups: list[PodGroupRec], pods: list[PodR
             uid = f"{rec.namespace}/{group}"
             job = cluster.jobs.get(uid)
             if job is None:
-                job = Job(uid=uid, name=group, namespace=rec.namespace, creation=rec.creation,
-                          invalid_reason=f"podgroup {uid} does not exist")
+                job = Job(
+                    uid=uid,
+                    name=group,
+                    namespace=rec.namespace,
+                    creation=rec.creation,
+                    invalid_reason=f"podgroup {uid} does not exist",
+                )
                 cluster.jobs[uid] = job
         else:
             uid = f"{rec.namespace}/{rec.name}"
-            job = Job(uid=uid, name=rec.name, namespace=rec.namespace, creation=rec.creation,
-                      min_resources=task.request.copy(), synthetic=True)
+            job = Job(
+                uid=uid,
+                name=rec.name,
+                namespace=rec.namespace,
+                creation=rec.creation,
+                min_resources=task.request.copy(),
+                synthetic=True,
+            )
             if uid in cluster.jobs:
-                raise InputError("a pod without podgroup has the name of a podgroup", file=rec.file or None,
-                                 obj=f"Pod {uid}",
-                                 field="metadata.name")
+                raise InputError(
+                    "a pod without podgroup has the name of a podgroup",
+                    file=rec.file or None,
+                    obj=f"Pod {uid}",
+                    field="metadata.name",
+                )
             cluster.jobs[uid] = job
         task.job = job
         job.tasks.append(task)

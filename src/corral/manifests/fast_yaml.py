@@ -69,15 +69,17 @@ of YAML 1.1/1.2 traps and on broken text (``tests/manifests/test_fast_yaml.py``)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
-__all__ = ["load_all", "accepts", "available", "enabled", "MIN_CHARS", "MAX_DISTINCT"]
+__all__ = ["MAX_DISTINCT", "MIN_CHARS", "accepts", "available", "enabled", "load_all"]
 
 #: texts shorter than this go to the PyYAML loader (it takes milliseconds there)
 MIN_CHARS = 1 << 16
@@ -87,25 +89,28 @@ MAX_DISTINCT = 250_000
 
 # The screens, in RE2 syntax (google-re2: one linear pass without backtracking, about 40 ms over 23 MiB
 # where Python's re needs over a second for the same boundary conditions).
-_BOUND = r"(?:^|[\s\[{,])"                    # a token boundary: start of a line, whitespace, [ { ,
-_END = r"[ \r]*(?:$|[,\[\]{}?#:])"            # the end of a plain token
+_BOUND = r"(?:^|[\s\[{,])"  # a token boundary: start of a line, whitespace, [ { ,
+_END = r"[ \r]*(?:$|[,\[\]{}?#:])"  # the end of a plain token
 #: what rapidyaml's JSON cannot carry as PyYAML reads it, or what the two always read differently
-_REFUSE = "|".join([
-    _BOUND + r"(?:[!&*%`@:?]|<<|=(?:[\s,\]}]|$))",   # tag anchor alias directive ` @ : ? merge =
-    r":[,\]}]|(?:^|--- +)[|>]",                    # ``[a:]``; a block scalar as a whole document
-    r"[\]}] *:(?:[\s,\[\]{}]|$)",                 # a flow collection as a key
-    # rapidyaml accepts what PyYAML refuses: a plain scalar that starts with a closing bracket, a second
-    # block entry on the line of a flow collection or a quoted scalar (``- [a]  - [b]``)
-    r"(?:^ *|[:-] +)[\]}]|[\]}\"'] +-(?: |$)",
-    r"^\.\.\.(?:\s|$)|\t|\r[^\n]|\r$",              # document end, tab, a lone CR
-    r"[^\n\r\x20-\x7e\x{a0}-\x{d7ff}\x{e000}-\x{fefe}\x{ff00}-\x{fffd}\x{10000}-\x{10ffff}]",  # PyYAML's reader
-    # words PyYAML and rapidyaml read differently (YAML 1.1 booleans and nulls, inf/nan spellings)
-    r"(?:^|[\s\[{,:])(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE|Null|NULL|~)" + _END,
-    # and inf/nan spellings, quoted too: rapidyaml rewrites them in keys (``"-.Inf": x`` -> ``-.inf``)
-    r"(?:^|[\s\[{,:'\"])(?i:[-+]?\.?(?:inf|nan|infinity))(?:" + _END + r"|['\"])",
-    # true/false/null read alike as values, but as keys PyYAML's are a bool or None
-    r"(?:^|[\s\[{,:])(?:true|false|null)[ \r]*:(?:\s|$)|(?:^|[{,]) *(?:true|false|null) *[,}]",
-])
+_REFUSE = "|".join(
+    [
+        _BOUND + r"(?:[!&*%`@:?]|<<|=(?:[\s,\]}]|$))",  # tag anchor alias directive ` @ : ? merge =
+        r":[,\]}]|(?:^|--- +)[|>]",  # ``[a:]``; a block scalar as a whole document
+        r"[\]}] *:(?:[\s,\[\]{}]|$)",  # a flow collection as a key
+        # rapidyaml accepts what PyYAML refuses: a plain scalar that starts with a closing bracket, a second
+        # block entry on the line of a flow collection or a quoted scalar (``- [a]  - [b]``)
+        r"(?:^ *|[:-] +)[\]}]|[\]}\"'] +-(?: |$)",
+        r"^\.\.\.(?:\s|$)|\t|\r[^\n]|\r$",  # document end, tab, a lone CR
+        r"[^\n\r\x20-\x7e\x{a0}-\x{d7ff}\x{e000}-\x{fefe}\x{ff00}-\x{fffd}\x{10000}-\x{10ffff}]",  # PyYAML's reader
+        # words PyYAML and rapidyaml read differently (YAML 1.1 booleans and nulls, inf/nan spellings)
+        r"(?:^|[\s\[{,:])(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE|Null|NULL|~)"
+        + _END,
+        # and inf/nan spellings, quoted too: rapidyaml rewrites them in keys (``"-.Inf": x`` -> ``-.inf``)
+        r"(?:^|[\s\[{,:'\"])(?i:[-+]?\.?(?:inf|nan|infinity))(?:" + _END + r"|['\"])",
+        # true/false/null read alike as values, but as keys PyYAML's are a bool or None
+        r"(?:^|[\s\[{,:])(?:true|false|null)[ \r]*:(?:\s|$)|(?:^|[{,]) *(?:true|false|null) *[,}]",
+    ]
+)
 #: a plain token that starts like a number (a sign then a digit, ``_``, ``.``, i or n; or a ``.`` then a
 #: letter or digit), from a token boundary or a ``:``, to the end of its line, a comment, a ``:`` value
 #: indicator or a flow indicator: (token, ``:`` if it is a key, else nothing). Python's re
@@ -113,12 +118,14 @@ _REFUSE = "|".join([
 #: before it tries the rest (0.2 s over 23 MiB; an alternation first costs three times that).
 _CANDIDATE = re.compile(
     r"([-+.0-9](?<![^\s\[{,:].)(?:(?<=[0-9])|(?<=[-+])(?=[0-9_.iInN])|(?<=\.)(?=[0-9A-Za-z_]))"
-    r"[^\n,\[\]{}?:#]*(?::[^\s,\[\]{}][^\n,\[\]{}?:#]*)*)(:?)")
+    r"[^\n,\[\]{}?:#]*(?::[^\s,\[\]{}][^\n,\[\]{}?:#]*)*)(:?)"
+)
 #: a candidate that is a lone entry of a flow collection (``{1}``, ``{a: 1, 2}``): a key if the collection
 #: is a mapping (after ``[`` it is a sequence's item). Looked for only in a text with a flow mapping.
-_LONE = re.compile(r"(?:^|[{,]) *([-+.0-9][^\n,\[\]{}?:#]*(?::[^\s,\[\]{}][^\n,\[\]{}?:#]*)*)(?= *[,}])",
-                   re.MULTILINE)
-_FLOW_MAP = r"(?:^|[\s\[{,])\{[ \r\n]*[^ \r\n}]"                  # a flow mapping that is not empty
+_LONE = re.compile(
+    r"(?:^|[{,]) *([-+.0-9][^\n,\[\]{}?:#]*(?::[^\s,\[\]{}][^\n,\[\]{}?:#]*)*)(?= *[,}])", re.MULTILINE
+)
+_FLOW_MAP = r"(?:^|[\s\[{,])\{[ \r\n]*[^ \r\n}]"  # a flow mapping that is not empty
 _BLOCK_SCALAR = _BOUND + r"[|>]"
 _DATE = re.compile(r"[0-9]{4}-[0-9][0-9]?-[0-9][0-9]?")
 #: tokens both read as the same int: decimal, no leading zero, no sign but ``-``, within 18 digits
@@ -136,25 +143,26 @@ def available() -> bool:
 def _ryml() -> Any:
     try:
         import ryml
-    except Exception:            # no wheel for this platform, or a broken install: libyaml it is
+    except Exception:  # no wheel for this platform, or a broken install: libyaml it is
         return None
     return ryml
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _screens() -> tuple[Any, Any, Any] | None:
     """The refusal screen, the flow-mapping finder and the block-scalar finder, compiled with RE2."""
     try:
         import re2
+
         return tuple(re2.compile("(?m)" + p) for p in (_REFUSE, _FLOW_MAP, _BLOCK_SCALAR))  # type: ignore
-    except Exception:           # pragma: no cover - google-re2 is a dependency; without it, no fast path
+    except Exception:  # pragma: no cover - google-re2 is a dependency; without it, no fast path
         return None
 
 
 def _libyaml_parser() -> Any:
     try:
         from yaml._yaml import CParser
-    except Exception:           # pragma: no cover - PyYAML built without libyaml
+    except Exception:  # pragma: no cover - PyYAML built without libyaml
         return None
     return CParser
 
@@ -194,8 +202,8 @@ def _accepted(text: str, reference: Loader, min_chars: int | None) -> bytes | No
         return None
     try:
         encoded = text.encode("utf-8")
-        parser(encoded).raw_parse()     # libyaml's grammar, in C, without a Python object per event
-    except Exception:                   # broken YAML: the PyYAML loader says where
+        parser(encoded).raw_parse()  # libyaml's grammar, in C, without a Python object per event
+    except Exception:  # broken YAML: the PyYAML loader says where
         return None
     return encoded
 
@@ -223,14 +231,18 @@ def _candidates_agree(ryml: Any, text: str, flow_map: bool, reference: Loader) -
     text += "---\n" + ("".join(f"{token}: 0\n" for token in sorted(keys)) or "{}\n")
     try:
         expected = reference(text)
-    except Exception:           # a candidate PyYAML cannot read alone: leave the whole text to it
+    except Exception:  # a candidate PyYAML cannot read alone: leave the whole text to it
         return False
     got = _documents(ryml, text.encode("utf-8"))
     if got is None or len(expected) != 2 or len(got) != 2 or repr(expected[0]) != repr(got[0]):
         return False
     mapping = expected[1]
-    return (isinstance(mapping, dict) and len(mapping) == len(keys) and all(type(k) is str for k in mapping)
-            and repr(list(mapping.items())) == repr(list(got[1].items())))
+    return (
+        isinstance(mapping, dict)
+        and len(mapping) == len(keys)
+        and all(type(k) is str for k in mapping)
+        and repr(list(mapping.items())) == repr(list(got[1].items()))
+    )
 
 
 def _documents(ryml: Any, encoded: bytes) -> list[Any] | None:
@@ -244,17 +256,17 @@ def _documents(ryml: Any, encoded: bytes) -> list[Any] | None:
         with _quiet_stderr():
             tree = ryml.Tree()
             nodes = encoded.count(b"\n") + encoded.count(b"- ") + encoded.count(b",")
-            tree.reserve(min(nodes, len(encoded) // 4) + 16)     # blank lines hold no node
+            tree.reserve(min(nodes, len(encoded) // 4) + 16)  # blank lines hold no node
             ryml.parse_in_arena(encoded, tree)
             stream = tree.is_stream(tree.root_id())
             out = bytearray(ryml.compute_json_length(tree))
             if out:
                 ryml.emit_json_in_place(tree, out)
-        del tree                    # its arena and nodes (about 100 MB for 66,000 objects) go now
+        del tree  # its arena and nodes (about 100 MB for 66,000 objects) go now
         if not out:
             return None
         value = json.loads(out)
-    except Exception:           # rapidyaml's own exceptions, JSON errors, int digit limit, memory
+    except Exception:  # rapidyaml's own exceptions, JSON errors, int digit limit, memory
         return None
     if stream:
         return value if isinstance(value, list) else None
@@ -265,13 +277,11 @@ def _documents(ryml: Any, encoded: bytes) -> list[Any] | None:
 def _quiet_stderr() -> Iterator[None]:
     """File descriptor 2 pointed at /dev/null while rapidyaml runs: its C++ error handler prints the
     parse error there before raising, and the text then goes to PyYAML, whose message is the one shown."""
-    try:
+    with contextlib.suppress(Exception):  # a closed or replaced stderr
         sys.stderr.flush()
-    except Exception:       # pragma: no cover - a closed or replaced stderr
-        pass
     try:
         saved = os.dup(2)
-    except OSError:         # pragma: no cover - no descriptor 2: nothing to keep quiet
+    except OSError:  # pragma: no cover - no descriptor 2: nothing to keep quiet
         yield
         return
     try:

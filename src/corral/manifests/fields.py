@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from corral.errors import InputError
 
-__all__ = ["Obj", "parse_time", "parse_duration", "format_time", "annotated_duration"]
+__all__ = ["Obj", "annotated_duration", "format_time", "parse_duration", "parse_time"]
 
 
 _TIMES: dict[str, float] = {}
 
 
-def parse_time(value: Any, *, file: str | None = None, obj: str | None = None,
-               field: str | None = None) -> float:
+def parse_time(
+    value: Any, *, file: str | None = None, obj: str | None = None, field: str | None = None
+) -> float:
     """RFC 3339 time → seconds since the epoch (UTC when no offset is given). Strings are cached:
     a snapshot repeats the same timestamps thousands of times."""
     if isinstance(value, str):
@@ -37,12 +38,16 @@ def _parse_time(value: Any, file: str | None, obj: str | None, field: str | None
         try:
             dt = datetime.fromisoformat(value.strip().replace("z", "Z"))
         except ValueError:
-            raise InputError(f"malformed time {value!r} (expected RFC 3339, e.g. 2026-01-01T00:00:00Z)",
-                             file=file, obj=obj, field=field) from None
+            raise InputError(
+                f"malformed time {value!r} (expected RFC 3339, e.g. 2026-01-01T00:00:00Z)",
+                file=file,
+                obj=obj,
+                field=field,
+            ) from None
     else:
         raise InputError(f"expected an RFC 3339 time, got {value!r}", file=file, obj=obj, field=field)
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -64,7 +69,7 @@ def annotated_duration(key: str, *annotations: Any) -> float | None:
 def format_time(seconds: float) -> str:
     """RFC 3339 UTC; a time outside the years 1-9999 (no RFC 3339 form) is written as seconds."""
     try:
-        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, ValueError, OSError):
         return f"{seconds:.0f}s"
 
@@ -73,18 +78,21 @@ _DUR = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_duration(value: Any, *, file: str | None = None, obj: str | None = None,
-                   field: str | None = None) -> float:
+def parse_duration(
+    value: Any, *, file: str | None = None, obj: str | None = None, field: str | None = None
+) -> float:
     """A Go/Kubernetes duration (``90s``, ``5m``, ``1h30m``) or a number of seconds → seconds."""
     if isinstance(value, bool):
         raise InputError(f"expected a duration, got {value!r}", file=file, obj=obj, field=field)
     if isinstance(value, (int, float)):
         if not value < float("inf"):
-            raise InputError(f"expected a finite duration, got {_short(value)}", file=file, obj=obj,
-                             field=field)
+            raise InputError(
+                f"expected a finite duration, got {_short(value)}", file=file, obj=obj, field=field
+            )
         if value < 0:
-            raise InputError(f"expected a non-negative duration, got {value!r}", file=file, obj=obj,
-                             field=field)
+            raise InputError(
+                f"expected a non-negative duration, got {value!r}", file=file, obj=obj, field=field
+            )
         return float(value)
     if isinstance(value, str):
         s = value.strip()
@@ -98,11 +106,12 @@ def parse_duration(value: Any, *, file: str | None = None, obj: str | None = Non
             pos = m.end()
         if pos == len(s) and s and math.isfinite(total):
             return total
-    raise InputError(f"malformed duration {_short(value)} (expected e.g. 90s, 5m, 1h30m)", file=file, obj=obj,
-                     field=field)
+    raise InputError(
+        f"malformed duration {_short(value)} (expected e.g. 90s, 5m, 1h30m)", file=file, obj=obj, field=field
+    )
 
 
-INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _short(value: Any) -> str:
@@ -114,7 +123,7 @@ def _short(value: Any) -> str:
 class Obj:
     """A manifest object with its file and identity, for error messages."""
 
-    __slots__ = ("raw", "file", "kind", "name", "namespace", "meta")
+    __slots__ = ("file", "kind", "meta", "name", "namespace", "raw")
 
     def __init__(self, raw: dict, file: str, kind: str, namespaced: bool) -> None:
         self.raw = raw
@@ -188,8 +197,11 @@ class Obj:
 
     def integer(self, value: Any, path: str, *, minimum: int | None = None) -> int:
         """An integer within Kubernetes' int32 range (replicas, minMember, priorities are int32)."""
-        if isinstance(value, bool) or not isinstance(value, (int, str)) or \
-                (isinstance(value, str) and len(value) > 40):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, str))
+            or (isinstance(value, str) and len(value) > 40)
+        ):
             raise self.error(f"expected an integer, got {_short(value)}", path)
         try:
             n = int(value)
@@ -198,7 +210,9 @@ class Obj:
         if minimum is not None and n < minimum:
             raise self.error(f"expected an integer >= {minimum}, got {_short(n)}", path)
         if not INT32_MIN <= n <= INT32_MAX:
-            raise self.error(f"expected an integer between {INT32_MIN} and {INT32_MAX}, got {_short(n)}", path)
+            raise self.error(
+                f"expected an integer between {INT32_MIN} and {INT32_MAX}, got {_short(n)}", path
+            )
         return n
 
     def number(self, value: Any, path: str) -> float:
@@ -214,7 +228,7 @@ class Obj:
         return number
 
     def time(self, value: Any, path: str) -> float:
-        got = _TIMES.get(value) if type(value) is str else None      # seen: no message to prepare
+        got = _TIMES.get(value) if type(value) is str else None  # seen: no message to prepare
         return got if got is not None else parse_time(value, file=self.file, obj=self.ident, field=path)
 
     def duration(self, value: Any, path: str) -> float:

@@ -16,8 +16,19 @@ from corral.model.objects import Taint, Toleration
 from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity
 
-__all__ = ["KNOWN_KINDS", "NodeRec", "PodRec", "PodGroupRec", "QueueRec", "HyperNodeRec", "parse_object",
-           "GROUP_ANNOTATION", "KAI_GROUP_KEY", "TASK_SPEC_KEY", "PREEMPTABLE_KEY"]
+__all__ = [
+    "GROUP_ANNOTATION",
+    "KAI_GROUP_KEY",
+    "KNOWN_KINDS",
+    "PREEMPTABLE_KEY",
+    "TASK_SPEC_KEY",
+    "HyperNodeRec",
+    "NodeRec",
+    "PodGroupRec",
+    "PodRec",
+    "QueueRec",
+    "parse_object",
+]
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 KAI_GROUP_KEY = "pod-group-name"
@@ -99,8 +110,12 @@ class PodRec:
 
     @property
     def group(self) -> str:
-        return (self.annotations.get(GROUP_ANNOTATION) or self.labels.get(KAI_GROUP_KEY)
-                or self.annotations.get(KAI_GROUP_KEY) or "")
+        return (
+            self.annotations.get(GROUP_ANNOTATION)
+            or self.labels.get(KAI_GROUP_KEY)
+            or self.annotations.get(KAI_GROUP_KEY)
+            or ""
+        )
 
 
 @dataclass
@@ -158,9 +173,15 @@ def _node(o: Obj) -> NodeRec:
         if not isinstance(t, dict) or "key" not in t or "effect" not in t:
             raise o.error("a taint needs key and effect", f"spec.taints[{i}]")
         taints.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
-    return NodeRec(o.name, o.strmap(o.meta.get("labels"), "metadata.labels"), tuple(taints),
-                   bool(spec.get("unschedulable", False)), _resources(o, alloc, "status.allocatable"),
-                   o.strmap(o.meta.get("annotations"), "metadata.annotations"), o.file)
+    return NodeRec(
+        o.name,
+        o.strmap(o.meta.get("labels"), "metadata.labels"),
+        tuple(taints),
+        bool(spec.get("unschedulable", False)),
+        _resources(o, alloc, "status.allocatable"),
+        o.strmap(o.meta.get("annotations"), "metadata.annotations"),
+        o.file,
+    )
 
 
 def _container_requests(o: Obj, containers: Any, path: str) -> list[dict[str, float]]:
@@ -198,7 +219,9 @@ def _add_init_containers(o: Obj, inits: Any, requests: dict[str, float]) -> None
                 sidecars[k] = sidecars.get(k, 0.0) + v
             _max_into(steps, sidecars)
         else:
-            _max_into(steps, {k: req.get(k, 0.0) + sidecars.get(k, 0.0) for k in req.keys() | sidecars.keys()})
+            _max_into(
+                steps, {k: req.get(k, 0.0) + sidecars.get(k, 0.0) for k in req.keys() | sidecars.keys()}
+            )
     _max_into(requests, steps)
 
 
@@ -221,15 +244,20 @@ def _pod(o: Obj) -> PodRec:
             raise o.error("expected a toleration mapping", f"spec.tolerations[{i}]")
         op = t.get("operator", "Equal")
         if op not in ("Equal", "Exists"):
-            raise o.error(f"unknown operator {op!r} (allowed: Equal, Exists)", f"spec.tolerations[{i}].operator")
-        tolerations.append(Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""),
-                                      str(t.get("effect") or "")))
+            raise o.error(
+                f"unknown operator {op!r} (allowed: Equal, Exists)", f"spec.tolerations[{i}].operator"
+            )
+        tolerations.append(
+            Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""), str(t.get("effect") or ""))
+        )
     priority = spec.get("priority")
     meta = o.meta
     creation = meta.get("creationTimestamp")
     start = status.get("startTime")
     return PodRec(
-        name=o.name, namespace=o.namespace, uid=o.string(meta.get("uid"), "metadata.uid") or f"{o.namespace}/{o.name}",
+        name=o.name,
+        namespace=o.namespace,
+        uid=o.string(meta.get("uid"), "metadata.uid") or f"{o.namespace}/{o.name}",
         labels=o.strmap(meta.get("labels"), "metadata.labels"),
         annotations=o.strmap(meta.get("annotations"), "metadata.annotations"),
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
@@ -263,9 +291,9 @@ def min_resources(raw: dict[str, float]) -> dict[str, float]:
             continue
         name, r = key, 0
         if key.startswith("requests."):
-            name, r = key[len("requests."):], 1
+            name, r = key[len("requests.") :], 1
         elif key.startswith("limits."):
-            name, r = key[len("limits."):], 2
+            name, r = key[len("limits.") :], 2
         if name and r < rank.get(name, 3):
             out[name], rank[name] = value, r
     return out
@@ -287,7 +315,9 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
         elif tc.get("preferredTopologyLevel"):
             mode = "soft"
         if tc.get("highestTierAllowed") is not None:
-            tier = o.integer(tc["highestTierAllowed"], "spec.topologyConstraint.highestTierAllowed", minimum=1)
+            tier = o.integer(
+                tc["highestTierAllowed"], "spec.topologyConstraint.highestTierAllowed", minimum=1
+            )
     else:
         nt = o.mapping(spec.get("networkTopology"), "spec.networkTopology")
         if nt:
@@ -296,15 +326,24 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
                 raise o.error(f"unknown mode {mode!r} (allowed: hard, soft)", "spec.networkTopology.mode")
             if nt.get("highestTierAllowed") is not None:
                 # the CRD allows 0 (tier-0 HyperNodes only in hard mode; ignored in soft mode)
-                tier = o.integer(nt["highestTierAllowed"], "spec.networkTopology.highestTierAllowed", minimum=0)
+                tier = o.integer(
+                    nt["highestTierAllowed"], "spec.networkTopology.highestTierAllowed", minimum=0
+                )
     min_res = spec.get("minResources")
     creation = o.meta.get("creationTimestamp")
     return PodGroupRec(
-        name=o.name, namespace=o.namespace, min_member=min_member, min_task_member=min_task,
-        min_resources=min_resources(_resources(o, min_res, "spec.minResources")) if min_res is not None else None,
+        name=o.name,
+        namespace=o.namespace,
+        min_member=min_member,
+        min_task_member=min_task,
+        min_resources=min_resources(_resources(o, min_res, "spec.minResources"))
+        if min_res is not None
+        else None,
         queue=o.string(spec.get("queue"), "spec.queue") or "default",
         priority_class=o.string(spec.get("priorityClassName"), "spec.priorityClassName"),
-        topology_mode=mode, topology_tier=tier, phase=o.string(status.get("phase"), "status.phase") or "Pending",
+        topology_mode=mode,
+        topology_tier=tier,
+        phase=o.string(status.get("phase"), "status.phase") or "Pending",
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         annotations=o.strmap(o.meta.get("annotations"), "metadata.annotations"),
         labels=o.strmap(o.meta.get("labels"), "metadata.labels"),
@@ -334,17 +373,25 @@ def _kai_queue(o: Obj, rec: QueueRec, spec: dict) -> None:
     rec.deserved = des or None
     for f in ("preemptMinRuntime", "reclaimMinRuntime"):
         if spec.get(f) is not None:
-            setattr(rec, "preempt_min_runtime" if f.startswith("preempt") else "reclaim_min_runtime",
-                    o.duration(spec[f], f"spec.{f}"))
+            setattr(
+                rec,
+                "preempt_min_runtime" if f.startswith("preempt") else "reclaim_min_runtime",
+                o.duration(spec[f], f"spec.{f}"),
+            )
 
 
 def _queue(o: Obj, api: str) -> QueueRec:
     spec, status = o.section("spec"), o.section("status")
     ann = o.strmap(o.meta.get("annotations"), "metadata.annotations")
     creation = o.meta.get("creationTimestamp")
-    rec = QueueRec(name=o.name, source="kai" if api.startswith("scheduling.run.ai") else "volcano",
-                   annotations=ann, state=o.string(status.get("state"), "status.state") or "Open", file=o.file,
-                   creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0)
+    rec = QueueRec(
+        name=o.name,
+        source="kai" if api.startswith("scheduling.run.ai") else "volcano",
+        annotations=ann,
+        state=o.string(status.get("state"), "status.state") or "Open",
+        file=o.file,
+        creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
+    )
     if spec.get("priority") is not None:
         rec.priority = o.integer(spec["priority"], "spec.priority")
     if rec.source == "kai":
@@ -362,8 +409,13 @@ def _queue(o: Obj, api: str) -> QueueRec:
         rec.guarantee = _resources(o, spec["guarantee"]["resource"], "spec.guarantee.resource")
     rec.reclaimable = o.boolean(spec.get("reclaimable"), "spec.reclaimable", True)
     rec.parent = o.string(spec.get("parent"), "spec.parent") or None
-    for key, attr in (("preemptMinRuntime", "preempt_min_runtime"), ("reclaimMinRuntime", "reclaim_min_runtime")):
-        ann_key = "corral.io/" + ("preempt-min-runtime" if key.startswith("preempt") else "reclaim-min-runtime")
+    for key, attr in (
+        ("preemptMinRuntime", "preempt_min_runtime"),
+        ("reclaimMinRuntime", "reclaim_min_runtime"),
+    ):
+        ann_key = "corral.io/" + (
+            "preempt-min-runtime" if key.startswith("preempt") else "reclaim-min-runtime"
+        )
         if spec.get(key) is not None:
             setattr(rec, attr, o.duration(spec[key], f"spec.{key}"))
         elif ann_key in ann:
@@ -395,13 +447,14 @@ def _hypernode(o: Obj) -> HyperNodeRec:
             if not pattern:
                 raise o.error("regexMatch needs pattern", f"{p}.selector.regexMatch.pattern")
             try:
-                compile_name_pattern(pattern)       # RE2: linear time, Volcano's (Go) syntax
+                compile_name_pattern(pattern)  # RE2: linear time, Volcano's (Go) syntax
             except PatternError as exc:
                 raise o.error(f"bad pattern: {exc}", f"{p}.selector.regexMatch.pattern") from None
             members.append((mtype, "regex", str(pattern)))
         elif "labelMatch" in sel:
-            members.append((mtype, "label", parse_label_selector(sel["labelMatch"], o.ident,
-                                                                 f"{p}.selector.labelMatch")))
+            members.append(
+                (mtype, "label", parse_label_selector(sel["labelMatch"], o.ident, f"{p}.selector.labelMatch"))
+            )
         else:
             raise o.error("selector needs exactMatch, regexMatch or labelMatch", f"{p}.selector")
     return HyperNodeRec(o.name, tier, members, o.file)
@@ -423,11 +476,15 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
     if kind not in KNOWN_KINDS:
         return None
     if api not in KNOWN_KINDS[kind] and _group(api) not in {_group(a) for a in KNOWN_KINDS[kind]}:
-        return None        # the same kind of another API group (scheduler-plugins' PodGroup): not ours
+        return None  # the same kind of another API group (scheduler-plugins' PodGroup): not ours
     if api not in KNOWN_KINDS[kind]:
         name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
-        raise InputError(f"unknown apiVersion {api!r} for kind {kind} (expected one of: "
-                         f"{', '.join(KNOWN_KINDS[kind])})", file=file, obj=f"{kind} {name}", field="apiVersion")
+        raise InputError(
+            f"unknown apiVersion {api!r} for kind {kind} (expected one of: {', '.join(KNOWN_KINDS[kind])})",
+            file=file,
+            obj=f"{kind} {name}",
+            field="apiVersion",
+        )
     try:
         return _parse_known(file, raw, kind, api)
     except InputError as exc:
@@ -443,8 +500,11 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
         meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
         name = meta.get("name", "?")
         ns = meta.get("namespace")
-        raise InputError(f"malformed object: {type(exc).__name__}: {exc}", file=file,
-                         obj=f"{kind} {ns + '/' if ns else ''}{name}") from None
+        raise InputError(
+            f"malformed object: {type(exc).__name__}: {exc}",
+            file=file,
+            obj=f"{kind} {ns + '/' if ns else ''}{name}",
+        ) from None
 
 
 def _parse_known(file: str, raw: dict, kind: str, api: str) -> tuple[str, Any]:
@@ -463,7 +523,11 @@ def _parse_known(file: str, raw: dict, kind: str, api: str) -> tuple[str, Any]:
     if kind == "PriorityClass":
         if raw.get("value") is None:
             raise o.error("missing value", "value")
-        return kind, (o.name, o.integer(raw["value"], "value"), o.boolean(raw.get("globalDefault"), "globalDefault", False))
+        return kind, (
+            o.name,
+            o.integer(raw["value"], "value"),
+            o.boolean(raw.get("globalDefault"), "globalDefault", False),
+        )
     spec = o.section("spec")  # PodDisruptionBudget
     sel = parse_label_selector(spec.get("selector"), o.ident, "spec.selector")
     return kind, (o.namespace, o.name, sel, spec.get("minAvailable"), spec.get("maxUnavailable"))

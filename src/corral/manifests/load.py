@@ -7,13 +7,13 @@ YAML aliases, huge numbers); the C YAML loader (libyaml) is used whenever that i
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from corral.errors import InputError
 from corral.manifests.safe_load import load_text_documents
 
-__all__ = ["read_objects", "SourcedObject"]
+__all__ = ["SourcedObject", "read_objects"]
 
 SourcedObject = tuple[str, dict]
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -43,8 +43,11 @@ def _flatten(doc: object, source: str, where: str) -> Iterator[SourcedObject]:
             yield from _flatten(item, source, f"{where}[{i}]")
         return
     if not isinstance(doc, dict):
-        raise InputError(f"expected a Kubernetes object (a mapping), got {type(doc).__name__}",
-                         file=source, obj=where or None)
+        raise InputError(
+            f"expected a Kubernetes object (a mapping), got {type(doc).__name__}",
+            file=source,
+            obj=where or None,
+        )
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
         for i, item in enumerate(doc["items"]):

@@ -40,8 +40,9 @@ import codecs
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, ClassVar
 
 import yaml
 from yaml.composer import Composer, ComposerError
@@ -53,22 +54,24 @@ from yaml.resolver import Resolver
 from corral.errors import CorralError, InputError
 from corral.manifests import fast_yaml
 
-__all__ = ["Limits", "limits", "read_text", "load_yaml", "load_yaml_all", "load_json", "load_text_documents"]
+__all__ = ["Limits", "limits", "load_json", "load_text_documents", "load_yaml", "load_yaml_all", "read_text"]
+
+from yaml.parser import Parser as _PyParser
+from yaml.reader import Reader as _Reader
+from yaml.scanner import Scanner as _Scanner
 
 try:  # pragma: no cover - depends on how PyYAML was built
     from yaml import CSafeLoader as _FastLoader
     from yaml._yaml import CParser as _Parser
 except ImportError:  # pragma: no cover - pure-Python PyYAML: its parser, equally iterative
     from yaml import SafeLoader as _FastLoader  # type: ignore[assignment]
-    from yaml.parser import Parser as _PyParser
-    from yaml.reader import Reader as _Reader
-    from yaml.scanner import Scanner as _Scanner
 
     class _Parser(_Reader, _Scanner, _PyParser):  # type: ignore[no-redef]
         def __init__(self, stream: str) -> None:
             _Reader.__init__(self, stream)
             _Scanner.__init__(self)
             _PyParser.__init__(self)
+
 
 ErrorType = Callable[..., Exception]
 
@@ -77,9 +80,13 @@ class Limits:
     """The bounds on input, read from the environment each time (so a test or a user can raise one):
     ``CORRAL_MAX_INPUT_BYTES``, ``CORRAL_MAX_DEPTH``, ``CORRAL_MAX_ALIAS_NODES``."""
 
-    __slots__ = ("max_bytes", "max_depth", "max_alias_nodes")
+    __slots__ = ("max_alias_nodes", "max_bytes", "max_depth")
 
-    DEFAULTS = {"CORRAL_MAX_INPUT_BYTES": 1 << 30, "CORRAL_MAX_DEPTH": 200, "CORRAL_MAX_ALIAS_NODES": 100_000}
+    DEFAULTS: ClassVar[dict[str, int]] = {
+        "CORRAL_MAX_INPUT_BYTES": 1 << 30,
+        "CORRAL_MAX_DEPTH": 200,
+        "CORRAL_MAX_ALIAS_NODES": 100_000,
+    }
 
     def __init__(self) -> None:
         self.max_bytes = self._get("CORRAL_MAX_INPUT_BYTES")
@@ -103,6 +110,10 @@ def limits() -> Limits:
 # The C composer recurses on the C stack: it is only trusted with shallow documents (measured: it
 # survives 10,000 levels and crashes by 30,000 on an 8 MiB stack).
 _C_SAFE_DEPTH = 2000
+# libyaml 0.2.6 stops at 1,000 nested levels in its scanner (its own message); a text that may nest
+# deeper goes to the pure-Python parser when libyaml fails (see load_yaml_all). Kept below the real
+# ceiling, so a libyaml that counts a level differently still ends on this path.
+_LIBYAML_CEILING = 900
 _EMPTY = re.compile(r"\{\s*\}|\[\s*\]")
 _BLOCK_INDENT = re.compile(r"^[ ?\-]*", re.MULTILINE)
 _LEAD = re.compile(r"[ ?\-]*")
@@ -110,9 +121,11 @@ _LEAD = re.compile(r"[ ?\-]*")
 
 # ------------------------------------------------------------------------------------------- text
 _BOMS = (
-    (codecs.BOM_UTF32_LE, None, "UTF-32"), (codecs.BOM_UTF32_BE, None, "UTF-32"),
+    (codecs.BOM_UTF32_LE, None, "UTF-32"),
+    (codecs.BOM_UTF32_BE, None, "UTF-32"),
     (codecs.BOM_UTF8, "utf-8-sig", "UTF-8"),
-    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"), (codecs.BOM_UTF16_BE, "utf-16", "UTF-16"),
+    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16", "UTF-16"),
 )
 
 
@@ -121,24 +134,29 @@ def decode(data: bytes, file: str, error: ErrorType = InputError) -> str:
     for bom, codec, name in _BOMS:
         if data.startswith(bom):
             if codec is None:
-                raise error(f"the file is {name}; save it as UTF-8 (or UTF-16 with a byte-order mark)",
-                            file=file)
+                raise error(
+                    f"the file is {name}; save it as UTF-8 (or UTF-16 with a byte-order mark)", file=file
+                )
             try:
                 return data.decode(codec)
             except UnicodeDecodeError as exc:
                 raise error(f"not valid {name} text (bad bytes at offset {exc.start})", file=file) from None
-    nul = data.find(0)      # never in YAML or JSON text; all over UTF-16 without its byte-order mark
+    nul = data.find(0)  # never in YAML or JSON text; all over UTF-16 without its byte-order mark
     if nul >= 0:
         head = data[:4096]
         if head.count(0) * 4 >= len(head):
-            raise error("the file looks like UTF-16 or UTF-32 without a byte-order mark; save it as UTF-8",
-                        file=file)
+            raise error(
+                "the file looks like UTF-16 or UTF-32 without a byte-order mark; save it as UTF-8", file=file
+            )
         raise error(f"a NUL byte at offset {nul}: not a text file", file=file)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); the file must "
-                    "be UTF-8, or UTF-16 with a byte-order mark", file=file) from None
+        raise error(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); the file must "
+            "be UTF-8, or UTF-16 with a byte-order mark",
+            file=file,
+        ) from None
 
 
 def read_text(path: str | Path, error: ErrorType = InputError) -> str:
@@ -147,15 +165,20 @@ def read_text(path: str | Path, error: ErrorType = InputError) -> str:
     try:
         size = p.stat().st_size
         if size > bound:
-            raise error(f"the file is {size} bytes, more than the limit of {bound} "
-                        "(raise it with CORRAL_MAX_INPUT_BYTES)", file=str(path))
+            raise error(
+                f"the file is {size} bytes, more than the limit of {bound} "
+                "(raise it with CORRAL_MAX_INPUT_BYTES)",
+                file=str(path),
+            )
         with p.open("rb") as handle:
             data = handle.read(bound + 1)
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-    if len(data) > bound:   # a pipe or a file that grew: no stat size to trust
-        raise error(f"the file is more than the limit of {bound} bytes (raise it with "
-                    "CORRAL_MAX_INPUT_BYTES)", file=str(path))
+    if len(data) > bound:  # a pipe or a file that grew: no stat size to trust
+        raise error(
+            f"the file is more than the limit of {bound} bytes (raise it with CORRAL_MAX_INPUT_BYTES)",
+            file=str(path),
+        )
     return decode(data, str(path), error)
 
 
@@ -182,12 +205,12 @@ def _depth_within(text: str, limit: int) -> bool:
 
 
 def _indent_within(text: str, levels: int) -> bool:
-    room = levels // 2                  # 2 * (indentation + 1) <= levels
+    room = levels // 2  # 2 * (indentation + 1) <= levels
     if room < 1:
         return False
     if _LEAD.match(text).end() >= room:  # type: ignore[union-attr]
         return False
-    return re.search(r"\n[ ?\-]{%d}" % room, text) is None
+    return re.search(rf"\n[ ?\-]{{{room}}}", text) is None
 
 
 # ------------------------------------------------------------------------------------------- YAML
@@ -197,12 +220,12 @@ class _CountingComposer(Composer):
     "billion laughs" document fails after reading its text once."""
 
     def compose_document(self) -> Node:
-        self.get_event()                       # DocumentStart
+        self.get_event()  # DocumentStart
         bound = limits()
         self._max_depth, self._budget = bound.max_depth, bound.max_alias_nodes
-        self._sizes: dict[int, tuple[int, int]] = {}   # id(node) -> (nodes, height), once complete
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, height), once complete
         node = self._compose_iterative()
-        self.get_event()                       # DocumentEnd
+        self.get_event()  # DocumentEnd
         self.anchors = {}
         return node
 
@@ -218,15 +241,20 @@ class _CountingComposer(Composer):
             self._fail(f"alias *{event.anchor} refers to a node that contains it (recursive)", event)
         self._budget -= size[0]
         if self._budget < 0:
-            self._fail("YAML aliases expand to more than the limit of "
-                       f"{limits().max_alias_nodes} nodes (raise it with CORRAL_MAX_ALIAS_NODES)", event)
+            self._fail(
+                "YAML aliases expand to more than the limit of "
+                f"{limits().max_alias_nodes} nodes (raise it with CORRAL_MAX_ALIAS_NODES)",
+                event,
+            )
         if depth + size[1] > self._max_depth:
             self._too_deep(event)
         return node, size[0], size[1]
 
     def _too_deep(self, event: Any) -> None:
-        self._fail(f"nesting deeper than the limit of {self._max_depth} levels "
-                   "(raise it with CORRAL_MAX_DEPTH)", event)
+        self._fail(
+            f"nesting deeper than the limit of {self._max_depth} levels (raise it with CORRAL_MAX_DEPTH)",
+            event,
+        )
 
     def _start(self, event: Any, anchor: str | None) -> Node:
         if isinstance(event, SequenceStartEvent):
@@ -265,7 +293,7 @@ class _CountingComposer(Composer):
                     self._too_deep(event)
                 stack.append([self._start(event, event.anchor), 1, 1, None, event.anchor])
                 continue
-            else:                                  # SequenceEnd / MappingEnd closes the top
+            else:  # SequenceEnd / MappingEnd closes the top
                 top = stack.pop()
                 child, size, height = top[0], top[1], top[2]
                 child.end_mark = event.end_mark
@@ -320,7 +348,7 @@ class _FastConstruction:
                 return _STR
             tag = self._resolved.get(value)
             if tag is None:
-                tag = Resolver.resolve(self, kind, value, implicit)   # type: ignore[arg-type]
+                tag = Resolver.resolve(self, kind, value, implicit)  # type: ignore[arg-type]
                 if len(self._resolved) < _RESOLVED_MAX:
                     self._resolved[value] = tag
             return tag
@@ -340,7 +368,7 @@ class _FastConstruction:
         return _FALLBACK if fn is None else fn(self, node)
 
     def _build(self, root: Node) -> Any:
-        scalars = {t: self.yaml_constructors[t] for t in _SCALAR_TAGS}   # type: ignore[attr-defined]
+        scalars = {t: self.yaml_constructors[t] for t in _SCALAR_TAGS}  # type: ignore[attr-defined]
         if type(root) is ScalarNode:
             return self._scalar(root, scalars)
         top = _empty(root)
@@ -410,6 +438,20 @@ class _BoundedLoader(_Parser, _CountingComposer, SafeConstructor, Resolver):  # 
     compose_document = _CountingComposer.compose_document
 
 
+class _PyBoundedLoader(_Reader, _Scanner, _PyParser, _CountingComposer, SafeConstructor, Resolver):
+    """PyYAML's pure-Python reader, scanner and parser (iterative, with no nesting ceiling of their
+    own), the counting composer, the safe constructor: the loader of last resort for texts that nest
+    deeper than libyaml's own ceiling, so that corral's depth limit — not the C library's — decides."""
+
+    def __init__(self, stream: str) -> None:
+        _Reader.__init__(self, stream)
+        _Scanner.__init__(self)
+        _PyParser.__init__(self)
+        _CountingComposer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+
+
 def _loader_for(text: str, max_depth: int) -> tuple[type, bool]:
     """The loader for ``text`` and whether its result must still be walked for the depth limit."""
     if "&" in text:
@@ -428,13 +470,17 @@ def _yaml_error(exc: BaseException, file: str, error: ErrorType) -> Exception:
 
 def _number_error(exc: ValueError, file: str, what: str, error: ErrorType) -> Exception:
     if "digits" in str(exc) or "integer string conversion" in str(exc):
-        return error(f"a number in the {what} has more digits than the limit of "
-                     f"{_int_digits()} (numbers that large are never meaningful here)", file=file)
+        return error(
+            f"a number in the {what} has more digits than the limit of "
+            f"{_int_digits()} (numbers that large are never meaningful here)",
+            file=file,
+        )
     return error(f"malformed {what}: {exc}", file=file)
 
 
 def _int_digits() -> int:
     import sys
+
     return sys.get_int_max_str_digits() or 4300
 
 
@@ -447,14 +493,23 @@ def load_yaml_all(text: str, file: str, error: ErrorType = InputError) -> list[A
         if fast is not None:
             return fast
     try:
-        docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+        try:
+            docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+        except yaml.YAMLError:
+            if _depth_within(text, _LIBYAML_CEILING):
+                raise
+            # libyaml (0.2.6 and later) refuses nesting past its own ceiling in its scanner, which
+            # reads ahead of the composer: read such a text again with the pure-Python parser, so the
+            # error is corral's depth limit (which CORRAL_MAX_DEPTH raises) or the text's real fault.
+            walk = False
+            docs = [d for d in yaml.load_all(text, Loader=_PyBoundedLoader) if d is not None]
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, file, error) from None
-    except ValueError as exc:          # int("9" * 5000) in the constructor
+    except ValueError as exc:  # int("9" * 5000) in the constructor
         raise _number_error(exc, file, "YAML", error) from None
-    except RecursionError:             # pragma: no cover - the composer bounds depth first
+    except RecursionError:  # pragma: no cover - the composer bounds depth first
         raise _too_deep(max_depth, file, error) from None
-    if walk and _nests_deeper(docs, max_depth + 1):   # +1: the list of documents
+    if walk and _nests_deeper(docs, max_depth + 1):  # +1: the list of documents
         raise _too_deep(max_depth, file, error)
     return docs
 
@@ -466,8 +521,9 @@ def _c_documents(text: str) -> list[Any]:
 
 
 def _too_deep(bound: int, file: str, error: ErrorType) -> Exception:
-    return error(f"nesting deeper than the limit of {bound} levels (raise it with CORRAL_MAX_DEPTH)",
-                 file=file)
+    return error(
+        f"nesting deeper than the limit of {bound} levels (raise it with CORRAL_MAX_DEPTH)", file=file
+    )
 
 
 def load_yaml(text: str, file: str, error: ErrorType = InputError) -> Any:
@@ -488,8 +544,12 @@ def _nests_deeper(value: Any, bound: int) -> bool:
     while level:
         if depth > bound:
             return True
-        level = [v for item in level for v in (item.values() if isinstance(item, dict) else item)
-                 if isinstance(v, (dict, list))]
+        level = [
+            v
+            for item in level
+            for v in (item.values() if isinstance(item, dict) else item)
+            if isinstance(v, (dict, list))
+        ]
         depth += 1
     return False
 

@@ -8,13 +8,21 @@ ANDs the requirements inside a term (Gt and Lt compare integers); ``matchFields`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from corral.errors import InputError
 
-__all__ = ["Requirement", "LabelSelector", "PodAffinityTerm", "Affinity", "parse_label_selector",
-           "parse_affinity", "NODE_OPERATORS"]
+__all__ = [
+    "NODE_OPERATORS",
+    "Affinity",
+    "LabelSelector",
+    "PodAffinityTerm",
+    "Requirement",
+    "parse_affinity",
+    "parse_label_selector",
+]
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_OPERATORS = LABEL_OPERATORS + ("Gt", "Lt")
@@ -56,9 +64,9 @@ class LabelSelector:
 @dataclass(frozen=True)
 class PodAffinityTerm:
     selector: LabelSelector
-    namespaces: tuple[str, ...]   # empty: the pod's own namespace
+    namespaces: tuple[str, ...]  # empty: the pod's own namespace
     topology_key: str
-    weight: int = 0               # preferred terms only
+    weight: int = 0  # preferred terms only
 
 
 @dataclass(frozen=True)
@@ -111,14 +119,14 @@ def _requirements(exprs: Any, where: str, path: str, allowed: tuple[str, ...]) -
             raise InputError("expected {key, operator, values}", obj=where, field=p)
         op = e["operator"]
         if op not in allowed:
-            raise InputError(f"unknown operator {op!r} (allowed: {', '.join(allowed)})", obj=where,
-                             field=f"{p}.operator")
+            raise InputError(
+                f"unknown operator {op!r} (allowed: {', '.join(allowed)})", obj=where, field=f"{p}.operator"
+            )
         values = tuple(str(v) for v in (e.get("values") or ()))
         if op in ("In", "NotIn") and not values:
             raise InputError(f"operator {op} needs values", obj=where, field=f"{p}.values")
-        if op in ("Gt", "Lt"):
-            if len(values) != 1 or not values[0].lstrip("-").isdigit():
-                raise InputError(f"operator {op} needs one integer value", obj=where, field=f"{p}.values")
+        if op in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+            raise InputError(f"operator {op} needs one integer value", obj=where, field=f"{p}.values")
         out.append(Requirement(str(e["key"]), op, values))
     return out
 
@@ -154,8 +162,9 @@ def _pod_terms(raw: Any, where: str, path: str, weighted: bool) -> tuple[PodAffi
         if not isinstance(term, dict) or not term.get("topologyKey"):
             raise InputError("a pod affinity term needs topologyKey", obj=where, field=f"{p}.topologyKey")
         sel = parse_label_selector(term.get("labelSelector"), where, f"{p}.labelSelector")
-        out.append(PodAffinityTerm(sel, tuple(term.get("namespaces") or ()), str(term["topologyKey"]),
-                                   weight))
+        out.append(
+            PodAffinityTerm(sel, tuple(term.get("namespaces") or ()), str(term["topologyKey"]), weight)
+        )
     return tuple(out)
 
 
@@ -179,10 +188,16 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
             for j, f in enumerate(_list(term.get("matchFields"), where, f"{p}.matchFields")):
                 f = _map(f, where, f"{p}.matchFields[{j}]")
                 if f.get("key") != "metadata.name":
-                    raise InputError("only metadata.name is supported in matchFields", obj=where,
-                                     field=f"{p}.matchFields[{j}].key")
-                reqs += [Requirement("\x00name", f.get("operator", "In"),
-                                     tuple(str(v) for v in f.get("values") or ()))]
+                    raise InputError(
+                        "only metadata.name is supported in matchFields",
+                        obj=where,
+                        field=f"{p}.matchFields[{j}].key",
+                    )
+                reqs += [
+                    Requirement(
+                        "\x00name", f.get("operator", "In"), tuple(str(v) for v in f.get("values") or ())
+                    )
+                ]
             terms.append(tuple(reqs))
         node_terms = tuple(terms)
     preferred = []
@@ -190,8 +205,12 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
     for i, pt in enumerate(_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), where, pp)):
         p = f"{pp}[{i}]"
         pt = _map(pt, where, p)
-        reqs = _requirements(_map(pt.get("preference"), where, f"{p}.preference").get("matchExpressions"), where,
-                             f"{p}.preference.matchExpressions", NODE_OPERATORS)
+        reqs = _requirements(
+            _map(pt.get("preference"), where, f"{p}.preference").get("matchExpressions"),
+            where,
+            f"{p}.preference.matchExpressions",
+            NODE_OPERATORS,
+        )
         preferred.append((_weight(pt.get("weight", 1), where, f"{p}.weight"), tuple(reqs)))
     pa = _map(raw.get("podAffinity"), where, f"{base}.podAffinity")
     paa = _map(raw.get("podAntiAffinity"), where, f"{base}.podAntiAffinity")
@@ -204,7 +223,12 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
         pod_affinity_preferred=_pod_terms(pa.get(P), where, f"{base}.podAffinity.{P}", True),
         pod_anti_affinity_preferred=_pod_terms(paa.get(P), where, f"{base}.podAntiAffinity.{P}", True),
     )
-    if (aff.node_terms is None and not aff.node_preferred and not aff.has_pod_terms
-            and not aff.pod_affinity_preferred and not aff.pod_anti_affinity_preferred):
+    if (
+        aff.node_terms is None
+        and not aff.node_preferred
+        and not aff.has_pod_terms
+        and not aff.pod_affinity_preferred
+        and not aff.pod_anti_affinity_preferred
+    ):
         return None
     return aff

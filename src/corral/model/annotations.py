@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["EXPECTED_RUNTIME", "COMPLETED_RUNTIME", "ATTAINED_SERVICE"]
+__all__ = ["ATTAINED_SERVICE", "COMPLETED_RUNTIME", "EXPECTED_RUNTIME"]
 
 #: The run time a job is expected to take (a duration), on the PodGroup or its pods.
 EXPECTED_RUNTIME = "corral.io/expected-runtime"

@@ -15,7 +15,7 @@ from corral.model.nodes import Nodes
 from corral.model.objects import OCCUPYING_STATES, Job, Queue, Task, TaskStatus
 from corral.model.resources import ResourceIndex
 
-__all__ = ["Cluster", "PriorityClass", "PodDisruptionBudget"]
+__all__ = ["Cluster", "PodDisruptionBudget", "PriorityClass"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,13 @@ class PodDisruptionBudget:
 class Cluster:
     resources: ResourceIndex
     nodes: Nodes
-    tasks: dict[str, Task] = field(default_factory=dict)          # by uid
-    jobs: dict[str, Job] = field(default_factory=dict)            # by "ns/name"
+    tasks: dict[str, Task] = field(default_factory=dict)  # by uid
+    jobs: dict[str, Job] = field(default_factory=dict)  # by "ns/name"
     queues: dict[str, Queue] = field(default_factory=dict)
     hypernodes: HyperNodeTree = field(default_factory=lambda: HyperNodeTree({}))
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
-    foreign: list[Task] = field(default_factory=list)              # pods of other schedulers
+    foreign: list[Task] = field(default_factory=list)  # pods of other schedulers
     #: uids of jobs whose pods or phase changed outside a session since the last session closed, kept by
     #: a front end that reuses its cluster across cycles (the simulator); None: not tracked, and every
     #: session looks at every job when it closes
@@ -57,7 +57,7 @@ class Cluster:
         :meth:`charge` adds, gathered per column and added at once (``np.add.at`` adds in task order,
         as charging one by one does)."""
         nodes = self.nodes
-        held: tuple[list, list, list] = ([], [], [])           # used, releasing, pipelined: (row, task)
+        held: tuple[list, list, list] = ([], [], [])  # used, releasing, pipelined: (row, task)
         for task in self.tasks.values():
             status = task.status
             if status in OCCUPYING_STATES and task.node >= 0:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["HyperNode", "HyperNodeTree", "HyperIndex"]
+__all__ = ["HyperIndex", "HyperNode", "HyperNodeTree"]
 
 
 @dataclass(eq=False)
@@ -34,16 +34,19 @@ class HyperIndex:
     gang" costs one pass over the memberships instead of one Python loop per hypernode.
     """
 
-    def __init__(self, tree: "HyperNodeTree") -> None:
+    def __init__(self, tree: HyperNodeTree) -> None:
         order = [tree.hypernodes[n] for t in tree.tiers for n in tree.by_tier[t]]
         self.names = [hn.name for hn in order]
-        self.nodes = [hn for hn in order]
+        self.nodes = list(order)
         self.tier = np.array([hn.tier for hn in order], dtype=np.int64)
         rows = [np.flatnonzero(hn.mask) for hn in order]
         self.sizes = np.array([len(r) for r in rows], dtype=np.int64)
         self.flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        self.starts = np.concatenate(([0], np.cumsum(self.sizes)[:-1])).astype(np.int64) if rows else \
-            np.zeros(0, dtype=np.int64)
+        self.starts = (
+            np.concatenate(([0], np.cumsum(self.sizes)[:-1])).astype(np.int64)
+            if rows
+            else np.zeros(0, dtype=np.int64)
+        )
 
     def __len__(self) -> int:
         return len(self.names)
@@ -56,7 +59,7 @@ class HyperIndex:
             return np.zeros((len(self.names),) + values.shape[1:])
         picked = values[self.flat]
         out = np.add.reduceat(picked, np.minimum(self.starts, len(self.flat) - 1), axis=0)
-        out[self.sizes == 0] = 0                 # reduceat gives the next element for an empty run
+        out[self.sizes == 0] = 0  # reduceat gives the next element for an empty run
         return out
 
     def containing(self, rows: np.ndarray, n_nodes: int) -> np.ndarray:

@@ -7,7 +7,7 @@ milli-units. ``idle = allocatable - used``; ``future_idle = idle + releasing - p
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -21,9 +21,15 @@ __all__ = ["Nodes"]
 class Nodes:
     """All nodes of a cluster, sorted by name so row order is a stable tie-break."""
 
-    def __init__(self, resources: ResourceIndex, names: Sequence[str], allocatable: np.ndarray,
-                 labels: Sequence[dict[str, str]], taints: Sequence[tuple[Taint, ...]],
-                 unschedulable: Sequence[bool]) -> None:
+    def __init__(
+        self,
+        resources: ResourceIndex,
+        names: Sequence[str],
+        allocatable: np.ndarray,
+        labels: Sequence[dict[str, str]],
+        taints: Sequence[tuple[Taint, ...]],
+        unschedulable: Sequence[bool],
+    ) -> None:
         self.resources = resources
         self.names = list(names)
         self.index = {n: i for i, n in enumerate(self.names)}
@@ -35,7 +41,7 @@ class Nodes:
         self.labels = list(labels)
         self.taints = list(taints)
         self.unschedulable = np.asarray(unschedulable, dtype=bool).reshape(n)
-        self.down = np.zeros(n, dtype=bool)     # simulator: node failed
+        self.down = np.zeros(n, dtype=bool)  # simulator: node failed
         self.locked_for: list[str | None] = [None] * n  # reservation (seed 001)
         self._mask_cache: dict[tuple, np.ndarray] = {}
         self._taint_ids: np.ndarray | None = None
@@ -81,7 +87,7 @@ class Nodes:
         """Rows whose label ``key`` is one of ``values`` (any value when None)."""
         index = self.label_rows(key)
         mask = np.zeros(len(self.names), dtype=bool)
-        for v in (index if values is None else values):
+        for v in index if values is None else values:
             rows = index.get(v)
             if rows is not None:
                 mask[rows] = True
@@ -122,7 +128,7 @@ class Nodes:
         return mask
 
     def regex_mask(self, pattern: str) -> np.ndarray:
-        matches = compile_name_pattern(pattern)        # RE2: linear time (corral.model.patterns)
+        matches = compile_name_pattern(pattern)  # RE2: linear time (corral.model.patterns)
         return np.fromiter((matches(n) for n in self.names), bool, len(self.names))
 
     def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
@@ -147,7 +153,10 @@ class Nodes:
 
 def _soft_groups(taints: Sequence[tuple[Taint, ...]]) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
     groups: dict[tuple[Taint, ...], int] = {}
-    ids = [groups.setdefault(tuple(t for t in row if t.effect == "PreferNoSchedule"), len(groups)) for row in taints]
+    ids = [
+        groups.setdefault(tuple(t for t in row if t.effect == "PreferNoSchedule"), len(groups))
+        for row in taints
+    ]
     return np.array(ids, dtype=np.intp), list(groups)
 
 

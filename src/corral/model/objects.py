@@ -11,17 +11,26 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TaskStatus", "Task", "Job", "Queue", "PodGroupPhase", "Toleration", "Taint",
-           "ALLOCATED_STATES", "OCCUPYING_STATES"]
+__all__ = [
+    "ALLOCATED_STATES",
+    "OCCUPYING_STATES",
+    "Job",
+    "PodGroupPhase",
+    "Queue",
+    "Taint",
+    "Task",
+    "TaskStatus",
+    "Toleration",
+]
 
 
 class TaskStatus(enum.Enum):
     PENDING = "Pending"
-    ALLOCATED = "Allocated"      # placed by this cycle, not yet bound
-    PIPELINED = "Pipelined"      # nominated onto capacity that is still being freed
-    BOUND = "Bound"              # has a node, pod phase Pending
+    ALLOCATED = "Allocated"  # placed by this cycle, not yet bound
+    PIPELINED = "Pipelined"  # nominated onto capacity that is still being freed
+    BOUND = "Bound"  # has a node, pod phase Pending
     RUNNING = "Running"
-    RELEASING = "Releasing"      # deletionTimestamp set or evicted: still holds its node
+    RELEASING = "Releasing"  # deletionTimestamp set or evicted: still holds its node
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
@@ -32,8 +41,9 @@ class TaskStatus(enum.Enum):
 #: States that count towards a job being ready (with SUCCEEDED), Volcano's "allocated" set.
 ALLOCATED_STATES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
 #: States that hold resources on a node.
-OCCUPYING_STATES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING,
-                              TaskStatus.RELEASING})
+OCCUPYING_STATES = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
+)
 
 
 class PodGroupPhase(str, enum.Enum):
@@ -56,7 +66,7 @@ class Toleration:
     key: str
     operator: str  # Equal | Exists
     value: str
-    effect: str    # "" matches every effect
+    effect: str  # "" matches every effect
 
     def tolerates(self, taint: Taint) -> bool:
         if self.effect and self.effect != taint.effect:
@@ -81,7 +91,7 @@ class Task:
     name: str
     namespace: str
     request: np.ndarray
-    job: "Job | None" = None
+    job: Job | None = None
     role: str = ""
     priority: int = 0
     status: TaskStatus = TaskStatus.PENDING
@@ -90,12 +100,12 @@ class Task:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     node_selector: dict[str, str] = field(default_factory=dict)
-    affinity: Any = None            # manifests.affinity.Affinity or None
+    affinity: Any = None  # manifests.affinity.Affinity or None
     tolerations: tuple[Toleration, ...] = ()
-    creation: float = 0.0           # seconds since the epoch
+    creation: float = 0.0  # seconds since the epoch
     start_time: float | None = None
     preemptable: bool = True
-    preempt_never: bool = False     # spec.preemptionPolicy: Never
+    preempt_never: bool = False  # spec.preemptionPolicy: Never
     managed: bool = True
     priority_class: str = ""
     best_effort: bool = False
@@ -110,7 +120,7 @@ class Task:
 class Job:
     """One PodGroup (or a pod without one, as a job of minMember 1)."""
 
-    uid: str                        # "namespace/name"
+    uid: str  # "namespace/name"
     name: str
     namespace: str
     queue: str = "default"
@@ -124,18 +134,17 @@ class Job:
     creation: float = 0.0
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
-    topology_mode: str = ""         # "", "hard", "soft"
+    topology_mode: str = ""  # "", "hard", "soft"
     topology_tier: int | None = None
     preemptable: bool = True
-    invalid_reason: str = ""        # valid input that cannot be honoured (missing queue, missing group)
-    synthetic: bool = False         # a pod without podgroup
+    invalid_reason: str = ""  # valid input that cannot be honoured (missing queue, missing group)
+    synthetic: bool = False  # a pod without podgroup
 
     def count(self, *states: TaskStatus) -> int:
         return sum(1 for t in self.tasks if t.status in states)
 
     def ready_count(self) -> int:
-        return sum(1 for t in self.tasks
-                   if t.status in ALLOCATED_STATES or t.status is TaskStatus.SUCCEEDED)
+        return sum(1 for t in self.tasks if t.status in ALLOCATED_STATES or t.status is TaskStatus.SUCCEEDED)
 
     def role_counts(self, states: frozenset[TaskStatus] | set[TaskStatus]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -151,8 +160,11 @@ class Job:
     def admitted_unstarted(self) -> bool:
         """Admitted (Inqueue) with minResources and below its minimum of ready pods: what ``enqueue``'s
         overcommit budget keeps room for (Volcano ``actions/enqueue``)."""
-        return self.phase is PodGroupPhase.INQUEUE and self.min_resources is not None and \
-            self.ready_count() < self.min_member
+        return (
+            self.phase is PodGroupPhase.INQUEUE
+            and self.min_resources is not None
+            and self.ready_count() < self.min_member
+        )
 
     def pending_tasks(self) -> list[Task]:
         return [t for t in self.tasks if t.status is TaskStatus.PENDING and t.managed]
@@ -178,12 +190,12 @@ class Queue:
     parent: str | None = None
     priority: int = 0
     state: str = "Open"
-    preempt_min_runtime: float | None = None   # seconds; None inherits
+    preempt_min_runtime: float | None = None  # seconds; None inherits
     reclaim_min_runtime: float | None = None
     annotations: dict[str, str] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
     creation: float = 0.0
-    source: str = ""                # "volcano" | "kai" | "implicit"
+    source: str = ""  # "volcano" | "kai" | "implicit"
 
     @property
     def open(self) -> bool:

@@ -10,7 +10,7 @@ input, reported with the object and field by the caller.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import re2
 
@@ -23,9 +23,9 @@ class PatternError(ValueError):
     """The pattern is not valid RE2 (Go regexp) syntax, or too large."""
 
 
-def _options() -> "re2.Options":
+def _options() -> re2.Options:
     options = re2.Options()
-    options.log_errors = False      # RE2 would otherwise write its own complaint to stderr
+    options.log_errors = False  # RE2 would otherwise write its own complaint to stderr
     return options
 
 

@@ -13,18 +13,30 @@ from decimal import Decimal, InvalidOperation
 
 from corral.errors import InputError
 
-__all__ = ["parse_quantity", "format_quantity", "MILLI", "MAX_UNITS"]
+__all__ = ["MAX_UNITS", "MILLI", "format_quantity", "parse_quantity"]
 
 MILLI = 1000.0
 # Kubernetes keeps a quantity's value in an int64: nothing larger is a real amount, and the bound keeps
 # every sum of float64 milli-units finite.
-MAX_UNITS = float(2 ** 63)
+MAX_UNITS = float(2**63)
 
 _SUFFIX = {
-    "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-    "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9, "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
-    "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
+    "": 1,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal(10) ** 3,
+    "M": Decimal(10) ** 6,
+    "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12,
+    "P": Decimal(10) ** 15,
+    "E": Decimal(10) ** 18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 _QTY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
 _CACHE: dict[str, float] = {}
@@ -41,29 +53,33 @@ def parse_quantity(value: object, *, where: str = "", field: str | None = None) 
         raise InputError(f"expected a quantity, got {value!r}", obj=where or None, field=field)
     if isinstance(value, (int, float)):
         if value < 0 or value != value:
-            raise InputError(f"expected a non-negative quantity, got {_short(value)}", obj=where or None,
-                             field=field)
+            raise InputError(
+                f"expected a non-negative quantity, got {_short(value)}", obj=where or None, field=field
+            )
         if not value <= MAX_UNITS:
             raise _too_large(value, where, field)
         return float(value) * MILLI
     if not isinstance(value, str):
-        raise InputError(f"expected a quantity, got {type(value).__name__} {_short(value)}",
-                         obj=where or None, field=field)
+        raise InputError(
+            f"expected a quantity, got {type(value).__name__} {_short(value)}", obj=where or None, field=field
+        )
     cached = _CACHE.get(value)
     if cached is not None:
         return cached
     m = _QTY.match(value.strip()) if len(value) <= 64 else None
     if not m:
-        raise InputError(f"bad quantity {_short(value)} (expected e.g. 500m, 2, 1.5Gi, 4G, 1e3)",
-                         obj=where or None, field=field)
+        raise InputError(
+            f"bad quantity {_short(value)} (expected e.g. 500m, 2, 1.5Gi, 4G, 1e3)",
+            obj=where or None,
+            field=field,
+        )
     try:
         number = Decimal(m.group(1))
     except InvalidOperation:  # pragma: no cover - the regex admits only valid decimals
         raise InputError(f"bad quantity {value!r}", obj=where or None, field=field) from None
     if number < 0:
-        raise InputError(f"expected a non-negative quantity, got {value!r}", obj=where or None,
-                         field=field)
-    if number.adjusted() > 30:          # before any arithmetic: 1e999999999 must not be expanded
+        raise InputError(f"expected a non-negative quantity, got {value!r}", obj=where or None, field=field)
+    if number.adjusted() > 30:  # before any arithmetic: 1e999999999 must not be expanded
         raise _too_large(value, where, field)
     milli = number * Decimal(_SUFFIX[m.group(2) or ""]) * 1000
     if milli > MAX_UNITS * 1000:
@@ -81,16 +97,20 @@ def _short(value: object) -> str:
 
 
 def _too_large(value: object, where: str, field: str | None) -> InputError:
-    return InputError(f"quantity {_short(value)} is larger than the limit of 2^63 units (Kubernetes "
-                      "stores a quantity in 64 bits)", obj=where or None, field=field)
+    return InputError(
+        f"quantity {_short(value)} is larger than the limit of 2^63 units (Kubernetes "
+        "stores a quantity in 64 bits)",
+        obj=where or None,
+        field=field,
+    )
 
 
 def format_quantity(milli: float, resource: str = "") -> str:
     """Render milli-units for a person: cpu as cores, memory in Gi, counts as integers."""
     value = milli / MILLI
     if resource == "memory" or resource.endswith("storage"):
-        gib = value / 2 ** 30
-        return f"{gib:.4g}Gi" if gib >= 1 else f"{value / 2 ** 20:.4g}Mi"
+        gib = value / 2**30
+        return f"{gib:.4g}Gi" if gib >= 1 else f"{value / 2**20:.4g}Mi"
     if value == int(value):
         return str(int(value))
     return f"{value:.3g}"

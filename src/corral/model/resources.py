@@ -6,13 +6,13 @@ that cluster has the same length, so fits and shares are array operations.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from corral.model.quantity import format_quantity
 
-__all__ = ["ResourceIndex", "CPU", "MEMORY", "PODS", "GPU", "EPS", "admission_refusal"]
+__all__ = ["CPU", "EPS", "GPU", "MEMORY", "PODS", "ResourceIndex", "admission_refusal"]
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -25,7 +25,7 @@ EPS = 1e-3
 class ResourceIndex:
     """The resource names of one cluster and their column numbers. cpu, memory and pods always exist."""
 
-    __slots__ = ("names", "_pos")
+    __slots__ = ("_pos", "names")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         self.names: list[str] = []
@@ -67,8 +67,9 @@ class ResourceIndex:
 
     def describe(self, vec: np.ndarray) -> str:
         """``cpu 2, memory 4Gi, nvidia.com/gpu 8`` for a person (pods omitted)."""
-        parts = [f"{n} {format_quantity(vec[i], n)}" for i, n in enumerate(self.names)
-                 if vec[i] and n != PODS]
+        parts = [
+            f"{n} {format_quantity(vec[i], n)}" for i, n in enumerate(self.names) if vec[i] and n != PODS
+        ]
         return ", ".join(parts) or "nothing"
 
 
@@ -87,5 +88,7 @@ def admission_refusal(res: ResourceIndex, need: np.ndarray, left: np.ndarray, fa
     need_s = res.describe(need)
     if PODS in res and need[res.pos(PODS)]:
         need_s = (need_s + ", " if need_s != "nothing" else "") + f"pod slots {need[res.pos(PODS)] / 1000:g}"
-    return (f"not admitted: minResources need {need_s}; the cluster can admit only {', '.join(lefts)} more "
-            f"(short of {', '.join(names)}; overcommit-factor {factor:g})")
+    return (
+        f"not admitted: minResources need {need_s}; the cluster can admit only {', '.join(lefts)} more "
+        f"(short of {', '.join(names)}; overcommit-factor {factor:g})"
+    )

@@ -42,18 +42,26 @@ from dataclasses import dataclass
 
 from corral.errors import ConfigError
 from corral.framework.config import arg
+from corral.framework.extension import Vote
 from corral.framework.plugin import Plugin
 from corral.framework.session import PENDING_LIKE
 from corral.manifests.fields import annotated_duration
-from corral.framework.extension import Vote
 from corral.model import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 
-__all__ = ["FifoPlugin", "SjfPlugin", "SrtfPlugin", "LasPlugin", "EXPECTED_RUNTIME", "COMPLETED_RUNTIME",
-           "ATTAINED_SERVICE", "expected_runtime", "attained_service"]
-
+__all__ = [
+    "ATTAINED_SERVICE",
+    "COMPLETED_RUNTIME",
+    "EXPECTED_RUNTIME",
+    "FifoPlugin",
+    "LasPlugin",
+    "SjfPlugin",
+    "SrtfPlugin",
+    "attained_service",
+    "expected_runtime",
+]
 
 
 def _cmp(a: float, b: float) -> int:
@@ -62,12 +70,17 @@ def _cmp(a: float, b: float) -> int:
 
 def expected_runtime(job: Job) -> float | None:
     """The job's expected run time: its PodGroup annotation, else its first pod's."""
-    return annotated_duration(EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None)
+    return annotated_duration(
+        EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None
+    )
 
 
 def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
-    return [(t, max(now - t.start_time, 0.0)) for t in job.tasks
-            if t.status is TaskStatus.RUNNING and t.start_time is not None]
+    return [
+        (t, max(now - t.start_time, 0.0))
+        for t in job.tasks
+        if t.status is TaskStatus.RUNNING and t.start_time is not None
+    ]
 
 
 def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
@@ -84,9 +97,9 @@ class FifoPlugin(Plugin):
     name = "fifo"
 
     def on_session_open(self) -> None:
-        self._lines: dict[str, list[Job]] = {}   # queue -> its jobs in line, in JobOrder (built lazily)
+        self._lines: dict[str, list[Job]] = {}  # queue -> its jobs in line, in JobOrder (built lazily)
         self._places: dict[str, dict[str, int]] = {}
-        self._head: dict[str, int] = {}          # queue -> index of the head in its line
+        self._head: dict[str, int] = {}  # queue -> index of the head in its line
 
     def job_order(self, a: Job, b: Job) -> int:
         return _cmp(a.creation, b.creation)
@@ -108,7 +121,7 @@ class FifoPlugin(Plugin):
         if job is None:
             return True
         pos = self._line(job.queue).get(job.uid)
-        if pos is None:          # not waiting when the session opened: nothing to hold it back
+        if pos is None:  # not waiting when the session opened: nothing to hold it back
             return True
         return pos <= self._advance(job.queue)
 
@@ -117,8 +130,11 @@ class FifoPlugin(Plugin):
         got = self._lines.get(queue)
         if got is None:
             session = self.session
-            jobs = [j for j in session.cluster.jobs.values()
-                    if j.queue == queue and not j.invalid_reason and self._waiting(j)]
+            jobs = [
+                j
+                for j in session.cluster.jobs.values()
+                if j.queue == queue and not j.invalid_reason and self._waiting(j)
+            ]
             jobs.sort(key=session.job_key())
             self._lines[queue] = jobs
             self._places[queue] = got = {j.uid: i for i, j in enumerate(jobs)}
@@ -195,15 +211,20 @@ def _thresholds(text: str) -> tuple[float, ...]:
     except ValueError:
         values = ()
     if not values or any(not (0 < v < float("inf")) for v in values) or list(values) != sorted(set(values)):
-        raise ConfigError(f"expected ascending positive GPU-hours separated by commas, got {text!r}",
-                          field="arguments.thresholds")
+        raise ConfigError(
+            f"expected ascending positive GPU-hours separated by commas, got {text!r}",
+            field="arguments.thresholds",
+        )
     return values
 
 
 @dataclass(frozen=True)
 class LasArgs:
-    thresholds: str = arg("thresholds", "1", "GPU-hours at which a job moves to the next (lower) queue, "
-                          "comma-separated and ascending")
+    thresholds: str = arg(
+        "thresholds",
+        "1",
+        "GPU-hours at which a job moves to the next (lower) queue, comma-separated and ascending",
+    )
 
     def __post_init__(self) -> None:
         _thresholds(self.thresholds)
@@ -225,9 +246,9 @@ class LasPlugin(Plugin):
         got = self._level.get(job.uid)
         if got is None:
             got = self._level[job.uid] = bisect.bisect_right(
-                self._limits, attained_service(job, self.session.now, self._gpu))
+                self._limits, attained_service(job, self.session.now, self._gpu)
+            )
         return got
 
     def job_order(self, a: Job, b: Job) -> int:
         return _cmp(self.level(a), self.level(b)) or _cmp(a.creation, b.creation)
-

@@ -28,8 +28,9 @@ class BinpackArgs:
     cpu: float = arg("binpack.cpu", 1.0, "weight of cpu", kind="float")
     memory: float = arg("binpack.memory", 1.0, "weight of memory", kind="float")
     resources: str = arg("binpack.resources", "", "comma-separated extra resources, e.g. nvidia.com/gpu")
-    resource_weights: dict = arg("binpack.resources.", {}, "weight of each extra resource (default 1)",
-                                 prefix=True, kind="float")
+    resource_weights: dict = arg(
+        "binpack.resources.", {}, "weight of each extra resource (default 1)", prefix=True, kind="float"
+    )
 
 
 class BinpackPlugin(Plugin):
@@ -48,8 +49,10 @@ class BinpackPlugin(Plugin):
                 weights[pos] = float(self.args.resource_weights.get(name, 1.0))
         for name in self.args.resource_weights:
             if name not in extra:
-                raise ConfigError(f"binpack.resources.{name} given but {name} is not in binpack.resources",
-                                  field=f"binpack.resources.{name}")
+                raise ConfigError(
+                    f"binpack.resources.{name} given but {name} is not in binpack.resources",
+                    field=f"binpack.resources.{name}",
+                )
         self.weights = weights
         self._per_class: dict[tuple, tuple[np.ndarray, ...] | None] = {}
 
@@ -66,7 +69,13 @@ class BinpackPlugin(Plugin):
         terms = None
         if len(cols) and total_w > 0 and self.args.weight:
             alloc = self.session.cluster.nodes.allocatable[:, cols]
-            terms = (cols, task.request[cols], w[cols] * (100.0 * self.args.weight / total_w), alloc, alloc > 0)
+            terms = (
+                cols,
+                task.request[cols],
+                w[cols] * (100.0 * self.args.weight / total_w),
+                alloc,
+                alloc > 0,
+            )
         if key:
             self._per_class[key] = terms
         return terms

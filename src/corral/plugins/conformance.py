@@ -13,8 +13,12 @@ _CRITICAL = {"system-cluster-critical", "system-node-critical"}
 
 
 def evictable_at_all(task: Task) -> bool:
-    return (task.managed and task.preemptable and task.namespace != "kube-system"
-            and task.priority_class not in _CRITICAL)
+    return (
+        task.managed
+        and task.preemptable
+        and task.namespace != "kube-system"
+        and task.priority_class not in _CRITICAL
+    )
 
 
 class ConformancePlugin(Plugin):

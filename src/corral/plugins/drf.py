@@ -31,10 +31,10 @@ class DrfPlugin(Plugin):
     def on_session_open(self) -> None:
         cluster = self.session.cluster
         total = cluster.total_allocatable().astype(float)
-        total[cluster.resources.pos(PODS)] = 0.0        # pods count is not a resource to share fairly
+        total[cluster.resources.pos(PODS)] = 0.0  # pods count is not a resource to share fairly
         self.inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
         self.usage = dict(once_per_session(self.session, job_usage))
-        self._shares: dict[str, float] = {}           # cache, dropped for a job when its usage changes
+        self._shares: dict[str, float] = {}  # cache, dropped for a job when its usage changes
         self.hierarchy = self.switch("enableHierarchy", False)
         if self.hierarchy:
             self._build_hierarchy()
@@ -94,7 +94,7 @@ class DrfPlugin(Plugin):
             left = self.usage.get(task.job.uid, 0.0) - task.request
             if left.any():
                 self.usage[task.job.uid] = left
-            else:                # holds nothing: no entry, as when the session opened (shares.job_usage)
+            else:  # holds nothing: no entry, as when the session opened (shares.job_usage)
                 self.usage.pop(task.job.uid, None)
             self._shares.pop(task.job.uid, None)
             if self.hierarchy:
@@ -147,7 +147,7 @@ class DrfPlugin(Plugin):
         if not self.hierarchy or reclaimer.job is None or reclaimer.job.queue not in self.paths:
             return None
         mine = self.paths[reclaimer.job.queue]
-        given: dict[str, np.ndarray] = {}          # path key -> what victims allowed so far free there
+        given: dict[str, np.ndarray] = {}  # path key -> what victims allowed so far free there
         out = []
         for t in candidates:
             if t.job is None or t.job.queue not in self.paths:

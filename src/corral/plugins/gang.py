@@ -24,7 +24,7 @@ _PIPE = _READY | {TaskStatus.PIPELINED}
 def _meets(job: Job, states: frozenset) -> bool:
     if sum(1 for t in job.tasks if t.status in states) < job.min_member:
         return False
-    if job.min_task_member and not job.elastic:       # Volcano CheckTaskReady: elastic jobs skip roles
+    if job.min_task_member and not job.elastic:  # Volcano CheckTaskReady: elastic jobs skip roles
         counts = job.role_counts(states)
         return all(counts.get(role, 0) >= n for role, n in job.min_task_member.items())
     return True
@@ -36,8 +36,10 @@ class GangPlugin(Plugin):
     def job_valid(self, job: Job) -> str | None:
         valid = [t for t in job.tasks if t.status is not TaskStatus.FAILED]
         if len(valid) < job.min_member:
-            return (f"gang: only {len(valid)} pods exist for minMember {job.min_member}; "
-                    f"create the missing pods or lower minMember")
+            return (
+                f"gang: only {len(valid)} pods exist for minMember {job.min_member}; "
+                f"create the missing pods or lower minMember"
+            )
         if job.min_task_member:
             counts: dict[str, int] = {}
             for t in valid:

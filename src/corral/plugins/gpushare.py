@@ -52,7 +52,7 @@ from corral.model import GPU, Task, TaskStatus, format_quantity, parse_quantity
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS
 
-__all__ = ["GpuSharePlugin", "GpuShareArgs", "GPU_INDEX", "GPU_MEMORY", "GPU_MEMORY_PER_DEVICE"]
+__all__ = ["GPU_INDEX", "GPU_MEMORY", "GPU_MEMORY_PER_DEVICE", "GpuShareArgs", "GpuSharePlugin"]
 
 #: The pod annotation naming the device a pod runs on (Volcano's ``volcano.sh/gpu-index``).
 GPU_INDEX = "volcano.sh/gpu-index"
@@ -62,8 +62,12 @@ _ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING
 
 @dataclass(frozen=True)
 class GpuShareArgs:
-    keep_device: bool = arg("keepDeviceOnReAdd", True, "a simulated re-add puts a pod back on the device it "
-                            "had (seed 003, scenario 2); false binpacks it like a new pod (scenario 1)")
+    keep_device: bool = arg(
+        "keepDeviceOnReAdd",
+        True,
+        "a simulated re-add puts a pod back on the device it "
+        "had (seed 003, scenario 2); false binpacks it like a new pod (scenario 1)",
+    )
 
 
 def _where(task: Task) -> int:
@@ -87,15 +91,15 @@ class GpuSharePlugin(Plugin):
         nodes = cluster.nodes
         self.n = n = len(nodes)
         self.col = cluster.resources.get(GPU_MEMORY)
-        self.assign: dict[str, tuple[int, int]] = {}          # uid -> (row, device), held now
-        self.memory: dict[str, dict[int, int]] = {}           # uid -> {row: last device there}
+        self.assign: dict[str, tuple[int, int]] = {}  # uid -> (row, device), held now
+        self.memory: dict[str, dict[int, int]] = {}  # uid -> {row: last device there}
         self.tasks: dict[str, Task] = {}
-        self._removed: set[str] = set()                       # simulate-removed, not yet re-added
-        self._watch: list[Task] = []                          # earlier nominations: may change silently
+        self._removed: set[str] = set()  # simulate-removed, not yet re-added
+        self._watch: list[Task] = []  # earlier nominations: may change silently
         self._everywhere = np.ones(n, dtype=bool)
         self.devices = np.zeros(n, dtype=np.int64)
         self.per_device = np.zeros(n)
-        if self.col is None:                                  # no pod asks for GPU memory
+        if self.col is None:  # no pod asks for GPU memory
             self.free = np.full((n, 1), -np.inf)
             self.max_free = np.full(n, -np.inf)
             self.capacity = np.full(n, -np.inf)
@@ -117,15 +121,19 @@ class GpuSharePlugin(Plugin):
         size = np.where(has_total, total / np.maximum(count, 1), 0.0)
         key, labels = GPU_MEMORY_PER_DEVICE, nodes.labels
         given = [(r, per) for r in range(n) if (per := annotations[r].get(key) or labels[r].get(key))]
-        if given:                                             # the per-device label/annotation wins
+        if given:  # the per-device label/annotation wins
             rr = np.array([r for r, _ in given])
             size[rr] = [parse_quantity(per, where=f"Node {nodes.names[r]}", field=key) for r, per in given]
             given_count = np.zeros(len(rr), dtype=np.int64)
             if gpu is not None:
                 given_count = (alloc[rr, gpu] // MILLI).astype(np.int64)
             if number is not None:
-                given_count = np.where(given_count > 0, given_count, (alloc[rr, number] // MILLI).astype(np.int64))
-            by_total = np.where(size[rr] > 0, total[rr] // np.where(size[rr] > 0, size[rr], 1), 0).astype(np.int64)
+                given_count = np.where(
+                    given_count > 0, given_count, (alloc[rr, number] // MILLI).astype(np.int64)
+                )
+            by_total = np.where(size[rr] > 0, total[rr] // np.where(size[rr] > 0, size[rr], 1), 0).astype(
+                np.int64
+            )
             count[rr] = np.where(given_count > 0, given_count, by_total)
         self.devices, self.per_device = count.astype(np.int64), size
         width = max(int(self.devices.max(initial=0)), 1)
@@ -134,9 +142,14 @@ class GpuSharePlugin(Plugin):
         # existing pods: annotated first, then running/bound before nominated, by creation then name;
         # plain lists while assigning (thousands of pods), one array write at the end
         col = self.col
-        placed = [(t, r, self._annotated(t)) for t in cluster.tasks.values()
-                  if t.request[col] > 0 and (r := _where(t)) >= 0]
-        placed.sort(key=lambda x: (x[2] is None, x[0].status is TaskStatus.PIPELINED, x[0].creation, x[0].name))
+        placed = [
+            (t, r, self._annotated(t))
+            for t in cluster.tasks.values()
+            if t.request[col] > 0 and (r := _where(t)) >= 0
+        ]
+        placed.sort(
+            key=lambda x: (x[2] is None, x[0].status is TaskStatus.PIPELINED, x[0].creation, x[0].name)
+        )
         rows: dict[int, list[float]] = {}
         counts, sizes = self.devices.tolist(), size.tolist()
         for t, r, dev in placed:
@@ -152,7 +165,7 @@ class GpuSharePlugin(Plugin):
                 for dev in range(k):
                     if free[dev] >= need:
                         break
-                else:                                         # fits nowhere: a fact, put on the freest
+                else:  # fits nowhere: a fact, put on the freest
                     dev = free.index(max(free))
             free[dev] -= req
             self.assign[t.uid] = (r, dev)
@@ -171,9 +184,9 @@ class GpuSharePlugin(Plugin):
             return
         decided = {b.pod for b in self.session.decisions.binds}
         decided |= {m.pod for m in self.session.decisions.nominations if m.node}
-        for uid, (row, dev) in self.assign.items():
+        for uid, (_row, dev) in self.assign.items():
             t = self.tasks[uid]
-            if t.key in decided:                           # a new dict: pods may share one (simulator)
+            if t.key in decided:  # a new dict: pods may share one (simulator)
                 t.annotations = {**t.annotations, GPU_INDEX: str(dev)}
 
     # -- helpers -------------------------------------------------------------------------------
@@ -201,7 +214,7 @@ class GpuSharePlugin(Plugin):
 
     def _place(self, task: Task, row: int, dev: int) -> None:
         if self.devices[row] <= 0:
-            return                                           # a node without GPU devices: nothing to hold
+            return  # a node without GPU devices: nothing to hold
         req = self._req(task)
         self.free[row, dev] -= req
         self.max_free[row] = self.free[row].max()
@@ -282,8 +295,12 @@ class GpuSharePlugin(Plugin):
         req = self._req(task)
         if req <= 0:
             return []
-        return [(~self.predicate(task), f"node(s) had no single GPU device with {format_quantity(req, 'memory')} "
-                                            "of GPU memory free")]
+        return [
+            (
+                ~self.predicate(task),
+                f"node(s) had no single GPU device with {format_quantity(req, 'memory')} of GPU memory free",
+            )
+        ]
 
     # -- simulation (seed 003) -----------------------------------------------------------------
     def simulate_remove_task(self, task: Task, node: int) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from corral.framework.plugin import Plugin
 from corral.framework.volcano import INERT_PLUGINS
 
-__all__ = ["AnyArgs", "INERT_PLUGIN_CLASSES"]
+__all__ = ["INERT_PLUGIN_CLASSES", "AnyArgs"]
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,15 @@ class AnyArgs:
 
 
 def _inert(plugin_name: str) -> type[Plugin]:
-    return type(f"Inert_{plugin_name}", (Plugin,), {
-        "name": plugin_name, "Args": AnyArgs,
-        "__doc__": f"``{plugin_name}``: accepted with no effect: {INERT_PLUGINS[plugin_name]}."})
+    return type(
+        f"Inert_{plugin_name}",
+        (Plugin,),
+        {
+            "name": plugin_name,
+            "Args": AnyArgs,
+            "__doc__": f"``{plugin_name}``: accepted with no effect: {INERT_PLUGINS[plugin_name]}.",
+        },
+    )
 
 
 INERT_PLUGIN_CLASSES: tuple[type[Plugin], ...] = tuple(_inert(n) for n in sorted(INERT_PLUGINS))

@@ -37,16 +37,26 @@ the same input gives the same decisions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from corral.framework.config import arg
 from corral.framework.plugin import Plugin
 from corral.manifests.fields import parse_time
 from corral.model import ALLOCATED_STATES, Job, Queue, Task
 
-__all__ = ["MinRuntimePlugin", "MinRuntimeArgs", "resolve_min_runtime", "rule_for", "start_time",
-           "is_elastic", "START_ANNOTATIONS", "PREEMPT", "RECLAIM"]
+__all__ = [
+    "PREEMPT",
+    "RECLAIM",
+    "START_ANNOTATIONS",
+    "MinRuntimeArgs",
+    "MinRuntimePlugin",
+    "is_elastic",
+    "resolve_min_runtime",
+    "rule_for",
+    "start_time",
+]
 
 PREEMPT = "preempt"
 RECLAIM = "reclaim"
@@ -59,14 +69,21 @@ _FIELD = {PREEMPT: "preempt_min_runtime", RECLAIM: "reclaim_min_runtime"}
 
 @dataclass(frozen=True)
 class MinRuntimeArgs:
-    default_preempt: float = arg("defaultPreemptMinRuntime", 0.0,
-                                 "node-pool preempt min-runtime (a duration: 0, 90s, 5m, 1h30m)",
-                                 kind="duration")
-    default_reclaim: float = arg("defaultReclaimMinRuntime", 0.0,
-                                 "node-pool reclaim min-runtime (a duration)", kind="duration")
-    reclaim_resolve_method: str = arg("reclaimResolveMethod", "lca",
-                                      "lca: resolve below the lowest common ancestor; queue: from the "
-                                      "victim's leaf queue", choices=("lca", "queue"))
+    default_preempt: float = arg(
+        "defaultPreemptMinRuntime",
+        0.0,
+        "node-pool preempt min-runtime (a duration: 0, 90s, 5m, 1h30m)",
+        kind="duration",
+    )
+    default_reclaim: float = arg(
+        "defaultReclaimMinRuntime", 0.0, "node-pool reclaim min-runtime (a duration)", kind="duration"
+    )
+    reclaim_resolve_method: str = arg(
+        "reclaimResolveMethod",
+        "lca",
+        "lca: resolve below the lowest common ancestor; queue: from the victim's leaf queue",
+        choices=("lca", "queue"),
+    )
 
 
 def rule_for(action: str, preemptor_queue: str | None = None, victim_queue: str | None = None) -> str:
@@ -106,8 +123,14 @@ def _default(defaults: Mapping[str, float], rule: str) -> float:
     return float(defaults.get(rule, 0.0) or 0.0)
 
 
-def resolve_min_runtime(queues: Mapping[str, Any], preemptor_queue: str | None, victim_queue: str | None,
-                        action: str, defaults: Mapping[str, float] | None = None, method: str = "lca") -> float:
+def resolve_min_runtime(
+    queues: Mapping[str, Any],
+    preemptor_queue: str | None,
+    victim_queue: str | None,
+    action: str,
+    defaults: Mapping[str, float] | None = None,
+    method: str = "lca",
+) -> float:
     """The min-runtime (seconds) that protects a victim in leaf queue ``victim_queue`` against a
     preemptor in ``preemptor_queue`` under ``action`` (seed 002, SPEC.md §3.4).
 
@@ -128,7 +151,7 @@ def resolve_min_runtime(queues: Mapping[str, Any], preemptor_queue: str | None, 
     # the LCA is the victim's first ancestor the preemptor shares (past the top: a virtual root above
     # every tree); the queue one level below it, towards the victim, is the one just before it
     lca_at = next((i for i, name in enumerate(victim_chain) if name in preemptor_side), len(victim_chain))
-    start = max(lca_at - 1, 0)   # 0: the victim's queue is the preemptor's or its ancestor, no step down
+    start = max(lca_at - 1, 0)  # 0: the victim's queue is the preemptor's or its ancestor, no step down
     return _walk_up(queues, victim_chain[start:], attr, _default(defaults, rule))
 
 
@@ -174,8 +197,14 @@ class MinRuntimePlugin(Plugin):
         key = (rule, preemptor.queue, victim.queue)
         got = self._runtime.get(key)
         if got is None:
-            got = resolve_min_runtime(self.queues, preemptor.queue, victim.queue, rule, self.defaults,
-                                      self.args.reclaim_resolve_method)
+            got = resolve_min_runtime(
+                self.queues,
+                preemptor.queue,
+                victim.queue,
+                rule,
+                self.defaults,
+                self.args.reclaim_resolve_method,
+            )
             self._runtime[key] = got
         return got
 
@@ -205,10 +234,12 @@ class MinRuntimePlugin(Plugin):
     # -- extension points --------------------------------------------------------------------------
     def victim_filter(self, preemptor: Job, victim: Job, action: str) -> bool:
         if is_elastic(victim):
-            return True          # its surplus may go; scenario_valid guards minMember
+            return True  # its surplus may go; scenario_valid guards minMember
         return not self.protected(preemptor, victim, action)
 
-    def scenario_valid(self, preemptor: Job, victims: Sequence[Job], tasks: Sequence[Task], action: str) -> bool:
+    def scenario_valid(
+        self, preemptor: Job, victims: Sequence[Job], tasks: Sequence[Task], action: str
+    ) -> bool:
         evicted: dict[str, set[int]] = {}
         jobs: dict[str, Job] = {v.uid: v for v in victims}
         for t in tasks:
@@ -226,4 +257,3 @@ class MinRuntimePlugin(Plugin):
             if left < job.min_member:
                 return False
         return True
-

@@ -29,8 +29,8 @@ Jobs without a topology constraint get no answer (the session's default domain i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -53,21 +53,29 @@ _VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 @dataclass(frozen=True)
 class TopologyArgs:
     evict_domains: int = arg("evictDomains", 8, "domains returned for eviction (top K)")
-    weight: float = arg("weight", 1.0, "multiplies the HyperNodeOrder score (Volcano's plugin weight)", kind="float")
-    bp_cpu: float = arg("hypernode.binpack.cpu", -1.0, "weight of cpu in the hypernode binpack score", kind="float")
-    bp_memory: float = arg("hypernode.binpack.memory", -1.0, "weight of memory in the hypernode binpack score",
-                           kind="float")
+    weight: float = arg(
+        "weight", 1.0, "multiplies the HyperNodeOrder score (Volcano's plugin weight)", kind="float"
+    )
+    bp_cpu: float = arg(
+        "hypernode.binpack.cpu", -1.0, "weight of cpu in the hypernode binpack score", kind="float"
+    )
+    bp_memory: float = arg(
+        "hypernode.binpack.memory", -1.0, "weight of memory in the hypernode binpack score", kind="float"
+    )
     bp_resources: str = arg("hypernode.binpack.resources", "", "further resources the hypernode score packs")
-    bp_weights: dict = arg("hypernode.binpack.resources.", {}, "weight of each of those (default 1)",
-                           prefix=True, kind="float")
+    bp_weights: dict = arg(
+        "hypernode.binpack.resources.", {}, "weight of each of those (default 1)", prefix=True, kind="float"
+    )
 
     def binpack_weights(self) -> dict[str, float] | None:
         """Volcano's hypernode binpack weights per resource, or None when no ``hypernode.binpack.*``
         argument is given (then the score is the GPU, else CPU, fraction in use)."""
         if self.bp_cpu < 0 and self.bp_memory < 0 and not self.bp_resources and not self.bp_weights:
             return None
-        out = {"cpu": max(self.bp_cpu, 0.0) if self.bp_cpu >= 0 else 1.0,
-               "memory": max(self.bp_memory, 0.0) if self.bp_memory >= 0 else 1.0}
+        out = {
+            "cpu": max(self.bp_cpu, 0.0) if self.bp_cpu >= 0 else 1.0,
+            "memory": max(self.bp_memory, 0.0) if self.bp_memory >= 0 else 1.0,
+        }
         for name in (r.strip() for r in self.bp_resources.split(",")):
             if name:
                 out[name] = float(self.bp_weights.get(name, 1.0))
@@ -76,7 +84,9 @@ class TopologyArgs:
 
 def _amounts(res, vec: np.ndarray) -> str:
     """``24 nvidia.com/gpu, 8 cpu`` (the pod count left out)."""
-    return ", ".join(f"{format_quantity(vec[i], n)} {n}" for i, n in enumerate(res.names) if vec[i] and n != PODS)
+    return ", ".join(
+        f"{format_quantity(vec[i], n)} {n}" for i, n in enumerate(res.names) if vec[i] and n != PODS
+    )
 
 
 class NetworkTopologyPlugin(Plugin):
@@ -91,7 +101,9 @@ class NetworkTopologyPlugin(Plugin):
         self.cols[res.pos(PODS)] = False
         self.score_col = res.pos(GPU) if GPU in res else res.pos(CPU)
         weights = self.args.binpack_weights()
-        self._bp = None if weights is None else [(res.pos(n), w) for n, w in weights.items() if n in res and w > 0]
+        self._bp = (
+            None if weights is None else [(res.pos(n), w) for n, w in weights.items() if n in res and w > 0]
+        )
         self._cap: np.ndarray | None = None
         self._allowed_cache: dict[tuple, np.ndarray] = {}
 
@@ -119,8 +131,10 @@ class NetworkTopologyPlugin(Plugin):
         return np.sort(np.array(waiting), axis=0)[:lack].sum(axis=0)
 
     def _placed_rows(self, job: Job) -> np.ndarray:
-        return np.array(sorted({t.node for t in job.tasks if t.status in ALLOCATED_STATES and t.node >= 0}),
-                         dtype=np.int64)
+        return np.array(
+            sorted({t.node for t in job.tasks if t.status in ALLOCATED_STATES and t.node >= 0}),
+            dtype=np.int64,
+        )
 
     def _allowed(self, job: Job) -> np.ndarray:
         """Indexes (:class:`~corral.model.hypernodes.HyperIndex` order) of the hypernodes of allowed
@@ -128,7 +142,7 @@ class NetworkTopologyPlugin(Plugin):
         hold what its waiting pods need at least (:meth:`least_need`) — all hypernodes judged at once."""
         placed = self._placed_rows(job)
         need = self.least_need(job)
-        key = (job.uid, placed.tobytes(), need.tobytes())     # asked by GangPredicate, then the space
+        key = (job.uid, placed.tobytes(), need.tobytes())  # asked by GangPredicate, then the space
         got = self._allowed_cache.get(key)
         if got is not None:
             return got
@@ -181,7 +195,7 @@ class NetworkTopologyPlugin(Plugin):
                 fits = hx.sums(self._slots(waiting[0], free, len(waiting)))[cand] >= lack
             else:
                 fits = ~np.any((hx.sums(free)[cand] < need - EPS) & self.cols, axis=1)
-                for task, count in (kinds.values() if lack == len(waiting) else ()):
+                for task, count in kinds.values() if lack == len(waiting) else ():
                     fits &= hx.sums(self._slots(task, free, count))[cand] >= count
             out[fits] = klass
         return out
@@ -191,8 +205,11 @@ class NetworkTopologyPlugin(Plugin):
         task's predicates when it has a class (pods of one class share them)."""
         req = task.request
         cols = np.flatnonzero(req > EPS)
-        per_node = np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1) if cols.size else \
-            np.full(len(free), float(most))
+        per_node = (
+            np.floor((free[:, cols] + EPS) / req[cols]).min(axis=1)
+            if cols.size
+            else np.full(len(free), float(most))
+        )
         per_node = np.minimum(per_node, most)
         return per_node * self.session.predicate(task) if task.klass else per_node
 
@@ -242,8 +259,10 @@ class NetworkTopologyPlugin(Plugin):
         order = np.lexsort((cand, -score, hx.tier[cand], klass))
         room = order[klass[order] < 2]
         keep = room if room.size else order[:FULL_DOMAINS_TRIED]
-        return [Domain(hx.names[cand[i]], hx.nodes[cand[i]].mask, int(hx.tier[cand[i]]), float(score[i]))
-                for i in keep]
+        return [
+            Domain(hx.names[cand[i]], hx.nodes[cand[i]].mask, int(hx.tier[cand[i]]), float(score[i]))
+            for i in keep
+        ]
 
     # -- extension points ------------------------------------------------------------------------
     def gang_search_space(self, job: Job, purpose: Purpose) -> list[Domain]:
@@ -260,15 +279,20 @@ class NetworkTopologyPlugin(Plugin):
             pods = self._victim_pods(job)
             cost = self.entry_costs(job, domains, need, pods)
             fits = self.safe_fits(job, domains, pods)
-            order = sorted(range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name))
-            scored = [Domain(domains[i].name, domains[i].mask, domains[i].tier, -cost[i])
-                      for i in order[: self.args.evict_domains]]
+            order = sorted(
+                range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name)
+            )
+            scored = [
+                Domain(domains[i].name, domains[i].mask, domains[i].tier, -cost[i])
+                for i in order[: self.args.evict_domains]
+            ]
         if job.topology_mode == "soft":
             scored.append(Domain("cluster", ~nodes.down, None))
         return scored
 
-    def entry_costs(self, job: Job, domains: Sequence[Domain], need: np.ndarray,
-                    pods: list[Task] | None = None) -> list[float]:
+    def entry_costs(
+        self, job: Job, domains: Sequence[Domain], need: np.ndarray, pods: list[Task] | None = None
+    ) -> list[float]:
         """The cost to enter each domain, for eviction: what the gang lacks there once the free and
         releasing capacity is used, made up from the running pods that might give way — pods of lower
         priority in the job's queue or pods of other queues (preemptable, of this scheduler) — as the
@@ -308,7 +332,7 @@ class NetworkTopologyPlugin(Plugin):
         room = self._future_free(cols)
         if v.rows.size:
             keys, slot = np.unique(v.rows * len(v.surplus) + v.owner, return_inverse=True)
-            local = np.bincount(slot, minlength=len(keys))                  # its pods on one node
+            local = np.bincount(slot, minlength=len(keys))  # its pods on one node
             spare = v.surplus[keys % len(v.surplus)]
             share = np.where(spare < 0, 1.0, np.minimum(local, np.maximum(spare, 0)) / np.maximum(local, 1))
             np.add.at(room, v.rows, v.req * share[slot][:, None])
@@ -328,15 +352,24 @@ class NetworkTopologyPlugin(Plugin):
         (the session's current action; both for any other)."""
         cluster = self.session.cluster
         asker = self.session.action
-        same = not asker.endswith("reclaim")             # preempt: its queue, lower priority
-        other = not asker.endswith("preempt")            # reclaim: other, reclaimable queues
-        return [t for t in cluster.tasks.values()
-                if t.status in _VICTIM and t.managed and t.preemptable and t.node >= 0 and t.job is not None
-                and t.job is not job and (
-                    (same and t.job.queue == job.queue and t.job.priority < job.priority)
-                    or (other and t.job.queue != job.queue and _reclaimable(cluster, t.job.queue)))]
+        same = not asker.endswith("reclaim")  # preempt: its queue, lower priority
+        other = not asker.endswith("preempt")  # reclaim: other, reclaimable queues
+        return [
+            t
+            for t in cluster.tasks.values()
+            if t.status in _VICTIM
+            and t.managed
+            and t.preemptable
+            and t.node >= 0
+            and t.job is not None
+            and t.job is not job
+            and (
+                (same and t.job.queue == job.queue and t.job.priority < job.priority)
+                or (other and t.job.queue != job.queue and _reclaimable(cluster, t.job.queue))
+            )
+        ]
 
-    def _victims(self, job: Job, cols: np.ndarray, want: np.ndarray, pods: list[Task] | None) -> "_Victims":
+    def _victims(self, job: Job, cols: np.ndarray, want: np.ndarray, pods: list[Task] | None) -> _Victims:
         """The pods that might give way (:meth:`_victim_pods`, unless given) with their requests in
         ``cols``, their work in units of ``want``, and per job what it holds and its surplus above
         minMember (negative: broken)."""
@@ -346,8 +379,11 @@ class NetworkTopologyPlugin(Plugin):
         index = {id(j): i for i, j in enumerate(jobs)}
         rows = np.array([t.node for t in pods], dtype=np.int64)
         owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
-        req = np.array([t.request for t in pods]).reshape(len(pods), -1)[:, cols] if pods else \
-            np.zeros((0, len(cols)))
+        req = (
+            np.array([t.request for t in pods]).reshape(len(pods), -1)[:, cols]
+            if pods
+            else np.zeros((0, len(cols)))
+        )
         since = {id(j): checkpoint(j) for j in jobs}
         work = (req / want).sum(axis=1) * np.array([run_hours(t, now, since[id(t.job)]) for t in pods])
         # what each job holds: its candidate pods, and any other pod it has placed
@@ -373,11 +409,14 @@ class NetworkTopologyPlugin(Plugin):
         res = self.session.cluster.resources
         total = self.session.cluster.total_allocatable()
         short = (total < need - EPS) & self.cols
-        some = not np.array_equal(need, self.need(job))       # minMember asks fewer than all waiting pods
+        some = not np.array_equal(need, self.need(job))  # minMember asks fewer than all waiting pods
         pods = "the pods the gang needs to reach minMember" if some else "the gang's waiting pods"
         if short.any():
-            parts = [f"{format_quantity(need[c], res.names[c])} {res.names[c]} but the whole cluster has only "
-                     f"{format_quantity(total[c], res.names[c])}" for c in np.flatnonzero(short)]
+            parts = [
+                f"{format_quantity(need[c], res.names[c])} {res.names[c]} but the whole cluster has only "
+                f"{format_quantity(total[c], res.names[c])}"
+                for c in np.flatnonzero(short)
+            ]
             return f"{pods} need " + "; ".join(parts)
         if job.topology_mode == "hard" and self.tree and not self._allowed(job).size:
             tier = self.highest_tier(job)
@@ -385,17 +424,24 @@ class NetworkTopologyPlugin(Plugin):
             allowed = np.flatnonzero(hx.tier <= tier)
             placed = self._placed_rows(job)
             if placed.size and not hx.containing(placed, len(self.session.cluster.nodes))[allowed].any():
-                return (f"no HyperNode of tier <= {tier} holds all the nodes the gang already runs on, so "
-                        f"its waiting pods ({_amounts(res, self.need(job))}) cannot join them")
+                return (
+                    f"no HyperNode of tier <= {tier} holds all the nodes the gang already runs on, so "
+                    f"its waiting pods ({_amounts(res, self.need(job))}) cannot join them"
+                )
             c = self.score_col if need[self.score_col] > 0 else int(np.argmax(need * self.cols))
             cap = self._capacity()[allowed, c]
             largest = ""
             if allowed.size:
                 i = int(np.argmax(cap))
-                largest = (f"; the largest, {hx.names[allowed[i]]}, has "
-                           f"{format_quantity(float(cap[i]), res.names[c])} {res.names[c]} in all")
-            return (f"no HyperNode of tier <= {tier} can hold {pods} ({_amounts(res, need)})"
-                    + (" together with the pods already running" if placed.size else "") + largest)
+                largest = (
+                    f"; the largest, {hx.names[allowed[i]]}, has "
+                    f"{format_quantity(float(cap[i]), res.names[c])} {res.names[c]} in all"
+                )
+            return (
+                f"no HyperNode of tier <= {tier} can hold {pods} ({_amounts(res, need)})"
+                + (" together with the pods already running" if placed.size else "")
+                + largest
+            )
         return None
 
     def hypernode_order(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
@@ -411,16 +457,25 @@ def _reclaimable(cluster, queue: str) -> bool:
 class _Victims:
     """The pods that might give way, as arrays (:meth:`NetworkTopologyPlugin._victims`)."""
 
-    rows: np.ndarray        # per pod: its node
-    owner: np.ndarray       # per pod: its job's index
-    req: np.ndarray         # per pod: its request in the columns asked
-    work: np.ndarray        # per pod: its work
-    held: np.ndarray        # per job: all the work it holds
-    surplus: np.ndarray     # per job: ready pods above minMember (negative: broken)
+    rows: np.ndarray  # per pod: its node
+    owner: np.ndarray  # per pod: its job's index
+    req: np.ndarray  # per pod: its request in the columns asked
+    work: np.ndarray  # per pod: its work
+    held: np.ndarray  # per job: all the work it holds
+    surplus: np.ndarray  # per job: ready pods above minMember (negative: broken)
 
 
-def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: np.ndarray, req: np.ndarray,
-                 work: np.ndarray, held: np.ndarray, surplus: np.ndarray, want: np.ndarray) -> list[float]:
+def _entry_costs(
+    masks: np.ndarray,
+    lack: np.ndarray,
+    rows: np.ndarray,
+    owner: np.ndarray,
+    req: np.ndarray,
+    work: np.ndarray,
+    held: np.ndarray,
+    surplus: np.ndarray,
+    want: np.ndarray,
+) -> list[float]:
     """Every domain's entry cost (:meth:`NetworkTopologyPlugin.entry_costs`) at once. ``masks``: one
     node mask per domain; ``lack``: what each domain lacks; ``rows``/``owner``/``req``/``work``: per
     candidate pod its node, job index, request in the needed columns and work in units of the need;
@@ -466,6 +521,5 @@ def _entry_costs(masks: np.ndarray, lack: np.ndarray, rows: np.ndarray, owner: n
     for i in starts.tolist():
         end = cut.get(int(seg[i]))
         if end is not None:
-            out[short[seg[i]]] = float(np.cumsum(spent[i: end + 1])[-1])
+            out[short[seg[i]]] = float(np.cumsum(spent[i : end + 1])[-1])
     return out.tolist()
-

@@ -35,13 +35,23 @@ __all__ = ["NodeOrderPlugin"]
 class NodeOrderArgs:
     least: float = arg("leastrequested.weight", 1.0, "weight of the least-requested score", kind="float")
     most: float = arg("mostrequested.weight", 0.0, "weight of the most-requested score", kind="float")
-    balanced: float = arg("balancedresource.weight", 1.0, "weight of the balanced-allocation score", kind="float")
+    balanced: float = arg(
+        "balancedresource.weight", 1.0, "weight of the balanced-allocation score", kind="float"
+    )
     node_affinity: float = arg("nodeaffinity.weight", 2.0, "weight of preferred node affinity", kind="float")
-    pod_affinity: float = arg("podaffinity.weight", 2.0, "weight of preferred inter-pod affinity", kind="float")
-    taint: float = arg("tainttoleration.weight", 1.0, "weight of the PreferNoSchedule taints score", kind="float")
+    pod_affinity: float = arg(
+        "podaffinity.weight", 2.0, "weight of preferred inter-pod affinity", kind="float"
+    )
+    taint: float = arg(
+        "tainttoleration.weight", 1.0, "weight of the PreferNoSchedule taints score", kind="float"
+    )
     image: float = arg("imagelocality.weight", 1.0, "accepted; a snapshot has no image lists", kind="float")
-    spread: float = arg("podtopologyspread.weight", 2.0, "accepted; a snapshot's pods carry no spread "
-                        "constraints corral reads", kind="float")
+    spread: float = arg(
+        "podtopologyspread.weight",
+        2.0,
+        "accepted; a snapshot's pods carry no spread constraints corral reads",
+        kind="float",
+    )
 
 
 def _scaled(raw: np.ndarray) -> np.ndarray:
@@ -68,8 +78,11 @@ class NodeOrderPlugin(Plugin):
 
     def scores_row_local(self, task: Task) -> bool:
         aff = task.affinity
-        return not (aff is not None and self.args.pod_affinity
-                    and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred))
+        return not (
+            aff is not None
+            and self.args.pod_affinity
+            and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred)
+        )
 
     def _fractions(self, task: Task, rows: np.ndarray) -> np.ndarray:
         """Used fraction of the cpu, memory[, gpu] columns after placing ``task``, capped at 1 (0 where
@@ -95,8 +108,8 @@ class NodeOrderPlugin(Plugin):
         if a.balanced:
             k = len(frac)
             total = frac[0]
-            for f in frac[1:]:                 # left to right, as numpy sums a short row (not sum():
-                total += f                      # Python 3.12's sum() compensates rounding)
+            for f in frac[1:]:  # left to right, as numpy sums a short row (not sum():
+                total += f  # Python 3.12's sum() compensates rounding)
             avg = total / k
             sq = (frac[0] - avg) * (frac[0] - avg)
             for f in frac[1:]:
@@ -109,11 +122,11 @@ class NodeOrderPlugin(Plugin):
         if (a.least or a.most or a.balanced) and len(rows) == 1:
             score = np.array([self._resource_score(task, int(rows[0]))])
         elif a.least or a.most or a.balanced:
-            frac = self._fractions(task, rows)      # cpu, memory[, gpu]
+            frac = self._fractions(task, rows)  # cpu, memory[, gpu]
             mean = (frac[:, 0] + frac[:, 1]) * 0.5
             score = a.least * (1.0 - mean) * 100.0 + a.most * mean * 100.0
-            if a.balanced:                                 # population std over the columns, by hand
-                k = frac.shape[1]                          # (np.std costs more than all the rest)
+            if a.balanced:  # population std over the columns, by hand
+                k = frac.shape[1]  # (np.std costs more than all the rest)
                 dev = frac - (frac.sum(axis=1) / k)[:, None]
                 score += a.balanced * 100.0 * (1.0 - np.sqrt((dev * dev).sum(axis=1) / k))
         else:
@@ -125,12 +138,19 @@ class NodeOrderPlugin(Plugin):
             for weight, reqs in aff.node_preferred:
                 m = np.ones(len(self.session.cluster.nodes), dtype=bool)
                 for r in reqs:
-                    m &= pred._requirement(r) if pred is not None else \
-                        self.session.cluster.nodes.label_mask(r.key, r.op, r.values)
+                    m &= (
+                        pred._requirement(r)
+                        if pred is not None
+                        else self.session.cluster.nodes.label_mask(r.key, r.op, r.values)
+                    )
                 raw += weight * m[rows]
             total = sum(w for w, _ in aff.node_preferred) or 1
             score += a.node_affinity * raw * (100.0 / total)
-        if aff is not None and a.pod_affinity and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred):
+        if (
+            aff is not None
+            and a.pod_affinity
+            and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred)
+        ):
             score += a.pod_affinity * _scaled(self._pod_preferred(task, rows))
         if a.taint and self._soft_taints:
             score += a.taint * self._taint_score(task, rows)
@@ -140,18 +160,27 @@ class NodeOrderPlugin(Plugin):
         """kube-scheduler's TaintToleration score: fewer PreferNoSchedule taints the pod does not tolerate
         is better: 100 for none, 0 for the most over all nodes (not over the candidates, so a node's
         score is its own and can be cached); zero everywhere when no node has one the pod minds."""
-        per_group = np.array([sum(1 for t in g if not any(tol.tolerates(t) for tol in task.tolerations))
-                              for g in self._soft_groups], dtype=float)
+        per_group = np.array(
+            [
+                sum(1 for t in g if not any(tol.tolerates(t) for tol in task.tolerations))
+                for g in self._soft_groups
+            ],
+            dtype=float,
+        )
         top = per_group.max(initial=0.0)
         return np.zeros(len(rows)) if top <= 0 else (1.0 - per_group[self._soft_ids][rows] / top) * 100.0
 
     def _pod_preferred(self, task: Task, rows: np.ndarray) -> np.ndarray:
         nodes = self.session.cluster.nodes
-        placed = [t for t in self.session.cluster.tasks.values()
-                  if t.node >= 0 and t.status.value in ("Allocated", "Bound", "Running") and t is not task]
+        placed = [
+            t
+            for t in self.session.cluster.tasks.values()
+            if t.node >= 0 and t.status.value in ("Allocated", "Bound", "Running") and t is not task
+        ]
         raw = np.zeros(len(rows))
-        terms = [(t, +1) for t in task.affinity.pod_affinity_preferred] + \
-                [(t, -1) for t in task.affinity.pod_anti_affinity_preferred]
+        terms = [(t, +1) for t in task.affinity.pod_affinity_preferred] + [
+            (t, -1) for t in task.affinity.pod_anti_affinity_preferred
+        ]
         for term, sign in terms:
             namespaces = term.namespaces or (task.namespace,)
             values = nodes.label_values(term.topology_key)
@@ -161,6 +190,11 @@ class NodeOrderPlugin(Plugin):
                     v = values[other.node]
                     if v is not None:
                         counts[v] = counts.get(v, 0) + 1
-            raw += sign * term.weight * np.array([counts.get(values[r], 0) if values[r] is not None else 0
-                                                  for r in rows], dtype=float)
+            raw += (
+                sign
+                * term.weight
+                * np.array(
+                    [counts.get(values[r], 0) if values[r] is not None else 0 for r in rows], dtype=float
+                )
+            )
         return raw

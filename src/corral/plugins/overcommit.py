@@ -30,13 +30,18 @@ from corral.model import Job, PodGroupPhase
 from corral.model.resources import EPS, admission_refusal
 from corral.plugins.shares import holding
 
-__all__ = ["OvercommitPlugin", "OvercommitArgs"]
+__all__ = ["OvercommitArgs", "OvercommitPlugin"]
 
 
 @dataclass(frozen=True)
 class OvercommitArgs:
-    factor: float = arg("overcommit-factor", None, "admit podgroups while their minResources fit in this "
-                        "multiple of the cluster (default: enqueue's overcommit-factor, else 1.2)", minimum=1.0)
+    factor: float = arg(
+        "overcommit-factor",
+        None,
+        "admit podgroups while their minResources fit in this "
+        "multiple of the cluster (default: enqueue's overcommit-factor, else 1.2)",
+        minimum=1.0,
+    )
 
 
 class OvercommitPlugin(Plugin):
@@ -45,7 +50,9 @@ class OvercommitPlugin(Plugin):
 
     def on_session_open(self) -> None:
         cluster = self.session.cluster
-        self.factor = self.args.factor if self.args.factor is not None else self.session.config.overcommit_factor()
+        self.factor = (
+            self.args.factor if self.args.factor is not None else self.session.config.overcommit_factor()
+        )
         total = cluster.total_allocatable().astype(float)
         self.checked = np.isfinite(total)
         self.idle = cluster.admission_room(self.factor)

@@ -12,7 +12,7 @@ like kube-scheduler, prefers other victims and evicts a violating one only when 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from corral.framework.plugin import Plugin
 from corral.model import Task, TaskStatus
@@ -46,7 +46,7 @@ class PdbPlugin(Plugin):
 
     def on_session_open(self) -> None:
         cluster = self.session.cluster
-        pods = [t for t in cluster.tasks.values()]
+        pods = list(cluster.tasks.values())
         self.budgets = [(pdb, allowed_disruptions(pdb, pods)) for pdb in cluster.pdbs]
         self.healthy = {id(t) for t in pods if t.status in _HEALTHY}
 
@@ -63,8 +63,14 @@ class PdbPlugin(Plugin):
         return out
 
     def _move(self, task: Task, sign: int) -> None:
-        self.budgets = [(pdb, allowed + (sign if task.namespace == pdb.namespace and pdb.selector.matches(task.labels)
-                                         else 0)) for pdb, allowed in self.budgets]
+        self.budgets = [
+            (
+                pdb,
+                allowed
+                + (sign if task.namespace == pdb.namespace and pdb.selector.matches(task.labels) else 0),
+            )
+            for pdb, allowed in self.budgets
+        ]
 
     def on_deallocate(self, task: Task) -> None:
         """An eviction committed or applied in the session uses up the budgets it matches — only if the

@@ -42,7 +42,7 @@ from corral.model import OCCUPYING_STATES, Task, TaskStatus
 from corral.model.objects import Taint
 from corral.model.resources import CPU, MEMORY
 
-__all__ = ["PredicatesPlugin", "PredicatesArgs"]
+__all__ = ["PredicatesArgs", "PredicatesPlugin"]
 
 _NO_EFFECT = "accepted; nothing in a snapshot for it to check"
 
@@ -52,11 +52,14 @@ class PredicatesArgs:
     node_affinity: bool = arg("predicate.NodeAffinityEnable", True, "nodeSelector and required node affinity")
     taints: bool = arg("predicate.TaintTolerationEnable", True, "taints against tolerations")
     pod_affinity: bool = arg("predicate.PodAffinityEnable", True, "required inter-pod (anti-)affinity")
-    gpu_sharing: bool = arg("predicate.GPUSharingEnable", False, "GPU sharing by memory (the gpushare plugin)")
+    gpu_sharing: bool = arg(
+        "predicate.GPUSharingEnable", False, "GPU sharing by memory (the gpushare plugin)"
+    )
     proportional: bool = arg("predicate.ProportionalEnable", False, "keep CPU and memory per idle device")
     prop_resources: str = arg("predicate.resources", "", "devices the proportional check keeps for")
-    prop_rates: dict = arg("predicate.resources.", {}, "<name>.cpu / <name>.memory per device", prefix=True,
-                           kind="float")
+    prop_rates: dict = arg(
+        "predicate.resources.", {}, "<name>.cpu / <name>.memory per device", prefix=True, kind="float"
+    )
     node_ports: bool = arg("predicate.NodePortsEnable", True, _NO_EFFECT)
     volume_limits: bool = arg("predicate.NodeVolumeLimitsEnable", True, _NO_EFFECT)
     volume_zone: bool = arg("predicate.VolumeZoneEnable", True, _NO_EFFECT)
@@ -69,6 +72,7 @@ class PredicatesArgs:
     def implied_plugins(self) -> tuple[str, ...]:
         """Plugins these arguments call for: Volcano's GPU-sharing predicate is corral's gpushare."""
         return ("gpushare",) if self.gpu_sharing else ()
+
 
 _UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 #: Pods that count for inter-pod terms; Releasing pods (evicted victims) no longer do.
@@ -98,10 +102,13 @@ class PredicatesPlugin(Plugin):
         self._anti: dict[int, tuple[Task, int]] = {}
         index = self.session.index
         cluster = self.session.cluster
-        self._anti_possible = index is None or bool(index.sets["anti"]) or any(
-            t.affinity is not None and t.affinity.pod_anti_affinity for t in cluster.foreign)
+        self._anti_possible = (
+            index is None
+            or bool(index.sets["anti"])
+            or any(t.affinity is not None and t.affinity.pod_anti_affinity for t in cluster.foreign)
+        )
         if self._anti_possible:
-            self._build_placed()     # at once: the order of ``anti`` is the order reasons are listed in
+            self._build_placed()  # at once: the order of ``anti`` is the order reasons are listed in
 
     # -- placed-pod index ------------------------------------------------------------------------
     @property
@@ -135,14 +142,14 @@ class PredicatesPlugin(Plugin):
         self._anti.pop(id(task), None)
 
     def on_allocate(self, task: Task) -> None:
-        if self._placed is not None and _row(task) >= 0:     # not built yet: the walk will see it
+        if self._placed is not None and _row(task) >= 0:  # not built yet: the walk will see it
             self._add(task, _row(task))
 
     def on_deallocate(self, task: Task) -> None:
         if self._placed is None:
             return
         if task.status in _PLACED and _row(task) >= 0:
-            self._add(task, _row(task))          # a reverted allocation of a previously nominated pod
+            self._add(task, _row(task))  # a reverted allocation of a previously nominated pod
         else:
             self._remove(task)
 
@@ -172,8 +179,10 @@ class PredicatesPlugin(Plugin):
             self._node_affinity_parts(task, parts)
         if self.args.taints:
             ids, groups = nodes.taint_groups()
-            ok_group = np.array([all(any(tol.tolerates(t) for tol in task.tolerations) for t in g)
-                                 for g in groups], dtype=bool)
+            ok_group = np.array(
+                [all(any(tol.tolerates(t) for tol in task.tolerations) for t in g) for g in groups],
+                dtype=bool,
+            )
             parts.append((ok_group[ids], "node(s) had taints the pod doesn't tolerate"))
         if nodes.unschedulable.any():
             tolerated = any(tol.tolerates(_UNSCHEDULABLE) for tol in task.tolerations)
@@ -238,25 +247,38 @@ class PredicatesPlugin(Plugin):
         if aff is not None:
             for term in aff.pod_affinity:
                 hits = self._term_hits(term, task)
-                if not hits and term.selector.matches(task.labels) and \
-                        task.namespace in (term.namespaces or (task.namespace,)):
+                if (
+                    not hits
+                    and term.selector.matches(task.labels)
+                    and task.namespace in (term.namespaces or (task.namespace,))
+                ):
                     mask = self.nodes.label_mask(term.topology_key, "Exists")
                 else:
                     mask = self._values_mask(term.topology_key, hits, True)
                 parts.append((mask, "node(s) didn't match pod affinity rules"))
             for term in aff.pod_anti_affinity:
                 hits = self._term_hits(term, task)
-                parts.append((self._values_mask(term.topology_key, hits, False),
-                              "node(s) didn't match pod anti-affinity rules"))
-        for other, row in self.anti.values():                # existing pods' anti-affinity
+                parts.append(
+                    (
+                        self._values_mask(term.topology_key, hits, False),
+                        "node(s) didn't match pod anti-affinity rules",
+                    )
+                )
+        for other, row in self.anti.values():  # existing pods' anti-affinity
             if other is task:
                 continue
             for term in other.affinity.pod_anti_affinity:
-                if task.namespace in (term.namespaces or (other.namespace,)) and term.selector.matches(task.labels):
+                if task.namespace in (term.namespaces or (other.namespace,)) and term.selector.matches(
+                    task.labels
+                ):
                     value = self._domain_of(term.topology_key)[row]
                     if value is not None:
-                        parts.append((self._values_mask(term.topology_key, {value}, False),
-                                      "node(s) didn't satisfy existing pods' anti-affinity rules"))
+                        parts.append(
+                            (
+                                self._values_mask(term.topology_key, {value}, False),
+                                "node(s) didn't satisfy existing pods' anti-affinity rules",
+                            )
+                        )
         return parts
 
     # -- the extension points --------------------------------------------------------------------

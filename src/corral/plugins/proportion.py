@@ -29,7 +29,7 @@ class ProportionPlugin(QueuePlugin):
         cluster = self.session.cluster
         leaves = [q for q in sorted(self.queues.values(), key=lambda q: q.name) if not q.children]
         request = {n: v * self.cols for n, v in once_per_session(self.session, queue_requests).items()}
-        for name, q in self.queues.items():       # requests of children roll up to a parent
+        for name, q in self.queues.items():  # requests of children roll up to a parent
             if not q.children:
                 for parent in cluster.queue_chain(name)[1:]:
                     request[parent] = request[parent] + request[name]
@@ -56,7 +56,7 @@ class ProportionPlugin(QueuePlugin):
             remaining = np.maximum(remaining - increased, 0.0)
             if not remaining.any() or np.allclose(remaining, before):
                 break
-        for q in leaves:                            # parents deserve what their children do
+        for q in leaves:  # parents deserve what their children do
             for parent in cluster.queue_chain(q.name)[1:]:
                 deserved[parent] = deserved[parent] + deserved[q.name]
         return deserved
@@ -74,7 +74,8 @@ class ProportionPlugin(QueuePlugin):
         queue = self.queues.get(job.queue)
         if queue is None:
             return Vote.ABSTAIN
-        if queue.capability is None and not any(self.queues[n].capability is not None
-                                                for n in self.session.cluster.queue_chain(job.queue)):
+        if queue.capability is None and not any(
+            self.queues[n].capability is not None for n in self.session.cluster.queue_chain(job.queue)
+        ):
             return Vote.PERMIT
         return Vote.PERMIT if self.enqueue_fits(job) else Vote.REJECT

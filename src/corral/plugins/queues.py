@@ -40,21 +40,21 @@ class QueuePlugin(Plugin):
         self.cols = np.isfinite(total) & (total > 0)
         self.cols[cluster.resources.pos(PODS)] = False
         self.total = np.where(self.cols, total, 0.0)
-        self._pairs: dict[int, list[tuple[int, float]]] = {}     # task id -> its counted requests
-        self._col_list: list[int] | None = None                   # the columns counted, as ints
+        self._pairs: dict[int, list[tuple[int, float]]] = {}  # task id -> its counted requests
+        self._col_list: list[int] | None = None  # the columns counted, as ints
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
-        self._capped: dict[str, bool] = {}               # queue -> any capability on its chain
+        self._capped: dict[str, bool] = {}  # queue -> any capability on its chain
         usage = queue_usage(cluster, once_per_session(self.session, job_usage), self.session.index)
         self.allocated = {name: v * self.cols for name, v in usage.items()}
-        for name, q in self.queues.items():              # leaf usage summed into every ancestor
+        for name, q in self.queues.items():  # leaf usage summed into every ancestor
             if q.children:
                 continue
             for parent in cluster.queue_chain(name)[1:]:
                 self.allocated[parent] = self.allocated[parent] + self.allocated[name]
         self.inqueue = self._admitted_not_started()
         self.deserved = self.compute_deserved()
-        self._sides: dict[tuple[str, str], list[str]] = {}     # (victim queue, reclaimer queue) -> checked
+        self._sides: dict[tuple[str, str], list[str]] = {}  # (victim queue, reclaimer queue) -> checked
         self._lines: dict[str, list[float]] = {}
         self._guards: dict[str, list[float]] = {}
 
@@ -64,15 +64,20 @@ class QueuePlugin(Plugin):
         kept job index can hand over just those podgroups)."""
         cluster, index = self.session.cluster, self.session.index
         jobs = cluster.jobs
-        walk = (jobs[u] for u in index.candidates(self.session, "inqueue")) if index is not None \
+        walk = (
+            (jobs[u] for u in index.candidates(self.session, "inqueue"))
+            if index is not None
             else jobs.values()
+        )
         rows: dict[str, list[np.ndarray]] = {name: [] for name in self.queues}
         for job in walk:
             if job.queue in self.queues and job.admitted_unstarted():
                 for name in cluster.queue_chain(job.queue):
                     rows[name].append(job.min_resources * self.cols)
         width = len(self.total)
-        return {name: exact_sum(vecs, width) if vecs else np.zeros_like(self.total) for name, vecs in rows.items()}
+        return {
+            name: exact_sum(vecs, width) if vecs else np.zeros_like(self.total) for name, vecs in rows.items()
+        }
 
     def compute_deserved(self) -> dict[str, np.ndarray]:
         raise NotImplementedError
@@ -185,7 +190,7 @@ class QueuePlugin(Plugin):
         candidates allowed before it in the list — and, for capacity, keeps its guarantee after it."""
         rq = reclaimer.job.queue if reclaimer.job is not None else None
         cols = self._cols()
-        held: dict[str, list[float]] = {}        # what each queue holds less the victims allowed so far
+        held: dict[str, list[float]] = {}  # what each queue holds less the victims allowed so far
         out = []
         for t in candidates:
             job = t.job
@@ -201,8 +206,9 @@ class QueuePlugin(Plugin):
                 out.append(t)
         return out
 
-    def _may_give(self, name: str, held: dict[str, list[float]], cols: list[int],
-                  pairs: list[tuple[int, float]]) -> bool:
+    def _may_give(
+        self, name: str, held: dict[str, list[float]], cols: list[int], pairs: list[tuple[int, float]]
+    ) -> bool:
         left = held.get(name)
         if left is None:
             left = held[name] = self.allocated[name].tolist()
@@ -252,9 +258,10 @@ class QueuePlugin(Plugin):
         """Would every queue on the chain stay within its capability after taking ``extra``?"""
         capped = self._capped.get(queue.name)
         if capped is None:
-            capped = self._capped[queue.name] = any(self.queues[n].capability is not None
-                                                    for n in self.chain(queue.name))
-        if not capped:                                     # no capability anywhere on the chain
+            capped = self._capped[queue.name] = any(
+                self.queues[n].capability is not None for n in self.chain(queue.name)
+            )
+        if not capped:  # no capability anywhere on the chain
             return True
         dims = extra * self.cols > 0
         for name in self.chain(queue.name):
@@ -290,9 +297,11 @@ class QueuePlugin(Plugin):
             if short.any():
                 names = ", ".join(n for i, n in enumerate(res.names) if short[i])
                 where = "" if name == job.queue else f" of its ancestor {name!r}"
-                return (f"not admitted: queue {job.queue!r} capability cannot hold minResources "
-                        f"({res.describe(need)}); short of {names} in the capability{where} "
-                        f"({res.describe(np.where(short, np.maximum(left, 0.0), 0.0))} left)")
+                return (
+                    f"not admitted: queue {job.queue!r} capability cannot hold minResources "
+                    f"({res.describe(need)}); short of {names} in the capability{where} "
+                    f"({res.describe(np.where(short, np.maximum(left, 0.0), 0.0))} left)"
+                )
         return None
 
     def on_job_enqueued(self, job: Job) -> None:

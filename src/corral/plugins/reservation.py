@@ -50,22 +50,30 @@ reason says it is the target.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from corral.framework.config import arg
 from corral.framework.decisions import Unschedulable
 from corral.framework.plugin import Plugin
-from corral.framework.reservation import TARGET_JOB, current_target, elected_at, expected_runtime, \
-    lock_owners, parse_lock_nodes, waiting
+from corral.framework.reservation import (
+    TARGET_JOB,
+    current_target,
+    elected_at,
+    expected_runtime,
+    lock_owners,
+    parse_lock_nodes,
+    waiting,
+)
 from corral.manifests.fields import format_time
 from corral.model import OCCUPYING_STATES, Job, Task, TaskStatus
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, PODS
 
-__all__ = ["ReservationPlugin", "ReservationArgs", "LOCK_MODES", "parse_lock_nodes", "Plan"]
+__all__ = ["LOCK_MODES", "Plan", "ReservationArgs", "ReservationPlugin", "parse_lock_nodes"]
 
 LOCK_MODES = ("multi-node", "single-node", "cluster")
 
@@ -74,11 +82,13 @@ LOCK_MODES = ("multi-node", "single-node", "cluster")
 class ReservationArgs:
     lock_mode: str = arg("lockMode", "multi-node", "cluster, multi-node or single-node", choices=LOCK_MODES)
     lock_nodes: str = arg("lockNodes", "", "multi-node: at least N nodes, or N% of the nodes")
-    timeout: float = arg("timeout", 0.0, "escalate to a cluster lock after this long (0: never)",
-                         kind="duration")
+    timeout: float = arg(
+        "timeout", 0.0, "escalate to a cluster lock after this long (0: never)", kind="duration"
+    )
     waiting_time: float = arg("targetJob.waitingTime", 0.0, "custom mode: wait threshold", kind="duration")
-    resources: dict = arg("targetJob.resources.", {}, "custom mode: request thresholds (plain units)",
-                          prefix=True)
+    resources: dict = arg(
+        "targetJob.resources.", {}, "custom mode: request thresholds (plain units)", prefix=True
+    )
     plan: bool = arg("plan", True, "backfill with a plan (needs expected runtimes)")
 
 
@@ -200,16 +210,24 @@ class ReservationPlugin(Plugin):
             return rows[np.argsort(-score[rows], kind="stable")]
         return rows[np.lexsort((-score[rows], avail[rows]))]
 
-    def _multi_node(self, target: Job, locked: np.ndarray, eligible: np.ndarray, score: np.ndarray,
-                    avail: np.ndarray | None) -> np.ndarray:
+    def _multi_node(
+        self,
+        target: Job,
+        locked: np.ndarray,
+        eligible: np.ndarray,
+        score: np.ndarray,
+        avail: np.ndarray | None,
+    ) -> np.ndarray:
         """Keep the locked nodes while they can hold the target and at least ``lockNodes`` are locked;
         otherwise add the best nodes until both hold. With the plan, move the lock to the nodes where the
         target is expected to start earlier when they beat the current plan (Slurm recomputes its
         reservation every backfill cycle the same way)."""
         nodes = self.session.cluster.nodes
         live = ~nodes.down
-        need = sum((t.request for t in target.tasks if t.managed and not t.best_effort),
-                   self.session.cluster.resources.zeros())
+        need = sum(
+            (t.request for t in target.tasks if t.managed and not t.best_effort),
+            self.session.cluster.resources.zeros(),
+        )
         want = parse_lock_nodes(self.args.lock_nodes, len(nodes))
 
         def fill(base: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -325,8 +343,12 @@ class ReservationPlugin(Plugin):
         locked = self.locked()
         if self._target is None or task.job is self._target or not locked.any():
             return []
-        return [(locked & ~self._lendable(task),
-                 f"node(s) locked for {self._target.uid} ({self._plan_words()}{self._clause(task)})")]
+        return [
+            (
+                locked & ~self._lendable(task),
+                f"node(s) locked for {self._target.uid} ({self._plan_words()}{self._clause(task)})",
+            )
+        ]
 
     def _clause(self, task: Task) -> str:
         """Why the plan does not lend the locked nodes to ``task`` ("" when there is nothing to add)."""
@@ -360,7 +382,7 @@ class ReservationPlugin(Plugin):
         for t in tasks:
             if t.job is target:
                 if t.status is TaskStatus.PIPELINED and t.nominated >= 0 and pos[t.nominated] >= 0:
-                    free0[pos[t.nominated]] += t.request      # the target's own nominations are its own
+                    free0[pos[t.nominated]] += t.request  # the target's own nominations are its own
                 continue
             if t.status not in OCCUPYING_STATES or t.node < 0 or pos[t.node] < 0:
                 continue
@@ -396,7 +418,7 @@ class ReservationPlugin(Plugin):
 
         times = np.unique(np.concatenate([[now], ends_a[ends_a > now]]))
         lo, hi, found = 0, len(times) - 1, None
-        while lo <= hi:                       # free capacity only grows with time: bisect the instants
+        while lo <= hi:  # free capacity only grows with time: bisect the instants
             mid = (lo + hi) // 2
             use = _pack(*free_at(times[mid]), need, allowed)
             if use is not None:
@@ -426,7 +448,7 @@ class ReservationPlugin(Plugin):
         if est is None:
             return None
         started = t.start_time if t.start_time is not None else now
-        return max(started + est, now)        # an overrun is expected to end now, never evicted
+        return max(started + est, now)  # an overrun is expected to end now, never evicted
 
     def _needed(self, target: Job) -> list[Task]:
         """The target's waiting pods it needs to start (all of them when it needs them all)."""
@@ -463,8 +485,9 @@ class ReservationPlugin(Plugin):
         if math.isfinite(plan.start):
             return words + f"; the plan starts it at {format_time(plan.start)}"
         if plan.blocked:
-            return words + (f"; no planned start: {plan.blocked} pod(s) on the locked nodes have no "
-                            "expected runtime")
+            return words + (
+                f"; no planned start: {plan.blocked} pod(s) on the locked nodes have no expected runtime"
+            )
         return words + "; no planned start: the locked nodes cannot hold it"
 
     def on_session_close(self) -> None:
@@ -485,8 +508,10 @@ class ReservationPlugin(Plugin):
             if job is None:
                 continue
             if job is target:
-                note = (f"target job of the reservation, {int(locked.sum())} node(s) locked for it "
-                        f"({self._plan_words()})")
+                note = (
+                    f"target job of the reservation, {int(locked.sum())} node(s) locked for it "
+                    f"({self._plan_words()})"
+                )
             else:
                 if f"locked for {target.uid}" in rec.reason:
                     continue
@@ -495,8 +520,10 @@ class ReservationPlugin(Plugin):
                     continue
                 rows, t = held
                 more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
-                note = (f"node {names[rows[0]]}{more} is locked for {target.uid}, {self._plan_words()}"
-                        f"{self._clause(t)}")
+                note = (
+                    f"node {names[rows[0]]}{more} is locked for {target.uid}, {self._plan_words()}"
+                    f"{self._clause(t)}"
+                )
             decisions.unschedulable[i] = Unschedulable(rec.podgroup, f"{rec.reason}; {note}", rec.cycle)
 
     def _held_on(self, job: Job) -> Any:
@@ -508,14 +535,17 @@ class ReservationPlugin(Plugin):
         end = self._end(t)
         start = self.plan().start if self.args.plan else math.inf
         key = (t.klass or id(t), end is None, end is not None and end <= start + 1e-6)
-        rows = self._held.get(key)                 # one answer per pod class and plan verdict per close
+        rows = self._held.get(key)  # one answer per pod class and plan verdict per close
         if rows is None:
-            rows = self._held[key] = np.flatnonzero(self._locked & ~self._lendable(t)
-                                                    & self.session.fits(t, future=True))
+            rows = self._held[key] = np.flatnonzero(
+                self._locked & ~self._lendable(t) & self.session.fits(t, future=True)
+            )
         return (rows, t) if rows.size else None
 
 
-def _pack(free: np.ndarray, order: np.ndarray, tasks: list[Task], allowed: list[np.ndarray]) -> np.ndarray | None:
+def _pack(
+    free: np.ndarray, order: np.ndarray, tasks: list[Task], allowed: list[np.ndarray]
+) -> np.ndarray | None:
     """Place ``tasks`` greedily (first fit, in order, over the rows in ``order``) into ``free`` (rows ×
     resources); the resources they use per row, or None when one does not fit."""
     free = free.copy()

@@ -3,14 +3,15 @@ allocate/deallocate events (Volcano's ``AllocateFunc``/``DeallocateFunc`` event 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from corral.framework.jobindex import exact_sum
 from corral.model import ALLOCATED_STATES, Cluster, Task, TaskStatus
 
-__all__ = ["HOLDING", "holding", "job_usage", "queue_usage", "queue_requests", "once_per_session"]
+__all__ = ["HOLDING", "holding", "job_usage", "once_per_session", "queue_requests", "queue_usage"]
 
 #: States counted as held by a job or queue when a session opens: placed (not Releasing: it is on its
 #: way out; not nominated by an earlier cycle: see ``Session.open_nominations``). Nominations made in
@@ -42,9 +43,13 @@ def job_usage(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]:
         return dict(index.holding)
     out: dict[str, np.ndarray] = {}
     n = len(cluster.resources)
-    held = [(job.uid, t.request) for job in cluster.jobs.values() for t in job.tasks
-            if t.status in HOLDING and t.managed]
-    for uid, req in held:                # summed in task order, as the events add them
+    held = [
+        (job.uid, t.request)
+        for job in cluster.jobs.values()
+        for t in job.tasks
+        if t.status in HOLDING and t.managed
+    ]
+    for uid, req in held:  # summed in task order, as the events add them
         vec = out.get(uid)
         if vec is None:
             vec = out[uid] = np.zeros(n)
@@ -52,7 +57,9 @@ def job_usage(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]:
     return out
 
 
-def queue_usage(cluster: Cluster, jobs: dict[str, np.ndarray] | None = None, index: Any = None) -> dict[str, np.ndarray]:
+def queue_usage(
+    cluster: Cluster, jobs: dict[str, np.ndarray] | None = None, index: Any = None
+) -> dict[str, np.ndarray]:
     """What each queue holds, leaf queues only (parents are summed by the hierarchical plugins): the
     jobs' usage vectors summed exactly and rounded once (:func:`corral.framework.jobindex.exact_sum`),
     so the kept sums of the job index give the same bits."""
@@ -85,5 +92,7 @@ def queue_requests(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]
             got_jobs.append(job)
     asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
     n = len(cluster.resources)
-    return {name: exact_sum([t.request for job in jobs for t in job.tasks if t.status in asking and t.managed], n)
-            for name, jobs in by_queue.items()}
+    return {
+        name: exact_sum([t.request for job in jobs for t in job.tasks if t.status in asking and t.managed], n)
+        for name, jobs in by_queue.items()
+    }

@@ -10,15 +10,43 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ClusterSpec", "build_cluster", "check_workload", "load_cluster", "Engine", "SimOptions", "simulate",
-           "JobSpec", "RoleSpec", "summarize", "write_comparison", "write_report", "SimResult", "filter_jobs",
-           "load_trace", "scale_arrivals"]
+__all__ = [
+    "ClusterSpec",
+    "Engine",
+    "JobSpec",
+    "RoleSpec",
+    "SimOptions",
+    "SimResult",
+    "build_cluster",
+    "check_workload",
+    "filter_jobs",
+    "load_cluster",
+    "load_trace",
+    "scale_arrivals",
+    "simulate",
+    "summarize",
+    "write_comparison",
+    "write_report",
+]
 
-_HOME = {"ClusterSpec": "clusters", "build_cluster": "clusters", "check_workload": "clusters",
-         "load_cluster": "clusters", "Engine": "engine", "SimOptions": "engine", "simulate": "engine",
-         "JobSpec": "jobspec", "RoleSpec": "jobspec", "summarize": "report", "write_comparison": "report",
-         "write_report": "report", "SimResult": "result", "filter_jobs": "workload", "load_trace": "workload",
-         "scale_arrivals": "workload"}
+_HOME = {
+    "ClusterSpec": "clusters",
+    "build_cluster": "clusters",
+    "check_workload": "clusters",
+    "load_cluster": "clusters",
+    "Engine": "engine",
+    "SimOptions": "engine",
+    "simulate": "engine",
+    "JobSpec": "jobspec",
+    "RoleSpec": "jobspec",
+    "summarize": "report",
+    "write_comparison": "report",
+    "write_report": "report",
+    "SimResult": "result",
+    "filter_jobs": "workload",
+    "load_trace": "workload",
+    "scale_arrivals": "workload",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -20,25 +20,38 @@ Statistics use numpy's linear percentiles, as :func:`corral.sim.report.summarize
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from corral.errors import InputError
 from corral.sim.result import JobRecord, SimResult
 
-__all__ = ["DEFAULT_BUCKETS", "BOUNDED_FLOOR", "COLUMNS", "parse_buckets", "size_labels", "size_label",
-           "breakdown", "slowdown", "bounded_slowdown"]
+__all__ = [
+    "BOUNDED_FLOOR",
+    "COLUMNS",
+    "DEFAULT_BUCKETS",
+    "bounded_slowdown",
+    "breakdown",
+    "parse_buckets",
+    "size_label",
+    "size_labels",
+    "slowdown",
+]
 
 DEFAULT_BUCKETS: tuple[float, ...] = (1.0, 8.0, 32.0)
 #: Run times below this many seconds count as this long in the bounded slowdown.
 BOUNDED_FLOOR = 10.0
 #: column -> (label, metric kind of :data:`corral.sim.report.METRICS` used to format it)
 COLUMNS: dict[str, tuple[str, str]] = {
-    "jobs": ("jobs", "jobs_total"), "completed": ("completed", "jobs_total"),
+    "jobs": ("jobs", "jobs_total"),
+    "completed": ("completed", "jobs_total"),
     "waiting": ("waiting at end", "jobs_total"),
-    "jct_mean": ("JCT mean", "jct_mean"), "jct_p95": ("JCT p95", "jct_mean"),
-    "wait_mean": ("wait mean", "wait_mean"), "wait_p95": ("wait p95", "wait_mean"),
+    "jct_mean": ("JCT mean", "jct_mean"),
+    "jct_p95": ("JCT p95", "jct_mean"),
+    "wait_mean": ("wait mean", "wait_mean"),
+    "wait_p95": ("wait p95", "wait_mean"),
     "wait_max": ("wait max", "wait_mean"),
     "slowdown_mean": ("slowdown mean", "slowdown_mean"),
     "bounded_slowdown_mean": ("bounded slowdown mean", "slowdown_mean"),
@@ -56,8 +69,10 @@ def parse_buckets(text: str | Sequence[float] | None) -> tuple[float, ...]:
     except ValueError:
         edges = ()
     if not edges or any(not (0 < e < math.inf) for e in edges) or list(edges) != sorted(set(edges)):
-        raise InputError(f"expected ascending positive GPU counts separated by commas, got {text!r}",
-                         field="--size-buckets")
+        raise InputError(
+            f"expected ascending positive GPU counts separated by commas, got {text!r}",
+            field="--size-buckets",
+        )
     return edges
 
 
@@ -115,12 +130,21 @@ def _row(kind: str, group: str, jobs: list[JobRecord]) -> dict[str, Any]:
     jct_mean, jct_p95 = _mean_p95(jct)
     wait_mean, wait_p95 = _mean_p95(wait)
     bs_mean, bs_p95 = _mean_p95(bounded)
-    return {"by": kind, "group": group, "jobs": len(jobs),
-            "completed": sum(j.status == "completed" for j in jobs),
-            "waiting": sum(j.first_start is None for j in jobs),
-            "jct_mean": jct_mean, "jct_p95": jct_p95, "wait_mean": wait_mean, "wait_p95": wait_p95,
-            "wait_max": max(wait) if wait else None, "slowdown_mean": _mean_p95(slow)[0],
-            "bounded_slowdown_mean": bs_mean, "bounded_slowdown_p95": bs_p95}
+    return {
+        "by": kind,
+        "group": group,
+        "jobs": len(jobs),
+        "completed": sum(j.status == "completed" for j in jobs),
+        "waiting": sum(j.first_start is None for j in jobs),
+        "jct_mean": jct_mean,
+        "jct_p95": jct_p95,
+        "wait_mean": wait_mean,
+        "wait_p95": wait_p95,
+        "wait_max": max(wait) if wait else None,
+        "slowdown_mean": _mean_p95(slow)[0],
+        "bounded_slowdown_mean": bs_mean,
+        "bounded_slowdown_p95": bs_p95,
+    }
 
 
 def _groups(jobs: Iterable[JobRecord], key, order: Sequence[str]) -> list[tuple[str, list[JobRecord]]]:

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +40,19 @@ from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
 from corral.sim.jobspec import JobSpec
 
-__all__ = ["NodeShape", "QueueSpec", "ClusterSpec", "ClusterTemplate", "build_cluster", "from_spec",
-           "load_cluster", "check_workload", "min_counts", "pod_vector", "GPU_ALIASES"]
+__all__ = [
+    "GPU_ALIASES",
+    "ClusterSpec",
+    "ClusterTemplate",
+    "NodeShape",
+    "QueueSpec",
+    "build_cluster",
+    "check_workload",
+    "from_spec",
+    "load_cluster",
+    "min_counts",
+    "pod_vector",
+]
 
 #: Node resources read as ``nvidia.com/gpu`` when a snapshot's nodes do not advertise it.
 GPU_ALIASES = ("alibabacloud.com/gpu-count",)
@@ -84,7 +96,7 @@ class ClusterSpec:
     name: str = "generated"
 
     @classmethod
-    def from_mapping(cls, raw: Any, file: str = _WHERE) -> "ClusterSpec":
+    def from_mapping(cls, raw: Any, file: str = _WHERE) -> ClusterSpec:
         """Validate a parsed YAML mapping; every fault is an InputError naming ``file`` and the field."""
         if not isinstance(raw, Mapping):
             raise InputError(f"expected a mapping, got {type(raw).__name__}", file=file)
@@ -114,7 +126,9 @@ class ClusterSpec:
         weights = raw.get("queue_weights") or {}
         if not isinstance(weights, Mapping):
             raise InputError("expected a mapping of queue -> weight", file=file, field="queue_weights")
-        weights = {str(k): _num(v, file, f"queue_weights.{k}", 0.0, open_low=True) for k, v in weights.items()}
+        weights = {
+            str(k): _num(v, file, f"queue_weights.{k}", 0.0, open_low=True) for k, v in weights.items()
+        }
         return cls(nodes, tiers, queues, weights, str(raw.get("name") or "generated"))
 
     def describe(self) -> str:
@@ -127,11 +141,13 @@ class ClusterSpec:
 
 # ------------------------------------------------------------------------------------------ parsing
 
+
 def _only(raw: Mapping, allowed: Sequence[str], file: str, prefix: str) -> None:
     for key in raw:
         if key not in allowed:
-            raise InputError(f"unknown key {key!r} (allowed: {', '.join(allowed)})", file=file,
-                             field=f"{prefix}{key}")
+            raise InputError(
+                f"unknown key {key!r} (allowed: {', '.join(allowed)})", file=file, field=f"{prefix}{key}"
+            )
 
 
 def _num(value: Any, file: str, path: str, low: float, *, open_low: bool = False) -> float:
@@ -165,11 +181,15 @@ def _shape(raw: Any, file: str, path: str) -> NodeShape:
     labels = raw.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise InputError("expected a mapping of label -> value", file=file, field=f"{path}.labels")
-    shape = NodeShape(name=name, count=_int(raw.get("count"), file, f"{path}.count", 1),
-                      gpus=_int(raw.get("gpus", 8), file, f"{path}.gpus", 0),
-                      cpu=_amount(CPU, raw.get("cpu", 96), file, f"{path}.cpu") / MILLI,
-                      memory=raw.get("memory", "768Gi"), pods=_int(raw.get("pods", 110), file, f"{path}.pods", 1),
-                      labels={str(k): str(v) for k, v in labels.items()})
+    shape = NodeShape(
+        name=name,
+        count=_int(raw.get("count"), file, f"{path}.count", 1),
+        gpus=_int(raw.get("gpus", 8), file, f"{path}.gpus", 0),
+        cpu=_amount(CPU, raw.get("cpu", 96), file, f"{path}.cpu") / MILLI,
+        memory=raw.get("memory", "768Gi"),
+        pods=_int(raw.get("pods", 110), file, f"{path}.pods", 1),
+        labels={str(k): str(v) for k, v in labels.items()},
+    )
     _amount(MEMORY, shape.memory, file, f"{path}.memory")
     return shape
 
@@ -190,22 +210,28 @@ def _queue(raw: Any, file: str, path: str) -> QueueSpec:
             for res, amount in value.items():
                 _amount(str(res), amount, file, f"{path}.{key}.{res}")
         vectors[key] = dict(value) if value is not None else None
-    return QueueSpec(name=name, weight=_num(raw.get("weight", 1), file, f"{path}.weight", 0.0, open_low=True),
-                     **vectors)
+    return QueueSpec(
+        name=name, weight=_num(raw.get("weight", 1), file, f"{path}.weight", 0.0, open_low=True), **vectors
+    )
 
 
 # ----------------------------------------------------------------------------------------- building
 
-def _vector(resources: ResourceIndex, amounts: Mapping[str, Any] | None, fill: float, file: str,
-            path: str) -> np.ndarray | None:
+
+def _vector(
+    resources: ResourceIndex, amounts: Mapping[str, Any] | None, fill: float, file: str, path: str
+) -> np.ndarray | None:
     if amounts is None:
         return None
     vec = np.full(len(resources), fill)
     for name, value in amounts.items():
         pos = resources.get(str(name))
         if pos is None:
-            raise InputError(f"no node offers resource {name!r} (resources: {', '.join(resources.names)})",
-                             file=file, field=f"{path}.{name}")
+            raise InputError(
+                f"no node offers resource {name!r} (resources: {', '.join(resources.names)})",
+                file=file,
+                field=f"{path}.{name}",
+            )
         vec[pos] = _amount(str(name), value, file, f"{path}.{name}")
     return vec
 
@@ -232,16 +258,25 @@ def build_cluster(spec: ClusterSpec, file: str = _WHERE) -> Cluster:
     order = sorted(range(len(names)), key=names.__getitem__)
     if len(set(names)) != len(names):
         raise InputError("two node shapes produce the same node name", file=file, field="nodes")
-    nodes = Nodes(resources, [names[i] for i in order], np.array([rows[i] for i in order]),
-                  [labels[i] for i in order], [()] * len(names), [False] * len(names))
+    nodes = Nodes(
+        resources,
+        [names[i] for i in order],
+        np.array([rows[i] for i in order]),
+        [labels[i] for i in order],
+        [()] * len(names),
+        [False] * len(names),
+    )
     cluster = Cluster(resources=resources, nodes=nodes, hypernodes=_tree(nodes, spec.tiers))
     for i, q in enumerate(spec.queues or ()):
         where = f"queues[{i}]"
         cluster.queues[q.name] = Queue(
-            name=q.name, weight=q.weight, source="volcano",
+            name=q.name,
+            weight=q.weight,
+            source="volcano",
             capability=_vector(resources, q.capability, np.inf, file, f"{where}.capability"),
             guarantee=_vector(resources, q.guarantee, 0.0, file, f"{where}.guarantee"),
-            deserved=_vector(resources, q.deserved, 0.0, file, f"{where}.deserved"))
+            deserved=_vector(resources, q.deserved, 0.0, file, f"{where}.deserved"),
+        )
     cluster.queues.setdefault("default", Queue(name="default", source="implicit"))
     cluster.account()
     return cluster
@@ -260,12 +295,17 @@ def _tree(nodes: Nodes, tiers: Sequence[int]) -> HyperNodeTree:
         count = math.ceil(len(below) / size)
         width = max(3, len(str(count - 1)))
         for g in range(count):
-            members = below[g * size:(g + 1) * size]
+            members = below[g * size : (g + 1) * size]
             name = f"t{tier}-{g:0{width}d}"
             kind = "Node" if tier == 1 else "HyperNode"
             mask = np.logical_or.reduce([m for _, m in members])
-            hn = HyperNode(name, tier, [(kind, "exact", m) for m, _ in members],
-                           children=[] if tier == 1 else [m for m, _ in members], mask=mask)
+            hn = HyperNode(
+                name,
+                tier,
+                [(kind, "exact", m) for m, _ in members],
+                children=[] if tier == 1 else [m for m, _ in members],
+                mask=mask,
+            )
             for child, _ in members if tier > 1 else ():
                 hns[child].parent = name
             hns[name] = hn
@@ -292,8 +332,9 @@ class ClusterTemplate:
         if not self.explicit_queues:
             for name in sorted(set(queue_names)):
                 if name not in cluster.queues:
-                    cluster.queues[name] = Queue(name=name, weight=float(self.queue_weights.get(name, 1.0)),
-                                                 source="implicit")
+                    cluster.queues[name] = Queue(
+                        name=name, weight=float(self.queue_weights.get(name, 1.0)), source="implicit"
+                    )
         return cluster
 
     def gpus_per_node(self) -> int:
@@ -316,9 +357,13 @@ def load_cluster(path: str | Path) -> ClusterTemplate:
     if not p.exists():
         raise InputError("no such file or directory", file=str(path))
     if p.is_file() and p.suffix.lower() in (".yaml", ".yml", ".json"):
-        docs = load_text_documents(p)      # bounded: size, encoding, depth, aliases, numbers
-        if len(docs) == 1 and isinstance(docs[0], Mapping) and "apiVersion" not in docs[0] \
-                and "nodes" in docs[0]:
+        docs = load_text_documents(p)  # bounded: size, encoding, depth, aliases, numbers
+        if (
+            len(docs) == 1
+            and isinstance(docs[0], Mapping)
+            and "apiVersion" not in docs[0]
+            and "nodes" in docs[0]
+        ):
             return from_spec(ClusterSpec.from_mapping(docs[0], str(path)), str(path))
     return _from_snapshot(p)
 
@@ -328,14 +373,21 @@ def _from_snapshot(path: Path) -> ClusterTemplate:
     if not len(snap.nodes):
         raise InputError("the snapshot has no nodes", file=str(path))
     snap = _with_gpu_alias(snap)
-    cluster = Cluster(resources=snap.resources, nodes=snap.nodes, queues=snap.queues,
-                      hypernodes=snap.hypernodes, priority_classes=snap.priority_classes)
+    cluster = Cluster(
+        resources=snap.resources,
+        nodes=snap.nodes,
+        queues=snap.queues,
+        hypernodes=snap.hypernodes,
+        priority_classes=snap.priority_classes,
+    )
     cluster.account()
     explicit = any(q.source != "implicit" for q in cluster.queues.values())
     gpu = cluster.resources.get(GPU)
     gpus = 0.0 if gpu is None else cluster.total_allocatable()[gpu] / MILLI
-    text = (f"snapshot {path}: {len(cluster.nodes)} nodes, {gpus:g} GPUs, "
-            f"{len(cluster.hypernodes.hypernodes)} hypernodes")
+    text = (
+        f"snapshot {path}: {len(cluster.nodes)} nodes, {gpus:g} GPUs, "
+        f"{len(cluster.hypernodes.hypernodes)} hypernodes"
+    )
     return ClusterTemplate(cluster, explicit, text)
 
 
@@ -365,11 +417,17 @@ def _with_gpu_alias(snap: Cluster) -> Cluster:
                 wide[: len(vec)] = vec
                 setattr(q, attr, wide)
         queues[name] = q
-    return Cluster(resources=new, nodes=nodes, queues=queues, hypernodes=snap.hypernodes,
-                   priority_classes=snap.priority_classes)
+    return Cluster(
+        resources=new,
+        nodes=nodes,
+        queues=queues,
+        hypernodes=snap.hypernodes,
+        priority_classes=snap.priority_classes,
+    )
 
 
 # ------------------------------------------------------------------------------------------- checks
+
 
 def pod_vector(resources: ResourceIndex, requests: Mapping[str, float], where: str) -> np.ndarray:
     """A pod's request in milli-units (plain units in ``requests``), with its one ``pods`` unit. A
@@ -408,8 +466,12 @@ class _Checker:
 
     def shape(self, spec: JobSpec) -> tuple[str, str]:
         """(error, never-fits reason) for ``spec``; empty strings when there is none."""
-        key = (tuple((r.name, r.count, r.min_count, tuple(sorted(r.requests.items()))) for r in spec.roles),
-               spec.min_pods, spec.queue, spec.topology)
+        key = (
+            tuple((r.name, r.count, r.min_count, tuple(sorted(r.requests.items()))) for r in spec.roles),
+            spec.min_pods,
+            spec.queue,
+            spec.topology,
+        )
         got = self.cache.get(key)
         if got is None:
             got = self.cache[key] = self._shape(spec)
@@ -421,14 +483,23 @@ class _Checker:
         for role, (pod, count) in pods.items():
             slots = _slots(self.alloc, pod)
             if not slots.any():
-                return (f"larger than the cluster: a pod of role {role!r} needs {res.describe(pod)}, more "
-                        f"than any node has", "")
+                return (
+                    f"larger than the cluster: a pod of role {role!r} needs {res.describe(pod)}, more "
+                    f"than any node has",
+                    "",
+                )
             if slots.sum() < count:
-                return (f"larger than the cluster: {count} pods of {res.describe(pod)} do not fit on all "
-                        f"nodes together", "")
+                return (
+                    f"larger than the cluster: {count} pods of {res.describe(pod)} do not fit on all "
+                    f"nodes together",
+                    "",
+                )
         if np.any(need > self.total + EPS):
-            return f"larger than the cluster: it needs {res.describe(need)}, the cluster has " \
-                   f"{res.describe(self.total)}", ""
+            return (
+                f"larger than the cluster: it needs {res.describe(need)}, the cluster has "
+                f"{res.describe(self.total)}",
+                "",
+            )
         return "", self._never(spec, pods, need)
 
     def _never(self, spec: JobSpec, pods: dict, need: np.ndarray) -> str:
@@ -439,8 +510,10 @@ class _Checker:
                 return f"queue {name!r} is {queue.state}"
             cap = queue.capability
             if cap is not None and np.any(need > cap + EPS):
-                return f"queue {name!r} capability ({res.describe(np.where(np.isfinite(cap), cap, 0))}) " \
-                       f"is smaller than the job's minimum ({res.describe(need)})"
+                return (
+                    f"queue {name!r} capability ({res.describe(np.where(np.isfinite(cap), cap, 0))}) "
+                    f"is smaller than the job's minimum ({res.describe(need)})"
+                )
         if spec.topology and spec.topology[0] == "hard" and cluster.hypernodes:
             tree = cluster.hypernodes
             tier = min(spec.topology[1], max(tree.tiers))
@@ -452,7 +525,7 @@ class _Checker:
     def _fits_in(self, mask: np.ndarray, pods: dict) -> bool:
         alloc = self.cluster.nodes.allocatable[mask & ~self.cluster.nodes.down]
         left = alloc.copy()
-        for pod, count in pods.values():        # greedy, largest pods first: a sufficient test
+        for pod, count in pods.values():  # greedy, largest pods first: a sufficient test
             for _ in range(count):
                 fit = np.flatnonzero((left + EPS >= pod).all(axis=1))
                 if not len(fit):
@@ -533,11 +606,14 @@ def check_workload(cluster: Cluster, jobs: Iterable[JobSpec]) -> dict[str, str]:
             raise InputError(problem, obj=where)
         if spec.queue not in cluster.queues:
             known = ", ".join(sorted(cluster.queues))
-            raise InputError(f"unknown queue {spec.queue!r} (the cluster defines: {known})", obj=where,
-                             field="queue")
+            raise InputError(
+                f"unknown queue {spec.queue!r} (the cluster defines: {known})", obj=where, field="queue"
+            )
         error, reason = checker.shape(spec)
         if error:
-            raise InputError(f"job {spec.name} is {error}" if error.startswith("larger") else error, obj=where)
+            raise InputError(
+                f"job {spec.name} is {error}" if error.startswith("larger") else error, obj=where
+            )
         if reason:
             never[spec.name] = reason
     return never

@@ -11,14 +11,14 @@ shows the traceback). A report folder is written whole or not at all (``report.w
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from corral.cli_errors import fail
-
 from corral.errors import InputError
 from corral.files import check_output_folder
 from corral.terminal import plain
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from corral.sim.jobspec import JobSpec
     from corral.sim.result import SimResult
 
-__all__ = ["register", "RunInputs", "prepare", "run_config", "parse_seconds", "FORMATS"]
+__all__ = ["FORMATS", "RunInputs", "parse_seconds", "prepare", "register", "run_config"]
 
 FORMATS = ("corral", "philly", "alibaba", "synthetic")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -51,11 +51,14 @@ def parse_seconds(text: str | None, option: str) -> float | None:
     except ValueError:
         parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", s)
         if not parts or "".join(n + u for n, u in parts) != s:
-            raise InputError(f"expected seconds or a duration such as 90m, 36h, 7d, got {text!r}",
-                             field=option) from None
+            raise InputError(
+                f"expected seconds or a duration such as 90m, 36h, 7d, got {text!r}", field=option
+            ) from None
         value = sum(float(n) * _UNITS[u] for n, u in parts)
     if not 0 <= value <= MAX_SECONDS:
-        raise InputError(f"expected a number of seconds from 0 to {MAX_SECONDS:g}, got {text!r}", field=option)
+        raise InputError(
+            f"expected a number of seconds from 0 to {MAX_SECONDS:g}, got {text!r}", field=option
+        )
     return value
 
 
@@ -66,11 +69,19 @@ MAX_SECONDS = 1e10
 MIN_STEP = 1e-3
 
 
-def _check_options(scale: float | None, schedule_period: float, checkpoint_interval: float | None,
-                   startup_delay: float, eviction_grace: float) -> None:
-    for option, value, low in (("--schedule-period", schedule_period, MIN_STEP),
-                               ("--checkpoint-interval", checkpoint_interval, MIN_STEP),
-                               ("--startup-delay", startup_delay, 0.0), ("--grace-period", eviction_grace, 0.0)):
+def _check_options(
+    scale: float | None,
+    schedule_period: float,
+    checkpoint_interval: float | None,
+    startup_delay: float,
+    eviction_grace: float,
+) -> None:
+    for option, value, low in (
+        ("--schedule-period", schedule_period, MIN_STEP),
+        ("--checkpoint-interval", checkpoint_interval, MIN_STEP),
+        ("--startup-delay", startup_delay, 0.0),
+        ("--grace-period", eviction_grace, 0.0),
+    ):
         if value is not None and not low <= value <= MAX_SECONDS:
             raise InputError(f"expected seconds from {low:g} to {MAX_SECONDS:g}, got {value!r}", field=option)
     if scale is not None and not 1e-6 <= scale <= 1e6:
@@ -106,6 +117,7 @@ def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed:
     from corral.manifests.safe_load import load_yaml, read_text
     from corral.sim.synthetic import SyntheticSpec, synthetic
     from corral.sim.workload import load_alibaba, load_corral_trace, load_philly, load_trace
+
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (allowed: {', '.join(FORMATS)})", field="--format")
     if not path.exists():
@@ -115,19 +127,33 @@ def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed:
         raw = load_yaml(read_text(path), str(path)) or {}
         try:
             return synthetic(seed, SyntheticSpec.from_mapping(raw))
-        except InputError as exc:   # name the file the spec came from
+        except InputError as exc:  # name the file the spec came from
             raise InputError(exc.message, file=str(path), obj=exc.obj, field=exc.field) from None
     if kind == "philly":
         return load_philly(path, gpus_per_node=template.gpus_per_node())
-    loaders: dict[str, Callable[[Path], list[JobSpec]]] = {"corral": load_corral_trace, "alibaba": load_alibaba}
+    loaders: dict[str, Callable[[Path], list[JobSpec]]] = {
+        "corral": load_corral_trace,
+        "alibaba": load_alibaba,
+    }
     return loaders[kind](path) if kind in loaders else load_trace(path)
 
 
-def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str | None = None,
-            start: str | None = None, end: str | None = None, queues: list[str] | None = None,
-            scale: float | None = None, seed: int = 0, until: str | None = None,
-            schedule_period: float = 10.0, checkpoint_interval: float | None = None,
-            startup_delay: float = 0.0, eviction_grace: float = 0.0, restart_policy: str = "job") -> RunInputs:
+def prepare(
+    cluster: Path | None = None,
+    workload: Path | None = None,
+    fmt: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    queues: list[str] | None = None,
+    scale: float | None = None,
+    seed: int = 0,
+    until: str | None = None,
+    schedule_period: float = 10.0,
+    checkpoint_interval: float | None = None,
+    startup_delay: float = 0.0,
+    eviction_grace: float = 0.0,
+    restart_policy: str = "job",
+) -> RunInputs:
     """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
     Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
     its three queues for the example, with the workload's own queues otherwise)."""
@@ -135,14 +161,16 @@ def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str 
     from corral.sim.engine import SimOptions
     from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
     from corral.sim.workload import filter_jobs, scale_arrivals
+
     _check_options(scale, schedule_period, checkpoint_interval, startup_delay, eviction_grace)
     if cluster is not None:
         template = load_cluster(cluster)
     elif workload is None:
         template = example_cluster()
     else:
-        template = from_spec(replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"),
-                             "built-in example cluster")
+        template = from_spec(
+            replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"), "built-in example cluster"
+        )
     jobs = example_workload(seed) if workload is None else _load_workload(workload, fmt, template, seed)
     lo, hi = parse_seconds(start, "--start"), parse_seconds(end, "--end")
     if lo is not None or hi is not None or queues:
@@ -150,22 +178,33 @@ def prepare(cluster: Path | None = None, workload: Path | None = None, fmt: str 
     if scale is not None:
         jobs = scale_arrivals(jobs, scale)
     if not jobs:
-        raise InputError("the workload has no jobs (check --start/--end/--queue)",
-                         file=str(workload) if workload else None)
-    options = SimOptions(schedule_period=schedule_period, startup_delay=startup_delay,
-                         eviction_grace=eviction_grace, checkpoint_interval=checkpoint_interval,
-                         until=parse_seconds(until, "--until"), restart_policy=restart_policy)
-    meta = {"cluster": template.description, "seed": seed,
-            "workload": str(workload) if workload else f"built-in example (seed {seed})",
-            "jobs": len(jobs)}
+        raise InputError(
+            "the workload has no jobs (check --start/--end/--queue)", file=str(workload) if workload else None
+        )
+    options = SimOptions(
+        schedule_period=schedule_period,
+        startup_delay=startup_delay,
+        eviction_grace=eviction_grace,
+        checkpoint_interval=checkpoint_interval,
+        until=parse_seconds(until, "--until"),
+        restart_policy=restart_policy,
+    )
+    meta = {
+        "cluster": template.description,
+        "seed": seed,
+        "workload": str(workload) if workload else f"built-in example (seed {seed})",
+        "jobs": len(jobs),
+    }
     return RunInputs(template, list(jobs), options, meta)
 
 
-def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool = False,
-               console: Console | None = None) -> SimResult:
+def run_config(
+    inputs: RunInputs, config: Any, name: str, *, show_progress: bool = False, console: Console | None = None
+) -> SimResult:
     """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
     from corral.sim.engine import simulate
     from corral.sim.estimates import estimate_model
+
     cluster = inputs.template.instantiate(j.queue for j in inputs.jobs)
     meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
     estimates = estimate_model(getattr(config, "simulation", None), getattr(config, "source", name))
@@ -176,6 +215,7 @@ def run_config(inputs: RunInputs, config: Any, name: str, *, show_progress: bool
         return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
     from corral.sim.engine import Engine
     from corral.sim.progress import SimProgress
+
     with SimProgress(len(inputs.jobs), options.until, name, console=console) as bar:
         engine = Engine(cluster, inputs.jobs, config, options=options, meta=meta, progress=bar.update)
         bar.attach(engine)
@@ -186,10 +226,11 @@ def _load_config(path: Path | None) -> tuple[str, Any]:
     from corral.framework.config import load_config_file
     from corral.registry import REGISTRY, default_config
     from corral.sim.estimates import estimate_model
+
     if path is None or (str(path) == "default" and not path.exists()):
         return "default", default_config()
     config = load_config_file(path, REGISTRY)
-    estimate_model(config.simulation, str(path))          # a bad simulation section fails before any run
+    estimate_model(config.simulation, str(path))  # a bad simulation section fails before any run
     return path.stem or str(path), config
 
 
@@ -199,6 +240,7 @@ _fail = fail
 def _console() -> Console:
     """A console that does not wrap tables into narrow columns when output is not a terminal."""
     from rich.console import Console
+
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 160))
@@ -209,8 +251,12 @@ def _notes(result: SimResult, console: Console) -> None:
     never = result.meta.get("never_fits") or []
     if never:
         first = never[0]
-        console.print(f"{len(never)} job(s) can never run (first: {plain(first['job'])}: "
-                      f"{plain(first['reason'])}); see meta.json", markup=False, highlight=False)
+        console.print(
+            f"{len(never)} job(s) can never run (first: {plain(first['job'])}: "
+            f"{plain(first['reason'])}); see meta.json",
+            markup=False,
+            highlight=False,
+        )
     if "stalled_at" in result.meta:
         console.print(f"warning: the scheduler stopped making progress at t={result.meta['stalled_at']:g} s")
 
@@ -230,37 +276,69 @@ _PERIOD = typer.Option(10.0, "--schedule-period", help="simulated seconds betwee
 _CHECKPOINT = typer.Option(None, "--checkpoint-interval", help="seconds of progress between checkpoints")
 _STARTUP = typer.Option(0.0, "--startup-delay", help="seconds from bind to running")
 _GRACE = typer.Option(0.0, "--grace-period", help="seconds an evicted pod holds its node")
-_RESTART = typer.Option("job", "--restart-policy",
-                        help="a broken gang restarts all its pods (job) or only the evicted ones (pods)")
+_RESTART = typer.Option(
+    "job",
+    "--restart-policy",
+    help="a broken gang restarts all its pods (job) or only the evicted ones (pods)",
+)
 _NO_PROGRESS = typer.Option(False, "--no-progress", help="no progress bar")
-_BUCKETS = typer.Option("1,8,32", "--size-buckets",
-                        help="upper edges of the job-size buckets of the report, in GPUs (1,8,32: "
-                             "1 GPU, 2-8, 9-32, >32)")
+_BUCKETS = typer.Option(
+    "1,8,32",
+    "--size-buckets",
+    help="upper edges of the job-size buckets of the report, in GPUs (1,8,32: 1 GPU, 2-8, 9-32, >32)",
+)
 _FORCE = typer.Option(False, "--force", help="replace --output even if it is not a previous corral report")
 
 
 def simulate_command(
-    config: Optional[Path] = _CONFIG, cluster: Optional[Path] = _CLUSTER, workload: Optional[Path] = _WORKLOAD,
-    fmt: Optional[str] = _FORMAT, start: Optional[str] = _START, end: Optional[str] = _END,
-    queue: Optional[List[str]] = _QUEUE, scale: Optional[float] = _SCALE, seed: int = _SEED,
-    until: Optional[str] = _UNTIL, schedule_period: float = _PERIOD,
-    checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
-    grace_period: float = _GRACE, restart_policy: str = _RESTART,
+    config: Path | None = _CONFIG,
+    cluster: Path | None = _CLUSTER,
+    workload: Path | None = _WORKLOAD,
+    fmt: str | None = _FORMAT,
+    start: str | None = _START,
+    end: str | None = _END,
+    queue: list[str] | None = _QUEUE,
+    scale: float | None = _SCALE,
+    seed: int = _SEED,
+    until: str | None = _UNTIL,
+    schedule_period: float = _PERIOD,
+    checkpoint_interval: float | None = _CHECKPOINT,
+    startup_delay: float = _STARTUP,
+    grace_period: float = _GRACE,
+    restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-report"), "--output", "-o", help="report folder"),
-    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS, force: bool = _FORCE,
+    no_progress: bool = _NO_PROGRESS,
+    size_buckets: str = _BUCKETS,
+    force: bool = _FORCE,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_report
+
     console = _console()
     try:
         buckets = parse_buckets(size_buckets)
         check_output_folder(output, force)
         name, cfg = _load_config(config)
-        inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
-                         checkpoint_interval, startup_delay, grace_period, restart_policy)
-        result = run_config(inputs, cfg, name, show_progress=not no_progress and console.is_terminal,
-                            console=console)
+        inputs = prepare(
+            cluster,
+            workload,
+            fmt,
+            start,
+            end,
+            queue,
+            scale,
+            seed,
+            until,
+            schedule_period,
+            checkpoint_interval,
+            startup_delay,
+            grace_period,
+            restart_policy,
+        )
+        result = run_config(
+            inputs, cfg, name, show_progress=not no_progress and console.is_terminal, console=console
+        )
         folder = write_report(result, output, buckets, force=force)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
         _fail(exc)
@@ -272,33 +350,59 @@ def simulate_command(
 
 
 def compare_command(
-    configs: List[Path] = typer.Argument(..., help="configuration files ('default' is the built-in one)"),
-    cluster: Optional[Path] = _CLUSTER, workload: Optional[Path] = _WORKLOAD,
-    fmt: Optional[str] = _FORMAT, start: Optional[str] = _START, end: Optional[str] = _END,
-    queue: Optional[List[str]] = _QUEUE, scale: Optional[float] = _SCALE, seed: int = _SEED,
-    until: Optional[str] = _UNTIL, schedule_period: float = _PERIOD,
-    checkpoint_interval: Optional[float] = _CHECKPOINT, startup_delay: float = _STARTUP,
-    grace_period: float = _GRACE, restart_policy: str = _RESTART,
+    configs: list[Path] = typer.Argument(..., help="configuration files ('default' is the built-in one)"),
+    cluster: Path | None = _CLUSTER,
+    workload: Path | None = _WORKLOAD,
+    fmt: str | None = _FORMAT,
+    start: str | None = _START,
+    end: str | None = _END,
+    queue: list[str] | None = _QUEUE,
+    scale: float | None = _SCALE,
+    seed: int = _SEED,
+    until: str | None = _UNTIL,
+    schedule_period: float = _PERIOD,
+    checkpoint_interval: float | None = _CHECKPOINT,
+    startup_delay: float = _STARTUP,
+    grace_period: float = _GRACE,
+    restart_policy: str = _RESTART,
     output: Path = typer.Option(Path("corral-compare"), "--output", "-o", help="comparison folder"),
-    no_progress: bool = _NO_PROGRESS, size_buckets: str = _BUCKETS, force: bool = _FORCE,
+    no_progress: bool = _NO_PROGRESS,
+    size_buckets: str = _BUCKETS,
+    force: bool = _FORCE,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_comparison
+
     console = _console()
     try:
         buckets = parse_buckets(size_buckets)
         check_output_folder(output, force)
-        loaded = [_load_config(path) for path in configs]     # every config is checked before any run
-        inputs = prepare(cluster, workload, fmt, start, end, queue, scale, seed, until, schedule_period,
-                         checkpoint_interval, startup_delay, grace_period, restart_policy)
+        loaded = [_load_config(path) for path in configs]  # every config is checked before any run
+        inputs = prepare(
+            cluster,
+            workload,
+            fmt,
+            start,
+            end,
+            queue,
+            scale,
+            seed,
+            until,
+            schedule_period,
+            checkpoint_interval,
+            startup_delay,
+            grace_period,
+            restart_policy,
+        )
         results: dict[str, SimResult] = {}
         for name, cfg in loaded:
             unique, n = name, 2
             while unique in results:
                 unique, n = f"{name}-{n}", n + 1
-            results[unique] = run_config(inputs, cfg, unique, console=console,
-                                         show_progress=not no_progress and console.is_terminal)
+            results[unique] = run_config(
+                inputs, cfg, unique, console=console, show_progress=not no_progress and console.is_terminal
+            )
         folder = write_comparison(results, output, buckets, force=force)
     except BaseException as exc:  # noqa: BLE001
         _fail(exc)
@@ -307,8 +411,9 @@ def compare_command(
     console.print(size_table(results, buckets))
     for result in results.values():
         _notes(result, console)
-    console.print(f"comparison: {plain(folder / 'index.html')}", soft_wrap=True, markup=False,
-                  highlight=False)
+    console.print(
+        f"comparison: {plain(folder / 'index.html')}", soft_wrap=True, markup=False, highlight=False
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -39,14 +39,15 @@ from __future__ import annotations
 import heapq
 import math
 import time as _time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from corral.errors import InputError
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import PENDING_LIKE
-from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 from corral.manifests.fields import parse_duration
+from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
@@ -55,10 +56,20 @@ from corral.sim.jobspec import JobSpec
 from corral.sim.metrics import EngineMetrics, water_fill
 from corral.sim.result import ClusterSample, QueueSample, SimResult
 
-__all__ = ["SimOptions", "Engine", "simulate", "water_fill", "ProgressFn", "RESTART_POLICIES"]
+__all__ = ["RESTART_POLICIES", "Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
 
-from corral.sim.events import (_HOLDING, CYCLE, COMPLETE, EVICT, MAX_QUEUE_INSTANTS, NODE, RELEASE,  # noqa: F401
-                               SAMPLE, START, SUBMIT)
+from corral.sim.events import (  # noqa: F401
+    _HOLDING,
+    COMPLETE,
+    CYCLE,
+    EVICT,
+    MAX_QUEUE_INSTANTS,
+    NODE,
+    RELEASE,
+    SAMPLE,
+    START,
+    SUBMIT,
+)
 
 ProgressFn = Callable[[float, int, int], None]
 _STALL_CYCLES = 100
@@ -81,39 +92,55 @@ class SimOptions:
     heartbeat: float | None = None
     restart_policy: str = "job"
     namespace: str = "default"
-    estimates: Any = None            # sim.estimates.EstimateModel: writes corral.io/expected-runtime
+    estimates: Any = None  # sim.estimates.EstimateModel: writes corral.io/expected-runtime
 
     def __post_init__(self) -> None:
         if self.restart_policy not in RESTART_POLICIES:
-            raise InputError(f"expected one of {', '.join(RESTART_POLICIES)}, got {self.restart_policy!r}",
-                             obj="simulation", field="restart_policy")
+            raise InputError(
+                f"expected one of {', '.join(RESTART_POLICIES)}, got {self.restart_policy!r}",
+                obj="simulation",
+                field="restart_policy",
+            )
         for name in ("schedule_period", "checkpoint_interval", "sample_period", "heartbeat"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
-                raise InputError(f"expected a positive number of seconds, got {value!r}", obj="simulation",
-                                 field=name)
+                raise InputError(
+                    f"expected a positive number of seconds, got {value!r}", obj="simulation", field=name
+                )
         for name in ("startup_delay", "eviction_grace", "until"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 <= value < math.inf):
-                raise InputError(f"expected a number of seconds >= 0, got {value!r}", obj="simulation",
-                                 field=name)
+                raise InputError(
+                    f"expected a number of seconds >= 0, got {value!r}", obj="simulation", field=name
+                )
 
 
 class SimJob:
     """The engine's side of one job: its model Job and what it has lived through."""
 
-    __slots__ = ("spec", "job", "gpus", "progress", "since", "epoch", "first_start", "end", "restarts",
-                 "evictions", "lost")
+    __slots__ = (
+        "end",
+        "epoch",
+        "evictions",
+        "first_start",
+        "gpus",
+        "job",
+        "lost",
+        "progress",
+        "restarts",
+        "since",
+        "spec",
+    )
 
     def __init__(self, spec: JobSpec, job: Job, gpus: float) -> None:
         self.spec, self.job, self.gpus = spec, job, gpus
-        self.progress = 0.0              # seconds of progress before ``since``
+        self.progress = 0.0  # seconds of progress before ``since``
         self.since: float | None = None  # running at >= minMember since
-        self.epoch = 0                   # bumps on every stop: stale completion events are ignored
+        self.epoch = 0  # bumps on every stop: stale completion events are ignored
         self.first_start: float | None = None
         self.end: float | None = None
         self.restarts = self.evictions = 0
-        self.lost = 0.0                  # GPU-seconds lost to restarts
+        self.lost = 0.0  # GPU-seconds lost to restarts
 
 
 class Engine(EngineMetrics):
@@ -125,9 +152,17 @@ class Engine(EngineMetrics):
     then (at most every 0.2 s of wall time) and at the end.
     """
 
-    def __init__(self, cluster: Cluster, jobs: Sequence[JobSpec], config: Any, registry: Any = None,
-                 options: SimOptions | None = None, *, progress: ProgressFn | None = None,
-                 meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        config: Any,
+        registry: Any = None,
+        options: SimOptions | None = None,
+        *,
+        progress: ProgressFn | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
         if registry is None:
             from corral.registry import REGISTRY as registry
         self.cluster, self.config, self.registry = cluster, config, registry
@@ -143,14 +178,14 @@ class Engine(EngineMetrics):
         self._seq = 0
         self._enqueue = any(a.name == "enqueue" for a in config.actions)
         self._gpu = cluster.resources.get(GPU)
-        self._active: dict[str, SimJob] = {}      # submitted, not finished; by job uid
-        self._waiting: dict[str, SimJob] = {}     # active jobs with pending or pipelined pods
-        self._running: set[str] = set()           # active jobs making progress
+        self._active: dict[str, SimJob] = {}  # submitted, not finished; by job uid
+        self._waiting: dict[str, SimJob] = {}  # active jobs with pending or pipelined pods
+        self._running: set[str] = set()  # active jobs making progress
         self._done: dict[str, SimJob] = {}
-        self._started: set[str] = set()           # uids of pods in state Running
+        self._started: set[str] = set()  # uids of pods in state Running
         self._release_token: dict[str, int] = {}
-        self._reasons: dict[str, str] = {}        # last unschedulable reason, per waiting job
-        self._last_reasons: dict[str, str] = {}   # the same, kept once the job started (per-job records)
+        self._reasons: dict[str, str] = {}  # last unschedulable reason, per waiting job
+        self._last_reasons: dict[str, str] = {}  # the same, kept once the job started (per-job records)
         self._submitted = 0
         self._dirty = False
         self._cycle_at: float | None = None
@@ -160,20 +195,23 @@ class Engine(EngineMetrics):
         self._stalled: float | None = None
         self._changed = True
         self._last_sample: ClusterSample | None = None
-        self._demand = 0.0                        # GPUs asked for by the active jobs' pods
-        self._common_gpu: float | None = None     # most common waiting pod GPU size (milli)
+        self._demand = 0.0  # GPUs asked for by the active jobs' pods
+        self._common_gpu: float | None = None  # most common waiting pod GPU size (milli)
         self._samples: list[ClusterSample] = []
         self._queue_samples: list[QueueSample] = []
         self._queues = sorted({s.queue for s in self.specs})
         self._role_cache: dict[int, list] = {}
-        self._changed_jobs: set[str] = set()      # jobs changed by events since the last session closed
+        self._changed_jobs: set[str] = set()  # jobs changed by events since the last session closed
         cluster.changed_jobs = self._changed_jobs
         self._wall = _time.monotonic()
         self._progress_at = 0.0
         for index, spec in enumerate(self.specs):
             self._push(spec.submit, SUBMIT, index)
-        span = self.options.until if self.options.until is not None else \
-            (self.specs[-1].submit if self.specs else 0.0)
+        span = (
+            self.options.until
+            if self.options.until is not None
+            else (self.specs[-1].submit if self.specs else 0.0)
+        )
         period = self.options.sample_period or max(self.options.schedule_period, span / 500.0)
         self._sample_period = period
         self._push(0.0, SAMPLE, 0)
@@ -212,7 +250,7 @@ class Engine(EngineMetrics):
             return False
         at, kind, _, payload = heapq.heappop(self._heap)
         if kind == SAMPLE and not self._heap:
-            return False                     # nothing else will happen: the run is over
+            return False  # nothing else will happen: the run is over
         self.now = at
         self.events += 1
         if kind == SUBMIT:
@@ -298,22 +336,44 @@ class Engine(EngineMetrics):
     def _build(self, spec: JobSpec) -> SimJob:
         """The Job and its Pending pods; minResources is the request of the job's minimum (Volcano)."""
         ns = self.options.namespace
-        job = Job(uid=f"{ns}/{spec.name}", name=spec.name, namespace=ns, queue=spec.queue,
-                  min_member=spec.min_pods, priority=spec.priority, creation=spec.submit,
-                  annotations=dict(spec.annotations), min_resources=self.cluster.resources.zeros())
+        job = Job(
+            uid=f"{ns}/{spec.name}",
+            name=spec.name,
+            namespace=ns,
+            queue=spec.queue,
+            min_member=spec.min_pods,
+            priority=spec.priority,
+            creation=spec.submit,
+            annotations=dict(spec.annotations),
+            min_resources=self.cluster.resources.zeros(),
+        )
         if self.options.estimates is not None:
-            job.annotations[EXPECTED_RUNTIME] = f"{self.options.estimates.estimate(spec.name, spec.duration):.0f}s"
+            job.annotations[EXPECTED_RUNTIME] = (
+                f"{self.options.estimates.estimate(spec.name, spec.duration):.0f}s"
+            )
         job.min_task_member = {r.name: r.min_count for r in spec.roles if r.min_count is not None}
         if spec.topology is not None:
             job.topology_mode, job.topology_tier = spec.topology
         rows, counts, gpus = self._roles(spec), min_counts(spec), 0.0
         for role, req, klass, g in rows:
             job.min_resources += req * counts[role.name]
-            prefix = f"{spec.name}-" if len(rows) == 1 and not role.name else f"{spec.name}-{role.name or 'pod'}-"
+            prefix = (
+                f"{spec.name}-" if len(rows) == 1 and not role.name else f"{spec.name}-{role.name or 'pod'}-"
+            )
             for i in range(role.count):
-                job.tasks.append(Task(uid=f"{ns}/{prefix}{i}", name=f"{prefix}{i}", namespace=ns, request=req,
-                                      job=job, role=role.name, priority=spec.priority, creation=spec.submit,
-                                      klass=klass))
+                job.tasks.append(
+                    Task(
+                        uid=f"{ns}/{prefix}{i}",
+                        name=f"{prefix}{i}",
+                        namespace=ns,
+                        request=req,
+                        job=job,
+                        role=role.name,
+                        priority=spec.priority,
+                        creation=spec.submit,
+                        klass=klass,
+                    )
+                )
             gpus += g * role.count
         return SimJob(spec, job, gpus)
 
@@ -334,7 +394,7 @@ class Engine(EngineMetrics):
             sim.since = self.now
             if sim.first_start is None:
                 sim.first_start = self.now
-            self._reasons.pop(uid, None)          # running again after a restart: no longer waiting
+            self._reasons.pop(uid, None)  # running again after a restart: no longer waiting
             self._running.add(uid)
             self._push(self.now + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
             self._changed = True
@@ -387,7 +447,11 @@ class Engine(EngineMetrics):
         self.cluster.charge(task, +1)
 
     def _start(self, task: Task, bound_at: float) -> None:
-        if task.status is not TaskStatus.BOUND or task.start_time != bound_at or task.uid not in self.cluster.tasks:
+        if (
+            task.status is not TaskStatus.BOUND
+            or task.start_time != bound_at
+            or task.uid not in self.cluster.tasks
+        ):
             return
         self._run_task(task)
         self._update(self._active[task.job.uid])
@@ -412,7 +476,7 @@ class Engine(EngineMetrics):
             self._started.discard(task.uid)
             self._release_token.pop(task.uid, None)
         del cluster.jobs[uid]
-        self._changed_jobs.add(uid)               # gone: the kept job index drops it
+        self._changed_jobs.add(uid)  # gone: the kept job index drops it
         del self._active[uid]
         self._demand -= sim.gpus
         self._waiting.pop(uid, None)
@@ -446,8 +510,11 @@ class Engine(EngineMetrics):
         for uid, group in by_job.items():
             sim = self._active[uid]
             sim.evictions += len(group)
-            held = sum(self._gpus(t) for t in sim.job.tasks
-                       if t.status is TaskStatus.RUNNING or t.uid in self._started)
+            held = sum(
+                self._gpus(t)
+                for t in sim.job.tasks
+                if t.status is TaskStatus.RUNNING or t.uid in self._started
+            )
             for task in group:
                 self._started.discard(task.uid)
             self._update(sim, held)
@@ -460,7 +527,7 @@ class Engine(EngineMetrics):
         if grace <= 0:
             self._release(task)
         else:
-            token = self._seq + 1            # the sequence number _push is about to use
+            token = self._seq + 1  # the sequence number _push is about to use
             self._push(self.now + grace, RELEASE, (task, token))
             self._release_token[task.uid] = token
 
@@ -526,8 +593,10 @@ class Engine(EngineMetrics):
         found it? Only the pods its operations changed can differ (``Decisions.touched``), so this
         costs what the cycle did, not what waits."""
         waiting = self._waiting
-        return any(t.job.uid in waiting and (t.status is not status or t.nominated != nominated)
-                   for t, status, nominated in touched)
+        return any(
+            t.job.uid in waiting and (t.status is not status or t.nominated != nominated)
+            for t, status, nominated in touched
+        )
 
     def _cycle(self, beat: bool = False) -> None:
         if beat:
@@ -556,8 +625,9 @@ class Engine(EngineMetrics):
         for record in decisions.unschedulable:
             if record.podgroup in self._waiting:
                 self._reasons[record.podgroup] = self._last_reasons[record.podgroup] = record.reason
-        changed = bool(decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks) \
-            or self._waiting_pods_moved(decisions.touched)
+        changed = bool(
+            decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks
+        ) or self._waiting_pods_moved(decisions.touched)
         for job in {id(t.job): t.job for t, _, _ in decisions.touched}.values():
             sim = self._waiting.get(job.uid)
             if sim is not None and not any(t.status in PENDING_LIKE for t in job.tasks):
@@ -575,8 +645,16 @@ class Engine(EngineMetrics):
             self._beat_at = self.now + self.options.heartbeat
             self._push(self._beat_at, CYCLE, "beat")
 
-def simulate(cluster: Cluster, jobs: Sequence[JobSpec], config: Any, registry: Any = None,
-             options: SimOptions | None = None, *, progress: ProgressFn | None = None,
-             meta: Mapping[str, Any] | None = None) -> SimResult:
+
+def simulate(
+    cluster: Cluster,
+    jobs: Sequence[JobSpec],
+    config: Any,
+    registry: Any = None,
+    options: SimOptions | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> SimResult:
     """Build an :class:`Engine` and run it to the end (or ``options.until``)."""
     return Engine(cluster, jobs, config, registry, options, progress=progress, meta=meta).run()

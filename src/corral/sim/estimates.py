@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from corral.errors import ConfigError
 
-__all__ = ["EstimateModel", "MODELS", "estimate_model"]
+__all__ = ["MODELS", "EstimateModel", "estimate_model"]
 
 MODELS = ("exact", "noisy")
 
@@ -64,12 +65,16 @@ def estimate_model(simulation: Mapping[str, Any] | None, file: str = "<config>")
         raise ConfigError("expected a mapping {model, spread, seed} or a model name", file=file, field=where)
     unknown = sorted(set(raw) - {"model", "spread", "seed"})
     if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r} (allowed: model, spread, seed)", file=file,
-                          field=f"{where}.{unknown[0]}")
+        raise ConfigError(
+            f"unknown key {unknown[0]!r} (allowed: model, spread, seed)",
+            file=file,
+            field=f"{where}.{unknown[0]}",
+        )
     model = raw.get("model", "exact")
     if model not in MODELS:
-        raise ConfigError(f"unknown value {model!r} (allowed: {', '.join(MODELS)})", file=file,
-                          field=f"{where}.model")
+        raise ConfigError(
+            f"unknown value {model!r} (allowed: {', '.join(MODELS)})", file=file, field=f"{where}.model"
+        )
     spread = raw.get("spread", 2.0 if model == "noisy" else 1.0)
     if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 1.0 <= spread < math.inf:
         raise ConfigError(f"expected a number >= 1, got {spread!r}", file=file, field=f"{where}.spread")

@@ -2,7 +2,7 @@
 
 from corral.model import TaskStatus
 
-__all__ = ["COMPLETE", "RELEASE", "NODE", "START", "EVICT", "SUBMIT", "CYCLE", "SAMPLE", "MAX_QUEUE_INSTANTS"]
+__all__ = ["COMPLETE", "CYCLE", "EVICT", "MAX_QUEUE_INSTANTS", "NODE", "RELEASE", "SAMPLE", "START", "SUBMIT"]
 
 # event priorities at one instant (see corral.sim.engine's docstring)
 COMPLETE, RELEASE, NODE, START, EVICT, SUBMIT, CYCLE, SAMPLE = range(8)

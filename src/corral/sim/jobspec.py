@@ -7,10 +7,10 @@ Kubernetes writes them without suffix: cpu in cores, memory in bytes, ``nvidia.c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-__all__ = ["RoleSpec", "JobSpec", "GPU"]
+__all__ = ["GPU", "JobSpec", "RoleSpec"]
 
 GPU = "nvidia.com/gpu"
 

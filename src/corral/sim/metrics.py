@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["EngineMetrics", "water_fill"]
 
 
-def water_fill(total: float, weight: np.ndarray, demand: np.ndarray, cap: np.ndarray,
-               guarantee: np.ndarray) -> np.ndarray:
+def water_fill(
+    total: float, weight: np.ndarray, demand: np.ndarray, cap: np.ndarray, guarantee: np.ndarray
+) -> np.ndarray:
     """Deal ``total`` out by ``weight``, each share capped by ``cap`` and ``demand`` and raised to
     ``guarantee``; rounds repeat over the queues not yet satisfied until nothing is left or nothing
     changes (Volcano proportion's loop, one resource)."""
@@ -43,7 +44,7 @@ def water_fill(total: float, weight: np.ndarray, demand: np.ndarray, cap: np.nda
         new = np.where(met, deserved, np.maximum(np.minimum(np.minimum(new, cap), demand), guarantee))
         increased = float((new - deserved).sum())
         deserved = new
-        met |= (demand <= deserved + 1e-9) | (cap <= deserved + 1e-9)   # satisfied, or full
+        met |= (demand <= deserved + 1e-9) | (cap <= deserved + 1e-9)  # satisfied, or full
         if increased <= 1e-12:
             break
         remaining = max(remaining - increased, 0.0)
@@ -67,12 +68,25 @@ class EngineMetrics:
             pending = max(round(self._demand - held, 9), 0.0)
             fragmented = self._fragmented(nodes, live, g)
         running = len(self._running)
-        sample = ClusterSample(self.now, used, total, used / total if total > 0 else 0.0,
-                               len(self._active) - running, running, pending, fragmented)
+        sample = ClusterSample(
+            self.now,
+            used,
+            total,
+            used / total if total > 0 else 0.0,
+            len(self._active) - running,
+            running,
+            pending,
+            fragmented,
+        )
         last = self._last_sample
-        if last is not None and (last.gpu_used, last.gpu_total, last.pending_jobs, last.running_jobs,
-                                 last.pending_gpus, last.fragmented_gpus) == \
-                (used, total, sample.pending_jobs, running, pending, fragmented):
+        if last is not None and (
+            last.gpu_used,
+            last.gpu_total,
+            last.pending_jobs,
+            last.running_jobs,
+            last.pending_gpus,
+            last.fragmented_gpus,
+        ) == (used, total, sample.pending_jobs, running, pending, fragmented):
             return
         if last is not None and last.time == self.now:
             self._samples[-1] = sample
@@ -111,7 +125,7 @@ class EngineMetrics:
         if common != self._common_gpu:
             self._common_gpu, self._changed = common, True
         if names and self._queue_samples and self._queue_samples[-1].time == self.now:
-            del self._queue_samples[-len(names):]
+            del self._queue_samples[-len(names) :]
         if names:
             self._queue_sample(names)
         if final:
@@ -121,7 +135,9 @@ class EngineMetrics:
             self._queue_samples = [s for i, s in enumerate(self._queue_samples) if (i // width) % 2 == 0]
             self._sample_period *= 2
         if self._heap:
-            self._push((math.floor(self.now / self._sample_period + 1e-9) + 1) * self._sample_period, SAMPLE, 0)
+            self._push(
+                (math.floor(self.now / self._sample_period + 1e-9) + 1) * self._sample_period, SAMPLE, 0
+            )
 
     def _queue_sample(self, names: list[str]) -> None:
         index = {n: i for i, n in enumerate(names)}
@@ -137,9 +153,16 @@ class EngineMetrics:
         total = self._gpu_total()
         deserved = self._deserved(names, demand, total)
         for i, name in enumerate(names):
-            self._queue_samples.append(QueueSample(
-                self.now, name, float(held[i]), float(held[i] / total) if total > 0 else 0.0,
-                float(deserved[i] / total) if total > 0 else 0.0, int(pending[i])))
+            self._queue_samples.append(
+                QueueSample(
+                    self.now,
+                    name,
+                    float(held[i]),
+                    float(held[i] / total) if total > 0 else 0.0,
+                    float(deserved[i] / total) if total > 0 else 0.0,
+                    int(pending[i]),
+                )
+            )
 
     def _gpu_total(self) -> float:
         if self._gpu is None:
@@ -163,10 +186,17 @@ class EngineMetrics:
         return water_fill(total, weight, demand, column("capability", np.inf), column("guarantee", 0.0))
 
     # -- the result --------------------------------------------------------------------------------
-    def _record(self, spec: JobSpec, sim: "SimJob | None") -> JobRecord:
-        rec = JobRecord(job=spec.name, queue=spec.queue, priority=spec.priority, pods=spec.num_pods,
-                        min_member=spec.min_pods, gpus=float(spec.gpus), duration=float(spec.duration),
-                        submit=float(spec.submit))
+    def _record(self, spec: JobSpec, sim: SimJob | None) -> JobRecord:
+        rec = JobRecord(
+            job=spec.name,
+            queue=spec.queue,
+            priority=spec.priority,
+            pods=spec.num_pods,
+            min_member=spec.min_pods,
+            gpus=float(spec.gpus),
+            duration=float(spec.duration),
+            submit=float(spec.submit),
+        )
         if sim is None:
             rec.status = "never_fits" if spec.name in self.never_fits else "pending"
             return rec
@@ -175,8 +205,9 @@ class EngineMetrics:
         rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
-        rec.status = "completed" if sim.end is not None else \
-            "running" if sim.job.uid in self._running else "pending"
+        rec.status = (
+            "completed" if sim.end is not None else "running" if sim.job.uid in self._running else "pending"
+        )
         return rec
 
     def _unreported(self, uid: str) -> str:
@@ -187,8 +218,10 @@ class EngineMetrics:
         if sim is None:
             return ""
         if sim.job.phase is PodGroupPhase.PENDING and self._enqueue:
-            return self._admission_reason(sim.job) or \
-                "podgroup not yet admitted (Pending): enqueue has not admitted it"
+            return (
+                self._admission_reason(sim.job)
+                or "podgroup not yet admitted (Pending): enqueue has not admitted it"
+            )
         return "waiting: not yet placed"
 
     def _admission_reason(self, job) -> str:
@@ -225,19 +258,23 @@ class EngineMetrics:
         and counted in ``meta["jobs_not_submitted"]``)."""
         ns = self.options.namespace
         records = []
-        for spec in self.specs[:self._submitted]:
+        for spec in self.specs[: self._submitted]:
             uid = f"{ns}/{spec.name}"
             records.append(self._record(spec, self._active.get(uid) or self._done.get(uid)))
-        meta = {"config": getattr(self.config, "source", ""), **self.meta,
-                "end_time": self.now, "wall_time": round(_time.monotonic() - self._wall, 3),
-                "events": self.events, "cycles": self.cycles,
-                "jobs_not_submitted": len(self.specs) - self._submitted,
-                "options": asdict(self.options),
-                "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
-                "pending_reasons": self._pending_reasons()}
+        meta = {
+            "config": getattr(self.config, "source", ""),
+            **self.meta,
+            "end_time": self.now,
+            "wall_time": round(_time.monotonic() - self._wall, 3),
+            "events": self.events,
+            "cycles": self.cycles,
+            "jobs_not_submitted": len(self.specs) - self._submitted,
+            "options": asdict(self.options),
+            "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
+            "pending_reasons": self._pending_reasons(),
+        }
         if self._stalled is not None:
             meta["stalled_at"] = self._stalled
-        return SimResult(jobs=records, queues=list(self._queue_samples), cluster=list(self._samples),
-                         meta=meta)
-
-
+        return SimResult(
+            jobs=records, queues=list(self._queue_samples), cluster=list(self._samples), meta=meta
+        )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import warnings
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 import numpy as np
@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from corral.sim.result import SimResult
 
-__all__ = ["step_plot", "share_plot", "cdf_plot", "bar_plot", "data_uri", "report_plots", "comparison_plots"]
+__all__ = ["bar_plot", "cdf_plot", "comparison_plots", "data_uri", "report_plots", "share_plot", "step_plot"]
 
 Series = tuple[Sequence[float], Sequence[float]]
 
@@ -58,8 +58,9 @@ def _png(fig: Figure, ax: object, empty: bool) -> bytes:
 MAX_POINTS = 2000
 
 
-def _extend(times: Sequence[float], values: Sequence[float], end: float | None) -> tuple[np.ndarray,
-                                                                                            np.ndarray]:
+def _extend(
+    times: Sequence[float], values: Sequence[float], end: float | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sorted step samples, with the last value held until ``end``; a series of more than
     :data:`MAX_POINTS` samples is resampled to that many equal time buckets, each showing the
     time-weighted mean of the step function over the bucket (a plot cannot show more anyway, and
@@ -81,14 +82,19 @@ def _extend(times: Sequence[float], values: Sequence[float], end: float | None) 
     return edges, np.append(means, means[-1])
 
 
-def step_plot(series: Mapping[str, Series], *, title: str, ylabel: str,
-              end: float | Mapping[str, float] | None = None,
-              ylim: tuple[float, float] | None = None) -> bytes:
+def step_plot(
+    series: Mapping[str, Series],
+    *,
+    title: str,
+    ylabel: str,
+    end: float | Mapping[str, float] | None = None,
+    ylim: tuple[float, float] | None = None,
+) -> bytes:
     """One step line per entry of ``series`` (label -> (times in seconds, values)); each sample holds
     until the next, the last until ``end`` (one time, or one per label). A legend appears when there
     is more than one line."""
     fig, ax = _figure()
-    ends = end if isinstance(end, Mapping) else {label: end for label in series}
+    ends = end if isinstance(end, Mapping) else dict.fromkeys(series, end)
     extended = {label: _extend(t, v, ends.get(label)) for label, (t, v) in series.items()}
     span = max((t[-1] for t, _ in extended.values() if len(t)), default=0.0)
     scale, unit = _time_unit(span)
@@ -106,8 +112,9 @@ def step_plot(series: Mapping[str, Series], *, title: str, ylabel: str,
     return _png(fig, ax, empty=not drawn)
 
 
-def share_plot(queues: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
-               end: float | None = None) -> bytes:
+def share_plot(
+    queues: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]], end: float | None = None
+) -> bytes:
     """Per queue, its allocated share (solid) and deserved share (dashed, same colour) over time;
     ``queues`` maps a queue name to (times, allocated shares, deserved shares)."""
     fig, ax = _figure(9.0, 4.5)
@@ -140,8 +147,13 @@ def cdf_plot(series: Mapping[str, Sequence[float]], *, title: str, xlabel: str) 
     for label, values in cleaned.items():
         if len(values):
             y = np.arange(1, len(values) + 1) / len(values)
-            ax.step(np.concatenate(([values[0]], values)) / scale, np.concatenate(([0.0], y)),
-                    where="post", label=f"{label} (n={len(values)})", linewidth=1.2)
+            ax.step(
+                np.concatenate(([values[0]], values)) / scale,
+                np.concatenate(([0.0], y)),
+                where="post",
+                label=f"{label} (n={len(values)})",
+                linewidth=1.2,
+            )
     ax.set_xscale("symlog", linthresh=max(1.0 / scale, 1e-3))
     ax.set_ylim(0, 1.02)
     ax.set_title(title)
@@ -152,8 +164,14 @@ def cdf_plot(series: Mapping[str, Sequence[float]], *, title: str, xlabel: str) 
     return _png(fig, ax, empty=not any(len(v) for v in cleaned.values()))
 
 
-def bar_plot(groups: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
-             ylabel: str, seconds: bool = False) -> bytes:
+def bar_plot(
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    *,
+    title: str,
+    ylabel: str,
+    seconds: bool = False,
+) -> bytes:
     """Grouped bars: one group per entry of ``groups`` (x axis), one bar per entry of ``series`` (label
     -> one value per group; None draws no bar). ``seconds`` picks a readable time unit."""
     fig, ax = _figure()
@@ -182,11 +200,17 @@ def _size_bars(groups: Mapping[str, Sequence[Mapping]]) -> dict[str, bytes]:
         index = {(n, g["group"]): g[key] for n, rows in groups.items() for g in rows if g["by"] == "size"}
         return {n: [index.get((n, grp)) for grp in order] for n in groups}
 
-    return {"wait_by_size.png": bar_plot(order, column("wait_mean"), title="Mean wait by job size",
-                                         ylabel="wait", seconds=True),
-            "slowdown_by_size.png": bar_plot(order, column("bounded_slowdown_mean"),
-                                             title="Mean bounded slowdown by job size",
-                                             ylabel="bounded slowdown")}
+    return {
+        "wait_by_size.png": bar_plot(
+            order, column("wait_mean"), title="Mean wait by job size", ylabel="wait", seconds=True
+        ),
+        "slowdown_by_size.png": bar_plot(
+            order,
+            column("bounded_slowdown_mean"),
+            title="Mean bounded slowdown by job size",
+            ylabel="bounded slowdown",
+        ),
+    }
 
 
 def _cluster(result: SimResult, name: str) -> Series:
@@ -206,8 +230,9 @@ def _values(result: SimResult, name: str) -> list[float]:
     return [getattr(j, name) for j in result.jobs if getattr(j, name) is not None]
 
 
-def report_plots(result: SimResult, end: float | None = None,
-                 groups: Sequence[Mapping] = ()) -> dict[str, bytes]:
+def report_plots(
+    result: SimResult, end: float | None = None, groups: Sequence[Mapping] = ()
+) -> dict[str, bytes]:
     """The plots of one run, file name -> PNG: utilisation, GPU demand beside GPUs in use, fragmented
     GPUs and pending jobs over time, per-queue allocated vs deserved share, the CDFs of JCT and wait, and
     (given the :mod:`~corral.sim.breakdown` rows ``groups``) mean wait and slowdown by job size."""
@@ -217,46 +242,81 @@ def report_plots(result: SimResult, end: float | None = None,
         t.append(sample.time)
         a.append(sample.allocated_share)
         d.append(sample.deserved_share)
-    pending = {"pending": ([s.time for s in result.cluster], [s.pending_jobs for s in result.cluster]),
-               "running": ([s.time for s in result.cluster], [s.running_jobs for s in result.cluster])}
+    pending = {
+        "pending": ([s.time for s in result.cluster], [s.pending_jobs for s in result.cluster]),
+        "running": ([s.time for s in result.cluster], [s.running_jobs for s in result.cluster]),
+    }
     return {
-        "utilisation.png": step_plot({"": _utilisation(result)}, title="GPU utilisation",
-                                     ylabel="GPUs in use / GPUs", end=end, ylim=(0, 1.05)),
-        "demand.png": step_plot({"GPUs in use": _cluster(result, "gpu_used"),
-                                 "GPUs asked for by waiting pods": _cluster(result, "pending_gpus")},
-                                title="GPU demand waiting beside GPUs in use", ylabel="GPUs", end=end),
-        "fragmentation.png": step_plot({"": _cluster(result, "fragmented_gpus")},
-                                       title="Free GPUs too few for a waiting pod of the most common size",
-                                       ylabel="GPUs", end=end),
+        "utilisation.png": step_plot(
+            {"": _utilisation(result)},
+            title="GPU utilisation",
+            ylabel="GPUs in use / GPUs",
+            end=end,
+            ylim=(0, 1.05),
+        ),
+        "demand.png": step_plot(
+            {
+                "GPUs in use": _cluster(result, "gpu_used"),
+                "GPUs asked for by waiting pods": _cluster(result, "pending_gpus"),
+            },
+            title="GPU demand waiting beside GPUs in use",
+            ylabel="GPUs",
+            end=end,
+        ),
+        "fragmentation.png": step_plot(
+            {"": _cluster(result, "fragmented_gpus")},
+            title="Free GPUs too few for a waiting pod of the most common size",
+            ylabel="GPUs",
+            end=end,
+        ),
         "pending.png": step_plot(pending, title="Jobs pending and running", ylabel="jobs", end=end),
         "shares.png": share_plot(queues, end),
-        "jct_cdf.png": cdf_plot({"JCT": _values(result, "jct")}, title="Job completion time (CDF)",
-                                xlabel="submit to end"),
-        "wait_cdf.png": cdf_plot({"wait": _values(result, "wait")}, title="Wait (CDF)",
-                                 xlabel="submit to first start"),
+        "jct_cdf.png": cdf_plot(
+            {"JCT": _values(result, "jct")}, title="Job completion time (CDF)", xlabel="submit to end"
+        ),
+        "wait_cdf.png": cdf_plot(
+            {"wait": _values(result, "wait")}, title="Wait (CDF)", xlabel="submit to first start"
+        ),
         **_size_bars({"": groups}),
     }
 
 
-def comparison_plots(results: Mapping[str, SimResult], ends: Mapping[str, float] | None = None,
-                     groups: Mapping[str, Sequence[Mapping]] | None = None) -> dict[str, bytes]:
+def comparison_plots(
+    results: Mapping[str, SimResult],
+    ends: Mapping[str, float] | None = None,
+    groups: Mapping[str, Sequence[Mapping]] | None = None,
+) -> dict[str, bytes]:
     """Overlaid plots of several runs, one line per config: utilisation, waiting GPU demand and
     fragmented GPUs over time, JCT and wait CDFs; and bars side by side of wait and slowdown by job size
     (from each run's :mod:`~corral.sim.breakdown` rows, ``groups``). Each run's series hold until its own
     end (``ends``)."""
     util = {name: _utilisation(r) for name, r in results.items()}
-    util_png = step_plot(util, title="GPU utilisation", ylabel="GPUs in use / GPUs", end=ends or None,
-                         ylim=(0, 1.05))
+    util_png = step_plot(
+        util, title="GPU utilisation", ylabel="GPUs in use / GPUs", end=ends or None, ylim=(0, 1.05)
+    )
     return {
         "utilisation.png": util_png,
-        "demand.png": step_plot({n: _cluster(r, "pending_gpus") for n, r in results.items()},
-                                title="GPUs asked for by waiting pods", ylabel="GPUs", end=ends or None),
-        "fragmentation.png": step_plot({n: _cluster(r, "fragmented_gpus") for n, r in results.items()},
-                                       title="Free GPUs too few for a waiting pod of the most common size",
-                                       ylabel="GPUs", end=ends or None),
-        "jct_cdf.png": cdf_plot({n: _values(r, "jct") for n, r in results.items()},
-                                title="Job completion time (CDF)", xlabel="submit to end"),
-        "wait_cdf.png": cdf_plot({n: _values(r, "wait") for n, r in results.items()},
-                                 title="Wait (CDF)", xlabel="submit to first start"),
+        "demand.png": step_plot(
+            {n: _cluster(r, "pending_gpus") for n, r in results.items()},
+            title="GPUs asked for by waiting pods",
+            ylabel="GPUs",
+            end=ends or None,
+        ),
+        "fragmentation.png": step_plot(
+            {n: _cluster(r, "fragmented_gpus") for n, r in results.items()},
+            title="Free GPUs too few for a waiting pod of the most common size",
+            ylabel="GPUs",
+            end=ends or None,
+        ),
+        "jct_cdf.png": cdf_plot(
+            {n: _values(r, "jct") for n, r in results.items()},
+            title="Job completion time (CDF)",
+            xlabel="submit to end",
+        ),
+        "wait_cdf.png": cdf_plot(
+            {n: _values(r, "wait") for n, r in results.items()},
+            title="Wait (CDF)",
+            xlabel="submit to first start",
+        ),
         **_size_bars(groups or {}),
     }

@@ -41,24 +41,40 @@ class SimProgress:
 
     WINDOW = 60.0
 
-    def __init__(self, total: int, span: float | None = None, name: str = "simulating",
-                 console: Console | None = None, transient: bool = True) -> None:
-        columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("done, {task.fields[waiting]} waiting, simulated {task.fields[clock]}, "
-                              "{task.fields[rate]} events/s, ETA {task.fields[eta]}"), TimeElapsedColumn())
+    def __init__(
+        self,
+        total: int,
+        span: float | None = None,
+        name: str = "simulating",
+        console: Console | None = None,
+        transient: bool = True,
+    ) -> None:
+        columns = (
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(
+                "done, {task.fields[waiting]} waiting, simulated {task.fields[clock]}, "
+                "{task.fields[rate]} events/s, ETA {task.fields[eta]}"
+            ),
+            TimeElapsedColumn(),
+        )
         self.bar = Progress(*columns, console=console, transient=transient)
         self.span = span
         self.engine: Any = None
         self.task = self.bar.add_task(name, total=total, waiting=0, clock="0 min", rate="-", eta="?")
         self.start = time.monotonic()
-        self.history: deque[tuple[float, int, int]] = deque()      # (wall, done, events)
+        self.history: deque[tuple[float, int, int]] = deque()  # (wall, done, events)
         self.bar.start()
 
     def attach(self, engine: Any) -> None:
         self.engine = engine
         if self.span is None:
-            self.span = engine.options.until if engine.options.until is not None else \
-                (engine.specs[-1].submit if engine.specs else 0.0)
+            self.span = (
+                engine.options.until
+                if engine.options.until is not None
+                else (engine.specs[-1].submit if engine.specs else 0.0)
+            )
 
     def update(self, now: float, done: int, total: int) -> None:
         wall = time.monotonic()
@@ -77,13 +93,20 @@ class SimProgress:
         elif done > 0:
             eta = (wall - self.start) * (total - done) / done
         span = f" of {clock(self.span)} submissions" if self.span else ""
-        self.bar.update(self.task, completed=done, total=total, waiting=f"{waiting:,}",
-                        clock=clock(now) + span, rate=f"{rate:,.0f}", eta=_wall(eta))
+        self.bar.update(
+            self.task,
+            completed=done,
+            total=total,
+            waiting=f"{waiting:,}",
+            clock=clock(now) + span,
+            rate=f"{rate:,.0f}",
+            eta=_wall(eta),
+        )
 
     def close(self) -> None:
         self.bar.stop()
 
-    def __enter__(self) -> "SimProgress":
+    def __enter__(self) -> SimProgress:
         return self
 
     def __exit__(self, *exc: Any) -> None:

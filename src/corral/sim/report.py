@@ -21,22 +21,33 @@ import json
 import math
 import operator
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from rich.table import Table
 
 from corral.errors import InputError
+from corral.files import atomic_folder
 from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown
-from corral.files import atomic_folder
-from corral.terminal import cell
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
+from corral.terminal import cell
 
-__all__ = ["METRICS", "run_end", "time_average", "summarize", "queue_summary", "format_metric",
-           "write_report", "write_comparison", "summary_table", "size_table"]
+__all__ = [
+    "METRICS",
+    "format_metric",
+    "queue_summary",
+    "run_end",
+    "size_table",
+    "summarize",
+    "summary_table",
+    "time_average",
+    "write_comparison",
+    "write_report",
+]
 
 # metric key -> (label, kind); the kind decides how a value is shown to a person.
 METRICS: dict[str, tuple[str, str]] = {
@@ -71,6 +82,7 @@ _CLUSTER_FIELDS = [f.name for f in dataclasses.fields(ClusterSample)]
 
 
 # ------------------------------------------------------------------------------------------- metrics
+
 
 def _sig(value: Any) -> Any:
     """Round a float to 6 significant digits (stable JSON); ints, strings and None pass; non-finite
@@ -128,8 +140,10 @@ def _share_averages(result: SimResult, end: float) -> dict[str, tuple[float, flo
     out = {}
     for queue, samples in sorted(by_queue.items()):
         times = [s.time for s in samples]
-        out[queue] = (time_average(times, [s.allocated_share for s in samples], end),
-                      time_average(times, [s.deserved_share for s in samples], end))
+        out[queue] = (
+            time_average(times, [s.allocated_share for s in samples], end),
+            time_average(times, [s.deserved_share for s in samples], end),
+        )
     return out
 
 
@@ -153,8 +167,9 @@ def _max_wait_largest(jobs: list[JobRecord], end: float) -> float | None:
         return None
     k = max(1, math.ceil(0.05 * len(population)))
     threshold = sorted((j.gpus for j in population), reverse=True)[k - 1]
-    return max(j.wait if j.wait is not None else max(0.0, end - j.submit)
-               for j in population if j.gpus >= threshold)
+    return max(
+        j.wait if j.wait is not None else max(0.0, end - j.submit) for j in population if j.gpus >= threshold
+    )
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -181,14 +196,26 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
     ends = [j.end for j in jobs if j.end is not None]
     makespan = max(ends) - min(j.submit for j in jobs) if ends else None
     cluster = sorted(result.cluster, key=lambda s: s.time)
-    values = [len(jobs), status.count("completed"), status.count("running"), status.count("pending"),
-              status.count("never_fits"), *jct, *wait, makespan,
-              time_average([s.time for s in cluster], [s.utilisation for s in cluster], end),
-              sum(j.restarts for j in jobs), sum(j.evictions for j in jobs),
-              sum(j.gpu_hours_lost for j in jobs), _max_wait_largest(jobs, end), _jain(result, end),
-              _mean([slowdown(j) for j in jobs]), _mean([bounded_slowdown(j) for j in jobs]),
-              time_average([s.time for s in cluster], [s.pending_gpus for s in cluster], end),
-              time_average([s.time for s in cluster], [s.fragmented_gpus for s in cluster], end)]
+    values = [
+        len(jobs),
+        status.count("completed"),
+        status.count("running"),
+        status.count("pending"),
+        status.count("never_fits"),
+        *jct,
+        *wait,
+        makespan,
+        time_average([s.time for s in cluster], [s.utilisation for s in cluster], end),
+        sum(j.restarts for j in jobs),
+        sum(j.evictions for j in jobs),
+        sum(j.gpu_hours_lost for j in jobs),
+        _max_wait_largest(jobs, end),
+        _jain(result, end),
+        _mean([slowdown(j) for j in jobs]),
+        _mean([bounded_slowdown(j) for j in jobs]),
+        time_average([s.time for s in cluster], [s.pending_gpus for s in cluster], end),
+        time_average([s.time for s in cluster], [s.fragmented_gpus for s in cluster], end),
+    ]
     return {key: _sig(value) for key, value in zip(METRICS, values)}
 
 
@@ -204,14 +231,20 @@ def queue_summary(result: SimResult) -> list[dict[str, Any]]:
         allocated, deserved = shares.get(queue, (None, None))
         jct = _stats([j.jct for j in jobs if j.jct is not None])
         wait = _stats([j.wait for j in jobs if j.wait is not None])
-        row = {"queue": queue, "jobs": len(jobs),
-               "completed": sum(j.status == "completed" for j in jobs),
-               "pending": sum(j.status in ("pending", "never_fits") for j in jobs),
-               "jct_mean": jct[0], "wait_mean": wait[0], "wait_p95": wait[2],
-               "allocated_share": allocated, "deserved_share": deserved,
-               "share_ratio": allocated / deserved if allocated is not None and deserved else None,
-               "evictions": sum(j.evictions for j in jobs),
-               "gpu_hours_lost": sum(j.gpu_hours_lost for j in jobs)}
+        row = {
+            "queue": queue,
+            "jobs": len(jobs),
+            "completed": sum(j.status == "completed" for j in jobs),
+            "pending": sum(j.status in ("pending", "never_fits") for j in jobs),
+            "jct_mean": jct[0],
+            "wait_mean": wait[0],
+            "wait_p95": wait[2],
+            "allocated_share": allocated,
+            "deserved_share": deserved,
+            "share_ratio": allocated / deserved if allocated is not None and deserved else None,
+            "evictions": sum(j.evictions for j in jobs),
+            "gpu_hours_lost": sum(j.gpu_hours_lost for j in jobs),
+        }
         rows.append({k: _sig(v) for k, v in row.items()} | {"queue": queue})
     return rows
 
@@ -242,6 +275,7 @@ def format_metric(key: str, value: Any) -> str:
 
 
 # -------------------------------------------------------------------------------------- file writers
+
 
 def _plain(value: Any) -> Any:
     """A JSON-safe copy: numpy scalars to Python, non-finite floats to None, paths and others to str."""
@@ -290,8 +324,10 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Any], *, recor
 
 
 def _breakdown_rows(result: SimResult, buckets: Sequence[float]) -> list[dict[str, Any]]:
-    return [{k: _sig(v) if k not in ("by", "group") else v for k, v in row.items()}
-            for row in breakdown(result, buckets)]
+    return [
+        {k: _sig(v) if k not in ("by", "group") else v for k, v in row.items()}
+        for row in breakdown(result, buckets)
+    ]
 
 
 def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAULT_BUCKETS) -> dict[str, Any]:
@@ -303,8 +339,7 @@ def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAU
     (folder / "summary.json").write_text(_json_text(summary), encoding="utf-8")
     (folder / "meta.json").write_text(_json_text(result.meta), encoding="utf-8")
     _write_csv(folder / "jobs.csv", _JOB_FIELDS, result.jobs, records=True)
-    _write_records_json(folder / "jobs.json", ({c: getattr(j, c) for c in _JOB_FIELDS}
-                                               for j in result.jobs))
+    _write_records_json(folder / "jobs.json", ({c: getattr(j, c) for c in _JOB_FIELDS} for j in result.jobs))
     _write_csv(folder / "queues.csv", _QUEUE_FIELDS, result.queues, records=True)
     _write_csv(folder / "cluster.csv", _CLUSTER_FIELDS, result.cluster, records=True)
     queues = queue_summary(result)
@@ -316,8 +351,9 @@ def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAU
     return summary
 
 
-def write_report(result: SimResult, folder: str | Path, buckets: Sequence[float] = DEFAULT_BUCKETS, *,
-                 force: bool = False) -> Path:
+def write_report(
+    result: SimResult, folder: str | Path, buckets: Sequence[float] = DEFAULT_BUCKETS, *, force: bool = False
+) -> Path:
     """Write one run's report folder and return its path. Files: ``summary.json`` (:func:`summarize`),
     ``meta.json``, ``jobs.csv`` / ``jobs.json`` (one record per job), ``queues.csv`` (queue samples:
     shares over time), ``cluster.csv`` (cluster samples: utilisation, pending GPU demand and fragmented
@@ -330,9 +366,19 @@ def write_report(result: SimResult, folder: str | Path, buckets: Sequence[float]
     return atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets), force=force)
 
 
-_RESERVED = {"index.html", "comparison.json", "comparison.csv", "breakdown.csv", "utilisation.png",
-             "jct_cdf.png", "wait_cdf.png", "demand.png", "fragmentation.png", "wait_by_size.png",
-             "slowdown_by_size.png"}
+_RESERVED = {
+    "index.html",
+    "comparison.json",
+    "comparison.csv",
+    "breakdown.csv",
+    "utilisation.png",
+    "jct_cdf.png",
+    "wait_cdf.png",
+    "demand.png",
+    "fragmentation.png",
+    "wait_by_size.png",
+    "slowdown_by_size.png",
+}
 
 
 def _folder_names(names: Iterable[str]) -> dict[str, str]:
@@ -349,8 +395,13 @@ def _folder_names(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def write_comparison(results: Mapping[str, SimResult], folder: str | Path,
-                     buckets: Sequence[float] = DEFAULT_BUCKETS, *, force: bool = False) -> Path:
+def write_comparison(
+    results: Mapping[str, SimResult],
+    folder: str | Path,
+    buckets: Sequence[float] = DEFAULT_BUCKETS,
+    *,
+    force: bool = False,
+) -> Path:
     """Write a comparison of several configs run on the same workload: ``comparison.json`` and
     ``comparison.csv`` (one row per config: ``config``, ``report`` subfolder, then every metric),
     ``breakdown.csv`` (each config's rows of :func:`~corral.sim.breakdown.breakdown`, with a ``config``
@@ -363,21 +414,30 @@ def write_comparison(results: Mapping[str, SimResult], folder: str | Path,
         raise InputError("nothing to compare: no results", file=str(folder))
     for name, result in results.items():
         if not isinstance(result, SimResult):
-            raise InputError(f"expected a SimResult, got {type(result).__name__}", file=str(folder),
-                             obj=str(name))
+            raise InputError(
+                f"expected a SimResult, got {type(result).__name__}", file=str(folder), obj=str(name)
+            )
     subfolders = _folder_names(results)
 
     def fill(tmp: Path) -> None:
         rows, groups = [], {}
         for name, result in results.items():
             (tmp / subfolders[name]).mkdir()
-            rows.append({"config": name, "report": subfolders[name],
-                         **_write_run(result, tmp / subfolders[name], buckets)})
+            rows.append(
+                {
+                    "config": name,
+                    "report": subfolders[name],
+                    **_write_run(result, tmp / subfolders[name], buckets),
+                }
+            )
             groups[name] = _breakdown_rows(result, buckets)
         (tmp / "comparison.json").write_text(_json_text(rows), encoding="utf-8")
         _write_csv(tmp / "comparison.csv", ["config", "report", *METRICS], rows)
-        _write_csv(tmp / "breakdown.csv", ["config", "by", "group", *_BREAKDOWN_COLUMNS],
-                   [{"config": n, **g} for n, rs in groups.items() for g in rs])
+        _write_csv(
+            tmp / "breakdown.csv",
+            ["config", "by", "group", *_BREAKDOWN_COLUMNS],
+            [{"config": n, **g} for n, rs in groups.items() for g in rs],
+        )
         plots = comparison_plots(results, {n: run_end(r) for n, r in results.items()}, groups)
         for file_name, png in plots.items():
             (tmp / file_name).write_bytes(png)
@@ -388,16 +448,33 @@ def write_comparison(results: Mapping[str, SimResult], folder: str | Path,
 
 # -------------------------------------------------------------------------------------------- HTML
 
-_QUEUE_COLUMNS = {"queue": "queue", "jobs": "jobs", "completed": "completed", "pending": "pending",
-                  "jct_mean": "JCT mean", "wait_mean": "wait mean", "wait_p95": "wait p95",
-                  "allocated_share": "allocated share", "deserved_share": "deserved share",
-                  "share_ratio": "allocated / deserved", "evictions": "evictions",
-                  "gpu_hours_lost": "GPU-hours lost"}
-_QUEUE_KINDS = {"jobs": "jobs_total", "completed": "jobs_total", "pending": "jobs_total",
-                "jct_mean": "jct_mean", "wait_mean": "wait_mean", "wait_p95": "wait_mean",
-                "allocated_share": "gpu_utilisation", "deserved_share": "gpu_utilisation",
-                "share_ratio": "jain_fairness", "evictions": "evictions",
-                "gpu_hours_lost": "gpu_hours_lost"}
+_QUEUE_COLUMNS = {
+    "queue": "queue",
+    "jobs": "jobs",
+    "completed": "completed",
+    "pending": "pending",
+    "jct_mean": "JCT mean",
+    "wait_mean": "wait mean",
+    "wait_p95": "wait p95",
+    "allocated_share": "allocated share",
+    "deserved_share": "deserved share",
+    "share_ratio": "allocated / deserved",
+    "evictions": "evictions",
+    "gpu_hours_lost": "GPU-hours lost",
+}
+_QUEUE_KINDS = {
+    "jobs": "jobs_total",
+    "completed": "jobs_total",
+    "pending": "jobs_total",
+    "jct_mean": "jct_mean",
+    "wait_mean": "wait_mean",
+    "wait_p95": "wait_mean",
+    "allocated_share": "gpu_utilisation",
+    "deserved_share": "gpu_utilisation",
+    "share_ratio": "jain_fairness",
+    "evictions": "evictions",
+    "gpu_hours_lost": "gpu_hours_lost",
+}
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
 th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}
@@ -407,85 +484,130 @@ code{background:#f5f5f5;padding:0 .2em}"""
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>\n"
-                   for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>\n" for row in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
 
 
 def _figures(plots: Mapping[str, bytes]) -> str:
-    return "\n".join(f'<figure><img alt="{html.escape(name)}" src="{data_uri(png)}">'
-                     f"<figcaption>{html.escape(name)}</figcaption></figure>"
-                     for name, png in plots.items())
+    return "\n".join(
+        f'<figure><img alt="{html.escape(name)}" src="{data_uri(png)}">'
+        f"<figcaption>{html.escape(name)}</figcaption></figure>"
+        for name, png in plots.items()
+    )
 
 
 def _page(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
-            f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
+        f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
+    )
 
 
 def _breakdown_table(groups: Sequence[Mapping[str, Any]], by: str) -> str:
-    rows = [[g["group"]] + [format_metric(kind, g[c]) for c, (_, kind) in _BREAKDOWN_COLUMNS.items()]
-            for g in groups if g["by"] == by]
+    rows = [
+        [g["group"]] + [format_metric(kind, g[c]) for c, (_, kind) in _BREAKDOWN_COLUMNS.items()]
+        for g in groups
+        if g["by"] == by
+    ]
     return _table([by] + [label for label, _ in _BREAKDOWN_COLUMNS.values()], rows)
 
 
-def _breakdown_side_by_side(groups: Mapping[str, Sequence[Mapping[str, Any]]], by: str,
-                            columns: Sequence[str] = ("jobs", "wait_mean", "wait_p95", "jct_mean",
-                                                      "bounded_slowdown_mean")) -> str:
+def _breakdown_side_by_side(
+    groups: Mapping[str, Sequence[Mapping[str, Any]]],
+    by: str,
+    columns: Sequence[str] = ("jobs", "wait_mean", "wait_p95", "jct_mean", "bounded_slowdown_mean"),
+) -> str:
     """One row per group, and per column one cell per config."""
     names = list(groups)
     order = list(dict.fromkeys(g["group"] for rs in groups.values() for g in rs if g["by"] == by))
     index = {(n, g["group"]): g for n, rs in groups.items() for g in rs if g["by"] == by}
     headers = [by] + [f"{_BREAKDOWN_COLUMNS[c][0]} · {n}" for c in columns for n in names]
-    rows = [[grp] + [format_metric(_BREAKDOWN_COLUMNS[c][1], index[(n, grp)][c]) if (n, grp) in index else "—"
-                     for c in columns for n in names] for grp in order]
+    rows = [
+        [grp]
+        + [
+            format_metric(_BREAKDOWN_COLUMNS[c][1], index[(n, grp)][c]) if (n, grp) in index else "—"
+            for c in columns
+            for n in names
+        ]
+        for grp in order
+    ]
     return _table(headers, rows)
 
 
-def _run_page(result: SimResult, summary: Mapping[str, Any], queues: list[dict[str, Any]],
-              plots: Mapping[str, bytes], groups: Sequence[Mapping[str, Any]] = ()) -> str:
+def _run_page(
+    result: SimResult,
+    summary: Mapping[str, Any],
+    queues: list[dict[str, Any]],
+    plots: Mapping[str, bytes],
+    groups: Sequence[Mapping[str, Any]] = (),
+) -> str:
     config = result.meta.get("config") or result.meta.get("config_name") or ""
-    metrics = _table(["metric", "value"],
-                     [(METRICS[k][0], format_metric(k, v)) for k, v in summary.items()])
-    queue_rows = [[format_metric(_QUEUE_KINDS.get(c, ""), row[c]) for c in _QUEUE_COLUMNS]
-                  for row in queues]
-    meta = _table(["key", "value"], [(k, v if isinstance(v, str) else json.dumps(_plain(v)))
-                                     for k, v in result.meta.items()])
-    files = ", ".join(f'<a href="{n}"><code>{n}</code></a>' for n in
-                      ("summary.json", "meta.json", "jobs.csv", "jobs.json", "queues.csv", "cluster.csv",
-                       "queue_summary.csv", "breakdown.csv", "breakdown.json"))
-    body = (f"<h2>Summary</h2>{metrics}"
-            f"<h2>By job size (GPUs)</h2>{_breakdown_table(groups, 'size')}"
-            f"<h2>By queue</h2>{_breakdown_table(groups, 'queue')}"
-            f"<h2>Plots</h2>{_figures(plots)}"
-            f"<h2>Queues</h2>{_table(list(_QUEUE_COLUMNS.values()), queue_rows)}"
-            f"<h2>Run</h2>{meta}<p>Data: {files}</p>")
+    metrics = _table(["metric", "value"], [(METRICS[k][0], format_metric(k, v)) for k, v in summary.items()])
+    queue_rows = [[format_metric(_QUEUE_KINDS.get(c, ""), row[c]) for c in _QUEUE_COLUMNS] for row in queues]
+    meta = _table(
+        ["key", "value"],
+        [(k, v if isinstance(v, str) else json.dumps(_plain(v))) for k, v in result.meta.items()],
+    )
+    files = ", ".join(
+        f'<a href="{n}"><code>{n}</code></a>'
+        for n in (
+            "summary.json",
+            "meta.json",
+            "jobs.csv",
+            "jobs.json",
+            "queues.csv",
+            "cluster.csv",
+            "queue_summary.csv",
+            "breakdown.csv",
+            "breakdown.json",
+        )
+    )
+    body = (
+        f"<h2>Summary</h2>{metrics}"
+        f"<h2>By job size (GPUs)</h2>{_breakdown_table(groups, 'size')}"
+        f"<h2>By queue</h2>{_breakdown_table(groups, 'queue')}"
+        f"<h2>Plots</h2>{_figures(plots)}"
+        f"<h2>Queues</h2>{_table(list(_QUEUE_COLUMNS.values()), queue_rows)}"
+        f"<h2>Run</h2>{meta}<p>Data: {files}</p>"
+    )
     return _page(f"corral simulation report{': ' + str(config) if config else ''}", body)
 
 
-def _comparison_page(rows: list[dict[str, Any]], plots: Mapping[str, bytes],
-                     groups: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> str:
+def _comparison_page(
+    rows: list[dict[str, Any]],
+    plots: Mapping[str, bytes],
+    groups: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> str:
     headers = ["metric"] + [str(r["config"]) for r in rows]
-    table = _table(headers, [[label] + [format_metric(key, r[key]) for r in rows]
-                             for key, (label, _) in METRICS.items()])
-    links = "".join(f'<li><a href="{html.escape(r["report"])}/index.html">'
-                    f'{html.escape(str(r["config"]))}</a></li>' for r in rows)
+    table = _table(
+        headers, [[label] + [format_metric(key, r[key]) for r in rows] for key, (label, _) in METRICS.items()]
+    )
+    links = "".join(
+        f'<li><a href="{html.escape(r["report"])}/index.html">{html.escape(str(r["config"]))}</a></li>'
+        for r in rows
+    )
     by_size = _breakdown_side_by_side(groups or {}, "size")
     by_queue = _breakdown_side_by_side(groups or {}, "queue")
-    body = (f"<h2>Metrics</h2>{table}<h2>By job size (GPUs)</h2>{by_size}<h2>By queue</h2>{by_queue}"
-            f"<h2>Plots</h2>{_figures(plots)}"
-            f"<h2>Reports</h2><ul>{links}</ul>"
-            '<p>Data: <a href="comparison.csv"><code>comparison.csv</code></a>, '
-            '<a href="breakdown.csv"><code>breakdown.csv</code></a>, '
-            '<a href="comparison.json"><code>comparison.json</code></a></p>')
+    body = (
+        f"<h2>Metrics</h2>{table}<h2>By job size (GPUs)</h2>{by_size}<h2>By queue</h2>{by_queue}"
+        f"<h2>Plots</h2>{_figures(plots)}"
+        f"<h2>Reports</h2><ul>{links}</ul>"
+        '<p>Data: <a href="comparison.csv"><code>comparison.csv</code></a>, '
+        '<a href="breakdown.csv"><code>breakdown.csv</code></a>, '
+        '<a href="comparison.json"><code>comparison.json</code></a></p>'
+    )
     return _page("corral comparison", body)
 
 
 # ------------------------------------------------------------------------------------------ terminal
 
-def summary_table(summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]],
-                  title: str | None = None) -> Table:
+
+def summary_table(
+    summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]], title: str | None = None
+) -> Table:
     """A rich Table of one summary (metric, value) or of several (config -> summary: one column per
     config, side by side). Unknown keys are shown after the known ones, formatted plainly."""
     several = bool(summary) and all(isinstance(v, Mapping) for v in summary.values())
@@ -493,7 +615,7 @@ def summary_table(summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]],
     table = Table(title=cell(title) if title else None)
     table.add_column("metric")
     for name in columns:
-        table.add_column(cell(name), justify="right")     # config names are shown, never read as markup
+        table.add_column(cell(name), justify="right")  # config names are shown, never read as markup
     keys = [k for k in METRICS if any(k in s for s in columns.values())]
     keys += sorted({k for s in columns.values() for k in s if k not in METRICS})
     for key in keys:
@@ -509,7 +631,11 @@ def size_table(results: Mapping[str, SimResult], buckets: Sequence[float] = DEFA
     table.add_column("size")
     names = list(results)
     groups = {n: [g for g in breakdown(r, buckets) if g["by"] == "size"] for n, r in results.items()}
-    cells = (("wait_mean", "wait mean"), ("wait_p95", "wait p95"), ("bounded_slowdown_mean", "bounded slowdown"))
+    cells = (
+        ("wait_mean", "wait mean"),
+        ("wait_p95", "wait p95"),
+        ("bounded_slowdown_mean", "bounded slowdown"),
+    )
     table.add_column("jobs", justify="right")
     for _, label in cells:
         for n in names:

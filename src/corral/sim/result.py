@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["JobRecord", "QueueSample", "ClusterSample", "SimResult"]
+__all__ = ["ClusterSample", "JobRecord", "QueueSample", "SimResult"]
 
 
 @dataclass
@@ -35,7 +35,7 @@ class JobRecord:
     evictions: int = 0
     gpu_hours_lost: float = 0.0
     status: str = "pending"
-    reason: str = ""              # the last reason it waited (e.g. a node locked for another job)
+    reason: str = ""  # the last reason it waited (e.g. a node locked for another job)
 
 
 @dataclass

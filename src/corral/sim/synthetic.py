@@ -8,8 +8,9 @@ Moved out of :mod:`corral.sim.workload`, which still re-exports :class:`Syntheti
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -26,18 +27,25 @@ def _weights(name: str, value: Any, key: Any) -> dict:
     choice (config files may write ``"16": 0.05``) and raises ValueError on a bad one. Keys are sorted
     so that the order a config file lists them in never changes the draws."""
     if not isinstance(value, Mapping) or not value:
-        raise InputError(f"expected a non-empty mapping of choice -> weight, got {value!r}",
-                         obj="synthetic workload", field=name)
+        raise InputError(
+            f"expected a non-empty mapping of choice -> weight, got {value!r}",
+            obj="synthetic workload",
+            field=name,
+        )
     out = {}
     for choice, weight in value.items():
         try:
             k, w = key(choice), float(weight)
         except (TypeError, ValueError):
-            raise InputError(f"bad entry {choice!r}: {weight!r}", obj="synthetic workload",
-                             field=name) from None
+            raise InputError(
+                f"bad entry {choice!r}: {weight!r}", obj="synthetic workload", field=name
+            ) from None
         if not (w >= 0 and math.isfinite(w)):
-            raise InputError(f"weight of {choice!r} must be a number >= 0, got {weight!r}",
-                             obj="synthetic workload", field=name)
+            raise InputError(
+                f"weight of {choice!r} must be a number >= 0, got {weight!r}",
+                obj="synthetic workload",
+                field=name,
+            )
         out[k] = w
     if sum(out.values()) <= 0:
         raise InputError("weights must not all be zero", obj="synthetic workload", field=name)
@@ -73,8 +81,12 @@ def _memory(value: Any) -> float:
 
 
 _positive = lambda v: _number(v, 0, open_low=True)  # noqa: E731
-_KEYS = {"gang_sizes": lambda v: _integer(v, 1), "gpus_per_pod": _positive, "queues": str,
-         "priorities": _integer}
+_KEYS = {
+    "gang_sizes": lambda v: _integer(v, 1),
+    "gpus_per_pod": _positive,
+    "queues": str,
+    "priorities": _integer,
+}
 # field -> (converter raising ValueError or InputError, what the field must be)
 _SCALARS = {
     "n_jobs": (lambda v: _integer(v, 1), "an integer >= 1"),
@@ -107,8 +119,10 @@ class SyntheticSpec:
 
     n_jobs: int = 200
     arrival_rate: float = 1 / 120
-    gang_sizes: Mapping[int, float] = field(default_factory=lambda: {1: .5, 2: .2, 4: .15, 8: .1, 16: .05})
-    gpus_per_pod: Mapping[float, float] = field(default_factory=lambda: {1: .3, 2: .15, 4: .2, 8: .35})
+    gang_sizes: Mapping[int, float] = field(
+        default_factory=lambda: {1: 0.5, 2: 0.2, 4: 0.15, 8: 0.1, 16: 0.05}
+    )
+    gpus_per_pod: Mapping[float, float] = field(default_factory=lambda: {1: 0.3, 2: 0.15, 4: 0.2, 8: 0.35})
     duration_median: float = 1800.0
     duration_sigma: float = 1.0
     duration_min: float = 60.0
@@ -128,29 +142,37 @@ class SyntheticSpec:
             try:
                 object.__setattr__(self, name, convert(value))
             except (TypeError, ValueError, InputError):
-                raise InputError(f"expected {what}, got {value!r}", obj="synthetic workload",
-                                 field=name) from None
+                raise InputError(
+                    f"expected {what}, got {value!r}", obj="synthetic workload", field=name
+                ) from None
         if self.duration_min > self.duration_max:
-            raise InputError(f"{self.duration_min} exceeds duration_max {self.duration_max}",
-                             obj="synthetic workload", field="duration_min")
+            raise InputError(
+                f"{self.duration_min} exceeds duration_max {self.duration_max}",
+                obj="synthetic workload",
+                field="duration_min",
+            )
         for name, key in _KEYS.items():
             object.__setattr__(self, name, _weights(name, getattr(self, name), key))
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> "SyntheticSpec":
+    def from_mapping(cls, values: Mapping[str, Any]) -> SyntheticSpec:
         """Build from a config mapping; an unknown key is an InputError naming it and the allowed keys."""
         if not isinstance(values, Mapping):
             raise InputError(f"expected a mapping, got {type(values).__name__}", obj="synthetic workload")
         allowed = [f.name for f in fields(cls)]
         for key in values:
             if key not in allowed:
-                raise InputError(f"unknown key {key!r} (allowed: {', '.join(allowed)})",
-                                 obj="synthetic workload", field=str(key))
+                raise InputError(
+                    f"unknown key {key!r} (allowed: {', '.join(allowed)})",
+                    obj="synthetic workload",
+                    field=str(key),
+                )
         return cls(**values)
 
 
-def synthetic(seed: int | np.random.Generator, spec: SyntheticSpec | None = None,
-              **overrides: Any) -> list[JobSpec]:
+def synthetic(
+    seed: int | np.random.Generator, spec: SyntheticSpec | None = None, **overrides: Any
+) -> list[JobSpec]:
     """Generate a seeded synthetic workload (DESIGN.md convention 6: every draw comes from
     ``numpy.random.default_rng(seed)``, or the Generator passed in). ``overrides`` are SyntheticSpec
     fields, validated like :meth:`SyntheticSpec.from_mapping`. The same seed and spec give the same
@@ -160,8 +182,9 @@ def synthetic(seed: int | np.random.Generator, spec: SyntheticSpec | None = None
     spec = SyntheticSpec.from_mapping({**base, **overrides}) if overrides or spec is None else spec
     if not isinstance(seed, np.random.Generator):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise InputError(f"expected an integer >= 0, got {seed!r}", obj="synthetic workload",
-                             field="seed")
+            raise InputError(
+                f"expected an integer >= 0, got {seed!r}", obj="synthetic workload", field="seed"
+            )
         seed = np.random.default_rng(seed)
     rng, n = seed, spec.n_jobs
 
@@ -185,9 +208,18 @@ def synthetic(seed: int | np.random.Generator, spec: SyntheticSpec | None = None
         g = float(per_pod[i])
         role = _role(int(pods[i]), g, spec.cpu_per_gpu * g, spec.memory_per_gpu * g)
         topology = (spec.topology_mode, spec.topology_tier) if constrained[i] and pods[i] > 1 else None
-        jobs.append(JobSpec(name=f"{spec.name_prefix}-{i:0{width}d}", submit=float(submit[i]),
-                            duration=float(duration[i]), queue=str(queues[i]), roles=(role,),
-                            priority=int(priority[i]), min_member=int(pods[i]), topology=topology,
-                            source=f"synthetic job {i}"))
+        jobs.append(
+            JobSpec(
+                name=f"{spec.name_prefix}-{i:0{width}d}",
+                submit=float(submit[i]),
+                duration=float(duration[i]),
+                queue=str(queues[i]),
+                roles=(role,),
+                priority=int(priority[i]),
+                min_member=int(pods[i]),
+                topology=topology,
+                source=f"synthetic job {i}",
+            )
+        )
     jobs.sort(key=lambda j: (j.submit, j.name))
     return JobList(jobs)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -29,23 +30,44 @@ from corral.manifests.safe_load import limits
 from corral.model.quantity import MILLI, parse_quantity
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
 
-__all__ = ["JobList", "SyntheticSpec", "CORRAL_COLUMNS", "load_trace", "load_corral_trace",
-           "load_philly", "load_alibaba", "synthetic", "filter_jobs", "scale_arrivals"]
+__all__ = [
+    "CORRAL_COLUMNS",
+    "JobList",
+    "SyntheticSpec",  # noqa: F822 - re-exported lazily by __getattr__ (PEP 562)
+    "filter_jobs",
+    "load_alibaba",
+    "load_corral_trace",
+    "load_philly",
+    "load_trace",
+    "scale_arrivals",
+    "synthetic",  # noqa: F822 - re-exported lazily by __getattr__ (PEP 562)
+]
 
 log = logging.getLogger(__name__)
 
-MIB = 2 ** 20
-GIB = 2 ** 30
-CORRAL_COLUMNS = ("name", "submit", "duration", "queue", "priority", "pods", "min_member", "gpu", "cpu",
-                  "memory", "topology_mode", "topology_tier")
+MIB = 2**20
+GIB = 2**30
+CORRAL_COLUMNS = (
+    "name",
+    "submit",
+    "duration",
+    "queue",
+    "priority",
+    "pods",
+    "min_member",
+    "gpu",
+    "cpu",
+    "memory",
+    "topology_mode",
+    "topology_tier",
+)
 TOPOLOGY_MODES = ("hard", "soft")
 # Alibaba QoS class -> priority. Guaranteed is Kubernetes' strictest QoS class, so it ranks with LS.
 ALIBABA_PRIORITY = {"LS": 100, "Guaranteed": 100, "Burstable": 50, "BE": 0}
 _EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
 
 
-
-MAX_VALUE = 1e10     # the largest number a trace cell may hold
+MAX_VALUE = 1e10  # the largest number a trace cell may hold
 
 
 class JobList(list):
@@ -61,6 +83,7 @@ class JobList(list):
 
 
 # --------------------------------------------------------------------------------------------- tables
+
 
 class _Table:
     """A trace read into a DataFrame, with the file name every error message needs."""
@@ -81,9 +104,12 @@ class _Table:
     def require(self, *columns: str) -> None:
         missing = [c for c in columns if c not in self.frame.columns]
         if missing:
-            raise InputError(f"missing required column {missing[0]!r} (the file has: "
-                             f"{', '.join(self.frame.columns) or 'no columns'})",
-                             file=self.path, field=missing[0])
+            raise InputError(
+                f"missing required column {missing[0]!r} (the file has: "
+                f"{', '.join(self.frame.columns) or 'no columns'})",
+                file=self.path,
+                field=missing[0],
+            )
 
     def raw(self, index: int, column: str) -> Any:
         return self.frame[column].iloc[index]
@@ -115,8 +141,16 @@ class _Table:
             raw = raw if len(raw) <= 60 else f"{raw[:50]}... ({len(raw)} characters)"
             self.fail(index, column, f"expected {what} (at most {MAX_VALUE:g}), got {raw}")
 
-    def number(self, column: str, *, default: Any = None, integer: bool = False,
-               low: float | None = None, low_open: bool = False, what: str = "a number") -> np.ndarray:
+    def number(
+        self,
+        column: str,
+        *,
+        default: Any = None,
+        integer: bool = False,
+        low: float | None = None,
+        low_open: bool = False,
+        what: str = "a number",
+    ) -> np.ndarray:
         """The column as float64. ``default`` (a scalar or one value per row) fills blanks and a missing
         column; ``None`` makes the column required. ``low`` is the least allowed value (excluded when
         ``low_open``)."""
@@ -215,23 +249,27 @@ def _read_table(path: str | Path | _Table) -> _Table:
     name = p.name.lower()
     bound = limits().max_bytes
     if p.stat().st_size > bound:
-        raise InputError(f"the file is {p.stat().st_size} bytes, more than the limit of {bound} "
-                         "(raise it with CORRAL_MAX_INPUT_BYTES)", file=str(path))
+        raise InputError(
+            f"the file is {p.stat().st_size} bytes, more than the limit of {bound} "
+            "(raise it with CORRAL_MAX_INPUT_BYTES)",
+            file=str(path),
+        )
     try:
         if name.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(p)
         elif ".csv" in name or name.endswith(".txt"):
-            frame = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True,
-                                encoding="utf-8-sig")
+            frame = pd.read_csv(
+                p, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8-sig"
+            )
         else:
-            raise InputError(f"unknown trace format {p.suffix!r} (expected .csv or .parquet)",
-                             file=str(path))
+            raise InputError(f"unknown trace format {p.suffix!r} (expected .csv or .parquet)", file=str(path))
     except (ValueError, OSError) as exc:  # pandas' and pyarrow's parse errors are ValueErrors
         raise InputError(f"cannot read trace: {exc}", file=str(path)) from None
     return _Table(frame, str(path))
 
 
 # ------------------------------------------------------------------------------------------ building
+
 
 def _role(count: int, gpu: float, cpu: float, memory: float, name: str = "") -> RoleSpec:
     requests = {"cpu": cpu, "memory": memory}
@@ -240,8 +278,9 @@ def _role(count: int, gpu: float, cpu: float, memory: float, name: str = "") -> 
     return RoleSpec(name=name, count=count, requests=requests)
 
 
-def _single_roles(pods: np.ndarray, gpu: np.ndarray, cpu: np.ndarray,
-                  memory: np.ndarray) -> list[tuple[RoleSpec, ...]]:
+def _single_roles(
+    pods: np.ndarray, gpu: np.ndarray, cpu: np.ndarray, memory: np.ndarray
+) -> list[tuple[RoleSpec, ...]]:
     """One role of identical pods per row. Identical shapes share one (read-only) RoleSpec, which keeps
     a trace of 100,000 jobs cheap to build and to hold."""
     cache: dict[tuple, tuple[RoleSpec, ...]] = {}
@@ -254,9 +293,18 @@ def _single_roles(pods: np.ndarray, gpu: np.ndarray, cpu: np.ndarray,
     return out
 
 
-def _assemble(table: _Table, names: np.ndarray, submit: np.ndarray, duration: np.ndarray,
-              queues: np.ndarray, priority: np.ndarray, roles: list, min_member: np.ndarray,
-              topology: list | None = None, skipped: Mapping[str, int] | None = None) -> JobList:
+def _assemble(
+    table: _Table,
+    names: np.ndarray,
+    submit: np.ndarray,
+    duration: np.ndarray,
+    queues: np.ndarray,
+    priority: np.ndarray,
+    roles: list,
+    min_member: np.ndarray,
+    topology: list | None = None,
+    skipped: Mapping[str, int] | None = None,
+) -> JobList:
     """Build the JobSpecs, re-based so the first submits at 0, sorted by (submit, name)."""
     duplicated = pd.Series(names).duplicated().to_numpy()
     if duplicated.any():
@@ -265,12 +313,30 @@ def _assemble(table: _Table, names: np.ndarray, submit: np.ndarray, duration: np
     start = float(submit.min()) if len(submit) else 0.0
     relative = (submit - start).tolist()
     topology = topology if topology is not None else [None] * len(table)
-    jobs = [JobSpec(name=n, submit=s, duration=d, queue=q, roles=r, priority=p, min_member=m,
-                    topology=t, source=f"{table.path} row {row}")
-            for n, s, d, q, r, p, m, t, row in zip(
-                names.tolist(), relative, duration.tolist(), queues.tolist(), roles,
-                priority.astype(int).tolist(), min_member.astype(int).tolist(), topology,
-                table.rows.tolist())]
+    jobs = [
+        JobSpec(
+            name=n,
+            submit=s,
+            duration=d,
+            queue=q,
+            roles=r,
+            priority=p,
+            min_member=m,
+            topology=t,
+            source=f"{table.path} row {row}",
+        )
+        for n, s, d, q, r, p, m, t, row in zip(
+            names.tolist(),
+            relative,
+            duration.tolist(),
+            queues.tolist(),
+            roles,
+            priority.astype(int).tolist(),
+            min_member.astype(int).tolist(),
+            topology,
+            table.rows.tolist(),
+        )
+    ]
     jobs.sort(key=lambda j: (j.submit, j.name))
     for reason, count in (skipped or {}).items():
         log.warning("%s: skipped %d row(s): %s", table.path, count, reason)
@@ -285,6 +351,7 @@ def _default_names(table: _Table, prefix: str) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------- corral schema
+
 
 def load_corral_trace(path: str | Path) -> list[JobSpec]:
     """Load corral's own trace schema from CSV or Parquet (chosen by extension), one row per job.
@@ -301,8 +368,11 @@ def load_corral_trace(path: str | Path) -> list[JobSpec]:
     table = _read_table(path)
     unknown = [c for c in table.frame.columns if c not in CORRAL_COLUMNS]
     if unknown:
-        raise InputError(f"unknown column {unknown[0]!r} (allowed: {', '.join(CORRAL_COLUMNS)})",
-                         file=table.path, field=unknown[0])
+        raise InputError(
+            f"unknown column {unknown[0]!r} (allowed: {', '.join(CORRAL_COLUMNS)})",
+            file=table.path,
+            field=unknown[0],
+        )
     table.require("submit", "duration")
     names = _default_names(table, "job")
     submit = table.seconds("submit")
@@ -313,14 +383,16 @@ def load_corral_trace(path: str | Path) -> list[JobSpec]:
     min_member = table.number("min_member", default=pods, integer=True, low=1, what="an integer >= 1")
     over = np.flatnonzero(min_member > pods)
     if len(over):
-        table.fail(int(over[0]), "min_member",
-                   f"min_member {int(min_member[over[0]])} exceeds pods {int(pods[over[0]])}")
+        table.fail(
+            int(over[0]),
+            "min_member",
+            f"min_member {int(min_member[over[0]])} exceeds pods {int(pods[over[0]])}",
+        )
     gpu = table.quantity("gpu", default=0.0, what="a non-negative number of GPUs")
     cpu = table.quantity("cpu", default=1.0, what="a non-negative number of cores or a quantity")
     memory = table.quantity("memory", default=4 * GIB, what="a non-negative quantity (bytes or 4Gi)")
     roles = _single_roles(pods, gpu, cpu, memory)
-    return _assemble(table, names, submit, duration, queues, priority, roles, min_member,
-                     _topology(table))
+    return _assemble(table, names, submit, duration, queues, priority, roles, min_member, _topology(table))
 
 
 def _topology(table: _Table) -> list[tuple[str, int] | None]:
@@ -331,8 +403,11 @@ def _topology(table: _Table) -> list[tuple[str, int] | None]:
     if not (has_mode or has_tier):
         return [None] * len(table)
     modes = table.text("topology_mode", "") if has_mode else np.full(len(table), "", object)
-    tiers = table.number("topology_tier", default=0, integer=True, low=1,
-                         what="an integer tier >= 1") if has_tier else np.zeros(len(table))
+    tiers = (
+        table.number("topology_tier", default=0, integer=True, low=1, what="an integer tier >= 1")
+        if has_tier
+        else np.zeros(len(table))
+    )
     tier_blank = table.blank("topology_tier") if has_tier else np.ones(len(table), bool)
     out: list[tuple[str, int] | None] = []
     for index, (mode, tier, no_tier) in enumerate(zip(modes.tolist(), tiers.tolist(), tier_blank)):
@@ -347,6 +422,7 @@ def _topology(table: _Table) -> list[tuple[str, int] | None]:
 
 
 # ------------------------------------------------------------------------------------------- Philly
+
 
 def load_philly(path: str | Path, gpus_per_node: int = 8) -> list[JobSpec]:
     """Load the Philly trace (columns ``timestamp, duration, num_gpus, gpu_time, cluster``).
@@ -363,8 +439,11 @@ def load_philly(path: str | Path, gpus_per_node: int = 8) -> list[JobSpec]:
     """
     table = _read_table(path)
     if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
-        raise InputError(f"gpus_per_node must be a positive integer, got {gpus_per_node!r}",
-                         file=table.path, field="gpus_per_node")
+        raise InputError(
+            f"gpus_per_node must be a positive integer, got {gpus_per_node!r}",
+            file=table.path,
+            field="gpus_per_node",
+        )
     table.require("timestamp", "duration", "num_gpus", "cluster")
     submit = table.seconds("timestamp")
     duration = table.number("duration", low=0, low_open=True, what="a positive number of seconds")
@@ -388,6 +467,7 @@ def _philly_roles(gpus: int, per_node: int) -> tuple[RoleSpec, ...]:
 
 
 # ------------------------------------------------------------------------------------------ Alibaba
+
 
 def load_alibaba(path: str | Path) -> list[JobSpec]:
     """Load an Alibaba GPU-2023 (openb) pod list: each row is a single-pod job.
@@ -422,8 +502,9 @@ def load_alibaba(path: str | Path) -> list[JobSpec]:
     priority = np.array([ALIBABA_PRIORITY.get(q, 0) for q in queues.tolist()], dtype=float)
     names = _default_names(table, "pod")
     roles = _single_roles(np.ones(len(table)), gpu, cpu, memory)
-    return _assemble(table, names, created, duration, queues, priority, roles, np.ones(len(table)),
-                     skipped=skipped)
+    return _assemble(
+        table, names, created, duration, queues, priority, roles, np.ones(len(table)), skipped=skipped
+    )
 
 
 def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
@@ -441,15 +522,21 @@ def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
         else:
             kind = "corral"
     if kind not in loaders:
-        raise InputError(f"unknown trace kind {kind!r} (allowed: {', '.join(loaders)})",
-                         file=str(path), field="kind")
+        raise InputError(
+            f"unknown trace kind {kind!r} (allowed: {', '.join(loaders)})", file=str(path), field="kind"
+        )
     return loaders[kind](path)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------------------- shaping
 
-def filter_jobs(jobs: Iterable[JobSpec], start: float | None = None, end: float | None = None,
-                queues: Iterable[str] | None = None) -> list[JobSpec]:
+
+def filter_jobs(
+    jobs: Iterable[JobSpec],
+    start: float | None = None,
+    end: float | None = None,
+    queues: Iterable[str] | None = None,
+) -> list[JobSpec]:
     """Keep the jobs with ``start <= submit < end`` (seconds on the trace's re-based clock) and, when
     ``queues`` is given, in one of those queues; then re-base so the first kept job submits at 0 (a
     window is simulated as a workload of its own). A queue that no job uses, or an empty window
@@ -464,11 +551,18 @@ def filter_jobs(jobs: Iterable[JobSpec], start: float | None = None, end: float 
         wanted = {str(q) for q in queues}
         present = {j.queue for j in jobs}
         for queue in sorted(wanted - present):
-            raise InputError(f"no job is in queue {queue!r} (queues: {', '.join(sorted(present))})",
-                             obj="workload filter", field="queues")
-    kept = [j for j in jobs
-            if (start is None or j.submit >= start) and (end is None or j.submit < end)
-            and (wanted is None or j.queue in wanted)]
+            raise InputError(
+                f"no job is in queue {queue!r} (queues: {', '.join(sorted(present))})",
+                obj="workload filter",
+                field="queues",
+            )
+    kept = [
+        j
+        for j in jobs
+        if (start is None or j.submit >= start)
+        and (end is None or j.submit < end)
+        and (wanted is None or j.queue in wanted)
+    ]
     origin = min((j.submit for j in kept), default=0.0)
     kept = [replace(j, submit=j.submit - origin) if origin else j for j in kept]
     kept.sort(key=lambda j: (j.submit, j.name))
@@ -479,8 +573,7 @@ def scale_arrivals(jobs: Iterable[JobSpec], factor: float) -> list[JobSpec]:
     """Multiply every submit time by ``factor`` (< 1 packs arrivals closer: more load; > 1 spreads
     them). Durations are unchanged. ``factor`` must be a finite number > 0, else InputError."""
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor < math.inf):
-        raise InputError(f"expected a positive number, got {factor!r}", obj="arrival scaling",
-                         field="factor")
+        raise InputError(f"expected a positive number, got {factor!r}", obj="arrival scaling", field="factor")
     return JobList([replace(j, submit=j.submit * factor) for j in jobs], getattr(jobs, "skipped", None))
 
 
@@ -489,5 +582,6 @@ def __getattr__(name: str) -> Any:
     lazily (PEP 562), because that module builds on this one."""
     if name in ("SyntheticSpec", "synthetic"):
         from corral.sim import synthetic as module
+
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -48,13 +48,13 @@ class FlowNetwork:
     """The round's network as arrays. ``kind`` of a group/aggregator arc to a node: 0 now, 1 pipelined
     (capacity being released)."""
 
-    n_nodes: int                                       # cluster nodes
-    job_supply: np.ndarray                             # n_j
-    job_lower: np.ndarray                              # k_j
-    job_wait_cost: np.ndarray                          # u_j per pod left waiting
-    job_penalty: np.ndarray                            # p_j per pod missing below k_j
-    group_job: np.ndarray                              # job index of each group
-    group_count: np.ndarray                            # pods in each group
+    n_nodes: int  # cluster nodes
+    job_supply: np.ndarray  # n_j
+    job_lower: np.ndarray  # k_j
+    job_wait_cost: np.ndarray  # u_j per pod left waiting
+    job_penalty: np.ndarray  # p_j per pod missing below k_j
+    group_job: np.ndarray  # job index of each group
+    group_count: np.ndarray  # pods in each group
     n_aggs: int = 0
     # group -> aggregator arcs
     ga_group: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
@@ -80,8 +80,15 @@ class FlowNetwork:
 
     @property
     def arcs(self) -> int:
-        return 4 * len(self.job_supply) + len(self.group_job) + len(self.ga_group) + len(self.gn_group) \
-            + len(self.an_agg) + self.n_nodes + len(self.aa_src)
+        return (
+            4 * len(self.job_supply)
+            + len(self.group_job)
+            + len(self.ga_group)
+            + len(self.gn_group)
+            + len(self.an_agg)
+            + self.n_nodes
+            + len(self.aa_src)
+        )
 
 
 @dataclass
@@ -116,21 +123,64 @@ class Solver:
         sink = 0
         gq = np.arange(n_groups, dtype=_I64)
         n_aa = len(net.aa_src)
-        sizes = [n_jobs, n_jobs, n_jobs, n_jobs, n_groups, len(net.ga_group), len(net.gn_group), len(net.an_agg),
-                 net.n_nodes, n_aa]
+        sizes = [
+            n_jobs,
+            n_jobs,
+            n_jobs,
+            n_jobs,
+            n_groups,
+            len(net.ga_group),
+            len(net.gn_group),
+            len(net.an_agg),
+            net.n_nodes,
+            n_aa,
+        ]
         self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(_I64)
-        tails = np.concatenate([self.J, self.J, self.A, U, self.A[net.group_job], G0 + net.ga_group,
-                                G0 + net.gn_group, X0 + net.an_agg, N0 + np.arange(net.n_nodes, dtype=_I64),
-                                X0 + net.aa_src]).astype(_I64)
-        heads = np.concatenate([self.A, U, U, np.full(n_jobs, sink, _I64), G0 + gq, X0 + net.ga_agg,
-                                N0 + net.gn_node, N0 + net.an_node, np.full(net.n_nodes, sink, _I64),
-                                X0 + net.aa_dst]).astype(_I64)
+        tails = np.concatenate(
+            [
+                self.J,
+                self.J,
+                self.A,
+                U,
+                self.A[net.group_job],
+                G0 + net.ga_group,
+                G0 + net.gn_group,
+                X0 + net.an_agg,
+                N0 + np.arange(net.n_nodes, dtype=_I64),
+                X0 + net.aa_src,
+            ]
+        ).astype(_I64)
+        heads = np.concatenate(
+            [
+                self.A,
+                U,
+                U,
+                np.full(n_jobs, sink, _I64),
+                G0 + gq,
+                X0 + net.ga_agg,
+                N0 + net.gn_node,
+                N0 + net.an_node,
+                np.full(net.n_nodes, sink, _I64),
+                X0 + net.aa_dst,
+            ]
+        ).astype(_I64)
         zeros = np.zeros(n_jobs, _I64)
-        costs = np.concatenate([zeros, net.job_wait_cost, net.job_penalty, zeros, np.zeros(n_groups, _I64),
-                                net.ga_cost, net.gn_cost, net.an_cost,
-                                np.zeros(net.n_nodes + n_aa, _I64)]).astype(_I64)
+        costs = np.concatenate(
+            [
+                zeros,
+                net.job_wait_cost,
+                net.job_penalty,
+                zeros,
+                np.zeros(n_groups, _I64),
+                net.ga_cost,
+                net.gn_cost,
+                net.an_cost,
+                np.zeros(net.n_nodes + n_aa, _I64),
+            ]
+        ).astype(_I64)
         self.n_arcs = len(tails)
-        from ortools.graph.python.min_cost_flow import SimpleMinCostFlow   # only where the flow action runs
+        from ortools.graph.python.min_cost_flow import SimpleMinCostFlow  # only where the flow action runs
+
         self.mcf = SimpleMinCostFlow()
         self.mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, self._caps(None, True), costs)
         self._loaded = True
@@ -145,8 +195,20 @@ class Solver:
         gcap = np.where(on[net.group_job], net.group_count, 0).astype(_I64)
         ga_cap = gcap[net.ga_group] if len(net.ga_group) else np.zeros(0, _I64)
         self._n, self._k = n, k
-        return np.concatenate([n - k, n - k, k, n, gcap, ga_cap, net.gn_cap * (gcap[net.gn_group] > 0),
-                               net.an_cap, net.node_cap, np.full(len(net.aa_src), int(n.sum()), _I64)]).astype(_I64)
+        return np.concatenate(
+            [
+                n - k,
+                n - k,
+                k,
+                n,
+                gcap,
+                ga_cap,
+                net.gn_cap * (gcap[net.gn_group] > 0),
+                net.an_cap,
+                net.node_cap,
+                np.full(len(net.aa_src), int(n.sum()), _I64),
+            ]
+        ).astype(_I64)
 
     def solve(self, active: np.ndarray | None = None, *, bounded: bool = True) -> FlowSolution:
         """Solve with the jobs of ``active`` (a boolean mask over jobs; default all): an inactive job
@@ -168,13 +230,18 @@ class Solver:
         status = mcf.solve()
         self.solves += 1
         if status != mcf.OPTIMAL:
-            raise CorralError(f"min-cost flow solver returned status {status} (network of {self.n_vertices} "
-                              f"vertices, {self.n_arcs} arcs)")
+            raise CorralError(
+                f"min-cost flow solver returned status {status} (network of {self.n_vertices} "
+                f"vertices, {self.n_arcs} arcs)"
+            )
         flows = mcf.flows(np.arange(self.n_arcs, dtype=_I64))
-        part = {name: flows[self.starts[i]:self.starts[i + 1]] for i, name in enumerate(self._PARTS)}
+        part = {name: flows[self.starts[i] : self.starts[i + 1]] for i, name in enumerate(self._PARTS)}
         ug, un, uk = _split(net, part["gx"], part["gn"], part["xn"], part["xx"])
-        placed = np.bincount(net.group_job[ug], minlength=len(net.job_supply)) if ug.size \
+        placed = (
+            np.bincount(net.group_job[ug], minlength=len(net.job_supply))
+            if ug.size
             else np.zeros(len(net.job_supply), _I64)
+        )
         return FlowSolution(ug, un, uk, placed.astype(_I64), int(mcf.optimal_cost()))
 
 
@@ -183,8 +250,9 @@ def solve(net: FlowNetwork, active: np.ndarray | None = None, *, bounded: bool =
     return Solver(net).solve(active, bounded=bounded)
 
 
-def _split(net: FlowNetwork, gx: np.ndarray, gn: np.ndarray, xn: np.ndarray,
-           xx: np.ndarray) -> tuple[np.ndarray, ...]:
+def _split(
+    net: FlowNetwork, gx: np.ndarray, gn: np.ndarray, xn: np.ndarray, xx: np.ndarray
+) -> tuple[np.ndarray, ...]:
     """Units (group, node, kind) from the arc flows: direct group->node flows as they are; the units
     reaching an aggregator (from groups, in group order, after those passed down by its parent) are
     handed out in order to its node arcs (by kind, then node) and then to its children. Every unit at
@@ -222,12 +290,15 @@ def _split(net: FlowNetwork, gx: np.ndarray, gn: np.ndarray, xn: np.ndarray,
             parts_k.append(np.repeat(ok[lo:hi], reps))
         lo, hi = np.searchsorted(ca, [a, a + 1])
         for child, f in zip(cd[lo:hi].tolist(), cf[lo:hi].tolist()):
-            passed[child] = units[used:used + f]
+            passed[child] = units[used : used + f]
             used += f
         if used != len(units):
             raise CorralError("min-cost flow solution does not conserve flow at an aggregator")
     if not parts_g:
         empty = np.zeros(0, _I64)
         return empty, empty, empty
-    return (np.concatenate(parts_g).astype(_I64), np.concatenate(parts_n).astype(_I64),
-            np.concatenate(parts_k).astype(_I64))
+    return (
+        np.concatenate(parts_g).astype(_I64),
+        np.concatenate(parts_n).astype(_I64),
+        np.concatenate(parts_k).astype(_I64),
+    )

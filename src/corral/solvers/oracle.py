@@ -65,8 +65,8 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -74,9 +74,18 @@ from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.resources import EPS, GPU
 from corral.model.work import checkpoint, run_hours
 
-__all__ = ["OracleResult", "solve_gang_eviction", "solve_by_rules",
-           "candidate_victims", "work_lost", "pod_work",
-           "queue_slack", "queue_limits", "allowed_domains", "waiting_pods"]
+__all__ = [
+    "OracleResult",
+    "allowed_domains",
+    "candidate_victims",
+    "pod_work",
+    "queue_limits",
+    "queue_slack",
+    "solve_by_rules",
+    "solve_gang_eviction",
+    "waiting_pods",
+    "work_lost",
+]
 
 #: Pods that can be victims (as in ``corral.actions.evict``): running, or bound by an earlier cycle.
 VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
@@ -89,18 +98,18 @@ _CRITICAL = {"system-cluster-critical", "system-node-critical"}
 class OracleResult:
     """The oracle's answer for one preemptor gang."""
 
-    status: str                         # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN | MODEL_INVALID |
-                                        # NOTHING_TO_DO | NO_DOMAIN
-    placed: bool                        # a victim set was found with which the gang fits
+    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN | MODEL_INVALID |
+    # NOTHING_TO_DO | NO_DOMAIN
+    placed: bool  # a victim set was found with which the gang fits
     victims: list[Task] = field(default_factory=list)
-    work_lost: float = 0.0              # GPU-hours, of the returned victims
-    broken: list[Job] = field(default_factory=list)     # healthy jobs the victims break
-    domain: str | None = None           # hypernode name, or "cluster"
-    placement: list[tuple[Task, int]] = field(default_factory=list)   # (waiting pod, node row)
-    bound: float = 0.0                  # the solver's lower bound on the work lost (GPU-hours)
-    candidates: int = 0                 # candidate victim pods in the model
-    nodes: int = 0                      # nodes in the model (the union of the allowed domains)
-    wall: float = 0.0                   # seconds
+    work_lost: float = 0.0  # GPU-hours, of the returned victims
+    broken: list[Job] = field(default_factory=list)  # healthy jobs the victims break
+    domain: str | None = None  # hypernode name, or "cluster"
+    placement: list[tuple[Task, int]] = field(default_factory=list)  # (waiting pod, node row)
+    bound: float = 0.0  # the solver's lower bound on the work lost (GPU-hours)
+    candidates: int = 0  # candidate victim pods in the model
+    nodes: int = 0  # nodes in the model (the union of the allowed domains)
+    wall: float = 0.0  # seconds
 
     @property
     def proven(self) -> bool:
@@ -157,8 +166,9 @@ def work_lost(cluster: Cluster, victims: Iterable[Task], now: float) -> tuple[fl
             gone_roles: dict[str, int] = {}
             for p in pods:
                 gone_roles[p.role] = gone_roles.get(p.role, 0) + 1
-            if left < job.min_member or (roles is not None and any(
-                    roles[r] - gone_roles.get(r, 0) < 0 for r in roles)):
+            if left < job.min_member or (
+                roles is not None and any(roles[r] - gone_roles.get(r, 0) < 0 for r in roles)
+            ):
                 broken.append(job)
                 total += sum(pod_work(cluster, t, now) for t in _running(job))
     return total / 3600.0, broken
@@ -179,8 +189,9 @@ def allowed_domains(cluster: Cluster, job: Job) -> list[tuple[str, np.ndarray]]:
     if job.topology_mode != "hard" or not tree:
         return [("cluster", live.copy())]
     top = job.topology_tier if job.topology_tier is not None else max(tree.tiers, default=1)
-    placed = np.array(sorted({t.node for t in job.tasks if t.status in ALLOCATED_STATES and t.node >= 0}),
-                      dtype=np.int64)
+    placed = np.array(
+        sorted({t.node for t in job.tasks if t.status in ALLOCATED_STATES and t.node >= 0}), dtype=np.int64
+    )
     need = sum((t.request for t in waiting_pods(job)), np.zeros(len(cluster.resources)))
     alloc = nodes.allocatable * live[:, None]
     out = []
@@ -198,12 +209,18 @@ def allowed_domains(cluster: Cluster, job: Job) -> list[tuple[str, np.ndarray]]:
 
 
 def _evictable(t: Task) -> bool:
-    return (t.managed and t.preemptable and t.namespace != "kube-system" and t.priority_class not in _CRITICAL
-            and (t.job is None or t.job.preemptable))
+    return (
+        t.managed
+        and t.preemptable
+        and t.namespace != "kube-system"
+        and t.priority_class not in _CRITICAL
+        and (t.job is None or t.job.preemptable)
+    )
 
 
-def candidate_victims(cluster: Cluster, job: Job, action: str = "preempt",
-                      node_mask: np.ndarray | None = None) -> list[Task]:
+def candidate_victims(
+    cluster: Cluster, job: Job, action: str = "preempt", node_mask: np.ndarray | None = None
+) -> list[Task]:
     """Pods the oracle may evict for ``job`` (see the module doc), on nodes of ``node_mask`` if given."""
     if action not in ("preempt", "reclaim"):
         raise ValueError(f"action must be 'preempt' or 'reclaim', not {action!r}")
@@ -261,14 +278,18 @@ def queue_limits(session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, n
             continue
         held = plugin.allocated[name]
         above = np.where(plugin.cols, held - plugin.reclaim_line(name), -np.inf)
-        keep = np.where(plugin.cols, held - plugin.guarantee(q), np.inf) if plugin.keeps_guarantee else \
-            np.full(len(held), np.inf)
+        keep = (
+            np.where(plugin.cols, held - plugin.guarantee(q), np.inf)
+            if plugin.keeps_guarantee
+            else np.full(len(held), np.inf)
+        )
         out[name] = (above, keep)
     return out
 
 
-def solve_by_rules(cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None,
-                   **kwargs) -> OracleResult:
+def solve_by_rules(
+    cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None, **kwargs
+) -> OracleResult:
     """The oracle under the gang actions' lexicographic rule: break no healthy gang if any plan can
     avoid it; then the lowest victim level — victims whose ``rank`` is at most it (default: job
     priority for preempt, one level for reclaim; the gang actions' own policy is what a benchmark
@@ -282,7 +303,7 @@ def solve_by_rules(cluster: Cluster, job: Job, *, rank: Callable[[Job], float] |
     res = None
     for brk in (False, True):
         solve = functools.partial(solve_gang_eviction, cluster, job, rank=rank, break_gangs=brk, **kwargs)
-        res = solve(max_rank=levels[-1])            # no lower level places the gang if all levels do not
+        res = solve(max_rank=levels[-1])  # no lower level places the gang if all levels do not
         wall += res.wall
         if res.status in _STOP:
             break
@@ -314,8 +335,13 @@ def _victims_by_queue(cluster: Cluster, victims: list[Task], queues: Mapping) ->
     return out
 
 
-def _queue_rule(model, cluster: Cluster, victims: list[Task], evict: list,
-                limits: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+def _queue_rule(
+    model,
+    cluster: Cluster,
+    victims: list[Task],
+    evict: list,
+    limits: Mapping[str, tuple[np.ndarray, np.ndarray]],
+) -> None:
     """The queue rule of proportion/capacity, exactly for each queue alone: the victims of a queue
     (those of it and its descendants) pass, in their best order (the largest last), when in some
     resource what they free less one of them (the pod that crosses the line) stays below the queue's
@@ -328,9 +354,11 @@ def _queue_rule(model, cluster: Cluster, victims: list[Task], evict: list,
         amount = {c: [(i, int(round(victims[i].request[c] / units[c]))) for i in idx] for c in cols}
         for c in cols:
             if np.isfinite(keep[c]):
-                model.Add(sum(q * evict[i] for i, q in amount[c]) <= max(math.floor((keep[c] + EPS) / units[c]), 0))
+                model.Add(
+                    sum(q * evict[i] for i, q in amount[c]) <= max(math.floor((keep[c] + EPS) / units[c]), 0)
+                )
         if any(a > EPS for c, a in enumerate(above) if c not in units):
-            continue                    # above its line in a resource no victim frees: the line never binds
+            continue  # above its line in a resource no victim frees: the line never binds
         # lim: the most (in units) the victims may free less the crossing pod: k * u < above - EPS
         lims = {c: math.ceil((above[c] - EPS) / units[c]) - 1 for c in cols if np.isfinite(above[c])}
         lims = {c: v for c, v in lims.items() if v >= 0}
@@ -346,7 +374,9 @@ def _queue_rule(model, cluster: Cluster, victims: list[Task], evict: list,
         for i in idx:
             model.Add(sum(which.values()) >= 1).OnlyEnforceIf(evict[i])
         for c, lim in lims.items():
-            model.Add(sum(q * (evict[i] - z) for (i, q), z in zip(amount[c], cross)) <= lim).OnlyEnforceIf(which[c])
+            model.Add(sum(q * (evict[i] - z) for (i, q), z in zip(amount[c], cross)) <= lim).OnlyEnforceIf(
+                which[c]
+            )
 
 
 def _needed(job: Job) -> tuple[int, dict[str, int]]:
@@ -375,12 +405,22 @@ def _scale(values: Iterable[float]) -> int:
     return g or 1
 
 
-def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", now: float,
-                        time_limit: float = 10.0, queue_slack: Mapping[str, np.ndarray] | None = None,
-                        queue_limits: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                        node_mask: Callable[[Task], np.ndarray] | None = None, workers: int = 1,
-                        hint: Sequence[Task] | None = None, rank: Callable[[Job], float] | None = None,
-                        max_rank: float | None = None, break_gangs: bool = True) -> OracleResult:
+def solve_gang_eviction(
+    cluster: Cluster,
+    job: Job,
+    *,
+    action: str = "preempt",
+    now: float,
+    time_limit: float = 10.0,
+    queue_slack: Mapping[str, np.ndarray] | None = None,
+    queue_limits: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    node_mask: Callable[[Task], np.ndarray] | None = None,
+    workers: int = 1,
+    hint: Sequence[Task] | None = None,
+    rank: Callable[[Job], float] | None = None,
+    max_rank: float | None = None,
+    break_gangs: bool = True,
+) -> OracleResult:
     """The victim set of least work lost with which ``job`` fits in one allowed domain (module doc).
 
     ``cluster`` is read only. ``action``: "preempt" or "reclaim". ``now``: seconds since the epoch
@@ -424,8 +464,13 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
     rows = np.flatnonzero(np.any(masks, axis=0)) if masks else np.zeros(0, int)
 
     victims = candidate_victims(cluster, job, action, union)
-    victims = [v for v in victims if eligible[v.node] and any(m[v.node] for m in masks)
-               and (max_rank is None or (rank(v.job) if rank else v.job.priority) <= max_rank)]
+    victims = [
+        v
+        for v in victims
+        if eligible[v.node]
+        and any(m[v.node] for m in masks)
+        and (max_rank is None or (rank(v.job) if rank else v.job.priority) <= max_rank)
+    ]
     by_node: dict[int, list[int]] = {}
     for i, v in enumerate(victims):
         by_node.setdefault(v.node, []).append(i)
@@ -448,7 +493,7 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
 
     for r in rows:
         vic = by_node.get(int(r), [])
-        cap_int = {}                    # column -> (free now, freed by evicting every victim), in units
+        cap_int = {}  # column -> (free now, freed by evicting every victim), in units
         for c in cols:
             u = units[c]
             freed = sum(victims[i].request[c] for i in vic)
@@ -506,7 +551,7 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
         if not _healthy(vj):
             continue
         whole = int(round(sum(pod_work(cluster, t, now) for t in _running(vj))))
-        b = model.NewBoolVar(f"b_{vj.uid}")        # the job drops below its minimums: restarts whole
+        b = model.NewBoolVar(f"b_{vj.uid}")  # the job drops below its minimums: restarts whole
         if not break_gangs:
             model.Add(b == 0)
         surplus = vj.ready_count() - vj.min_member
@@ -531,8 +576,14 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
                     continue
                 u = _scale(reqs)
                 limit = max(math.floor((slack[c] + EPS) / u), 0)
-                model.Add(sum(int(round(victims[i].request[c] / u)) * evict[i]
-                              for i in idx if victims[i].request[c] > 0) <= limit)
+                model.Add(
+                    sum(
+                        int(round(victims[i].request[c] / u)) * evict[i]
+                        for i in idx
+                        if victims[i].request[c] > 0
+                    )
+                    <= limit
+                )
 
     if action == "reclaim" and queue_limits:
         _queue_rule(model, cluster, victims, evict, queue_limits)
@@ -554,7 +605,7 @@ def solve_gang_eviction(cluster: Cluster, job: Job, *, action: str = "preempt", 
         res.placed = True
         res.victims = [v for i, v in enumerate(victims) if solver.Value(evict[i])]
         res.work_lost, res.broken = work_lost(cluster, res.victims, now)
-        res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0   # the work part
+        res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0  # the work part
         if use_dom:
             res.domain = next(name for name, _, d in use_dom if solver.Value(d))
         else:
