@@ -51,7 +51,7 @@ def _used(requests: list[tuple[str, str]]) -> set[tuple[str, str, str]]:
 def test_rbac_grants_exactly_what_is_used(server, runner_factory) -> None:
     seen = server.requests
     server.add_all(preempt_objects() + gang_objects(count=9, gpu=8, nodes=0))
-    server.fail("PATCH", r"/podgroups/[^/]+/status$", 409)
+    server.fail("PATCH", r"/podgroups/[^/]+$", 409)
     server.fail("POST", r"/pods/small-0/binding$", 409)
     r = runner_factory(PREEMPT, now=NOW, leader_elect=True, lease_namespace="corral-system")
     r.start()

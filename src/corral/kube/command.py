@@ -29,7 +29,8 @@ def run(
     scheduler_name: list[str] = typer.Option(
         None,
         "--scheduler-name",
-        help="schedulerName values served (repeatable; default corral, volcano, kai-scheduler)",
+        help="schedulerName values served (repeatable; default corral only: add volcano or kai-scheduler "
+        "to replace their scheduler)",
     ),
     period: float = typer.Option(1.0, "--period", min=0.01, help="seconds between cycles"),
     dry_run: bool = typer.Option(False, "--dry-run", help="watch and print decisions, write nothing"),
@@ -46,7 +47,11 @@ def run(
     leader_elect: bool = typer.Option(
         False, "--leader-elect", help="leader election on a coordination.k8s.io Lease"
     ),
-    lease_namespace: str = typer.Option("kube-system", "--lease-namespace"),
+    lease_namespace: str | None = typer.Option(
+        None,
+        "--lease-namespace",
+        help="namespace of the Lease (default: the pod's own, $POD_NAMESPACE or the service account's)",
+    ),
     lease_name: str = typer.Option("corral", "--lease-name"),
     kubeconfig: str | None = typer.Option(
         None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config, then in-cluster)"
@@ -55,7 +60,18 @@ def run(
     server: str | None = typer.Option(
         None, "--server", help="API server URL without authentication (kubectl proxy)"
     ),
-    metrics_port: int = typer.Option(8080, "--metrics-port", help="port of /metrics and /healthz (-1: off)"),
+    metrics_bind_address: str = typer.Option(
+        "0.0.0.0:10259",
+        "--metrics-bind-address",
+        help="host:port of /metrics, /healthz and /livez (kube-scheduler's default; port 0 picks one, "
+        "-1 or an empty value: off)",
+    ),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", help="the port alone, on all addresses (-1: off); --metrics-bind-address wins"
+    ),
+    sync_timeout: float = typer.Option(
+        300.0, "--sync-timeout", min=0.1, help="seconds to wait for the first list of every kind, then exit 1"
+    ),
     log_format: str = typer.Option("json", "--log-format", help="json or text"),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
 ) -> None:
@@ -63,6 +79,7 @@ def run(
     from corral.cli import _fail
 
     try:
+        bind = _bind_address(metrics_bind_address, metrics_port)
         runner = _make_runner(
             config,
             scheduler_name,
@@ -79,13 +96,68 @@ def run(
             server,
             log_format,
             log_level,
+            sync_timeout,
         )
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         _fail(exc)
         return
-    _serve_and_run(runner, metrics_port)
+    _serve_and_run(runner, bind)
+
+
+def _bind_address(address: str, port: int | None) -> tuple[str, int] | None:
+    """``(host, port)`` to listen on, None when off; ``--metrics-port`` alone keeps its old meaning."""
+    from corral.errors import InputError
+
+    if port is not None and address == "0.0.0.0:10259":
+        return None if port < 0 else ("0.0.0.0", port)
+    if address in ("", "-1", "0"):
+        return None
+    host, sep, p = address.rpartition(":")
+    try:
+        number = int(p)
+    except ValueError:
+        number = -2
+    if not sep or not 0 <= number <= 65535:
+        raise InputError(f"expected host:port, got {address!r}", field="--metrics-bind-address")
+    return host.strip("[]") or "0.0.0.0", number
+
+
+def _own_namespace() -> str:
+    """The pod's namespace: ``$POD_NAMESPACE`` (the downward API), else the service account's, else
+    ``default``."""
+    ns = os.environ.get("POD_NAMESPACE", "").strip()
+    if ns:
+        return ns
+    try:
+        return (
+            Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read_text().strip() or "default"
+        )
+    except OSError:
+        return "default"
+
+
+def _probe(api) -> None:  # type: ignore[no-untyped-def]
+    """Fail fast, exit code 2, when no API server answers: any HTTP answer (even 401/403/404) counts."""
+    import time
+
+    from corral.errors import ConfigError
+    from corral.kube.api import APIError
+
+    for attempt in range(3):
+        try:
+            api.get("/version")
+            return
+        except APIError as exc:
+            if exc.status != 0:
+                return
+            if attempt == 2:
+                raise ConfigError(
+                    f"no Kubernetes API server reachable at {api.client.configuration.host}: {exc.message}; "
+                    "pass --kubeconfig FILE (or set $KUBECONFIG) and --context, or --server URL"
+                ) from None
+            time.sleep(1.0)
 
 
 def _make_runner(
@@ -104,6 +176,7 @@ def _make_runner(
     server,
     log_format,
     log_level,
+    sync_timeout=300.0,
 ):  # type: ignore[no-untyped-def]
     from corral.cli import _config, _now
     from corral.errors import InputError
@@ -117,10 +190,9 @@ def _make_runner(
     from corral.kube.api import KubeAPI, load_client
     from corral.kube.logs import Log
     from corral.kube.metrics import Metrics
-    from corral.kube.runner import Runner, RunOptions
-    from corral.manifests.build import DEFAULT_SCHEDULERS
+    from corral.kube.runner import RUN_SCHEDULERS, Runner, RunOptions
 
-    names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+    names = tuple(scheduler_name) if scheduler_name else RUN_SCHEDULERS
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     opts = RunOptions(
         schedulers=names,
@@ -130,12 +202,14 @@ def _make_runner(
         now=start,
         dump=dump,
         leader_elect=leader_elect,
-        lease_namespace=lease_namespace,
+        lease_namespace=lease_namespace or _own_namespace(),
         lease_name=lease_name,
         identity=identity,
+        sync_timeout=sync_timeout,
     )
     log = Log(fmt=log_format, level=log_level)
     api = KubeAPI(load_client(kubeconfig, context, server))
+    _probe(api)
     runner = Runner(api, cfg, opts, log, Metrics())
     log.info(
         "starting",
@@ -143,27 +217,31 @@ def _make_runner(
         period=period,
         dry_run=dry_run,
         leader_elect=leader_elect,
+        lease=f"{opts.lease_namespace}/{opts.lease_name}" if leader_elect else None,
         identity=identity,
         config=cfg.source,
     )
     return runner
 
 
-def _serve_and_run(runner, metrics_port: int) -> None:  # type: ignore[no-untyped-def]
+def _serve_and_run(runner, bind: tuple[str, int] | None) -> None:  # type: ignore[no-untyped-def]
     from corral.cli import _fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
 
+    _signals(runner)
     http = None
-    if metrics_port >= 0:
+    if bind is not None:
         try:
-            http = serve(runner.metrics, metrics_port, runner.health)
-            runner.log.info("serving /metrics and /healthz", port=http.server_address[1])
+            http = serve(
+                runner.metrics, bind[1], runner.health, host=bind[0], live=runner.alive, log=runner.log
+            )
+            runner.log.info(
+                "serving /metrics, /healthz and /livez", address=f"{bind[0]}:{http.server_address[1]}"
+            )
         except OSError as exc:
-            _fail(InputError(f"cannot listen on port {metrics_port}: {exc}", field="--metrics-port"))
+            _fail(InputError(f"cannot listen on {bind[0]}:{bind[1]}: {exc}", field="--metrics-bind-address"))
             return
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: runner.stopping.set())
     try:
         runner.start()
         total = runner.run()
@@ -182,3 +260,18 @@ def _serve_and_run(runner, metrics_port: int) -> None:  # type: ignore[no-untype
     if runner.lost:
         runner.log.error("exiting: leadership lost")
         raise typer.Exit(1)
+
+
+def _signals(runner) -> None:  # type: ignore[no-untyped-def]
+    """SIGTERM and SIGINT stop the runner at any stage (the cache sync, a cycle, the apply phase's
+    backoffs); a second one exits at once, without the clean shutdown."""
+
+    def handler(signum: int, _frame: object) -> None:
+        if runner.stopping.is_set():
+            runner.log.error("second stop signal: exiting now", signal=signum)
+            os._exit(128 + signum)
+        runner.log.info("stop signal: stopping", signal=signum)
+        runner.stopping.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
