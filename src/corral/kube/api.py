@@ -268,13 +268,18 @@ class WatchStream:
     def __init__(self, raw: Any, path: str) -> None:
         self.raw = raw
         self.path = path
+        self.aborted = False
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # already closed
-            self.raw.release_conn()
+            if self.aborted:  # a shut-down connection never goes back to the pool
+                self.raw.close()
+            else:
+                self.raw.release_conn()
 
     def abort(self) -> None:
         """Close the connection under a reader blocked in :meth:`events` (another thread stops it)."""
+        self.aborted = True
         try:
             self.raw.shutdown()
         except Exception:  # noqa: BLE001

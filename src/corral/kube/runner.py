@@ -256,7 +256,9 @@ class Runner:
         """Wait for the first list of every kind; False when stopped meanwhile; SyncTimeout past
         ``sync_timeout``."""
         deadline = t0 + self.opts.sync_timeout
-        while not self.cache.wait_synced(min(10.0, max(0.0, deadline - time.monotonic())), self.stopping):
+        step = 1.0  # the first report after a second, then every 10 s
+        while not self.cache.wait_synced(min(step, max(0.0, deadline - time.monotonic())), self.stopping):
+            step = 10.0
             if self.stopping.is_set():
                 return False
             missing = self.cache.missing()
