@@ -61,9 +61,9 @@ def run(
         None, "--server", help="API server URL without authentication (kubectl proxy)"
     ),
     metrics_bind_address: str = typer.Option(
-        "0.0.0.0:10259",
+        "0.0.0.0:10251",
         "--metrics-bind-address",
-        help="host:port of /metrics, /healthz and /livez (kube-scheduler's default; port 0 picks one, "
+        help="host:port of /metrics, /healthz and /livez (kube-scheduler's metricsBindAddress default, plain HTTP; port 0 picks one, "
         "-1 or an empty value: off)",
     ),
     metrics_port: int | None = typer.Option(
@@ -110,7 +110,7 @@ def _bind_address(address: str, port: int | None) -> tuple[str, int] | None:
     """``(host, port)`` to listen on, None when off; ``--metrics-port`` alone keeps its old meaning."""
     from corral.errors import InputError
 
-    if port is not None and address == "0.0.0.0:10259":
+    if port is not None and address == "0.0.0.0:10251":
         return None if port < 0 else ("0.0.0.0", port)
     if address in ("", "-1", "0"):
         return None
