@@ -471,3 +471,33 @@ def test_a_job_that_fits_nowhere_is_remembered_across_cycles(
         u.reason for u in first.decisions.unschedulable
     ]
     assert second.decisions.unschedulable and not server.bindings
+
+
+def test_kai_podgroups_get_kais_scheduling_condition(server: FakeAPI, runner_factory) -> None:
+    """On a KAI PodGroup, KAI's own shape: status.schedulingConditions UnschedulableOnNodePool (through the
+    status subresource its CRD declares), not Volcano's conditions."""
+    server.add_all(
+        expand(
+            {
+                "nodes": [{"name": "n1"}],
+                "queues": [{"name": "q", "kai": True}],
+                "jobs": [{"name": "big", "kai": True, "queue": "q", "pods": [{"count": 2, "gpu": 8}]}],
+            }
+        )
+    )
+    r = runner_factory(now=NOW)
+    r.start()
+    assert r.cache.wait_synced(5)
+    res = r.cycle(NOW)
+    assert res.decisions.unschedulable
+    status = server.get("PodGroup", "big", "default")["status"]
+    [cond] = status["schedulingConditions"]
+    assert (cond["type"], cond["nodePool"], cond["reason"], cond["status"], cond["transitionID"]) == (
+        "UnschedulableOnNodePool",
+        "default",
+        "Unschedulable",
+        "True",
+        "0",
+    )
+    assert "conditions" not in status
+    assert any(m == "PATCH" and p.endswith("/podgroups/big/status") for m, p in server.requests)

@@ -53,7 +53,7 @@ from corral.framework.decisions import Decisions
 from corral.framework.reservation import LOCK_LABEL, lock_label_value
 from corral.kube.api import NODE, POD, APIError, GuardedAPI, KubeAPI
 from corral.kube.cache import PRESENT, WatchCache
-from corral.kube.conventions import Recorder, gang_condition, merged_conditions
+from corral.kube.conventions import Recorder, gang_condition, kai_conditions, merged_conditions
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.manifests.fields import format_time
@@ -554,6 +554,11 @@ class Applier:
                 conditions = merged_conditions(have.get("conditions"), cond)
                 if conditions is not None:
                     status["conditions"] = conditions
+            elif cond is not None:
+                labels = (cur.get("metadata") or {}).get("labels") or {}
+                kai = kai_conditions(have.get("schedulingConditions"), cond, labels, time.time())
+                if kai is not None:
+                    status["schedulingConditions"] = kai
             return status
 
         def annotations_of(cur: dict) -> dict:

@@ -13,7 +13,8 @@
 - a ``Preempted`` Normal Event on each victim naming the preemptor, the node and the action that chose
   it (kube-scheduler's ``Preempted by pod ... on node ...``, with corral's rule appended);
 - PodGroup conditions as Volcano's gang plugin writes them (:func:`gang_condition`), sent with the
-  PodGroup's phase and annotations in one patch by the applier.
+  PodGroup's phase and annotations in one patch by the applier; on KAI PodGroups, KAI's
+  ``schedulingConditions`` (:func:`kai_conditions`).
 
 Rate limits: at most ``events_per_cycle`` Events and ``conditions_per_cycle`` pod condition patches per
 cycle (the rest follow in later cycles, oldest decision first); an unchanged Event is repeated at most
@@ -36,7 +37,7 @@ from corral.kube.metrics import Metrics
 from corral.manifests.fields import format_time
 from corral.model import Cluster
 
-__all__ = ["Recorder", "gang_condition", "merged_conditions"]
+__all__ = ["Recorder", "gang_condition", "kai_conditions", "merged_conditions"]
 
 #: Volcano's gang plugin (``PodGroupScheduled`` condition reason, ``NotEnoughResourcesReason``)
 SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
@@ -64,6 +65,40 @@ def merged_conditions(have: list | None, cond: dict) -> list | None:
                 return None
             break
     return [c for c in have if c.get("type") != cond["type"]] + [cond]
+
+
+KAI_UNSCHEDULABLE = "UnschedulableOnNodePool"
+KAI_NODE_POOL_LABEL = "runai/node-pool"
+
+
+def kai_conditions(have: list | None, cond: dict, labels: dict, now: float) -> list | None:
+    """KAI's ``status.schedulingConditions`` after ``cond`` (a :func:`gang_condition`), or None when
+    nothing changes. As KAI's status updater: an unschedulable gang gets an ``UnschedulableOnNodePool``
+    condition for its node pool (the ``runai/node-pool`` label, else ``default``) with reason
+    ``Unschedulable``, status True and the next numeric ``transitionID``, replacing that pool's earlier
+    one; a gang that is ready has that pool's condition removed."""
+    have = [c for c in (have or []) if isinstance(c, dict)]
+    pool = str(labels.get(KAI_NODE_POOL_LABEL) or "default")
+    mine = [
+        c for c in have if c.get("type") == KAI_UNSCHEDULABLE and (c.get("nodePool") or "default") == pool
+    ]
+    rest = [c for c in have if c not in mine]
+    if cond["type"] != "Unschedulable":
+        return rest if mine else None
+    if mine and mine[-1].get("message") == cond["message"] and mine[-1].get("status") == "True":
+        return None
+    ids = [int(c["transitionID"]) for c in have if str(c.get("transitionID", "")).isdigit()]
+    return rest + [
+        {
+            "type": KAI_UNSCHEDULABLE,
+            "nodePool": pool,
+            "reason": "Unschedulable",
+            "message": cond["message"],
+            "status": "True",
+            "transitionID": str(max(ids, default=-1) + 1),
+            "lastTransitionTime": format_time(now),
+        }
+    ]
 
 
 def _split(key: str) -> tuple[str, str]:
