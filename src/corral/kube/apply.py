@@ -47,22 +47,19 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from corral.framework.decisions import Decisions
 from corral.framework.reservation import LOCK_LABEL, lock_label_value
 from corral.kube.api import NODE, POD, APIError, GuardedAPI, KubeAPI
 from corral.kube.cache import PRESENT, WatchCache
-from corral.kube.conventions import Recorder, gang_condition, kai_conditions, merged_conditions
+from corral.kube.conventions import Recorder
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.podgroups import PodGroupWrites
 from corral.manifests.fields import format_time
-from corral.model import ALLOCATED_STATES, Cluster, TaskStatus
+from corral.model import Cluster
 
 __all__ = ["LOCK_LABEL", "Applier", "ApplyReport", "ambiguous", "lock_patch"]
-
-
-_READY = frozenset(ALLOCATED_STATES) | {TaskStatus.SUCCEEDED}  # what a gang's readiness counts
 
 
 def ambiguous(exc: APIError) -> bool:
@@ -101,7 +98,7 @@ def _split(key: str) -> tuple[str, str]:
     return ns, name
 
 
-class Applier:
+class Applier(PodGroupWrites):
     def __init__(
         self,
         api: KubeAPI,
@@ -483,126 +480,6 @@ class Applier:
         self.cache.assume("Pod", pod, patch, patch)
         self._count(report, "nominations", "done", pod)
 
-    def _patch_retry(self, path: str, current: dict, build: Callable[[dict], dict | None]) -> dict | None:
-        """Patch with ``current``'s resourceVersion; on 409 read the object again and retry once."""
-        for attempt in (1, 2):
-            patch = build(current)
-            if patch is None:
-                return None
-            rv = (current.get("metadata") or {}).get("resourceVersion")
-            body = merge_with_rv(patch, rv)
-            try:
-                return self.api.patch(path, body)
-            except APIError as exc:
-                if exc.status != 409 or attempt == 2:
-                    raise
-                self._api_error("patch", path.split("/")[-2] if path.endswith("status") else "object", exc)
-                current = self.api.get(path[: -len("/status")] if path.endswith("/status") else path)
-        return None
-
-    def _podgroup_writes(
-        self,
-        decisions: Decisions,
-        cluster: Cluster,
-        bound: list[tuple[str, str]],
-        now: float,
-        report: ApplyReport,
-    ) -> list[tuple[str, str, Callable[[], None]]]:
-        """One write per PodGroup the cycle touched: its phase and annotations (the decisions) and its gang
-        condition (Volcano's gang plugin: Unschedulable while the gang is not ready, Scheduled once it is)."""
-        want: dict[str, dict[str, Any]] = {}
-        for u in decisions.podgroups:
-            want[u.podgroup] = {"phase": u.phase, "annotations": dict(u.annotations or {})}
-        transition = f"corral-{now:.0f}"
-        for u in decisions.unschedulable:
-            job = cluster.jobs.get(u.podgroup)
-            if job is not None and not job.synthetic:
-                ready = job.ready_count()
-                msg = f"{len(job.tasks) - ready}/{len(job.tasks)} tasks in gang unschedulable: {u.reason}"
-                want.setdefault(u.podgroup, {})["condition"] = gang_condition(False, msg, transition, now)
-        placed: dict[str, int] = defaultdict(int)
-        decided = {b.pod for b in decisions.binds}
-        owner = {t.key: job for job in cluster.jobs.values() for t in job.tasks} if bound else {}
-        for pod, _node in bound:
-            job = owner.get(pod)
-            if job is not None:
-                placed[job.uid] += 1
-        for uid, n in placed.items():
-            job = cluster.jobs[uid]
-            before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
-            if not job.synthetic and before + n >= job.min_member:
-                want.setdefault(uid, {})["condition"] = gang_condition(True, "", transition, now)
-        return [
-            ("podgroups", uid, lambda uid=uid, w=w: self._podgroup(uid, w, report)) for uid, w in want.items()
-        ]
-
-    def _podgroup(self, uid: str, want: dict[str, Any], report: ApplyReport) -> None:
-        found = self.cache.find("PodGroup", uid)
-        if found is None:  # a job of one pod: no PodGroup object to write
-            self._count(report, "podgroups", "skipped", uid)
-            return
-        rtype, raw = found
-        ns, name = _split(uid)
-        phase, annotations, cond = want.get("phase"), want.get("annotations") or {}, want.get("condition")
-
-        def status_of(cur: dict) -> dict:
-            status: dict[str, Any] = {}
-            have = cur.get("status") or {}
-            if phase and have.get("phase") != phase:
-                status["phase"] = phase
-            if cond is not None and rtype.api_version.startswith("scheduling.volcano.sh"):
-                conditions = merged_conditions(have.get("conditions"), cond)
-                if conditions is not None:
-                    status["conditions"] = conditions
-            elif cond is not None:
-                labels = (cur.get("metadata") or {}).get("labels") or {}
-                kai = kai_conditions(have.get("schedulingConditions"), cond, labels, time.time())
-                if kai is not None:
-                    status["schedulingConditions"] = kai
-            return status
-
-        def annotations_of(cur: dict) -> dict:
-            have = (cur.get("metadata") or {}).get("annotations") or {}
-            return {k: v for k, v in annotations.items() if have.get(k) != v}
-
-        def one_patch(cur: dict) -> dict | None:
-            status, ann = status_of(cur), annotations_of(cur)
-            patch: dict[str, Any] = {}
-            if status:
-                patch["status"] = status
-            if ann:
-                patch["metadata"] = {"annotations": ann}
-            return patch or None
-
-        wrote = False
-        if not rtype.status_subresource:
-            answer = self._patch_retry(rtype.item(name, ns), raw, one_patch)
-            wrote = answer is not None
-        else:
-            answer = self._patch_retry(
-                rtype.item(name, ns, "status"),
-                raw,
-                lambda cur: {"status": status_of(cur)} if status_of(cur) else None,
-            )
-            current = answer if answer is not None else raw
-            second = self._patch_retry(
-                rtype.item(name, ns),
-                current,
-                lambda cur: (
-                    {"metadata": {"annotations": annotations_of(cur)}} if annotations_of(cur) else None
-                ),
-            )
-            wrote = answer is not None or second is not None
-        if wrote:
-            assumed: dict[str, Any] = {}
-            if phase:
-                assumed["status"] = {"phase": phase}
-            if annotations:
-                assumed["metadata"] = {"annotations": dict(annotations)}
-            if assumed:
-                self.cache.assume("PodGroup", uid, assumed, assumed)
-        self._count(report, "podgroups", "done" if wrote else "skipped", uid)
-
     def _lock(self, node: str, job: str, report: ApplyReport) -> None:
         found = self.cache.find("Node", node)
         if found is None:
@@ -621,14 +498,6 @@ def _budget_refusal(exc: APIError) -> bool:
     """A 429 of the eviction API that a PodDisruptionBudget caused (its Status names the
     ``DisruptionBudget`` cause, Kubernetes 1.26+, or its message says so), not rate limiting."""
     return "DisruptionBudget" in exc.causes or "disruption budget" in exc.message.lower()
-
-
-def merge_with_rv(patch: dict, rv: Any) -> dict:
-    if not rv:
-        return patch
-    out = dict(patch)
-    out["metadata"] = {**(patch.get("metadata") or {}), "resourceVersion": rv}
-    return out
 
 
 def _has_labels(raw: dict, patch: dict) -> bool:
