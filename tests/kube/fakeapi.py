@@ -46,6 +46,7 @@ import copy
 import json
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -135,6 +136,9 @@ class FakeAPI:
         self.faults: list[list] = []  # [method, path regex, status, count, after]
         self.requests: list[tuple[str, str]] = []
         self.times: list[tuple[float, str, str]] = []  # (monotonic arrival, method, path)
+        #: writes but the lease's: (the X-Corral-Replica header, the lease holders at that instant, ...)
+        self.writes: list[tuple[str, list[str], str, str]] = []
+        self.repeated_evictions: list[str] = []  # evictions of a pod already terminating
         self.full_requests: list[tuple[str, str]] = []  # with the query
         self.evictions: list[str] = []
         self.bindings: list[tuple[str, str]] = []
@@ -151,6 +155,10 @@ class FakeAPI:
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 256  # many watches connect at once: no SYN retries
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)  # a client hanging up is routine
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -319,6 +327,7 @@ class FakeAPI:
             raise _Reply(404, _status(404, "NotFound", f'pods "{key[1]}" not found'))
         self.evictions.append(f"{key[0]}/{key[1]}")
         if pod["metadata"].get("deletionTimestamp"):
+            self.repeated_evictions.append(f"{key[0]}/{key[1]}")
             return
         phase = (pod.get("status") or {}).get("phase")
         if phase not in ("Pending", "Succeeded", "Failed", None):  # pending, finished pods skip budgets
@@ -432,6 +441,12 @@ class _Handler(BaseHTTPRequestHandler):
                 fake.requests.append((method, url.path))
                 fake.full_requests.append((method, self.path))
                 fake.times.append((time.monotonic(), method, url.path))
+                if method != "GET" and "/leases" not in url.path:
+                    holders = [
+                        (lease.get("spec") or {}).get("holderIdentity") or ""
+                        for lease in fake.store["/apis/coordination.k8s.io/v1/leases"].values()
+                    ]
+                    fake.writes.append((self.headers.get("X-Corral-Replica", ""), holders, method, url.path))
                 for d in fake.delays:
                     if d[3] > 0 and d[0] == method and d[1].search(self.path):
                         d[3] -= 1

@@ -77,8 +77,9 @@ def test_sigterm_stops_the_wait_for_the_first_sync(server: FakeAPI) -> None:
             lines.append(line)
             if "waiting for the cache to sync" in line:
                 break
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)  # at once: the child is likely still writing that line
         assert proc.wait(timeout=20) == 0
+        assert "stop signal: stopping" in proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -29,7 +29,9 @@ node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`
   podgroup) and decided again next cycle. A gang still below its minimum ``partial_cycles`` cycles after
   such a failure, with nothing bound to it in the current cycle, is released: its pods on nodes are
   evicted (through the Eviction API; their controller recreates them pending), so it never holds
-  capacity idle (KAI's stale-gang eviction does the same for gangs that stay below their minimum).
+  capacity idle (KAI's stale-gang eviction does the same for gangs that stay below their minimum). A
+  gang found below its minimum with a pod bound but not started yet (partly bound by a replica that
+  died, or before a restart) is watched the same way.
 - PodGroup phase, conditions and annotations are one merge patch carrying the ``resourceVersion`` they
   were decided on (Volcano's PodGroup has no status subresource); for KAI's PodGroup, whose CRD has one,
   the status goes to ``/status`` and the annotations follow with the ``resourceVersion`` that write
@@ -57,7 +59,7 @@ from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.podgroups import PodGroupWrites
 from corral.manifests.fields import format_time
-from corral.model import Cluster
+from corral.model import Cluster, TaskStatus
 
 __all__ = ["LOCK_LABEL", "Applier", "ApplyReport", "ambiguous", "lock_patch"]
 
@@ -382,6 +384,14 @@ class Applier(PodGroupWrites):
         """Gangs partly bound in an earlier cycle: forgotten once at their minimum (or gone); released
         (their pods on nodes evicted) once ``partial_cycles`` cycles passed below the minimum with no
         bind for them in this cycle."""
+        for uid, job in cluster.jobs.items():  # partly bound before a restart, or by another replica
+            if (
+                uid not in self.partial
+                and not job.synthetic
+                and any(t.status is TaskStatus.BOUND for t in job.tasks)
+                and job.ready_count() < job.min_member
+            ):
+                self.partial[uid] = 0
         if not self.partial:
             return
         binding = {b.pod for b in decisions.binds}

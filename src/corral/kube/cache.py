@@ -167,11 +167,14 @@ class WatchCache:
             self.informers.append(inf)
             inf.start()
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 2.0) -> None:
+        """Stop every informer; wait at most ``wait`` seconds in all for them to end (they are daemon
+        threads: a watch blocked in a read until its next event or bookmark dies with the process)."""
         for inf in self.informers:
             inf.stop()
+        deadline = time.monotonic() + wait
         for inf in self.informers:
-            inf.join(timeout=5)
+            inf.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def missing(self) -> list[str]:
         """The resources not listed yet."""

@@ -251,6 +251,8 @@ def _serve_and_run(runner, bind: tuple[str, int] | None) -> None:  # type: ignor
             raise
         _fail(exc)
         return
+    if runner.stop_signal:
+        runner.log.info("stop signal: stopping", signal=runner.stop_signal)
     runner.stop()
     if http is not None:
         http.shutdown()
@@ -267,10 +269,12 @@ def _signals(runner) -> None:  # type: ignore[no-untyped-def]
     backoffs); a second one exits at once, without the clean shutdown."""
 
     def handler(signum: int, _frame: object) -> None:
+        # no logging here: the handler runs between two bytecodes of the main thread, which may hold the
+        # log's lock; the runner logs the signal when its loop ends
         if runner.stopping.is_set():
-            runner.log.error("second stop signal: exiting now", signal=signum)
+            os.write(2, b'{"level": "error", "msg": "second stop signal: exiting now"}\n')
             os._exit(128 + signum)
-        runner.log.info("stop signal: stopping", signal=signum)
+        runner.stop_signal = signum
         runner.stopping.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):

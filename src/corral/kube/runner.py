@@ -168,6 +168,7 @@ class Runner:
         self.applier.sleep = self.stopping.wait
         self.elector: LeaderElector | None = None
         self.lost = False
+        self.stop_signal = 0  # the signal that stopped the runner (the command's handler sets it)
         self.cycle_no = 0
         self.last_cycle_end = 0.0
         self.total = Decisions()
