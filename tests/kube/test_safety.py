@@ -209,3 +209,27 @@ def test_the_record_of_emitted_events_is_pruned(server: FakeAPI, runner_factory)
     rec.event_repeat = 0.0  # everything emitted is older than the window
     rec.prune()
     assert not rec.emitted
+
+
+def test_a_gang_partly_bound_before_a_restart_is_released(server: FakeAPI, runner_factory) -> None:
+    """A replica died after binding one pod of a 2-pod gang; the capacity for the other is taken. The
+    replica that takes over never saw the bind fail, yet the gang is released within bounded cycles."""
+    server.add_all(
+        expand(
+            {
+                "nodes": [{"name": "n1"}, {"name": "n2"}],
+                "jobs": [
+                    {"name": "gang", "pods": [{"count": 2, "gpu": 8}]},
+                    {"name": "other", "phase": "Running", "pods": [{"count": 1, "gpu": 8, "nodes": ["n2"]}]},
+                ],
+            }
+        )
+    )
+    server.update("Pod", "gang-0", "default", {"spec": {"nodeName": "n1"}})  # bound, not started
+    r = runner_factory(now=NOW)
+    r.start()
+    assert r.cache.wait_synced(5)
+    released = []
+    for k in range(4):
+        released += r.cycle(NOW + k).report.released
+    assert released == ["default/gang"] and server.evictions == ["default/gang-0"]
