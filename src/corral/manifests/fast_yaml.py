@@ -154,7 +154,7 @@ def _screens() -> tuple[Any, Any, Any] | None:
     try:
         import re2
 
-        return tuple(re2.compile("(?m)" + p) for p in (_REFUSE, _FLOW_MAP, _BLOCK_SCALAR))  # type: ignore
+        return tuple(re2.compile("(?m)" + p) for p in (_REFUSE, _FLOW_MAP, _BLOCK_SCALAR))
     except Exception:  # pragma: no cover - google-re2 is a dependency; without it, no fast path
         return None
 

@@ -517,7 +517,10 @@ class _Checker:
         if spec.topology and spec.topology[0] == "hard" and cluster.hypernodes:
             tree = cluster.hypernodes
             tier = min(spec.topology[1], max(tree.tiers))
-            masks = [hn.mask for t in tree.tiers if t <= tier for hn in tree.domains(t)]
+            masks = []
+            for hn in (hn for t in tree.tiers if t <= tier for hn in tree.domains(t)):
+                assert hn.mask is not None  # every hypernode of a built tree has its mask
+                masks.append(hn.mask)
             if masks and not any(self._fits_in(mask, pods) for mask in masks):
                 return f"no topology domain of tier <= {tier} can hold the gang (hard constraint)"
         return ""
