@@ -67,12 +67,19 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.resources import EPS, GPU
 from corral.model.work import checkpoint, run_hours
+
+if TYPE_CHECKING:
+    from ortools.sat.python.cp_model import CpModel, IntVar
+
+    from corral.framework.session import Session
+    from corral.plugins.queues import QueuePlugin
 
 __all__ = [
     "OracleResult",
@@ -252,13 +259,21 @@ def candidate_victims(
     return out
 
 
-def queue_slack(session) -> dict[str, np.ndarray]:
+def _queue_plugin(session: Session) -> QueuePlugin | None:
+    """The session's ``proportion`` or ``capacity`` plugin (both are queue plugins), or None."""
+    from corral.plugins.queues import QueuePlugin  # here: the solvers load before the plugins
+
+    plugin = session.plugin("proportion") or session.plugin("capacity")
+    return plugin if isinstance(plugin, QueuePlugin) else None
+
+
+def queue_slack(session: Session) -> dict[str, np.ndarray]:
     """Per queue, how much of each resource it may give up in a reclaim: ``allocated − floor`` over
     the shared resources (+inf elsewhere), from the session's ``proportion`` or ``capacity`` plugin —
     the floor is the plugin's ``reclaim_floor`` when it has one (nothing, or the guarantee, for a queue
     above its share; all it holds for one that is not), else its deserved share. Empty when neither
     plugin is configured."""
-    plugin = session.plugin("proportion") or session.plugin("capacity")
+    plugin = _queue_plugin(session)
     if plugin is None:
         return {}
     floors = getattr(plugin, "reclaim_floor", None) or plugin.deserved
@@ -269,13 +284,13 @@ def queue_slack(session) -> dict[str, np.ndarray]:
     return out
 
 
-def queue_limits(session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def queue_limits(session: Session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The queue rule of the session's ``proportion`` or ``capacity`` plugin, exactly, for a gang of
     ``reclaimer_queue``: per victim-side queue (not an ancestor of the reclaimer's, see
     ``QueuePlugin.victim_side``) the pair (``above``, ``keep``) — held less the reclaim line over the
     shared resources (−inf elsewhere), held less the guarantee where the plugin keeps it (inf
     elsewhere). Empty when neither plugin is configured. See :func:`solve_gang_eviction`."""
-    plugin = session.plugin("proportion") or session.plugin("capacity")
+    plugin = _queue_plugin(session)
     if plugin is None:
         return {}
     mine = set(session.cluster.queue_chain(reclaimer_queue)) if reclaimer_queue in plugin.queues else set()
@@ -295,7 +310,7 @@ def queue_limits(session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, n
 
 
 def solve_by_rules(
-    cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None, **kwargs
+    cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None, **kwargs: Any
 ) -> OracleResult:
     """The oracle under the gang actions' lexicographic rule: break no healthy gang if any plan can
     avoid it; then the lowest victim level — victims whose ``rank`` is at most it (default: job
@@ -344,10 +359,10 @@ def _victims_by_queue(cluster: Cluster, victims: list[Task], queues: Mapping) ->
 
 
 def _queue_rule(
-    model,
+    model: CpModel,
     cluster: Cluster,
     victims: list[Task],
-    evict: list,
+    evict: list[IntVar],
     limits: Mapping[str, tuple[np.ndarray, np.ndarray]],
 ) -> None:
     """The queue rule of proportion/capacity, exactly for each queue alone: the victims of a queue
