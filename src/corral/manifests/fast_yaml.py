@@ -77,7 +77,10 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from yaml._yaml import CParser
 
 __all__ = ["MAX_DISTINCT", "MIN_CHARS", "accepts", "available", "enabled", "load_all"]
 
@@ -159,7 +162,7 @@ def _screens() -> tuple[Any, Any, Any] | None:
         return None
 
 
-def _libyaml_parser() -> Any:
+def _libyaml_parser() -> type[CParser] | None:
     try:
         from yaml._yaml import CParser
     except Exception:  # pragma: no cover - PyYAML built without libyaml
