@@ -46,10 +46,11 @@ check-lock: $(STAMP)
 	          echo "requirements.lock is out of date with pyproject.toml: run 'make lock' and commit it"; exit 1; fi; \
 	  rm -rf $$tmp
 
-# Resolve again from pyproject.toml, taking the newest releases it allows; review the diff, run
-# `make test`, and commit requirements.lock.
+# Resolve again from pyproject.toml, keeping every locked version that still satisfies it;
+# `make lock UPGRADE=1` takes the newest releases it allows instead. Review the diff, run `make test`,
+# and commit requirements.lock.
 lock: $(STAMP)
-	$(COMPILE) --upgrade -o requirements.lock
+	$(COMPILE) $(if $(UPGRADE),--upgrade) -o requirements.lock
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
