@@ -334,7 +334,6 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
     def resolve(name: str, path: list[str]) -> np.ndarray:
         hn = hns[name]
         if state.get(name) == 2:
-            assert hn.mask is not None  # resolved: set below
             return hn.mask
         if state.get(name) == 1:
             cycle = " -> ".join(path[path.index(name) :] + [name])

@@ -406,7 +406,8 @@ def _with_gpu_alias(snap: Cluster) -> Cluster:
         alloc[:, new.pos(name)] = snap.nodes.allocatable[:, res.pos(name)]
     alloc[:, new.pos(GPU)] = snap.nodes.allocatable[:, res.pos(alias)]
     old = snap.nodes
-    nodes = Nodes(new, old.names, alloc, old.labels, old.taints, old.unschedulable)
+    # Nodes takes the flags as a sequence of bools (and makes its own array of them)
+    nodes = Nodes(new, old.names, alloc, old.labels, old.taints, old.unschedulable.tolist())
     queues = {}
     for name, q in snap.queues.items():
         q = copy.copy(q)
@@ -517,10 +518,7 @@ class _Checker:
         if spec.topology and spec.topology[0] == "hard" and cluster.hypernodes:
             tree = cluster.hypernodes
             tier = min(spec.topology[1], max(tree.tiers))
-            masks = []
-            for hn in (hn for t in tree.tiers if t <= tier for hn in tree.domains(t)):
-                assert hn.mask is not None  # every hypernode of a built tree has its mask
-                masks.append(hn.mask)
+            masks = [hn.mask for t in tree.tiers if t <= tier for hn in tree.domains(t)]
             if masks and not any(self._fits_in(mask, pods) for mask in masks):
                 return f"no topology domain of tier <= {tier} can hold the gang (hard constraint)"
         return ""

@@ -80,13 +80,6 @@ _STALL_CYCLES = 100
 RESTART_POLICIES = ("job", "pods")
 
 
-def _job_of(task: Task) -> Job:
-    """The job of a pod the simulator holds: every pod it builds belongs to one (``Engine._build``)."""
-    job = task.job
-    assert job is not None, task.uid
-    return job
-
-
 @dataclass(frozen=True)
 class SimOptions:
     """How the simulated world behaves. Times in simulated seconds. ``sample_period`` None picks
@@ -454,7 +447,7 @@ class Engine(EngineMetrics):
         notes[COMPLETED_RUNTIME] = f"{sim.progress:.3f}s"
 
     def _mark_releasing(self, task: Task) -> None:
-        self._changed_jobs.add(_job_of(task).uid)
+        self._changed_jobs.add(task.job.uid)
         self.cluster.charge(task, -1)
         task.status = TaskStatus.RELEASING
         self.cluster.charge(task, +1)
@@ -467,11 +460,11 @@ class Engine(EngineMetrics):
         ):
             return
         self._run_task(task)
-        self._update(self._active[_job_of(task).uid])
+        self._update(self._active[task.job.uid])
 
     def _run_task(self, task: Task) -> None:
         task.status, task.start_time = TaskStatus.RUNNING, self.now
-        self._changed_jobs.add(_job_of(task).uid)
+        self._changed_jobs.add(task.job.uid)
         self._started.add(task.uid)
         self._changed = True
 
@@ -519,7 +512,7 @@ class Engine(EngineMetrics):
         let the pods go after ``grace``."""
         by_job: dict[str, list[Task]] = {}
         for task in tasks:
-            by_job.setdefault(_job_of(task).uid, []).append(task)
+            by_job.setdefault(task.job.uid, []).append(task)
         for uid, group in by_job.items():
             sim = self._active[uid]
             sim.evictions += len(group)
@@ -558,7 +551,7 @@ class Engine(EngineMetrics):
             return
         self.cluster.charge(task, -1)
         task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
-        uid = _job_of(task).uid
+        uid = task.job.uid
         self._changed_jobs.add(uid)
         sim = self._active[uid]
         self._waiting[uid] = sim
@@ -580,7 +573,7 @@ class Engine(EngineMetrics):
             for task in cleared:
                 self.cluster.charge(task, -1)
                 task.status, task.nominated = TaskStatus.PENDING, -1
-                self._changed_jobs.add(_job_of(task).uid)
+                self._changed_jobs.add(task.job.uid)
             fresh = [t for t in lost if t.status is not TaskStatus.RELEASING]
             for task in fresh:
                 self._mark_releasing(task)
@@ -608,7 +601,7 @@ class Engine(EngineMetrics):
         costs what the cycle did, not what waits."""
         waiting = self._waiting
         return any(
-            _job_of(t).uid in waiting and (t.status is not status or t.nominated != nominated)
+            t.job.uid in waiting and (t.status is not status or t.nominated != nominated)
             for t, status, nominated in touched
         )
 
@@ -628,7 +621,7 @@ class Engine(EngineMetrics):
         touched: dict[str, SimJob] = {}
         for bind in decisions.binds:
             task = tasks[bind.pod]
-            uid = _job_of(task).uid
+            uid = task.job.uid
             touched[uid] = self._active[uid]
             if self.options.startup_delay <= 0:
                 self._run_task(task)
@@ -645,7 +638,7 @@ class Engine(EngineMetrics):
         changed = bool(
             decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks
         ) or self._waiting_pods_moved(moved)
-        for job in {id(j): j for j in (_job_of(t) for t, _, _ in moved)}.values():
+        for job in {id(t.job): t.job for t, _, _ in moved}.values():
             if job.uid in self._waiting and not any(t.status in PENDING_LIKE for t in job.tasks):
                 del self._waiting[job.uid]
         self._changed = True

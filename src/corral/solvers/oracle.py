@@ -135,13 +135,6 @@ def pod_work(cluster: Cluster, task: Task, now: float) -> float:
     return _gpus(cluster, task) * run_hours(task, now, checkpoint(task.job)) * 3600.0
 
 
-def _victim_job(task: Task) -> Job:
-    """The job of a candidate victim: :func:`candidate_victims` keeps only pods of a job."""
-    job = task.job
-    assert job is not None, task.uid
-    return job
-
-
 def _running(job: Job) -> list[Task]:
     return [t for t in job.tasks if t.status in VICTIM_STATES]
 
@@ -320,7 +313,7 @@ def solve_by_rules(
     action = kwargs.get("action", "preempt")
     if rank is None:
         rank = (lambda j: float(j.priority)) if action == "preempt" else (lambda j: 0.0)
-    levels = sorted({rank(_victim_job(v)) for v in candidate_victims(cluster, job, action)}) or [0.0]
+    levels = sorted({rank(v.job) for v in candidate_victims(cluster, job, action)}) or [0.0]
     wall = 0.0
     res = None
     for brk in (False, True):
@@ -352,7 +345,7 @@ def _victims_by_queue(cluster: Cluster, victims: list[Task], queues: Mapping) ->
     ancestor the mapping names)."""
     out: dict[str, list[int]] = {}
     for i, v in enumerate(victims):
-        for name in cluster.queue_chain(_victim_job(v).queue):
+        for name in cluster.queue_chain(v.job.queue):
             if name in queues:
                 out.setdefault(name, []).append(i)
     return out
@@ -492,7 +485,7 @@ def solve_gang_eviction(
         for v in victims
         if eligible[v.node]
         and any(m[v.node] for m in masks)
-        and (max_rank is None or (rank(_victim_job(v)) if rank else _victim_job(v).priority) <= max_rank)
+        and (max_rank is None or (rank(v.job) if rank else v.job.priority) <= max_rank)
     ]
     by_node: dict[int, list[int]] = {}
     for i, v in enumerate(victims):
@@ -568,8 +561,7 @@ def solve_gang_eviction(
     # work — all its running pods'; surplus pods and pods of jobs broken already are free)
     jobs: dict[int, tuple[Job, list[int]]] = {}
     for i, v in enumerate(victims):
-        vj = _victim_job(v)
-        jobs.setdefault(id(vj), (vj, []))[1].append(i)
+        jobs.setdefault(id(v.job), (v.job, []))[1].append(i)
     cost_terms = []
     for vj, idx in jobs.values():
         if not _healthy(vj):
