@@ -201,7 +201,7 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
         [r.unschedulable for r in recs],
     )
     # model.Nodes does not declare this attribute (gpushare reads it with getattr): the model's to declare
-    nodes.annotations = [r.annotations for r in recs]  # type: ignore[attr-defined]
+    nodes.annotations = [r.annotations for r in recs]
     return nodes
 
 
