@@ -186,6 +186,45 @@ def schedule(
 
 
 @app.command()
+def queues(
+    snapshot: list[Path] = typer.Argument(
+        None, help="snapshot files or directories (default: built-in example)"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+    now: str | None = typer.Option(None, "--now", help="fix the clock (RFC 3339)"),
+    output: str = typer.Option("table", "--output", "-o", help="json or table"),
+    scheduler_name: list[str] = typer.Option(
+        None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
+    ),
+) -> None:
+    """Show the queue tree: deserved, allocated, share, guarantee, capability, demand and podgroups."""
+    try:
+        if output not in ("json", "table"):
+            raise InputError(f"expected json or table, got {output!r}", field="--output")
+        from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
+        from corral.queueview import queue_rows
+
+        names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+        cluster = load_snapshot(list(snapshot) if snapshot else [EXAMPLE], names)
+        rows, source = queue_rows(cluster, _config(config), _now(now))
+    except typer.Exit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        _fail(exc)
+        return
+    resources = list(cluster.resources.names)
+    if output == "json":
+        record = {"deservedFrom": source, "queues": [r.to_json(resources) for r in rows]}
+        sys.stdout.write(json.dumps(record, indent=1) + "\n")
+    else:
+        from corral.tables import print_queues
+
+        print_queues(rows, resources, source)
+
+
+@app.command()
 def validate(
     snapshot: list[Path] = typer.Argument(..., help="snapshot files or directories"),
     config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),

@@ -10,7 +10,7 @@ from rich.table import Table
 from corral.framework.decisions import Decisions
 from corral.terminal import cell
 
-__all__ = ["print_decisions", "print_estimates"]
+__all__ = ["print_decisions", "print_estimates", "print_queues"]
 
 _SECTIONS = (
     ("binds", "Binds", ("cycle", "pod", "node")),
@@ -67,4 +67,34 @@ def print_estimates(estimates: list[Any], console: Console | None = None) -> Non
     for e in estimates:
         start = format_time(e.start) if e.start is not None else "-"
         table.add_row(cell(e.podgroup), cell(start), cell(e.basis), cell(e.where))
+    console.print(table)
+
+
+def print_queues(rows: list[Any], resources: list[str], source: str, console: Console | None = None) -> None:
+    """``corral queues``: one row per queue, children indented under their parent."""
+    from corral.queueview import queue_table_rows
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=max(console.width, 200))
+    table = Table(
+        title=f"Queues ({len(rows)}; deserved: {source})", title_justify="left", expand=False, highlight=False
+    )
+    for col in (
+        "queue",
+        "state",
+        "weight",
+        "deserved",
+        "allocated",
+        "share",
+        "guarantee",
+        "capability",
+        "pending",
+        "running",
+        "waiting",
+    ):
+        table.add_column(col, overflow="fold")
+    for cells in queue_table_rows(rows, resources):
+        table.add_row(*(cell(c) for c in cells))
     console.print(table)
