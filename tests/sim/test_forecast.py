@@ -212,3 +212,52 @@ def test_a_bad_forecast_section_is_a_clear_error(tmp_path: Path) -> None:
     cfg.write_text(yaml.safe_dump(raw))
     res = CliRunner().invoke(app, ["schedule", "--forecast", "-c", str(cfg)])
     assert res.exit_code == 2 and "forecast.horizon" in res.stderr and "Traceback" not in res.output
+
+
+# -- in the simulator (simulation.forecast) ---------------------------------------------------------------
+def _sim(every: float | None, spread: float = 1.0) -> Any:
+    from corral.registry import default_config
+    from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
+    from corral.sim.engine import Engine, SimOptions
+    from corral.sim.estimates import EstimateModel
+    from corral.sim.jobspec import GPU, JobSpec, RoleSpec
+
+    def spec(name: str, submit: float, duration: float) -> JobSpec:
+        role = RoleSpec("", 1, {GPU: 8, "cpu": 1.0, "memory": 2.0**30})
+        return JobSpec(name, submit, duration, "default", (role,), source=f"t {name}")
+
+    jobs = [spec("a", 0, 3600), spec("b", 0, 7200), spec("c", 10, 1800), spec("d", 20, 600)]
+    cluster = from_spec(ClusterSpec((NodeShape("n", 1, gpus=8),))).instantiate(j.queue for j in jobs)
+    model = EstimateModel("noisy" if spread > 1 else "exact", spread, 7)
+    options = SimOptions(schedule_period=10.0, estimates=model, forecast_every=every)
+    return {r.job: r for r in Engine(cluster, jobs, default_config(), options=options).run().jobs}
+
+
+def test_the_simulator_records_the_first_forecast_and_its_error() -> None:
+    records = _sim(every=3600.0)
+    for name in ("a", "b", "c", "d"):  # one node: b after a, c after b, d after c — exact with exact estimates
+        r = records[name]
+        assert r.expected_start == pytest.approx(r.first_start) and r.expected_at is not None
+    assert records["c"].expected_start == pytest.approx(3600 + 7200)
+
+
+def test_a_noisy_estimate_shows_as_error_in_the_breakdown() -> None:
+    from corral.sim.breakdown import breakdown
+    from corral.sim.result import SimResult
+
+    records = _sim(every=600.0, spread=2.0)
+    errors = [abs(r.expected_start - r.first_start) for r in records.values() if r.expected_start is not None]
+    assert errors and max(errors) > 0
+    rows = breakdown(SimResult(jobs=list(records.values())))
+    assert rows[0]["start_error_median"] is not None and rows[0]["start_error_median"] > 0
+    assert _sim(every=None)["c"].expected_start is None
+
+
+def test_simulation_forecast_settings_are_checked() -> None:
+    from corral.sim.forecast import sim_forecast_every
+
+    assert sim_forecast_every({"forecast": {"every": "1h"}}) == 3600.0
+    assert sim_forecast_every({}) is None
+    for bad in ({"forecast": {"every": "soon"}}, {"forecast": {"each": "1h"}}, {"forecast": 3}):
+        with pytest.raises(ConfigError):
+            sim_forecast_every(bad, "s.yaml")

@@ -93,6 +93,7 @@ class SimOptions:
     restart_policy: str = "job"
     namespace: str = "default"
     estimates: Any = None  # sim.estimates.EstimateModel: writes corral.io/expected-runtime
+    forecast_every: float | None = None  # seconds between expected-start forecasts (sim/forecast.py)
 
     def __post_init__(self) -> None:
         if self.restart_policy not in RESTART_POLICIES:
@@ -101,7 +102,13 @@ class SimOptions:
                 obj="simulation",
                 field="restart_policy",
             )
-        for name in ("schedule_period", "checkpoint_interval", "sample_period", "heartbeat"):
+        for name in (
+            "schedule_period",
+            "checkpoint_interval",
+            "sample_period",
+            "heartbeat",
+            "forecast_every",
+        ):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
                 raise InputError(
@@ -186,6 +193,8 @@ class Engine(EngineMetrics):
         self._release_token: dict[str, int] = {}
         self._reasons: dict[str, str] = {}  # last unschedulable reason, per waiting job
         self._last_reasons: dict[str, str] = {}  # the same, kept once the job started (per-job records)
+        self._forecast_at: float | None = None  # the next instant a forecast is due
+        self._expected: dict[str, tuple[float, float]] = {}  # job uid -> (first expected start, made at)
         self._submitted = 0
         self._dirty = False
         self._cycle_at: float | None = None
@@ -598,6 +607,15 @@ class Engine(EngineMetrics):
             for t, status, nominated in touched
         )
 
+    def _forecast(self) -> None:
+        """The expected start a forecast made now gives each waiting job; the first one made for a job
+        is kept, so its record can show how far off it was (:mod:`corral.sim.forecast`)."""
+        from corral.sim.forecast import first_estimates
+
+        assert self.options.forecast_every is not None
+        self._forecast_at = self.now + self.options.forecast_every
+        first_estimates(self.cluster, self.config, self.now, self._expected)
+
     def _cycle(self, beat: bool = False) -> None:
         if beat:
             self._beat_at, self._dirty = None, True
@@ -606,6 +624,8 @@ class Engine(EngineMetrics):
         if not self._waiting or not self._dirty:
             self._dirty = False
             return
+        if self.options.forecast_every and (self._forecast_at is None or self.now >= self._forecast_at):
+            self._forecast()
         self.cycles += 1
         self._last_cycle = self.now
         decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles, explain=False)

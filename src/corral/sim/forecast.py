@@ -30,6 +30,7 @@ on a trace: ``simulation.forecast`` in docs/simulator.md).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,7 +44,14 @@ from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.annotations import EXPECTED_RUNTIME
 from corral.registry import REGISTRY
 
-__all__ = ["Estimate", "ForecastSettings", "forecast", "forecast_settings"]
+__all__ = [
+    "Estimate",
+    "ForecastSettings",
+    "first_estimates",
+    "forecast",
+    "forecast_settings",
+    "sim_forecast_every",
+]
 
 _RUNNING = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 _NAMED = 3  # jobs named in a basis before "and N more"
@@ -268,6 +276,51 @@ def forecast(
             got = Estimate(job.uid, None, f"no estimate: {why}" + (f"; waiting: {last}" if last else ""))
         out.append(got)
     return out
+
+
+def first_estimates(
+    cluster: Cluster, config: Config, now: float, into: dict[str, tuple[float, float]]
+) -> None:
+    """The simulator's forecast (``simulation.forecast.every``): a forecast of a copy of ``cluster``
+    made at ``now``; each waiting job not yet in ``into`` gets ``(expected start, now)`` there."""
+    if all(j.uid in into for j in waiting_jobs(cluster)):
+        return
+    settings = forecast_settings(config.forecast, config.source)
+    for e in forecast(_clone(cluster), config, now, settings):
+        if e.start is not None and e.podgroup not in into:
+            into[e.podgroup] = (e.start, now)
+
+
+def _clone(cluster: Cluster) -> Cluster:
+    """A copy the forecast may change, without the kept indexes of the original's cycles (a forecast
+    builds its own: they describe the original's history, not the copy's)."""
+    clone = copy.deepcopy(cluster)
+    for key in ("_job_index", "_skip_memory", "_order_keys", "_job_uids", "_final_budget"):
+        clone.__dict__.pop(key, None)
+    clone.changed_jobs = None
+    return clone
+
+
+def sim_forecast_every(simulation: Any, file: str = "") -> float | None:
+    """``simulation.forecast.every`` of a configuration (a duration), or None when not asked for."""
+    section = simulation.get("forecast") if isinstance(simulation, Mapping) else None
+    if section is None:
+        return None
+    if not isinstance(section, Mapping) or set(map(str, section)) - {"every"}:
+        raise ConfigError(
+            "expected a mapping with 'every' (a duration)", file=file, field="simulation.forecast"
+        )
+    try:
+        seconds = parse_duration(section.get("every"))
+    except Exception:  # noqa: BLE001 - InputError, ValueError: one message either way
+        seconds = -1.0
+    if not 0 < seconds < math.inf:
+        raise ConfigError(
+            f"expected a positive duration (e.g. 1h), got {section.get('every')!r}",
+            file=file,
+            field="simulation.forecast.every",
+        )
+    return seconds
 
 
 def _basis(after: list[str], at_once: bool) -> str:

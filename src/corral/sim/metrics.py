@@ -205,6 +205,9 @@ class EngineMetrics:
         rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
+        expected = self._expected.get(sim.job.uid)
+        if expected is not None:
+            rec.expected_start, rec.expected_at = expected
         rec.status = (
             "completed" if sim.end is not None else "running" if sim.job.uid in self._running else "pending"
         )
