@@ -235,7 +235,8 @@ def _sim(every: float | None, spread: float = 1.0) -> Any:
 
 def test_the_simulator_records_the_first_forecast_and_its_error() -> None:
     records = _sim(every=3600.0)
-    for name in ("a", "b", "c", "d"):  # one node: b after a, c after b, d after c — exact with exact estimates
+    # one node: b after a, c after b, d after c — exact with exact estimates
+    for name in ("a", "b", "c", "d"):
         r = records[name]
         assert r.expected_start == pytest.approx(r.first_start) and r.expected_at is not None
     assert records["c"].expected_start == pytest.approx(3600 + 7200)
