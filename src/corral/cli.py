@@ -221,6 +221,45 @@ def schedule(
 
 
 @app.command()
+def whatif(
+    job: Path = typer.Argument(..., help="the job to try: a PodGroup and its pods, or bare pods (YAML/JSON)"),
+    snapshot: list[Path] = typer.Argument(
+        None, help="snapshot files or directories (default: built-in example)"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+    now: str | None = typer.Option(None, "--now", help="fix the clock (RFC 3339)"),
+    output: str = typer.Option("table", "--output", "-o", help="json or table"),
+    scheduler_name: list[str] = typer.Option(
+        None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
+    ),
+) -> None:
+    """Would JOB schedule if submitted now? Admission, placement, evictions, expected start; writes
+    nothing. Exit code 0: it would start in the next cycle; 3: it would wait."""
+    try:
+        if output not in ("json", "table"):
+            raise InputError(f"expected json or table, got {output!r}", field="--output")
+        from corral.manifests.build import DEFAULT_SCHEDULERS
+        from corral.whatif import what_if
+
+        names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+        answer = what_if(job, list(snapshot) if snapshot else [EXAMPLE], _config(config), _now(now), names)
+    except typer.Exit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        _fail(exc)
+        return
+    if output == "json":
+        sys.stdout.write(json.dumps(answer.to_json(), indent=1) + "\n")
+    else:
+        from corral.tables import print_whatif
+
+        print_whatif(answer)
+    raise typer.Exit(0 if answer.would_start else 3)
+
+
+@app.command()
 def queues(
     snapshot: list[Path] = typer.Argument(
         None, help="snapshot files or directories (default: built-in example)"
