@@ -14,6 +14,7 @@ import gc
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,10 +91,12 @@ def schedule_snapshot(
     cycles: int = 1,
     period: float = 1.0,
     schedulers: tuple[str, ...] | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
-    ``DEFAULT_SCHEDULERS``. The loaded model lives through every cycle: it is kept out of the garbage
+    ``DEFAULT_SCHEDULERS``. ``report`` receives the snapshot's warnings, one line per object, once
+    before the first cycle (:class:`~corral.manifests.notes.Notes`). The loaded model lives through every cycle: it is kept out of the garbage
     collector's passes (``gc.freeze``) until the cycles are done."""
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
@@ -109,6 +112,9 @@ def schedule_snapshot(
     finally:
         if collecting:
             gc.enable()
+    if report is not None and cluster.input_notes is not None:
+        for line in cluster.input_notes.warning_lines():
+            report(plain(line))
     out = Decisions()
     if cycles > 1:
         # every change between cycles is the sessions' own, so the cluster can track its jobs' changes:
@@ -146,7 +152,9 @@ def schedule(
             raise InputError(f"expected json or table, got {output!r}", field="--output")
         paths = list(snapshot) if snapshot else [EXAMPLE]
         names = tuple(scheduler_name) if scheduler_name else None  # None: DEFAULT_SCHEDULERS
-        decisions = schedule_snapshot(paths, _config(config), _now(now), cycles, period, names)
+        decisions = schedule_snapshot(
+            paths, _config(config), _now(now), cycles, period, names, lambda line: typer.echo(line, err=True)
+        )
     except typer.Exit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
@@ -179,12 +187,18 @@ def validate(
         _fail(exc)
         return
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
+    notes = cluster.input_notes
+    warned = len({n.obj for n in notes.warnings}) if notes is not None else 0
     typer.echo(
         f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
         f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
         f"hypernodes; config {plain(cfg.source)}"
         + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
+        + (f"; {warned} objects with warnings" if warned else "")
     )
+    if notes is not None:  # what corral made from submitted workloads, then what it will not act on
+        for line in notes.expansion_lines() + notes.warning_lines():
+            typer.echo(plain(line))
 
 
 def _register_sim() -> None:

@@ -1,0 +1,65 @@
+"""Workloads as users submit them, replaced by the PodGroup and pods their controllers create, so that
+``corral schedule`` (a what-if) and the simulator take them as the cluster would run them.
+
+- a Volcano ``Job`` (``batch.volcano.sh/v1alpha1``): :mod:`corral.manifests.volcano_job`;
+- a ``batch/v1`` Job or a JobSet (``jobset.x-k8s.io``) for KAI's scheduler:
+  :mod:`corral.manifests.kai_grouper`.
+
+Every expansion is reported in :class:`~corral.manifests.notes.Notes` (``corral validate`` lists
+them). Other objects pass through unchanged, in order; the made objects take the place of their workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from corral.manifests.kai_grouper import expand_batch_job, expand_jobset, kai_template
+from corral.manifests.load import SourcedObject
+from corral.manifests.notes import Notes
+from corral.manifests.volcano_job import VOLCANO_JOB_API, expand_volcano_job
+from corral.manifests.workload_common import Existing, Made
+
+__all__ = ["expand_workloads"]
+
+JOBSET_GROUP = "jobset.x-k8s.io"
+
+Expander = Callable[[str, dict, Existing, Notes], "Made | None"]
+
+
+def _expander(raw: dict) -> Expander | None:
+    kind, api = raw.get("kind"), raw.get("apiVersion")
+    if kind == "Job" and api == VOLCANO_JOB_API:
+        return expand_volcano_job
+    spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
+    if kind == "Job" and api == "batch/v1" and kai_template(spec.get("template")):
+        return expand_batch_job
+    if kind == "JobSet" and isinstance(api, str) and api.startswith(JOBSET_GROUP + "/"):
+        rjobs = spec.get("replicatedJobs")
+        templates = [
+            ((rj.get("template") or {}).get("spec") or {}).get("template")
+            for rj in (rjobs if isinstance(rjobs, list) else [])
+            if isinstance(rj, dict) and isinstance(rj.get("template"), dict)
+        ]
+        if templates and any(kai_template(t) for t in templates):
+            return expand_jobset
+    return None
+
+
+def expand_workloads(objects: list[SourcedObject], notes: Notes) -> list[SourcedObject]:
+    """``objects`` with every workload corral expands replaced by what its controller makes."""
+    found = [_expander(raw) if raw.get("kind") in ("Job", "JobSet") else None for _f, raw in objects]
+    if not any(found):
+        return objects
+    existing = Existing.of(objects)
+    out: list[SourcedObject] = []
+    for (file, raw), expand in zip(objects, found):
+        if expand is None:
+            out.append((file, raw))
+            continue
+        made = expand(file, raw, existing, notes)
+        if made is not None:
+            out.extend(made.objects)
+            meta = raw.get("metadata") or {}
+            ident = f"{raw.get('kind')} {meta.get('namespace') or 'default'}/{meta.get('name')}"
+            notes.made(f"{ident} ({raw.get('apiVersion')})", made.report(), file)
+    return out
