@@ -438,3 +438,57 @@ def test_schedule_warns_once_and_refusals_exit_2(tmp_path: Path) -> None:
     job["spec"]["tasks"][0]["dependsOn"] = {"name": ["worker"]}
     out = CliRunner().invoke(app, ["validate", _write(tmp_path, job)])
     assert out.exit_code == 2 and "spec.tasks[0].dependsOn" in out.output
+
+
+# -- hostile shapes --------------------------------------------------------------------------------
+
+
+def _paths(value, prefix=()):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield (*prefix, k)
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield (*prefix, i)
+            yield from _paths(v, (*prefix, i))
+
+
+def _mutated(obj: dict, path: tuple, new):
+    out = copy.deepcopy(obj)
+    parent = out
+    for key in path[:-1]:
+        parent = parent[key]
+    if new is _DELETE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    return out
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize("make", [vjob, bjob, jobset], ids=["volcano-job", "batch-job", "jobset"])
+def test_every_field_of_a_workload_broken_is_input_error_or_read(make, monkeypatch) -> None:
+    """Each field deleted or given another type or a huge value: the snapshot is read or refused with
+    an InputError naming the file — never another exception (SPEC.md §5)."""
+    monkeypatch.setenv("CORRAL_MAX_WORKLOAD_PODS", "1000")
+    base = make()
+    base["spec"]["minAvailable" if make is vjob else "parallelism"] = 2
+    for path in list(_paths(base)):
+        for new in (_DELETE, 5, "x", [], {"a": 1}, None, -1, 10**12, True):
+            obj = _mutated(base, path, new)
+            try:
+                build(obj)
+            except InputError as exc:
+                assert exc.file == "t.yaml", (path, new, exc)
+
+
+def test_workload_pod_limit(monkeypatch) -> None:
+    monkeypatch.setenv("CORRAL_MAX_WORKLOAD_PODS", "2")
+    with pytest.raises(InputError) as err:
+        build(vjob())
+    assert err.value.field == "spec.tasks" and "CORRAL_MAX_WORKLOAD_PODS" in str(err.value)
+    monkeypatch.setenv("CORRAL_MAX_WORKLOAD_PODS", "3")
+    assert len(build(vjob()).tasks) == 3

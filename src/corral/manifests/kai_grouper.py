@@ -45,7 +45,7 @@ from typing import Any
 from corral.manifests.fields import Obj
 from corral.manifests.kinds import KAI_GROUP_KEY, TASK_SPEC_KEY
 from corral.manifests.notes import Notes
-from corral.manifests.workload_common import Existing, Made, pod_from_template
+from corral.manifests.workload_common import Existing, Made, check_pod_count, pod_from_template
 
 __all__ = ["KAI_SCHEDULER", "expand_batch_job", "expand_jobset", "kai_template"]
 
@@ -150,6 +150,7 @@ def expand_batch_job(file: str, raw: dict, existing: Existing, notes: Notes) -> 
         return None
     succeeded = o.integer(status.get("succeeded", 0), "status.succeeded", minimum=0)
     count = _pod_count(o, spec, "spec", succeeded)
+    check_pod_count(o, count, "spec.parallelism")
     min_member = _min_override(o, o.meta.get("annotations"), "metadata.annotations") or 1
     made = Made(podgroup=f"{o.namespace}/{pg_name}")
     made.objects.append((file, _podgroup(o, pg_name, template, existing, {"minMember": min_member})))
@@ -166,6 +167,15 @@ def expand_batch_job(file: str, raw: dict, existing: Existing, notes: Notes) -> 
         made.pods.append(pod["metadata"]["name"])
     made.summary = f"minMember {min_member}, queue {made.objects[0][1]['spec']['queue']}"
     return made
+
+
+def _jobset_pods(o: Obj, rj: Any, r: int) -> int:
+    p = f"spec.replicatedJobs[{r}]"
+    rj = o.mapping(rj, p)
+    jspec = o.mapping(o.mapping(rj.get("template"), f"{p}.template").get("spec"), f"{p}.template.spec")
+    return o.integer(rj.get("replicas", 1), f"{p}.replicas", minimum=0) * _pod_count(
+        o, jspec, f"{p}.template.spec"
+    )
 
 
 def expand_jobset(file: str, raw: dict, existing: Existing, notes: Notes) -> Made | None:
@@ -192,6 +202,7 @@ def expand_jobset(file: str, raw: dict, existing: Existing, notes: Notes) -> Mad
     order = o.mapping(spec.get("startupPolicy"), "spec.startupPolicy").get("startupPolicyOrder") or "AnyOrder"
     if order == "InOrder":
         rjobs = rjobs[:1]
+    check_pod_count(o, sum(_jobset_pods(o, rj, r) for r, rj in enumerate(rjobs)), "spec.replicatedJobs")
     made = Made(podgroup=f"{o.namespace}/{pg_name}")
     roles: dict[str, int] = {}
     first_template: dict = {}

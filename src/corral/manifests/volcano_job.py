@@ -34,7 +34,7 @@ from typing import Any
 from corral.manifests.fields import Obj
 from corral.manifests.kinds import GROUP_ANNOTATION, PREEMPTABLE_KEY, TASK_SPEC_KEY, parse_object
 from corral.manifests.notes import Notes
-from corral.manifests.workload_common import Existing, Made, pod_from_template, quantity_text
+from corral.manifests.workload_common import Existing, Made, check_pod_count, pod_from_template, quantity_text
 from corral.model.annotations import EXPECTED_RUNTIME
 
 __all__ = ["VOLCANO_JOB_API", "expand_volcano_job"]
@@ -87,6 +87,7 @@ def expand_volcano_job(file: str, raw: dict, existing: Existing, notes: Notes) -
     raw_tasks = o.listof(spec.get("tasks"), "spec.tasks")
     if not raw_tasks:
         raise o.error("a Job needs at least one task", "spec.tasks")
+    check_pod_count(o, sum(_replicas(o, rt, i) for i, rt in enumerate(raw_tasks)), "spec.tasks")
     for i, rt in enumerate(raw_tasks):
         task, pods = _task(
             o,
@@ -113,6 +114,11 @@ def expand_volcano_job(file: str, raw: dict, existing: Existing, notes: Notes) -
     )
     made.summary = f"minMember {min_member}, queue {queue}"
     return made
+
+
+def _replicas(o: Obj, rt: Any, i: int) -> int:
+    rt = o.mapping(rt, f"spec.tasks[{i}]")
+    return o.integer(rt.get("replicas", 0), f"spec.tasks[{i}].replicas", minimum=0)
 
 
 def _template_class(rt: Any) -> Any:

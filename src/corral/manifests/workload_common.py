@@ -4,13 +4,30 @@ pod template, and minResources written as quantities."""
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.errors import InputError
 from corral.manifests.fields import Obj
 from corral.manifests.load import SourcedObject
 
-__all__ = ["Existing", "Made", "pod_from_template", "quantity_text"]
+__all__ = ["MAX_PODS_ENV", "Existing", "Made", "check_pod_count", "pod_from_template", "quantity_text"]
+
+#: the most pods one workload may expand into (a guard against ``replicas: 2000000000``)
+MAX_PODS_ENV = "CORRAL_MAX_WORKLOAD_PODS"
+_MAX_PODS_DEFAULT = 100_000
+
+
+def check_pod_count(o: Obj, count: int, path: str) -> None:
+    """Refuse a workload that would expand into more pods than ``CORRAL_MAX_WORKLOAD_PODS`` (default
+    100,000), naming the field that asks for them."""
+    raw = os.environ.get(MAX_PODS_ENV, "").strip()
+    if raw and (not raw.isdigit() or len(raw) > 18 or int(raw) < 1):
+        raise InputError(f"expected a positive integer, got {raw!r}", obj="environment", field=MAX_PODS_ENV)
+    bound = int(raw) if raw else _MAX_PODS_DEFAULT
+    if count > bound:
+        raise o.error(f"{count} pods is more than the limit of {bound} (raise it with {MAX_PODS_ENV})", path)
 
 
 @dataclass
@@ -40,7 +57,8 @@ class Existing:
                     ex.priority[name] = value
             else:
                 ex.pods.add((ns, name))
-                for ref in meta.get("ownerReferences") or []:
+                refs = meta.get("ownerReferences")
+                for ref in refs if isinstance(refs, list) else []:
                     if isinstance(ref, dict):
                         ex.owned.add((ns, str(ref.get("kind")), str(ref.get("name"))))
         return ex

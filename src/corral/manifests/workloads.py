@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from corral.errors import InputError
 from corral.manifests.kai_grouper import expand_batch_job, expand_jobset, kai_template
 from corral.manifests.load import SourcedObject
 from corral.manifests.notes import Notes
@@ -26,6 +27,12 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 Expander = Callable[[str, dict, Existing, Notes], "Made | None"]
 
 
+def _dig(value: object, *keys: str) -> object:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 def _expander(raw: dict) -> Expander | None:
     kind, api = raw.get("kind"), raw.get("apiVersion")
     if kind == "Job" and api == VOLCANO_JOB_API:
@@ -36,13 +43,30 @@ def _expander(raw: dict) -> Expander | None:
     if kind == "JobSet" and isinstance(api, str) and api.startswith(JOBSET_GROUP + "/"):
         rjobs = spec.get("replicatedJobs")
         templates = [
-            ((rj.get("template") or {}).get("spec") or {}).get("template")
-            for rj in (rjobs if isinstance(rjobs, list) else [])
-            if isinstance(rj, dict) and isinstance(rj.get("template"), dict)
+            _dig(rj, "template", "spec", "template") for rj in (rjobs if isinstance(rjobs, list) else [])
         ]
-        if templates and any(kai_template(t) for t in templates):
+        if any(kai_template(t) for t in templates):
             return expand_jobset
     return None
+
+
+def _guarded(expand: Expander, file: str, raw: dict, existing: Existing, notes: Notes) -> Made | None:
+    """``expand`` with every fault of the input made an :class:`InputError` naming the file and the
+    object (SPEC.md §5: bad input never produces a traceback)."""
+    try:
+        return expand(file, raw, existing, notes)
+    except InputError as exc:
+        if exc.file is None:
+            exc.file = file
+            exc.args = (exc.describe(),)
+        raise
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        raise InputError(
+            f"malformed object: {type(exc).__name__}: {exc}",
+            file=file,
+            obj=f"{raw.get('kind')} {meta.get('namespace') or 'default'}/{meta.get('name', '?')}",
+        ) from None
 
 
 def expand_workloads(objects: list[SourcedObject], notes: Notes) -> list[SourcedObject]:
@@ -56,7 +80,7 @@ def expand_workloads(objects: list[SourcedObject], notes: Notes) -> list[Sourced
         if expand is None:
             out.append((file, raw))
             continue
-        made = expand(file, raw, existing, notes)
+        made = _guarded(expand, file, raw, existing, notes)
         if made is not None:
             out.extend(made.objects)
             meta = raw.get("metadata") or {}
