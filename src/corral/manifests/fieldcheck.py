@@ -71,8 +71,8 @@ def _kai_queue(spec: dict) -> list[tuple[str, str]]:
     resources = spec.get("resources")
     if not isinstance(resources, dict):
         return []
-    gpu = resources.get("gpu") if isinstance(resources.get("gpu"), dict) else {}
-    weight = gpu.get("overQuotaWeight", 1)
+    gpu = resources.get("gpu")
+    weight = gpu.get("overQuotaWeight", 1) if isinstance(gpu, dict) else 1
     out = []
     for key in ("cpu", "memory"):
         r = resources.get(key)

@@ -80,7 +80,8 @@ def _podgroup(o: Obj, pg_name: str, template: dict, existing: Existing, spec: di
     tlabels = {str(k): str(v) for k, v in _labels_of(template).items()}
     queue = labels.get(KAI_QUEUE_LABEL) or tlabels.get(KAI_QUEUE_LABEL) or labels.get("project")
     queue = queue or tlabels.get("project") or DEFAULT_QUEUE
-    tspec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+    raw_tspec = template.get("spec")
+    tspec: dict = raw_tspec if isinstance(raw_tspec, dict) else {}
     pclass = DEFAULT_PRIORITY_CLASS
     for candidate in (
         labels.get("priorityClassName"),

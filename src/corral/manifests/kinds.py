@@ -352,7 +352,7 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
         annotations=o.strmap(o.meta.get("annotations"), "metadata.annotations"),
         labels=o.strmap(o.meta.get("labels"), "metadata.labels"),
         file=o.file,
-        preemptible={"preemptible": True, "non-preemptible": False}.get(spec.get("preemptibility"))
+        preemptible={"preemptible": True, "non-preemptible": False}.get(str(spec.get("preemptibility")))
         if kai
         else None,
     )

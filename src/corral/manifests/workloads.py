@@ -37,7 +37,8 @@ def _expander(raw: dict) -> Expander | None:
     kind, api = raw.get("kind"), raw.get("apiVersion")
     if kind == "Job" and api == VOLCANO_JOB_API:
         return expand_volcano_job
-    spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
+    raw_spec = raw.get("spec")
+    spec: dict = raw_spec if isinstance(raw_spec, dict) else {}
     if kind == "Job" and api == "batch/v1" and kai_template(spec.get("template")):
         return expand_batch_job
     if kind == "JobSet" and isinstance(api, str) and api.startswith(JOBSET_GROUP + "/"):
@@ -61,7 +62,8 @@ def _guarded(expand: Expander, file: str, raw: dict, existing: Existing, notes: 
             exc.args = (exc.describe(),)
         raise
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        raw_meta = raw.get("metadata")
+        meta: dict = raw_meta if isinstance(raw_meta, dict) else {}
         raise InputError(
             f"malformed object: {type(exc).__name__}: {exc}",
             file=file,
