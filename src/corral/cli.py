@@ -95,8 +95,8 @@ def schedule_snapshot(
 ) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
-    ``DEFAULT_SCHEDULERS``. ``report`` receives the snapshot's warnings, one line per object, once
-    before the first cycle (:class:`~corral.manifests.notes.Notes`). The loaded model lives through every cycle: it is kept out of the garbage
+    ``DEFAULT_SCHEDULERS``. ``report`` receives the snapshot's warnings, one line per object (the first
+    20, then a count), once before the first cycle (:class:`~corral.manifests.notes.Notes`). The loaded model lives through every cycle: it is kept out of the garbage
     collector's passes (``gc.freeze``) until the cycles are done."""
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
@@ -113,7 +113,7 @@ def schedule_snapshot(
         if collecting:
             gc.enable()
     if report is not None and cluster.input_notes is not None:
-        for line in cluster.input_notes.warning_lines():
+        for line in cluster.input_notes.warning_lines(most=20):
             report(plain(line))
     out = Decisions()
     if cycles > 1:

@@ -39,7 +39,7 @@ def tables(text: str) -> dict[tuple[str, str], dict[str, tuple[str, str]]]:
         if heading:
             current = out.setdefault((heading.group(1), heading.group(2)), {})
             continue
-        if line.startswith("## "):
+        if line.startswith("#"):  # any other heading ends the table
             current = None
             continue
         row = _ROW.match(line)

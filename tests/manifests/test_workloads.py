@@ -492,3 +492,40 @@ def test_workload_pod_limit(monkeypatch) -> None:
     assert err.value.field == "spec.tasks" and "CORRAL_MAX_WORKLOAD_PODS" in str(err.value)
     monkeypatch.setenv("CORRAL_MAX_WORKLOAD_PODS", "3")
     assert len(build(vjob()).tasks) == 3
+
+
+def test_pending_pods_of_corral_warn_about_constraints_it_does_not_evaluate() -> None:
+    def pod(name: str, scheduler: str, node: str = "") -> dict:
+        spec = {
+            "schedulerName": scheduler,
+            "containers": [{"name": "c"}],
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+            ],
+            "schedulingGates": [{"name": "wait"}],
+        }
+        if node:
+            spec["nodeName"] = node
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": spec,
+        }
+
+    notes = build(pod("p", "volcano"), pod("q", "default-scheduler"), pod("r", "corral", "n1")).input_notes
+    assert [(n.obj, n.field) for n in notes.warnings] == [
+        ("Pod ns/p", "spec.topologySpreadConstraints"),
+        ("Pod ns/p", "spec.schedulingGates"),
+    ]
+
+
+def test_notes_cut_short_on_request() -> None:
+    notes = Notes()
+    for i in range(25):
+        notes.warn(f"Pod ns/p{i}", "spec.schedulingGates", "not evaluated")
+    assert len(notes.warning_lines()) == 25
+    lines = notes.warning_lines(most=20)
+    assert (
+        len(lines) == 21 and lines[-1] == "warning: 5 more objects with warnings (corral validate lists them)"
+    )

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from corral.errors import InputError
+from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kinds import (
     PREEMPTABLE_KEY,
     TASK_SPEC_KEY,
@@ -100,15 +101,21 @@ def build_cluster(
     would trigger is wasted work (about 40 % of the build on large snapshots)."""
     notes = Notes()
     with _gc_paused():
-        cluster = assemble_cluster(parse_objects(objects, notes), schedulers)
+        cluster = assemble_cluster(parse_objects(objects, notes, schedulers), schedulers)
     cluster.input_notes = notes
     return cluster
 
 
-def parse_objects(objects: Iterable[SourcedObject], notes: Notes | None = None) -> dict[str, list]:
+def parse_objects(
+    objects: Iterable[SourcedObject],
+    notes: Notes | None = None,
+    schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+) -> dict[str, list]:
     """Kind -> parsed records of every known object (:func:`~corral.manifests.kinds.parse_object`),
     after the workloads users submit are expanded into what their controllers make
-    (:func:`~corral.manifests.workloads.expand_workloads`); warnings and expansions go to ``notes``."""
+    (:func:`~corral.manifests.workloads.expand_workloads`); warnings and expansions go to ``notes``
+    (a pending pod of one of ``schedulers`` is checked for the placement constraints corral does not
+    evaluate, :func:`~corral.manifests.fieldcheck.check_pending_pod`)."""
     notes = Notes() if notes is None else notes
     by_kind: dict[str, list] = defaultdict(list)
     skipped: dict[str, list[str]] = defaultdict(list)
@@ -116,6 +123,9 @@ def parse_objects(objects: Iterable[SourcedObject], notes: Notes | None = None) 
         parsed = parse_object(file, raw, notes)
         if parsed is not None:
             by_kind[parsed[0]].append(parsed[1])
+            rec = parsed[1]
+            if parsed[0] == "Pod" and not rec.node_name and rec.scheduler in schedulers:
+                check_pending_pod(raw, f"Pod {rec.namespace}/{rec.name}", file, notes)
         else:
             skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
     if skipped:

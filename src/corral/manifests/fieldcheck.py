@@ -15,7 +15,7 @@ from typing import Any
 from corral.manifests.fields import Obj
 from corral.manifests.notes import Notes
 
-__all__ = ["KAI_PREEMPTIBILITY", "check_fields"]
+__all__ = ["KAI_PREEMPTIBILITY", "check_fields", "check_pending_pod"]
 
 #: KAI's PodGroup ``spec.preemptibility`` values (v2alpha2.ParsePreemptibility)
 KAI_PREEMPTIBILITY = ("preemptible", "non-preemptible")
@@ -118,3 +118,30 @@ def _kai_podgroup(o: Obj, spec: dict) -> list[tuple[str, str]]:
             )
         )
     return out
+
+
+_POD_FIELDS = (
+    (
+        "spec.topologySpreadConstraints",
+        "pod topology spread is not evaluated: the pod may be placed where its spread constraint forbids",
+    ),
+    (
+        "spec.schedulingGates",
+        "scheduling gates are not evaluated: corral places the pod as if its gates were removed",
+    ),
+    (
+        "spec.resourceClaims",
+        "dynamic resource claims are not allocated: the pod is placed by its container requests alone",
+    ),
+)
+
+
+def check_pending_pod(raw: dict, ident: str, file: str, notes: Notes) -> None:
+    """Warn about the fields of a pending pod corral schedules that would constrain its placement and
+    that corral does not evaluate (kube-scheduler's and Volcano's predicates do)."""
+    spec = raw.get("spec")
+    if not isinstance(spec, dict):
+        return
+    for path, message in _POD_FIELDS:
+        if spec.get(path[5:]):
+            notes.warn(ident, path, message, file)

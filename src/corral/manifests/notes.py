@@ -32,21 +32,30 @@ class Notes:
 
     warnings: list[Note] = field(default_factory=list)
     expansions: list[Note] = field(default_factory=list)
+    _seen: set[Note] = field(default_factory=set, repr=False)
 
     def warn(self, obj: str, field_path: str, message: str, file: str = "") -> None:
         note = Note(obj, field_path, message, file)
-        if note not in self.warnings:
+        if note not in self._seen:
+            self._seen.add(note)
             self.warnings.append(note)
 
     def made(self, obj: str, message: str, file: str = "") -> None:
         self.expansions.append(Note(obj, "", message, file))
 
-    def warning_lines(self) -> list[str]:
-        """One line per object: every field warned about, in the order found."""
+    def warning_lines(self, most: int | None = None) -> list[str]:
+        """One line per object: every field warned about, in the order found; with ``most``, the first
+        ``most`` objects and one line counting the others."""
         by_obj: dict[str, list[str]] = {}
         for n in self.warnings:
             by_obj.setdefault(n.obj, []).append(f"{n.field}: {n.message}" if n.field else n.message)
-        return [f"warning: {obj}: " + "; ".join(parts) for obj, parts in by_obj.items()]
+        lines = [f"warning: {obj}: " + "; ".join(parts) for obj, parts in by_obj.items()]
+        if most is not None and len(lines) > most:
+            rest = len(lines) - most
+            lines = lines[:most] + [
+                f"warning: {rest} more objects with warnings (corral validate lists them)"
+            ]
+        return lines
 
     def expansion_lines(self) -> list[str]:
         return [f"made from {n.obj}: {n.message}" for n in self.expansions]
