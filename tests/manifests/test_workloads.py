@@ -529,3 +529,32 @@ def test_notes_cut_short_on_request() -> None:
     assert (
         len(lines) == 21 and lines[-1] == "warning: 5 more objects with warnings (corral validate lists them)"
     )
+
+
+def test_bare_kai_pods_grouped_by_owner_or_alone() -> None:
+    def pod(name: str, owner: str = "", **meta) -> dict:
+        m = {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"u-{name}",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            **meta,
+        }
+        if owner:
+            m["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner, "uid": "o1", "controller": True}]
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": m,
+            "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c"}]},
+        }
+
+    grouped = {"annotations": {"pod-group-name": "mine"}}
+    c = build(pod("a", "rs"), pod("b", "rs"), pod("solo"), pod("g", **grouped))
+    assert sorted(t.name for t in c.jobs["ns/pg-rs-o1"].tasks) == ["a", "b"]
+    solo = c.jobs["ns/pg-solo-u-solo"]
+    assert solo.min_member == 1 and solo.queue == "default-queue" and solo.creation > 0
+    assert c.jobs["ns/mine"].invalid_reason  # a pod naming its podgroup keeps it (missing here)
+    assert c.input_notes.expansion_lines() == [
+        "made from 3 pods of kai-scheduler without a podgroup: 2 PodGroups as KAI's pod-grouper makes them (minMember 1)"
+    ]

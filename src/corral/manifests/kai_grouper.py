@@ -35,6 +35,12 @@ Pods carry the annotation ``pod-group-name``.
   JobSet ``kai.scheduler/batch-min-member`` below the number of replicated jobs (any m of n groups),
   and topology annotations on a replicated job's template (a per-replica constraint).
 
+- **bare pods** of KAI's scheduler (no ``pod-group-name``, no ``scheduling.k8s.io/group-name``): the
+  pods of one owner share a PodGroup ``pg-<owner>-<owner uid>`` (the owner as the snapshot names it
+  in the controller reference; KAI walks up to the top owner, which groups the same pods), a pod
+  without an owner is its own ``pg-<pod>-<uid>``; minMember 1, queue and priority class from the
+  pod's labels and spec by the rules above.
+
 A workload whose PodGroup or pods are in the snapshot already is not expanded again.
 """
 
@@ -43,11 +49,19 @@ from __future__ import annotations
 from typing import Any
 
 from corral.manifests.fields import Obj
-from corral.manifests.kinds import KAI_GROUP_KEY, TASK_SPEC_KEY
+from corral.manifests.kinds import GROUP_ANNOTATION, KAI_GROUP_KEY, TASK_SPEC_KEY
+from corral.manifests.load import SourcedObject
 from corral.manifests.notes import Notes
 from corral.manifests.workload_common import Existing, Made, check_pod_count, pod_from_template
 
-__all__ = ["KAI_SCHEDULER", "expand_batch_job", "expand_jobset", "kai_template"]
+__all__ = [
+    "KAI_SCHEDULER",
+    "expand_batch_job",
+    "expand_jobset",
+    "group_bare_pods",
+    "is_bare_kai_pod",
+    "kai_template",
+]
 
 KAI_SCHEDULER = "kai-scheduler"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
@@ -253,3 +267,81 @@ def expand_jobset(file: str, raw: dict, existing: Existing, notes: Notes) -> Mad
     made.objects.insert(0, (file, pg))
     made.summary = f"minMember {min_member} over {len(roles)} replicas, queue {pg['spec']['queue']}"
     return made
+
+
+def group_bare_pods(objects: list[SourcedObject], existing: Existing, notes: Notes) -> list[SourcedObject]:
+    """Pods of KAI's scheduler without a podgroup, grouped as KAI's pod-grouper groups them: the pods of
+    one owner (their controller reference, else their first owner) share a PodGroup
+    ``pg-<owner>-<owner uid>``, a pod without an owner has its own ``pg-<pod>-<uid>`` (KAI's pod-job
+    grouping); minMember 1, queue and priority class by the default grouper's rules from the pod's
+    labels and spec. Each pod gets the annotation ``pod-group-name``; other objects pass unchanged."""
+    out: list[SourcedObject] = []
+    made: dict[tuple[str, str], dict] = {}
+    count = 0
+    for file, raw in objects:
+        if not is_bare_kai_pod(raw):
+            out.append((file, raw))
+            continue
+        o = Obj(raw, file, "Pod", True)
+        refs = [
+            r
+            for r in o.listof(o.meta.get("ownerReferences"), "metadata.ownerReferences")
+            if isinstance(r, dict)
+        ]
+        owner = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
+        name, uid = (
+            (str(owner.get("name")), str(owner.get("uid") or ""))
+            if owner
+            else (o.name, o.string(o.meta.get("uid"), "metadata.uid"))
+        )
+        pg_name = f"pg-{name}-{uid}" if uid else f"pg-{name}"
+        if (o.namespace, pg_name) not in made and (o.namespace, pg_name) not in existing.podgroups:
+            template = {
+                "metadata": {"labels": o.strmap(o.meta.get("labels"), "metadata.labels")},
+                "spec": o.section("spec"),
+            }
+            owner_meta = {
+                "name": pg_name,
+                "namespace": o.namespace,
+                "creationTimestamp": o.meta.get("creationTimestamp"),
+            }
+            pg = _podgroup(
+                Obj({"metadata": owner_meta}, file, "Pod", True),
+                pg_name,
+                template,
+                existing,
+                {"minMember": 1},
+            )
+            made[(o.namespace, pg_name)] = pg
+            out.append((file, pg))
+        if o.section("spec").get("nodeName") and (o.namespace, pg_name) in made:  # its podgroup has started
+            made[(o.namespace, pg_name)]["status"] = {"phase": "Running"}
+        pod = dict(raw)
+        pod["metadata"] = {
+            **o.meta,
+            "annotations": {
+                **o.strmap(o.meta.get("annotations"), "metadata.annotations"),
+                KAI_GROUP_KEY: pg_name,
+            },
+        }
+        out.append((file, pod))
+        count += 1
+    if count:
+        notes.made(
+            f"{count} pod{'s' if count != 1 else ''} of {KAI_SCHEDULER} without a podgroup",
+            f"{len(made)} PodGroup{'s' if len(made) != 1 else ''} as KAI's pod-grouper makes them (minMember 1)",
+        )
+    return out
+
+
+def is_bare_kai_pod(raw: dict) -> bool:
+    if raw.get("kind") != "Pod" or raw.get("apiVersion") != "v1":
+        return False
+    spec, meta = raw.get("spec"), raw.get("metadata")
+    if not isinstance(spec, dict) or spec.get("schedulerName") != KAI_SCHEDULER or not isinstance(meta, dict):
+        return False
+    labels, annotations = meta.get("labels"), meta.get("annotations")
+    for notes in (labels, annotations):
+        if isinstance(notes, dict) and (notes.get(KAI_GROUP_KEY) or notes.get(GROUP_ANNOTATION)):
+            return False
+    return True

@@ -2,8 +2,8 @@
 ``corral schedule`` (a what-if) and the simulator take them as the cluster would run them.
 
 - a Volcano ``Job`` (``batch.volcano.sh/v1alpha1``): :mod:`corral.manifests.volcano_job`;
-- a ``batch/v1`` Job or a JobSet (``jobset.x-k8s.io``) for KAI's scheduler:
-  :mod:`corral.manifests.kai_grouper`.
+- a ``batch/v1`` Job or a JobSet (``jobset.x-k8s.io``) for KAI's scheduler, and pods of KAI's
+  scheduler without a podgroup: :mod:`corral.manifests.kai_grouper`.
 
 Every expansion is reported in :class:`~corral.manifests.notes.Notes` (``corral validate`` lists
 them). Other objects pass through unchanged, in order; the made objects take the place of their workload.
@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.errors import InputError
-from corral.manifests.kai_grouper import expand_batch_job, expand_jobset, kai_template
+from corral.manifests.kai_grouper import (
+    expand_batch_job,
+    expand_jobset,
+    group_bare_pods,
+    is_bare_kai_pod,
+    kai_template,
+)
 from corral.manifests.load import SourcedObject
 from corral.manifests.notes import Notes
 from corral.manifests.volcano_job import VOLCANO_JOB_API, expand_volcano_job
@@ -71,12 +77,23 @@ def _guarded(expand: Expander, file: str, raw: dict, existing: Existing, notes: 
         ) from None
 
 
+def _guarded_bare(objects: list[SourcedObject], existing: Existing, notes: Notes) -> list[SourcedObject]:
+    try:
+        return group_bare_pods(objects, existing, notes)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        raise InputError(f"malformed pod: {type(exc).__name__}: {exc}") from None
+
+
 def expand_workloads(objects: list[SourcedObject], notes: Notes) -> list[SourcedObject]:
     """``objects`` with every workload corral expands replaced by what its controller makes."""
     found = [_expander(raw) if raw.get("kind") in ("Job", "JobSet") else None for _f, raw in objects]
-    if not any(found):
+    bare = any(is_bare_kai_pod(raw) for _f, raw in objects)
+    if not any(found) and not bare:
         return objects
     existing = Existing.of(objects)
+    if bare:
+        objects = _guarded_bare(objects, existing, notes)
+        found = [_expander(raw) if raw.get("kind") in ("Job", "JobSet") else None for _f, raw in objects]
     out: list[SourcedObject] = []
     for (file, raw), expand in zip(objects, found):
         if expand is None:
