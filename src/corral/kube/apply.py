@@ -43,6 +43,7 @@ node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import defaultdict
@@ -142,7 +143,7 @@ class Applier(PodGroupWrites):
             event_repeat=event_repeat,
         )
         self.after_evictions: Callable[[], None] | None = None  # a test's kill point
-        self.sleep: Callable[[float], None] = time.sleep
+        self.sleep: Callable[[float], object] = time.sleep
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -171,13 +172,13 @@ class Applier(PodGroupWrites):
         if self.after_evictions is not None:
             self.after_evictions()
         bound = self._binds(decisions, cluster, report)
-        writes = [
-            ("nominations", n.pod, lambda n=n: self._nominate(n.pod, n.node, report))
+        writes: list[tuple[str, str, Callable[[], None]]] = [
+            ("nominations", n.pod, functools.partial(self._nominate, n.pod, n.node, report))
             for n in decisions.nominations
         ]
         writes += self._podgroup_writes(decisions, cluster, bound, now, report)
         writes += [
-            ("node_locks", lock.node, lambda lock=lock: self._lock(lock.node, lock.job, report))
+            ("node_locks", lock.node, functools.partial(self._lock, lock.node, lock.job, report))
             for lock in decisions.node_locks
         ]
         # independent objects: written concurrently, each in its own try
@@ -332,7 +333,7 @@ class Applier(PodGroupWrites):
         if not decisions.binds:
             return []
         wanted = {b.pod for b in decisions.binds}
-        job_of = {t.key: t.job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
+        job_of = {t.key: job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
         gangs: dict[str, list] = defaultdict(list)
         for b in decisions.binds:
             gangs[job_of.get(b.pod, b.pod)].append(b)
@@ -396,10 +397,11 @@ class Applier(PodGroupWrites):
             return
         binding = {b.pod for b in decisions.binds}
         for uid in list(self.partial):
-            job = cluster.jobs.get(uid)
-            if job is None or job.ready_count() >= job.min_member:
+            found = cluster.jobs.get(uid)
+            if found is None or found.ready_count() >= found.min_member:
                 del self.partial[uid]
                 continue
+            job = found
             self.partial[uid] += 1
             if self.partial[uid] <= self.partial_cycles or any(t.key in binding for t in job.tasks):
                 continue

@@ -11,9 +11,16 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from corral.kube.api import KubeAPI
+    from corral.kube.runner import Runner
 
 __all__ = ["register"]
 
@@ -138,7 +145,7 @@ def _own_namespace() -> str:
         return "default"
 
 
-def _probe(api) -> None:  # type: ignore[no-untyped-def]
+def _probe(api: KubeAPI) -> None:
     """Fail fast, exit code 2, when no API server answers: any HTTP answer (even 401/403/404) counts."""
     import time
 
@@ -161,23 +168,23 @@ def _probe(api) -> None:  # type: ignore[no-untyped-def]
 
 
 def _make_runner(
-    config,
-    scheduler_name,
-    period,
-    dry_run,
-    cycles,
-    now,
-    dump,
-    leader_elect,
-    lease_namespace,
-    lease_name,
-    kubeconfig,
-    context,
-    server,
-    log_format,
-    log_level,
-    sync_timeout=300.0,
-):  # type: ignore[no-untyped-def]
+    config: Path | None,
+    scheduler_name: Sequence[str] | None,
+    period: float,
+    dry_run: bool,
+    cycles: int | None,
+    now: str | None,
+    dump: Path | None,
+    leader_elect: bool,
+    lease_namespace: str | None,
+    lease_name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    server: str | None,
+    log_format: str,
+    log_level: str,
+    sync_timeout: float = 300.0,
+) -> Runner:
     from corral.cli import _config, _now
     from corral.errors import InputError
 
@@ -224,7 +231,7 @@ def _make_runner(
     return runner
 
 
-def _serve_and_run(runner, bind: tuple[str, int] | None) -> None:  # type: ignore[no-untyped-def]
+def _serve_and_run(runner: Runner, bind: tuple[str, int] | None) -> None:
     from corral.cli import _fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
@@ -264,11 +271,11 @@ def _serve_and_run(runner, bind: tuple[str, int] | None) -> None:  # type: ignor
         raise typer.Exit(1)
 
 
-def _signals(runner) -> None:  # type: ignore[no-untyped-def]
+def _signals(runner: Runner) -> None:
     """SIGTERM and SIGINT stop the runner at any stage (the cache sync, a cycle, the apply phase's
     backoffs); a second one exits at once, without the clean shutdown."""
 
-    def handler(signum: int, _frame: object) -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
         # no logging here: the handler runs between two bytecodes of the main thread, which may hold the
         # log's lock; the runner logs the signal when its loop ends
         if runner.stopping.is_set():

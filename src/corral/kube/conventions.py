@@ -179,27 +179,24 @@ class Recorder:
                 break
             budget -= 1
             todo.append((kind, key, etype, reason, message))
-        futures = [(t, self.pool.submit(self.event, *t)) for t in todo]
-        futures += [
-            (
-                (None, key, "", "PodScheduled", reason),
-                self.pool.submit(self.unschedulable_condition, key, reason, now),
-            )
+        event_futures = [(t, self.pool.submit(self.event, *t)) for t in todo]
+        condition_futures = [
+            (key, self.pool.submit(self.unschedulable_condition, key, reason, now))
             for key, reason in self._conditions(conditions)
         ]
-        for (kind, key, _etype, reason, message), fut in futures:
+        for (kind, key, _etype, reason, message), fut in event_futures:
             ok = fut.result()
-            if kind is None:
-                if ok is not None:
-                    count("conditions", "done" if ok else "failed", key)
-                continue
             if ok:
                 self.emitted[(kind, key, reason)] = (message, mono)
             count("events", "done" if ok else "failed", key)
+        for key, cfut in condition_futures:
+            written = cfut.result()
+            if written is not None:
+                count("conditions", "done" if written else "failed", key)
 
     def _conditions(self, wanted: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The pods whose PodScheduled condition does not say ``reason`` yet, within the cycle's budget."""
-        out = []
+        out: list[tuple[str, str]] = []
         for key, reason in wanted:
             if len(out) >= self.conditions_per_cycle:
                 break

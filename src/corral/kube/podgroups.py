@@ -15,6 +15,7 @@ condition and annotations.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -74,8 +75,8 @@ class PodGroupWrites:
         """One write per PodGroup the cycle touched: its phase and annotations (the decisions) and its gang
         condition (Volcano's gang plugin: Unschedulable while the gang is not ready, Scheduled once it is)."""
         want: dict[str, dict[str, Any]] = {}
-        for u in decisions.podgroups:
-            want[u.podgroup] = {"phase": u.phase, "annotations": dict(u.annotations or {})}
+        for update in decisions.podgroups:
+            want[update.podgroup] = {"phase": update.phase, "annotations": dict(update.annotations or {})}
         transition = f"corral-{now:.0f}"
         for u in decisions.unschedulable:
             job = cluster.jobs.get(u.podgroup)
@@ -96,7 +97,7 @@ class PodGroupWrites:
             if not job.synthetic and before + n >= job.min_member:
                 want.setdefault(uid, {})["condition"] = gang_condition(True, "", transition, now)
         return [
-            ("podgroups", uid, lambda uid=uid, w=w: self._podgroup(uid, w, report)) for uid, w in want.items()
+            ("podgroups", uid, functools.partial(self._podgroup, uid, w, report)) for uid, w in want.items()
         ]
 
     def _podgroup(self, uid: str, want: dict[str, Any], report: ApplyReport) -> None:

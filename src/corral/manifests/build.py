@@ -25,10 +25,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
 from corral.errors import InputError
+from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kinds import (
     PREEMPTABLE_KEY,
     TASK_SPEC_KEY,
@@ -40,6 +42,9 @@ from corral.manifests.kinds import (
     parse_object,
 )
 from corral.manifests.load import SourcedObject, read_objects
+from corral.manifests.notes import Notes
+from corral.manifests.selectors import LabelSelector
+from corral.manifests.workloads import expand_workloads
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
@@ -92,21 +97,37 @@ def _gc_paused() -> Iterator[None]:
 def build_cluster(
     objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS
 ) -> Cluster:
-    """The model of ``objects``. Python's cyclic garbage collector is paused while building: the
+    """The model of ``objects``, with what the reading noted (warnings, expanded workloads) as
+    ``cluster.input_notes``. Python's cyclic garbage collector is paused while building: the
     build allocates hundreds of thousands of small objects and frees none, so every collection it
     would trigger is wasted work (about 40 % of the build on large snapshots)."""
+    notes = Notes()
     with _gc_paused():
-        return assemble_cluster(parse_objects(objects), schedulers)
+        cluster = assemble_cluster(parse_objects(objects, notes, schedulers), schedulers)
+    cluster.input_notes = notes
+    return cluster
 
 
-def parse_objects(objects: Iterable[SourcedObject]) -> dict[str, list]:
-    """Kind -> parsed records of every known object (:func:`~corral.manifests.kinds.parse_object`)."""
+def parse_objects(
+    objects: Iterable[SourcedObject],
+    notes: Notes | None = None,
+    schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+) -> dict[str, list]:
+    """Kind -> parsed records of every known object (:func:`~corral.manifests.kinds.parse_object`),
+    after the workloads users submit are expanded into what their controllers make
+    (:func:`~corral.manifests.workloads.expand_workloads`); warnings and expansions go to ``notes``
+    (a pending pod of one of ``schedulers`` is checked for the placement constraints corral does not
+    evaluate, :func:`~corral.manifests.fieldcheck.check_pending_pod`)."""
+    notes = Notes() if notes is None else notes
     by_kind: dict[str, list] = defaultdict(list)
     skipped: dict[str, list[str]] = defaultdict(list)
-    for file, raw in objects:
-        parsed = parse_object(file, raw)
+    for file, raw in expand_workloads(list(objects), notes):
+        parsed = parse_object(file, raw, notes)
         if parsed is not None:
             by_kind[parsed[0]].append(parsed[1])
+            rec = parsed[1]
+            if parsed[0] == "Pod" and not rec.node_name and rec.scheduler in schedulers:
+                check_pending_pod(raw, f"Pod {rec.namespace}/{rec.name}", file, notes)
         else:
             skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
     if skipped:
@@ -137,7 +158,9 @@ def assemble_cluster(
 
 
 def _name_of(raw: dict) -> str:
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     ns, name = meta.get("namespace"), meta.get("name", "?")
     return f"{ns}/{name}" if ns else str(name)
 
@@ -196,7 +219,8 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
         [r.taints for r in recs],
         [r.unschedulable for r in recs],
     )
-    nodes.annotations = [r.annotations for r in recs]  # type: ignore[attr-defined]
+    # model.Nodes does not declare this attribute (gpushare reads it with getattr): the model's to declare
+    nodes.annotations = [r.annotations for r in recs]
     return nodes
 
 
@@ -213,7 +237,12 @@ def _gpu_memory(r: NodeRec, resources: ResourceIndex, row: np.ndarray) -> None:
     ) * int(count // MILLI)
 
 
+@overload
+def _vec(resources: ResourceIndex, amounts: dict[str, float], fill: float) -> np.ndarray: ...
+@overload
+def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float) -> np.ndarray | None: ...
 def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float) -> np.ndarray | None:
+    """The vector of ``amounts`` by resource name, ``fill`` elsewhere; None for None."""
     if amounts is None:
         return None
     vec = np.full(len(resources), fill)
@@ -293,11 +322,13 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
             raise InputError(
                 "duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name"
             )
-        hns[r.name] = HyperNode(r.name, r.tier, r.members)
+        # the model keeps the members untyped (object); they are read back here from the records
+        hns[r.name] = HyperNode(r.name, r.tier, list(r.members))
+    members = {r.name: r.members for r in recs}
     names = sorted(hns)  # computed once: membership resolution is linear
     no_labels: dict[str, dict] = {n: {} for n in hns}
     for hn in hns.values():
-        for mtype, kind, value in hn.members:
+        for mtype, kind, value in members[hn.name]:
             if mtype != "HyperNode":
                 continue
             for child in _match_names(names, kind, value, no_labels):
@@ -322,7 +353,7 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
     def resolve(name: str, path: list[str]) -> np.ndarray:
         hn = hns[name]
         if state.get(name) == 2:
-            return hn.mask  # type: ignore[return-value]
+            return hn.mask
         if state.get(name) == 1:
             cycle = " -> ".join(path[path.index(name) :] + [name])
             raise InputError(
@@ -333,16 +364,16 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
             )
         state[name] = 1
         mask = np.zeros(len(nodes), dtype=bool)
-        for mtype, kind, value in hn.members:
+        for mtype, kind, value in members[name]:
             if mtype == "Node":
-                if kind == "exact":
-                    i = nodes.index.get(value)  # type: ignore[arg-type]
+                if isinstance(value, LabelSelector):  # labelMatch: through the nodes' label index
+                    mask |= nodes.selector_mask(value.requirements)  # (one pass per label key)
+                elif kind == "exact":
+                    i = nodes.index.get(value)
                     if i is not None:
                         mask[i] = True
-                elif kind == "regex":
-                    mask |= nodes.regex_mask(value)  # type: ignore[arg-type]
-                else:  # labelMatch: through the nodes' label index (one pass per label key)
-                    mask |= nodes.selector_mask(value.requirements)  # type: ignore[union-attr]
+                else:  # regexMatch
+                    mask |= nodes.regex_mask(value)
         for child in hn.children:
             mask |= resolve(child, path + [name])
         hn.mask = mask
@@ -354,13 +385,15 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
     return HyperNodeTree(hns)
 
 
-def _match_names(names: list[str], kind: str, value: object, labels: dict[str, dict]) -> list[str]:
+def _match_names(
+    names: list[str], kind: str, value: str | LabelSelector, labels: dict[str, dict]
+) -> list[str]:
+    if isinstance(value, LabelSelector):  # labelMatch
+        return [n for n in names if value.matches(labels[n])]
     if kind == "exact":
-        return [value] if value in labels else []  # type: ignore[list-item]
-    if kind == "regex":
-        matches = compile_name_pattern(value)  # RE2: linear time (corral.model.patterns)
-        return [n for n in names if matches(n)]
-    return [n for n in names if value.matches(labels[n])]  # type: ignore[attr-defined]
+        return [value] if value in labels else []
+    matches = compile_name_pattern(value)  # regexMatch; RE2: linear time (corral.model.patterns)
+    return [n for n in names if matches(n)]
 
 
 def _pod_priority(cluster: Cluster, rec: PodRec) -> int:
@@ -476,7 +509,7 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
         labels=pg.labels,
         topology_mode=pg.topology_mode,
         topology_tier=pg.topology_tier,
-        preemptable=_preemptable(pg.labels, pg.annotations),
+        preemptable=_preemptable(pg.labels, pg.annotations) if pg.preemptible is None else pg.preemptible,
     )
     try:
         job.phase = PodGroupPhase(pg.phase)
@@ -512,8 +545,10 @@ def _jobs_and_tasks(
         group = rec.group
         if group:
             uid = f"{rec.namespace}/{group}"
-            job = cluster.jobs.get(uid)
-            if job is None:
+            existing = cluster.jobs.get(uid)
+            if existing is not None:
+                job = existing
+            else:
                 job = Job(
                     uid=uid,
                     name=group,

@@ -36,6 +36,17 @@ class JobRecord:
     gpu_hours_lost: float = 0.0
     status: str = "pending"
     reason: str = ""  # the last reason it waited (e.g. a node locked for another job)
+    #: the first expected start a forecast gave it while it waited, and when that forecast was made
+    #: (``simulation.forecast``; None without one)
+    expected_start: float | None = None
+    expected_at: float | None = None
+    #: restarts caused by the scheduler's own evictions (preempt, reclaim, ...), of ``restarts``
+    preemptions: int = 0
+    #: GPU-hours spent restoring after stops (``resume_overhead``), beside ``gpu_hours_lost``
+    restore_gpu_hours: float = 0.0
+    #: a completed job's time without its gang running: the first wait plus every wait after a stop
+    #: (``jct`` minus the time it held its nodes at its minimum, restores included)
+    queue_time: float | None = None
 
 
 @dataclass
