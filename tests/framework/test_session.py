@@ -143,7 +143,10 @@ def test_gates_and_or() -> None:
     task = jobs["default/a"].tasks[0]
     assert s.job_ready(jobs["default/a"]) and not s.job_ready(jobs["default/b"])
     assert not s.job_pipelined(jobs["default/a"])
-    assert s.job_starving(jobs["default/a"]) and not s.job_starving(jobs["default/c"])
+    assert s.job_starving(jobs["default/c"])  # JobStarving: the first tier that answers decides
+    same = session(["yes", "no"], plugins=(Yes, No))  # ... AND inside it (Volcano's JobStarving)
+    assert same.job_starving(same.cluster.jobs["default/a"])
+    assert not same.job_starving(same.cluster.jobs["default/c"])
     assert s.allocatable(queues["qa"], task) and not s.allocatable(queues["qb"], task)
     assert s.overused(queues["qb"]) and not s.overused(queues["qa"])  # OR
     assert not s.preemptive(queues["qa"], task)

@@ -140,8 +140,9 @@ class JobPipelined(Protocol):
 @runtime_checkable
 class JobStarving(Protocol):
     def job_starving(self, job: Job) -> bool:
-        """True when the job wants more than it holds (a preemptor candidate). AND over plugins; no
-        plugin means not starving."""
+        """True when the job wants more than it holds (a preemptor candidate). The first tier with a
+        plugin that answers decides, AND inside it (Volcano's ``JobStarving``); no plugin means not
+        starving."""
 
 
 @runtime_checkable

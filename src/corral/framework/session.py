@@ -404,8 +404,12 @@ class Session:
         return all(fn(job) for fn in self.fns("JobPipelined"))
 
     def job_starving(self, job: Job) -> bool:
-        fns = self.fns("JobStarving")
-        return bool(fns) and all(fn(job) for fn in fns)
+        """Volcano's ``Session.JobStarving``: the first tier with a plugin that answers decides (AND
+        inside it); no plugin means not starving."""
+        for tier in self.points["JobStarving"]:
+            if tier:
+                return all(fn(job) for fn in tier)
+        return False
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.fns("Allocatable"))
