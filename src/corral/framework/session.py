@@ -560,6 +560,9 @@ class Session:
     def _victims(
         self, points: Sequence[str], preemptor: Task, candidates: list[Task], *extra: Any
     ) -> list[Task]:
+        """Within a tier the answers intersect; the first tier with an answer decides. No answer at all
+        (no plugin implements the point, or every one is switched off) allows no victim: Volcano's
+        ``Preemptable``/``Reclaimable`` return nil then, and the action evicts nothing."""
         for name in points:
             for tier in self.points[name]:
                 answered: set[int] | None = None
@@ -571,7 +574,7 @@ class Session:
                     answered = ids if answered is None else answered & ids
                 if answered is not None:
                     return [t for t in candidates if id(t) in answered]
-        return list(candidates)
+        return []
 
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task]:
         return self._victims(["Preemptable"], preemptor, candidates)
