@@ -3,8 +3,9 @@
 Decisions where the spec is silent (each is how Volcano behaves unless noted):
 - A queue named "default" always exists (Volcano creates it); a parent named "root" that no object
   defines is created implicitly as the hierarchy's root.
-- A pod whose podgroup is missing, or a podgroup naming a missing queue, is *valid input that cannot be
-  honoured*: its job carries ``invalid_reason`` and is reported unschedulable, not rejected.
+- A pod whose podgroup is missing, or a podgroup naming a missing queue or a queue with child queues
+  (only leaf queues hold work, SPEC.md §3.2), is *valid input that cannot be honoured*: its job carries
+  ``invalid_reason`` and is reported unschedulable (never admitted nor placed), not rejected.
 - A missing parent queue, a queue cycle, a HyperNode cycle or a HyperNode member naming a missing
   HyperNode is bad input (:class:`InputError`), because no sane reading of the tree exists.
 - Pods of other schedulers that hold a node are fixed load on it; pending ones are ignored.
@@ -548,6 +549,9 @@ def _jobs_and_tasks(
 
 
 def _finish_job(cluster: Cluster, job: Job) -> None:
+    queue = cluster.queues.get(job.queue)
+    if queue is not None and not job.invalid_reason:
+        job.invalid_reason = queue.not_leaf_reason()  # only leaf queues hold work (SPEC.md §3.2)
     if job.priority_class and job.priority_class in cluster.priority_classes:
         job.priority = cluster.priority_classes[job.priority_class].value
     elif job.tasks:
