@@ -11,7 +11,8 @@ the job's Statement is committed when JobReady, kept applied but uncommitted whe
 (the held placement is nominated when the session closes, so it persists), and discarded otherwise.
 
 Continue-allocating (Volcano ``JobInfo.NeedContinueAllocating``/``TaskHasFitErrors``): a task refused
-by the queue's Allocatable is skipped and does not end the job; a task that fits nowhere marks its role
+by the queue's Allocatable is skipped and does not end the job (the job's reason is the refusing
+plugin's own, ``Session.allocatable_refusal``); a task that fits nowhere marks its role
 failed (the other pods of that role are skipped) and the job goes on with its next task when it can
 still reach its minimums without that role — an elastic job (minMember below the sum of the role
 minimums) when its ready pods plus the waiting pods of roles not failed reach minMember, any other job
@@ -312,11 +313,9 @@ class AllocateAction(Action):
             state.pos += 1
             if task.status not in PENDING_LIKE:
                 continue
-            if not session.allocatable(queue, task):
-                state.reason = (
-                    f"{placed} of {job.min_member} pods placed; queue {job.queue!r} would exceed "
-                    f"its capability with pod {task.name}"
-                )
+            refused = session.allocatable_refusal(queue, task)
+            if refused:
+                state.reason = f"{placed} of {job.min_member} pods placed; {refused}"
                 continue
             if task.role and task.role in state.failed:
                 continue

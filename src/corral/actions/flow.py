@@ -352,11 +352,9 @@ class FlowAction(Action):
                     if how == 2:
                         failed.append((j, task))
                         continue
-                    if not session.allocatable(queue, task):
-                        stop = (
-                            f"{job.ready_count()} of {job.min_member} pods placed; queue {job.queue!r} would "
-                            f"exceed its capability with pod {task.name}"
-                        )
+                    refused = session.allocatable_refusal(queue, task)
+                    if refused:
+                        stop = f"{job.ready_count()} of {job.min_member} pods placed; {refused}"
                         break
                     if not session.predicate(task)[row]:
                         failed.append((j, task))

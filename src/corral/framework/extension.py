@@ -148,7 +148,9 @@ class JobStarving(Protocol):
 @runtime_checkable
 class Allocatable(Protocol):
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        """May ``queue`` take ``task``'s request now (capability/deserved)? AND over plugins."""
+        """May ``queue`` take ``task``'s request now (capability/deserved)? AND over plugins. A plugin
+        that refuses may say why in its own words with ``allocatable_refusal(queue, task) -> str | None``
+        (``Session.allocatable_refusal`` puts it in the job's reason)."""
 
 
 @runtime_checkable

@@ -414,6 +414,21 @@ class Session:
     def allocatable(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.fns("Allocatable"))
 
+    def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
+        """None when Allocatable lets ``queue`` take ``task``; else the reason of the first plugin that
+        refuses, in its own words (its ``allocatable_refusal(queue, task)``; a plugin without one is
+        named), so a reason points at the real cause — a FIFO line, a capability — not at a guess."""
+        for fn in self.fns("Allocatable"):
+            if fn(queue, task):
+                continue
+            plugin = getattr(fn, "__self__", None)
+            explain = getattr(plugin, "allocatable_refusal", None)
+            why = explain(queue, task) if callable(explain) else None
+            return (
+                why or f"queue {queue.name!r} may not take pod {task.name} ({getattr(plugin, 'name', '?')})"
+            )
+        return None
+
     def overused(self, queue: Queue) -> bool:
         return any(fn(queue) for fn in self.fns("Overused"))
 
