@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from corral.actions.placement import best_node, no_fit_reason
+from corral.actions.placement import best_node, no_fit_reason, overused_reason
 from corral.framework import skipcache
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -178,7 +178,7 @@ class AllocateAction(Action):
             queue = queues[name]
             if session.overused(queue):
                 for _, _, job in by_queue.pop(name):
-                    session.unschedulable(job, f"queue {name!r} already holds its deserved share")
+                    session.unschedulable(job, overused_reason(session, job))
                 continue
             _, _, job = by_queue[name].pop()
             if not by_queue[name]:

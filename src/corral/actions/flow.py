@@ -45,7 +45,7 @@ import numpy as np
 
 from corral.actions.allocate import LAST_START, schedulable_jobs, waiting_tasks
 from corral.actions.flow_build import Built, build_network
-from corral.actions.placement import no_fit_reason
+from corral.actions.placement import no_fit_reason, overused_reason
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
@@ -187,7 +187,7 @@ class FlowAction(Action):
             if over is None:
                 over = verdict[job.queue] = session.overused(queues[job.queue])
             if over:
-                session.unschedulable(job, f"queue {job.queue!r} already holds its deserved share")
+                session.unschedulable(job, overused_reason(session, job))
             else:
                 out.append(job)
         return out

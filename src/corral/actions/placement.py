@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.framework.session import Session
+from collections.abc import Callable
+
+from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.skipcache import class_key
 from corral.model import Job, Task
 from corral.model.quantity import format_quantity
 from corral.model.resources import EPS, PODS
 
-__all__ = ["best_node", "no_fit_reason", "pick"]
+__all__ = ["best_node", "no_fit_reason", "overused_reason", "pick"]
 
 
 def pick(session: Session, task: Task, mask: np.ndarray) -> int:
@@ -57,6 +59,26 @@ def no_fit_reason(
     if why is None:
         why = session.no_fit_cache[key] = _why_not(session, task, None)
     return head + why
+
+
+def overused_reason(session: Session, job: Job) -> Callable[[], str]:
+    """Why ``job`` waits in a queue the action skips as Overused, formatted when the session closes:
+    the plugin's own reason (``Session.overused_reason``) — unless the plugin says the queue's share is
+    not the cause (it deserves all the cluster has of what the pod asks for) and the job's first
+    waiting pod fits on no node: then why it fits nowhere, naming the nodes."""
+
+    def why() -> str:
+        queue = session.cluster.queues[job.queue]
+        waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
+        if not waiting:
+            return f"queue {queue.name!r} already holds its deserved share"
+        task = min(waiting, key=session.task_key())
+        share = session.overused_reason(queue, task)
+        if share is None and best_node(session, task)[0] < 0:
+            return no_fit_reason(session, job, task, job.ready_count())
+        return share or f"queue {queue.name!r} already holds its deserved share"
+
+    return why
 
 
 def _by_class(session: Session) -> bool:

@@ -156,7 +156,9 @@ class Allocatable(Protocol):
 @runtime_checkable
 class Overused(Protocol):
     def overused(self, queue: Queue) -> bool:
-        """True if the queue holds all it deserves; allocate skips it. OR over plugins."""
+        """True if the queue holds all it deserves; allocate skips it. OR over plugins. A plugin may say
+        why with ``overused_reason(queue, task) -> str | None`` (None: its share is not what holds the
+        pod back; ``Session.overused_reason``)."""
 
 
 @runtime_checkable

@@ -432,6 +432,20 @@ class Session:
     def overused(self, queue: Queue) -> bool:
         return any(fn(queue) for fn in self.fns("Overused"))
 
+    def overused_reason(self, queue: Queue, task: Task) -> str | None:
+        """Why an Overused ``queue`` holds ``task`` back, in the words of the first plugin that finds it
+        Overused (its ``overused_reason(queue, task)``); None when that plugin says its share is not
+        the cause (the queue deserves all the cluster has of what the pod asks for: the nodes are
+        full) or no plugin finds the queue Overused."""
+        for fn in self.fns("Overused"):
+            if not fn(queue):
+                continue
+            explain = getattr(getattr(fn, "__self__", None), "overused_reason", None)
+            if callable(explain):
+                return explain(queue, task)
+            return f"queue {queue.name!r} already holds its deserved share"
+        return None
+
     def preemptive(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.fns("Preemptive"))
 
