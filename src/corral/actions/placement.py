@@ -4,9 +4,9 @@ convention 5)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from collections.abc import Callable
+
+import numpy as np
 
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.skipcache import class_key
