@@ -93,15 +93,18 @@ def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:
     if domain is not None:
         feasible = feasible & domain
     if not feasible.any():
+        # each node counts once, for the first reason that rules it out (kube-scheduler records one
+        # status per node: the first filter that fails), so the counts never add up past the nodes
         counts = []
-        for mask, why in session.explain(task):
-            n = int(np.count_nonzero(mask))
+        left = np.ones(len(nodes), dtype=bool)
+        reasons = session.explain(task)
+        if domain is not None:
+            reasons.append((~domain, "node(s) outside the topology domain"))
+        for mask, why in reasons:
+            n = int(np.count_nonzero(mask & left))
             if n:
                 counts.append(f"{n} {why}")
-        if domain is not None:
-            outside = int(np.count_nonzero(~domain))
-            if outside:
-                counts.append(f"{outside} node(s) outside the topology domain")
+                left &= ~mask
         return f": 0/{len(nodes)} nodes are available: " + "; ".join(counts)
     res = session.cluster.resources
     cols = np.flatnonzero(task.request)
