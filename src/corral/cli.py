@@ -169,7 +169,7 @@ def validate(
 ) -> None:
     """Check a snapshot (and a configuration) without scheduling."""
     try:
-        from corral.manifests.build import load_snapshot
+        from corral.manifests.build import load_snapshot, off_nodes_line
 
         cfg = _config(config)
         cluster = load_snapshot(list(snapshot))
@@ -184,6 +184,7 @@ def validate(
         f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
         f"hypernodes; config {plain(cfg.source)}"
         + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
+        + (f"; {off_nodes_line(cluster.off_nodes)}" if cluster.off_nodes else "")
     )
 
 
