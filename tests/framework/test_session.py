@@ -200,6 +200,24 @@ def test_gang_search_space_first_non_empty_answer() -> None:
     assert whole.mask.all() and whole.tier is None
 
 
+def test_refusals_carry_the_refusing_plugins_reason() -> None:
+    Open = make_plugin("open", allocatable=lambda q, t: True, overused=lambda q: False)
+    Line = make_plugin(
+        "line",
+        allocatable=lambda q, t: q.name != "qb",
+        allocatable_refusal=lambda q, t: f"waiting in line in {q.name}",
+        overused=lambda q: q.name == "qb",
+        overused_reason=lambda q, t: None,  # "my share is not the cause"
+    )
+    Mute = make_plugin("mute", allocatable=lambda q, t: q.name != "qa", overused=lambda q: q.name == "qa")
+    s = session(["open", "line", "mute"], plugins=(Open, Line, Mute))
+    queues, task = s.cluster.queues, s.cluster.jobs["default/a"].tasks[0]
+    assert s.allocatable_refusal(queues["qb"], task) == "waiting in line in qb"
+    assert s.allocatable_refusal(queues["qa"], task) == f"queue 'qa' may not take pod {task.name} (mute)"
+    assert s.overused_reason(queues["qb"], task) is None
+    assert s.overused_reason(queues["qa"], task) == "queue 'qa' already holds its deserved share"
+
+
 # -- victims ---------------------------------------------------------------------------------------------
 def picks(*names: str):
     return lambda preemptor, cands, *rest: [t for t in cands if t.name in names]
