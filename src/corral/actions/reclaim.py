@@ -78,7 +78,7 @@ class ReclaimAction(EvictionAction):
         return self._job_filter(session, job, reclaim_filter(session, task, pods))
 
 
-def queue_rules(session: Session) -> list:
+def queue_rules(session: Session) -> list[Any]:
     """The Reclaimable answers of the queue rules (proportion, capacity, hierarchical drf: the plugins
     whose ``queue_rule`` is true) configured for the point."""
     return [

@@ -141,7 +141,7 @@ class FifoPlugin(Plugin):
         if self.allocatable(queue, task):
             return None
         job = task.job
-        head = self._lines[job.queue][self._head[job.queue]]  # type: ignore[union-attr]
+        head = self._lines[job.queue][self._head[job.queue]]
         return f"waiting behind {head.uid}, the head of queue {head.queue!r} (fifo)"
 
     def _line(self, queue: str) -> dict[str, int]:
@@ -156,7 +156,7 @@ class FifoPlugin(Plugin):
             ]
             jobs.sort(key=session.job_key())
             self._lines[queue] = jobs
-            self._places[queue] = got = {j.uid: i for i, j in enumerate(jobs)}
+            self._places[queue] = {j.uid: i for i, j in enumerate(jobs)}
             self._head[queue] = 0
         return self._places[queue]
 

@@ -9,6 +9,8 @@ and reclaims for its waiting pods. Beside ``gang`` in one tier the two answers a
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 
@@ -28,7 +30,7 @@ class PriorityPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key)."""
         return -job.priority
 
-    def job_order_key_context(self) -> tuple:
+    def job_order_key_context(self) -> tuple[Any, ...]:
         """The key is a function of the job alone (Session.job_sort_key may keep it across cycles)."""
         return ()
 
