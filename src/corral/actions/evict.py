@@ -13,12 +13,15 @@ victim priority could beat it and are always dry-run), or at the cap of
 DefaultPreemption dry-runs that many nodes every time; the bound lets corral stop early with the same
 best node in the common case. The plans rank as follows:
 
-1. victims in order (PDB-safe first, lowest priority first, newest first; when a budget allows only
-   some of the pods it covers, the lower-priority ones are the safe ones, as in kube-scheduler) are
+1. victims in order (PDB-safe first, lowest priority first, latest start first, then the victim's job
+   in reverse JobOrder — the most recently created job first where no plugin tells the jobs apart —,
+   then the pod's name; when a budget allows only some of the pods it covers, the lower-priority ones
+   are the safe ones, as in kube-scheduler) are
    removed through the simulation points (SimulateRemoveTask) until the pod fits — resources,
    SimulatePredicate, SimulateAllocatable — counting the pods already nominated to the node, except
    lower-priority ones of other jobs of the same queue, whose nominations are released;
-2. the reprieve adds victims back (SimulateAddTask), PDB-violating and highest priority first, keeping
+2. the reprieve adds victims back (SimulateAddTask), PDB-violating first, then in the reverse of the
+   victim order (highest priority first), keeping
    each that still lets the pod fit; then the released nominations, highest priority first, keep their
    node while the pod still fits (a nomination is cleared only when the room is needed);
 3. the ScenarioValidator points see the plan; the state is restored;
@@ -41,11 +44,34 @@ from corral.framework.session import Session
 from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS
 
-__all__ = ["VICTIM_STATES", "Evictor", "Plan"]
+__all__ = ["VICTIM_STATES", "Evictor", "Plan", "reversed_key"]
 
 #: Pods that can be victims: running, or bound by an earlier cycle. Pods placed in this cycle cannot, nor
 #: pods already evicted (Releasing) — by an earlier job, or for an earlier pod of the same job.
 VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+
+
+def reversed_key(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A sort key that orders the other way round from ``key`` (a ``functools.cmp_to_key`` key)."""
+
+    class Reversed:
+        __slots__ = ("k",)
+
+        def __init__(self, obj: Any) -> None:
+            self.k = key(obj)
+
+        def __lt__(self, other: Reversed) -> bool:
+            return other.k < self.k
+
+        def __gt__(self, other: Reversed) -> bool:
+            return self.k < other.k
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Reversed) and self.k == other.k
+
+        __hash__ = None  # type: ignore[assignment]
+
+    return Reversed
 
 
 @dataclass
@@ -194,7 +220,7 @@ class Evictor:
         """A plan for ``task`` on node ``row``, or None. ``victim_ok`` applies the plugins' filters to
         the node's candidates; ``evicted`` are the victims already chosen for this job (for the
         ScenarioValidator). ``order``: the action's victim order (PDB-safe pods still come first, the
-        reprieve goes the other way); by default lowest priority, newest first."""
+        reprieve goes the other way); by default :meth:`_victim_order`."""
         session = self.session
         self.dry_runs += 1
         nodes = session.cluster.nodes
@@ -235,7 +261,7 @@ class Evictor:
         pods = victim_ok([self.tasks[i] for i in idx])
         if not pods:
             return None
-        pods.sort(key=order or (lambda t: (t.priority, -(t.start_time or 0.0), t.name)))
+        pods.sort(key=order or self._victim_order())
         bad = dict(zip(map(id, pods), session.violations(pods)))
         pods.sort(key=lambda t: bad[id(t)])  # stable: PDB-safe first, then as above
         rank = {id(t): i for i, t in enumerate(pods)}
@@ -250,11 +276,7 @@ class Evictor:
             self._restore(removed, row)
             return None
         victims: list[Task] = []
-        back = (
-            (lambda t: (not bad[id(t)], -rank[id(t)]))
-            if order
-            else (lambda t: (not bad[id(t)], -t.priority, t.start_time or 0.0, t.name))
-        )
+        back = lambda t: (not bad[id(t)], -rank[id(t)])  # noqa: E731 - the reprieve: the other way
         for v in sorted(removed, key=back):
             session.simulate_add(v, row)
             free -= v.request
@@ -271,6 +293,14 @@ class Evictor:
                 return None
         violations = sum(1 for ok in session.violations(victims) if ok)
         return Plan(row, victims, violations, cleared)
+
+    def _victim_order(self) -> Callable[[Task], Any]:
+        """The default victim order (preempt): lowest priority first, then the latest start, then the
+        victim's job in reverse JobOrder — where no plugin tells two jobs apart, the most recently
+        created job first (Volcano's ``BuildVictimsPriorityQueue`` takes victims of one queue by
+        ``!JobOrderFn``) —, then the pod's name."""
+        jobs = reversed_key(self.session.job_key())
+        return lambda t: (t.priority, -(t.start_time or 0.0), jobs(t.job), t.name)
 
     def _restore(self, removed: list[Task], row: int) -> None:
         for v in reversed(removed):

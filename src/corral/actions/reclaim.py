@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.evict import Evictor
+from corral.actions.evict import Evictor, reversed_key
 from corral.actions.preempt import EvictionAction
 from corral.framework.session import Session
 from corral.model import Job, Task
@@ -66,8 +66,8 @@ class ReclaimAction(EvictionAction):
         queues = session.cluster.queues
         qkey, jkey, tkey = (
             session.victim_queue_key(),
-            _reversed(session.job_key()),
-            _reversed(session.task_key()),
+            reversed_key(session.job_key()),
+            reversed_key(session.task_key()),
         )
         return lambda t: (qkey(queues[t.job.queue]), t.job.priority, jkey(t.job), tkey(t), t.name)
 
@@ -76,29 +76,6 @@ class ReclaimAction(EvictionAction):
         # victim order) are the ones it allows
         pods = sorted(pods, key=self.victim_order(session))
         return self._job_filter(session, job, reclaim_filter(session, task, pods))
-
-
-def _reversed(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A sort key that orders the other way round from ``key`` (a ``functools.cmp_to_key`` key)."""
-
-    class Reversed:
-        __slots__ = ("k",)
-
-        def __init__(self, obj: Any) -> None:
-            self.k = key(obj)
-
-        def __lt__(self, other: Reversed) -> bool:
-            return other.k < self.k
-
-        def __gt__(self, other: Reversed) -> bool:
-            return self.k < other.k
-
-        def __eq__(self, other: object) -> bool:
-            return isinstance(other, Reversed) and self.k == other.k
-
-        __hash__ = None  # type: ignore[assignment]
-
-    return Reversed
 
 
 def queue_rules(session: Session) -> list[Any]:

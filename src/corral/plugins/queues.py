@@ -270,6 +270,24 @@ class QueuePlugin(Plugin):
                 return False
         return True
 
+    def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
+        """Why Allocatable refuses ``task`` (None when it does not): the first queue on the chain whose
+        capability the pod would exceed, and the resources short."""
+        extra = task.request * self.cols
+        dims = extra > 0
+        names = self.session.cluster.resources.names
+        for name in self.chain(queue.name):
+            cap = self.capability(self.queues[name])
+            over = dims & (self.allocated[name] + extra > cap + EPS)
+            if over.any():
+                short = ", ".join(names[i] for i in np.flatnonzero(over))
+                where = "" if name == queue.name else f" in the capability of its ancestor {name!r}"
+                return (
+                    f"queue {queue.name!r} would exceed its capability with pod {task.name} "
+                    f"(short of {short}{where})"
+                )
+        return None
+
     def enqueue_fits(self, job: Job) -> bool:
         """minResources + held + admitted-not-started within capability along the chain."""
         queue = self.queues.get(job.queue)
