@@ -133,8 +133,9 @@ class GangEvictAction(Action):
         """The pods that may be victims for ``job``, in the policy's order (job rank, then job order
         reversed): the action's rules, the VictimFilter, then the victim filter (:meth:`evictable`) —
         asked once over the whole list and, for a job some of whose pods it refuses there, once more
-        about that job's pods alone (a stateful rule counts the jobs before it in the list). What a
-        stateful rule allows together is decided over each plan's victims (:meth:`checked`)."""
+        about that job's pods alone. A cumulative rule (a queue's reclaimable amount) does not thin
+        the candidates, whatever point carries it: it answers every candidate while they are listed
+        (``Session.listing_victims``) and decides over each plan's victims (:meth:`checked`)."""
         pool: list[Task] = []
         verdict: dict[int, bool] = {}
         for t in session.cluster.tasks.values():
@@ -161,10 +162,14 @@ class GangEvictAction(Action):
             by_job.values(), key=lambda pods: (rank(pods[0].job), pods[0].job.creation, pods[0].job.uid)
         )
         pool = [t for pods in order for t in pods]
-        ok = {id(t) for t in self.evictable(session, task, pool, final=False)}
-        for pods in order:
-            if not all(id(t) in ok for t in pods):
-                ok |= {id(t) for t in self.evictable(session, task, pods, final=False)}
+        session.listing_victims = True  # a cumulative rule waits for concrete plans (SPEC.md §3.3)
+        try:
+            ok = {id(t) for t in self.evictable(session, task, pool, final=False)}
+            for pods in order:
+                if not all(id(t) in ok for t in pods):
+                    ok |= {id(t) for t in self.evictable(session, task, pods, final=False)}
+        finally:
+            session.listing_victims = False
         return [t for t in pool if id(t) in ok]
 
     # -- 2. bundles ------------------------------------------------------------------------------
