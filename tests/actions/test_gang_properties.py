@@ -11,7 +11,8 @@ cycle of ``enqueue, allocate, gangpreempt`` (or ``gangreclaim``) runs; its decis
 - gangpreempt touches only strictly lower-priority jobs of the preemptor's own queue; gangreclaim only
   other queues, never pushing a queue below the floor its queue plugin keeps (what it deserves);
 - every eviction and nomination made for one preemptor lies in one domain of its search space: for a
-  hard-topology gang one hypernode of an allowed tier, which also holds the nodes it already runs on.
+  hard-topology gang one hypernode of an allowed tier, which also holds the nodes it already runs on;
+- no gang is left bound below its minimum by the evictions (SPEC §5: a broken gang goes whole).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from corral.manifests.fields import parse_time
 from corral.model import TaskStatus
 from corral.model.resources import EPS
 from corral.registry import REGISTRY
+from tests.actions.gang_minimum import assert_no_gang_left_broken
 from tests.scenarios.expand import T0, expand
 
 NOW = parse_time(T0)
@@ -173,6 +175,7 @@ def _run(gen: Gen, action: str, queue_plugin: str, extra: dict | None = None):
 
 
 def _check_common(gen: Gen, cluster, decisions, info, job_of, running) -> None:
+    assert_no_gang_left_broken(build_cluster([("generated.yaml", d) for d in expand(gen.case)]), decisions)
     apply_decisions(cluster, decisions, NOW)
     nodes = cluster.nodes
     # no node over-committed once evicted pods are gone: bound + nominated fit
