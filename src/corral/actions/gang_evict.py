@@ -13,11 +13,12 @@ pods has ``preemptionPolicy: Never`` is left alone — one search, in named step
    by the policy (gangpreempt: job priority; gangreclaim: the victim queue order);
 3. :meth:`~GangEvictAction.plans` — for each key of the decision rule in turn (breaking no healthy gang
    first, then the policy levels from the lowest up) a plan per domain of the search space (purpose
-   Evict, at most ``maxDomains``; :mod:`corral.actions.gang_plan`); a gang the plan breaks is evicted
-   whole — every running pod of it (:mod:`corral.actions.broken`, SPEC.md §5); a gang running partly
-   outside the domain is not broken there, so the decision stays in one domain —; the plan is checked with the victim filter and the ScenarioValidators over its
-   victims and ranked by work lost, then the search-space order — pods evicted count only between
-   plans that break the same gangs (:meth:`~GangEvictAction.ranked`);
+   Evict, at most ``maxDomains``; :mod:`corral.actions.gang_plan`). A gang the plan breaks is evicted
+   whole, every running pod of it (:mod:`corral.actions.broken`, SPEC.md §5); a gang running partly
+   outside the domain is not broken there, so the decision stays in one domain. The plan is checked
+   with the victim filter and the ScenarioValidators over its victims and ranked by work lost, then
+   the search-space order; pods evicted count only between plans that break the same gangs
+   (:meth:`~GangEvictAction.ranked`);
 4. :meth:`~GangEvictAction.attempt` — the dry run: the victims evicted and every pod the gang needs
    placed (pipelined) by NodeOrder in the plan's domain; the first plan that passes is committed and
    its pods nominated. The nominations carry the domain into the next cycle (allocate tries first the
@@ -116,7 +117,7 @@ class GangEvictAction(Action):
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
         need[session.cluster.resources.pos(PODS)] = 0  # the pod slot is no measure of work
         jobs = self.bundles(session, CostModel(session.now, need), pods)
-        self._pool = {id(t) for t in pods}  # what a broken gang's other pods must be among
+        self._pool: set[int] = {id(t) for t in pods}  # what a broken gang's other pods must be among
         if session.fns("GangVictimSelector"):
             return self.custom(session, job, tasks, domains, pods, need)
         planners: dict[int, DomainPlanner] = {}
@@ -248,8 +249,8 @@ class GangEvictAction(Action):
         may_break: bool,
     ) -> Plan | None:
         """The domain's plan with every gang it breaks evicted whole (:meth:`whole`), its victims
-        asked about together (the victim filter in the order they go: pods that break nothing first;
-        the ScenarioValidators): what is refused is left out and the plan made again — a gang one of
+        asked about together (the victim filter in plan order, :meth:`evictable`; the
+        ScenarioValidators): what is refused is left out and the plan made again — a gang one of
         whose pods is refused, or that a validator refuses to see broken, is kept whole."""
         forbid: set[int] = set()
         nobreak: set[int] = set()
