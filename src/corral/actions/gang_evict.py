@@ -33,6 +33,7 @@ bundle order, applied between domains too).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -359,7 +360,7 @@ class GangEvictAction(Action):
     def allowed(self, session: Session, job: Job, victim: Task) -> bool:
         raise NotImplementedError
 
-    def rank(self, session: Session):
+    def rank(self, session: Session) -> Callable[[Job], float]:
         """The policy: a victim job's level, lower gives first."""
         raise NotImplementedError
 
@@ -370,5 +371,5 @@ class GangEvictAction(Action):
     def limits(self, session: Session) -> dict[str, QueueLimit] | None:
         return None
 
-    def chain(self, session: Session, job: Job):
+    def chain(self, session: Session, job: Job) -> Callable[[str], list[str]] | None:
         return None
