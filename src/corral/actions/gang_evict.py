@@ -14,8 +14,8 @@ pods has ``preemptionPolicy: Never`` is left alone — one search, in named step
 3. :meth:`~GangEvictAction.plans` — for each key of the decision rule in turn (breaking no healthy gang
    first, then the policy levels from the lowest up) a plan per domain of the search space (purpose
    Evict, at most ``maxDomains``; :mod:`corral.actions.gang_plan`). A gang the plan breaks is evicted
-   whole, every running pod of it (:mod:`corral.actions.broken`, SPEC.md §5); a gang running partly
-   outside the domain is not broken there, so the decision stays in one domain. The plan is checked
+   whole, every running pod of it (:mod:`corral.actions.broken`, SPEC.md §5), also those outside the
+   domain (they free nothing the gang uses, but none is left bound below its minimum). The plan is checked
    with the victim filter and the ScenarioValidators over its victims and ranked by work lost, then
    the search-space order; pods evicted count only between plans that break the same gangs
    (:meth:`~GangEvictAction.ranked`);
@@ -119,6 +119,7 @@ class GangEvictAction(Action):
         need[session.cluster.resources.pos(PODS)] = 0  # the pod slot is no measure of work
         jobs = self.bundles(session, CostModel(session.now, need), pods)
         self._pool: set[int] = {id(t) for t in pods}  # what a broken gang's other pods must be among
+        self._kept = self.kept_whole(jobs)  # the gangs that cannot go whole
         if session.fns("GangVictimSelector"):
             return self.custom(session, job, tasks, domains, pods, need)
         planners: dict[int, DomainPlanner] = {}
@@ -254,14 +255,14 @@ class GangEvictAction(Action):
         ScenarioValidators): what is refused is left out and the plan made again — a gang one of
         whose pods is refused, or that a validator refuses to see broken, is kept whole."""
         forbid: set[int] = set()
-        nobreak: set[int] = set()
+        nobreak: set[int] = set(self._kept)  # gangs that cannot go whole
         limits = self.limits(session)
         for _ in range(6):
             victims = planner.plan(level, may_break, limits, frozenset(forbid), frozenset(nobreak))
             if victims is None:
                 return None
             breaks, work, broken = CostModel.price(victims, jobs)
-            victims, stuck = self.whole(victims, domain)
+            victims, stuck = self.whole(victims)
             if stuck:  # a broken gang that cannot go whole is kept whole
                 nobreak |= {id(j) for j in stuck}
                 continue
@@ -286,16 +287,29 @@ class GangEvictAction(Action):
             nobreak |= bad
         return None
 
-    def whole(self, victims: list[Task], domain: Domain) -> tuple[list[Task], list[Job]]:
-        """(``victims`` with every other running pod of each gang they break; the broken gangs that
-        cannot go whole: one of their pods runs outside ``domain`` — the decision stays inside one
-        domain —, is not a candidate of this search — not preemptable, of another scheduler, refused
-        by a victim filter — or was placed in this cycle)."""
+    def whole(self, victims: list[Task]) -> tuple[list[Task], list[Job]]:
+        """(``victims`` with every other running pod of each gang they break, in the domain or not;
+        the broken gangs that cannot go whole: one of their pods is not a candidate of this search —
+        not preemptable, of another scheduler, refused by a victim filter — or was placed in this
+        cycle)."""
         extra, _, stuck = whole_gangs(victims)
-        stuck += [
-            t.job for t in extra if t.job is not None and (id(t) not in self._pool or not domain.mask[t.node])
-        ]
+        stuck += [t.job for t in extra if t.job is not None and id(t) not in self._pool]
         return victims + extra, list({id(j): j for j in stuck}.values())
+
+    def kept_whole(self, jobs: dict[int, VictimJob]) -> frozenset[int]:
+        """The healthy candidate gangs (by id) that cannot be evicted whole — a running pod of theirs
+        is not a candidate, or a pod was placed in this cycle —, so that the planner never breaks them
+        (:meth:`whole` checks each plan all the same)."""
+        out = set()
+        for k, vj in jobs.items():
+            if not vj.healthy:
+                continue
+            for t in vj.job.tasks:
+                held = t.status in VICTIM_STATES and t.node >= 0
+                if t.status is TaskStatus.ALLOCATED or (held and id(t) not in self._pool):
+                    out.add(k)
+                    break
+        return frozenset(out)
 
     # -- 4. dry run, commit and nominate -----------------------------------------------------------
     def attempt(self, session: Session, job: Job, tasks: list[Task], plan: Plan) -> bool:
@@ -336,7 +350,7 @@ class GangEvictAction(Action):
         for i, domain in enumerate(domains):
             local = [t for t in pods if domain.mask[t.node]]
             victims = session.gang_victims(job, domain, local, need, self.name)
-            whole = self.whole(list(victims), domain) if victims is not None else None
+            whole = self.whole(list(victims)) if victims is not None else None
             if (
                 whole is not None
                 and not whole[1]  # every gang they break can go whole
