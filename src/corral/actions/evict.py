@@ -25,8 +25,12 @@ best node in the common case. The plans rank as follows:
    each that still lets the pod fit; then the released nominations, highest priority first, keep their
    node while the pod still fits (a nomination is cleared only when the room is needed);
 3. the ScenarioValidator points see the plan; the state is restored;
-4. plans rank by fewest PDB violations, lowest highest-victim priority, smallest priority sum, fewest
-   victims, latest earliest start among the victims, then node name.
+4. a victim that pushes its gang below a minimum takes the gang's other running pods with it, on every
+   node (:mod:`corral.actions.broken`, SPEC.md §5): they must be allowed victims too (the action's
+   rules and the plugins' filters), else the plan is given up;
+5. plans rank by fewest PDB violations, lowest highest-victim priority, smallest priority sum, fewest
+   victims (the whole broken gangs counted: they are evicted), latest earliest start among the
+   victims, then node name.
 
 Dry runs are sequential: plugin state is shared and Python threads would not run them faster; the
 capacity pre-filter and the candidate cap keep the number of dry runs small (the benchmark prints it).
@@ -40,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from corral.actions.broken import whole_gangs
 from corral.framework.session import Session
 from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS
@@ -288,6 +293,10 @@ class Evictor:
         cleared = spare(cleared)  # with the victims still gone
         self._restore(victims, row)
         if victims:
+            whole = self._whole(victims, allowed, victim_ok)
+            if whole is None:
+                return None
+            victims = whole
             victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())
             if not session.scenario_valid(job, victim_jobs, evicted + victims, self.action):
                 return None
@@ -301,6 +310,23 @@ class Evictor:
         ``!JobOrderFn``) —, then the pod's name."""
         jobs = reversed_key(self.session.job_key())
         return lambda t: (t.priority, -(t.start_time or 0.0), jobs(t.job), t.name)
+
+    def _whole(
+        self, victims: list[Task], allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]]
+    ) -> list[Task] | None:
+        """``victims`` with the other running pods of every gang they break, wherever they run
+        (:mod:`corral.actions.broken`); None when one of those pods may not be evicted (not an allowed
+        victim of the action, refused by the plugins' filters, or placed in this cycle)."""
+        extra, _, stuck = whole_gangs(victims)
+        if stuck:
+            return None
+        for t in extra:
+            i = self.index.get(id(t))
+            if i is None or not self.alive[i] or not allowed[i]:
+                return None
+        if extra and len(victim_ok(victims + extra)) < len(victims) + len(extra):
+            return None  # asked together: a cumulative rule (a queue's share) counts them all
+        return victims + extra
 
     def _restore(self, removed: list[Task], row: int) -> None:
         for v in reversed(removed):

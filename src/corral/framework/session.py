@@ -115,6 +115,10 @@ class Session:
         self.lock_version = 0  # bumps whenever node locks change (seed 001)
         self.action = ""
         self.actions = [a.name for a in config.actions]
+        # True while a gang eviction action lists its candidate victims: a cumulative victim rule (the
+        # queue rule of proportion/capacity) then answers with every candidate, and is asked again over
+        # each concrete plan's victims in plan order (SPEC.md §3.3)
+        self.listing_victims = False
         # the jobs indexed by what the cycle looks for, kept across cycles where the cluster tracks its
         # jobs' changes (the simulator); None: walk every job
         self.index = jobindex.kept(cluster)
