@@ -24,6 +24,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,7 @@ from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.patterns import compile_name_pattern
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import GPU, PODS, ResourceIndex
+from corral.model.subjobs import assign_subjobs
 
 __all__ = [
     "DEFAULT_SCHEDULERS",
@@ -293,7 +295,7 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
             raise InputError(
                 "duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name"
             )
-        hns[r.name] = HyperNode(r.name, r.tier, r.members)
+        hns[r.name] = HyperNode(r.name, r.tier, r.members, tier_name=r.tier_name)
     names = sorted(hns)  # computed once: membership resolution is linear
     no_labels: dict[str, dict] = {n: {} for n in hns}
     for hn in hns.values():
@@ -476,6 +478,8 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
         labels=pg.labels,
         topology_mode=pg.topology_mode,
         topology_tier=pg.topology_tier,
+        topology_tier_name=pg.topology_tier_name,
+        subgroup_policies=pg.subgroup_policies,
         preemptable=_preemptable(pg.labels, pg.annotations),
     )
     try:
@@ -545,6 +549,47 @@ def _jobs_and_tasks(
         cluster.tasks[task.uid] = task
     for job in cluster.jobs.values():
         _finish_job(cluster, job)
+        if job.subgroup_policies or job.topology_tier_name:
+            resolve_subgroups(cluster, job)
+
+
+def resolve_subgroups(cluster: Cluster, job: Job) -> None:
+    """Volcano's sub-groups of ``job``'s pods (:func:`~corral.model.subjobs.assign_subjobs`) and its
+    ``highestTierName`` constraints turned into tiers by the HyperNodes' ``spec.tierName`` (Volcano
+    ``updateJobTier``). A tier name no HyperNode carries leaves a hard constraint that cannot hold: the
+    job's reason says so (Volcano finds no HyperNode gradient for it); in soft mode the name limits
+    nothing (Volcano's soft mode takes no tier)."""
+    names = cluster.hypernodes.tier_names()
+
+    def tier(mode: str, value: int | None, name: str, where: str) -> int | None:
+        if not name:
+            return value
+        if name in names:
+            return names[name]
+        if mode == "hard" and not job.invalid_reason:
+            job.invalid_reason = (
+                f"{where}.highestTierName {name!r} names no HyperNode tier (tierName of the "
+                f"HyperNodes: {', '.join(sorted(names)) or 'none'}); the hard constraint cannot hold"
+            )
+        return None
+
+    job.topology_tier = tier(
+        job.topology_mode, job.topology_tier, job.topology_tier_name, "spec.networkTopology"
+    )
+    if job.subgroup_policies:
+        job.subgroup_policies = tuple(
+            replace(
+                p,
+                topology_tier=tier(
+                    p.topology_mode,
+                    p.topology_tier,
+                    p.tier_name,
+                    f"spec.subGroupPolicy[{p.name}].networkTopology",
+                ),
+            )
+            for p in job.subgroup_policies
+        )
+        job.subjobs = assign_subjobs(job.subgroup_policies, job.tasks)
 
 
 def _finish_job(cluster: Cluster, job: Job) -> None:

@@ -106,6 +106,7 @@ class NetworkTopologyPlugin(Plugin):
         )
         self._cap: np.ndarray | None = None
         self._allowed_cache: dict[tuple, np.ndarray] = {}
+        self._subjob_cache: dict[tuple, Job] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def need(self, job: Job) -> np.ndarray:
@@ -263,6 +264,47 @@ class NetworkTopologyPlugin(Plugin):
             Domain(hx.names[cand[i]], hx.nodes[cand[i]].mask, int(hx.tier[cand[i]]), float(score[i]))
             for i in keep
         ]
+
+    def _subgroup_job(self, job: Job, sj) -> Job:
+        """A sub-group as a job of its own for the domain search: its pods, its minimum, its topology."""
+        key = (job.uid, sj.name)
+        got = self._subjob_cache.get(key)
+        if got is None:
+            got = self._subjob_cache[key] = Job(
+                uid=f"{job.uid}#{sj.name}",
+                name=sj.name,
+                namespace=job.namespace,
+                queue=job.queue,
+                min_member=sj.size,
+                priority=job.priority,
+                tasks=sj.tasks,
+                topology_mode=sj.topology_mode,
+                topology_tier=sj.topology_tier,
+            )
+        return got
+
+    def subgroup_search_space(self, job: Job, sj, within: np.ndarray | None) -> list[Domain]:
+        """The HyperNodes a Volcano sub-group may be placed in (Volcano ``HyperNodeGradientForSubJobFn``):
+        as for a job (:meth:`gang_search_space` with purpose ALLOCATE) by the sub-group's own
+        ``networkTopology`` and minimum (``subGroupSize``), keeping only HyperNodes inside ``within`` —
+        the job's own domain. Soft mode appends ``within`` itself as the last resort."""
+        if not sj.topology_mode or not self.tree:
+            return []
+        sub = self._subgroup_job(job, sj)
+        cand = self._allowed(sub)
+        if within is not None:
+            hx = self.tree.index()
+            cand = np.array([h for h in cand if not (hx.nodes[h].mask & ~within).any()], dtype=np.int64)
+        out = self._allocate_order(sub, cand, self.need(sub))
+        if not out and sj.topology_mode == "hard":
+            # nowhere: an empty domain, so that the hard constraint is not lifted by the fallback
+            tier = self.highest_tier(sub)
+            nowhere = np.zeros(len(self.session.cluster.nodes), dtype=bool)
+            return [Domain(f"no HyperNode of tier <= {tier} inside the job's domain", nowhere, tier)]
+        if sj.topology_mode == "soft":
+            nodes = self.session.cluster.nodes
+            out.append(Domain("cluster", (~nodes.down) if within is None else within, None))
+        return out
 
     # -- extension points ------------------------------------------------------------------------
     def gang_search_space(self, job: Job, purpose: Purpose) -> list[Domain]:
