@@ -41,6 +41,12 @@ from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS
 from corral.model.work import checkpoint, run_hours
+from corral.plugins.hypernode_binpack import (
+    NormalPodBinpack,
+    binpack_weights,
+    binpack_weights_default,
+    domain_binpack_score,
+)
 
 __all__ = ["NetworkTopologyPlugin"]
 
@@ -48,6 +54,8 @@ _WAITING = {TaskStatus.PENDING, TaskStatus.PIPELINED}
 #: Full domains (no room by the free-capacity bound) still offered to allocate when none has room.
 FULL_DOMAINS_TRIED = 2
 _VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+#: an argument not given (no configuration can give it: numbers are bounded by 1e12 at load)
+UNSET = -float(2**60)
 
 
 @dataclass(frozen=True)
@@ -57,29 +65,24 @@ class TopologyArgs:
         "weight", 1.0, "multiplies the HyperNodeOrder score (Volcano's plugin weight)", kind="float"
     )
     bp_cpu: float = arg(
-        "hypernode.binpack.cpu", -1.0, "weight of cpu in the hypernode binpack score", kind="float"
+        "hypernode.binpack.cpu", UNSET, "weight of cpu in the hypernode binpack score (1)", kind="float"
     )
     bp_memory: float = arg(
-        "hypernode.binpack.memory", -1.0, "weight of memory in the hypernode binpack score", kind="float"
+        "hypernode.binpack.memory", UNSET, "weight of memory in the hypernode binpack score (1)", kind="float"
     )
     bp_resources: str = arg("hypernode.binpack.resources", "", "further resources the hypernode score packs")
     bp_weights: dict = arg(
         "hypernode.binpack.resources.", {}, "weight of each of those (default 1)", prefix=True, kind="float"
     )
+    normal_pod_enable: bool = arg(
+        "hypernode.binpack.normal-pod.enable", True, "hypernode bin packing for pods without networkTopology"
+    )
+    normal_pod_fading: float = arg(
+        "hypernode.binpack.normal-pod.fading", 0.8, "weight of tier t is fading**(t-1)", kind="float"
+    )
 
-    def binpack_weights(self) -> dict[str, float] | None:
-        """Volcano's hypernode binpack weights per resource, or None when no ``hypernode.binpack.*``
-        argument is given (then the score is the GPU, else CPU, fraction in use)."""
-        if self.bp_cpu < 0 and self.bp_memory < 0 and not self.bp_resources and not self.bp_weights:
-            return None
-        out = {
-            "cpu": max(self.bp_cpu, 0.0) if self.bp_cpu >= 0 else 1.0,
-            "memory": max(self.bp_memory, 0.0) if self.bp_memory >= 0 else 1.0,
-        }
-        for name in (r.strip() for r in self.bp_resources.split(",")):
-            if name:
-                out[name] = float(self.bp_weights.get(name, 1.0))
-        return out
+    def given(self, value: float) -> float | None:
+        return None if value == UNSET else value
 
 
 def _amounts(res, vec: np.ndarray) -> str:
@@ -100,10 +103,16 @@ class NetworkTopologyPlugin(Plugin):
         self.cols = np.ones(len(res), dtype=bool)
         self.cols[res.pos(PODS)] = False
         self.score_col = res.pos(GPU) if GPU in res else res.pos(CPU)
-        weights = self.args.binpack_weights()
-        self._bp = (
-            None if weights is None else [(res.pos(n), w) for n, w in weights.items() if n in res and w > 0]
-        )
+        self._bp = binpack_weights(self.args, res.names)
+        self._normal = None
+        if self.args.normal_pod_enable and self.tree:
+            fading = self.args.normal_pod_fading
+            self._normal = NormalPodBinpack(
+                self.session,
+                self._bp if self._bp is not None else binpack_weights_default(res.names),
+                0.8 if fading < 0 else fading,
+                self.args.weight,
+            )
         self._cap: np.ndarray | None = None
         self._allowed_cache: dict[tuple, np.ndarray] = {}
         self._subjob_cache: dict[tuple, Job] = {}
@@ -223,21 +232,35 @@ class NetworkTopologyPlugin(Plugin):
             return max(self.tree.tiers, default=1)
         return tier
 
-    def _score(self, mask: np.ndarray, extra: np.ndarray | None = None) -> float:
+    def _score(self, mask: np.ndarray, extra: np.ndarray | None = None, request=None) -> float:
+        """0-100: how full the domain is. With ``hypernode.binpack.*`` weights, Volcano's HyperNode
+        binpack score (:func:`~corral.plugins.hypernode_binpack.domain_binpack_score`) over the
+        resources ``request`` (the gang's) asks for, the gang's pods counted in ``extra`` or already
+        placed; else the fraction of its GPU, else CPU, capacity in use."""
         nodes = self.session.cluster.nodes
         if self._bp is not None:
             cap = nodes.allocatable[mask].sum(axis=0)
-            used = nodes.used[mask].sum(axis=0) + (extra if extra is not None else 0.0)
-            total = got = 0.0
-            for c, w in self._bp:
-                if cap[c] > 0 and np.isfinite(cap[c]):
-                    got += w * min(float(used[c] / cap[c]), 1.0)
-                    total += w
-            return 100.0 * got / total if total > 0 else 0.0
+            used = nodes.used[mask].sum(axis=0)
+            if extra is not None:
+                used = used + extra  # the gang's pods not yet placed (else a dry run placed them)
+            asked = np.ones(len(cap), dtype=bool) if request is None else request > 0
+            return 100.0 * domain_binpack_score(used, cap, asked, self._bp)
         c = self.score_col
         cap = float(nodes.allocatable[mask, c].sum())
         used = float(nodes.used[mask, c].sum()) + (float(extra[c]) if extra is not None else 0.0)
         return 100.0 * used / cap if cap > 0 else 0.0
+
+    def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        """Volcano's HyperNode bin packing for normal pods (``hypernode.binpack.normal-pod.*``); 0 for
+        the pods of a job or sub-group with a networkTopology (and with no HyperNodes)."""
+        if self._normal is None or not _normal_pod(task):
+            return np.zeros(len(rows))
+        return self._normal.scores(task, rows)
+
+    def scores_row_local(self, task: Task) -> bool:
+        """The normal-pod score of a node moves with what its HyperNodes hold, not only the node:
+        never kept per node across placements for the pods it scores."""
+        return self._normal is None or not _normal_pod(task)
 
     def _allocate_order(self, job: Job, cand: np.ndarray, need: np.ndarray) -> list[Domain]:
         """The domains allocate can use, ordered by what the job can get there — fits in free capacity
@@ -256,6 +279,15 @@ class NetworkTopologyPlugin(Plugin):
         cap = self._capacity()[cand, c]
         used = hx.sums(nodes.used[:, c] * ~nodes.down)[cand] + need[c]
         score = np.where(cap > 0, 100.0 * used / np.where(cap > 0, cap, 1.0), 0.0)
+        if self._bp is not None:  # Volcano's weighted hypernode binpack score instead
+            loaded = hx.sums(nodes.used * (~nodes.down)[:, None])[cand] + need
+            caps = self._capacity()[cand]
+            score = np.array(
+                [
+                    100.0 * domain_binpack_score(loaded[i], caps[i], need > 0, self._bp)
+                    for i in range(len(cand))
+                ]
+            )
         klass = self._fit_class(job, cand, self.least_need(job))
         order = np.lexsort((cand, -score, hx.tier[cand], klass))
         room = order[klass[order] < 2]
@@ -487,7 +519,22 @@ class NetworkTopologyPlugin(Plugin):
         return None
 
     def hypernode_order(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
-        return self.args.weight * np.array([self._score(d.mask) for d in domains], dtype=float)
+        """Asked after a dry run placed the gang in each domain (allocate): its pods are in ``used``."""
+        request = None
+        if self._bp is not None:
+            request = np.zeros(len(self.session.cluster.resources))
+            for t in job.tasks:
+                request = np.maximum(request, t.request)
+        return self.args.weight * np.array([self._score(d.mask, None, request) for d in domains], dtype=float)
+
+
+def _normal_pod(task: Task) -> bool:
+    """A pod without a topology constraint: its job has none, nor its sub-group (Volcano: its SubJob
+    has no networkTopology)."""
+    job = task.job
+    if job is not None and job.topology_mode:
+        return False
+    return task.subjob is None or not task.subjob.topology_mode
 
 
 def _reclaimable(cluster, queue: str) -> bool:
