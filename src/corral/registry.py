@@ -109,7 +109,8 @@ REGISTRY = Registry(
     },
 )
 
-#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters).
+#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters and
+#: network-topology-aware, so that a PodGroup's networkTopology and subGroupPolicy hold without asking).
 DEFAULT_CONFIG = {
     "actions": "enqueue, allocate, backfill",
     "tiers": [
@@ -132,6 +133,12 @@ DEFAULT_CONFIG = {
                         "binpack.resources": "nvidia.com/gpu",
                         "binpack.resources.nvidia.com/gpu": 4,
                     },
+                },
+                # hard and soft networkTopology honoured by default (Volcano needs the plugin added);
+                # HyperNode bin packing of pods without a topology left to node order, as before
+                {
+                    "name": "network-topology-aware",
+                    "arguments": {"hypernode.binpack.normal-pod.enable": False},
                 },
             ]
         },
