@@ -154,6 +154,8 @@ def schedule(
             raise
         _fail(exc)
         return
+    for w in decisions.warnings:  # once, on stderr: the decisions stay machine-readable
+        typer.echo(f"warning: PodGroup {w.podgroup}: {w.field}: {w.warning}", err=True)
     if output == "json":
         sys.stdout.write(json.dumps(decisions.to_json(cycles), indent=1) + "\n")
     else:
@@ -173,6 +175,10 @@ def validate(
 
         cfg = _config(config)
         cluster = load_snapshot(list(snapshot))
+        from corral.framework.notices import cluster_notices, config_notices
+        from corral.registry import REGISTRY
+
+        notices = config_notices(cfg) + cluster_notices(cluster, cfg, REGISTRY)
     except BaseException as exc:  # noqa: BLE001
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
@@ -184,7 +190,10 @@ def validate(
         f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
         f"hypernodes; config {plain(cfg.source)}"
         + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
+        + (f"; {len(notices)} warnings" if notices else "")
     )
+    for n in notices:
+        typer.echo(n.line(), err=True)
 
 
 def _register_sim() -> None:

@@ -201,6 +201,7 @@ class EngineMetrics:
             rec.status = "never_fits" if spec.name in self.never_fits else "pending"
             return rec
         rec.first_start, rec.end = sim.first_start, sim.end
+        rec.notes = self._notes.get(sim.job.uid, "")
         rec.reason = self._last_reasons.get(sim.job.uid) or self._unreported(sim.job.uid)
         rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
         rec.jct = None if sim.end is None else sim.end - spec.submit

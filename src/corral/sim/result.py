@@ -17,7 +17,8 @@ class JobRecord:
     """What one job experienced. ``status`` is ``completed``, ``running``, ``pending`` (still waiting at
     the end of the run) or ``never_fits`` (larger than the cluster or its queue could ever give).
     ``wait`` is first start minus submit; ``jct`` is end minus submit; both ``None`` when not reached.
-    ``reason``: the last unschedulable reason the job had while it waited ("" if it never waited)."""
+    ``reason``: the last unschedulable reason the job had while it waited ("" if it never waited).
+    ``notes``: fields of the job the configuration does not act on (:mod:`corral.framework.notices`)."""
 
     job: str
     queue: str
@@ -36,6 +37,7 @@ class JobRecord:
     gpu_hours_lost: float = 0.0
     status: str = "pending"
     reason: str = ""  # the last reason it waited (e.g. a node locked for another job)
+    notes: str = ""  # what the configuration did not act on (e.g. a topology no plugin enforced)
 
 
 @dataclass
