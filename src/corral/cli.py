@@ -175,10 +175,10 @@ def validate(
 
         cfg = _config(config)
         cluster = load_snapshot(list(snapshot))
-        from corral.framework.notices import cluster_notices, config_notices
+        from corral.framework.notices import cluster_notices, config_notices, queue_notices
         from corral.registry import REGISTRY
 
-        notices = config_notices(cfg) + cluster_notices(cluster, cfg, REGISTRY)
+        notices = config_notices(cfg) + queue_notices(cluster, cfg) + cluster_notices(cluster, cfg, REGISTRY)
     except BaseException as exc:  # noqa: BLE001
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise

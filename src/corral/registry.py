@@ -19,6 +19,7 @@ from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugi
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
 from corral.plugins.conformance import ConformancePlugin
+from corral.plugins.deviceshare import DeviceSharePlugin
 from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
 from corral.plugins.gpushare import GpuSharePlugin
@@ -93,6 +94,7 @@ REGISTRY = Registry(
             NetworkTopologyPlugin,
             MinRuntimePlugin,
             GpuSharePlugin,
+            DeviceSharePlugin,
             FifoPlugin,
             SjfPlugin,
             SrtfPlugin,

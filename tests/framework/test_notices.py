@@ -144,3 +144,61 @@ def test_config_notices_name_unread_binpack_arguments() -> None:
         "tiers[0].plugins[0].arguments.hypernode.binpack.resources.example.com/foo",
         "tiers[0].plugins[0].arguments.hypernode.binpack.normal-pod.fading",
     ]
+
+
+def _conf(plugin: dict) -> dict:
+    return {"actions": "enqueue, allocate", "tiers": [{"plugins": [{"name": "gang"}, plugin]}]}
+
+
+def test_deviceshare_refuses_what_corral_does_not_model_by_name(tmp_path: Path) -> None:
+    for key in (
+        "deviceshare.VGPUEnable",
+        "deviceshare.GPUNumberEnable",
+        "deviceshare.ASCEND310PVNPUEnable",
+    ):
+        snap, cfg = _files(tmp_path, _conf({"name": "deviceshare", "arguments": {key: True}}))
+        result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+        assert result.exit_code == 2, result.output
+        assert f"field tiers[0].plugins[1].arguments.{key}" in result.stderr
+        assert "is not served" in result.stderr
+    both = {"deviceshare.GPUSharingEnable": True, "deviceshare.GPUNumberEnable": True}
+    snap, cfg = _files(tmp_path, _conf({"name": "deviceshare", "arguments": both}))
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 2 and "is not served" in result.stderr
+
+
+def test_deviceshare_inert_arguments_are_named(tmp_path: Path) -> None:
+    args = {
+        "deviceshare.GPUSharingEnable": True,
+        "deviceshare.NodeLockEnable": True,
+        "deviceshare.SchedulePolicy": "binpack",
+        "deviceshare.ScheduleWeight": 10,
+    }
+    snap, cfg = _files(tmp_path, _conf({"name": "deviceshare", "arguments": args}))
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 0, result.output
+    got = _warnings(result.stderr)
+    assert any("deviceshare.NodeLockEnable: no effect" in line for line in got), got
+    assert any("deviceshare.SchedulePolicy: no effect" in line for line in got), got
+
+
+def test_capacity_dra_switch_accepted_and_unenforced_quota_named(tmp_path: Path) -> None:
+    case = {
+        **CASE,
+        "queues": [{"name": "gpu-team", "capability": {"cpu": "64", "deviceclass/gpu.nvidia.com": "8"}}],
+    }
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(case)))
+    cfg = tmp_path / "conf.yaml"
+    conf = _conf({"name": "capacity", "arguments": {"capacity.DynamicResourceAllocationEnable": True}})
+    cfg.write_text(yaml.safe_dump(conf))
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 0, result.output
+    got = _warnings(result.stderr)
+    assert any(
+        line.startswith("warning: config: tiers[0].plugins[1].arguments: capacity.Dyn") for line in got
+    )
+    assert any(
+        line.startswith("warning: Queue gpu-team: spec.capability: deviceclass/gpu.nvidia.com not enforced")
+        for line in got
+    ), got

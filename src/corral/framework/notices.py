@@ -11,7 +11,10 @@ record (``notes``). Today they are:
   plugin that is missing — or, with the plugin, when the snapshot has no HyperNode at all.
 - **Arguments read but without effect** (:func:`config_notices`): ``hypernode.binpack.resources.<name>``
   for a resource not listed in ``hypernode.binpack.resources`` (Volcano does not read it);
-  ``hypernode.binpack.normal-pod.fading`` while ``.enable`` is false.
+  ``hypernode.binpack.normal-pod.fading`` while ``.enable`` is false; deviceshare's
+  ``NodeLockEnable``, ``SchedulePolicy``/``ScheduleWeight``; capacity's DRA switches.
+- **Queue quota not enforced** (:func:`queue_notices`): ``deviceclass/`` keys of a queue while capacity's
+  DRA switch is on (corral does not read ResourceClaims yet).
 """
 
 from __future__ import annotations
@@ -19,11 +22,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     from corral.framework.config import Config
     from corral.model import Cluster, Job
 
-__all__ = ["Notice", "cluster_notices", "config_notices", "job_notices", "topology_provider"]
+__all__ = [
+    "Notice",
+    "cluster_notices",
+    "config_notices",
+    "job_notices",
+    "queue_notices",
+    "topology_provider",
+]
 
 GRADIENT_PLUGIN = "network-topology-aware"
 
@@ -102,9 +114,13 @@ def config_notices(config: Config) -> list[Notice]:
     out = []
     for ti, tier in enumerate(config.tiers):
         for pi, pc in enumerate(tier):
+            where = f"tiers[{ti}].plugins[{pi}].arguments"
+            if pc.name == "deviceshare":
+                out += _deviceshare_notices(pc.args, where)
+            if pc.name == "capacity" and (pc.args.dra or pc.args.dra_consumable):
+                out.append(Notice("config", where, _DRA))
             if pc.name != GRADIENT_PLUGIN:
                 continue
-            where = f"tiers[{ti}].plugins[{pi}].arguments"
             for name in unread_weights(pc.args):
                 out.append(
                     Notice(
@@ -120,6 +136,56 @@ def config_notices(config: Config) -> list[Notice]:
                         "config",
                         f"{where}.hypernode.binpack.normal-pod.fading",
                         "has no effect while hypernode.binpack.normal-pod.enable is false",
+                    )
+                )
+    return out
+
+
+_DRA = (
+    "capacity.DynamicResourceAllocationEnable / DRAConsumableCapacityEnable have no effect: corral does "
+    "not read DRA ResourceClaims yet, so no pod is charged DRA quota (deviceclass/ keys of the queues)"
+)
+
+
+def _deviceshare_notices(args: Any, where: str) -> list[Notice]:
+    out = []
+    if args.node_lock:
+        out.append(
+            Notice(
+                "config", f"{where}.deviceshare.NodeLockEnable", "no effect: a bind-time lock, no placement"
+            )
+        )
+    if args.policy or args.weight:
+        out.append(
+            Notice(
+                "config",
+                f"{where}.deviceshare.SchedulePolicy",
+                "no effect: GPU-sharing devices give every node the score 0 (only vGPU scores, as in Volcano)",
+            )
+        )
+    return out
+
+
+def queue_notices(cluster: Cluster, config: Config) -> list[Notice]:
+    """Queues whose quota names DRA device classes while capacity's DRA switch is on: not enforced."""
+    on = any(
+        pc.name == "capacity" and (pc.args.dra or pc.args.dra_consumable) for t in config.tiers for pc in t
+    )
+    if not on:
+        return []
+    cols = [i for i, n in enumerate(cluster.resources.names) if "deviceclass/" in n]
+    out = []
+    for name, q in cluster.queues.items():
+        for what, vec in (("capability", q.capability), ("deserved", q.deserved), ("guarantee", q.guarantee)):
+            if vec is None:
+                continue
+            keys = [cluster.resources.names[c] for c in cols if np.isfinite(vec[c]) and vec[c] > 0]
+            if keys:
+                out.append(
+                    Notice(
+                        f"Queue {name}",
+                        f"spec.{what}",
+                        f"{', '.join(keys)} not enforced: corral does not read DRA ResourceClaims yet",
                     )
                 )
     return out

@@ -8,12 +8,22 @@ share first; Preemptive lets a queue reclaim only while it stays within what it 
 follows Volcano's rule — a victim while its queue, counting the victims before it, still holds more
 than it deserves in a resource it states, and keeps its guarantee — on the queues below the lowest
 common ancestor with the reclaimer (:mod:`corral.plugins.queues`).
+
+Arguments: ``capacity.DynamicResourceAllocationEnable`` and ``capacity.DRAConsumableCapacityEnable``
+(Volcano: charge the pods' DRA ResourceClaims against the queues' ``deviceclass/<class>`` and
+``<dim>.deviceclass/<class>`` quota keys) are accepted and change nothing: corral does not read DRA
+objects (ResourceClaims, ResourceClaimTemplates, DeviceClasses) yet, so no pod is charged DRA quota, as
+in Volcano for a pod without claims. With either one true, ``corral validate`` names each queue whose
+quota has a ``deviceclass/`` key that is therefore not enforced (:mod:`corral.framework.notices`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from corral.framework.config import arg
 from corral.framework.extension import Vote
 from corral.model import Job, Queue, Task
 from corral.plugins.queues import QueuePlugin
@@ -21,8 +31,18 @@ from corral.plugins.queues import QueuePlugin
 __all__ = ["CapacityPlugin"]
 
 
+_DRA = "accepted; corral does not read DRA ResourceClaims yet, so no pod is charged DRA quota"
+
+
+@dataclass(frozen=True)
+class CapacityArgs:
+    dra: bool = arg("capacity.DynamicResourceAllocationEnable", False, _DRA)
+    dra_consumable: bool = arg("capacity.DRAConsumableCapacityEnable", False, _DRA)
+
+
 class CapacityPlugin(QueuePlugin):
     name = "capacity"
+    Args = CapacityArgs
     keeps_guarantee = True
 
     def reclaim_line(self, name: str) -> np.ndarray:
