@@ -24,7 +24,6 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +47,7 @@ from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.patterns import compile_name_pattern
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import GPU, PODS, ResourceIndex
-from corral.model.subjobs import assign_subjobs
+from corral.model.subjobs import resolve_subgroups
 
 __all__ = [
     "DEFAULT_SCHEDULERS",
@@ -551,45 +550,6 @@ def _jobs_and_tasks(
         _finish_job(cluster, job)
         if job.subgroup_policies or job.topology_tier_name:
             resolve_subgroups(cluster, job)
-
-
-def resolve_subgroups(cluster: Cluster, job: Job) -> None:
-    """Volcano's sub-groups of ``job``'s pods (:func:`~corral.model.subjobs.assign_subjobs`) and its
-    ``highestTierName`` constraints turned into tiers by the HyperNodes' ``spec.tierName`` (Volcano
-    ``updateJobTier``). A tier name no HyperNode carries leaves a hard constraint that cannot hold: the
-    job's reason says so (Volcano finds no HyperNode gradient for it); in soft mode the name limits
-    nothing (Volcano's soft mode takes no tier)."""
-    names = cluster.hypernodes.tier_names()
-
-    def tier(mode: str, value: int | None, name: str, where: str) -> int | None:
-        if not name:
-            return value
-        if name in names:
-            return names[name]
-        if mode == "hard" and not job.invalid_reason:
-            job.invalid_reason = (
-                f"{where}.highestTierName {name!r} names no HyperNode tier (tierName of the "
-                f"HyperNodes: {', '.join(sorted(names)) or 'none'}); the hard constraint cannot hold"
-            )
-        return None
-
-    job.topology_tier = tier(
-        job.topology_mode, job.topology_tier, job.topology_tier_name, "spec.networkTopology"
-    )
-    if job.subgroup_policies:
-        job.subgroup_policies = tuple(
-            replace(
-                p,
-                topology_tier=tier(
-                    p.topology_mode,
-                    p.topology_tier,
-                    p.tier_name,
-                    f"spec.subGroupPolicy[{p.name}].networkTopology",
-                ),
-            )
-            for p in job.subgroup_policies
-        )
-        job.subjobs = assign_subjobs(job.subgroup_policies, job.tasks)
 
 
 def _finish_job(cluster: Cluster, job: Job) -> None:

@@ -12,10 +12,10 @@ sub-groups must exist (JobValid) and be ready (JobReady) before the PodGroup is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["SubGroupPolicy", "SubJob", "assign_subjobs"]
+__all__ = ["SubGroupPolicy", "SubJob", "assign_subjobs", "resolve_subgroups"]
 
 
 @dataclass(frozen=True)
@@ -74,3 +74,42 @@ def assign_subjobs(policies: tuple[SubGroupPolicy, ...], tasks: list) -> list[Su
             t.subjob = sj
             break
     return sorted(out.values(), key=lambda s: s.policy)
+
+
+def resolve_subgroups(cluster, job) -> None:
+    """Volcano's sub-groups of ``job``'s pods (:func:`~corral.model.subjobs.assign_subjobs`) and its
+    ``highestTierName`` constraints turned into tiers by the HyperNodes' ``spec.tierName`` (Volcano
+    ``updateJobTier``). A tier name no HyperNode carries leaves a hard constraint that cannot hold: the
+    job's reason says so (Volcano finds no HyperNode gradient for it); in soft mode the name limits
+    nothing (Volcano's soft mode takes no tier)."""
+    names = cluster.hypernodes.tier_names()
+
+    def tier(mode: str, value: int | None, name: str, where: str) -> int | None:
+        if not name:
+            return value
+        if name in names:
+            return names[name]
+        if mode == "hard" and not job.invalid_reason:
+            job.invalid_reason = (
+                f"{where}.highestTierName {name!r} names no HyperNode tier (tierName of the "
+                f"HyperNodes: {', '.join(sorted(names)) or 'none'}); the hard constraint cannot hold"
+            )
+        return None
+
+    job.topology_tier = tier(
+        job.topology_mode, job.topology_tier, job.topology_tier_name, "spec.networkTopology"
+    )
+    if job.subgroup_policies:
+        job.subgroup_policies = tuple(
+            replace(
+                p,
+                topology_tier=tier(
+                    p.topology_mode,
+                    p.topology_tier,
+                    p.tier_name,
+                    f"spec.subGroupPolicy[{p.name}].networkTopology",
+                ),
+            )
+            for p in job.subgroup_policies
+        )
+        job.subjobs = assign_subjobs(job.subgroup_policies, job.tasks)
