@@ -60,7 +60,7 @@ def test_both_tier_fields_refused_by_name() -> None:
         "networkTopology": {"mode": "hard", "highestTierAllowed": 1, "highestTierName": "leaf"},
         "pods": [{"count": 1}],
     }
-    with pytest.raises(InputError, match="spec.networkTopology.highestTierName"):
+    with pytest.raises(InputError, match=r"spec\.networkTopology\.highestTierName"):
         _cluster(job)
 
 
