@@ -14,9 +14,13 @@ turn (Volcano allocates a job's sub-jobs in one pass).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from corral.framework.extension import Domain
 from corral.model import ALLOCATED_STATES, Job, TaskStatus
+from corral.model.subjobs import SubJob
 
 if TYPE_CHECKING:
     from corral.framework.session import Session
@@ -30,7 +34,7 @@ _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 _PIPE = _READY | {TaskStatus.PIPELINED}
 
 
-def _held(sj, states) -> int:
+def _held(sj: SubJob, states: frozenset[TaskStatus]) -> int:
     return sum(1 for t in sj.tasks if t.status in states)
 
 
@@ -39,10 +43,12 @@ def started_subgroups(job: Job) -> int:
     return sum(1 for sj in job.subjobs if _held(sj, _READY) >= sj.size)
 
 
-def place_by_subgroup(action, session: Session, job: Job, state, stmt: Statement, within) -> None:
+def place_by_subgroup(
+    action: Any, session: Session, job: Job, state: Any, stmt: Statement, within: np.ndarray | None
+) -> None:
     """Place every waiting pod of ``state`` (from ``state.pos``) inside ``within`` (None: anywhere),
     sub-group by sub-group; ``state`` ends with the turn over and the last reason met."""
-    buckets: dict[int, tuple[object, list]] = {}
+    buckets: dict[int, tuple[Any, list[Any]]] = {}
     for t in state.tasks[state.pos :]:
         sj = t.subjob
         buckets.setdefault(id(sj), (sj, []))[1].append(t)
@@ -59,13 +65,20 @@ def place_by_subgroup(action, session: Session, job: Job, state, stmt: Statement
             state.reason = rest.reason
 
 
-def _place_subgroup(action, session: Session, job: Job, sj, pending, stmt: Statement, within) -> str:
+def _place_subgroup(
+    action: Any,
+    session: Session,
+    job: Job,
+    sj: SubJob,
+    pending: Any,
+    stmt: Statement,
+    within: np.ndarray | None,
+) -> str:
     """Place one sub-group's waiting pods; "" when it holds its minimum afterwards, else why not (its
     placements undone)."""
+    domains: list[Domain | None] = [None]
     if sj.topology_mode:
-        domains = session.subgroup_search_space(job, sj, within)[:MAX_SUBGROUP_DOMAINS]
-    else:
-        domains = [None]
+        domains = list(session.subgroup_search_space(job, sj, within)[:MAX_SUBGROUP_DOMAINS])
     why = ""
     for d in domains:
         mask = within if d is None else d.mask

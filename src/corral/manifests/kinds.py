@@ -11,7 +11,7 @@ from typing import Any
 
 from corral.errors import InputError
 from corral.manifests.fields import Obj
-from corral.manifests.selectors import Affinity, parse_affinity, parse_label_selector
+from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
 from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity
@@ -162,7 +162,8 @@ class QueueRec:
 class HyperNodeRec:
     name: str
     tier: int
-    members: list[tuple[str, str, object]]
+    #: (member type ``Node``/``HyperNode``, ``exact``/``regex``/``label``, name, pattern or selector)
+    members: list[tuple[str, str, str | LabelSelector]]
     file: str = ""
     tier_name: str = ""
 
@@ -357,7 +358,8 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
     if not isinstance(mtm, dict):
         raise o.error("expected a mapping of role to count", "spec.minTaskMember")
     min_task = {str(k): o.integer(v, f"spec.minTaskMember.{k}", minimum=0) for k, v in mtm.items()}
-    mode, tier, tier_name, policies = "", None, "", ()
+    mode, tier, tier_name = "", None, ""
+    policies: tuple[SubGroupPolicy, ...] = ()
     if kai:
         tc = o.mapping(spec.get("topologyConstraint"), "spec.topologyConstraint")
         if tc.get("requiredTopologyLevel"):
@@ -472,7 +474,7 @@ def _hypernode(o: Obj) -> HyperNodeRec:
     if spec.get("tier") is None:
         raise o.error("missing tier", "spec.tier")
     tier = o.integer(spec["tier"], "spec.tier", minimum=0)
-    members = []
+    members: list[tuple[str, str, str | LabelSelector]] = []
     for i, m in enumerate(o.listof(spec.get("members"), "spec.members")):
         p = f"spec.members[{i}]"
         if not isinstance(m, dict):
@@ -542,7 +544,9 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
         # a value of a shape no parser above expected (a string where a mapping belongs, ...): still
         # bad input, not an internal fault (SPEC.md §5)
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         name = meta.get("name", "?")
         ns = meta.get("namespace")
         raise InputError(

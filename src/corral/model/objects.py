@@ -91,7 +91,8 @@ class Task:
     name: str
     namespace: str
     request: np.ndarray
-    job: Job | None = None
+    # Every task of a Cluster has its job: the builder links them before the cluster is handed out.
+    job: Job = None  # type: ignore[assignment]  # unset only while a snapshot is being assembled
     role: str = ""
     priority: int = 0
     status: TaskStatus = TaskStatus.PENDING
@@ -109,7 +110,7 @@ class Task:
     managed: bool = True
     priority_class: str = ""
     best_effort: bool = False
-    klass: tuple = ()
+    klass: tuple[Any, ...] = ()
     subjob: Any = None  # model.subjobs.SubJob: its Volcano sub-group, if any
 
     @property
@@ -139,8 +140,8 @@ class Job:
     topology_tier: int | None = None
     topology_tier_name: str = ""  # Volcano highestTierName as written (topology_tier holds its tier)
     #: Volcano spec.subGroupPolicy (model.subjobs.SubGroupPolicy) and the sub-groups of its pods
-    subgroup_policies: tuple = ()
-    subjobs: list = field(default_factory=list)
+    subgroup_policies: tuple[Any, ...] = ()
+    subjobs: list[Any] = field(default_factory=list)
     preemptable: bool = True
     invalid_reason: str = ""  # valid input that cannot be honoured (missing queue, missing group)
     synthetic: bool = False  # a pod without podgroup

@@ -52,10 +52,10 @@ class SubJob:
     size: int
     topology_mode: str = ""
     topology_tier: int | None = None
-    tasks: list = field(default_factory=list)
+    tasks: list[Any] = field(default_factory=list)  # model.Task
 
 
-def assign_subjobs(policies: tuple[SubGroupPolicy, ...], tasks: list) -> list[SubJob]:
+def assign_subjobs(policies: tuple[SubGroupPolicy, ...], tasks: list[Any]) -> list[SubJob]:
     """Split ``tasks`` into sub-groups and set each task's ``subjob``; sub-groups in order of policy,
     then of first pod (the pods' order)."""
     out: dict[tuple[int, tuple[str, ...]], SubJob] = {}
@@ -76,7 +76,7 @@ def assign_subjobs(policies: tuple[SubGroupPolicy, ...], tasks: list) -> list[Su
     return sorted(out.values(), key=lambda s: s.policy)
 
 
-def resolve_subgroups(cluster, job) -> None:
+def resolve_subgroups(cluster: Any, job: Any) -> None:
     """Volcano's sub-groups of ``job``'s pods (:func:`~corral.model.subjobs.assign_subjobs`) and its
     ``highestTierName`` constraints turned into tiers by the HyperNodes' ``spec.tierName`` (Volcano
     ``updateJobTier``). A tier name no HyperNode carries leaves a hard constraint that cannot hold: the

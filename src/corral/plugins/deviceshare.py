@@ -81,7 +81,7 @@ class DeviceSharePlugin(GpuSharePlugin):
     """GPU sharing by memory when ``deviceshare.GPUSharingEnable`` is true; else nothing."""
 
     name = "deviceshare"
-    Args = DeviceShareArgs
+    Args = DeviceShareArgs  # type: ignore[assignment]  # gpushare's fields and Volcano's keys
 
     def on_session_open(self) -> None:
         super().on_session_open()

@@ -12,8 +12,11 @@ two switches) allows every candidate.
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
+from corral.model.subjobs import SubJob
 
 __all__ = ["GangPlugin"]
 
@@ -24,7 +27,7 @@ _PIPE = _READY | {TaskStatus.PIPELINED}
 _PLACED_NOW = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 
 
-def _meets(job: Job, states: frozenset) -> bool:
+def _meets(job: Job, states: frozenset[Any]) -> bool:
     if sum(1 for t in job.tasks if t.status in states) < job.min_member:
         return False
     if job.min_task_member and not job.elastic:  # Volcano CheckTaskReady: elastic jobs skip roles
@@ -34,13 +37,13 @@ def _meets(job: Job, states: frozenset) -> bool:
     return not job.subgroup_policies or subgroups_meet(job, states)
 
 
-def subjob_meets(sj, states: frozenset) -> bool:
+def subjob_meets(sj: SubJob, states: frozenset[TaskStatus]) -> bool:
     """A sub-group holds its minimum (Volcano ``SubJobInfo.IsReady``/``IsPipelined``): at least
     ``subGroupSize`` of its pods in ``states``."""
     return sum(1 for t in sj.tasks if t.status in states) >= sj.size
 
 
-def subgroups_meet(job: Job, states: frozenset) -> bool:
+def subgroups_meet(job: Job, states: frozenset[TaskStatus]) -> bool:
     """Every sub-group policy has at least ``minSubGroups`` sub-groups holding their minimum (Volcano
     ``CheckSubJobReady``/``CheckSubJobPipelined``), and no sub-group holds some pods but fewer than its
     minimum — a sub-group starts whole or not at all (Volcano commits a sub-group's statement only when
@@ -107,7 +110,7 @@ class GangPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key): not ready first."""
         return _meets(job, _READY)
 
-    def job_order_key_context(self) -> tuple:
+    def job_order_key_context(self) -> tuple[Any, ...]:
         """The key is a function of the job's own pods (Session.job_sort_key may keep it across cycles)."""
         return ()
 

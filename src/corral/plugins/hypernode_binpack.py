@@ -17,6 +17,8 @@ arguments, ``plugins/network-topology-aware``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from corral.model import Task
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 
-def binpack_weights(args, names: tuple[str, ...] | list[str]) -> list[tuple[int, float]] | None:
+def binpack_weights(args: Any, names: tuple[str, ...] | list[str]) -> list[tuple[int, float]] | None:
     """``[(resource column, weight)]`` of Volcano's hypernode binpack weights among the snapshot's
     resources ``names``, or None when no ``hypernode.binpack.*`` weight argument is given (then corral
     scores a domain by its GPU, else CPU, fraction in use)."""
@@ -39,7 +41,7 @@ def binpack_weights(args, names: tuple[str, ...] | list[str]) -> list[tuple[int,
     if cpu is None and memory is None and not args.bp_resources and not args.bp_weights:
         return None
 
-    def w(value) -> float:
+    def w(value: float | None) -> float:
         return 1.0 if value is None or value < 0 else float(value)
 
     out = {"cpu": w(cpu), "memory": w(memory)}
@@ -49,11 +51,11 @@ def binpack_weights(args, names: tuple[str, ...] | list[str]) -> list[tuple[int,
     return [(pos[n], wt) for n, wt in out.items() if n in pos and wt > 0]
 
 
-def listed(args) -> list[str]:
+def listed(args: Any) -> list[str]:
     return [r.strip() for r in args.bp_resources.split(",") if r.strip()]
 
 
-def unread_weights(args) -> list[str]:
+def unread_weights(args: Any) -> list[str]:
     """The ``hypernode.binpack.resources.<name>`` keys Volcano does not read (the resource is not in
     ``hypernode.binpack.resources``)."""
     names = set(listed(args))
@@ -77,7 +79,7 @@ def domain_binpack_score(
     return got / total if total > 0 else 0.0
 
 
-def binpack_weights_default(names) -> list[tuple[int, float]]:
+def binpack_weights_default(names: tuple[str, ...] | list[str]) -> list[tuple[int, float]]:
     """Volcano's weights when no ``hypernode.binpack.*`` weight is given: cpu 1, memory 1."""
     pos = {n: i for i, n in enumerate(names)}
     return [(pos[n], 1.0) for n in ("cpu", "memory") if n in pos]
@@ -86,7 +88,7 @@ def binpack_weights_default(names) -> list[tuple[int, float]]:
 class NormalPodBinpack:
     """The normal-pod node score over one session's HyperNode tree (see the module docstring)."""
 
-    def __init__(self, session, weights: list[tuple[int, float]], fading: float, scale: float) -> None:
+    def __init__(self, session: Any, weights: list[tuple[int, float]], fading: float, scale: float) -> None:
         self.session = session
         self.weights = weights
         self.scale = scale
@@ -105,7 +107,7 @@ class NormalPodBinpack:
                 owner[hx.nodes[h].mask] = h
             self.tier_w.append(fading ** (t - 1))
             self.node_hn.append(owner)
-        self._sums: tuple | None = None
+        self._sums: tuple[int, np.ndarray, np.ndarray] | None = None
 
     def _used(self) -> tuple[np.ndarray, np.ndarray]:
         nodes = self.session.cluster.nodes

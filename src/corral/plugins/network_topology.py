@@ -31,15 +31,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Plugin
-from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
+from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
-from corral.model.resources import CPU, EPS, GPU, PODS
+from corral.model.resources import CPU, EPS, GPU, PODS, ResourceIndex
+from corral.model.subjobs import SubJob
 from corral.model.work import checkpoint, run_hours
 from corral.plugins.hypernode_binpack import (
     NormalPodBinpack,
@@ -73,7 +75,7 @@ class TopologyArgs:
         "hypernode.binpack.memory", UNSET, "weight of memory in the hypernode binpack score (1)", kind="float"
     )
     bp_resources: str = arg("hypernode.binpack.resources", "", "further resources the hypernode score packs")
-    bp_weights: dict = arg(
+    bp_weights: dict[Any, Any] = arg(
         "hypernode.binpack.resources.", {}, "weight of each of those (default 1)", prefix=True, kind="float"
     )
     normal_pod_enable: bool = arg(
@@ -87,7 +89,7 @@ class TopologyArgs:
         return None if value == UNSET else value
 
 
-def _amounts(res, vec: np.ndarray) -> str:
+def _amounts(res: ResourceIndex, vec: np.ndarray) -> str:
     """``24 nvidia.com/gpu, 8 cpu`` (the pod count left out)."""
     return ", ".join(
         f"{format_quantity(vec[i], n)} {n}" for i, n in enumerate(res.names) if vec[i] and n != PODS
@@ -116,8 +118,8 @@ class NetworkTopologyPlugin(Plugin):
                 self.args.weight,
             )
         self._cap: np.ndarray | None = None
-        self._allowed_cache: dict[tuple, np.ndarray] = {}
-        self._subjob_cache: dict[tuple, Job] = {}
+        self._allowed_cache: dict[tuple[Any, ...], np.ndarray] = {}
+        self._subjob_cache: dict[tuple[Any, ...], Job] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def need(self, job: Job) -> np.ndarray:
@@ -194,7 +196,7 @@ class NetworkTopologyPlugin(Plugin):
         hx = self.tree.index()
         waiting = [t for t in job.tasks if t.status in _WAITING and t.managed]
         lack = min(max(job.min_member - job.ready_count(), 0), len(waiting))
-        kinds: dict = {}
+        kinds: dict[Any, Any] = {}
         for t in waiting:
             key = t.klass or t.request.tobytes()
             kinds[key] = (kinds[key][0], kinds[key][1] + 1) if key in kinds else (t, 1)
@@ -234,7 +236,9 @@ class NetworkTopologyPlugin(Plugin):
             return max(self.tree.tiers, default=1)
         return tier
 
-    def _score(self, mask: np.ndarray, extra: np.ndarray | None = None, request=None) -> float:
+    def _score(
+        self, mask: np.ndarray, extra: np.ndarray | None = None, request: np.ndarray | None = None
+    ) -> float:
         """0-100: how full the domain is. With ``hypernode.binpack.*`` weights, Volcano's HyperNode
         binpack score (:func:`~corral.plugins.hypernode_binpack.domain_binpack_score`) over the
         resources ``request`` (the gang's) asks for, the gang's pods counted in ``extra`` or already
@@ -299,7 +303,7 @@ class NetworkTopologyPlugin(Plugin):
             for i in keep
         ]
 
-    def _subgroup_job(self, job: Job, sj) -> Job:
+    def _subgroup_job(self, job: Job, sj: SubJob) -> Job:
         """A sub-group as a job of its own for the domain search: its pods, its minimum, its topology."""
         key = (job.uid, sj.name)
         got = self._subjob_cache.get(key)
@@ -317,7 +321,7 @@ class NetworkTopologyPlugin(Plugin):
             )
         return got
 
-    def subgroup_search_space(self, job: Job, sj, within: np.ndarray | None) -> list[Domain]:
+    def subgroup_search_space(self, job: Job, sj: SubJob, within: np.ndarray | None) -> list[Domain]:
         """The HyperNodes a Volcano sub-group may be placed in (Volcano ``HyperNodeGradientForSubJobFn``):
         as for a job (:meth:`gang_search_space` with purpose ALLOCATE) by the sub-group's own
         ``networkTopology`` and minimum (``subGroupSize``), keeping only HyperNodes inside ``within`` —
@@ -539,6 +543,6 @@ def _normal_pod(task: Task) -> bool:
     return task.subjob is None or not task.subjob.topology_mode
 
 
-def _reclaimable(cluster, queue: str) -> bool:
+def _reclaimable(cluster: Cluster, queue: str) -> bool:
     q = cluster.queues.get(queue)
     return q is not None and q.reclaimable
