@@ -202,3 +202,18 @@ def test_capacity_dra_switch_accepted_and_unenforced_quota_named(tmp_path: Path)
         line.startswith("warning: Queue gpu-team: spec.capability: deviceclass/gpu.nvidia.com not enforced")
         for line in got
     ), got
+
+
+def test_soft_tier_name_naming_no_hypernode_is_named(tmp_path: Path) -> None:
+    case = {
+        **CASE,
+        "jobs": [{"name": "s", "networkTopology": {"mode": "soft", "highestTierName": "rack"}, "pods": [{}]}],
+    }
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(case)))
+    result = CliRunner().invoke(app, ["validate", str(snap)])
+    assert result.exit_code == 0, result.output
+    assert _warnings(result.stderr) == [
+        "warning: PodGroup default/s: spec.networkTopology.highestTierName: 'rack' names no HyperNode's "
+        "tierName: in soft mode no tier is preferred by it; fix the name"
+    ]

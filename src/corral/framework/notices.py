@@ -8,7 +8,8 @@ record (``notes``). Today they are:
   HyperNode gradient a plugin gives (``network-topology-aware``); without one, the whole cluster is the
   one domain, and so it is in corral (the session's default search space). A podgroup whose
   ``spec.networkTopology`` (or a ``spec.subGroupPolicy`` entry's) would be placed so is named, with the
-  plugin that is missing — or, with the plugin, when the snapshot has no HyperNode at all.
+  plugin that is missing — or, with the plugin, when the snapshot has no HyperNode at all; and a
+  soft-mode ``highestTierName`` that names no HyperNode's ``tierName`` (it prefers nothing).
 - **Arguments read but without effect** (:func:`config_notices`): ``hypernode.binpack.resources.<name>``
   for a resource not listed in ``hypernode.binpack.resources`` (Volcano does not read it);
   ``hypernode.binpack.normal-pod.fading`` while ``.enable`` is false; deviceshare's
@@ -93,7 +94,15 @@ def job_notices(job: Job, provider: tuple[str, bool], has_tree: bool) -> list[No
     if job.topology_mode and not enforced:
         what = _constraint(job.topology_mode, job.topology_tier, job.topology_tier_name)
         out.append(Notice(obj, "spec.networkTopology", f"({what}) {why(False)}"))
+    unnamed = "names no HyperNode's tierName: in soft mode no tier is preferred by it; fix the name"
+    if job.topology_mode == "soft" and job.topology_tier_name and job.topology_tier is None:
+        out.append(
+            Notice(obj, "spec.networkTopology.highestTierName", f"{job.topology_tier_name!r} {unnamed}")
+        )
     for p in job.subgroup_policies:
+        if p.topology_mode == "soft" and p.tier_name and p.topology_tier is None:
+            field = f"spec.subGroupPolicy[{p.name}].networkTopology.highestTierName"
+            out.append(Notice(obj, field, f"{p.tier_name!r} {unnamed}"))
         if p.topology_mode and not (enforced and sub_ok):
             what = _constraint(p.topology_mode, p.topology_tier, p.tier_name)
             out.append(Notice(obj, f"spec.subGroupPolicy[{p.name}].networkTopology", f"({what}) {why(True)}"))
