@@ -91,7 +91,11 @@ def config(action: str) -> dict:
                 "plugins": [
                     {"name": "predicates"},
                     {"name": "proportion"},
-                    {"name": "network-topology-aware"},
+                    # normal-pod HyperNode bin packing off: the placements measured before it was read
+                    {
+                        "name": "network-topology-aware",
+                        "arguments": {"hypernode.binpack.normal-pod.enable": False},
+                    },
                     {"name": "nodeorder"},
                     {"name": "binpack"},
                 ]

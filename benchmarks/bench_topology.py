@@ -147,15 +147,8 @@ def generate(gangs: int, busy: float, seed: int) -> tuple[list[dict], list[tuple
 
 
 def config():
-    """The built-in configuration with ``network-topology-aware`` added to its second tier."""
-    raw = {
-        "actions": DEFAULT_CONFIG["actions"],
-        "tiers": [
-            DEFAULT_CONFIG["tiers"][0],
-            {"plugins": [*DEFAULT_CONFIG["tiers"][1]["plugins"], {"name": "network-topology-aware"}]},
-        ],
-    }
-    return parse_config(raw, REGISTRY, "bench_topology")
+    """The built-in configuration (it holds ``network-topology-aware``)."""
+    return parse_config(DEFAULT_CONFIG, REGISTRY, "bench_topology")
 
 
 def _membership(tree) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:

@@ -219,6 +219,8 @@ def schedule(
             raise
         _fail(exc)
         return
+    for w in decisions.warnings:  # once, on stderr: the decisions stay machine-readable
+        typer.echo(f"warning: PodGroup {w.podgroup}: {w.field}: {w.warning}", err=True)
     if output == "json":
         record = decisions.to_json(cycles)
         if estimates is not None:
@@ -323,6 +325,10 @@ def validate(
 
         cfg = _config(config)
         cluster = load_snapshot(list(snapshot))
+        from corral.framework.notices import cluster_notices, config_notices, queue_notices
+        from corral.registry import REGISTRY
+
+        notices = config_notices(cfg) + queue_notices(cluster, cfg) + cluster_notices(cluster, cfg, REGISTRY)
     except BaseException as exc:  # noqa: BLE001
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
@@ -337,11 +343,14 @@ def validate(
         f"hypernodes; config {plain(cfg.source)}"
         + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
         + (f"; {warned} objects with warnings" if warned else "")
+        + (f"; {len(notices)} warnings" if notices else "")
         + (f"; {off_nodes_line(cluster.off_nodes)}" if cluster.off_nodes else "")
     )
     if notes is not None:  # what corral made from submitted workloads, then what it will not act on
         for line in notes.expansion_lines() + notes.warning_lines():
             typer.echo(plain(line))
+    for n in notices:
+        typer.echo(n.line(), err=True)
 
 
 def _register_sim() -> None:

@@ -20,6 +20,7 @@ from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugi
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
 from corral.plugins.conformance import ConformancePlugin
+from corral.plugins.deviceshare import DeviceSharePlugin
 from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
 from corral.plugins.gpushare import GpuSharePlugin
@@ -90,6 +91,7 @@ _PLUGIN_CLASSES: tuple[type[Plugin], ...] = (
     NetworkTopologyPlugin,
     MinRuntimePlugin,
     GpuSharePlugin,
+    DeviceSharePlugin,
     FifoPlugin,
     SjfPlugin,
     SrtfPlugin,
@@ -108,7 +110,8 @@ REGISTRY = Registry(
     },
 )
 
-#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters).
+#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters and
+#: network-topology-aware, so that a PodGroup's networkTopology and subGroupPolicy hold without asking).
 DEFAULT_CONFIG = {
     "actions": "enqueue, allocate, backfill",
     "tiers": [
@@ -131,6 +134,12 @@ DEFAULT_CONFIG = {
                         "binpack.resources": "nvidia.com/gpu",
                         "binpack.resources.nvidia.com/gpu": 4,
                     },
+                },
+                # hard and soft networkTopology honoured by default (Volcano needs the plugin added);
+                # HyperNode bin packing of pods without a topology left to node order, as before
+                {
+                    "name": "network-topology-aware",
+                    "arguments": {"hypernode.binpack.normal-pod.enable": False},
                 },
             ]
         },

@@ -22,6 +22,7 @@ from corral.kube.logs import Log
 from corral.kube.runner import dry_run_assume
 from corral.manifests.fields import parse_time
 from corral.model import Cluster, Job, Task
+from corral.model.subjobs import SubJob
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand
 
@@ -38,6 +39,8 @@ def _value(v: object) -> object:
         return tuple((k, _value(x)) for k, x in v.items())
     if isinstance(v, (list, tuple)):
         return tuple(_value(x) for x in v)
+    if isinstance(v, SubJob):  # a sub-group: by its fields (its pods by reference)
+        return ("SubJob", _fields(v))
     return v
 
 

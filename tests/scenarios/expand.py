@@ -18,8 +18,8 @@ Shorthand:
 - pdb (a policy/v1 PodDisruptionBudget): ``name``, ``namespace``, ``selector`` (matchLabels),
   ``minAvailable`` / ``maxUnavailable``;
 - hypernode: ``name``, ``tier``, ``nodes`` (member nodes by exact name), ``hypernodes`` (member
-  hypernodes by exact name), ``regex`` (member nodes by pattern); a job's ``networkTopology`` goes into
-  its podgroup as is.
+  hypernodes by exact name), ``regex`` (member nodes by pattern), ``tierName``; a job's
+  ``networkTopology`` and ``subGroupPolicy`` go into its podgroup as is.
 """
 
 from __future__ import annotations
@@ -86,7 +86,11 @@ def _hypernode(h: dict) -> dict:
         "apiVersion": "topology.volcano.sh/v1alpha1",
         "kind": "HyperNode",
         "metadata": {"name": h["name"]},
-        "spec": {"tier": h["tier"], "members": members},
+        "spec": {
+            "tier": h["tier"],
+            "members": members,
+            **({"tierName": h["tierName"]} if h.get("tierName") else {}),
+        },
     }
 
 
@@ -156,7 +160,7 @@ def expand(case: dict) -> list[dict]:
             }
             if job.get("priority") is not None:
                 spec["priorityClassName"] = f"p{job['priority']}"
-            for key in ("minResources", "minTaskMember", "networkTopology"):
+            for key in ("minResources", "minTaskMember", "networkTopology", "subGroupPolicy"):
                 if key in job:
                     spec[key] = job[key]
             spec.update(job.get("podgroup_spec") or {})

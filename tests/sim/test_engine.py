@@ -408,3 +408,19 @@ def test_a_job_in_a_queue_with_children_never_runs(tmp_path):
     assert (r["onparent"].status, r["onleaf"].status) == ("never_fits", "completed")
     reasons = {x["job"]: x["reason"] for x in result.meta["never_fits"]}
     assert "queue 'eng' has child queues (eng-a): only leaf queues hold work" in reasons["onparent"]
+
+
+def test_job_record_notes_an_unenforced_topology():
+    # Volcano's shipped configuration has no network-topology-aware: the hard tier-1 gang is placed
+    # across the leaves (one cluster-wide domain, as Volcano does) and its record says it was not held
+    conf = parse_config(
+        {**DEFAULT_CONFIG, "tiers": [DEFAULT_CONFIG["tiers"][0], {"plugins": [{"name": "predicates"}]}]},
+        REGISTRY,
+        "no-topology",
+    )
+    jobs = [job("g", 0, 10, 8, pods=2, topology=("hard", 1)), job("plain", 0, 10, 8)]
+    r = by_name(engine(jobs, nodes=4, tiers=(2,), config=conf).run())
+    assert "spec.networkTopology" in r["g"].notes and "network-topology-aware" in r["g"].notes
+    assert r["plain"].notes == ""
+    held = by_name(engine(jobs, nodes=4, tiers=(2,)).run())  # the built-in default holds it
+    assert held["g"].notes == ""

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from corral.actions.placement import best_node, no_fit_reason, overused_reason
+from corral.actions.subgroups import place_by_subgroup, started_subgroups
 from corral.framework import skipcache
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -215,6 +216,7 @@ class AllocateAction(Action):
             skip is not None
             and not was_ready
             and not job.topology_mode
+            and not job.subjobs
             and bool(tasks)
             and all(t.klass == tasks[0].klass for t in tasks)
         )
@@ -235,7 +237,7 @@ class AllocateAction(Action):
             domains = session.gang_search_space(job, Purpose.ALLOCATE)
         if len(domains) == 1:
             only = domains[0]
-            self.place_tasks(session, job, state, stmt, None if only is None else only.mask)
+            self.place_pods(session, job, state, stmt, None if only is None else only.mask)
         else:
             reason = self.place_in_domains(session, job, state, stmt, domains)
             state.reason = reason
@@ -250,10 +252,12 @@ class AllocateAction(Action):
         self, session: Session, job: Job, state: Pending, stmt: Statement, domains: list[Domain]
     ) -> str:
         """Dry-run the domains (save/restore) and re-apply the best plan (seed 000 §2.2): a domain holding
-        the job's nominations first, then the lowest tier, then the best HyperNodeOrder score after
+        the job's nominations first, then (a job with Volcano sub-groups) the plan that starts the most
+        sub-groups — as Volcano's guide shows a job held to tier 2 running both of its tier-1
+        partitions rather than one — then the lowest tier, then the best HyperNodeOrder score after
         placement (bin-packing), then the plugin's order. A dry run that placed nothing is no plan. Dry
         runs stop at the first ready plan in the nominated domain, when the tier rises above the best
-        plan's, or after ``MAX_DRY_RUNS`` domains; with no ready plan the first pipelined one is kept.
+        plan's (not for a job with sub-groups), or after ``MAX_DRY_RUNS`` domains; with no ready plan the first pipelined one is kept.
         ``state`` moves on as the chosen plan's turn did."""
         tasks = state.tasks[state.pos :]
         nominated = np.array(
@@ -271,15 +275,21 @@ class AllocateAction(Action):
         reasons: list[tuple[str, str]] = []
         best, fallback = None, None
         for i, d in enumerate(domains):
-            if i >= MAX_DRY_RUNS or (best is not None and tier(d) > best[0][1]):
+            if i >= MAX_DRY_RUNS or (best is not None and not job.subjobs and tier(d) > best[0][2]):
                 break
             mark = stmt.save()
             trial = state.copy()
-            self.place_tasks(session, job, trial, stmt, d.mask)
+            self.place_pods(session, job, trial, stmt, d.mask)
             if len(stmt.ops) == mark:
                 reasons.append((d.name, trial.reason))
             elif session.job_ready(job):
-                key = (0 if holds(d) else 1, tier(d), -float(session.hypernode_scores(job, [d])[0]), i)
+                key = (
+                    0 if holds(d) else 1,
+                    -started_subgroups(job),
+                    tier(d),
+                    -float(session.hypernode_scores(job, [d])[0]),
+                    i,
+                )
                 if best is None or key < best[0]:
                     best = (key, d)
             elif fallback is None and session.job_pipelined(job):
@@ -291,7 +301,7 @@ class AllocateAction(Action):
                 break
         chosen = best[1] if best is not None else fallback
         if chosen is not None:
-            self.place_tasks(session, job, state, stmt, chosen.mask)
+            self.place_pods(session, job, state, stmt, chosen.mask)
             return state.reason
         state.pos = len(state.tasks)  # nothing placed: the turn is over
         if not reasons:
@@ -304,13 +314,30 @@ class AllocateAction(Action):
             + (f"; in {last}: {why}" if why else "")
         )
 
-    def place_tasks(
+    def place_pods(
         self, session: Session, job: Job, state: Pending, stmt: Statement, domain: np.ndarray | None
     ) -> None:
+        """Place the job's waiting pods inside ``domain``: task by task (:meth:`place_tasks`), or, for a
+        PodGroup with Volcano sub-groups, sub-group by sub-group (:mod:`corral.actions.subgroups`)."""
+        if job.subjobs:
+            place_by_subgroup(self, session, job, state, stmt, domain)
+        else:
+            self.place_tasks(session, job, state, stmt, domain)
+
+    def place_tasks(
+        self,
+        session: Session,
+        job: Job,
+        state: Pending,
+        stmt: Statement,
+        domain: np.ndarray | None,
+        turn: bool = True,
+    ) -> None:
         """Place ``state``'s tasks from ``state.pos`` on: stop when the job becomes ready with tasks
-        left (the turn ends), or when a task fits nowhere and the job cannot go on without its role
-        (:func:`continue_allocating`). A task refused by Allocatable, or of a role that already failed,
-        is skipped."""
+        left (the turn ends; not when ``turn`` is False), or when a task fits nowhere and the job cannot
+        go on without its role (:func:`continue_allocating`; for a pod of a sub-group: when the
+        sub-group needs every one of its pods). A task refused by Allocatable, or of a role that already
+        failed, is skipped."""
         queue = session.cluster.queues[job.queue]
         placed = job.ready_count()
         tasks = state.tasks
@@ -329,7 +356,10 @@ class AllocateAction(Action):
             if row < 0:
                 state.reason = no_fit_reason(session, job, task, placed, domain)
                 state.failed.add(task.role)
-                if continue_allocating(job, state.failed, tasks[state.pos :]):
+                sj = task.subjob
+                if sj is not None and len(sj.tasks) > sj.size:
+                    continue  # Volcano NeedContinueAllocating for a sub-group
+                if sj is None and continue_allocating(job, state.failed, tasks[state.pos :]):
                     continue
                 state.pos = len(tasks)  # the job stops here
                 return
@@ -338,7 +368,7 @@ class AllocateAction(Action):
             else:
                 stmt.allocate(task, row)
             placed += 1
-            if state.pos < len(tasks) and session.job_ready(job):
+            if turn and state.pos < len(tasks) and session.job_ready(job):
                 return  # ready: the turn ends
 
     def finish(self, session: Session, job: Job, stmt: Statement, was_ready: bool, reason: str) -> None:

@@ -254,7 +254,14 @@ def parse_args(
     for name, d in collected.items():
         if d:
             values[name] = d
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ConfigError as exc:  # an Args dataclass refusing a value it read: say where
+        if exc.file is not None:
+            raise
+        inner = exc.field or ""
+        path = f"{where}.{inner.removeprefix('arguments.')}" if inner else where
+        raise ConfigError(exc.message, file=file, field=path) from None
 
 
 def _plugin(raw: Any, path: str, file: str, registry: Registry) -> PluginConfig:

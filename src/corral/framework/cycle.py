@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from corral.framework.decisions import Decisions
+from corral.framework.decisions import Decisions, FieldWarning
+from corral.framework.notices import cluster_notices
 from corral.framework.session import Session
 from corral.model import Cluster, PodGroupPhase, Task, TaskStatus
 
@@ -23,6 +24,9 @@ def run_cycle(
     cluster: Cluster, config: Config, registry: Registry, now: float, cycle: int = 1, *, explain: bool = True
 ) -> Decisions:
     """Open a session, run the configured actions in order, close it; return the decisions.
+
+    The first cycle (``cycle`` 1) with ``explain`` lists the podgroups' fields the configuration will
+    not act on (``warnings``, :mod:`corral.framework.notices`).
 
     ``explain=False`` leaves the ``unschedulable`` reasons out (and lets the cycle skip jobs known to
     fail, :mod:`corral.framework.skipcache`); every other decision is the same.
@@ -38,7 +42,14 @@ def run_cycle(
         action = action_class(ac.args)
         session.action = ac.name
         action.execute(session)
-    return session.close()
+    decisions = session.close()
+    if cycle == 1 and explain:
+        # what the podgroups ask that this configuration will not act on, once (framework/notices.py)
+        decisions.warnings = [
+            FieldWarning(n.obj.removeprefix("PodGroup "), n.field, n.message, cycle)
+            for n in cluster_notices(cluster, config, registry)
+        ]
+    return decisions
 
 
 def apply_decisions(

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["Bind", "Decisions", "Eviction", "NodeLock", "Nomination", "PodGroupUpdate", "Unschedulable"]
+__all__ = [
+    "Bind",
+    "Decisions",
+    "Eviction",
+    "FieldWarning",
+    "NodeLock",
+    "Nomination",
+    "PodGroupUpdate",
+    "Unschedulable",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,17 @@ class Unschedulable:
     cycle: int
 
 
+@dataclass(frozen=True)
+class FieldWarning:
+    """A field of a podgroup corral accepts but does not act on (:mod:`corral.framework.notices`),
+    listed once, in the first cycle."""
+
+    podgroup: str
+    field: str
+    warning: str
+    cycle: int
+
+
 @dataclass
 class Decisions:
     binds: list[Bind] = field(default_factory=list)
@@ -61,13 +81,22 @@ class Decisions:
     podgroups: list[PodGroupUpdate] = field(default_factory=list)
     node_locks: list[NodeLock] = field(default_factory=list)
     unschedulable: list[Unschedulable] = field(default_factory=list)
+    warnings: list[FieldWarning] = field(default_factory=list)
     #: the pods the cycle's operations changed, with their state (status, nomination) before the first
     #: change, set by ``Session.close`` (None: unknown); lets ``apply_decisions`` and the simulator's
     #: change test look at what changed instead of every pod. Never part of the JSON.
     touched: list[Any] | None = field(default=None, repr=False, compare=False)
 
     def extend(self, other: Decisions) -> None:
-        for name in ("binds", "evictions", "nominations", "podgroups", "node_locks", "unschedulable"):
+        for name in (
+            "binds",
+            "evictions",
+            "nominations",
+            "podgroups",
+            "node_locks",
+            "unschedulable",
+            "warnings",
+        ):
             getattr(self, name).extend(getattr(other, name))
 
     def to_json(self, cycles: int) -> dict[str, Any]:
@@ -80,6 +109,7 @@ class Decisions:
             "podgroups": _records(self.podgroups),
             "node_locks": _records(self.node_locks),
             "unschedulable": _records(self.unschedulable),
+            "warnings": _records(self.warnings),
         }
 
 

@@ -683,6 +683,20 @@ class Session:
                 return list(got)
         return [Domain("cluster", np.ones(len(self.cluster.nodes), dtype=bool), None)]
 
+    def subgroup_search_space(self, job: Job, subjob: Any, within: np.ndarray | None) -> list[Domain]:
+        """The domains a Volcano sub-group (:class:`~corral.model.subjobs.SubJob`) of ``job`` may be
+        placed in, inside ``within`` (the job's own domain; None: the cluster): the first plugin of the
+        GangSearchSpace point that also answers ``subgroup_search_space`` with a non-empty list defines
+        them (Volcano ``HyperNodeGradientForSubJobFn``); with none, ``within`` is the one domain."""
+        for fn in self.fns("GangSearchSpace"):
+            sub = getattr(getattr(fn, "__self__", None), "subgroup_search_space", None)
+            if sub is not None:
+                got = sub(job, subjob, within)
+                if got:
+                    return list(got)
+        mask = np.ones(len(self.cluster.nodes), dtype=bool) if within is None else within
+        return [Domain("cluster", mask, None)]
+
     def gang_victims(
         self, preemptor: Job, domain: Domain, candidates: list[Task], need: np.ndarray, action: str
     ) -> list[Task] | None:

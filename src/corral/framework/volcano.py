@@ -40,10 +40,12 @@ SWITCH_ALIASES: dict[str, str] = {
 
 #: Switches accepted on every plugin that change nothing in corral, with the reason (docs/configuration.md).
 INERT_SWITCHES: dict[str, str] = {
-    "enableSubJobReady": "corral has no sub-jobs (a PodGroup's sub-groups): a job is ready by minMember "
-    "and every role's minTaskMember",
-    "enableSubJobPipelined": "corral has no sub-jobs",
-    "enableSubJobOrder": "corral has no sub-jobs",
+    "enableSubJobReady": "corral judges a sub-group (spec.subGroupPolicy) ready inside the gang plugin's "
+    "JobReady; the switch does not turn that off",
+    "enableSubJobPipelined": "corral judges a sub-group pipelined inside the gang plugin's JobPipelined; "
+    "the switch does not turn that off",
+    "enableSubJobOrder": "corral places a job's sub-groups in the order of their first pod (TaskOrder); "
+    "the switch changes nothing",
 }
 
 
@@ -101,7 +103,6 @@ REFUSED_PLUGINS: dict[str, str] = {
     "numaaware": "NUMA placement from Numatopology objects; remove it (NUMA is not modelled)",
     "cdp": "cool-down protection of preemptible pods; use the minruntime plugin "
     "(defaultPreemptMinRuntime / defaultReclaimMinRuntime) instead",
-    "deviceshare": "vGPU and GPU sharing devices; use the gpushare plugin for GPU sharing by memory",
     "extender": "calls to HTTP scheduler extenders; remove it (corral calls no external service)",
     "nodegroup": "queue affinity to node groups; remove it, and give the pods a nodeSelector or "
     "required node affinity on the node-group label",

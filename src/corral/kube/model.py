@@ -420,6 +420,7 @@ class LiveModel:
             resources=self.resources,
             nodes=self.nodes,
             queues=self.queues,
+            hypernodes=self.hypernodes,  # tier names of highestTierName
             priority_classes=self.priority_classes,
         )
         pods = [self.pods[k] for k in self.members.get(b, ())]

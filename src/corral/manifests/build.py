@@ -53,6 +53,7 @@ from corral.model.objects import OCCUPYING_STATES, Job, PodGroupPhase, Queue, Ta
 from corral.model.patterns import compile_name_pattern
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import GPU, PODS, ResourceIndex
+from corral.model.subjobs import resolve_subgroups
 
 __all__ = [
     "DEFAULT_SCHEDULERS",
@@ -335,7 +336,7 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
                 "duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name"
             )
         # the model keeps the members untyped (object); they are read back here from the records
-        hns[r.name] = HyperNode(r.name, r.tier, list(r.members))
+        hns[r.name] = HyperNode(r.name, r.tier, list(r.members), tier_name=r.tier_name)
     members = {r.name: r.members for r in recs}
     names = sorted(hns)  # computed once: membership resolution is linear
     no_labels: dict[str, dict] = {n: {} for n in hns}
@@ -521,6 +522,8 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
         labels=pg.labels,
         topology_mode=pg.topology_mode,
         topology_tier=pg.topology_tier,
+        topology_tier_name=pg.topology_tier_name,
+        subgroup_policies=pg.subgroup_policies,
         preemptable=_preemptable(pg.labels, pg.annotations) if pg.preemptible is None else pg.preemptible,
     )
     try:
@@ -594,6 +597,8 @@ def _jobs_and_tasks(
             cluster.off_nodes.append((task.key, rec.node_name))  # holds nothing corral can see
     for job in cluster.jobs.values():
         _finish_job(cluster, job)
+        if job.subgroup_policies or job.topology_tier_name:
+            resolve_subgroups(cluster, job)
 
 
 def _finish_job(cluster: Cluster, job: Job) -> None:

@@ -17,6 +17,7 @@ from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, 
 from corral.model.objects import Taint, Toleration
 from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity
+from corral.model.subjobs import SubGroupPolicy
 
 __all__ = [
     "GROUP_ANNOTATION",
@@ -138,6 +139,8 @@ class PodGroupRec:
     file: str = ""
     #: KAI's ``spec.preemptibility`` read as a victim flag (None: unset, the labels and annotations decide)
     preemptible: bool | None = None
+    topology_tier_name: str = ""
+    subgroup_policies: tuple = ()
 
 
 @dataclass
@@ -166,6 +169,7 @@ class HyperNodeRec:
     #: (member type ``Node``/``HyperNode``, ``exact``/``regex``/``label``, name, pattern or selector)
     members: list[tuple[str, str, str | LabelSelector]]
     file: str = ""
+    tier_name: str = ""
 
 
 def _node(o: Obj) -> NodeRec:
@@ -304,6 +308,52 @@ def min_resources(raw: dict[str, float]) -> dict[str, float]:
     return out
 
 
+def network_topology(o: Obj, raw: Any, path: str) -> tuple[str, int | None, str]:
+    """A Volcano ``networkTopology`` as ``(mode, highestTierAllowed, highestTierName)``; mode "" when
+    absent. Volcano's admission refuses both tier fields at once, so does corral."""
+    nt = o.mapping(raw, path)
+    if not nt:
+        return "", None, ""
+    mode = str(nt.get("mode") or "hard")
+    if mode not in ("hard", "soft"):
+        raise o.error(f"unknown mode {mode!r} (allowed: hard, soft)", f"{path}.mode")
+    tier = None
+    if nt.get("highestTierAllowed") is not None:
+        # the CRD allows 0 (tier-0 HyperNodes only in hard mode; ignored in soft mode)
+        tier = o.integer(nt["highestTierAllowed"], f"{path}.highestTierAllowed", minimum=0)
+    name = o.string(nt.get("highestTierName"), f"{path}.highestTierName")
+    if name and tier is not None:
+        raise o.error(
+            "highestTierAllowed and highestTierName cannot be set together (Volcano refuses it); keep one",
+            f"{path}.highestTierName",
+        )
+    return mode, tier, name
+
+
+def subgroup_policies(o: Obj, raw: Any) -> tuple[SubGroupPolicy, ...]:
+    """``spec.subGroupPolicy`` (Volcano ``SubGroupPolicySpec``), in spec order."""
+    out = []
+    seen: set[str] = set()
+    for i, p in enumerate(o.listof(raw, "spec.subGroupPolicy")):
+        path = f"spec.subGroupPolicy[{i}]"
+        p = o.mapping(p, path)
+        name = o.string(p.get("name"), f"{path}.name")
+        if not name:
+            raise o.error("a subGroupPolicy needs a name", f"{path}.name")
+        if name in seen:
+            raise o.error(f"duplicate subGroupPolicy name {name!r}", f"{path}.name")
+        seen.add(name)
+        size = o.integer(p.get("subGroupSize", 1), f"{path}.subGroupSize", minimum=1)
+        min_groups = o.integer(p.get("minSubGroups", 0), f"{path}.minSubGroups", minimum=0)
+        selector = None
+        if p.get("labelSelector") is not None:
+            selector = parse_label_selector(p["labelSelector"], o.ident, f"{path}.labelSelector")
+        keys = tuple(str(k) for k in o.listof(p.get("matchLabelKeys"), f"{path}.matchLabelKeys"))
+        mode, tier, tier_name = network_topology(o, p.get("networkTopology"), f"{path}.networkTopology")
+        out.append(SubGroupPolicy(name, size, min_groups, selector, keys, mode, tier, tier_name))
+    return tuple(out)
+
+
 def _podgroup(o: Obj, api: str) -> PodGroupRec:
     spec, status = o.section("spec"), o.section("status")
     kai = api.startswith("scheduling.run.ai")
@@ -312,7 +362,8 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
     if not isinstance(mtm, dict):
         raise o.error("expected a mapping of role to count", "spec.minTaskMember")
     min_task = {str(k): o.integer(v, f"spec.minTaskMember.{k}", minimum=0) for k, v in mtm.items()}
-    mode, tier = "", None
+    mode, tier, tier_name = "", None, ""
+    policies: tuple[SubGroupPolicy, ...] = ()
     if kai:
         tc = o.mapping(spec.get("topologyConstraint"), "spec.topologyConstraint")
         if tc.get("requiredTopologyLevel"):
@@ -324,16 +375,8 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
                 tc["highestTierAllowed"], "spec.topologyConstraint.highestTierAllowed", minimum=1
             )
     else:
-        nt = o.mapping(spec.get("networkTopology"), "spec.networkTopology")
-        if nt:
-            mode = str(nt.get("mode") or "hard")
-            if mode not in ("hard", "soft"):
-                raise o.error(f"unknown mode {mode!r} (allowed: hard, soft)", "spec.networkTopology.mode")
-            if nt.get("highestTierAllowed") is not None:
-                # the CRD allows 0 (tier-0 HyperNodes only in hard mode; ignored in soft mode)
-                tier = o.integer(
-                    nt["highestTierAllowed"], "spec.networkTopology.highestTierAllowed", minimum=0
-                )
+        mode, tier, tier_name = network_topology(o, spec.get("networkTopology"), "spec.networkTopology")
+        policies = subgroup_policies(o, spec.get("subGroupPolicy"))
     min_res = spec.get("minResources")
     creation = o.meta.get("creationTimestamp")
     return PodGroupRec(
@@ -356,6 +399,8 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
         preemptible={"preemptible": True, "non-preemptible": False}.get(str(spec.get("preemptibility")))
         if kai
         else None,
+        topology_tier_name=tier_name,
+        subgroup_policies=policies,
     )
 
 
@@ -465,7 +510,8 @@ def _hypernode(o: Obj) -> HyperNodeRec:
             )
         else:
             raise o.error("selector needs exactMatch, regexMatch or labelMatch", f"{p}.selector")
-    return HyperNodeRec(o.name, tier, members, o.file)
+    tier_name = o.string(spec.get("tierName"), "spec.tierName")
+    return HyperNodeRec(o.name, tier, members, o.file, tier_name)
 
 
 def _group(api: Any) -> str:

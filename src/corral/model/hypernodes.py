@@ -23,6 +23,7 @@ class HyperNode:
     children: list[str] = field(default_factory=list)
     parent: str | None = None
     mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # set when the tree resolves
+    tier_name: str = ""  # spec.tierName
 
 
 class HyperIndex:
@@ -94,6 +95,16 @@ class HyperNodeTree:
     @property
     def tiers(self) -> list[int]:
         return sorted(self.by_tier)
+
+    def tier_names(self) -> dict[str, int]:
+        """``spec.tierName`` -> tier (Volcano's HyperNodeTierNameMap); a name given to HyperNodes of
+        several tiers stands for the lowest of them, so that a hard constraint by name never allows more
+        than one of its HyperNodes' tiers."""
+        out: dict[str, int] = {}
+        for hn in self.hypernodes.values():
+            if hn.tier_name:
+                out[hn.tier_name] = min(out.get(hn.tier_name, hn.tier), hn.tier)
+        return out
 
     def domains(self, tier: int) -> list[HyperNode]:
         return [self.hypernodes[n] for n in self.by_tier.get(tier, [])]

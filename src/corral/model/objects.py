@@ -111,6 +111,7 @@ class Task:
     priority_class: str = ""
     best_effort: bool = False
     klass: tuple[Any, ...] = ()
+    subjob: Any = None  # model.subjobs.SubJob: its Volcano sub-group, if any
 
     @property
     def key(self) -> str:
@@ -137,6 +138,10 @@ class Job:
     labels: dict[str, str] = field(default_factory=dict)
     topology_mode: str = ""  # "", "hard", "soft"
     topology_tier: int | None = None
+    topology_tier_name: str = ""  # Volcano highestTierName as written (topology_tier holds its tier)
+    #: Volcano spec.subGroupPolicy (model.subjobs.SubGroupPolicy) and the sub-groups of its pods
+    subgroup_policies: tuple[Any, ...] = ()
+    subjobs: list[Any] = field(default_factory=list)
     preemptable: bool = True
     invalid_reason: str = ""  # valid input that cannot be honoured (missing queue, missing group)
     synthetic: bool = False  # a pod without podgroup

@@ -19,6 +19,13 @@ Reclaimable follows Volcano's rule — a victim while its queue, counting the vi
 holds more than it deserves in a resource it states, and keeps its guarantee — on the victim's leaf
 queue and, with ``ancestorReclaimLevel`` N (an integer ≥ 0, default 0: the leaf only), its N nearest
 ancestors below the lowest common ancestor with the reclaimer (:mod:`corral.plugins.queues`).
+
+Arguments: ``capacity.DynamicResourceAllocationEnable`` and ``capacity.DRAConsumableCapacityEnable``
+(Volcano: charge the pods' DRA ResourceClaims against the queues' ``deviceclass/<class>`` and
+``<dim>.deviceclass/<class>`` quota keys) are accepted and change nothing: corral does not read DRA
+objects (ResourceClaims, ResourceClaimTemplates, DeviceClasses) yet, so no pod is charged DRA quota, as
+in Volcano for a pod without claims. With either one true, ``corral validate`` names each queue whose
+quota has a ``deviceclass/`` key that is therefore not enforced (:mod:`corral.framework.notices`).
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from corral.plugins.queues import QueuePlugin
 
 __all__ = ["CapacityArgs", "CapacityPlugin"]
 
+_DRA = "accepted; corral does not read DRA ResourceClaims yet, so no pod is charged DRA quota"
+
 
 @dataclass(frozen=True)
 class CapacityArgs:
@@ -45,6 +54,8 @@ class CapacityArgs:
         "deserved the reclaim queue rule checks too; 0: the leaf only",
         minimum=0,
     )
+    dra: bool = arg("capacity.DynamicResourceAllocationEnable", False, _DRA)
+    dra_consumable: bool = arg("capacity.DRAConsumableCapacityEnable", False, _DRA)
 
 
 class CapacityPlugin(QueuePlugin):

@@ -16,11 +16,15 @@ from typing import Any
 
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
+from corral.model.subjobs import SubJob
 
 __all__ = ["GangPlugin"]
 
 _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 _PIPE = _READY | {TaskStatus.PIPELINED}
+#: placed by this cycle (a sub-group may not be left part-placed by it; pods already running are not
+#: undone: a sub-group that lost pods waits for the rest)
+_PLACED_NOW = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 
 
 def _meets(job: Job, states: frozenset[Any]) -> bool:
@@ -28,8 +32,44 @@ def _meets(job: Job, states: frozenset[Any]) -> bool:
         return False
     if job.min_task_member and not job.elastic:  # Volcano CheckTaskReady: elastic jobs skip roles
         counts = job.role_counts(states)
-        return all(counts.get(role, 0) >= n for role, n in job.min_task_member.items())
-    return True
+        if not all(counts.get(role, 0) >= n for role, n in job.min_task_member.items()):
+            return False
+    return not job.subgroup_policies or subgroups_meet(job, states)
+
+
+def subjob_meets(sj: SubJob, states: frozenset[TaskStatus]) -> bool:
+    """A sub-group holds its minimum (Volcano ``SubJobInfo.IsReady``/``IsPipelined``): at least
+    ``subGroupSize`` of its pods in ``states``."""
+    return sum(1 for t in sj.tasks if t.status in states) >= sj.size
+
+
+def subgroups_meet(job: Job, states: frozenset[TaskStatus]) -> bool:
+    """Every sub-group policy has at least ``minSubGroups`` sub-groups holding their minimum (Volcano
+    ``CheckSubJobReady``/``CheckSubJobPipelined``), and no sub-group holds some pods but fewer than its
+    minimum — a sub-group starts whole or not at all (Volcano commits a sub-group's statement only when
+    it is ready or pipelined)."""
+    held = [0] * len(job.subgroup_policies)
+    for sj in job.subjobs:
+        n = sum(1 for t in sj.tasks if t.status in states)
+        if n >= sj.size:
+            held[sj.policy] += 1
+        elif n and any(t.status in _PLACED_NOW for t in sj.tasks):
+            return False
+    return all(h >= p.min_groups for h, p in zip(held, job.subgroup_policies))
+
+
+def _subgroups_valid(job: Job) -> str | None:
+    """Volcano ``CheckSubJobValid``: each policy has at least ``minSubGroups`` sub-groups."""
+    count = [0] * len(job.subgroup_policies)
+    for sj in job.subjobs:
+        count[sj.policy] += 1
+    for n, p in zip(count, job.subgroup_policies):
+        if n < p.min_groups:
+            return (
+                f"gang: subGroupPolicy {p.name!r} has {n} sub-groups for minSubGroups {p.min_groups}; "
+                f"label more pods for it or lower minSubGroups"
+            )
+    return None
 
 
 class GangPlugin(Plugin):
@@ -49,6 +89,8 @@ class GangPlugin(Plugin):
             for role, n in sorted(job.min_task_member.items()):
                 if counts.get(role, 0) < n:
                     return f"gang: role {role!r} has {counts.get(role, 0)} pods for minTaskMember {n}"
+        if job.subgroup_policies:
+            return _subgroups_valid(job)
         return None
 
     def job_ready(self, job: Job) -> bool:

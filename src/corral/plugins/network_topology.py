@@ -41,7 +41,16 @@ from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS, ResourceIndex
+from corral.model.subjobs import SubJob
 from corral.model.work import checkpoint, run_hours
+from corral.plugins.hypernode_binpack import (
+    NormalPodBinpack,
+    binpack_weights,
+    binpack_weights_default,
+    domain_binpack_score,
+)
+from corral.plugins.topology_costs import Victims as _Victims
+from corral.plugins.topology_costs import entry_costs as _entry_costs
 
 __all__ = ["NetworkTopologyPlugin"]
 
@@ -49,6 +58,8 @@ _WAITING = {TaskStatus.PENDING, TaskStatus.PIPELINED}
 #: Full domains (no room by the free-capacity bound) still offered to allocate when none has room.
 FULL_DOMAINS_TRIED = 2
 _VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+#: an argument not given (no configuration can give it: numbers are bounded by 1e12 at load)
+UNSET = -float(2**60)
 
 
 @dataclass(frozen=True)
@@ -58,29 +69,24 @@ class TopologyArgs:
         "weight", 1.0, "multiplies the HyperNodeOrder score (Volcano's plugin weight)", kind="float"
     )
     bp_cpu: float = arg(
-        "hypernode.binpack.cpu", -1.0, "weight of cpu in the hypernode binpack score", kind="float"
+        "hypernode.binpack.cpu", UNSET, "weight of cpu in the hypernode binpack score (1)", kind="float"
     )
     bp_memory: float = arg(
-        "hypernode.binpack.memory", -1.0, "weight of memory in the hypernode binpack score", kind="float"
+        "hypernode.binpack.memory", UNSET, "weight of memory in the hypernode binpack score (1)", kind="float"
     )
     bp_resources: str = arg("hypernode.binpack.resources", "", "further resources the hypernode score packs")
     bp_weights: dict[Any, Any] = arg(
         "hypernode.binpack.resources.", {}, "weight of each of those (default 1)", prefix=True, kind="float"
     )
+    normal_pod_enable: bool = arg(
+        "hypernode.binpack.normal-pod.enable", True, "hypernode bin packing for pods without networkTopology"
+    )
+    normal_pod_fading: float = arg(
+        "hypernode.binpack.normal-pod.fading", 0.8, "weight of tier t is fading**(t-1)", kind="float"
+    )
 
-    def binpack_weights(self) -> dict[str, float] | None:
-        """Volcano's hypernode binpack weights per resource, or None when no ``hypernode.binpack.*``
-        argument is given (then the score is the GPU, else CPU, fraction in use)."""
-        if self.bp_cpu < 0 and self.bp_memory < 0 and not self.bp_resources and not self.bp_weights:
-            return None
-        out = {
-            "cpu": max(self.bp_cpu, 0.0) if self.bp_cpu >= 0 else 1.0,
-            "memory": max(self.bp_memory, 0.0) if self.bp_memory >= 0 else 1.0,
-        }
-        for name in (r.strip() for r in self.bp_resources.split(",")):
-            if name:
-                out[name] = float(self.bp_weights.get(name, 1.0))
-        return out
+    def given(self, value: float) -> float | None:
+        return None if value == UNSET else value
 
 
 def _amounts(res: ResourceIndex, vec: np.ndarray) -> str:
@@ -101,12 +107,19 @@ class NetworkTopologyPlugin(Plugin):
         self.cols = np.ones(len(res), dtype=bool)
         self.cols[res.pos(PODS)] = False
         self.score_col = res.pos(GPU) if GPU in res else res.pos(CPU)
-        weights = self.args.binpack_weights()
-        self._bp = (
-            None if weights is None else [(res.pos(n), w) for n, w in weights.items() if n in res and w > 0]
-        )
+        self._bp = binpack_weights(self.args, res.names)
+        self._normal = None
+        if self.args.normal_pod_enable and self.tree:
+            fading = self.args.normal_pod_fading
+            self._normal = NormalPodBinpack(
+                self.session,
+                self._bp if self._bp is not None else binpack_weights_default(res.names),
+                0.8 if fading < 0 else fading,
+                self.args.weight,
+            )
         self._cap: np.ndarray | None = None
         self._allowed_cache: dict[tuple[Any, ...], np.ndarray] = {}
+        self._subjob_cache: dict[tuple[Any, ...], Job] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def need(self, job: Job) -> np.ndarray:
@@ -223,21 +236,37 @@ class NetworkTopologyPlugin(Plugin):
             return max(self.tree.tiers, default=1)
         return tier
 
-    def _score(self, mask: np.ndarray, extra: np.ndarray | None = None) -> float:
+    def _score(
+        self, mask: np.ndarray, extra: np.ndarray | None = None, request: np.ndarray | None = None
+    ) -> float:
+        """0-100: how full the domain is. With ``hypernode.binpack.*`` weights, Volcano's HyperNode
+        binpack score (:func:`~corral.plugins.hypernode_binpack.domain_binpack_score`) over the
+        resources ``request`` (the gang's) asks for, the gang's pods counted in ``extra`` or already
+        placed; else the fraction of its GPU, else CPU, capacity in use."""
         nodes = self.session.cluster.nodes
         if self._bp is not None:
             cap = nodes.allocatable[mask].sum(axis=0)
-            used = nodes.used[mask].sum(axis=0) + (extra if extra is not None else 0.0)
-            total = got = 0.0
-            for c, w in self._bp:
-                if cap[c] > 0 and np.isfinite(cap[c]):
-                    got += w * min(float(used[c] / cap[c]), 1.0)
-                    total += w
-            return 100.0 * got / total if total > 0 else 0.0
+            used = nodes.used[mask].sum(axis=0)
+            if extra is not None:
+                used = used + extra  # the gang's pods not yet placed (else a dry run placed them)
+            asked = np.ones(len(cap), dtype=bool) if request is None else request > 0
+            return 100.0 * domain_binpack_score(used, cap, asked, self._bp)
         c = self.score_col
         cap = float(nodes.allocatable[mask, c].sum())
         used = float(nodes.used[mask, c].sum()) + (float(extra[c]) if extra is not None else 0.0)
         return 100.0 * used / cap if cap > 0 else 0.0
+
+    def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
+        """Volcano's HyperNode bin packing for normal pods (``hypernode.binpack.normal-pod.*``); 0 for
+        the pods of a job or sub-group with a networkTopology (and with no HyperNodes)."""
+        if self._normal is None or not _normal_pod(task):
+            return np.zeros(len(rows))
+        return self._normal.scores(task, rows)
+
+    def scores_row_local(self, task: Task) -> bool:
+        """The normal-pod score of a node moves with what its HyperNodes hold, not only the node:
+        never kept per node across placements for the pods it scores."""
+        return self._normal is None or not _normal_pod(task)
 
     def _allocate_order(self, job: Job, cand: np.ndarray, need: np.ndarray) -> list[Domain]:
         """The domains allocate can use, ordered by what the job can get there — fits in free capacity
@@ -256,6 +285,15 @@ class NetworkTopologyPlugin(Plugin):
         cap = self._capacity()[cand, c]
         used = hx.sums(nodes.used[:, c] * ~nodes.down)[cand] + need[c]
         score = np.where(cap > 0, 100.0 * used / np.where(cap > 0, cap, 1.0), 0.0)
+        if self._bp is not None:  # Volcano's weighted hypernode binpack score instead
+            loaded = hx.sums(nodes.used * (~nodes.down)[:, None])[cand] + need
+            caps = self._capacity()[cand]
+            score = np.array(
+                [
+                    100.0 * domain_binpack_score(loaded[i], caps[i], need > 0, self._bp)
+                    for i in range(len(cand))
+                ]
+            )
         klass = self._fit_class(job, cand, self.least_need(job))
         order = np.lexsort((cand, -score, hx.tier[cand], klass))
         room = order[klass[order] < 2]
@@ -264,6 +302,47 @@ class NetworkTopologyPlugin(Plugin):
             Domain(hx.names[cand[i]], hx.nodes[cand[i]].mask, int(hx.tier[cand[i]]), float(score[i]))
             for i in keep
         ]
+
+    def _subgroup_job(self, job: Job, sj: SubJob) -> Job:
+        """A sub-group as a job of its own for the domain search: its pods, its minimum, its topology."""
+        key = (job.uid, sj.name)
+        got = self._subjob_cache.get(key)
+        if got is None:
+            got = self._subjob_cache[key] = Job(
+                uid=f"{job.uid}#{sj.name}",
+                name=sj.name,
+                namespace=job.namespace,
+                queue=job.queue,
+                min_member=sj.size,
+                priority=job.priority,
+                tasks=sj.tasks,
+                topology_mode=sj.topology_mode,
+                topology_tier=sj.topology_tier,
+            )
+        return got
+
+    def subgroup_search_space(self, job: Job, sj: SubJob, within: np.ndarray | None) -> list[Domain]:
+        """The HyperNodes a Volcano sub-group may be placed in (Volcano ``HyperNodeGradientForSubJobFn``):
+        as for a job (:meth:`gang_search_space` with purpose ALLOCATE) by the sub-group's own
+        ``networkTopology`` and minimum (``subGroupSize``), keeping only HyperNodes inside ``within`` —
+        the job's own domain. Soft mode appends ``within`` itself as the last resort."""
+        if not sj.topology_mode or not self.tree:
+            return []
+        sub = self._subgroup_job(job, sj)
+        cand = self._allowed(sub)
+        if within is not None:
+            hx = self.tree.index()
+            cand = np.array([h for h in cand if not (hx.nodes[h].mask & ~within).any()], dtype=np.int64)
+        out = self._allocate_order(sub, cand, self.need(sub))
+        if not out and sj.topology_mode == "hard":
+            # nowhere: an empty domain, so that the hard constraint is not lifted by the fallback
+            tier = self.highest_tier(sub)
+            nowhere = np.zeros(len(self.session.cluster.nodes), dtype=bool)
+            return [Domain(f"no HyperNode of tier <= {tier} inside the job's domain", nowhere, tier)]
+        if sj.topology_mode == "soft":
+            nodes = self.session.cluster.nodes
+            out.append(Domain("cluster", (~nodes.down) if within is None else within, None))
+        return out
 
     # -- extension points ------------------------------------------------------------------------
     def gang_search_space(self, job: Job, purpose: Purpose) -> list[Domain]:
@@ -446,81 +525,24 @@ class NetworkTopologyPlugin(Plugin):
         return None
 
     def hypernode_order(self, job: Job, domains: Sequence[Domain]) -> np.ndarray:
-        return self.args.weight * np.array([self._score(d.mask) for d in domains], dtype=float)
+        """Asked after a dry run placed the gang in each domain (allocate): its pods are in ``used``."""
+        request = None
+        if self._bp is not None:
+            request = np.zeros(len(self.session.cluster.resources))
+            for t in job.tasks:
+                request = np.maximum(request, t.request)
+        return self.args.weight * np.array([self._score(d.mask, None, request) for d in domains], dtype=float)
+
+
+def _normal_pod(task: Task) -> bool:
+    """A pod without a topology constraint: its job has none, nor its sub-group (Volcano: its SubJob
+    has no networkTopology)."""
+    job = task.job
+    if job is not None and job.topology_mode:
+        return False
+    return task.subjob is None or not task.subjob.topology_mode
 
 
 def _reclaimable(cluster: Cluster, queue: str) -> bool:
     q = cluster.queues.get(queue)
     return q is not None and q.reclaimable
-
-
-@dataclass
-class _Victims:
-    """The pods that might give way, as arrays (:meth:`NetworkTopologyPlugin._victims`)."""
-
-    rows: np.ndarray  # per pod: its node
-    owner: np.ndarray  # per pod: its job's index
-    req: np.ndarray  # per pod: its request in the columns asked
-    work: np.ndarray  # per pod: its work
-    held: np.ndarray  # per job: all the work it holds
-    surplus: np.ndarray  # per job: ready pods above minMember (negative: broken)
-
-
-def _entry_costs(
-    masks: np.ndarray,
-    lack: np.ndarray,
-    rows: np.ndarray,
-    owner: np.ndarray,
-    req: np.ndarray,
-    work: np.ndarray,
-    held: np.ndarray,
-    surplus: np.ndarray,
-    want: np.ndarray,
-) -> list[float]:
-    """Every domain's entry cost (:meth:`NetworkTopologyPlugin.entry_costs`) at once. ``masks``: one
-    node mask per domain; ``lack``: what each domain lacks; ``rows``/``owner``/``req``/``work``: per
-    candidate pod its node, job index, request in the needed columns and work in units of the need;
-    ``held``/``surplus``: per job. The pods of each (domain, job) pair are summed; each domain's groups
-    are sorted (surplus before core, then the most of the need freed per unit of cost, then the job)
-    and taken until they cover what the domain lacks — all domains in one sort, cut per domain."""
-    n_jobs, n_cols = len(held), len(want)
-    out = np.where(np.all(lack <= EPS, axis=1), 0.0, np.inf)
-    short = np.flatnonzero(out > 0)
-    if not short.size or not rows.size:
-        return out.tolist()
-    dom, pod = np.nonzero(masks[short][:, rows])
-    if not dom.size:
-        return out.tolist()
-    keys, slot = np.unique(dom * n_jobs + owner[pod], return_inverse=True)
-    g_dom, g_job = keys // n_jobs, keys % n_jobs
-    m = len(keys)
-    local = np.stack([np.bincount(slot, weights=req[pod, c], minlength=m) for c in range(n_cols)], axis=1)
-    count = np.bincount(slot, minlength=m)
-    spare = surplus[g_job]
-    # as the bundles count (seed 000 cost model): a job's surplus pods (all of them when it is broken)
-    # cost nothing, the rest costs everything the job holds
-    share = np.where(spare < 0, 1.0, np.minimum(count, np.maximum(spare, 0)) / np.maximum(count, 1))
-    frees = np.concatenate([local * share[:, None], local * (1 - share)[:, None]])
-    spend = np.concatenate([np.zeros(m), np.where(share < 1, held[g_job], 0.0)])
-    kind = np.repeat([0, 1], m)
-    dom2, job2 = np.concatenate([g_dom, g_dom]), np.concatenate([g_job, g_job])
-    use = np.flatnonzero(np.any(frees > EPS, axis=1))
-    gain = (np.minimum(frees[use], want) / want).sum(axis=1)
-    roi = np.where(spend[use] > 0, gain / np.where(spend[use] > 0, spend[use], 1.0), np.inf)
-    order = use[np.lexsort((job2[use], -roi, kind[use], dom2[use]))]
-    seg = dom2[order]
-    starts = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-    # cumulative sums within each domain's run: the running total minus what came before the run
-    run = np.cumsum(frees[order], axis=0)
-    before = np.vstack([np.zeros((1, n_cols)), run])[starts]
-    base = np.repeat(before, np.diff(np.r_[starts, len(order)]), axis=0)
-    covered = np.all(run - base >= lack[short][seg] - EPS, axis=1)
-    hit = np.flatnonzero(covered)
-    first_d, first_at = np.unique(seg[hit], return_index=True)
-    cut = dict(zip(first_d.tolist(), hit[first_at].tolist()))
-    spent = spend[order]
-    for i in starts.tolist():
-        end = cut.get(int(seg[i]))
-        if end is not None:
-            out[short[seg[i]]] = float(np.cumsum(spent[i : end + 1])[-1])
-    return out.tolist()

@@ -46,6 +46,7 @@ from typing import Any
 from corral.errors import InputError
 from corral.framework.config import Config, Registry
 from corral.framework.cycle import apply_decisions, run_cycle
+from corral.framework.notices import job_notices, topology_provider
 from corral.framework.session import PENDING_LIKE
 from corral.manifests.fields import parse_duration
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
@@ -212,6 +213,9 @@ class Engine(EngineMetrics):
         self._forecast_at = None
         self._expected = {}
         self._submitted = 0
+        #: per job: what the configuration does not act on (framework/notices.py), for its record
+        self._notes: dict[str, str] = {}
+        self._topology = topology_provider(config, registry)
         self._dirty = False
         self._cycle_at: float | None = None
         self._beat_at: float | None = None
@@ -339,6 +343,10 @@ class Engine(EngineMetrics):
             self.cluster.tasks[task.uid] = task
         self._active[job.uid] = sim
         self._waiting[job.uid] = sim
+        if job.topology_mode:
+            notes = job_notices(job, self._topology, bool(self.cluster.hypernodes))
+            if notes:
+                self._notes[job.uid] = "; ".join(f"{n.field}: {n.message}" for n in notes)
         self._changed_jobs.add(job.uid)
         self._demand += sim.gpus
         self._changed = True

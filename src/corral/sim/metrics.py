@@ -78,6 +78,7 @@ class EngineMetrics:
     _done: dict[str, SimJob]
     _reasons: dict[str, str]  # last unschedulable reason, per waiting job
     _last_reasons: dict[str, str]  # the same, kept once the job started (per-job records)
+    _notes: dict[str, str]  # what the configuration does not act on, per job
     _forecast_at: float | None  # the next instant an expected-start forecast is due
     _expected: dict[str, tuple[float, float]]  # job uid -> (first expected start, made at)
     _submitted: int  # specs submitted so far (a prefix of ``specs``)
@@ -245,6 +246,7 @@ class EngineMetrics:
             rec.status = "never_fits" if spec.name in self.never_fits else "pending"
             return rec
         rec.first_start, rec.end = sim.first_start, sim.end
+        rec.notes = self._notes.get(sim.job.uid, "")
         rec.reason = self._last_reasons.get(sim.job.uid) or self._unreported(sim.job.uid)
         rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
         rec.jct = None if sim.end is None else sim.end - spec.submit

@@ -17,7 +17,8 @@ class JobRecord:
     """What one job experienced. ``status`` is ``completed``, ``running``, ``pending`` (still waiting at
     the end of the run) or ``never_fits`` (larger than the cluster or its queue could ever give).
     ``wait`` is first start minus submit; ``jct`` is end minus submit; both ``None`` when not reached.
-    ``reason``: the last unschedulable reason the job had while it waited ("" if it never waited)."""
+    ``reason``: the last unschedulable reason the job had while it waited ("" if it never waited).
+    ``notes``: fields of the job the configuration does not act on (:mod:`corral.framework.notices`)."""
 
     job: str
     queue: str
@@ -47,6 +48,7 @@ class JobRecord:
     #: a completed job's time without its gang running: the first wait plus every wait after a stop
     #: (``jct`` minus the time it held its nodes at its minimum, restores included)
     queue_time: float | None = None
+    notes: str = ""  # what the configuration did not act on (e.g. a topology no plugin enforced)
 
 
 @dataclass

@@ -1,0 +1,200 @@
+"""What corral accepts but will not act on, said per object (SPEC.md §5: no field dropped silently).
+
+``corral validate`` prints these notices, ``corral schedule`` prints them once and lists them in its
+decisions (``warnings``, one record per podgroup and field), the simulator keeps them in each job's
+record (``notes``). Today they are:
+
+- **A topology constraint that is not enforced.** Volcano's allocate takes a gang's domains from the
+  HyperNode gradient a plugin gives (``network-topology-aware``); without one, the whole cluster is the
+  one domain, and so it is in corral (the session's default search space). A podgroup whose
+  ``spec.networkTopology`` (or a ``spec.subGroupPolicy`` entry's) would be placed so is named, with the
+  plugin that is missing — or, with the plugin, when the snapshot has no HyperNode at all; and a
+  soft-mode ``highestTierName`` that names no HyperNode's ``tierName`` (it prefers nothing).
+- **Arguments read but without effect** (:func:`config_notices`): ``hypernode.binpack.resources.<name>``
+  for a resource not listed in ``hypernode.binpack.resources`` (Volcano does not read it);
+  ``hypernode.binpack.normal-pod.fading`` while ``.enable`` is false; deviceshare's
+  ``NodeLockEnable``, ``SchedulePolicy``/``ScheduleWeight``; capacity's DRA switches.
+- **Queue quota not enforced** (:func:`queue_notices`): ``deviceclass/`` keys of a queue while capacity's
+  DRA switch is on (corral does not read ResourceClaims yet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from corral.framework.config import Config
+    from corral.model import Cluster, Job
+
+__all__ = [
+    "Notice",
+    "cluster_notices",
+    "config_notices",
+    "job_notices",
+    "queue_notices",
+    "topology_provider",
+]
+
+GRADIENT_PLUGIN = "network-topology-aware"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """``obj`` ("PodGroup ns/name", "config"), the field, what is not acted on and what to do."""
+
+    obj: str
+    field: str
+    message: str
+
+    def line(self) -> str:
+        return f"warning: {self.obj}: {self.field}: {self.message}"
+
+
+def topology_provider(config: Config, registry: Any) -> tuple[str, bool]:
+    """``(plugin, sub-groups too)``: the first configured plugin that answers GangSearchSpace (its
+    ``enableGangSearchSpace`` switch on), and whether it answers for sub-groups as well; ``("", False)``
+    when none does."""
+    for tier in config.tiers:
+        for pc in tier:
+            cls = registry.plugin_class(pc.name)
+            if (
+                cls is not None
+                and callable(getattr(cls, "gang_search_space", None))
+                and pc.enabled("enableGangSearchSpace")
+            ):
+                return pc.name, callable(getattr(cls, "subgroup_search_space", None))
+    return "", False
+
+
+def _constraint(mode: str, tier: int | None, name: str) -> str:
+    limit = f"highestTierName {name}" if name else ("every tier" if tier is None else f"tier <= {tier}")
+    return f"{mode}, {limit}"
+
+
+def job_notices(job: Job, provider: tuple[str, bool], has_tree: bool) -> list[Notice]:
+    """The notices of one podgroup (see the module docstring)."""
+    if job.synthetic:
+        return []
+    plugin, sub_ok = provider
+    out = []
+    obj = f"PodGroup {job.uid}"
+
+    def why(for_subgroup: bool) -> str:
+        if not plugin or (for_subgroup and not sub_ok):
+            return (
+                f"not enforced: no plugin of the configuration gives the HyperNode search space, so the "
+                f"whole cluster is one domain (as in Volcano); add {GRADIENT_PLUGIN} to the configuration"
+            )
+        return "not enforced: the snapshot has no HyperNode, so the whole cluster is one domain"
+
+    enforced = bool(plugin) and has_tree
+    if job.topology_mode and not enforced:
+        what = _constraint(job.topology_mode, job.topology_tier, job.topology_tier_name)
+        out.append(Notice(obj, "spec.networkTopology", f"({what}) {why(False)}"))
+    unnamed = "names no HyperNode's tierName: in soft mode no tier is preferred by it; fix the name"
+    if job.topology_mode == "soft" and job.topology_tier_name and job.topology_tier is None:
+        out.append(
+            Notice(obj, "spec.networkTopology.highestTierName", f"{job.topology_tier_name!r} {unnamed}")
+        )
+    for p in job.subgroup_policies:
+        if p.topology_mode == "soft" and p.tier_name and p.topology_tier is None:
+            field = f"spec.subGroupPolicy[{p.name}].networkTopology.highestTierName"
+            out.append(Notice(obj, field, f"{p.tier_name!r} {unnamed}"))
+        if p.topology_mode and not (enforced and sub_ok):
+            what = _constraint(p.topology_mode, p.topology_tier, p.tier_name)
+            out.append(Notice(obj, f"spec.subGroupPolicy[{p.name}].networkTopology", f"({what}) {why(True)}"))
+    return out
+
+
+def cluster_notices(cluster: Cluster, config: Config, registry: Any) -> list[Notice]:
+    """Every podgroup's notices, in the cluster's job order."""
+    provider = topology_provider(config, registry)
+    has_tree = bool(cluster.hypernodes)
+    return [n for job in cluster.jobs.values() for n in job_notices(job, provider, has_tree)]
+
+
+def config_notices(config: Config) -> list[Notice]:
+    """Arguments of the configuration that are read but change nothing."""
+    from corral.plugins.hypernode_binpack import unread_weights
+
+    out = []
+    for ti, tier in enumerate(config.tiers):
+        for pi, pc in enumerate(tier):
+            where = f"tiers[{ti}].plugins[{pi}].arguments"
+            if pc.name == "deviceshare":
+                out += _deviceshare_notices(pc.args, where)
+            if pc.name == "capacity" and (pc.args.dra or pc.args.dra_consumable):
+                out.append(Notice("config", where, _DRA))
+            if pc.name != GRADIENT_PLUGIN:
+                continue
+            for name in unread_weights(pc.args):
+                out.append(
+                    Notice(
+                        "config",
+                        f"{where}.hypernode.binpack.resources.{name}",
+                        f"{name} is not in hypernode.binpack.resources, so this weight is not read "
+                        f"(as in Volcano); list the resource there",
+                    )
+                )
+            if not pc.args.normal_pod_enable and pc.args.normal_pod_fading != 0.8:
+                out.append(
+                    Notice(
+                        "config",
+                        f"{where}.hypernode.binpack.normal-pod.fading",
+                        "has no effect while hypernode.binpack.normal-pod.enable is false",
+                    )
+                )
+    return out
+
+
+_DRA = (
+    "capacity.DynamicResourceAllocationEnable / DRAConsumableCapacityEnable have no effect: corral does "
+    "not read DRA ResourceClaims yet, so no pod is charged DRA quota (deviceclass/ keys of the queues)"
+)
+
+
+def _deviceshare_notices(args: Any, where: str) -> list[Notice]:
+    out = []
+    if args.node_lock:
+        out.append(
+            Notice(
+                "config", f"{where}.deviceshare.NodeLockEnable", "no effect: a bind-time lock, no placement"
+            )
+        )
+    if args.policy or args.weight:
+        out.append(
+            Notice(
+                "config",
+                f"{where}.deviceshare.SchedulePolicy",
+                "no effect: GPU-sharing devices give every node the score 0 (only vGPU scores, as in Volcano)",
+            )
+        )
+    return out
+
+
+def queue_notices(cluster: Cluster, config: Config) -> list[Notice]:
+    """Queues whose quota names DRA device classes while capacity's DRA switch is on: not enforced."""
+    on = any(
+        pc.name == "capacity" and (pc.args.dra or pc.args.dra_consumable) for t in config.tiers for pc in t
+    )
+    if not on:
+        return []
+    cols = [i for i, n in enumerate(cluster.resources.names) if "deviceclass/" in n]
+    out = []
+    for name, q in cluster.queues.items():
+        for what, vec in (("capability", q.capability), ("deserved", q.deserved), ("guarantee", q.guarantee)):
+            if vec is None:
+                continue
+            keys = [cluster.resources.names[c] for c in cols if np.isfinite(vec[c]) and vec[c] > 0]
+            if keys:
+                out.append(
+                    Notice(
+                        f"Queue {name}",
+                        f"spec.{what}",
+                        f"{', '.join(keys)} not enforced: corral does not read DRA ResourceClaims yet",
+                    )
+                )
+    return out

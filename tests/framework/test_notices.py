@@ -1,0 +1,219 @@
+"""corral validate and corral schedule warn, per object, about what they accept but will not act on
+(framework/notices.py): a topology constraint no plugin enforces, arguments read without effect."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from corral.cli import app
+from corral.framework.config import parse_config
+from corral.framework.notices import config_notices
+from corral.registry import REGISTRY
+from tests.scenarios.expand import expand
+
+NOW = "2026-01-01T00:00:00Z"
+PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers" / "volcano" / "volcano-scheduler.conf"
+
+#: Volcano's shipped scheduler configuration (installer/helm/chart/volcano/config/volcano-scheduler.conf)
+VOLCANO_CONF = {
+    "actions": "enqueue, allocate, backfill",
+    "tiers": [
+        {
+            "plugins": [
+                {"name": "priority"},
+                {"name": "gang", "enablePreemptable": False},
+                {"name": "conformance"},
+            ]
+        },
+        {
+            "plugins": [
+                {"name": "overcommit"},
+                {"name": "drf", "enablePreemptable": False},
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder"},
+                {"name": "binpack"},
+            ]
+        },
+    ],
+}
+
+CASE = {
+    "hypernodes": [
+        {"name": "s1", "tier": 1, "nodes": ["n1", "n2"]},
+        {"name": "s2", "tier": 1, "nodes": ["n3", "n4"]},
+        {"name": "spine", "tier": 2, "hypernodes": ["s1", "s2"]},
+    ],
+    "nodes": [{"name": f"n{i}"} for i in range(1, 5)],
+    "jobs": [
+        {"name": "g", "networkTopology": {"mode": "hard", "highestTierAllowed": 1}, "pods": [{"count": 2}]},
+        {
+            "name": "h",
+            "subGroupPolicy": [{"name": "p", "networkTopology": {"mode": "soft"}}],
+            "pods": [{"count": 2}],
+        },
+        {"name": "plain", "pods": [{"count": 1}]},
+    ],
+}
+
+
+def _files(tmp_path: Path, conf: dict) -> tuple[Path, Path]:
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(CASE)))
+    cfg = tmp_path / "conf.yaml"
+    cfg.write_text(yaml.safe_dump(conf))
+    return snap, cfg
+
+
+def _warnings(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("warning:")]
+
+
+def test_validate_warns_once_per_podgroup_field_naming_the_plugin(tmp_path: Path) -> None:
+    conf = yaml.safe_load(PEERS.read_text()) if PEERS.exists() else VOLCANO_CONF
+    snap, cfg = _files(tmp_path, conf)
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 0, result.output
+    got = _warnings(result.stderr)
+    assert len(got) == 2, got
+    assert got[0].startswith(
+        "warning: PodGroup default/g: spec.networkTopology: (hard, tier <= 1) not enforced"
+    )
+    assert got[1].startswith("warning: PodGroup default/h: spec.subGroupPolicy[p].networkTopology: (soft")
+    assert all("add network-topology-aware to the configuration" in line for line in got)
+    assert "2 warnings" in result.stdout
+
+
+def test_schedule_warns_on_stderr_and_in_the_decisions_once(tmp_path: Path) -> None:
+    snap, cfg = _files(tmp_path, VOLCANO_CONF)
+    result = CliRunner().invoke(
+        app, ["schedule", str(snap), "-c", str(cfg), "--now", NOW, "--cycles", "3", "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert len(_warnings(result.stderr)) == 2
+    out = json.loads(result.stdout)
+    assert [(w["podgroup"], w["field"], w["cycle"]) for w in out["warnings"]] == [
+        ("default/g", "spec.networkTopology", 1),
+        ("default/h", "spec.subGroupPolicy[p].networkTopology", 1),
+    ]
+
+
+def test_default_config_enforces_topology_no_warning(tmp_path: Path) -> None:
+    snap, _ = _files(tmp_path, VOLCANO_CONF)
+    result = CliRunner().invoke(app, ["validate", str(snap)])
+    assert result.exit_code == 0 and not _warnings(result.stderr), result.output
+
+
+def test_snapshot_without_hypernodes_warns_even_with_the_plugin(tmp_path: Path) -> None:
+    case = {**CASE, "hypernodes": []}
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(case)))
+    result = CliRunner().invoke(app, ["validate", str(snap)])
+    assert any("the snapshot has no HyperNode" in line for line in _warnings(result.stderr)), result.stderr
+
+
+def test_config_notices_name_unread_binpack_arguments() -> None:
+    conf = parse_config(
+        {
+            "actions": "allocate",
+            "tiers": [
+                {
+                    "plugins": [
+                        {
+                            "name": "network-topology-aware",
+                            "arguments": {
+                                "hypernode.binpack.resources": "nvidia.com/gpu",
+                                "hypernode.binpack.resources.example.com/foo": 3,
+                                "hypernode.binpack.normal-pod.enable": False,
+                                "hypernode.binpack.normal-pod.fading": 0.5,
+                            },
+                        }
+                    ]
+                }
+            ],
+        },
+        REGISTRY,
+        "t",
+    )
+    fields = [n.field for n in config_notices(conf)]
+    assert fields == [
+        "tiers[0].plugins[0].arguments.hypernode.binpack.resources.example.com/foo",
+        "tiers[0].plugins[0].arguments.hypernode.binpack.normal-pod.fading",
+    ]
+
+
+def _conf(plugin: dict) -> dict:
+    return {"actions": "enqueue, allocate", "tiers": [{"plugins": [{"name": "gang"}, plugin]}]}
+
+
+def test_deviceshare_refuses_what_corral_does_not_model_by_name(tmp_path: Path) -> None:
+    for key in (
+        "deviceshare.VGPUEnable",
+        "deviceshare.GPUNumberEnable",
+        "deviceshare.ASCEND310PVNPUEnable",
+    ):
+        snap, cfg = _files(tmp_path, _conf({"name": "deviceshare", "arguments": {key: True}}))
+        result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+        assert result.exit_code == 2, result.output
+        assert f"field tiers[0].plugins[1].arguments.{key}" in result.stderr
+        assert "is not served" in result.stderr
+    both = {"deviceshare.GPUSharingEnable": True, "deviceshare.GPUNumberEnable": True}
+    snap, cfg = _files(tmp_path, _conf({"name": "deviceshare", "arguments": both}))
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 2 and "is not served" in result.stderr
+
+
+def test_deviceshare_inert_arguments_are_named(tmp_path: Path) -> None:
+    args = {
+        "deviceshare.GPUSharingEnable": True,
+        "deviceshare.NodeLockEnable": True,
+        "deviceshare.SchedulePolicy": "binpack",
+        "deviceshare.ScheduleWeight": 10,
+    }
+    snap, cfg = _files(tmp_path, _conf({"name": "deviceshare", "arguments": args}))
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 0, result.output
+    got = _warnings(result.stderr)
+    assert any("deviceshare.NodeLockEnable: no effect" in line for line in got), got
+    assert any("deviceshare.SchedulePolicy: no effect" in line for line in got), got
+
+
+def test_capacity_dra_switch_accepted_and_unenforced_quota_named(tmp_path: Path) -> None:
+    case = {
+        **CASE,
+        "queues": [{"name": "gpu-team", "capability": {"cpu": "64", "deviceclass/gpu.nvidia.com": "8"}}],
+    }
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(case)))
+    cfg = tmp_path / "conf.yaml"
+    conf = _conf({"name": "capacity", "arguments": {"capacity.DynamicResourceAllocationEnable": True}})
+    cfg.write_text(yaml.safe_dump(conf))
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 0, result.output
+    got = _warnings(result.stderr)
+    assert any(
+        line.startswith("warning: config: tiers[0].plugins[1].arguments: capacity.Dyn") for line in got
+    )
+    assert any(
+        line.startswith("warning: Queue gpu-team: spec.capability: deviceclass/gpu.nvidia.com not enforced")
+        for line in got
+    ), got
+
+
+def test_soft_tier_name_naming_no_hypernode_is_named(tmp_path: Path) -> None:
+    case = {
+        **CASE,
+        "jobs": [{"name": "s", "networkTopology": {"mode": "soft", "highestTierName": "rack"}, "pods": [{}]}],
+    }
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(case)))
+    result = CliRunner().invoke(app, ["validate", str(snap)])
+    assert result.exit_code == 0, result.output
+    assert _warnings(result.stderr) == [
+        "warning: PodGroup default/s: spec.networkTopology.highestTierName: 'rack' names no HyperNode's "
+        "tierName: in soft mode no tier is preferred by it; fix the name"
+    ]
