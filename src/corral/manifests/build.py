@@ -29,7 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from corral.errors import InputError
+from corral.manifests.kai import SUBGROUP_LABEL, apply_podgroup, subgroup_of, topology_domains
 from corral.manifests.kinds import (
+    KAI_QUEUE_LABEL,
     PREEMPTABLE_KEY,
     TASK_SPEC_KEY,
     HyperNodeRec,
@@ -37,6 +39,7 @@ from corral.manifests.kinds import (
     PodGroupRec,
     PodRec,
     QueueRec,
+    TopologyRec,
     parse_object,
 )
 from corral.manifests.load import SourcedObject, read_objects
@@ -130,7 +133,12 @@ def assemble_cluster(
     for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
         cluster.pdbs.append(PodDisruptionBudget(f"{ns}/{name}", ns, sel, min_av, max_un))
     cluster.queues = _queues(by_kind["Queue"], resources)
-    cluster.hypernodes = hypernodes if hypernodes is not None else _hypernodes(by_kind["HyperNode"], nodes)
+    cluster.hypernodes = (
+        hypernodes
+        if hypernodes is not None
+        else _hypernodes(by_kind["HyperNode"], nodes, by_kind["Topology"])
+    )
+    cluster.topologies = {r.name: r.levels for r in by_kind["Topology"]}
     _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
     return cluster
@@ -285,7 +293,9 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
     return queues
 
 
-def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
+def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes, topologies: list[TopologyRec] = ()) -> HyperNodeTree:
+    """Volcano's HyperNodes, resolved to node masks, and the domains of KAI's Topology objects
+    (:func:`~corral.manifests.kai.topology_domains`) in one tree, told apart by family."""
     hns: dict[str, HyperNode] = {}
     files = {r.name: r.file or None for r in recs}
     for r in recs:
@@ -351,6 +361,8 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
 
     for name in sorted(hns):
         resolve(name, [])
+    if topologies:
+        hns.update(topology_domains(list(topologies), nodes)[0])
     return HyperNodeTree(hns)
 
 
@@ -435,6 +447,9 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         rec.tolerations,
         rec.namespace if affinity is not None and affinity.has_pod_terms else "",
     )
+    sub = rec.labels.get(SUBGROUP_LABEL)
+    if sub is not None or rec.gpu_share is not None:  # both change what the plugins allow
+        klass = (*klass, sub or "", rec.gpu_share)
     return Task(
         uid=rec.uid,
         name=rec.name,
@@ -457,6 +472,7 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         priority_class=rec.priority_class,
         best_effort=best_effort,
         klass=klass,
+        gpu_share=rec.gpu_share,
     )
 
 
@@ -484,6 +500,8 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
         job.phase = PodGroupPhase.PENDING
     if pg.queue not in cluster.queues:
         job.invalid_reason = f"queue {pg.queue!r} does not exist"
+    if pg.kai:
+        apply_podgroup(cluster, job, pg)
     return job
 
 
@@ -509,6 +527,8 @@ def _jobs_and_tasks(
                 cluster.foreign.append(task)
                 cluster.tasks[task.uid] = task
             continue
+        if rec.gpu_share is not None:
+            cluster.kai_gpu_shared = True
         group = rec.group
         if group:
             uid = f"{rec.namespace}/{group}"
@@ -522,15 +542,37 @@ def _jobs_and_tasks(
                     invalid_reason=f"podgroup {uid} does not exist",
                 )
                 cluster.jobs[uid] = job
+            sub = subgroup_of(job, rec.labels)
+            if sub is None:
+                cluster.notes.append(
+                    f"Pod {task.key}: metadata.labels.{SUBGROUP_LABEL} "
+                    f"{rec.labels.get(SUBGROUP_LABEL, '')!r} names no leaf sub-group of PodGroup {uid}, so "
+                    "the pod is not scheduled (as KAI); label it with one of: "
+                    + ", ".join(job.subgroup_tree.leaves())
+                )
+                if task.node >= 0 and task.status in (
+                    TaskStatus.RUNNING,
+                    TaskStatus.BOUND,
+                    TaskStatus.RELEASING,
+                ):
+                    task.managed = task.preemptable = False  # it holds its node: fixed load
+                    cluster.foreign.append(task)
+                    cluster.tasks[task.uid] = task
+                continue
+            if sub:
+                task.role = sub
         else:
             uid = f"{rec.namespace}/{rec.name}"
+            queue = rec.labels.get(KAI_QUEUE_LABEL) or "default"
             job = Job(
                 uid=uid,
                 name=rec.name,
                 namespace=rec.namespace,
+                queue=queue,
                 creation=rec.creation,
                 min_resources=task.request.copy(),
                 synthetic=True,
+                invalid_reason="" if queue in cluster.queues else f"queue {queue!r} does not exist",
             )
             if uid in cluster.jobs:
                 raise InputError(

@@ -51,6 +51,13 @@ class Cluster:
     #: a front end that reuses its cluster across cycles (the simulator); None: not tracked, and every
     #: session looks at every job when it closes
     changed_jobs: set[str] | None = None
+    #: KAI Topology objects: name -> levels from the widest to the narrowest, (nodeLabel, alias) each
+    topologies: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: fields the snapshot gives that corral accepts but does not act on, one line each naming the
+    #: object and the field (``corral validate`` prints them)
+    notes: list[str] = field(default_factory=list)
+    #: some pod shares a GPU by KAI's annotations (gpushare keeps per-device books for KAI pods)
+    kai_gpu_shared: bool = False
 
     def account(self) -> None:
         """Recompute the node columns from task states (after loading or applying decisions): what
