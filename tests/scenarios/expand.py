@@ -19,7 +19,9 @@ Shorthand:
   ``minAvailable`` / ``maxUnavailable``;
 - hypernode: ``name``, ``tier``, ``nodes`` (member nodes by exact name), ``hypernodes`` (member
   hypernodes by exact name), ``regex`` (member nodes by pattern); a job's ``networkTopology`` goes into
-  its podgroup as is.
+  its podgroup as is;
+- KAI podgroups (``kai: true``): ``subGroups``, ``minSubGroup`` and ``topologyConstraint`` go into the
+  spec as is, ``minMember: null`` leaves minMember out, ``podgroup_labels`` labels the podgroup.
 """
 
 from __future__ import annotations
@@ -159,6 +161,12 @@ def expand(case: dict) -> list[dict]:
             for key in ("minResources", "minTaskMember", "networkTopology"):
                 if key in job:
                     spec[key] = job[key]
+            for key in ("subGroups", "minSubGroup", "topologyConstraint"):  # KAI's own fields
+                if key in job:
+                    spec[key] = job[key]
+            if spec["minMember"] is None:  # minMember: null leaves it out (KAI podgroups with sub-groups)
+                del spec["minMember"]
+            pg_labels = dict(job.get("podgroup_labels") or {})
             # KAI podgroups carry no phase unless one is given; Volcano ones default to Inqueue (admitted)
             api = "scheduling.run.ai/v2alpha2" if job.get("kai") else "scheduling.volcano.sh/v1beta1"
             phase = job.get("phase", None if job.get("kai") else "Inqueue")
@@ -172,6 +180,7 @@ def expand(case: dict) -> list[dict]:
                         "namespace": ns,
                         "creationTimestamp": created,
                         "annotations": job.get("annotations") or {},
+                        "labels": pg_labels,
                     },
                     "spec": spec,
                     "status": status,

@@ -94,7 +94,9 @@ class SubGroupTree:
         if self.root_min is not None and self.root_min < len(self.top()):
             return False
         return all(
-            g.min_subgroup is None or g.min_subgroup >= len(g.children) for g in self.groups.values() if not g.leaf
+            g.min_subgroup is None or g.min_subgroup >= len(g.children)
+            for g in self.groups.values()
+            if not g.leaf
         )
 
     def fewest_pods(self) -> int:
