@@ -25,6 +25,11 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
   of those resources' fractions in use (cpu and memory weigh 1 unless given).
 
 Jobs without a topology constraint get no answer (the session's default domain is the whole cluster).
+
+KAI's ``Topology`` levels are domains of their own family (manifests/kai.py): a KAI job is offered only
+its Topology's domains, from its preferred level (``topology_low_tier``) up to its required level. The
+constraints of KAI sub-groups are kept pod by pod through the Predicate and NodeOrder points
+(:mod:`corral.plugins.subgroup_topology`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS
 from corral.model.work import checkpoint, run_hours
+from corral.plugins.subgroup_topology import SubGroupTopology
 
 __all__ = ["NetworkTopologyPlugin"]
 
@@ -106,6 +112,31 @@ class NetworkTopologyPlugin(Plugin):
         )
         self._cap: np.ndarray | None = None
         self._allowed_cache: dict[tuple, np.ndarray] = {}
+        self.subgroups = SubGroupTopology(self.session)
+
+    # -- KAI sub-groups' constraints (plugins/subgroup_topology.py) -------------------------------
+    @property
+    def predicate_by_class(self) -> bool:
+        """The mask is a function of the pod's class unless a job has sub-group constraints."""
+        return not self.subgroups.active
+
+    def predicate(self, task: Task) -> np.ndarray:
+        return self.subgroups.mask(task)
+
+    def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
+        if not self.subgroups.active or task.job is None or task.job.subgroup_tree is None:
+            return []
+        return [
+            (~self.subgroups.mask(task), f"node(s) outside the topology domain of sub-group {task.role!r}")
+        ]
+
+    def node_order(self, task: Task, nodes: np.ndarray) -> np.ndarray:
+        if not self.subgroups.active:
+            return np.zeros(len(nodes))
+        return self.args.weight * self.subgroups.scores(task, nodes)
+
+    def scores_row_local(self, task: Task) -> bool:
+        return not self.subgroups.active or self.subgroups.local(task)
 
     # -- helpers ---------------------------------------------------------------------------------
     def need(self, job: Job) -> np.ndarray:
@@ -147,7 +178,7 @@ class NetworkTopologyPlugin(Plugin):
         if got is not None:
             return got
         hx = self.tree.index()
-        ok = hx.tier <= self.highest_tier(job)
+        ok = self._tier_ok(job)
         if placed.size:
             ok &= hx.containing(placed, len(self.session.cluster.nodes))
         ok &= ~np.any((self._capacity() < need - EPS) & self.cols, axis=1)
@@ -216,11 +247,22 @@ class NetworkTopologyPlugin(Plugin):
     def highest_tier(self, job: Job) -> int:
         """The highest tier the job's domains may have: ``highestTierAllowed``, or every tier when it is
         unset — or 0 in soft mode, where Volcano does not limit the tier (in hard mode 0 allows tier-0
-        HyperNodes only)."""
+        HyperNodes only). A KAI job's tier is that of its required level (unset: every level of its
+        Topology up to the topology's root)."""
         tier = job.topology_tier
         if tier is None or (tier == 0 and job.topology_mode == "soft"):
-            return max(self.tree.tiers, default=1)
+            return max(self.tree.family_tiers(job.topology_family), default=1)
         return tier
+
+    def _tier_ok(self, job: Job) -> np.ndarray:
+        """The hypernodes of the job's family (Volcano's, or its KAI Topology's) whose tier it allows:
+        at most :meth:`highest_tier`, at least a KAI preferred level's (``topology_low_tier``; KAI tries
+        domains from the preferred level up, ``calculateRelevantDomainLevels``)."""
+        hx = self.tree.index()
+        ok = (hx.tier <= self.highest_tier(job)) & hx.of_family(job.topology_family)
+        if job.topology_low_tier:
+            ok &= hx.tier >= job.topology_low_tier
+        return ok
 
     def _score(self, mask: np.ndarray, extra: np.ndarray | None = None) -> float:
         nodes = self.session.cluster.nodes
@@ -421,7 +463,7 @@ class NetworkTopologyPlugin(Plugin):
         if job.topology_mode == "hard" and self.tree and not self._allowed(job).size:
             tier = self.highest_tier(job)
             hx = self.tree.index()
-            allowed = np.flatnonzero(hx.tier <= tier)
+            allowed = np.flatnonzero(self._tier_ok(job))
             placed = self._placed_rows(job)
             if placed.size and not hx.containing(placed, len(self.session.cluster.nodes))[allowed].any():
                 return (
