@@ -109,7 +109,9 @@ REGISTRY = Registry(
     },
 )
 
-#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters).
+#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters, and gpushare so
+#: that pods sharing GPUs — Volcano's gpu-memory request, KAI's gpu-fraction / gpu-memory annotations —
+#: are held to each device; it passes every node for pods that share nothing).
 DEFAULT_CONFIG = {
     "actions": "enqueue, allocate, backfill",
     "tiers": [
@@ -133,6 +135,7 @@ DEFAULT_CONFIG = {
                         "binpack.resources.nvidia.com/gpu": 4,
                     },
                 },
+                {"name": "gpushare"},
             ]
         },
     ],

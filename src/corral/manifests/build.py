@@ -433,6 +433,7 @@ def _request(
 def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
     resources, nodes = cluster.resources, cluster.nodes
     req, best_effort, req_bytes = _request(resources, rec.requests, {} if seen is None else seen)
+    best_effort = best_effort and rec.gpu_share is None  # a pod sharing a GPU asks for part of one
     node = nodes.index.get(rec.node_name, -1) if rec.node_name else -1
     status = _task_status(rec, node)
     nominated = nodes.index.get(rec.nominated, -1) if rec.nominated else -1
