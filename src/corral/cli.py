@@ -185,6 +185,10 @@ def validate(
         f"hypernodes; config {plain(cfg.source)}"
         + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
     )
+    from corral.manifests.notes import config_notes, snapshot_notes
+
+    for line in snapshot_notes(cluster) + config_notes(cluster, cfg):
+        typer.echo(f"warning: {plain(line)}")
 
 
 def _register_sim() -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from corral.errors import InputError
+from corral.manifests.notes import KAI_PODGROUP_INERT
 from corral.model.hypernodes import HyperNode
 from corral.model.subgroups import SUBGROUP_LABEL, SubGroup, SubGroupConstraint, SubGroupTree
 
@@ -124,12 +125,16 @@ def _note_inert(cluster: Cluster, obj: str, path: str, topology: str, required: 
 def apply_podgroup(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
     """Set ``job``'s topology constraint and sub-groups from a KAI PodGroup record."""
     obj = f"PodGroup {job.uid}"
+    for f in pg.inert:
+        cluster.notes.append(f"{obj}: spec.{f} is accepted and not acted on: {KAI_PODGROUP_INERT[f]}")
     _note_inert(
         cluster, obj, "spec.topologyConstraint", pg.topology_name, pg.required_level, pg.preferred_level
     )
     mode, tier, low, problem = _resolve(
         cluster, "the podgroup", pg.topology_name, pg.required_level, pg.preferred_level
     )
+    if pg.preemptibility:
+        job.preemptable = pg.preemptibility == "preemptible"
     if problem and not job.invalid_reason:
         job.invalid_reason = problem
     if mode:
