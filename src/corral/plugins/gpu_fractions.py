@@ -19,10 +19,15 @@ GPU placement). The books are kept only when some pod of the snapshot shares a G
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from corral.model import GPU, Task, TaskStatus
 from corral.model.quantity import MILLI
+
+if TYPE_CHECKING:
+    from corral.model import Cluster
 
 __all__ = ["GPU_MEMORY_LABEL", "FractionBooks"]
 
@@ -44,7 +49,7 @@ def where(task: Task) -> int:
 class FractionBooks:
     """Per node and device, the portion free; per pod, the devices it holds."""
 
-    def __init__(self, cluster) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         nodes = cluster.nodes
         n = len(nodes)
         gpu = cluster.resources.get(GPU)
@@ -81,7 +86,7 @@ class FractionBooks:
         """``(devices, portion of each)``; the portion is per node (an array) for a ``gpu-memory`` pod."""
         share = task.gpu_share
         if share is None:
-            return int(round(task.request[self.gpu] / MILLI)), 1.0  # type: ignore[index]
+            return int(round(task.request[self.gpu or 0] / MILLI)), 1.0
         count, portion, memory = share
         if portion > 0:
             return count, portion

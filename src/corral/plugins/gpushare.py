@@ -357,8 +357,8 @@ class GpuSharePlugin(Plugin):
         else the fullest device that fits."""
         if self.kai is not None and self.kai.wants(task) and node >= 0:
             self._sync()
-            held = self.kai.assign.get(task.uid)
-            if held is None or held[0] != node:
+            kai_held = self.kai.assign.get(task.uid)
+            if kai_held is None or kai_held[0] != node:
                 self.kai.release(task)
                 self._removed.discard(task.uid)
                 if not self.args.keep_device:

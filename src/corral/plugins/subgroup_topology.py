@@ -94,7 +94,7 @@ class SubGroupTopology:
                 ok = self._room(job, leaves, level)
             allowed = np.zeros(len(nodes), dtype=bool)
             for h in ok.tolist():
-                allowed |= hx.nodes[h].mask  # type: ignore[arg-type]
+                allowed |= hx.nodes[h].mask
             out &= allowed
         return out
 
@@ -139,7 +139,7 @@ class SubGroupTopology:
             level = self._level(c, c.preferred_tier or 0)
             if not level.size:
                 continue
-            counts = np.array([int(hx.nodes[h].mask[placed].sum()) for h in level.tolist()])  # type: ignore[index]
+            counts = np.array([int(hx.nodes[h].mask[placed].sum()) for h in level.tolist()])
             best = hx.nodes[int(level[int(np.argmax(counts))])].mask
             out += np.where(best[rows], 100.0, 0.0)  # type: ignore[index]
         return out
