@@ -75,7 +75,8 @@ def kai_podgroup(o: Obj, rec: PodGroupRec, spec: dict) -> None:
     if pre is not None:  # KAI: non-preemptible podgroups are never victims
         if pre not in ("preemptible", "non-preemptible"):
             raise o.error(
-                f"unknown preemptibility {pre!r} (allowed: preemptible, non-preemptible)", "spec.preemptibility"
+                f"unknown preemptibility {pre!r} (allowed: preemptible, non-preemptible)",
+                "spec.preemptibility",
             )
         rec.preemptibility = pre
     rec.topology_name, rec.required_level, rec.preferred_level = _topology_constraint(

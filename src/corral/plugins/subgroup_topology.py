@@ -9,9 +9,10 @@ corral places a gang pod by pod, so the constraint is kept as pods are placed:
 - **required level** (Predicate): once pods of the sub-group hold nodes (placed, bound, allocated this
   cycle or nominated), its other pods may go only to the domain of that level holding all of them (none
   when they already span two: a required level KAI never breaks either). Before any is placed, the
-  domains of that level whose free capacity (once releasing pods are gone) holds the sub-group's pods
-  needed for its minimums (KAI's ``checkJobDomainFit`` on the sub-group) — else the domains whose total
-  capacity could.
+  tightest domain of that level that holds the sub-group's pods its minimums need, counted node by node
+  (KAI's ``checkJobDomainFit`` on the sub-group, and its packing order): a choice made once, so that a
+  sibling sub-group keeps the room it needs. Constraints are applied from the widest (the podgroup's
+  own required level, then outer sub-groups') to the leaf's, each choice inside the ones before.
 - **preferred level** (NodeOrder): nodes of the preferred-level domain that holds most of the
   sub-group's placed pods score 100 (times the plugin's ``weight``), so its pods stay together when they
   can; KAI orders nodes by the preferred level the same way (``calculateNodeScores``).
@@ -75,53 +76,64 @@ class SubGroupTopology:
         return np.flatnonzero(hx.of_family(c.family) & (hx.tier == tier))
 
     def mask(self, task: Task) -> np.ndarray:
-        """Where ``task`` may go under its sub-groups' required levels (every node when none)."""
+        """Where ``task`` may go under its sub-groups' required levels (every node when none), the
+        widest constraint first (the podgroup's own, then the outer sub-groups', then its leaf's)."""
         hard = self._constraints(task, "hard")
         if not hard:
             return self._everywhere
         job = task.job
         assert job is not None and job.subgroup_tree is not None
+        tree = job.subgroup_tree
+        chain: list[tuple[set[str], str, int]] = [
+            (tree.leaves_under(c.subgroup), c.family, c.tier) for c in reversed(hard)
+        ]
+        if job.topology_mode == "hard" and job.topology_family and job.topology_tier:
+            chain.insert(0, (set(tree.leaves()), job.topology_family, job.topology_tier))
         nodes = self.session.cluster.nodes
         hx = self.tree.index()
         out = self._everywhere.copy()
-        for c in hard:
-            leaves = job.subgroup_tree.leaves_under(c.subgroup)
-            level = self._level(c, c.tier)
+        for leaves, family, tier in chain:
+            level = np.flatnonzero(hx.of_family(family) & (hx.tier == tier))
             placed = _rows(job, leaves)
             if placed.size:
                 ok = level[hx.containing(placed, len(nodes))[level]]
             else:
-                ok = self._room(job, leaves, level)
+                ok = self._tightest(job, leaves, level, out)
             allowed = np.zeros(len(nodes), dtype=bool)
             for h in ok.tolist():
                 allowed |= hx.nodes[h].mask
             out &= allowed
         return out
 
-    def _room(self, job: Job, leaves: set[str], level: np.ndarray) -> np.ndarray:
-        """The domains of ``level`` whose free capacity could hold the sub-group's pods needed for its
-        minimums (else those whose total capacity could)."""
+    def _tightest(self, job: Job, leaves: set[str], level: np.ndarray, within: np.ndarray) -> np.ndarray:
+        """The domain of ``level`` (inside ``within``) a sub-group none of whose pods is placed yet
+        starts in: the one with the fewest free pod slots that still holds the pods its minimums need
+        — the tightest, as KAI sorts domains for packing (``sortTreeFromRoot``) — counted node by node
+        at the largest request among its waiting pods; failing that, the tightest whose capacity could
+        hold them once freed; none when no domain could."""
         tree = job.subgroup_tree
+        waiting = [t for t in job.tasks if t.role in leaves and t.status in _WAITING and t.managed]
+        count = sum(tree.groups[leaf].min_member or 0 for leaf in leaves)
+        if not waiting or not count or not level.size:
+            return level
         nodes = self.session.cluster.nodes
         res = self.session.cluster.resources
-        need = np.zeros(len(res))
-        for leaf in leaves:
-            reqs = sorted(
-                (t.request for t in job.tasks if t.role == leaf and t.status in _WAITING and t.managed),
-                key=lambda r: float(r.sum()),
-            )
-            need += np.sum(reqs[: tree.groups[leaf].min_member or 0], axis=0) if reqs else 0.0
-        cols = need > EPS
-        cols[res.pos(PODS)] = False
-        if not cols.any() or not level.size:
-            return level
+        req = np.max(np.array([t.request for t in waiting]), axis=0)
+        cols = np.flatnonzero(req > EPS)
+        cols = cols[cols != res.pos(PODS)]
         hx = self.tree.index()
-        live = (~nodes.down)[:, None]
-        for have in (np.clip(nodes.future_idle * live, 0, None), nodes.allocatable * live):
-            room = level[np.all(hx.sums(have)[level][:, cols] >= need[cols] - EPS, axis=1)]
-            if room.size:
-                return room
-        return room
+        live = (within & ~nodes.down).astype(float)
+        for have in (nodes.future_idle, nodes.allocatable):
+            if cols.size:
+                per = np.floor((np.clip(have[:, cols], 0, None) + EPS) / req[cols]).min(axis=1)
+            else:
+                per = np.full(len(nodes), float(count))
+            slots = hx.sums(np.minimum(per, count) * live)[level]
+            fit = np.flatnonzero(slots >= count)
+            if fit.size:
+                best = fit[np.lexsort((level[fit], slots[fit]))][0]
+                return level[[best]]
+        return level[:0]
 
     def scores(self, task: Task, rows: np.ndarray) -> np.ndarray:
         """100 for the rows in the preferred-level domain holding most of the sub-group's placed pods."""
