@@ -33,7 +33,9 @@ decisions as a podgroup update.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +73,11 @@ def waiting_tasks(job: Job, *, best_effort: bool = False) -> list[Task]:
 
 
 def schedulable_jobs(
-    session: Session, *, quiet: bool = False, skip=None, best_effort: bool = False
+    session: Session,
+    *,
+    quiet: bool = False,
+    skip: Callable[[Job], bool] | None = None,
+    best_effort: bool = False,
 ) -> list[Job]:
     """Jobs with waiting pods that may be scheduled this cycle; the others get their reason (unless
     ``quiet``: the eviction actions ask again after allocate already said why). ``skip(job)`` True
@@ -199,7 +205,7 @@ class AllocateAction(Action):
             state = Pending(sorted(waiting_tasks(job), key=session.task_key()))
         was_ready = session.job_ready(job)
         stmt = session.statement()
-        skip = getattr(self, "skip", None)
+        skip: skipcache.Skipper | None = getattr(self, "skip", None)
         tasks = state.tasks[state.pos :]
         # skipping (framework/skipcache.py) only where a first pod that fits nowhere ends the whole
         # attempt with nothing placed: a job not yet ready whose waiting pods are all of one class
@@ -211,7 +217,7 @@ class AllocateAction(Action):
             and bool(tasks)
             and all(t.klass == tasks[0].klass for t in tasks)
         )
-        if plain and skip.known_to_fail(job, tasks[0]):
+        if plain and skip is not None and skip.known_to_fail(job, tasks[0]):
             # fails at its first pod; the reason as the attempt would give it, when reasons are
             # reported (else the job keeps the reason of its last attempt)
             if not session.report_reasons:
@@ -223,7 +229,7 @@ class AllocateAction(Action):
                 self.finish(session, job, stmt, was_ready, probe.reason)
                 return False
             stmt.discard()  # cannot happen; try the job after all
-        domains: list = [None]
+        domains: list[Any] = [None]
         if job.topology_mode:
             domains = session.gang_search_space(job, Purpose.ALLOCATE)
         if len(domains) == 1:
@@ -235,7 +241,7 @@ class AllocateAction(Action):
         placed = bool(stmt.ops)
         failed_first = plain and bool(state.reason) and not stmt.ops
         self.finish(session, job, stmt, was_ready, state.reason)
-        if plain:
+        if plain and skip is not None:
             skip.record(job, tasks[0], failed_first)
         return placed and state.left() and session.job_ready(job)
 

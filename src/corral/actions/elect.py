@@ -20,7 +20,7 @@ reserve`` (v1.1.0); ``elect`` must come before ``allocate`` and before ``reserve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def fits_now(session: Session, job: Job) -> bool:
     tasks = tasks[:short] if 0 < short < len(tasks) else tasks
     nodes = session.cluster.nodes
     free = nodes.allocatable - nodes.used - nodes.pipelined
-    groups: dict = {}
+    groups: dict[Any, Any] = {}
     for t in tasks:
         groups.setdefault(t.klass or id(t), []).append(t)
     for group in groups.values():
@@ -70,7 +70,7 @@ def check_order(config: Config, file: str) -> None:
     """Reject an action order under which the reservation cannot work, naming the file and the rule."""
     names = [a.name for a in config.actions]
 
-    def fail(rule: str) -> None:
+    def fail(rule: str) -> NoReturn:
         raise ConfigError(
             f"{rule} (actions: {', '.join(names)}; Volcano's orders: 'elect, enqueue, reserve, "
             "allocate, backfill' or 'enqueue, elect, allocate, backfill, reserve')",
@@ -160,7 +160,7 @@ class ElectAction(Action):
             session.job_enqueued(job)
 
     @staticmethod
-    def _valid(session: Session, job) -> bool:
+    def _valid(session: Session, job: Job) -> bool:
         if session.job_valid(job) or session.gang_predicate(job):
             return False
         queue = session.cluster.queues.get(job.queue)

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import functools
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from corral.framework import skipcache
 from corral.framework.config import arg
+from corral.framework.jobindex import JobIndex
 from corral.framework.plugin import Action
 from corral.framework.session import Session
-from corral.model import PodGroupPhase
+from corral.model import Job, PodGroupPhase
 from corral.model.resources import EPS, admission_refusal
 
 __all__ = ["EnqueueAction"]
@@ -59,14 +61,14 @@ class EnqueueAction(Action):
                     continue
                 need = job.min_resources if job.min_resources is not None else np.zeros(len(res))
                 if not session.job_enqueueable(job):
-                    session.unschedulable(job, lambda job=job, need=need: _refusal(session, job, need))
+                    session.unschedulable(job, functools.partial(_refusal, session, job, need))
                     continue
                 short = need > budget + EPS
                 if need.any() and short.any() and not delegated:
                     session.unschedulable(
                         job,
-                        lambda need=need, left=budget.copy(): admission_refusal(  # noqa: B008 - binds this turn's budget
-                            res, need, left, self.args.overcommit_factor
+                        functools.partial(
+                            admission_refusal, res, need, budget.copy(), self.args.overcommit_factor
                         ),
                     )
                     continue
@@ -75,7 +77,9 @@ class EnqueueAction(Action):
                 session.job_enqueued(job)
 
 
-def _pending(session: Session, budget: np.ndarray, fast: bool) -> tuple[np.ndarray, list, tuple | None]:
+def _pending(
+    session: Session, budget: np.ndarray, fast: bool
+) -> tuple[np.ndarray, list[Any], tuple[Any, ...] | None]:
     """The budget left once the admitted podgroups not started yet are counted, the podgroups to admit
     (in uid order, without those the budget refuses whatever comes first) and, when the session's job
     index keeps their JobOrder, the order's context (then ``pending`` holds only the podgroups the
@@ -100,20 +104,20 @@ def _pending(session: Session, budget: np.ndarray, fast: bool) -> tuple[np.ndarr
 
 def _queue_turns(
     session: Session,
-    context: tuple | None,
-    job_key: Callable,
-    pending: list,
+    context: tuple[Any, ...] | None,
+    job_key: Callable[..., Any],
+    pending: list[Any],
     fast: bool,
     budget: Callable[[], np.ndarray],
-) -> dict[str, Callable]:
+) -> dict[str, Callable[..., Any]]:
     """Per queue with podgroups to admit, a function giving them in JobOrder: from the job index's kept
     order (only the ones the budget admits and those passed over before them are walked, not the whole
     backlog), else sorted here; when ``fast``, only those within ``budget()`` at their turn."""
-    if context is not None:
+    if context is not None and session.index is not None:  # a kept order comes with the index
         return _kept_turns(session, session.index, context, job_key, pending, budget)
     if not fast:
         pending.sort(key=job_key)
-    by_queue: dict[str, list] = {}
+    by_queue: dict[str, list[Any]] = {}
     for job in pending:
         by_queue.setdefault(job.queue, []).append(job)
     if fast:
@@ -124,8 +128,8 @@ def _queue_turns(
 
 
 def _kept_pending(
-    session: Session, index, budget: np.ndarray, *, fresh_only: bool = False
-) -> tuple[np.ndarray, list] | None:
+    session: Session, index: JobIndex, budget: np.ndarray, *, fresh_only: bool = False
+) -> tuple[np.ndarray, list[Any]] | None:
     """What the walk over every job above computes (the budget left by admitted podgroups not started
     yet, then the podgroups to admit without those the budget refuses whatever comes first:
     ``skipcache.hopeless_for_enqueue``), from the session's job index: the admitted podgroups are the
@@ -151,18 +155,23 @@ def _kept_pending(
         walk = sorted((index.sets["enqueue"] - hopeless) | fresh)
     pending = []
     for uid in walk:
-        job = jobs.get(uid)
-        if job is None or not job.awaiting_admission():
+        waiting = jobs.get(uid)
+        if waiting is None or not waiting.awaiting_admission():
             continue
-        if uid in fresh and not _fits(job, budget):
+        if uid in fresh and not _fits(waiting, budget):
             continue
-        pending.append(job)
+        pending.append(waiting)
     return budget, pending
 
 
 def _kept_turns(
-    session: Session, index, context: tuple, job_key: Callable, fresh: list, budget: Callable[[], np.ndarray]
-) -> dict[str, Callable]:
+    session: Session,
+    index: JobIndex,
+    context: tuple[Any, ...],
+    job_key: Callable[..., Any],
+    fresh: list[Any],
+    budget: Callable[[], np.ndarray],
+) -> dict[str, Callable[..., Any]]:
     """Per queue, a function giving its podgroups to admit in JobOrder, those within ``budget()`` at
     their turn only: what ``_within_budget`` gives for the queue's share of the whole list, from the
     index's kept order (:meth:`~corral.framework.jobindex.JobIndex.enqueue_order`) merged with the
@@ -172,7 +181,7 @@ def _kept_turns(
     jobs = session.cluster.jobs
     loose = session.touched_jobs | session.moved_jobs | index.sets["pipelined"]
     order = index.enqueue_order(context, job_key, jobs)
-    extra: dict[str, list[tuple]] = {}
+    extra: dict[str, list[tuple[Any, ...]]] = {}
     for job in fresh:
         extra.setdefault(job.queue, []).append((job_key(job), job.uid))
     for got in extra.values():
@@ -187,8 +196,14 @@ def _kept_turns(
 
 
 def _kept_walk(
-    index, jobs: dict, queue: str, kept: list, extra: list, loose: set[str], budget: Callable[[], np.ndarray]
-):
+    index: JobIndex,
+    jobs: dict[Any, Any],
+    queue: str,
+    kept: list[Any],
+    extra: list[Any],
+    loose: set[str],
+    budget: Callable[[], np.ndarray],
+) -> Iterator[Job]:
     """The podgroups of ``kept`` (index rows; those in ``loose`` left to ``extra``) and ``extra`` (tested
     one by one), merged in JobOrder, within the budget at their turn (see :func:`_kept_turns`)."""
     rows = index.row_of
@@ -199,7 +214,9 @@ def _kept_walk(
         if r is not None:
             open_rows[r] = False  # walked as an extra, or not at all
     pending_extra = {uid for _, uid in extra}
-    seen, fit, left = None, None, 0
+    seen: np.ndarray | None = None
+    fit: list[bool] = []
+    left = 0
     for entry in heapq.merge(kept, [(k, uid, 1) for k, uid in extra]):
         uid = entry[1]
         is_kept = len(entry) == 2
@@ -226,12 +243,14 @@ def _kept_walk(
             yield job
 
 
-def _fits(job, budget: np.ndarray) -> bool:
+def _fits(job: Job, budget: np.ndarray) -> bool:
     need = job.min_resources
     return need is None or not need.any() or not (need > budget + EPS).any()
 
 
-def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarray]):
+def _within_budget(
+    jobs: list[Any], job_key: Callable[..., Any], budget: Callable[[], np.ndarray]
+) -> Iterator[Job]:
     """``jobs`` in JobOrder (``job_key``), those whose minResources fit ``budget()`` at their turn only
     (the budget is read again after each job handed out: it shrinks only when one is admitted, and a job
     that does not fit it would be refused anyway). The order is a heap, popped only as long as some job
@@ -247,7 +266,9 @@ def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarra
     heap = [(job_key(j), i) for i, j in enumerate(jobs)]
     heapq.heapify(heap)
     gone = np.zeros(len(jobs), dtype=bool)
-    seen, fit, left = None, None, 0
+    seen: np.ndarray | None = None
+    fit = np.zeros(len(jobs), dtype=bool)
+    left = 0
     while heap:
         current = budget()
         if current is not seen:
@@ -263,7 +284,7 @@ def _within_budget(jobs: list, job_key: Callable, budget: Callable[[], np.ndarra
             yield jobs[i]
 
 
-def _refusal(session: Session, job, need: np.ndarray) -> str:
+def _refusal(session: Session, job: Job, need: np.ndarray) -> str:
     """The reason of the first plugin that explains its JobEnqueueable rejection (``enqueue_refusal``),
     else the queue's capability."""
     for p in session.plugins():

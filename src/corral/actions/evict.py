@@ -55,7 +55,7 @@ class Plan:
     violations: int
     cleared: list[Task] = field(default_factory=list)  # lower-priority nominations on the node
 
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[Any, ...]:
         prios = [v.priority for v in self.victims]
         starts = [v.start_time or 0.0 for v in self.victims]
         return (

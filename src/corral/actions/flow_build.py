@@ -25,10 +25,11 @@ capacities, aggregators and the integer costs of each cost model. The network it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from corral.framework.extension import Purpose
+from corral.framework.extension import Domain, Purpose
 from corral.framework.session import Session
 from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS, PODS
@@ -166,11 +167,11 @@ class _Arcs:
     """Accumulates arc arrays (lists of numpy chunks) for the network."""
 
     def __init__(self) -> None:
-        self.gn: list[tuple] = []
-        self.an: list[tuple] = []
+        self.gn: list[tuple[Any, ...]] = []
+        self.an: list[tuple[Any, ...]] = []
 
     @staticmethod
-    def cat(chunks: list[tuple], width: int) -> list[np.ndarray]:
+    def cat(chunks: list[tuple[Any, ...]], width: int) -> list[np.ndarray]:
         if not chunks:
             return [np.zeros(0, _I64) for _ in range(width)]
         return [
@@ -242,6 +243,7 @@ def _chain(
     space (the network-topology-aware plugin) and its first domain that can hold the pods; other gangs,
     under ``costModel: topology``, the tightest HyperNode of the lowest tier that can."""
     tree = session.cluster.hypernodes
+    chosen: Domain | None = None
     if job.topology_mode:
         domains = [d for d in session.gang_search_space(job, Purpose.ALLOCATE) if d.tier is not None]
         if not domains:
@@ -254,22 +256,23 @@ def _chain(
         top = job.topology_tier if job.topology_mode == "hard" and job.topology_tier is not None else None
         hard = job.topology_mode == "hard"
     elif topology_costs and tree and need > 1:
-        chosen = None
         for tier in tree.tiers:
             hns = tree.domains(tier)
             room = np.min([cls.room(c, tier) for c in classes], axis=0)
             ok = np.flatnonzero(room >= need)
             if ok.size:
                 hn = hns[int(ok[np.argmin(room[ok])])]
-                chosen = type("D", (), {"name": hn.name, "mask": hn.mask, "tier": tier})()
+                chosen = Domain(hn.name, hn.mask, tier)
                 break
         if chosen is None:
             return None
         top, hard = None, False
     else:
         return None
+    assert chosen is not None
     base = chosen.tier
-    out = [(chosen.name, chosen.mask, 0)]
+    assert base is not None  # a domain of a tier: the gang search space's cluster domain is left out
+    out: list[tuple[str, np.ndarray | None, int]] = [(chosen.name, chosen.mask, 0)]
     parent = tree.hypernodes[chosen.name].parent if chosen.name in tree.hypernodes else None
     max_tier = max(tree.tiers) if tree else base
     while parent is not None:
@@ -292,7 +295,7 @@ def _group_tasks(
     group_job: list[int] = []
     group_key: list[tuple[int, str]] = []
     for j, ts in enumerate(tasks):
-        index: dict[tuple, int] = {}
+        index: dict[tuple[Any, ...], int] = {}
         for t in ts:
             nominated = t.nominated if t.status is TaskStatus.PIPELINED and t.nominated >= 0 else -1
             pref = t.annotations.get(PREFERRED_NODES, "") if model == "quincy" else ""
@@ -362,7 +365,7 @@ class _Builder:
         self.ga[2].append(cost)
 
     def group(
-        self, g: int, c: int, ts: list[Task], nominated: int, pref: str, chain: list | None, hard: bool
+        self, g: int, c: int, ts: list[Task], nominated: int, pref: str, chain: list[Any] | None, hard: bool
     ) -> None:
         """The arcs of group ``g`` (class ``c``): its nominated node, its preferred nodes, then the
         aggregators of its chain of domains, or the class's cluster aggregator."""
@@ -469,4 +472,4 @@ def build_network(
         np.array(b.aa[0], _I64),
         np.array(b.aa[1], _I64),
     )
-    return Built(net, groups, sorted(b.aggs, key=b.aggs.get))
+    return Built(net, groups, sorted(b.aggs, key=b.aggs.__getitem__))

@@ -4,6 +4,7 @@ the policy that ranks its victims. The search is :class:`~corral.actions.gang_ev
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -24,7 +25,7 @@ class GangPreemptAction(GangEvictAction):
     def allowed(self, session: Session, job: Job, victim: Task) -> bool:
         return victim.job.queue == job.queue and victim.job.priority < job.priority
 
-    def rank(self, session: Session):
+    def rank(self, session: Session) -> Callable[[Job], float]:
         return lambda j: float(j.priority)
 
 
@@ -47,7 +48,7 @@ class GangReclaimAction(GangEvictAction):
         q = session.cluster.queues.get(victim.job.queue)
         return victim.job.queue != job.queue and q is not None and q.reclaimable
 
-    def rank(self, session: Session):
+    def rank(self, session: Session) -> Callable[[Job], float]:
         """Each queue's place in the victim queue order (queues no plugin tells apart share one)."""
         queues = session.cluster.queues
         victim_order, queue_order = session.fns("VictimQueueOrder"), session.fns("QueueOrder")
@@ -108,7 +109,7 @@ class GangReclaimAction(GangEvictAction):
                 out[name] = QueueLimit(above, keep)
         return out or None
 
-    def chain(self, session: Session, job: Job):
+    def chain(self, session: Session, job: Job) -> Callable[[str], list[str]] | None:
         """The queues a victim's eviction draws on: its side of the queue tree below the lowest common
         ancestor with the gang's queue (as the queue rule checks)."""
         for rule in queue_rules(session):

@@ -30,7 +30,9 @@ bundle order, applied between domains too).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +67,7 @@ class Plan:
     breaks: bool
     work: float
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         return (self.breaks, self.work, len(self.victims), self.index)
 
 
@@ -317,7 +319,7 @@ class GangEvictAction(Action):
     def allowed(self, session: Session, job: Job, victim: Task) -> bool:
         raise NotImplementedError
 
-    def rank(self, session: Session):
+    def rank(self, session: Session) -> Callable[[Job], float]:
         """The policy: a victim job's level, lower gives first."""
         raise NotImplementedError
 
@@ -328,5 +330,5 @@ class GangEvictAction(Action):
     def limits(self, session: Session) -> dict[str, QueueLimit] | None:
         return None
 
-    def chain(self, session: Session, job: Job):
+    def chain(self, session: Session, job: Job) -> Callable[[str], list[str]] | None:
         return None

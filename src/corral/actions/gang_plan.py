@@ -23,7 +23,9 @@ kept exactly as the rule counts them; the victim filter over the plan's victims 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +36,9 @@ from corral.model import Task
 from corral.model.resources import EPS
 
 __all__ = ["DomainPlanner", "QueueLimit", "Room"]
+
+# a gang to break: (its rate key, lowest first), its job id, the pods it gives up
+_Pick = tuple[tuple[float, ...], int, list[Task]]
 
 #: Plans made again, each time without the first gang the last one broke, when it does not fit.
 RESTARTS = 2
@@ -115,9 +120,9 @@ class _State:
     broken: set[int] = field(default_factory=set)
     first: int = 0  # the first gang broken
     last: int = 0  # the last
-    heap: list = field(default_factory=list)  # the fill's steps (pods per slot, node)
-    rates: list | None = None  # the gangs' rates when last measured (:meth:`_break`)
-    cheap: list = field(default_factory=list)  # the gangs that may break, cheapest first
+    heap: list[Any] = field(default_factory=list)  # the fill's steps (pods per slot, node)
+    rates: list[Any] | None = None  # the gangs' rates when last measured (:meth:`_break`)
+    cheap: list[Any] = field(default_factory=list)  # the gangs that may break, cheapest first
 
 
 class DomainPlanner:
@@ -125,12 +130,20 @@ class DomainPlanner:
     victim filter), whose jobs are ``jobs`` (id -> :class:`VictimJob`). ``chain(queue)``: the queues a
     victim of ``queue`` draws on, for ``limits`` (the queue rule, per queue)."""
 
-    def __init__(self, room: Room, pods: list[Task], jobs: dict[int, VictimJob], chain=None) -> None:
+    def __init__(
+        self,
+        room: Room,
+        pods: list[Task],
+        jobs: dict[int, VictimJob],
+        chain: Callable[[str], list[str]] | None = None,
+    ) -> None:
         self.room, self.jobs, self.chain = room, jobs, chain
         self.vec: dict[int, list[float]] = {}
         self.node: dict[int, list[Task]] = {}
         self.of_job: dict[int, list[Task]] = {}
-        size = np.array([t.request for t in pods]).reshape(len(pods), -1)[:, room.cols] if pods else None
+        size = (
+            np.array([t.request for t in pods]).reshape(len(pods), -1)[:, room.cols] if pods else np.zeros(0)
+        )
         for k, t in enumerate(pods):
             p = room.pos.get(t.node)
             if p is None or id(t.job) not in jobs:
@@ -192,7 +205,7 @@ class DomainPlanner:
         its line, and the greedy may spend that on a small one. Made again with a queue's crossing pod taken
         first (``_pin``: its pod that opens most slots, then the one losing least work), once per victim
         queue; the plan that fits losing least work is kept."""
-        top: dict[str, tuple] = {}
+        top: dict[str, tuple[Any, ...]] = {}
         for t in (
             t for lst in self.node.values() for t in lst if self._eligible(t) and id(t.job) not in nobreak
         ):
@@ -254,7 +267,7 @@ class DomainPlanner:
     def _eligible(self, t: Task) -> bool:
         return id(t) not in self._forbid and self.jobs[id(t.job)].rank <= self._level
 
-    def _may_take(self, st: _State, t: Task, extra: dict | None = None) -> bool:
+    def _may_take(self, st: _State, t: Task, extra: dict[Any, Any] | None = None) -> bool:
         """May ``t`` go without breaking its job (or is its job broken anyway)?"""
         j = self.jobs[id(t.job)]
         k = id(t.job)
@@ -272,15 +285,19 @@ class DomainPlanner:
         """Does the queue rule allow the plan's victims with ``pods`` added?"""
         return st.limits is None or self._keeps(st.given, pods, st.limits)
 
-    def _keeps(self, given: dict, pods: list[Task], limits: dict[str, QueueLimit]) -> bool:
+    def _keeps(self, given: dict[Any, Any], pods: list[Task], limits: dict[str, QueueLimit]) -> bool:
         return self.chain is None or all(
             limits[q].allows(*g) for q, g in self._given(given, pods, limits).items()
         )
 
-    def _given(self, given: dict, pods: list[Task], limits: dict[str, QueueLimit]) -> dict:
+    def _given(
+        self, given: dict[Any, Any], pods: list[Task], limits: dict[str, QueueLimit]
+    ) -> dict[Any, Any]:
         """``given`` (queue -> (sum, largest) of its victims' requests) with ``pods`` added: a new dict
         holding only the queues they change."""
-        out: dict = {}
+        out: dict[Any, Any] = {}
+        if self.chain is None:
+            return out
         for t in pods:
             v = self.full[id(t)]
             for q in self.chain(t.job.queue):
@@ -331,7 +348,7 @@ class DomainPlanner:
         f = list(st.free[p])
         base = st.slots[p]
         pick: list[Task] = []
-        extra: dict = {}
+        extra: dict[Any, Any] = {}
         while cands:
             lack = [max(r * (base + 1) - x, 0.0) for r, x in zip(room.req, f)]
             usable = [
@@ -352,7 +369,7 @@ class DomainPlanner:
                 return len(pick) / gain, pick
         return None
 
-    def _fill(self, st: _State, nodes=None) -> None:
+    def _fill(self, st: _State, nodes: set[int] | None = None) -> None:
         """Take the cheapest steps (:meth:`_step`) until the gang fits or none is left; ``nodes``:
         those whose steps may have changed since the last fill (all at first)."""
         heap = st.heap
@@ -377,7 +394,8 @@ class DomainPlanner:
     def _spare(self, st: _State) -> tuple[dict[int, list[float]], dict[tuple[int, int], list[float]]]:
         """Per node, its room with every free or SAFE pod there taken too (what breaking a gang
         may count on: the fill takes those that help afterwards), and what each job adds to it."""
-        out, part = {}, {}
+        out: dict[int, list[float]] = {}
+        part: dict[tuple[int, int], list[float]] = {}
         for p, lst in self.node.items():
             f = list(st.free[p])
             for t in lst:
@@ -390,7 +408,7 @@ class DomainPlanner:
         return out, part
 
     def _useful(
-        self, st: _State, pods: list[Task], spare: tuple[dict, dict], lack: int
+        self, st: _State, pods: list[Task], spare: tuple[dict[Any, Any], dict[Any, Any]], lack: int
     ) -> tuple[int, list[Task]]:
         """What breaking a job gives: on each node, the fewest of its pods ``pods`` there that open
         the most slots with the free and SAFE pods there (``spare``) — most slots per pod first, then
@@ -415,7 +433,7 @@ class DomainPlanner:
             if g > 0:
                 room_p = -sum(x / r for x, r in zip(st.free[p], room.req))
                 found.append((-g / used, room_p, p, g, lst[:used]))
-        gain, take = 0, []
+        gain, take = 0, list[Task]()
         for _, _, _, g, lst in sorted(found):
             if gain >= lack:
                 break
@@ -430,9 +448,9 @@ class DomainPlanner:
         kept from one break to the next and only the best few measured again (a lazy greedy)."""
         lack = self.room.n - st.total
         spare = self._spare(st)
-        fresh: dict[int, tuple] = {}
+        fresh: dict[int, _Pick | None] = {}
 
-        def measure(k: int):
+        def measure(k: int) -> _Pick | None:
             if k not in fresh:
                 j = self.jobs[k]
                 gain, take = self._useful(
@@ -453,7 +471,7 @@ class DomainPlanner:
             st.rates = [(m[0], k) for k in ok if (m := measure(k)) is not None]
             st.cheap = sorted(ok, key=lambda k: (self.jobs[k].held, self.jobs[k].order))
             heapq.heapify(st.rates)
-        best = None
+        best: _Pick | None = None
         while st.rates:
             _, k = heapq.heappop(st.rates)
             if k in st.broken:
@@ -485,7 +503,9 @@ class DomainPlanner:
         self._take(st, take)
         return True
 
-    def _closest(self, st: _State, nobreak: frozenset[int], spare: tuple[dict, dict]):
+    def _closest(
+        self, st: _State, nobreak: frozenset[int], spare: tuple[dict[Any, Any], dict[Any, Any]]
+    ) -> _Pick | None:
         """When no gang alone opens a slot (two must go together): the one that brings nodes closest
         to one, per unit of work — its pods on those nodes — as (key, job, pods); None if none does."""
         room, best = self.room, None
@@ -497,7 +517,7 @@ class DomainPlanner:
             for t in pods:
                 if id(t) not in st.ids and id(t) not in self._forbid and room.ok[room.pos[t.node]]:
                     by_node.setdefault(room.pos[t.node], []).append(t)
-            gain, take = 0.0, []
+            gain, take = 0.0, list[Task]()
             for p, lst in by_node.items():
                 own = spare[1].get((p, k))
                 f = [a - b for a, b in zip(spare[0][p], own)] if own else spare[0][p]

@@ -12,7 +12,7 @@ __all__ = ["INERT_ACTION_CLASSES"]
 
 
 def _inert(action_name: str) -> type[Action]:
-    def execute(self, session: Session) -> None:
+    def execute(self: Action, session: Session) -> None:
         return None
 
     return type(

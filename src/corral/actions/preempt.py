@@ -24,6 +24,7 @@ best-effort reaches the eviction actions.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -74,13 +75,13 @@ def run_evictions(session: Session, action: EvictionAction) -> Evictor:
         action.args.max_candidates,
     )
     task_key = session.task_key()
-    cache: dict[tuple, np.ndarray] = {}
+    cache: dict[tuple[Any, ...], np.ndarray] = {}
     for job in starving_jobs(session):
         if not action.may_start(session, job):
             continue
         stmt = session.statement()
         evicted: list[Task] = []
-        failed: set[tuple] = set()  # classes that failed since the last plan
+        failed: set[tuple[Any, ...]] = set()  # classes that failed since the last plan
         tasks = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=task_key)
         for task in tasks:
             if not session.job_starving(job):
@@ -102,7 +103,7 @@ def run_evictions(session: Session, action: EvictionAction) -> Evictor:
                 task,
                 job,
                 allowed,
-                lambda pods, task=task, job=job: action.filter(session, task, job, pods),
+                functools.partial(action.filter, session, task, job),
                 evicted,
                 order=action.victim_order(session),
             )
@@ -179,7 +180,7 @@ class EvictionAction(Action):
     def allowed(self, session: Session, evictor: Evictor, job: Job) -> np.ndarray:
         raise NotImplementedError
 
-    def allowed_key(self, job: Job) -> tuple:
+    def allowed_key(self, job: Job) -> tuple[Any, ...]:
         """Jobs with the same key may evict the same pods (the ``allowed`` mask is cached by it)."""
         return (job.uid,)
 
@@ -207,7 +208,7 @@ class EvictionAction(Action):
 class PreemptAction(EvictionAction):
     name = "preempt"
 
-    def allowed_key(self, job: Job) -> tuple:
+    def allowed_key(self, job: Job) -> tuple[Any, ...]:
         # the preemptor's own pods have its priority, so they are never allowed: queue and priority decide
         return (job.queue, job.priority)
 

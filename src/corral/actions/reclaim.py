@@ -101,7 +101,7 @@ def _reversed(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return Reversed
 
 
-def queue_rules(session: Session) -> list:
+def queue_rules(session: Session) -> list[Any]:
     """The Reclaimable answers of the queue rules (proportion, capacity, hierarchical drf: the plugins
     whose ``queue_rule`` is true) configured for the point."""
     return [

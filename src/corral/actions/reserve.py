@@ -19,7 +19,7 @@ from corral.actions.elect import check_order
 from corral.framework.plugin import Action
 from corral.framework.reservation import TARGET_SINCE, current_target, elected_at, lock_owners
 from corral.framework.session import Session
-from corral.model import TaskStatus
+from corral.model import Job, TaskStatus
 
 __all__ = ["ReserveAction"]
 
@@ -52,7 +52,7 @@ class ReserveAction(Action):
         self._clear_nominations(session, target, mask)
 
     @staticmethod
-    def _clear_nominations(session: Session, target, locked: np.ndarray) -> None:
+    def _clear_nominations(session: Session, target: Job, locked: np.ndarray) -> None:
         pods = [
             t
             for t in session.open_nominations.values()

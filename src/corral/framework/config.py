@@ -16,6 +16,7 @@ message saying so and what to do.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +66,7 @@ def arg(
     ``minimum`` bounds numbers from below."""
     meta = {"key": key, "doc": doc, "kind": kind, "prefix": prefix, "choices": choices, "minimum": minimum}
     if isinstance(default, (dict, list)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        return field(default_factory=functools.partial(type(default), default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
@@ -130,17 +131,17 @@ class Config:
 _MAX_NUMBER = 1e12
 
 
-def _coerce(value: Any, f: dataclasses.Field, where: str, file: str) -> Any:
-    out = _coerce_type(value, f, where, file)
+def _coerce(value: Any, f: dataclasses.Field[Any], where: str, file: str) -> Any:
+    out = _coerce_type(value, f.type, f.metadata, where, file)
     low = f.metadata.get("minimum")
     if low is not None and isinstance(out, (int, float)) and not isinstance(out, bool) and out < low:
         raise ConfigError(f"must be at least {float(low)}, got {value!r}", file=file, field=where)
     return out
 
 
-def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any:
-    meta = f.metadata
-    want = f.type if isinstance(f.type, type) else str(f.type)
+def _coerce_type(value: Any, declared: Any, meta: Mapping[str, Any], where: str, file: str) -> Any:
+    """``value`` as the ``declared`` type (a type or its name, as dataclass fields carry it)."""
+    want = declared if isinstance(declared, type) else str(declared)
     kind = meta.get("kind")
     if kind == "duration":
         try:
@@ -194,7 +195,9 @@ def _coerce_type(value: Any, f: dataclasses.Field, where: str, file: str) -> Any
     return value
 
 
-def _drop_fixed(raw: dict, fixed: Mapping[str, tuple[type, str]], where: str, file: str) -> dict:
+def _drop_fixed(
+    raw: dict[Any, Any], fixed: Mapping[str, tuple[type, str]], where: str, file: str
+) -> dict[Any, Any]:
     """``raw`` without the Volcano arguments whose behaviour is always so in corral, once their type is
     checked (:data:`corral.framework.volcano.FIXED_ACTION_ARGS`)."""
     out = {}
@@ -203,9 +206,7 @@ def _drop_fixed(raw: dict, fixed: Mapping[str, tuple[type, str]], where: str, fi
         if spec is None:
             out[key] = value
             continue
-        f = field(default=None, metadata={})
-        f.type = spec[0]
-        _coerce_type(value, f, f"{where}.{key}", file)
+        _coerce_type(value, spec[0], {}, f"{where}.{key}", file)
     return out
 
 
@@ -226,7 +227,7 @@ def parse_args(
     by_key = {f.metadata.get("key", f.name): f for f in fields if not f.metadata.get("prefix")}
     prefixes = [f for f in fields if f.metadata.get("prefix")]
     values: dict[str, Any] = {}
-    collected: dict[str, dict] = {f.name: {} for f in prefixes}
+    collected: dict[str, dict[Any, Any]] = {f.name: {} for f in prefixes}
     for key, value in raw.items():
         key = str(key)
         path = f"{where}.{key}"
@@ -420,8 +421,8 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     if not isinstance(sim, dict):
         raise ConfigError("expected a mapping (simulator settings)", file=file, field="simulation")
     config = Config(actions, tuple(tuple(t) for t in tiers), file, sim)
-    for a in actions:
-        check = getattr(registry.action_class(a.name), "check_config", None)
+    for act in actions:
+        check = getattr(registry.action_class(act.name), "check_config", None)
         if check is not None:
             check(config, file)
     return config

@@ -6,11 +6,12 @@ the live scheduler can never disagree on what a decision means.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from corral.framework.decisions import Decisions
 from corral.framework.session import Session
-from corral.model import Cluster, PodGroupPhase, TaskStatus
+from corral.model import Cluster, PodGroupPhase, Task, TaskStatus
 
 if TYPE_CHECKING:
     from corral.framework.config import Config, Registry
@@ -32,7 +33,9 @@ def run_cycle(
     """
     session = Session(cluster, config, registry, now, cycle, explain=explain)
     for ac in config.actions:
-        action = registry.action_class(ac.name)(ac.args)
+        action_class = registry.action_class(ac.name)
+        assert action_class is not None, ac.name  # the config loader checked every name
+        action = action_class(ac.args)
         session.action = ac.name
         action.execute(session)
     return session.close()
@@ -55,6 +58,7 @@ def apply_decisions(
     cycle that were not decided go back to Pending; a nomination from an earlier cycle persists.
     """
     touched = decisions.touched
+    candidates: Iterable[Task]
     if touched is None:
         candidates = cluster.tasks.values()
     else:
@@ -73,13 +77,13 @@ def apply_decisions(
         task.status, task.node, task.nominated = bound, nodes.index[b.node], -1
         task.start_time = now
     for n in decisions.nominations:
-        task = by_key.get(n.pod)
-        if task is None or task.status not in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+        nominee = by_key.get(n.pod)
+        if nominee is None or nominee.status not in (TaskStatus.PENDING, TaskStatus.PIPELINED):
             continue
         if n.node:
-            task.status, task.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
+            nominee.status, nominee.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
         else:  # an empty node clears the nomination
-            task.status, task.nominated = TaskStatus.PENDING, -1
+            nominee.status, nominee.nominated = TaskStatus.PENDING, -1
     for e in decisions.evictions:
         task = by_key[e.pod]
         if remove_evicted:

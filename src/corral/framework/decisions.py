@@ -35,7 +35,7 @@ class Nomination:
 class PodGroupUpdate:
     podgroup: str
     phase: str
-    annotations: dict
+    annotations: dict[Any, Any]
     cycle: int
 
 
@@ -64,7 +64,7 @@ class Decisions:
     #: the pods the cycle's operations changed, with their state (status, nomination) before the first
     #: change, set by ``Session.close`` (None: unknown); lets ``apply_decisions`` and the simulator's
     #: change test look at what changed instead of every pod. Never part of the JSON.
-    touched: list | None = field(default=None, repr=False, compare=False)
+    touched: list[Any] | None = field(default=None, repr=False, compare=False)
 
     def extend(self, other: Decisions) -> None:
         for name in ("binds", "evictions", "nominations", "podgroups", "node_locks", "unschedulable"):
@@ -86,7 +86,7 @@ class Decisions:
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _records(items: list) -> list[dict[str, Any]]:
+def _records(items: list[Any]) -> list[dict[str, Any]]:
     """``asdict`` of each decision; a record of plain values (most: tens of thousands of binds on a
     large cluster) is read field by field rather than through ``asdict``'s deep copy."""
     out = []

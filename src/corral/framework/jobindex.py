@@ -35,8 +35,8 @@ from __future__ import annotations
 import math
 import os
 from bisect import bisect_left, insort
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -185,9 +185,9 @@ class JobIndex:
         self.row_queue = np.full(64, -1, dtype=np.int64)  # the queue (code) of each row
         self.queue_code = {q: i for i, q in enumerate(cluster.queues)}
         # enqueue's job order, kept per queue while the order's context stays the same
-        self._order_ctx: tuple | None = None
-        self._order: dict[str, list[tuple]] = {}
-        self._order_key: dict[str, tuple] = {}
+        self._order_ctx: tuple[Any, ...] | None = None
+        self._order: dict[str, list[tuple[Any, ...]]] = {}
+        self._order_key: dict[str, tuple[Any, ...]] = {}
         self._order_stale: set[str] = set()
         self.dirty: set[str] = set()
         for uid, job in cluster.jobs.items():
@@ -293,15 +293,17 @@ class JobIndex:
         needs = self.needs[:n]
         rows = np.flatnonzero(needs.any(axis=1) & (needs > budget + eps).any(axis=1))
         row_uid = self.row_uid
-        return {row_uid[r] for r in rows.tolist()}
+        return {uid for r in rows.tolist() if (uid := row_uid[r]) is not None}
 
-    def fitting(self, budget: np.ndarray, eps: float) -> np.ndarray:
+    def fitting(self, budget: np.ndarray, eps: float) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per row of the minResources matrix: within ``budget`` (no minResources at all counts as
         within, as enqueue's ``_within_budget`` has it)."""
         needs = self.needs[: len(self.row_uid)]
-        return ~needs.any(axis=1) | ~(needs > budget + eps).any(axis=1)
+        return np.logical_or(~needs.any(axis=1), ~(needs > budget + eps).any(axis=1))
 
-    def enqueue_order(self, context: tuple, key, jobs: dict[str, Job]) -> dict[str, list[tuple]]:
+    def enqueue_order(
+        self, context: tuple[Any, ...], key: Callable[[Job], tuple[Any, ...]], jobs: dict[str, Job]
+    ) -> dict[str, list[tuple[Any, ...]]]:
         """Per queue, the podgroups to admit as the session opened, in JobOrder: sorted ``(key(job),
         uid)``, kept while ``context`` (``Session.job_order_context``) stays the same and brought up to
         date for the jobs changed since. Jobs with a nominated pod are left out (their key depends on

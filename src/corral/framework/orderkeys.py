@@ -5,6 +5,7 @@ Used by :meth:`corral.framework.session.Session.job_sort_key`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from corral.model import Cluster, Job, TaskStatus
 
@@ -22,8 +23,8 @@ def forget_keys(cluster: Cluster, *uids: set[str]) -> None:
 
 
 def kept_keys(
-    cluster: Cluster, context: tuple, compute: Callable[[Job], tuple], touched: set[str]
-) -> Callable[[Job], tuple]:
+    cluster: Cluster, context: tuple[Any, ...], compute: Callable[[Job], tuple[Any, ...]], touched: set[str]
+) -> Callable[[Job], tuple[Any, ...]]:
     """Job order keys kept across cycles on the cluster, when every JobOrder plugin says its key is a
     function of the job's own pods and fields (its priority and minMember are checked too) plus a context (``job_order_key_context()``): a job's key
     is computed again only when its pods' states (status, nomination) or the context changed, so a
@@ -32,7 +33,7 @@ def kept_keys(
     memo = cluster.__dict__.get("_order_keys")
     if memo is None or memo[0] != context:
         memo = cluster.__dict__["_order_keys"] = (context, {})
-    kept: dict[str, tuple] = memo[1]
+    kept: dict[str, tuple[Any, ...]] = memo[1]
     if len(kept) > 2 * len(cluster.jobs) + 64:
         jobs = cluster.jobs
         for uid in [u for u in kept if u not in jobs]:
@@ -44,7 +45,7 @@ def kept_keys(
         # the cluster tracks its jobs' changes: a job's pods changed only if the events since the last
         # session closed (``changed``) or this session's operations (``touched``) name it, and a
         # closing session forgets the keys of both (``forget_keys``)
-        def tracked(job: Job) -> tuple:
+        def tracked(job: Job) -> tuple[Any, ...]:
             uid = job.uid
             got = kept.get(uid)
             if (
@@ -63,7 +64,7 @@ def kept_keys(
 
         return tracked
 
-    def key(job: Job) -> tuple:
+    def key(job: Job) -> tuple[Any, ...]:
         state = (job.priority, job.min_member, [(t.status, t.nominated) for t in job.tasks])
         got = kept.get(job.uid)
         if got is not None and got[0] is job and got[1] == state:

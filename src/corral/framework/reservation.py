@@ -17,6 +17,7 @@ each other's modules).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def waiting(job: Job) -> list[Task]:
 
 def current_target(cluster: Cluster) -> Job | None:
     """The elected job that has not started yet (earliest election first, then name), if any."""
-    best: tuple | None = None
+    best: tuple[Any, ...] | None = None
     for uid, job in cluster.jobs.items():
         since = elected_at(job)
         if since is None or job.ready_count() >= job.min_member or not waiting(job):

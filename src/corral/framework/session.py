@@ -43,7 +43,7 @@ __all__ = ["PENDING_LIKE", "Session"]
 PENDING_LIKE = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 
 
-_LAYOUTS: dict[tuple, list] = {}
+_LAYOUTS: dict[tuple[Any, ...], list[Any]] = {}
 #: A cache refresh reads the rows changed since it was computed from the touch log up to this many
 #: entries; past it, one comparison of every row's stamp is cheaper.
 _LOGGED_ROWS = 256
@@ -103,7 +103,8 @@ class Session:
         self.cycle = cycle
         self.version = 0
         self.decisions = Decisions()
-        self.reasons: dict[str, str] = {}  # job uid -> why it did not start this cycle
+        # job uid -> why it did not start this cycle (a callable is formatted when the session closes)
+        self.reasons: dict[str, str | Callable[[], str]] = {}
         self.annotations: dict[str, dict[str, str]] = {}
         self.kept: list[Statement] = []  # pipelined jobs' statements, held to the end
         # pods changed by the session's operations: id -> (task, status, nomination before the first)
@@ -133,11 +134,11 @@ class Session:
         # entry was computed without comparing every row's stamp
         self._touched_rows: list[int] = []
         self._touched_at: list[int] = []
-        self._fit_cache: dict[tuple, list] = {}
-        self._score_cache: dict[tuple, list] = {}
-        self._free_cache: dict[tuple, list] = {}
-        self._need_cache: dict[tuple, tuple[list[int], list[float]]] = {}
-        self.no_fit_cache: dict[tuple, str] = {}  # (class, state stamps) -> why it fits nowhere
+        self._fit_cache: dict[tuple[Any, ...], list[Any]] = {}
+        self._score_cache: dict[tuple[Any, ...], list[Any]] = {}
+        self._free_cache: dict[tuple[Any, ...], list[Any]] = {}
+        self._need_cache: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
+        self.no_fit_cache: dict[tuple[Any, ...], str] = {}  # (class, state stamps) -> why it fits nowhere
         self.tiers: list[list[Any]] = []
         for tier in config.tiers:
             row = []
@@ -147,14 +148,16 @@ class Session:
                     raise PluginError(f"plugin {pc.name!r} is not registered")
                 row.append((cls(self, pc.args, dict(pc.switches)), pc))
             self.tiers.append(row)
-        self.points: dict[str, list[list[Callable]]] = {}
+        self.points: dict[str, list[list[Callable[..., Any]]]] = {}
         for point, method, layout in _point_layout(self.tiers):
             self.points[point] = [
                 [getattr(self.tiers[ti][pi][0], method) for pi in tier] for ti, tier in layout
             ]
-        self._flat: dict[str, tuple[list, list[Callable]]] = {}  # point -> (its tiers, flattened)
-        self._cols_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        self._local_cache: dict[tuple, bool] = {}
+        self._flat: dict[
+            str, tuple[list[Any], list[Callable[..., Any]]]
+        ] = {}  # point -> (its tiers, flattened)
+        self._cols_cache: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._local_cache: dict[tuple[Any, ...], bool] = {}
         self._handlers = [
             p
             for row in self.tiers
@@ -176,7 +179,7 @@ class Session:
                     return p
         return None
 
-    def fns(self, point: str) -> list[Callable]:
+    def fns(self, point: str) -> list[Callable[..., Any]]:
         """The functions of ``point`` across all tiers, in order (do not modify the returned list; it is
         cached until ``points[point]`` is replaced)."""
         tiers = self.points[point]
@@ -227,7 +230,7 @@ class Session:
                 self._touched_at.append(version)
 
     def _refresh(
-        self, cache: dict, key: tuple, compute: Callable[[np.ndarray | None], np.ndarray]
+        self, cache: dict[Any, Any], key: tuple[Any, ...], compute: Callable[[np.ndarray | None], np.ndarray]
     ) -> np.ndarray:
         """A per-node array cached under ``key``; rows touched since it was computed are recomputed
         (found in the touch log when they are few: the cost follows the rows that changed)."""
@@ -333,14 +336,15 @@ class Session:
             keys.append(key)
             contexts.append(getattr(plugin, "job_order_key_context", None))
 
-        def compute(job: Job) -> tuple:
+        def compute(job: Job) -> tuple[Any, ...]:
             return (tuple([k(job) for k in keys]), job.creation, job.uid)
 
-        if not all(callable(c) for c in contexts):
+        known = [c for c in contexts if callable(c)]
+        if len(known) < len(contexts):
             return compute
-        return kept_keys(self.cluster, tuple(c() for c in contexts), compute, self.touched_jobs)
+        return kept_keys(self.cluster, tuple(c() for c in known), compute, self.touched_jobs)
 
-    def job_order_context(self) -> tuple | None:
+    def job_order_context(self) -> tuple[Any, ...] | None:
         """The context of :meth:`job_sort_key` when its keys are a function of the job and this context
         alone (every JobOrder plugin offers ``job_order_key`` and ``job_order_key_context``), else None."""
         out = []
@@ -470,7 +474,8 @@ class Session:
         def compute(rows: np.ndarray | None) -> np.ndarray:
             if rows is not None and len(rows) == 1:
                 return np.array([self._fits_row(task, int(rows[0]), future)])
-            return (self.free(task, future=future, rows=rows) >= self.request_cols(task)[1] - EPS).all(axis=1)
+            fits: np.ndarray = self.free(task, future=future, rows=rows) >= self.request_cols(task)[1] - EPS
+            return np.all(fits, axis=1)
 
         if task.status is TaskStatus.PIPELINED and task.nominated >= 0:
             return compute(None)

@@ -47,12 +47,12 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.model import Job, Task, TaskStatus
+from corral.model import Cluster, Job, Task, TaskStatus
 
 if TYPE_CHECKING:
     from corral.framework.session import Session
@@ -74,14 +74,14 @@ def set_enabled(on: bool) -> None:
     _ENABLED = bool(on)
 
 
-def own_state(job: Job) -> tuple:
+def own_state(job: Job) -> tuple[Any, ...]:
     """What a job's own pods look like: changes when any pod is placed, nominated, evicted, added, or
     replaced by another pod (its uid) or another spec (its class: request and constraints) — the live
     scheduler builds a changed job's pods anew, where the simulator keeps its pod objects."""
     return tuple([(t.uid, t.klass, t.status, t.nominated) for t in job.tasks])
 
 
-def class_key(task: Task) -> tuple:
+def class_key(task: Task) -> tuple[Any, ...]:
     """The equivalence class a predicate mask depends on: the class, plus the pod's labels when it has
     any (other pods' anti-affinity terms match on them)."""
     return task.klass if not task.labels else (task.klass, tuple(sorted(task.labels.items())))
@@ -104,25 +104,26 @@ class SkipMemory:
     __slots__ = ("blocked",)
 
     def __init__(self) -> None:
-        self.blocked: dict[str, tuple[tuple, Task]] = {}  # job uid -> (own_state, first pod)
+        self.blocked: dict[str, tuple[tuple[Any, ...], Task]] = {}  # job uid -> (own_state, first pod)
 
-    def prune(self, jobs: dict) -> None:
+    def prune(self, jobs: dict[Any, Any]) -> None:
         """Forget jobs that left the cluster (run now and then, not every cycle)."""
         if len(self.blocked) > 2 * len(jobs) + 64:
             self.blocked = {u: e for u, e in self.blocked.items() if u in jobs}
 
 
-def keep_memory(cluster, memory: SkipMemory) -> None:
+def keep_memory(cluster: Cluster, memory: SkipMemory) -> None:
     """Give ``cluster`` a skip memory that outlives it: a front end that builds a new Cluster object
     for each cycle (``corral run``) keeps what earlier cycles learned."""
     cluster.__dict__["_skip_memory"] = memory
 
 
-def memory_of(cluster) -> SkipMemory:
+def memory_of(cluster: Cluster) -> SkipMemory:
     """The cluster's skip memory (created on first use)."""
     memory = cluster.__dict__.get("_skip_memory")
     if memory is None:
         memory = cluster.__dict__["_skip_memory"] = SkipMemory()
+    assert isinstance(memory, SkipMemory)
     return memory
 
 
@@ -133,8 +134,8 @@ class Skipper:
         self.session = session
         self.memory = memory_of(session.cluster)
         self.memory.prune(session.cluster.jobs)
-        self._fits_at_start: dict[tuple, bool] = {}  # class -> fits somewhere at the start
-        self._failed: dict[tuple, list[np.ndarray]] = {}  # constraints -> requests that failed
+        self._fits_at_start: dict[tuple[Any, ...], bool] = {}  # class -> fits somewhere at the start
+        self._failed: dict[tuple[Any, ...], list[np.ndarray]] = {}  # constraints -> requests that failed
 
     # -- across cycles ---------------------------------------------------------------------------
     def _fits_somewhere(self, task: Task) -> bool:
@@ -226,14 +227,14 @@ def hopeless_for_enqueue(session: Session, pending: list[Job], budget: np.ndarra
     the budget at its turn) and skipping is on."""
     if not _ENABLED or session.report_reasons or not pending:
         return pending
-    needs = [j.min_resources for j in pending]
-    if any(n is None for n in needs):
+    needs = [j.min_resources for j in pending if j.min_resources is not None]
+    if len(needs) < len(pending):
         return pending
-    needs_arr = np.concatenate(needs).reshape(len(needs), len(budget))
+    needs_arr: np.ndarray = np.concatenate(needs).reshape(len(needs), len(budget))
     hopeless = needs_arr.any(axis=1) & (needs_arr > budget + eps).any(axis=1)
     if not hopeless.any():
         return pending
-    return [j for j, h in zip(pending, hopeless.tolist()) if not h]
+    return [j for j, h in zip(pending, np.asarray(hopeless).tolist()) if not h]
 
 
 def grouping(skipper: Skipper | None, session: Session) -> Skipper | None:
@@ -257,14 +258,15 @@ class JobHeap:
 
     def __init__(self, skipper: Skipper | None = None) -> None:
         self.skipper = skipper
-        self.heap: list = []  # entries, or (key, seq, group) heads when grouped
-        self.groups: dict[Any, list] = {}
+        self.heap: list[Any] = []  # entries, or (key, seq, group) heads when grouped
+        self.groups: dict[Any, list[Any]] = {}
 
     def _group_of(self, job: Job) -> Any:
+        assert self.skipper is not None  # grouping happens only with a skipper
         first = self.skipper.first_pod(job)
         return ("class", class_key(first)) if first is not None and plain(first) else ("job", job.uid)
 
-    def push(self, entry: tuple) -> None:
+    def push(self, entry: tuple[Any, ...]) -> None:
         if self.skipper is None:
             heapq.heappush(self.heap, entry)
             return
@@ -276,7 +278,7 @@ class JobHeap:
             heapq.heappush(self.heap, (entry[0], entry[1], gkey))  # the group's new head
         heapq.heappush(group, entry)
 
-    def pop(self) -> tuple:
+    def pop(self) -> tuple[Any, ...]:
         if self.skipper is None:
             return heapq.heappop(self.heap)
         while True:
@@ -299,7 +301,7 @@ class JobHeap:
             return bool(self.heap)
         return any(self.groups.values())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         if self.skipper is None:
             return iter(list(self.heap))
         return iter([e for g in self.groups.values() for e in g])

@@ -9,7 +9,7 @@ exactly, ``save()``/``restore()`` let an action dry-run alternatives. Leaving a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import CommitError
 from corral.model.objects import Task, TaskStatus
@@ -85,7 +85,7 @@ class Statement:
         if now:
             self.session.fire_allocate(task)
 
-    def _op(self, kind: str, task: Task, node: int, **extra: str) -> None:
+    def _op(self, kind: str, task: Task, node: int, **extra: Any) -> None:
         if self.closed:
             raise CommitError("statement already closed", obj=f"Pod {task.key}")
         op = Op(kind, task, node, task.status, task.node, task.nominated, **extra)

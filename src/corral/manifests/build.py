@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -293,7 +294,9 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
     return queues
 
 
-def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes, topologies: list[TopologyRec] = ()) -> HyperNodeTree:
+def _hypernodes(
+    recs: list[HyperNodeRec], nodes: Nodes, topologies: Sequence[TopologyRec] = ()
+) -> HyperNodeTree:
     """Volcano's HyperNodes, resolved to node masks, and the domains of KAI's Topology objects
     (:func:`~corral.manifests.kai.topology_domains`) in one tree, told apart by family."""
     hns: dict[str, HyperNode] = {}
@@ -441,7 +444,7 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         status = TaskStatus.PENDING
     role = rec.annotations.get(TASK_SPEC_KEY, rec.labels.get(TASK_SPEC_KEY, ""))
     affinity = rec.affinity
-    klass = (
+    klass: tuple[Any, ...] = (
         req_bytes,
         tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
         affinity,

@@ -6,7 +6,9 @@ a front end applies the decisions (binds run, evicted pods leave) between cycles
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -25,13 +27,19 @@ class PriorityClass:
     global_default: bool = False
 
 
+class LabelMatcher(Protocol):
+    """A parsed label selector (manifests.selectors builds them)."""
+
+    def matches(self, labels: Mapping[str, str]) -> bool: ...
+
+
 @dataclass
 class PodDisruptionBudget:
     """policy/v1 PDB. ``selector`` is a parsed label selector (see manifests.selectors)."""
 
     key: str
     namespace: str
-    selector: object
+    selector: LabelMatcher
     min_available: int | str | None = None
     max_unavailable: int | str | None = None
 
@@ -64,7 +72,11 @@ class Cluster:
         :meth:`charge` adds, gathered per column and added at once (``np.add.at`` adds in task order,
         as charging one by one does)."""
         nodes = self.nodes
-        held: tuple[list, list, list] = ([], [], [])  # used, releasing, pipelined: (row, task)
+        held: tuple[list[tuple[int, np.ndarray]], ...] = (
+            [],
+            [],
+            [],
+        )  # used, releasing, pipelined: (row, request)
         for task in self.tasks.values():
             status = task.status
             if status in OCCUPYING_STATES and task.node >= 0:

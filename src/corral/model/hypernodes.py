@@ -22,7 +22,7 @@ class HyperNode:
     members: list[tuple[str, str, object]] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     parent: str | None = None
-    mask: np.ndarray | None = None
+    mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # set when the tree resolves
     #: "" for a Volcano HyperNode; the name of the KAI Topology whose level this domain is
     family: str = ""
 
@@ -119,7 +119,7 @@ class HyperNodeTree:
     def node_domain(self, node: int, tier: int) -> str | None:
         """Name of the tier-``tier`` hypernode holding node row ``node`` (first by name)."""
         for name in self.by_tier.get(tier, []):
-            if self.hypernodes[name].mask[node]:  # type: ignore[index]
+            if self.hypernodes[name].mask[node]:
                 return name
         return None
 
@@ -129,6 +129,6 @@ class HyperNodeTree:
             return None
         for tier in self.tiers:
             for hn in self.domains(tier):
-                if hn.mask[nodes].all():  # type: ignore[index]
+                if hn.mask[nodes].all():
                     return tier
         return None

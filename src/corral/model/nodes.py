@@ -8,6 +8,7 @@ milli-units. ``idle = allocatable - used``; ``future_idle = idle + releasing - p
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,9 @@ class Nodes:
         self.unschedulable = np.asarray(unschedulable, dtype=bool).reshape(n)
         self.down = np.zeros(n, dtype=bool)  # simulator: node failed
         self.locked_for: list[str | None] = [None] * n  # reservation (seed 001)
-        self._mask_cache: dict[tuple, np.ndarray] = {}
+        self._mask_cache: dict[tuple[Any, ...], np.ndarray] = {}  # (label test) -> row mask
+        self._label_values: dict[str, list[str | None]] = {}  # key -> each row's value
+        self._label_rows: dict[str, dict[str, np.ndarray]] = {}  # key -> value -> rows
         self._taint_ids: np.ndarray | None = None
         self._soft_taints: tuple[np.ndarray, list[tuple[Taint, ...]]] | None = None
 
@@ -65,23 +68,23 @@ class Nodes:
 
     # -- label index ------------------------------------------------------------------------------
     def label_values(self, key: str) -> list[str | None]:
-        cached = self._mask_cache.get(("values", key))
+        cached = self._label_values.get(key)
         if cached is None:
-            cached = [lab.get(key) for lab in self.labels]
-            self._mask_cache[("values", key)] = cached  # type: ignore[assignment]
-        return cached  # type: ignore[return-value]
+            cached = self._label_values[key] = [lab.get(key) for lab in self.labels]
+        return cached
 
     def label_rows(self, key: str) -> dict[str, np.ndarray]:
         """Inverted index of one label key: value -> the rows carrying it (built once per key)."""
-        cached = self._mask_cache.get(("rows", key))
+        cached = self._label_rows.get(key)
         if cached is None:
             grouped: dict[str, list[int]] = {}
             for i, v in enumerate(self.label_values(key)):
                 if v is not None:
                     grouped.setdefault(v, []).append(i)
-            cached = {v: np.array(rows, dtype=np.int64) for v, rows in grouped.items()}
-            self._mask_cache[("rows", key)] = cached  # type: ignore[assignment]
-        return cached  # type: ignore[return-value]
+            cached = self._label_rows[key] = {
+                v: np.array(rows, dtype=np.int64) for v, rows in grouped.items()
+            }
+        return cached
 
     def _rows_mask(self, key: str, values: Iterable[str] | None) -> np.ndarray:
         """Rows whose label ``key`` is one of ``values`` (any value when None)."""
@@ -119,7 +122,7 @@ class Nodes:
         self._mask_cache[ck] = mask
         return mask
 
-    def selector_mask(self, requirements: Iterable) -> np.ndarray:
+    def selector_mask(self, requirements: Iterable[Any]) -> np.ndarray:
         """Nodes matching every requirement (objects with ``key``, ``op``, ``values``); all nodes for
         none."""
         mask = np.ones(len(self.names), dtype=bool)

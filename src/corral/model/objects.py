@@ -91,7 +91,8 @@ class Task:
     name: str
     namespace: str
     request: np.ndarray
-    job: Job | None = None
+    # Every task of a Cluster has its job: the builder links them before the cluster is handed out.
+    job: Job = None  # type: ignore[assignment]  # unset only while a snapshot is being assembled
     role: str = ""
     priority: int = 0
     status: TaskStatus = TaskStatus.PENDING
@@ -109,7 +110,7 @@ class Task:
     managed: bool = True
     priority_class: str = ""
     best_effort: bool = False
-    klass: tuple = ()
+    klass: tuple[Any, ...] = ()
     #: KAI GPU sharing (pod annotations ``gpu-fraction`` / ``gpu-memory`` / ``gpu-fraction-num-devices``):
     #: ``(devices, portion of each device, GPU memory per device in milli-bytes)``, one of the last two 0
     gpu_share: tuple[int, float, float] | None = None

@@ -20,7 +20,7 @@ MILLI = 1000.0
 # every sum of float64 milli-units finite.
 MAX_UNITS = float(2**63)
 
-_SUFFIX = {
+_SUFFIX: dict[str, Decimal | int] = {
     "": 1,
     "n": Decimal("1e-9"),
     "u": Decimal("1e-6"),

@@ -137,7 +137,7 @@ class FifoPlugin(Plugin):
             ]
             jobs.sort(key=session.job_key())
             self._lines[queue] = jobs
-            self._places[queue] = got = {j.uid: i for i, j in enumerate(jobs)}
+            self._places[queue] = {j.uid: i for i, j in enumerate(jobs)}
             self._head[queue] = 0
         return self._places[queue]
 

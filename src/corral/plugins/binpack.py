@@ -10,6 +10,7 @@ not fit scores 0 for that resource (it is filtered out anyway).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class BinpackArgs:
     cpu: float = arg("binpack.cpu", 1.0, "weight of cpu", kind="float")
     memory: float = arg("binpack.memory", 1.0, "weight of memory", kind="float")
     resources: str = arg("binpack.resources", "", "comma-separated extra resources, e.g. nvidia.com/gpu")
-    resource_weights: dict = arg(
+    resource_weights: dict[Any, Any] = arg(
         "binpack.resources.", {}, "weight of each extra resource (default 1)", prefix=True, kind="float"
     )
 
@@ -54,7 +55,7 @@ class BinpackPlugin(Plugin):
                     field=f"binpack.resources.{name}",
                 )
         self.weights = weights
-        self._per_class: dict[tuple, tuple[np.ndarray, ...] | None] = {}
+        self._per_class: dict[tuple[Any, ...], tuple[np.ndarray, ...] | None] = {}
 
     def _terms(self, task: Task) -> tuple[np.ndarray, ...] | None:
         """``(cols, request, scaled weights, allocatable of cols, where it is > 0)`` for ``task``

@@ -67,7 +67,8 @@ class DrfPlugin(Plugin):
         if pj is None:
             return None
         mine = self.share(self.usage.get(pj.uid, 0.0) + preemptor.request)
-        out, left = [], {}
+        out: list[Task] = []
+        left: dict[str, np.ndarray] = {}
         for t in candidates:
             if t.job is None or t.job is pj:
                 out.append(t)

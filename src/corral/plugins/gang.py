@@ -15,6 +15,8 @@ two switches) allows every candidate.
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 
@@ -24,7 +26,7 @@ _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 _PIPE = _READY | {TaskStatus.PIPELINED}
 
 
-def _meets(job: Job, states: frozenset) -> bool:
+def _meets(job: Job, states: frozenset[Any]) -> bool:
     if job.subgroups is not None:  # KAI sub-groups with optional members: the tree decides
         return bool(job.subgroups.satisfied(job.role_counts(states)))
     if sum(1 for t in job.tasks if t.status in states) < job.min_member:
@@ -80,7 +82,7 @@ class GangPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key): not ready first."""
         return _meets(job, _READY)
 
-    def job_order_key_context(self) -> tuple:
+    def job_order_key_context(self) -> tuple[Any, ...]:
         """The key is a function of the job's own pods (Session.job_sort_key may keep it across cycles)."""
         return ()
 

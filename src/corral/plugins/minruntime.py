@@ -181,7 +181,7 @@ class MinRuntimePlugin(Plugin):
         self.queues: Mapping[str, Queue] = self.session.cluster.queues
         self.defaults = {PREEMPT: self.args.default_preempt, RECLAIM: self.args.default_reclaim}
         self._runtime: dict[tuple[str, str, str], float] = {}
-        self._starts: dict[str, float] = {}
+        self._starts: dict[str, float | None] = {}
         # a malformed start annotation is bad input: say so now, not in the middle of an action
         for job in sorted(self.session.cluster.jobs.values(), key=lambda j: j.uid):
             start_time(job)

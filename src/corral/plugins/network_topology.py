@@ -36,15 +36,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Plugin
-from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
+from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
-from corral.model.resources import CPU, EPS, GPU, PODS
+from corral.model.resources import CPU, EPS, GPU, PODS, ResourceIndex
 from corral.model.work import checkpoint, run_hours
 from corral.plugins.subgroup_topology import SubGroupTopology
 
@@ -69,7 +70,7 @@ class TopologyArgs:
         "hypernode.binpack.memory", -1.0, "weight of memory in the hypernode binpack score", kind="float"
     )
     bp_resources: str = arg("hypernode.binpack.resources", "", "further resources the hypernode score packs")
-    bp_weights: dict = arg(
+    bp_weights: dict[Any, Any] = arg(
         "hypernode.binpack.resources.", {}, "weight of each of those (default 1)", prefix=True, kind="float"
     )
 
@@ -88,7 +89,7 @@ class TopologyArgs:
         return out
 
 
-def _amounts(res, vec: np.ndarray) -> str:
+def _amounts(res: ResourceIndex, vec: np.ndarray) -> str:
     """``24 nvidia.com/gpu, 8 cpu`` (the pod count left out)."""
     return ", ".join(
         f"{format_quantity(vec[i], n)} {n}" for i, n in enumerate(res.names) if vec[i] and n != PODS
@@ -111,7 +112,7 @@ class NetworkTopologyPlugin(Plugin):
             None if weights is None else [(res.pos(n), w) for n, w in weights.items() if n in res and w > 0]
         )
         self._cap: np.ndarray | None = None
-        self._allowed_cache: dict[tuple, np.ndarray] = {}
+        self._allowed_cache: dict[tuple[Any, ...], np.ndarray] = {}
         self.subgroups = SubGroupTopology(self.session)
 
     # -- KAI sub-groups' constraints (plugins/subgroup_topology.py) -------------------------------
@@ -213,7 +214,7 @@ class NetworkTopologyPlugin(Plugin):
         hx = self.tree.index()
         waiting = [t for t in job.tasks if t.status in _WAITING and t.managed]
         lack = min(max(job.min_member - job.ready_count(), 0), len(waiting))
-        kinds: dict = {}
+        kinds: dict[Any, Any] = {}
         for t in waiting:
             key = t.klass or t.request.tobytes()
             kinds[key] = (kinds[key][0], kinds[key][1] + 1) if key in kinds else (t, 1)
@@ -490,7 +491,7 @@ class NetworkTopologyPlugin(Plugin):
         return self.args.weight * np.array([self._score(d.mask) for d in domains], dtype=float)
 
 
-def _reclaimable(cluster, queue: str) -> bool:
+def _reclaimable(cluster: Cluster, queue: str) -> bool:
     q = cluster.queues.get(queue)
     return q is not None and q.reclaimable
 

@@ -76,7 +76,7 @@ class OvercommitPlugin(Plugin):
 
     def enqueue_refusal(self, job: Job) -> str | None:
         """Why ``job_enqueueable`` rejects ``job`` (None if it does not)."""
-        if self.job_enqueueable(job) is Vote.PERMIT:
+        if job.min_resources is None or self.job_enqueueable(job) is Vote.PERMIT:
             return None
         return admission_refusal(self.session.cluster.resources, job.min_resources, self.left(), self.factor)
 

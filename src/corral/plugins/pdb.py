@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 
 from corral.framework.plugin import Plugin
-from corral.model import Task, TaskStatus
+from corral.model import PodDisruptionBudget, Task, TaskStatus
 
 __all__ = ["PdbPlugin", "allowed_disruptions"]
 
@@ -29,7 +29,7 @@ def _amount(value: int | str, total: int, *, up: bool = True) -> int:
     return int(value)
 
 
-def allowed_disruptions(pdb, pods: Sequence[Task]) -> int:
+def allowed_disruptions(pdb: PodDisruptionBudget, pods: Sequence[Task]) -> int:
     matching = [t for t in pods if t.namespace == pdb.namespace and pdb.selector.matches(t.labels)]
     healthy = sum(1 for t in matching if t.status in _HEALTHY)
     if pdb.min_available is not None:

@@ -32,6 +32,7 @@ SimulateRemoveTask update the same index for hypothetical moves outside a Statem
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class PredicatesArgs:
     )
     proportional: bool = arg("predicate.ProportionalEnable", False, "keep CPU and memory per idle device")
     prop_resources: str = arg("predicate.resources", "", "devices the proportional check keeps for")
-    prop_rates: dict = arg(
+    prop_rates: dict[Any, Any] = arg(
         "predicate.resources.", {}, "<name>.cpu / <name>.memory per device", prefix=True, kind="float"
     )
     node_ports: bool = arg("predicate.NodePortsEnable", True, _NO_EFFECT)
@@ -93,8 +94,8 @@ class PredicatesPlugin(Plugin):
     def on_session_open(self) -> None:
         self.nodes = self.session.cluster.nodes
         self._devices = self._proportional_devices()
-        self._static: dict[tuple, np.ndarray] = {}
-        self._explain: dict[tuple, list[tuple[np.ndarray, str]]] = {}
+        self._static: dict[tuple[Any, ...], np.ndarray] = {}
+        self._explain: dict[tuple[Any, ...], list[tuple[np.ndarray, str]]] = {}
         # placed pods by row, only those that matter for inter-pod terms, then kept by the events; when
         # the session's job index says no pod in the cluster has required anti-affinity, built only if a
         # pod with inter-pod terms of its own asks (its hits are a set: the walk's order does not matter)
@@ -118,10 +119,12 @@ class PredicatesPlugin(Plugin):
 
     def _build_placed(self) -> dict[int, tuple[Task, int]]:
         if self._placed is None:
-            self._placed = {}
+            placed: dict[int, tuple[Task, int]] = {}
+            self._placed = placed
             for t in self.session.cluster.tasks.values():
                 if t.status in _PLACED and _row(t) >= 0:
-                    self._add(t, _row(t))
+                    self._add(placed, t, _row(t))
+            return placed
         return self._placed
 
     @property
@@ -132,34 +135,32 @@ class PredicatesPlugin(Plugin):
             self._build_placed()
         return self._anti
 
-    def _add(self, task: Task, row: int) -> None:
-        self._placed[id(task)] = (task, row)
+    def _add(self, placed: dict[int, tuple[Task, int]], task: Task, row: int) -> None:
+        placed[id(task)] = (task, row)
         if task.affinity is not None and task.affinity.pod_anti_affinity:
             self._anti[id(task)] = (task, row)
 
-    def _remove(self, task: Task) -> None:
-        self._placed.pop(id(task), None)
+    def _remove(self, placed: dict[int, tuple[Task, int]], task: Task) -> None:
+        placed.pop(id(task), None)
         self._anti.pop(id(task), None)
 
     def on_allocate(self, task: Task) -> None:
         if self._placed is not None and _row(task) >= 0:  # not built yet: the walk will see it
-            self._add(task, _row(task))
+            self._add(self._placed, task, _row(task))
 
     def on_deallocate(self, task: Task) -> None:
         if self._placed is None:
             return
         if task.status in _PLACED and _row(task) >= 0:
-            self._add(task, _row(task))  # a reverted allocation of a previously nominated pod
+            self._add(self._placed, task, _row(task))  # a reverted allocation of a nominated pod
         else:
-            self._remove(task)
+            self._remove(self._placed, task)
 
     def simulate_add_task(self, task: Task, node: int) -> None:
-        self._build_placed()
-        self._add(task, node)
+        self._add(self._build_placed(), task, node)
 
     def simulate_remove_task(self, task: Task, node: int) -> None:
-        self._build_placed()
-        self._remove(task)
+        self._remove(self._build_placed(), task)
 
     def simulate_predicate(self, task: Task, node: int) -> bool:
         return bool(self.predicate(task)[node])
@@ -225,12 +226,13 @@ class PredicatesPlugin(Plugin):
         """Topology values (of ``term.topology_key``) holding a placed pod that ``term`` selects."""
         namespaces = term.namespaces or (owner.namespace,)
         values = self._domain_of(term.topology_key)
-        out = set()
+        out: set[str] = set()
         for other, row in self.placed.values():
             if other is owner or other.namespace not in namespaces:
                 continue
-            if term.selector.matches(other.labels) and values[row] is not None:
-                out.add(values[row])
+            value = values[row]
+            if value is not None and term.selector.matches(other.labels):
+                out.add(value)
         return out
 
     def _values_mask(self, key: str, hits: set[str], inside: bool) -> np.ndarray:

@@ -4,6 +4,8 @@ JobStarving is left to ``gang`` (Volcano's priority starving check is the same g
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral.framework.plugin import Plugin
 from corral.model import Job, Task
 
@@ -20,7 +22,7 @@ class PriorityPlugin(Plugin):
         """A sort key giving the order of ``job_order`` (Session.job_sort_key)."""
         return -job.priority
 
-    def job_order_key_context(self) -> tuple:
+    def job_order_key_context(self) -> tuple[Any, ...]:
         """The key is a function of the job alone (Session.job_sort_key may keep it across cycles)."""
         return ()
 

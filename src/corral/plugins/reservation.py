@@ -86,7 +86,7 @@ class ReservationArgs:
         "timeout", 0.0, "escalate to a cluster lock after this long (0: never)", kind="duration"
     )
     waiting_time: float = arg("targetJob.waitingTime", 0.0, "custom mode: wait threshold", kind="duration")
-    resources: dict = arg(
+    resources: dict[Any, Any] = arg(
         "targetJob.resources.", {}, "custom mode: request thresholds (plain units)", prefix=True
     )
     plan: bool = arg("plan", True, "backfill with a plan (needs expected runtimes)")
@@ -115,7 +115,7 @@ class ReservationPlugin(Plugin):
         self._plan: Plan | None = None
         self._charged: dict[int, tuple[int, np.ndarray]] = {}
         self._ends: dict[int, float | None] = {}
-        self._held: dict[tuple, np.ndarray] = {}
+        self._held: dict[tuple[Any, ...], np.ndarray] = {}
 
     # -- state -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -279,7 +279,7 @@ class ReservationPlugin(Plugin):
         """Nodes where some pod of the target could ever go (predicates, request within allocatable)."""
         nodes = self.session.cluster.nodes
         out = np.zeros(len(nodes), dtype=bool)
-        seen: set = set()
+        seen: set[Any] = set()
         for t in tasks:
             key = t.klass or id(t)
             if key in seen:
@@ -372,6 +372,7 @@ class ReservationPlugin(Plugin):
 
     def _compute_plan(self) -> Plan:
         session, target = self.session, self._target
+        assert target is not None  # a plan is asked for only while there is a target
         nodes, now = session.cluster.nodes, session.now
         rows = np.flatnonzero(self._locked)
         pos = np.full(len(nodes), -1)
@@ -399,7 +400,7 @@ class ReservationPlugin(Plugin):
         late_a = np.array(late, dtype=bool)
         where_a = np.array(where, dtype=np.int64)
         reqs_a = np.array(reqs, dtype=float).reshape(len(reqs), free0.shape[1])
-        masks: dict = {}
+        masks: dict[Any, Any] = {}
         allowed = [masks.setdefault(t.klass or id(t), self._eligible([t])[rows]) for t in need]
         index = np.arange(len(rows))
 

@@ -85,7 +85,7 @@ def queue_requests(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]
         got = index.queue_asked()
         if got is not None:
             return got
-    by_queue: dict[str, list] = {name: [] for name in cluster.queues}
+    by_queue: dict[str, list[Any]] = {name: [] for name in cluster.queues}
     for job in cluster.jobs.values():
         got_jobs = by_queue.get(job.queue)
         if got_jobs is not None:

@@ -153,7 +153,7 @@ class SubGroupTopology:
                 continue
             counts = np.array([int(hx.nodes[h].mask[placed].sum()) for h in level.tolist()])
             best = hx.nodes[int(level[int(np.argmax(counts))])].mask
-            out += np.where(best[rows], 100.0, 0.0)  # type: ignore[index]
+            out += np.where(best[rows], 100.0, 0.0)
         return out
 
     def local(self, task: Task) -> bool:
