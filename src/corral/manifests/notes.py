@@ -22,6 +22,9 @@ __all__ = ["config_notes", "snapshot_notes"]
 KAI_PODGROUP_INERT = {
     "markUnschedulable": "corral reports why a podgroup waits in its decisions, not as pod events",
     "schedulingBackoff": "corral tries every waiting podgroup each cycle (KAI's -1)",
+    # these two would change decisions in KAI; corral does not model them yet, and says so
+    "preemptionDelay": "corral does not delay the evictions a waiting podgroup may cause (KAI does)",
+    "stalenessGracePeriod": "corral does not evict stale gangs (KAI does after this period)",
 }
 
 
