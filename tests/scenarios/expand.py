@@ -20,7 +20,7 @@ Shorthand:
 - hypernode: ``name``, ``tier``, ``nodes`` (member nodes by exact name), ``hypernodes`` (member
   hypernodes by exact name), ``regex`` (member nodes by pattern); a job's ``networkTopology`` goes into
   its podgroup as is;
-- KAI podgroups (``kai: true``): ``subGroups``, ``minSubGroup`` and ``topologyConstraint`` go into the
+- KAI podgroups (``kai: true``): ``subGroups``, ``minSubGroup``, ``topologyConstraint``, ``preemptibility`` go into the
   spec as is, ``minMember: null`` leaves minMember out, ``podgroup_labels`` labels the podgroup.
 """
 
@@ -161,7 +161,12 @@ def expand(case: dict) -> list[dict]:
             for key in ("minResources", "minTaskMember", "networkTopology"):
                 if key in job:
                     spec[key] = job[key]
-            for key in ("subGroups", "minSubGroup", "topologyConstraint"):  # KAI's own fields
+            for key in (
+                "subGroups",
+                "minSubGroup",
+                "topologyConstraint",
+                "preemptibility",
+            ):  # KAI's own fields
                 if key in job:
                     spec[key] = job[key]
             if spec["minMember"] is None:  # minMember: null leaves it out (KAI podgroups with sub-groups)

@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 from corral.errors import InputError
-from corral.manifests.kai import SUBGROUP_LABEL, apply_podgroup, subgroup_of, topology_domains
+from corral.manifests.kai import (
+    KAI_NON_PREEMPTIBLE_PRIORITY,
+    SUBGROUP_LABEL,
+    apply_podgroup,
+    subgroup_of,
+    topology_domains,
+)
 from corral.manifests.kinds import (
     KAI_QUEUE_LABEL,
     PREEMPTABLE_KEY,
@@ -604,6 +610,8 @@ def _finish_job(cluster: Cluster, job: Job) -> None:
         job.min_resources = np.zeros(len(cluster.resources))
     if job.synthetic and job.tasks and job.tasks[0].status is not TaskStatus.PENDING:
         job.phase = PodGroupPhase.RUNNING
+    if job.kai_priority_preemptible and job.priority >= KAI_NON_PREEMPTIBLE_PRIORITY:
+        job.preemptable = False  # KAI: unset preemptibility follows the priority
     if not job.preemptable:
         for t in job.tasks:
             t.preemptable = False

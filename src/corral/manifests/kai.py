@@ -38,7 +38,17 @@ if TYPE_CHECKING:
     from corral.model.nodes import Nodes
     from corral.model.objects import Job
 
-__all__ = ["SUBGROUP_LABEL", "apply_podgroup", "subgroup_of", "topology_domains"]
+__all__ = [
+    "KAI_NON_PREEMPTIBLE_PRIORITY",
+    "SUBGROUP_LABEL",
+    "apply_podgroup",
+    "subgroup_of",
+    "topology_domains",
+]
+
+#: KAI: a PodGroup without ``preemptibility`` is non-preemptible from this priority up (the PodGroup
+#: CRD: "values below 100 are considered preemptible"; KAI's e2e ``NonPreemptiblePriorityThreshold``)
+KAI_NON_PREEMPTIBLE_PRIORITY = 100
 
 
 def _short(label: str) -> str:
@@ -135,6 +145,8 @@ def apply_podgroup(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
     )
     if pg.preemptibility:
         job.preemptable = pg.preemptibility == "preemptible"
+    else:  # KAI: a priority of 100 or more makes it non-preemptible (set once the priority is known)
+        job.kai_priority_preemptible = True
     if problem and not job.invalid_reason:
         job.invalid_reason = problem
     if mode:

@@ -152,6 +152,8 @@ class Job:
     #: its minMember in ``min_task_member``); ``subgroup_tree`` always, for the sub-groups' topology
     subgroups: Any = None  # model.subgroups.SubGroupTree | None
     subgroup_tree: Any = None  # the whole tree, for the sub-groups' topology constraints
+    #: a KAI PodGroup without ``preemptibility``: non-preemptible when its priority is 100 or more
+    kai_priority_preemptible: bool = False
 
     def count(self, *states: TaskStatus) -> int:
         return sum(1 for t in self.tasks if t.status in states)
