@@ -30,18 +30,20 @@ import numpy as np
 from corral.errors import InputError
 from corral.manifests.notes import KAI_PODGROUP_INERT
 from corral.model.hypernodes import HyperNode
+from corral.model.objects import TaskStatus
 from corral.model.subgroups import SUBGROUP_LABEL, SubGroup, SubGroupConstraint, SubGroupTree
 
 if TYPE_CHECKING:
     from corral.manifests.kinds import PodGroupRec, TopologyRec
     from corral.model.cluster import Cluster
     from corral.model.nodes import Nodes
-    from corral.model.objects import Job
+    from corral.model.objects import Job, Task
 
 __all__ = [
     "KAI_NON_PREEMPTIBLE_PRIORITY",
     "SUBGROUP_LABEL",
     "apply_podgroup",
+    "join_subgroup",
     "subgroup_of",
     "topology_domains",
 ]
@@ -222,6 +224,26 @@ def _subgroups(cluster: Cluster, job: Job, pg: PodGroupRec, obj: str) -> None:
         job.subgroups = tree
         job.min_task_member = {}
         job.min_member = tree.fewest_pods()
+
+
+def join_subgroup(cluster: Cluster, job: Job, task: Task) -> bool:
+    """Give ``task`` (a pod of ``job``) its leaf sub-group as its role; False when it names none, so it
+    is left out of the job (a note says so; a pod that holds a node stays as fixed load on it)."""
+    sub = subgroup_of(job, task.labels)
+    if sub is None:
+        cluster.notes.append(
+            f"Pod {task.key}: metadata.labels.{SUBGROUP_LABEL} {task.labels.get(SUBGROUP_LABEL, '')!r} names "
+            f"no leaf sub-group of PodGroup {job.uid}, so the pod is not scheduled (as KAI); label it with "
+            "one of: " + ", ".join(job.subgroup_tree.leaves())
+        )
+        if task.node >= 0 and task.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING):
+            task.managed = task.preemptable = False  # it holds its node: fixed load
+            cluster.foreign.append(task)
+            cluster.tasks[task.uid] = task
+        return False
+    if sub:
+        task.role = sub
+    return True
 
 
 def subgroup_of(job: Job, labels: dict[str, str]) -> str | None:

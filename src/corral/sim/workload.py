@@ -353,7 +353,7 @@ def _default_names(table: _Table, prefix: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------- corral schema
 
 
-def load_corral_trace(path: str | Path) -> list[JobSpec]:
+def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
     """Load corral's own trace schema from CSV or Parquet (chosen by extension), one row per job.
 
     Columns (only ``submit`` and ``duration`` are required; docs/traces.md has the table and an example):
@@ -424,7 +424,7 @@ def _topology(table: _Table) -> list[tuple[str, int] | None]:
 # ------------------------------------------------------------------------------------------- Philly
 
 
-def load_philly(path: str | Path, gpus_per_node: int = 8) -> list[JobSpec]:
+def load_philly(path: str | Path | _Table, gpus_per_node: int = 8) -> list[JobSpec]:
     """Load the Philly trace (columns ``timestamp, duration, num_gpus, gpu_time, cluster``).
 
     Each row is one job in queue ``cluster`` (the virtual cluster id), priority 0, named
@@ -469,7 +469,7 @@ def _philly_roles(gpus: int, per_node: int) -> tuple[RoleSpec, ...]:
 # ------------------------------------------------------------------------------------------ Alibaba
 
 
-def load_alibaba(path: str | Path) -> list[JobSpec]:
+def load_alibaba(path: str | Path | _Table) -> list[JobSpec]:
     """Load an Alibaba GPU-2023 (openb) pod list: each row is a single-pod job.
 
     ``submit`` = creation_time; ``duration`` = deletion_time - scheduled_time, or - creation_time when
@@ -512,9 +512,11 @@ def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
     the header: ``timestamp``+``num_gpus``+``cluster`` is Philly, ``creation_time``+``num_gpu`` is
     Alibaba, anything else corral's schema."""
     loaders = {"corral": load_corral_trace, "philly": load_philly, "alibaba": load_alibaba}
+    source: str | Path | _Table = path
     if kind is None:
-        path = _read_table(path)  # read once; the loader takes the table as it is
-        columns = set(path.frame.columns)
+        table = _read_table(path)  # read once; the loader takes the table as it is
+        source = table
+        columns = set(table.frame.columns)
         if {"timestamp", "num_gpus", "cluster"} <= columns:
             kind = "philly"
         elif {"creation_time", "num_gpu"} <= columns:
@@ -525,7 +527,7 @@ def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
         raise InputError(
             f"unknown trace kind {kind!r} (allowed: {', '.join(loaders)})", file=str(path), field="kind"
         )
-    return loaders[kind](path)  # type: ignore[arg-type]
+    return loaders[kind](source)
 
 
 # ----------------------------------------------------------------------------------------- shaping
