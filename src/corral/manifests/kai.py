@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from corral.errors import InputError
-from corral.manifests.notes import KAI_PODGROUP_INERT
+from corral.manifests.kai_notes import KAI_PODGROUP_INERT
 from corral.model.hypernodes import HyperNode
 from corral.model.objects import TaskStatus
 from corral.model.subgroups import SUBGROUP_LABEL, SubGroup, SubGroupConstraint, SubGroupTree

@@ -1,55 +1,61 @@
-"""What ``corral validate`` warns about: fields a snapshot gives that corral accepts but will not act on,
-one line per object and field, each saying what to do.
+"""What the snapshot reader tells the user besides the model: warnings and expansions.
 
-The loader records the ones it finds while reading (``Cluster.notes``: a KAI topology constraint without
-its topology, a sub-group's minMember that KAI does not count, a pod naming no sub-group); this module
-adds the ones that depend on the configuration: KAI GPU-sharing annotations without the ``gpushare``
-plugin (only the node total is then held), KAI topology constraints without ``network-topology-aware``.
+A **warning** is about a field corral accepts but does not act on as its peer would (its status in
+docs/compatibility.md is ``warned``): the snapshot is read, and the user is told, once per object, what
+corral leaves out. An **expansion** is an object corral made from a workload the user submits (a
+Volcano ``Job``, a ``batch/v1`` Job or JobSet for KAI): its controller would have made the same
+PodGroup and pods. Both are filled while the snapshot is read (:func:`corral.manifests.build.parse_objects`)
+and printed by ``corral validate`` and ``corral schedule`` (SPEC.md §5: no field is dropped silently).
+
+Any reader of input may add to the channel: :meth:`Notes.warn` with the object, the field and what
+corral does instead.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
-if TYPE_CHECKING:
-    from corral.framework.config import Config
-    from corral.model import Cluster
-
-__all__ = ["config_notes", "snapshot_notes"]
-
-#: KAI PodGroup spec fields corral reads but that change no decision it makes (KAI's own status and
-#: event behaviour), with why; ``corral validate`` names each one a podgroup sets.
-KAI_PODGROUP_INERT = {
-    "markUnschedulable": "corral reports why a podgroup waits in its decisions, not as pod events",
-    "schedulingBackoff": "corral tries every waiting podgroup each cycle (KAI's -1)",
-    # these two would change decisions in KAI; corral does not model them yet, and says so
-    "preemptionDelay": "corral does not delay the evictions a waiting podgroup may cause (KAI does)",
-    "stalenessGracePeriod": "corral does not evict stale gangs (KAI does after this period)",
-}
+__all__ = ["Note", "Notes"]
 
 
-def config_notes(cluster: Cluster, config: Config) -> list[str]:
-    """Lines for what the configuration leaves undone for this snapshot."""
-    out: list[str] = []
-    if config.plugin("gpushare") is None:
-        for t in cluster.tasks.values():
-            if t.gpu_share is not None and t.managed:
-                out.append(
-                    f"Pod {t.key}: its GPU-sharing annotations are held only to the node's GPU total: "
-                    "add the gpushare plugin to the configuration to hold them to each device"
-                )
-    if config.plugin("network-topology-aware") is None:
-        for job in cluster.jobs.values():
-            sub = job.subgroup_tree is not None and any(
-                g.constraint for g in job.subgroup_tree.groups.values()
-            )
-            if job.topology_family or sub:
-                out.append(
-                    f"PodGroup {job.uid}: its topology constraint is not enforced: add the "
-                    "network-topology-aware plugin to the configuration"
-                )
-    return out
+@dataclass(frozen=True)
+class Note:
+    obj: str  # "Queue q1", "Job ns/train"
+    field: str  # the field path, "" when about the whole object
+    message: str
+    file: str = ""
 
 
-def snapshot_notes(cluster: Cluster) -> list[str]:
-    return list(cluster.notes)
+@dataclass
+class Notes:
+    """Warnings and expansions of one snapshot, in the order they were found, each once."""
+
+    warnings: list[Note] = field(default_factory=list)
+    expansions: list[Note] = field(default_factory=list)
+    _seen: set[Note] = field(default_factory=set, repr=False)
+
+    def warn(self, obj: str, field_path: str, message: str, file: str = "") -> None:
+        note = Note(obj, field_path, message, file)
+        if note not in self._seen:
+            self._seen.add(note)
+            self.warnings.append(note)
+
+    def made(self, obj: str, message: str, file: str = "") -> None:
+        self.expansions.append(Note(obj, "", message, file))
+
+    def warning_lines(self, most: int | None = None) -> list[str]:
+        """One line per object: every field warned about, in the order found; with ``most``, the first
+        ``most`` objects and one line counting the others."""
+        by_obj: dict[str, list[str]] = {}
+        for n in self.warnings:
+            by_obj.setdefault(n.obj, []).append(f"{n.field}: {n.message}" if n.field else n.message)
+        lines = [f"warning: {obj}: " + "; ".join(parts) for obj, parts in by_obj.items()]
+        if most is not None and len(lines) > most:
+            rest = len(lines) - most
+            lines = lines[:most] + [
+                f"warning: {rest} more objects with warnings (corral validate lists them)"
+            ]
+        return lines
+
+    def expansion_lines(self) -> list[str]:
+        return [f"made from {n.obj}: {n.message}" for n in self.expansions]

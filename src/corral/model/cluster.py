@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -66,6 +66,9 @@ class Cluster:
     notes: list[str] = field(default_factory=list)
     #: some pod shares a GPU by KAI's annotations (gpushare keeps per-device books for KAI pods)
     kai_gpu_shared: bool = False
+    #: what reading the input noted for the user (corral.manifests.notes.Notes: warnings about fields
+    #: accepted but not acted on, workloads expanded); None for a cluster not read from manifests
+    input_notes: Any = None
 
     def account(self) -> None:
         """Recompute the node columns from task states (after loading or applying decisions): what

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMATS", "RunInputs", "parse_seconds", "prepare", "register", "run_config"]
 
-FORMATS = ("corral", "philly", "alibaba", "synthetic")
+FORMATS = ("corral", "philly", "alibaba", "synthetic", "manifests")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -101,7 +101,13 @@ class RunInputs:
 
 def _sniff(path: Path) -> str:
     """The format of a workload file from its name or header."""
-    if path.suffix.lower() in (".yaml", ".yml"):
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_dir():
+        from corral.manifests.safe_load import read_text
+        from corral.sim.manifest_workload import looks_like_manifests
+
+        # Kubernetes objects (a Volcano Job, a batch Job, PodGroups and pods) or a synthetic spec
+        if path.is_dir() or path.suffix.lower() == ".json" or looks_like_manifests(read_text(path)):
+            return "manifests"
         return "synthetic"
     if ".csv" in path.name.lower():
         try:
@@ -132,6 +138,10 @@ def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed:
             raise InputError(exc.message, file=str(path), obj=exc.obj, field=exc.field) from None
     if kind == "philly":
         return load_philly(path, gpus_per_node=template.gpus_per_node())
+    if kind == "manifests":
+        from corral.sim.manifest_workload import load_manifest_workload
+
+        return load_manifest_workload(path)
     loaders: dict[str, Callable[[Path], list[JobSpec]]] = {
         "corral": load_corral_trace,
         "alibaba": load_alibaba,
@@ -220,6 +230,12 @@ def run_config(
     options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
     if estimates is not None:
         meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
+    from corral.sim.preemption import preemption_options
+
+    costs = preemption_options(getattr(config, "simulation", None), source)
+    if costs:
+        options = replace(options, **costs)
+        meta["preemption"] = ", ".join(f"{k}={v}" for k, v in costs.items())
     every = sim_forecast_every(getattr(config, "simulation", None), source)
     if every is not None:
         options = replace(options, forecast_every=every)
@@ -241,16 +257,18 @@ def check_simulation_section(config: Any, file: str) -> None:
     from corral.errors import ConfigError
     from corral.sim.estimates import estimate_model
     from corral.sim.forecast import forecast_settings, sim_forecast_every
+    from corral.sim.preemption import preemption_options
 
-    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast"})
+    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast", "preemption"})
     if unknown:
         raise ConfigError(
-            f"unknown key {unknown[0]!r} (allowed: estimates, forecast)",
+            f"unknown key {unknown[0]!r} (allowed: estimates, forecast, preemption)",
             file=file,
             field=f"simulation.{unknown[0]}",
         )
     estimate_model(config.simulation, file)
     sim_forecast_every(config.simulation, file)
+    preemption_options(config.simulation, file)
     forecast_settings(config.forecast, file)
 
 
@@ -296,7 +314,9 @@ def _notes(result: SimResult, console: Console) -> None:
 _CONFIG = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML; default: built-in)")
 _CLUSTER = typer.Option(None, "--cluster", help="a snapshot (files/folder) or a generator spec YAML")
 _WORKLOAD = typer.Option(None, "--workload", "-w", help="trace file (CSV/Parquet) or synthetic spec YAML")
-_FORMAT = typer.Option(None, "--format", help="corral, philly, alibaba or synthetic (default: detect)")
+_FORMAT = typer.Option(
+    None, "--format", help="corral, philly, alibaba, synthetic or manifests (default: detect)"
+)
 _START = typer.Option(None, "--start", help="keep jobs submitted at or after this (seconds, 36h, 7d)")
 _END = typer.Option(None, "--end", help="keep jobs submitted before this (seconds, 36h, 7d)")
 _QUEUE = typer.Option(None, "--queue", "-q", help="keep only jobs of this queue (repeatable)")
