@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from corral.errors import InputError
-from corral.manifests.kai_notes import KAI_PODGROUP_INERT
 from corral.model.hypernodes import HyperNode
 from corral.model.objects import TaskStatus
 from corral.model.subgroups import SUBGROUP_LABEL, SubGroup, SubGroupConstraint, SubGroupTree
@@ -137,8 +136,6 @@ def _note_inert(cluster: Cluster, obj: str, path: str, topology: str, required: 
 def apply_podgroup(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
     """Set ``job``'s topology constraint and sub-groups from a KAI PodGroup record."""
     obj = f"PodGroup {job.uid}"
-    for f in pg.inert:
-        cluster.notes.append(f"{obj}: spec.{f} is accepted and not acted on: {KAI_PODGROUP_INERT[f]}")
     _note_inert(
         cluster, obj, "spec.topologyConstraint", pg.topology_name, pg.required_level, pg.preferred_level
     )

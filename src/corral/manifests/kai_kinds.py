@@ -70,7 +70,6 @@ def kai_podgroup(o: Obj, rec: PodGroupRec, spec: dict) -> None:
     build.py resolves them against the Topology objects and the pods."""
     rec.kai = True
     rec.min_member_given = spec.get("minMember") is not None
-    rec.inert = [f for f in ("markUnschedulable", "schedulingBackoff") if spec.get(f) is not None]
     pre = spec.get("preemptibility")
     if pre is not None:  # KAI: non-preemptible podgroups are never victims
         if pre not in ("preemptible", "non-preemptible"):

@@ -15,14 +15,7 @@ if TYPE_CHECKING:
     from corral.framework.config import Config
     from corral.model import Cluster
 
-__all__ = ["KAI_PODGROUP_INERT", "config_notes"]
-
-#: KAI PodGroup spec fields corral reads but that change no decision it makes (KAI's own status and
-#: event behaviour), with why; ``corral validate`` names each one a podgroup sets.
-KAI_PODGROUP_INERT = {
-    "markUnschedulable": "corral reports why a podgroup waits in its decisions, not as pod events",
-    "schedulingBackoff": "corral tries every waiting podgroup each cycle (KAI's -1)",
-}
+__all__ = ["config_notes"]
 
 
 def config_notes(cluster: Cluster, config: Config) -> list[str]:

@@ -164,7 +164,6 @@ class PodGroupRec:
     subgroups: list[SubGroupRec] = field(default_factory=list)
     min_subgroup: int | None = None
     min_member_given: bool = False
-    inert: list[str] = field(default_factory=list)  # KAI spec fields given that change no decision
     preemptibility: str = ""  # KAI spec.preemptibility as given
     #: KAI's ``spec.preemptibility`` read as a victim flag (None: unset, the labels and annotations decide)
     preemptible: bool | None = None
