@@ -351,6 +351,10 @@ def validate(
             typer.echo(plain(line))
     for n in notices:
         typer.echo(n.line(), err=True)
+    from corral.manifests.kai_notes import config_notes
+
+    for line in cluster.notes + config_notes(cluster, cfg):
+        typer.echo(f"warning: {plain(line)}")
 
 
 def _register_sim() -> None:

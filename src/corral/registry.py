@@ -110,8 +110,10 @@ REGISTRY = Registry(
     },
 )
 
-#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters and
-#: network-topology-aware, so that a PodGroup's networkTopology and subGroupPolicy hold without asking).
+#: The built-in configuration (Volcano's default shape, with binpack for GPU clusters; network-topology-aware,
+#: so that a PodGroup's networkTopology and subGroupPolicy (and KAI's topologyConstraint) hold without
+#: asking; and gpushare, so that pods sharing GPUs — Volcano's gpu-memory request, KAI's gpu-fraction /
+#: gpu-memory annotations — are held to each device; it passes every node for pods that share nothing).
 DEFAULT_CONFIG = {
     "actions": "enqueue, allocate, backfill",
     "tiers": [
@@ -141,6 +143,7 @@ DEFAULT_CONFIG = {
                     "name": "network-topology-aware",
                     "arguments": {"hypernode.binpack.normal-pod.enable": False},
                 },
+                {"name": "gpushare"},
             ]
         },
     ],

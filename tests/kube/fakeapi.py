@@ -70,6 +70,7 @@ TYPES: dict[str, tuple[str, str, bool]] = {
     "/apis/scheduling.run.ai/v2/queues": ("Queue", "scheduling.run.ai/v2", False),
     "/apis/scheduling.run.ai/v2alpha2/podgroups": ("PodGroup", "scheduling.run.ai/v2alpha2", True),
     "/apis/topology.volcano.sh/v1alpha1/hypernodes": ("HyperNode", "topology.volcano.sh/v1alpha1", False),
+    "/apis/kai.scheduler/v1alpha1/topologies": ("Topology", "kai.scheduler/v1alpha1", False),
     "/apis/coordination.k8s.io/v1/leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 _BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}

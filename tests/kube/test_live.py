@@ -378,6 +378,7 @@ def test_missing_crds_are_skipped_with_one_line(runner_factory) -> None:
             "podgroups.scheduling.volcano.sh",
             "queues.scheduling.run.ai",
             "queues.scheduling.volcano.sh",
+            "topologies.kai.scheduler",
         ]
         r.cycle(NOW)
         assert r.cycle_no == 1

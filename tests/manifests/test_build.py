@@ -391,7 +391,9 @@ def test_podgroup_fields() -> None:
     assert g.phase is PodGroupPhase.RUNNING
     assert g.min_resources[c.resources.pos("nvidia.com/gpu")] == 8000
     k = c.jobs["default/k"]
-    assert k.topology_mode == "hard" and k.min_member == 1 and k.queue == "default"
+    # KAI applies a topology constraint only with its topology named: without one it is noted, not acted on
+    assert k.topology_mode == "" and k.min_member == 1 and k.queue == "default"
+    assert any("PodGroup default/k: spec.topologyConstraint names no topology" in n for n in c.notes)
     assert np.all(k.min_resources == 0)
 
 

@@ -20,6 +20,10 @@ Shorthand:
 - hypernode: ``name``, ``tier``, ``nodes`` (member nodes by exact name), ``hypernodes`` (member
   hypernodes by exact name), ``regex`` (member nodes by pattern), ``tierName``; a job's
   ``networkTopology`` and ``subGroupPolicy`` go into its podgroup as is.
+  hypernodes by exact name), ``regex`` (member nodes by pattern); a job's ``networkTopology`` goes into
+  its podgroup as is;
+- KAI podgroups (``kai: true``): ``subGroups``, ``minSubGroup``, ``topologyConstraint``, ``preemptibility`` go into the
+  spec as is, ``minMember: null`` leaves minMember out, ``podgroup_labels`` labels the podgroup.
 """
 
 from __future__ import annotations
@@ -163,6 +167,17 @@ def expand(case: dict) -> list[dict]:
             for key in ("minResources", "minTaskMember", "networkTopology", "subGroupPolicy"):
                 if key in job:
                     spec[key] = job[key]
+            for key in (
+                "subGroups",
+                "minSubGroup",
+                "topologyConstraint",
+                "preemptibility",
+            ):  # KAI's own fields
+                if key in job:
+                    spec[key] = job[key]
+            if spec["minMember"] is None:  # minMember: null leaves it out (KAI podgroups with sub-groups)
+                del spec["minMember"]
+            pg_labels = dict(job.get("podgroup_labels") or {})
             spec.update(job.get("podgroup_spec") or {})
             # KAI podgroups carry no phase unless one is given; Volcano ones default to Inqueue (admitted)
             api = "scheduling.run.ai/v2alpha2" if job.get("kai") else "scheduling.volcano.sh/v1beta1"
@@ -177,6 +192,7 @@ def expand(case: dict) -> list[dict]:
                         "namespace": ns,
                         "creationTimestamp": created,
                         "annotations": job.get("annotations") or {},
+                        "labels": pg_labels,
                     },
                     "spec": spec,
                     "status": status,

@@ -72,6 +72,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "PodGroup", "scheduling.run.ai/v2alpha2", "podgroups", True, optional=True, status_subresource=True
     ),
     ResourceType("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", False, optional=True),
+    ResourceType("Topology", "kai.scheduler/v1alpha1", "topologies", False, optional=True),
 )
 POD = RESOURCES[1]
 NODE = RESOURCES[0]

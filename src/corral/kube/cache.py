@@ -343,7 +343,11 @@ class WatchCache:
             self._expire()
             self.dirty.clear()
             assumed = dict(self.assumed)
-            self.view_topology = (self.versions.get("Node", 0), self.versions.get("HyperNode", 0))
+            self.view_topology = (
+                self.versions.get("Node", 0),
+                self.versions.get("HyperNode", 0),
+                self.versions.get("Topology", 0),
+            )
             rows = [(r, key, e.raw, e.record) for r in self.resources for key, e in self.stores[r].items()]
         if not assumed:
             return [row for row in rows if row[3] is not None]

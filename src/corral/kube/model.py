@@ -7,7 +7,7 @@ the records are assembled (:func:`corral.manifests.build.assemble_cluster`). Ass
 longer than the scheduling cycle itself, so a cycle does not assemble again what did not change:
 
 - **Full assembly** (the snapshot loader's, :meth:`LiveModel.adopt` keeps its pieces): on the first cycle,
-  and whenever a Queue, PriorityClass, PodDisruptionBudget or HyperNode changes what it reads as, a Node
+  and whenever a Queue, PriorityClass, PodDisruptionBudget, HyperNode or KAI Topology changes what it reads as, a Node
   is added or removed, the set of resource names changes, the served schedulers change, or the last full
   assembly had to leave an object out (an assembly error: the culprit search needs every object). An
   object whose new version reads as the old one (a Node's status heartbeat) changes nothing.
@@ -110,6 +110,7 @@ class LiveModel:
         self.names: dict[str, int] = {}  # resource name -> pods and podgroups naming it
         self.node_recs: dict[str, Any] = {}  # cache key -> Node record
         self.hyper_recs: list[Any] = []  # HyperNode records, in the loader's order
+        self.topo_recs: list[Any] = []  # KAI Topology records
         queued: set[str] = {CPU, MEMORY, PODS}  # columns every cluster has, and the queues'
         for r, key, _raw, (kind, rec) in rows:
             self.records[(r.name, key)] = rec
@@ -121,6 +122,8 @@ class LiveModel:
                 self.node_recs[key] = rec
             elif kind == "HyperNode":
                 self.hyper_recs.append(rec)
+            elif kind == "Topology":
+                self.topo_recs.append(rec)
             elif kind == "Queue":
                 for d in (rec.capability, rec.deserved, rec.guarantee):
                     queued.update(d or ())
@@ -128,6 +131,7 @@ class LiveModel:
         self.fixed = self._fixed()
         self.resources, self.nodes = cluster.resources, cluster.nodes
         self.queues, self.hypernodes = cluster.queues, cluster.hypernodes
+        self.topologies, self.kai_gpu_shared = cluster.topologies, cluster.kai_gpu_shared
         self.priority_classes, self.pdbs = cluster.priority_classes, cluster.pdbs
         self.jobs: dict[str, Job] = dict(cluster.jobs)
         self.tasks: dict[str, Task] = dict(cluster.tasks)
@@ -268,6 +272,8 @@ class LiveModel:
             priority_classes=self.priority_classes,
             pdbs=self.pdbs,
             foreign=self.foreign,
+            topologies=self.topologies,
+            kai_gpu_shared=self.kai_gpu_shared,
         )
 
     def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:
@@ -291,7 +297,7 @@ class LiveModel:
         for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
             np.copyto(target, built)
         self.nodes, self.locks, self.down = nodes, list(nodes.locked_for), nodes.down.copy()
-        self.hypernodes = _hypernodes(self.hyper_recs, nodes)
+        self.hypernodes = _hypernodes(self.hyper_recs, nodes, self.topo_recs)
         self.rebuilt = 0
         return ""
 
@@ -422,10 +428,12 @@ class LiveModel:
             queues=self.queues,
             hypernodes=self.hypernodes,  # tier names of highestTierName
             priority_classes=self.priority_classes,
+            topologies=self.topologies,
         )
         pods = [self.pods[k] for k in self.members.get(b, ())]
         groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []
         _jobs_and_tasks(part, groups, pods, self.served)
+        self.kai_gpu_shared = self.kai_gpu_shared or part.kai_gpu_shared
         if any(uid != b[1] for uid in part.jobs) or (b[0] == "pod" and part.jobs):
             return None
         return _Built(list(part.jobs.values()), list(part.tasks.values()))

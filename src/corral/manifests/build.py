@@ -26,13 +26,21 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
 from corral.errors import InputError
 from corral.manifests.fieldcheck import check_pending_pod
+from corral.manifests.kai import (
+    KAI_NON_PREEMPTIBLE_PRIORITY,
+    SUBGROUP_LABEL,
+    apply_podgroup,
+    join_subgroup,
+    topology_domains,
+)
 from corral.manifests.kinds import (
+    KAI_QUEUE_LABEL,
     PREEMPTABLE_KEY,
     TASK_SPEC_KEY,
     HyperNodeRec,
@@ -40,6 +48,7 @@ from corral.manifests.kinds import (
     PodGroupRec,
     PodRec,
     QueueRec,
+    TopologyRec,
     parse_object,
 )
 from corral.manifests.load import SourcedObject, read_objects
@@ -153,7 +162,12 @@ def assemble_cluster(
     for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
         cluster.pdbs.append(PodDisruptionBudget(f"{ns}/{name}", ns, sel, min_av, max_un))
     cluster.queues = _queues(by_kind["Queue"], resources)
-    cluster.hypernodes = hypernodes if hypernodes is not None else _hypernodes(by_kind["HyperNode"], nodes)
+    cluster.hypernodes = (
+        hypernodes
+        if hypernodes is not None
+        else _hypernodes(by_kind["HyperNode"], nodes, by_kind["Topology"])
+    )
+    cluster.topologies = {r.name: r.levels for r in by_kind["Topology"]}
     _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
     if cluster.off_nodes:
@@ -327,7 +341,11 @@ def _queues(recs: list[QueueRec], resources: ResourceIndex) -> dict[str, Queue]:
     return queues
 
 
-def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
+def _hypernodes(
+    recs: list[HyperNodeRec], nodes: Nodes, topologies: Sequence[TopologyRec] = ()
+) -> HyperNodeTree:
+    """Volcano's HyperNodes, resolved to node masks, and the domains of KAI's Topology objects
+    (:func:`~corral.manifests.kai.topology_domains`) in one tree, told apart by family."""
     hns: dict[str, HyperNode] = {}
     files = {r.name: r.file or None for r in recs}
     for r in recs:
@@ -395,6 +413,8 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
 
     for name in sorted(hns):
         resolve(name, [])
+    if topologies:
+        hns.update(topology_domains(list(topologies), nodes)[0])
     return HyperNodeTree(hns)
 
 
@@ -467,6 +487,7 @@ def _request(
 def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
     resources, nodes = cluster.resources, cluster.nodes
     req, best_effort, req_bytes = _request(resources, rec.requests, {} if seen is None else seen)
+    best_effort = best_effort and rec.gpu_share is None  # a pod sharing a GPU asks for part of one
     node = nodes.index.get(rec.node_name, -1) if rec.node_name else -1
     status = _task_status(rec, node)
     nominated = nodes.index.get(rec.nominated, -1) if rec.nominated else -1
@@ -474,13 +495,16 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         status = TaskStatus.PENDING
     role = rec.annotations.get(TASK_SPEC_KEY, rec.labels.get(TASK_SPEC_KEY, ""))
     affinity = rec.affinity
-    klass = (
+    klass: tuple[Any, ...] = (
         req_bytes,
         tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
         affinity,
         rec.tolerations,
         rec.namespace if affinity is not None and affinity.has_pod_terms else "",
     )
+    sub = rec.labels.get(SUBGROUP_LABEL)
+    if sub is not None or rec.gpu_share is not None:  # both change what the plugins allow
+        klass = (*klass, sub or "", rec.gpu_share)
     return Task(
         uid=rec.uid,
         name=rec.name,
@@ -503,6 +527,7 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         priority_class=rec.priority_class,
         best_effort=best_effort,
         klass=klass,
+        gpu_share=rec.gpu_share,
     )
 
 
@@ -532,6 +557,8 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
         job.phase = PodGroupPhase.PENDING
     if pg.queue not in cluster.queues:
         job.invalid_reason = f"queue {pg.queue!r} does not exist"
+    if pg.kai:
+        apply_podgroup(cluster, job, pg)
     return job
 
 
@@ -557,6 +584,8 @@ def _jobs_and_tasks(
                 cluster.foreign.append(task)
                 cluster.tasks[task.uid] = task
             continue
+        if rec.gpu_share is not None:
+            cluster.kai_gpu_shared = True
         group = rec.group
         if group:
             uid = f"{rec.namespace}/{group}"
@@ -572,15 +601,20 @@ def _jobs_and_tasks(
                     invalid_reason=f"podgroup {uid} does not exist",
                 )
                 cluster.jobs[uid] = job
+            if not join_subgroup(cluster, job, task):
+                continue
         else:
             uid = f"{rec.namespace}/{rec.name}"
+            queue = rec.labels.get(KAI_QUEUE_LABEL) or "default"
             job = Job(
                 uid=uid,
                 name=rec.name,
                 namespace=rec.namespace,
+                queue=queue,
                 creation=rec.creation,
                 min_resources=task.request.copy(),
                 synthetic=True,
+                invalid_reason="" if queue in cluster.queues else f"queue {queue!r} does not exist",
             )
             if uid in cluster.jobs:
                 raise InputError(
@@ -615,6 +649,8 @@ def _finish_job(cluster: Cluster, job: Job) -> None:
         job.min_resources = np.zeros(len(cluster.resources))
     if job.synthetic and job.tasks and job.tasks[0].status is not TaskStatus.PENDING:
         job.phase = PodGroupPhase.RUNNING
+    if job.kai_priority_preemptible and job.priority >= KAI_NON_PREEMPTIBLE_PRIORITY:
+        job.preemptable = False  # KAI: unset preemptibility follows the priority
     if not job.preemptable:
         for t in job.tasks:
             t.preemptable = False

@@ -12,6 +12,17 @@ from typing import Any
 from corral.errors import InputError
 from corral.manifests.fieldcheck import check_fields
 from corral.manifests.fields import Obj
+from corral.manifests.kai_kinds import (
+    GPU_FRACTION,
+    GPU_FRACTION_DEVICES,
+    GPU_MEMORY_MIB,
+    KAI_QUEUE_LABEL,
+    SubGroupRec,
+    TopologyRec,
+    kai_gpu_share,
+    kai_podgroup,
+    topology,
+)
 from corral.manifests.notes import Notes
 from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
@@ -20,8 +31,12 @@ from corral.model.quantity import parse_quantity
 from corral.model.subjobs import SubGroupPolicy
 
 __all__ = [
+    "GPU_FRACTION",
+    "GPU_FRACTION_DEVICES",
+    "GPU_MEMORY_MIB",
     "GROUP_ANNOTATION",
     "KAI_GROUP_KEY",
+    "KAI_QUEUE_LABEL",
     "KNOWN_KINDS",
     "PREEMPTABLE_KEY",
     "TASK_SPEC_KEY",
@@ -30,6 +45,8 @@ __all__ = [
     "PodGroupRec",
     "PodRec",
     "QueueRec",
+    "SubGroupRec",
+    "TopologyRec",
     "parse_object",
 ]
 
@@ -47,6 +64,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "PodGroup": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2alpha2"),
     "Queue": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2"),
     "HyperNode": ("topology.volcano.sh/v1alpha1",),
+    "Topology": ("kai.scheduler/v1alpha1",),
 }
 
 
@@ -110,6 +128,7 @@ class PodRec:
     nominated: str
     start_time: float | None
     file: str = ""
+    gpu_share: tuple[int, float, float] | None = None
 
     @property
     def group(self) -> str:
@@ -137,6 +156,16 @@ class PodGroupRec:
     annotations: dict[str, str]
     labels: dict[str, str]
     file: str = ""
+    #: KAI only: the podgroup's topologyConstraint (topology name, required, preferred level), its
+    #: sub-groups and minSubGroup; ``queue_given``: spec.queue or the queue label was set
+    kai: bool = False
+    topology_name: str = ""
+    required_level: str = ""
+    preferred_level: str = ""
+    subgroups: list[SubGroupRec] = field(default_factory=list)
+    min_subgroup: int | None = None
+    min_member_given: bool = False
+    preemptibility: str = ""  # KAI spec.preemptibility as given
     #: KAI's ``spec.preemptibility`` read as a victim flag (None: unset, the labels and annotations decide)
     preemptible: bool | None = None
     topology_tier_name: str = ""
@@ -263,12 +292,21 @@ def _pod(o: Obj) -> PodRec:
     meta = o.meta
     creation = meta.get("creationTimestamp")
     start = status.get("startTime")
+    annotations = o.strmap(meta.get("annotations"), "metadata.annotations")
+    share = (
+        kai_gpu_share(o, annotations, requests)
+        if GPU_FRACTION in annotations or GPU_MEMORY_MIB in annotations
+        else None
+    )
+    if share is not None and share[1] > 0:
+        # KAI charges a fraction to the GPU resource (``GpuResourceRequirement.GPUs``: portion x devices)
+        requests["nvidia.com/gpu"] = round(share[1] * 100) * share[0] * 10.0
     return PodRec(
         name=o.name,
         namespace=o.namespace,
         uid=o.string(meta.get("uid"), "metadata.uid") or f"{o.namespace}/{o.name}",
         labels=o.strmap(meta.get("labels"), "metadata.labels"),
-        annotations=o.strmap(meta.get("annotations"), "metadata.annotations"),
+        annotations=annotations,
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         deleting=bool(meta.get("deletionTimestamp")),
         scheduler=o.string(spec.get("schedulerName"), "spec.schedulerName") or "default-scheduler",
@@ -284,6 +322,7 @@ def _pod(o: Obj) -> PodRec:
         nominated=o.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         start_time=o.time(start, "status.startTime") if start else None,
         file=o.file,
+        gpu_share=share,
     )
 
 
@@ -364,22 +403,16 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
     min_task = {str(k): o.integer(v, f"spec.minTaskMember.{k}", minimum=0) for k, v in mtm.items()}
     mode, tier, tier_name = "", None, ""
     policies: tuple[SubGroupPolicy, ...] = ()
-    if kai:
-        tc = o.mapping(spec.get("topologyConstraint"), "spec.topologyConstraint")
-        if tc.get("requiredTopologyLevel"):
-            mode = "hard"
-        elif tc.get("preferredTopologyLevel"):
-            mode = "soft"
-        if tc.get("highestTierAllowed") is not None:
-            tier = o.integer(
-                tc["highestTierAllowed"], "spec.topologyConstraint.highestTierAllowed", minimum=1
-            )
-    else:
+    if not kai:  # KAI's topologyConstraint and subGroups are read by kai_podgroup (manifests/kai.py)
         mode, tier, tier_name = network_topology(o, spec.get("networkTopology"), "spec.networkTopology")
         policies = subgroup_policies(o, spec.get("subGroupPolicy"))
     min_res = spec.get("minResources")
     creation = o.meta.get("creationTimestamp")
-    return PodGroupRec(
+    labels = o.strmap(o.meta.get("labels"), "metadata.labels")
+    queue = o.string(spec.get("queue"), "spec.queue")
+    if kai and not queue:  # KAI's pod-grouper names the queue by the label when spec.queue is empty
+        queue = labels.get(KAI_QUEUE_LABEL, "")
+    rec = PodGroupRec(
         name=o.name,
         namespace=o.namespace,
         min_member=min_member,
@@ -387,14 +420,14 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
         min_resources=min_resources(_resources(o, min_res, "spec.minResources"))
         if min_res is not None
         else None,
-        queue=o.string(spec.get("queue"), "spec.queue") or "default",
+        queue=queue or "default",
         priority_class=o.string(spec.get("priorityClassName"), "spec.priorityClassName"),
         topology_mode=mode,
         topology_tier=tier,
         phase=o.string(status.get("phase"), "status.phase") or "Pending",
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         annotations=o.strmap(o.meta.get("annotations"), "metadata.annotations"),
-        labels=o.strmap(o.meta.get("labels"), "metadata.labels"),
+        labels=labels,
         file=o.file,
         preemptible={"preemptible": True, "non-preemptible": False}.get(str(spec.get("preemptibility")))
         if kai
@@ -402,6 +435,9 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
         topology_tier_name=tier_name,
         subgroup_policies=policies,
     )
+    if kai:
+        kai_podgroup(o, rec, spec)
+    return rec
 
 
 _KAI_UNITS = {"gpu": ("nvidia.com/gpu", 1000.0), "cpu": ("cpu", 1.0), "memory": ("memory", 1e6 * 1000)}
@@ -580,6 +616,8 @@ def _parse_known(file: str, raw: dict, kind: str, api: str, notes: Notes | None)
         return kind, _queue(o, api)
     if kind == "HyperNode":
         return kind, _hypernode(o)
+    if kind == "Topology":
+        return kind, topology(o)
     if kind == "PriorityClass":
         if raw.get("value") is None:
             raise o.error("missing value", "value")

@@ -62,6 +62,13 @@ class Cluster:
     #: a front end that reuses its cluster across cycles (the simulator); None: not tracked, and every
     #: session looks at every job when it closes
     changed_jobs: set[str] | None = None
+    #: KAI Topology objects: name -> levels from the widest to the narrowest, (nodeLabel, alias) each
+    topologies: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: fields the snapshot gives that corral accepts but does not act on, one line each naming the
+    #: object and the field (``corral validate`` prints them)
+    notes: list[str] = field(default_factory=list)
+    #: some pod shares a GPU by KAI's annotations (gpushare keeps per-device books for KAI pods)
+    kai_gpu_shared: bool = False
     #: what reading the input noted for the user (corral.manifests.notes.Notes: warnings about fields
     #: accepted but not acted on, workloads expanded); None for a cluster not read from manifests
     input_notes: Any = None

@@ -24,6 +24,8 @@ class HyperNode:
     parent: str | None = None
     mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # set when the tree resolves
     tier_name: str = ""  # spec.tierName
+    #: "" for a Volcano HyperNode; the name of the KAI Topology whose level this domain is
+    family: str = ""
 
 
 class HyperIndex:
@@ -40,6 +42,9 @@ class HyperIndex:
         self.names = [hn.name for hn in order]
         self.nodes = list(order)
         self.tier = np.array([hn.tier for hn in order], dtype=np.int64)
+        families = sorted({hn.family for hn in order})
+        self.family_names = families
+        self.family = np.array([families.index(hn.family) for hn in order], dtype=np.int64)
         rows = [np.flatnonzero(hn.mask) for hn in order]
         self.sizes = np.array([len(r) for r in rows], dtype=np.int64)
         self.flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
@@ -62,6 +67,12 @@ class HyperIndex:
         out = np.add.reduceat(picked, np.minimum(self.starts, len(self.flat) - 1), axis=0)
         out[self.sizes == 0] = 0  # reduceat gives the next element for an empty run
         return out
+
+    def of_family(self, family: str) -> np.ndarray:
+        """Mask of the hypernodes of ``family`` ("": Volcano's; else a KAI Topology's domains)."""
+        if family not in self.family_names:
+            return np.zeros(len(self.names), dtype=bool)
+        return self.family == self.family_names.index(family)
 
     def containing(self, rows: np.ndarray, n_nodes: int) -> np.ndarray:
         """Hypernodes holding every node row in ``rows`` (all of them when ``rows`` is empty)."""
@@ -106,8 +117,15 @@ class HyperNodeTree:
                 out[hn.tier_name] = min(out.get(hn.tier_name, hn.tier), hn.tier)
         return out
 
-    def domains(self, tier: int) -> list[HyperNode]:
-        return [self.hypernodes[n] for n in self.by_tier.get(tier, [])]
+    def domains(self, tier: int, family: str | None = None) -> list[HyperNode]:
+        """The hypernodes of ``tier`` (of one ``family`` when given: "" Volcano's, else a KAI
+        Topology's)."""
+        out = [self.hypernodes[n] for n in self.by_tier.get(tier, [])]
+        return out if family is None else [hn for hn in out if hn.family == family]
+
+    def family_tiers(self, family: str) -> list[int]:
+        """The tiers that hold hypernodes of ``family``."""
+        return sorted({hn.tier for hn in self.hypernodes.values() if hn.family == family})
 
     def node_domain(self, node: int, tier: int) -> str | None:
         """Name of the tier-``tier`` hypernode holding node row ``node`` (first by name)."""

@@ -112,6 +112,9 @@ class Task:
     best_effort: bool = False
     klass: tuple[Any, ...] = ()
     subjob: Any = None  # model.subjobs.SubJob: its Volcano sub-group, if any
+    #: KAI GPU sharing (pod annotations ``gpu-fraction`` / ``gpu-memory`` / ``gpu-fraction-num-devices``):
+    #: ``(devices, portion of each device, GPU memory per device in milli-bytes)``, one of the last two 0
+    gpu_share: tuple[int, float, float] | None = None
 
     @property
     def key(self) -> str:
@@ -142,9 +145,20 @@ class Job:
     #: Volcano spec.subGroupPolicy (model.subjobs.SubGroupPolicy) and the sub-groups of its pods
     subgroup_policies: tuple[Any, ...] = ()
     subjobs: list[Any] = field(default_factory=list)
+    #: the KAI Topology the constraint is over ("": Volcano HyperNodes) and, for a KAI preferred level,
+    #: the lowest tier a domain may have
+    topology_family: str = ""
+    topology_low_tier: int = 0
     preemptable: bool = True
     invalid_reason: str = ""  # valid input that cannot be honoured (missing queue, missing group)
     synthetic: bool = False  # a pod without podgroup
+    #: KAI sub-groups (model.subgroups.SubGroupTree): ``subgroups`` is set when some ``minSubGroup``
+    #: leaves members optional (the gang plugin then counts by the tree; else each leaf is a role with
+    #: its minMember in ``min_task_member``); ``subgroup_tree`` always, for the sub-groups' topology
+    subgroups: Any = None  # model.subgroups.SubGroupTree | None
+    subgroup_tree: Any = None  # the whole tree, for the sub-groups' topology constraints
+    #: a KAI PodGroup without ``preemptibility``: non-preemptible when its priority is 100 or more
+    kai_priority_preemptible: bool = False
 
     def count(self, *states: TaskStatus) -> int:
         return sum(1 for t in self.tasks if t.status in states)

@@ -2,7 +2,10 @@
 
 JobValid rejects a gang with fewer pods than minMember (or than a role's minTaskMember); JobReady and
 JobPipelined count the pods placed (and nominated) against minMember and every role minimum (role
-minimums do not bind an elastic job, minMember below their sum: Volcano's ``CheckTaskReady``); JobStarving
+minimums do not bind an elastic job, minMember below their sum: Volcano's ``CheckTaskReady``). A KAI
+PodGroup with sub-groups is counted per leaf sub-group (its pods' role): when every sub-group is needed,
+each leaf's minMember is its role minimum; when a ``minSubGroup`` makes some optional, the sub-group tree
+decides (KAI ``SubGroupSet.IsMinRequirementSatisfied``, :mod:`corral.model.subgroups`); JobStarving
 is "not yet ready counting nominations"; JobOrder puts jobs that are not ready before ready ones. With
 ``enablePreemptable``/``enableReclaimable`` (off in the default config, as in Volcano's) a victim is
 allowed only while its job keeps minMember without it — for the legacy ``preempt``/``reclaim``. The
@@ -28,6 +31,8 @@ _PLACED_NOW = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 
 
 def _meets(job: Job, states: frozenset[Any]) -> bool:
+    if job.subgroups is not None:  # KAI sub-groups with optional members: the tree decides
+        return bool(job.subgroups.satisfied(job.role_counts(states)))
     if sum(1 for t in job.tasks if t.status in states) < job.min_member:
         return False
     if job.min_task_member and not job.elastic:  # Volcano CheckTaskReady: elastic jobs skip roles
@@ -77,6 +82,15 @@ class GangPlugin(Plugin):
 
     def job_valid(self, job: Job) -> str | None:
         valid = [t for t in job.tasks if t.status is not TaskStatus.FAILED]
+        if job.subgroups is not None:
+            have: dict[str, int] = {}
+            for t in valid:
+                have[t.role] = have.get(t.role, 0) + 1
+            if not job.subgroups.satisfied(have):
+                return "gang: too few pods exist for the sub-groups' minimums: " + "; ".join(
+                    job.subgroups.short_of(have)
+                )
+            return None
         if len(valid) < job.min_member:
             return (
                 f"gang: only {len(valid)} pods exist for minMember {job.min_member}; "

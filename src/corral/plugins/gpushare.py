@@ -51,6 +51,7 @@ from corral.manifests.build import GPU_MEMORY, GPU_MEMORY_PER_DEVICE, GPU_NUMBER
 from corral.model import GPU, Task, TaskStatus, format_quantity, parse_quantity
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS
+from corral.plugins.gpu_fractions import FractionBooks
 
 __all__ = ["GPU_INDEX", "GPU_MEMORY", "GPU_MEMORY_PER_DEVICE", "GpuShareArgs", "GpuSharePlugin"]
 
@@ -84,6 +85,9 @@ class GpuSharePlugin(Plugin):
 
     name = "gpushare"
     Args = GpuShareArgs
+    #: the mask is a function of the pod's class (its GPU-memory request and KAI share are part of it)
+    #: and the devices' state, which only fills up while allocate runs (framework/skipcache.py)
+    predicate_by_class = True
 
     # -- open ----------------------------------------------------------------------------------
     def on_session_open(self) -> None:
@@ -97,6 +101,10 @@ class GpuSharePlugin(Plugin):
         self._removed: set[str] = set()  # simulate-removed, not yet re-added
         self._watch: list[Task] = []  # earlier nominations: may change silently
         self._everywhere = np.ones(n, dtype=bool)
+        # KAI's annotations (plugins/gpu_fractions.py): books in device portions, when some pod uses them
+        self.kai = FractionBooks(cluster) if cluster.kai_gpu_shared else None
+        if self.kai is not None:
+            self._watch += [t for t in cluster.tasks.values() if t.status is TaskStatus.PIPELINED]
         self.devices = np.zeros(n, dtype=np.int64)
         self.per_device = np.zeros(n)
         if self.col is None:  # no pod asks for GPU memory
@@ -254,6 +262,8 @@ class GpuSharePlugin(Plugin):
         for t in self._watch:
             if t.uid not in self._removed:
                 self._reconcile(t)
+                if self.kai is not None:
+                    self.kai.reconcile(t)
 
     def _room(self, task: Task, row: int) -> float:
         """The largest free device on ``row`` for ``task`` (its own share counts as free)."""
@@ -267,12 +277,22 @@ class GpuSharePlugin(Plugin):
     # -- events --------------------------------------------------------------------------------
     def on_allocate(self, task: Task) -> None:
         self._reconcile(task)
+        if self.kai is not None:
+            self.kai.reconcile(task)
 
     def on_deallocate(self, task: Task) -> None:
         self._reconcile(task)
+        if self.kai is not None:
+            self.kai.reconcile(task)
 
     # -- placement -----------------------------------------------------------------------------
     def predicate(self, task: Task) -> np.ndarray:
+        if self.kai is not None and self.kai.wants(task):
+            self._sync()
+            return self._memory_predicate(task) & self.kai.fits(task)
+        return self._memory_predicate(task)
+
+    def _memory_predicate(self, task: Task) -> np.ndarray:
         req = self._req(task)
         if req <= 0:
             return self._everywhere
@@ -287,17 +307,32 @@ class GpuSharePlugin(Plugin):
     def resolvable(self, task: Task) -> np.ndarray:
         """Nodes with a device big enough for ``task`` once pods are evicted (the preempt pre-filter)."""
         req = self._req(task)
-        if req <= 0:
-            return self._everywhere
-        return self.capacity >= req - EPS
+        out = self._everywhere if req <= 0 else self.capacity >= req - EPS
+        if self.kai is not None and self.kai.wants(task):
+            out = out & self.kai.capacity_fits(task)
+        return out
 
     def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
         req = self._req(task)
+        out = []
+        if self.kai is not None and self.kai.wants(task):
+            count, _ = self.kai.demand(task)
+            share = task.gpu_share
+            what = (
+                "a whole GPU device"
+                if share is None
+                else (
+                    f"{share[1]:g} of a GPU device"
+                    if share[1] > 0
+                    else f"{int(share[2] / 1048576000)}MiB of GPU memory"
+                )
+            )
+            out.append((~self.kai.fits(task), f"node(s) had no {count} GPU device(s) with {what} free"))
         if req <= 0:
-            return []
-        return [
+            return out
+        return out + [
             (
-                ~self.predicate(task),
+                ~self._memory_predicate(task),
                 f"node(s) had no single GPU device with {format_quantity(req, 'memory')} of GPU memory free",
             )
         ]
@@ -305,6 +340,11 @@ class GpuSharePlugin(Plugin):
     # -- simulation (seed 003) -----------------------------------------------------------------
     def simulate_remove_task(self, task: Task, node: int) -> None:
         """Free ``task``'s share, remembering its device."""
+        if self.kai is not None and self.kai.wants(task):
+            self._sync()
+            if task.uid in self.kai.assign:
+                self.kai.release(task)
+                self._removed.add(task.uid)
         if self._req(task) <= 0:
             return
         self._sync()
@@ -315,6 +355,15 @@ class GpuSharePlugin(Plugin):
     def simulate_add_task(self, task: Task, node: int) -> None:
         """Put ``task`` on ``node``: back on its device when it had one there (``keepDeviceOnReAdd``),
         else the fullest device that fits."""
+        if self.kai is not None and self.kai.wants(task) and node >= 0:
+            self._sync()
+            kai_held = self.kai.assign.get(task.uid)
+            if kai_held is None or kai_held[0] != node:
+                self.kai.release(task)
+                self._removed.discard(task.uid)
+                if not self.args.keep_device:
+                    self.kai.last.get(task.uid, {}).pop(node, None)
+                self.kai.place(task, node)
         req = self._req(task)
         if req <= 0 or node < 0:
             return
@@ -331,6 +380,10 @@ class GpuSharePlugin(Plugin):
         self._place(task, node, dev)
 
     def simulate_predicate(self, task: Task, node: int) -> bool:
+        if self.kai is not None and self.kai.wants(task):
+            self._sync()
+            if not self.kai.fits_on(task, node):
+                return False
         req = self._req(task)
         if req <= 0:
             return True

@@ -25,6 +25,11 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
   of those resources' fractions in use (cpu and memory weigh 1 unless given).
 
 Jobs without a topology constraint get no answer (the session's default domain is the whole cluster).
+
+KAI's ``Topology`` levels are domains of their own family (manifests/kai.py): a KAI job is offered only
+its Topology's domains, from its preferred level (``topology_low_tier``) up to its required level. The
+constraints of KAI sub-groups are kept pod by pod through the Predicate and NodeOrder points
+(:mod:`corral.plugins.subgroup_topology`).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from corral.plugins.hypernode_binpack import (
     binpack_weights_default,
     domain_binpack_score,
 )
+from corral.plugins.subgroup_topology import SubGroupTopology
 from corral.plugins.topology_costs import Victims as _Victims
 from corral.plugins.topology_costs import entry_costs as _entry_costs
 
@@ -120,6 +126,23 @@ class NetworkTopologyPlugin(Plugin):
         self._cap: np.ndarray | None = None
         self._allowed_cache: dict[tuple[Any, ...], np.ndarray] = {}
         self._subjob_cache: dict[tuple[Any, ...], Job] = {}
+        self.subgroups = SubGroupTopology(self.session)
+
+    # -- KAI sub-groups' constraints (plugins/subgroup_topology.py) -------------------------------
+    @property
+    def predicate_by_class(self) -> bool:
+        """The mask is a function of the pod's class unless a job has sub-group constraints."""
+        return not self.subgroups.active
+
+    def predicate(self, task: Task) -> np.ndarray:
+        return self.subgroups.mask(task)
+
+    def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
+        if not self.subgroups.active or task.job is None or task.job.subgroup_tree is None:
+            return []
+        return [
+            (~self.subgroups.mask(task), f"node(s) outside the topology domain of sub-group {task.role!r}")
+        ]
 
     # -- helpers ---------------------------------------------------------------------------------
     def need(self, job: Job) -> np.ndarray:
@@ -161,7 +184,7 @@ class NetworkTopologyPlugin(Plugin):
         if got is not None:
             return got
         hx = self.tree.index()
-        ok = hx.tier <= self.highest_tier(job)
+        ok = self._tier_ok(job)
         if placed.size:
             ok &= hx.containing(placed, len(self.session.cluster.nodes))
         ok &= ~np.any((self._capacity() < need - EPS) & self.cols, axis=1)
@@ -230,11 +253,22 @@ class NetworkTopologyPlugin(Plugin):
     def highest_tier(self, job: Job) -> int:
         """The highest tier the job's domains may have: ``highestTierAllowed``, or every tier when it is
         unset — or 0 in soft mode, where Volcano does not limit the tier (in hard mode 0 allows tier-0
-        HyperNodes only)."""
+        HyperNodes only). A KAI job's tier is that of its required level (unset: every level of its
+        Topology up to the topology's root)."""
         tier = job.topology_tier
         if tier is None or (tier == 0 and job.topology_mode == "soft"):
-            return max(self.tree.tiers, default=1)
+            return max(self.tree.family_tiers(job.topology_family), default=1)
         return tier
+
+    def _tier_ok(self, job: Job) -> np.ndarray:
+        """The hypernodes of the job's family (Volcano's, or its KAI Topology's) whose tier it allows:
+        at most :meth:`highest_tier`, at least a KAI preferred level's (``topology_low_tier``; KAI tries
+        domains from the preferred level up, ``calculateRelevantDomainLevels``)."""
+        hx = self.tree.index()
+        ok = (hx.tier <= self.highest_tier(job)) & hx.of_family(job.topology_family)
+        if job.topology_low_tier:
+            ok &= hx.tier >= job.topology_low_tier
+        return ok
 
     def _score(
         self, mask: np.ndarray, extra: np.ndarray | None = None, request: np.ndarray | None = None
@@ -257,16 +291,22 @@ class NetworkTopologyPlugin(Plugin):
         return 100.0 * used / cap if cap > 0 else 0.0
 
     def node_order(self, task: Task, rows: np.ndarray) -> np.ndarray:
-        """Volcano's HyperNode bin packing for normal pods (``hypernode.binpack.normal-pod.*``); 0 for
-        the pods of a job or sub-group with a networkTopology (and with no HyperNodes)."""
+        """Volcano's HyperNode bin packing for normal pods (``hypernode.binpack.normal-pod.*``; 0 for
+        the pods of a job or sub-group with a networkTopology, and with no HyperNodes), plus, for the
+        pods of KAI sub-groups with a preferred level, their domain score (plugins/subgroup_topology.py)."""
         if self._normal is None or not _normal_pod(task):
-            return np.zeros(len(rows))
-        return self._normal.scores(task, rows)
+            out = np.zeros(len(rows))
+        else:
+            out = self._normal.scores(task, rows)
+        if self.subgroups.active:
+            out = out + self.args.weight * self.subgroups.scores(task, rows)
+        return out
 
     def scores_row_local(self, task: Task) -> bool:
         """The normal-pod score of a node moves with what its HyperNodes hold, not only the node:
-        never kept per node across placements for the pods it scores."""
-        return self._normal is None or not _normal_pod(task)
+        never kept per node across placements for the pods it scores; nor are KAI sub-group scores."""
+        normal_local = self._normal is None or not _normal_pod(task)
+        return normal_local and (not self.subgroups.active or self.subgroups.local(task))
 
     def _allocate_order(self, job: Job, cand: np.ndarray, need: np.ndarray) -> list[Domain]:
         """The domains allocate can use, ordered by what the job can get there — fits in free capacity
@@ -501,7 +541,7 @@ class NetworkTopologyPlugin(Plugin):
         if job.topology_mode == "hard" and self.tree and not self._allowed(job).size:
             tier = self.highest_tier(job)
             hx = self.tree.index()
-            allowed = np.flatnonzero(hx.tier <= tier)
+            allowed = np.flatnonzero(self._tier_ok(job))
             placed = self._placed_rows(job)
             if placed.size and not hx.containing(placed, len(self.session.cluster.nodes))[allowed].any():
                 return (
