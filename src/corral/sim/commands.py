@@ -11,7 +11,6 @@ shows the traceback). A report folder is written whole or not at all (``report.w
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,9 +33,8 @@ if TYPE_CHECKING:
     from corral.sim.jobspec import JobSpec
     from corral.sim.result import SimResult
 
-__all__ = ["FORMATS", "RunInputs", "parse_seconds", "prepare", "register", "run_config"]
+__all__ = ["RunInputs", "parse_seconds", "prepare", "register", "run_config"]
 
-FORMATS = ("corral", "philly", "alibaba", "synthetic")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -98,44 +96,38 @@ class RunInputs:
     meta: dict[str, Any]
 
 
-def _sniff(path: Path) -> str:
-    """The format of a workload file from its name or header."""
-    if path.suffix.lower() in (".yaml", ".yml"):
-        return "synthetic"
-    if ".csv" in path.name.lower():
-        try:
-            with path.open(encoding="utf-8-sig") as handle:
-                header = {c.strip() for c in handle.readline(65536).split(",")}
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read: {exc}", file=str(path)) from None
-        if {"timestamp", "num_gpus", "cluster"} <= header:
-            return "philly"
-    return "auto"
+def _hints(template: ClusterTemplate) -> Any:
+    """What a loader may read from the cluster: the most of a resource one node holds."""
+    from corral.model.quantity import MILLI
+    from corral.sim.loaders.common import Hints
+
+    cluster = template.cluster
+
+    def per_node(resource: str) -> float | None:
+        pos = cluster.resources.get(resource)
+        if pos is None or not len(cluster.nodes):
+            return None
+        most = float(cluster.nodes.allocatable[:, pos].max()) / MILLI
+        return most or None
+
+    return Hints(per_node)
 
 
 def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed: int) -> list[JobSpec]:
     from corral.manifests.safe_load import load_yaml, read_text
+    from corral.sim.formats import detect, load_workload, parse_format
     from corral.sim.synthetic import SyntheticSpec, synthetic
-    from corral.sim.workload import load_alibaba, load_corral_trace, load_philly, load_trace
 
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown format {fmt!r} (allowed: {', '.join(FORMATS)})", field="--format")
+    name, _ = parse_format(fmt)
     if not path.exists():
         raise InputError("no such file", file=str(path))
-    kind = fmt or _sniff(path)
-    if kind == "synthetic":
+    if (name or detect(path)) == "synthetic":
         raw = load_yaml(read_text(path), str(path)) or {}
         try:
             return synthetic(seed, SyntheticSpec.from_mapping(raw))
         except InputError as exc:  # name the file the spec came from
             raise InputError(exc.message, file=str(path), obj=exc.obj, field=exc.field) from None
-    if kind == "philly":
-        return load_philly(path, gpus_per_node=template.gpus_per_node())
-    loaders: dict[str, Callable[[Path], list[JobSpec]]] = {
-        "corral": load_corral_trace,
-        "alibaba": load_alibaba,
-    }
-    return loaders[kind](path) if kind in loaders else load_trace(path)
+    return load_workload(path, fmt, _hints(template))  # type: ignore[no-any-return]
 
 
 def prepare(
@@ -172,6 +164,7 @@ def prepare(
             replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"), "built-in example cluster"
         )
     jobs = example_workload(seed) if workload is None else _load_workload(workload, fmt, template, seed)
+    skipped = dict(getattr(jobs, "skipped", None) or {})
     lo, hi = parse_seconds(start, "--start"), parse_seconds(end, "--end")
     if lo is not None or hi is not None or queues:
         jobs = filter_jobs(jobs, lo, hi, queues or None)
@@ -181,6 +174,7 @@ def prepare(
         raise InputError(
             "the workload has no jobs (check --start/--end/--queue)", file=str(workload) if workload else None
         )
+    jobs, moved = template.route(list(jobs))
     options = SimOptions(
         schedule_period=schedule_period,
         startup_delay=startup_delay,
@@ -195,6 +189,10 @@ def prepare(
         "workload": str(workload) if workload else f"built-in example (seed {seed})",
         "jobs": len(jobs),
     }
+    if skipped:
+        meta["skipped_rows"] = skipped
+    if moved:
+        meta["queues_to_default"] = {"queue": template.default_queue, "jobs": moved}
     return RunInputs(template, list(jobs), options, meta)
 
 
@@ -248,6 +246,18 @@ def _console() -> Console:
 
 
 def _notes(result: SimResult, console: Console) -> None:
+    skipped = result.meta.get("skipped_rows") or {}
+    if skipped:
+        text = ", ".join(f"{n} ({reason})" for reason, n in skipped.items())
+        console.print(f"trace rows skipped: {plain(text)}; see meta.json", markup=False, highlight=False)
+    moved = result.meta.get("queues_to_default") or {}
+    if moved:
+        text = ", ".join(f"{q} ({n} jobs)" for q, n in moved["jobs"].items())
+        console.print(
+            f"queues the cluster does not list, run in {plain(moved['queue'])!r}: {plain(text)}",
+            markup=False,
+            highlight=False,
+        )
     never = result.meta.get("never_fits") or []
     if never:
         first = never[0]
@@ -265,7 +275,12 @@ def _notes(result: SimResult, console: Console) -> None:
 _CONFIG = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML; default: built-in)")
 _CLUSTER = typer.Option(None, "--cluster", help="a snapshot (files/folder) or a generator spec YAML")
 _WORKLOAD = typer.Option(None, "--workload", "-w", help="trace file (CSV/Parquet) or synthetic spec YAML")
-_FORMAT = typer.Option(None, "--format", help="corral, philly, alibaba or synthetic (default: detect)")
+_FORMAT = typer.Option(
+    None,
+    "--format",
+    help="corral, philly, alibaba, alibaba-dlrm, swf, gavel, pollux, tiresias, helios or synthetic, "
+    "with options as NAME:key=value,... (default: recognised from the file; see docs/traces.md)",
+)
 _START = typer.Option(None, "--start", help="keep jobs submitted at or after this (seconds, 36h, 7d)")
 _END = typer.Option(None, "--end", help="keep jobs submitted before this (seconds, 36h, 7d)")
 _QUEUE = typer.Option(None, "--queue", "-q", help="keep only jobs of this queue (repeatable)")

@@ -1,0 +1,192 @@
+"""The one registry of workload formats: what ``--format`` accepts, how a format is recognised when
+``--format`` is not given, and which options each takes (docs/traces.md documents every one).
+
+``--format NAME`` or ``--format NAME:key=value,key=value`` (for example ``swf:resource=cpu,per_node=2``
+or ``gavel:throughputs=simulation_throughputs.json``). Without ``--format`` the format is recognised by
+content — a YAML name is a synthetic spec; an SWF log by its ``;`` header or 18-number lines; a Gavel
+trace by its 7 tab-separated fields; a CSV by its header — and corral's own schema otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corral.errors import InputError
+from corral.sim.loaders.common import Hints, Options
+
+__all__ = ["FORMATS", "TraceFormat", "detect", "format_names", "load_workload", "parse_format"]
+
+
+def _swf(path: Path, options: Options, hints: Hints) -> Any:
+    from corral.sim.loaders.swf import load_swf
+
+    return load_swf(path, options, hints)
+
+
+def _gavel(path: Path, options: Options, hints: Hints) -> Any:
+    from corral.sim.loaders.gavel import load_gavel
+
+    return load_gavel(path, options, hints)
+
+
+def _pollux(path: Path, options: Options, hints: Hints) -> Any:
+    from corral.sim.loaders.pollux import load_pollux
+
+    return load_pollux(path, options, hints)
+
+
+def _tables(name: str) -> Callable[[Path, Options, Hints], Any]:
+    def load(path: Path, options: Options, hints: Hints) -> Any:
+        from corral.sim.loaders import gpu_tables
+
+        return getattr(gpu_tables, f"load_{name}")(path, options, hints)
+
+    return load
+
+
+def _corral(path: Path, options: Options, hints: Hints) -> Any:
+    from corral.sim.workload import load_corral_trace
+
+    return load_corral_trace(path)
+
+
+def _philly(path: Path, options: Options, hints: Hints) -> Any:
+    from corral.sim.workload import load_philly
+
+    return load_philly(path, gpus_per_node=hints.gpus_per_node())
+
+
+def _alibaba(path: Path, options: Options, hints: Hints) -> Any:
+    from corral.sim.workload import load_alibaba
+
+    return load_alibaba(path)
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    """One ``--format`` value: its loader ``load(path, options, hints)``, a one-line summary, its options
+    (name -> meaning) and the CSV header columns that identify it (empty: not recognised by header)."""
+
+    name: str
+    summary: str
+    load: Callable[[Path, Options, Hints], Any]
+    options: Mapping[str, str] = field(default_factory=dict)
+    header: frozenset[str] = frozenset()
+
+
+def _registry() -> dict[str, TraceFormat]:
+    from corral.sim.loaders.gavel import OPTIONS as GAVEL
+    from corral.sim.loaders.pollux import OPTIONS as POLLUX
+    from corral.sim.loaders.swf import OPTIONS as SWF
+
+    formats = [
+        TraceFormat("corral", "corral's own schema (CSV or Parquet)", _corral),
+        TraceFormat(
+            "philly",
+            "Microsoft Philly (Pollux's philly.csv)",
+            _philly,
+            header=frozenset({"timestamp", "num_gpus", "cluster"}),
+        ),
+        TraceFormat(
+            "alibaba",
+            "Alibaba GPU-2023 (openb) pod list",
+            _alibaba,
+            header=frozenset({"creation_time", "num_gpu"}),
+        ),
+        TraceFormat(
+            "alibaba-dlrm",
+            "Alibaba GPU-2025 DLRM serving instances",
+            _tables("dlrm"),
+            header=frozenset({"instance_sn", "gpu_request", "creation_time"}),
+        ),
+        TraceFormat("swf", "Parallel Workloads Archive Standard Workload Format", _swf, SWF),
+        TraceFormat("gavel", "Gavel per-VC trace (steps; needs a throughput table)", _gavel, GAVEL),
+        TraceFormat(
+            "pollux",
+            "Pollux workload (needs a durations table)",
+            _pollux,
+            POLLUX,
+            frozenset({"name", "time", "application", "num_replicas"}),
+        ),
+        TraceFormat(
+            "tiresias",
+            "Tiresias job trace",
+            _tables("tiresias"),
+            header=frozenset({"job_id", "num_gpu", "submit_time", "duration"}),
+        ),
+        TraceFormat(
+            "helios",
+            "Helios cluster_log.csv",
+            _tables("helios"),
+            header=frozenset({"job_id", "vc", "gpu_num", "submit_time", "duration"}),
+        ),
+        TraceFormat("synthetic", "a synthetic workload spec (YAML)", _corral),
+    ]
+    return {f.name: f for f in formats}
+
+
+FORMATS: dict[str, TraceFormat] = _registry()
+
+
+def format_names() -> str:
+    return ", ".join(FORMATS)
+
+
+def parse_format(text: str | None) -> tuple[str | None, dict[str, str]]:
+    """``NAME`` or ``NAME:key=value,...`` -> (name, options); None stays (None, {})."""
+    if text is None:
+        return None, {}
+    name, _, rest = str(text).partition(":")
+    name = name.strip()
+    if name not in FORMATS:
+        raise InputError(f"unknown format {name!r} (allowed: {format_names()})", field="--format")
+    options: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise InputError(f"expected key=value after {name}:, got {part!r}", field="--format")
+        options[key.strip()] = value.strip()
+    return name, options
+
+
+_SWF_LINE = re.compile(r"^\s*-?\d+(\.\d+)?(\s+-?\d+(\.\d+)?){17}\s*$")
+
+
+def detect(path: Path) -> str:
+    """The format of ``path`` from its name (YAML: synthetic) and content; ``corral`` when nothing else
+    matches."""
+    from corral.sim.tracefile import head_text
+
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return "synthetic"
+    lines = [
+        line for line in head_text(path).splitlines()[:-1] or head_text(path).splitlines() if line.strip()
+    ]
+    if not lines:
+        return "corral"
+    first = lines[0]
+    if first.lstrip().startswith(";") or _SWF_LINE.match(first):
+        return "swf"
+    if first.count("\t") == 6:
+        return "gavel"
+    header = {c.strip() for c in first.split(",")}
+    for fmt in FORMATS.values():
+        if fmt.header and fmt.header <= header:
+            return fmt.name
+    return "corral"
+
+
+def load_workload(path: Path, fmt: str | None, hints: Hints) -> Any:
+    """Load a trace file in ``fmt`` (``NAME[:options]``; None: :func:`detect`). The synthetic format is
+    not a file of jobs: the caller handles it."""
+    name, values = parse_format(fmt)
+    if not path.exists():
+        raise InputError("no such file", file=str(path))
+    name = name or detect(path)
+    spec = FORMATS[name]
+    options = Options(name, values, spec.options)
+    return spec.load(path, options, hints)
