@@ -3,9 +3,10 @@
 jobs of queues the spec does not list go), and the unit check of a node's memory.
 
 ``default_queue`` follows Volcano, whose job admission puts a job that names no queue into the
-``default`` queue (``pkg/webhooks/admission/jobs/mutate``: ``if job.Spec.Queue == "" { job.Spec.Queue =
-"default" }``): a trace's queue that the cluster spec does not list is, for this cluster, a job that
-names no queue of it. Without the key such a job is refused, as before.
+``default`` queue (``patchDefaultQueue`` in ``pkg/webhooks/admission/jobs/mutate/mutate_job.go``): a
+trace's queue that the cluster spec does not list is, for this cluster, a job that names no queue of it.
+Without the key such a job is refused, as before (Volcano's validating webhook refuses a job whose queue
+does not exist).
 """
 
 from __future__ import annotations

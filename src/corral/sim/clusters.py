@@ -38,7 +38,7 @@ from corral.manifests.safe_load import load_text_documents
 from corral.model import Cluster, HyperNode, HyperNodeTree, Nodes, Queue
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
-from corral.sim.cluster_keys import SPEC_KEYS, _default_queue, _machine_shapes, _memory_hint, route_queues
+from corral.sim.cluster_keys import SPEC_KEYS, _default_queue, _machine_shapes, _memory_hint
 from corral.sim.jobspec import JobSpec
 from corral.sim.machines import detect_machines
 
@@ -333,12 +333,7 @@ class ClusterTemplate:
     explicit_queues: bool
     description: str
     queue_weights: Mapping[str, float] = field(default_factory=dict)
-    default_queue: str | None = None
-
-    def route(self, jobs: list[JobSpec]) -> tuple[list[JobSpec], dict[str, int]]:
-        """With ``default_queue``: the jobs whose queue the cluster does not list moved to it, and how
-        many jobs of each such queue were moved; otherwise the jobs as they are."""
-        return route_queues(self, jobs)
+    default_queue: str | None = None  # where jobs of queues the cluster does not list run
 
     def instantiate(self, queue_names: Iterable[str] = ()) -> Cluster:
         """A fresh copy (the engine mutates the cluster it runs on) with the workload's queues added
@@ -368,7 +363,8 @@ def from_spec(spec: ClusterSpec, file: str = _WHERE) -> ClusterTemplate:
 
 
 def load_cluster(path: str | Path) -> ClusterTemplate:
-    """A generator spec (a YAML mapping with ``nodes``, no ``apiVersion``) or a snapshot (files or a
+    """A generator spec (a YAML mapping with ``nodes`` or ``machines``, no ``apiVersion``), a machine
+    list (:mod:`corral.sim.machines`, recognised by its first line) or a snapshot (files or a
     directory of Kubernetes objects). Unreadable or malformed input is an InputError naming the file."""
     p = Path(path)
     if not p.exists():
@@ -379,7 +375,7 @@ def load_cluster(path: str | Path) -> ClusterTemplate:
             len(docs) == 1
             and isinstance(docs[0], Mapping)
             and "apiVersion" not in docs[0]
-            and "nodes" in docs[0]
+            and ("nodes" in docs[0] or "machines" in docs[0])
         ):
             return from_spec(ClusterSpec.from_mapping(docs[0], str(path)), str(path))
     if p.is_file() and detect_machines(p):

@@ -149,6 +149,7 @@ def prepare(
     """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
     Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
     its three queues for the example, with the workload's own queues otherwise)."""
+    from corral.sim.cluster_keys import route_queues
     from corral.sim.clusters import from_spec, load_cluster
     from corral.sim.engine import SimOptions
     from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
@@ -174,7 +175,7 @@ def prepare(
         raise InputError(
             "the workload has no jobs (check --start/--end/--queue)", file=str(workload) if workload else None
         )
-    jobs, moved = template.route(list(jobs))
+    jobs, moved = route_queues(template, list(jobs))
     options = SimOptions(
         schedule_period=schedule_period,
         startup_delay=startup_delay,

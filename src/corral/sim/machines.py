@@ -48,8 +48,10 @@ def detect_machines(path: Path) -> str | None:
         return "philly-revised"
     if cells[:2] == ["num_switch", "num_node_p_switch"]:
         return "tiresias"
-    if len(cells) == 5 and cells[1] in PAI_TYPES:
-        return "pai"
+    for line in lines[:20]:  # headerless: any of the first lines in PAI's shape (the first may be cut)
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 5 and cells[1] in PAI_TYPES:
+            return "pai"
     return None
 
 
@@ -95,7 +97,7 @@ def _machines(table: _Table, fmt: str) -> list[tuple[tuple, dict[str, Any]]]:
             shape["labels"] = {"alibabacloud.com/gpu-card-model": kind}
             out.append(((name,), shape))
         return out
-    memory = table.text("single GPU mem", "") if fmt == "philly" else np.full(len(table), "", dtype=object)
+    memory = table.text("single GPU mem", None) if fmt == "philly" else np.full(len(table), "", dtype=object)
     for index, (g, text) in enumerate(zip(gpus.astype(int).tolist(), memory.tolist())):
         labels: Mapping[str, str] = {}
         name = f"gpu{g}"

@@ -490,24 +490,18 @@ def load_alibaba(path: str | Path) -> list[JobSpec]:
 
 
 def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
-    """Load any supported trace. ``kind`` is ``corral``, ``philly`` or ``alibaba``; ``None`` picks by
-    the header: ``timestamp``+``num_gpus``+``cluster`` is Philly, ``creation_time``+``num_gpu`` is
-    Alibaba, anything else corral's schema."""
-    loaders = {"corral": load_corral_trace, "philly": load_philly, "alibaba": load_alibaba}
-    if kind is None:
-        path = _read_table(path)  # read once; the loader takes the table as it is
-        columns = set(path.frame.columns)
-        if {"timestamp", "num_gpus", "cluster"} <= columns:
-            kind = "philly"
-        elif {"creation_time", "num_gpu"} <= columns:
-            kind = "alibaba"
-        else:
-            kind = "corral"
-    if kind not in loaders:
-        raise InputError(
-            f"unknown trace kind {kind!r} (allowed: {', '.join(loaders)})", file=str(path), field="kind"
-        )
-    return loaders[kind](path)  # type: ignore[arg-type]
+    """Load any trace file format of the registry (:mod:`corral.sim.formats`: ``corral``, ``philly``,
+    ``alibaba``, ``alibaba-dlrm``, ``swf``, ``gavel``, ``pollux``, ``tiresias``, ``helios``, with options
+    as ``NAME:key=value,...``); ``None`` recognises the format from the content. Gangs are split for
+    nodes of 8 GPUs (the simulator passes the cluster's own)."""
+    from corral.sim.formats import FORMATS, load_workload
+    from corral.sim.loaders.common import Hints
+
+    name = (kind or "").partition(":")[0]
+    if kind is not None and (name not in FORMATS or name == "synthetic"):
+        allowed = ", ".join(f for f in FORMATS if f != "synthetic")
+        raise InputError(f"unknown trace kind {kind!r} (allowed: {allowed})", file=str(path), field="kind")
+    return load_workload(Path(path), kind, Hints())  # type: ignore[no-any-return]
 
 
 # ----------------------------------------------------------------------------------------- shaping
