@@ -114,20 +114,10 @@ def _hints(template: ClusterTemplate) -> Any:
 
 
 def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed: int) -> list[JobSpec]:
-    from corral.manifests.safe_load import load_yaml, read_text
-    from corral.sim.formats import detect, load_workload, parse_format
-    from corral.sim.synthetic import SyntheticSpec, synthetic
+    from corral.sim.formats import load_workload
 
-    name, _ = parse_format(fmt)
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    if (name or detect(path)) == "synthetic":
-        raw = load_yaml(read_text(path), str(path)) or {}
-        try:
-            return synthetic(seed, SyntheticSpec.from_mapping(raw))
-        except InputError as exc:  # name the file the spec came from
-            raise InputError(exc.message, file=str(path), obj=exc.obj, field=exc.field) from None
-    return load_workload(path, fmt, _hints(template))  # type: ignore[no-any-return]
+    jobs: list[JobSpec] = load_workload(path, fmt, _hints(template), seed)
+    return jobs
 
 
 def prepare(

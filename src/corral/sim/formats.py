@@ -66,6 +66,17 @@ def _alibaba(path: Path, options: Options, hints: Hints) -> Any:
     return load_alibaba(path)
 
 
+def _synthetic(path: Path, options: Options, hints: Hints, seed: int = 0) -> Any:
+    from corral.manifests.safe_load import load_yaml, read_text
+    from corral.sim.synthetic import SyntheticSpec, synthetic
+
+    raw = load_yaml(read_text(path), str(path)) or {}
+    try:
+        return synthetic(seed, SyntheticSpec.from_mapping(raw))
+    except InputError as exc:  # name the file the spec came from
+        raise InputError(exc.message, file=str(path), obj=exc.obj, field=exc.field) from None
+
+
 @dataclass(frozen=True)
 class TraceFormat:
     """One ``--format`` value: its loader ``load(path, options, hints)``, a one-line summary, its options
@@ -124,7 +135,7 @@ def _registry() -> dict[str, TraceFormat]:
             _tables("helios"),
             header=frozenset({"job_id", "vc", "gpu_num", "submit_time", "duration"}),
         ),
-        TraceFormat("synthetic", "a synthetic workload spec (YAML)", _corral),
+        TraceFormat("synthetic", "a synthetic workload spec (YAML)", _synthetic),
     ]
     return {f.name: f for f in formats}
 
@@ -180,13 +191,16 @@ def detect(path: Path) -> str:
     return "corral"
 
 
-def load_workload(path: Path, fmt: str | None, hints: Hints) -> Any:
-    """Load a trace file in ``fmt`` (``NAME[:options]``; None: :func:`detect`). The synthetic format is
-    not a file of jobs: the caller handles it."""
+def load_workload(path: Path, fmt: str | None, hints: Hints | None = None, seed: int = 0) -> Any:
+    """The jobs of ``path`` in ``fmt`` (``NAME[:options]``; None: :func:`detect`) as a ``JobList``.
+    ``hints`` tell a loader what the cluster's nodes hold (default: nodes of 8 GPUs); ``seed`` seeds a
+    synthetic spec. Every fault is an InputError naming the file."""
     name, values = parse_format(fmt)
     if not path.exists():
         raise InputError("no such file", file=str(path))
     name = name or detect(path)
     spec = FORMATS[name]
     options = Options(name, values, spec.options)
-    return spec.load(path, options, hints)
+    if name == "synthetic":
+        return _synthetic(path, options, hints or Hints(), seed)
+    return spec.load(path, options, hints or Hints())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -281,7 +281,7 @@ def _assemble(
     min_member: np.ndarray,
     topology: list | None = None,
     skipped: Mapping[str, int] | None = None,
-    annotations: list[Mapping[str, str]] | None = None,
+    annotations: Sequence[Mapping[str, str]] | None = None,
 ) -> JobList:
     """Build the JobSpecs, re-based so the first submits at 0, sorted by (submit, name). ``annotations``
     (one mapping per row) become each job's PodGroup annotations."""
@@ -501,7 +501,8 @@ def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
     if kind is not None and (name not in FORMATS or name == "synthetic"):
         allowed = ", ".join(f for f in FORMATS if f != "synthetic")
         raise InputError(f"unknown trace kind {kind!r} (allowed: {allowed})", file=str(path), field="kind")
-    return load_workload(Path(path), kind, Hints())  # type: ignore[no-any-return]
+    jobs: list[JobSpec] = load_workload(Path(path), kind, Hints())
+    return jobs
 
 
 # ----------------------------------------------------------------------------------------- shaping

@@ -100,7 +100,7 @@ def _parse(path: str, lines: list[str]) -> tuple[np.ndarray, dict[str, str]]:
         values = wide[:, : len(FIELDS)] if np.isnan(wide[:, -1]).all() else None
     except (ValueError, pd.errors.ParserError):
         values = None
-    bad = None
+    bad: tuple[int, int, str | None, int] | None = None
     if values is None or np.isnan(values).any():
         for index, text in enumerate(body):
             fields = text.split()
@@ -115,33 +115,34 @@ def _parse(path: str, lines: list[str]) -> tuple[np.ndarray, dict[str, str]]:
                     break
             if bad:
                 break
-        if bad is None:  # NaN spelled out as a number, or a parse pandas refused for another reason
-            index = int(np.argwhere(np.isnan(values))[0][0]) if values is not None else 0
-            bad = (index, 0, body[index].split()[0], len(FIELDS))
+        if bad is None:  # "nan" spelled out, or a parse pandas refused for another reason
+            where = np.argwhere(np.isnan(values)) if values is not None else np.zeros((1, 2), dtype=int)
+            row, col = int(where[0][0]), int(where[0][1])
+            bad = (row, col, body[row].split()[col], len(FIELDS))
     else:
         with np.errstate(invalid="ignore"):
             wrong = ~(np.abs(values) <= MAX_VALUE) | (values < -1)
         if wrong.any():
             index, column = (int(i) for i in np.argwhere(wrong)[0])
             bad = (index, column, body[index].split()[column], len(FIELDS))
-    if bad:
-        index, column, cell, width = bad
-        line = _line_of(lines, index + 1)
-        if cell is None:
+    if bad is not None or values is None:
+        row, col, found, width = bad or (0, 0, None, 0)
+        at = _line_of(lines, row + 1)
+        if found is None:
             short = width < len(FIELDS)
             raise InputError(
-                f"truncated row (line {line}): {width} of SWF's {len(FIELDS)} fields"
+                f"truncated row (line {at}): {width} of SWF's {len(FIELDS)} fields"
                 if short
-                else f"{width} fields (line {line}), more than SWF's {len(FIELDS)}",
+                else f"{width} fields (line {at}), more than SWF's {len(FIELDS)}",
                 file=path,
-                obj=f"row {index + 1}",
-                field=FIELDS[column] if short else None,
+                obj=f"row {row + 1}",
+                field=FIELDS[col] if short else None,
             )
         raise InputError(
-            f"expected a number >= -1 (-1: unknown) of at most {MAX_VALUE:g} (line {line}), got {cell!r}",
+            f"expected a number >= -1 (-1: unknown) of at most {MAX_VALUE:g} (line {at}), got {found!r}",
             file=path,
-            obj=f"row {index + 1}",
-            field=FIELDS[column],
+            obj=f"row {row + 1}",
+            field=FIELDS[col],
         )
     return values, header
 
