@@ -129,3 +129,28 @@ def test_cli_names_the_file_routes_queues_and_hides_bool(tmp_path):
     assert "run in 'main': vc-a (1 jobs), vc-b (1 jobs)" in out.output
     help_text = runner.invoke(app, ["simulate", "--help"], terminal_width=200).output
     assert "--force" in help_text and "<bool>" not in help_text and "swf" in help_text
+
+
+def test_queue_quotas_from_a_vc_table(tmp_path):
+    (tmp_path / "vc.csv").write_text("vc,node num\nvcA,4\nvcB,2\n")
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(
+        "nodes: [{name: a, count: 6, gpus: 8}]\nqueue_quotas: {file: vc.csv}\nqueues: [{name: rest}]\n"
+        "default_queue: rest\n"
+    )
+    cluster = load_cluster(spec).cluster
+    gpu = cluster.resources.pos(GPU)
+    assert cluster.queues["vcA"].weight == 4 and cluster.queues["vcA"].capability[gpu] == 32 * MILLI
+    assert cluster.queues["vcB"].deserved[gpu] == 16 * MILLI and "rest" in cluster.queues
+    (tmp_path / "vc.csv").write_text("vc,node num\nvcA,4\nvcB\n")
+    with pytest.raises(InputError) as info:
+        load_cluster(spec)
+    assert info.value.obj == "row 2" and info.value.file == str(tmp_path / "vc.csv")
+
+
+def test_real_philly_vc_quotas(tmp_path):
+    quotas = need("philly-cluster/philly_vc.csv")
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(f"nodes: [{{name: a, count: 352, gpus: 8}}]\nqueue_quotas: {{file: {quotas}}}\n")
+    cluster = load_cluster(spec).cluster
+    assert sum(q.weight for n, q in cluster.queues.items() if n != "default") == 352  # 11 VCs, 352 nodes

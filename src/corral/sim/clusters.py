@@ -38,7 +38,7 @@ from corral.manifests.safe_load import load_text_documents
 from corral.model import Cluster, HyperNode, HyperNodeTree, Nodes, Queue
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
-from corral.sim.cluster_keys import SPEC_KEYS, _default_queue, _machine_shapes, _memory_hint
+from corral.sim.cluster_keys import SPEC_KEYS, _default_queue, _machine_shapes, _memory_hint, _quota_queues
 from corral.sim.jobspec import JobSpec
 from corral.sim.machines import detect_machines
 
@@ -124,10 +124,12 @@ class ClusterSpec:
             raise InputError("expected a list of group sizes", file=file, field="topology.tiers")
         tiers = tuple(_int(t, file, f"topology.tiers[{i}]", 1) for i, t in enumerate(tiers))
         queues = None
-        if raw.get("queues") is not None:
-            if not isinstance(raw["queues"], list):
+        quotas = _quota_queues(raw.get("queue_quotas"), file)
+        if raw.get("queues") is not None or quotas:
+            if not isinstance(raw.get("queues") or [], list):
                 raise InputError("expected a list of queues", file=file, field="queues")
-            queues = tuple(_queue(q, file, f"queues[{i}]") for i, q in enumerate(raw["queues"]))
+            queues = tuple(_queue(q, file, f"queues[{i}]") for i, q in enumerate(raw.get("queues") or []))
+            queues += tuple(_queue(q, file, f"queue_quotas ({q['name']})") for q in quotas)
             if len({q.name for q in queues}) != len(queues):
                 raise InputError("queue names must be unique", file=file, field="queues")
         weights = raw.get("queue_weights") or {}
