@@ -307,3 +307,32 @@ def test_format_option_syntax_and_detection(tmp_path):
         "tiresias",
         "helios",
     } < set(FORMATS)
+
+
+def test_cli_reports_skipped_rows(tmp_path):
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from corral.cli import app
+
+    log = write(tmp_path, SWF, "log")  # no suffix: recognised by content
+    cluster = write(tmp_path, "nodes: [{name: n, count: 4, gpus: 4}]\n", "c.yaml")
+    out_dir = tmp_path / "r"
+    args = [
+        "simulate",
+        "--workload",
+        str(log),
+        "--cluster",
+        str(cluster),
+        "-o",
+        str(out_dir),
+        "--no-progress",
+    ]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "trace rows skipped: 1 (run time unknown (-1)), 1 (run time 0 (never ran))" in out.output
+    meta = _json.loads((out_dir / "meta.json").read_text())
+    assert meta["skipped_rows"]["processor count unknown"] == 1
+    bad = CliRunner().invoke(app, [*args[:2], str(log), "--format", "swf:gpus=2", *args[3:]])
+    assert bad.exit_code == 2 and "unknown option 'gpus' of format swf" in bad.output
