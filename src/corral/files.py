@@ -93,7 +93,7 @@ def check_output_folder(folder: str | Path, force: bool = False, *, shown: str |
         )
 
 
-def atomic_folder(folder: str | Path, fill: Callable[[Path], None], *, force: bool = False) -> Path:
+def atomic_folder(folder: str | Path, fill: Callable[[Path], object], *, force: bool = False) -> Path:
     """Run ``fill`` on a fresh hidden sibling of ``folder``, then swap it into place: remove nothing
     until the new report is complete, and restore the old one if the final rename fails. The folder
     gets the :data:`MARKER` file. Returns the folder's resolved path."""

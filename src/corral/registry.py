@@ -15,6 +15,7 @@ from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.actions.reserve import ReserveAction
 from corral.framework.config import Config, parse_config
+from corral.framework.plugin import Action, Plugin
 from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
@@ -37,7 +38,9 @@ __all__ = ["DEFAULT_CONFIG", "REGISTRY", "Registry", "default_config"]
 
 
 class Registry:
-    def __init__(self, actions: dict[str, type], plugins: dict[str, type], aliases: dict[str, str]) -> None:
+    def __init__(
+        self, actions: dict[str, type[Action]], plugins: dict[str, type[Plugin]], aliases: dict[str, str]
+    ) -> None:
         self.actions = actions
         self.plugins = plugins
         self.aliases = aliases
@@ -46,10 +49,10 @@ class Registry:
         key = name.strip().lower()
         return self.aliases.get(key, key)
 
-    def action_class(self, name: str) -> type | None:
+    def action_class(self, name: str) -> type[Action] | None:
         return self.actions.get(self.canonical_action(name))
 
-    def plugin_class(self, name: str) -> type | None:
+    def plugin_class(self, name: str) -> type[Plugin] | None:
         key = name.strip().lower()
         return self.plugins.get(self.aliases.get(key, key))
 
@@ -60,48 +63,44 @@ class Registry:
         return sorted(self.plugins)
 
 
+_ACTION_CLASSES: tuple[type[Action], ...] = (
+    EnqueueAction,
+    AllocateAction,
+    BackfillAction,
+    PreemptAction,
+    ReclaimAction,
+    GangPreemptAction,
+    GangReclaimAction,
+    ElectAction,
+    ReserveAction,
+    FlowAction,
+    *INERT_ACTION_CLASSES,
+)
+_PLUGIN_CLASSES: tuple[type[Plugin], ...] = (
+    GangPlugin,
+    PriorityPlugin,
+    ConformancePlugin,
+    DrfPlugin,
+    ProportionPlugin,
+    CapacityPlugin,
+    PredicatesPlugin,
+    NodeOrderPlugin,
+    BinpackPlugin,
+    PdbPlugin,
+    NetworkTopologyPlugin,
+    MinRuntimePlugin,
+    GpuSharePlugin,
+    FifoPlugin,
+    SjfPlugin,
+    SrtfPlugin,
+    LasPlugin,
+    OvercommitPlugin,
+    ReservationPlugin,
+    *INERT_PLUGIN_CLASSES,
+)
 REGISTRY = Registry(
-    actions={
-        cls.name: cls
-        for cls in (
-            EnqueueAction,
-            AllocateAction,
-            BackfillAction,
-            PreemptAction,
-            ReclaimAction,
-            GangPreemptAction,
-            GangReclaimAction,
-            ElectAction,
-            ReserveAction,
-            FlowAction,
-            *INERT_ACTION_CLASSES,
-        )
-    },
-    plugins={
-        cls.name: cls
-        for cls in (
-            GangPlugin,
-            PriorityPlugin,
-            ConformancePlugin,
-            DrfPlugin,
-            ProportionPlugin,
-            CapacityPlugin,
-            PredicatesPlugin,
-            NodeOrderPlugin,
-            BinpackPlugin,
-            PdbPlugin,
-            NetworkTopologyPlugin,
-            MinRuntimePlugin,
-            GpuSharePlugin,
-            FifoPlugin,
-            SjfPlugin,
-            SrtfPlugin,
-            LasPlugin,
-            OvercommitPlugin,
-            ReservationPlugin,
-            *INERT_PLUGIN_CLASSES,
-        )
-    },
+    actions={cls.name: cls for cls in _ACTION_CLASSES},
+    plugins={cls.name: cls for cls in _PLUGIN_CLASSES},
     aliases={
         "gang-preempt": "gangpreempt",
         "gang-reclaim": "gangreclaim",

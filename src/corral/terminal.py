@@ -11,7 +11,6 @@ not touched: it is escaped by JSON itself.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from rich.text import Text
 
@@ -25,12 +24,12 @@ def _escape(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape").decode("ascii")
 
 
-def plain(value: Any) -> str:
+def plain(value: object) -> str:
     """``str(value)`` with every control or direction character shown as an escape."""
     text = str(value)
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 
-def cell(value: Any, style: str = "") -> Text:
+def cell(value: object, style: str = "") -> Text:
     """``value`` as literal rich text: markup characters are shown, control characters escaped."""
     return Text(plain(value), style=style)

@@ -202,7 +202,7 @@ class Applier:
         if not decisions.binds:
             return
         wanted = {b.pod for b in decisions.binds}
-        job_of = {t.key: t.job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
+        job_of = {t.key: job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
         gangs: dict[str, list] = defaultdict(list)
         for b in decisions.binds:
             gangs[job_of.get(b.pod, b.pod)].append(b)

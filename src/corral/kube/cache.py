@@ -64,7 +64,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 PRESENT = object()
 
 
-def contains(obj: Any, patch: Any) -> bool:
+def contains(obj: object, patch: object) -> bool:
     """True when ``obj`` already shows every value of the merge patch ``patch``."""
     if patch is PRESENT:
         return obj is not None

@@ -11,9 +11,14 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from corral.kube.runner import Runner
 
 __all__ = ["register"]
 
@@ -89,22 +94,22 @@ def run(
 
 
 def _make_runner(
-    config,
-    scheduler_name,
-    period,
-    dry_run,
-    cycles,
-    now,
-    dump,
-    leader_elect,
-    lease_namespace,
-    lease_name,
-    kubeconfig,
-    context,
-    server,
-    log_format,
-    log_level,
-):  # type: ignore[no-untyped-def]
+    config: Path | None,
+    scheduler_name: Sequence[str] | None,
+    period: float,
+    dry_run: bool,
+    cycles: int | None,
+    now: str | None,
+    dump: Path | None,
+    leader_elect: bool,
+    lease_namespace: str,
+    lease_name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    server: str | None,
+    log_format: str,
+    log_level: str,
+) -> Runner:
     from corral.cli import _config, _now
     from corral.errors import InputError
 
@@ -149,7 +154,7 @@ def _make_runner(
     return runner
 
 
-def _serve_and_run(runner, metrics_port: int) -> None:  # type: ignore[no-untyped-def]
+def _serve_and_run(runner: Runner, metrics_port: int) -> None:
     from corral.cli import _fail
     from corral.errors import InputError
     from corral.kube.metrics import serve

@@ -11,7 +11,8 @@ import json
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from collections.abc import Hashable
+from typing import TextIO
 
 __all__ = ["Log"]
 
@@ -24,14 +25,14 @@ class Log:
         self.fmt = fmt
         self.level = _LEVELS[level]
         self.lock = threading.Lock()
-        self.seen: dict[Any, str] = {}
+        self.seen: dict[Hashable, str] = {}
         self.records: list[dict] = []  # the last lines, for tests and /healthz diagnostics
         self.keep = 2000
 
-    def log(self, level: str, msg: str, **fields: Any) -> None:
+    def log(self, level: str, msg: str, **fields: object) -> None:
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
         rec = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-            + f".{int(time.time() * 1000) % 1000:03d}Z",
+            "ts": ts,
             "level": level,
             "msg": msg,
             **fields,
@@ -45,26 +46,26 @@ class Log:
             if self.fmt == "json":
                 line = json.dumps(rec, default=str)
             else:
-                line = " ".join([rec["ts"], level.upper(), msg] + [f"{k}={v}" for k, v in fields.items()])
+                line = " ".join([ts, level.upper(), msg] + [f"{k}={v}" for k, v in fields.items()])
             try:
                 self.stream.write(line + "\n")
                 self.stream.flush()
             except (OSError, ValueError):
                 pass
 
-    def debug(self, msg: str, **fields: Any) -> None:
+    def debug(self, msg: str, **fields: object) -> None:
         self.log("debug", msg, **fields)
 
-    def info(self, msg: str, **fields: Any) -> None:
+    def info(self, msg: str, **fields: object) -> None:
         self.log("info", msg, **fields)
 
-    def warning(self, msg: str, **fields: Any) -> None:
+    def warning(self, msg: str, **fields: object) -> None:
         self.log("warning", msg, **fields)
 
-    def error(self, msg: str, **fields: Any) -> None:
+    def error(self, msg: str, **fields: object) -> None:
         self.log("error", msg, **fields)
 
-    def once(self, key: Any, level: str, msg: str, **fields: Any) -> bool:
+    def once(self, key: Hashable, level: str, msg: str, **fields: object) -> bool:
         """Log unless ``key`` was already logged with the same message; True when it was logged."""
         text = msg + json.dumps(fields, sort_keys=True, default=str)
         with self.lock:
@@ -74,7 +75,7 @@ class Log:
         self.log(level, msg, **fields)
         return True
 
-    def forget(self, key: Any) -> None:
+    def forget(self, key: Hashable) -> None:
         with self.lock:
             self.seen.pop(key, None)
 

@@ -209,7 +209,8 @@ class LiveModel:
         if not self.ready:
             return None
         if tuple(schedulers) != self.schedulers:
-            return self._full("the served schedulers changed")
+            self._full("the served schedulers changed")
+            return None
         self._restore()
         changes = [
             (r, key, None if rec is None else rec[1])
@@ -220,10 +221,12 @@ class LiveModel:
             self.last, self.rebuilt = "unchanged", 0
             return self._cluster()
         if self.dropped:
-            return self._full("objects were left out: the culprit search needs every object")
+            self._full("objects were left out: the culprit search needs every object")
+            return None
         other = next((r.kind for r, _, _ in changes if r.kind not in _INCREMENTAL), None)
         if other is not None:
-            return self._full(f"a {other} changed")
+            self._full(f"a {other} changed")
+            return None
         nodes = [c for c in changes if c[0].kind == "Node"]
         try:
             why = self._refresh_nodes(nodes) if nodes else ""
@@ -232,13 +235,14 @@ class LiveModel:
         except InputError as exc:  # an assembly error: the full assembly names the culprit
             why = f"an assembly error ({exc.describe()})"
         if why:
-            return self._full(why)
+            self._full(why)
+            return None
         self.last = "incremental"
         return self._cluster()
 
     def _full(self, why: str) -> None:
+        """Mark the model stale: the next cycle needs a full assembly, for ``why``."""
         self.ready, self.reason = False, why
-        return None
 
     def _restore(self) -> None:
         """Put back the state as built of every task, job and node (what the last cycle changed)."""

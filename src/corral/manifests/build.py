@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from corral.manifests.kinds import (
     parse_object,
 )
 from corral.manifests.load import SourcedObject, read_objects
+from corral.manifests.selectors import LabelSelector
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
@@ -137,7 +139,9 @@ def assemble_cluster(
 
 
 def _name_of(raw: dict) -> str:
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     ns, name = meta.get("namespace"), meta.get("name", "?")
     return f"{ns}/{name}" if ns else str(name)
 
@@ -196,7 +200,8 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
         [r.taints for r in recs],
         [r.unschedulable for r in recs],
     )
-    nodes.annotations = [r.annotations for r in recs]  # type: ignore[attr-defined]
+    # model.Nodes does not declare this attribute (gpushare reads it with getattr): the model's to declare
+    nodes.annotations = [r.annotations for r in recs]
     return nodes
 
 
@@ -213,7 +218,12 @@ def _gpu_memory(r: NodeRec, resources: ResourceIndex, row: np.ndarray) -> None:
     ) * int(count // MILLI)
 
 
+@overload
+def _vec(resources: ResourceIndex, amounts: dict[str, float], fill: float) -> np.ndarray: ...
+@overload
+def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float) -> np.ndarray | None: ...
 def _vec(resources: ResourceIndex, amounts: dict[str, float] | None, fill: float) -> np.ndarray | None:
+    """The vector of ``amounts`` by resource name, ``fill`` elsewhere; None for None."""
     if amounts is None:
         return None
     vec = np.full(len(resources), fill)
@@ -293,11 +303,13 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
             raise InputError(
                 "duplicate hypernode", file=r.file, obj=f"HyperNode {r.name}", field="metadata.name"
             )
-        hns[r.name] = HyperNode(r.name, r.tier, r.members)
+        # the model keeps the members untyped (object); they are read back here from the records
+        hns[r.name] = HyperNode(r.name, r.tier, list(r.members))
+    members = {r.name: r.members for r in recs}
     names = sorted(hns)  # computed once: membership resolution is linear
     no_labels: dict[str, dict] = {n: {} for n in hns}
     for hn in hns.values():
-        for mtype, kind, value in hn.members:
+        for mtype, kind, value in members[hn.name]:
             if mtype != "HyperNode":
                 continue
             for child in _match_names(names, kind, value, no_labels):
@@ -322,7 +334,7 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
     def resolve(name: str, path: list[str]) -> np.ndarray:
         hn = hns[name]
         if state.get(name) == 2:
-            return hn.mask  # type: ignore[return-value]
+            return hn.mask
         if state.get(name) == 1:
             cycle = " -> ".join(path[path.index(name) :] + [name])
             raise InputError(
@@ -333,16 +345,16 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
             )
         state[name] = 1
         mask = np.zeros(len(nodes), dtype=bool)
-        for mtype, kind, value in hn.members:
+        for mtype, kind, value in members[name]:
             if mtype == "Node":
-                if kind == "exact":
-                    i = nodes.index.get(value)  # type: ignore[arg-type]
+                if isinstance(value, LabelSelector):  # labelMatch: through the nodes' label index
+                    mask |= nodes.selector_mask(value.requirements)  # (one pass per label key)
+                elif kind == "exact":
+                    i = nodes.index.get(value)
                     if i is not None:
                         mask[i] = True
-                elif kind == "regex":
-                    mask |= nodes.regex_mask(value)  # type: ignore[arg-type]
-                else:  # labelMatch: through the nodes' label index (one pass per label key)
-                    mask |= nodes.selector_mask(value.requirements)  # type: ignore[union-attr]
+                else:  # regexMatch
+                    mask |= nodes.regex_mask(value)
         for child in hn.children:
             mask |= resolve(child, path + [name])
         hn.mask = mask
@@ -354,13 +366,15 @@ def _hypernodes(recs: list[HyperNodeRec], nodes: Nodes) -> HyperNodeTree:
     return HyperNodeTree(hns)
 
 
-def _match_names(names: list[str], kind: str, value: object, labels: dict[str, dict]) -> list[str]:
+def _match_names(
+    names: list[str], kind: str, value: str | LabelSelector, labels: dict[str, dict]
+) -> list[str]:
+    if isinstance(value, LabelSelector):  # labelMatch
+        return [n for n in names if value.matches(labels[n])]
     if kind == "exact":
-        return [value] if value in labels else []  # type: ignore[list-item]
-    if kind == "regex":
-        matches = compile_name_pattern(value)  # RE2: linear time (corral.model.patterns)
-        return [n for n in names if matches(n)]
-    return [n for n in names if value.matches(labels[n])]  # type: ignore[attr-defined]
+        return [value] if value in labels else []
+    matches = compile_name_pattern(value)  # regexMatch; RE2: linear time (corral.model.patterns)
+    return [n for n in names if matches(n)]
 
 
 def _pod_priority(cluster: Cluster, rec: PodRec) -> int:
@@ -512,8 +526,10 @@ def _jobs_and_tasks(
         group = rec.group
         if group:
             uid = f"{rec.namespace}/{group}"
-            job = cluster.jobs.get(uid)
-            if job is None:
+            existing = cluster.jobs.get(uid)
+            if existing is not None:
+                job = existing
+            else:
                 job = Job(
                     uid=uid,
                     name=group,

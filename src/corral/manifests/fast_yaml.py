@@ -77,7 +77,10 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from yaml._yaml import CParser
 
 __all__ = ["MAX_DISTINCT", "MIN_CHARS", "accepts", "available", "enabled", "load_all"]
 
@@ -154,12 +157,12 @@ def _screens() -> tuple[Any, Any, Any] | None:
     try:
         import re2
 
-        return tuple(re2.compile("(?m)" + p) for p in (_REFUSE, _FLOW_MAP, _BLOCK_SCALAR))  # type: ignore
+        return tuple(re2.compile("(?m)" + p) for p in (_REFUSE, _FLOW_MAP, _BLOCK_SCALAR))
     except Exception:  # pragma: no cover - google-re2 is a dependency; without it, no fast path
         return None
 
 
-def _libyaml_parser() -> Any:
+def _libyaml_parser() -> type[CParser] | None:
     try:
         from yaml._yaml import CParser
     except Exception:  # pragma: no cover - PyYAML built without libyaml

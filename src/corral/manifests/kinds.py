@@ -11,7 +11,7 @@ from typing import Any
 
 from corral.errors import InputError
 from corral.manifests.fields import Obj
-from corral.manifests.selectors import Affinity, parse_affinity, parse_label_selector
+from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
 from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity
@@ -159,7 +159,8 @@ class QueueRec:
 class HyperNodeRec:
     name: str
     tier: int
-    members: list[tuple[str, str, object]]
+    #: (member type ``Node``/``HyperNode``, ``exact``/``regex``/``label``, name, pattern or selector)
+    members: list[tuple[str, str, str | LabelSelector]]
     file: str = ""
 
 
@@ -428,7 +429,7 @@ def _hypernode(o: Obj) -> HyperNodeRec:
     if spec.get("tier") is None:
         raise o.error("missing tier", "spec.tier")
     tier = o.integer(spec["tier"], "spec.tier", minimum=0)
-    members = []
+    members: list[tuple[str, str, str | LabelSelector]] = []
     for i, m in enumerate(o.listof(spec.get("members"), "spec.members")):
         p = f"spec.members[{i}]"
         if not isinstance(m, dict):
@@ -497,7 +498,9 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
         # a value of a shape no parser above expected (a string where a mapping belongs, ...): still
         # bad input, not an internal fault (SPEC.md §5)
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         name = meta.get("name", "?")
         ns = meta.get("namespace")
         raise InputError(

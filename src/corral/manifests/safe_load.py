@@ -42,12 +42,12 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import yaml
 from yaml.composer import Composer, ComposerError
 from yaml.constructor import SafeConstructor
-from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
+from yaml.events import AliasEvent, Event, MappingStartEvent, ScalarEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
@@ -64,9 +64,9 @@ try:  # pragma: no cover - depends on how PyYAML was built
     from yaml import CSafeLoader as _FastLoader
     from yaml._yaml import CParser as _Parser
 except ImportError:  # pragma: no cover - pure-Python PyYAML: its parser, equally iterative
-    from yaml import SafeLoader as _FastLoader  # type: ignore[assignment]
+    from yaml import SafeLoader as _FastLoader  # type: ignore[assignment]  # the same API, in Python
 
-    class _Parser(_Reader, _Scanner, _PyParser):  # type: ignore[no-redef]
+    class _Parser(_Reader, _Scanner, _PyParser):  # type: ignore[no-redef]  # CParser's stand-in
         def __init__(self, stream: str) -> None:
             _Reader.__init__(self, stream)
             _Scanner.__init__(self)
@@ -208,7 +208,9 @@ def _indent_within(text: str, levels: int) -> bool:
     room = levels // 2  # 2 * (indentation + 1) <= levels
     if room < 1:
         return False
-    if _LEAD.match(text).end() >= room:  # type: ignore[union-attr]
+    lead = _LEAD.match(text)
+    assert lead is not None  # a pattern of ``*`` matches every text
+    if lead.end() >= room:
         return False
     return re.search(rf"\n[ ?\-]{{{room}}}", text) is None
 
@@ -218,6 +220,17 @@ class _CountingComposer(Composer):
     """PyYAML's composer with bounds, iterative on its own stack: the depth limit applies while the
     document is composed, and every alias adds the size of the node it names to a budget, so a
     "billion laughs" document fails after reading its text once."""
+
+    # The ``arg-type`` ignores below: PyYAML's stubs type the marks of a node and of an error as
+    # ``yaml.error.Mark`` but an event's as that or libyaml's ``yaml._yaml.Mark``; PyYAML's own composer
+    # hands an event's marks on to nodes and errors just as this one does (both kinds have the same
+    # name, line and column).
+
+    if TYPE_CHECKING:  # from the parser and the resolver a loader mixes this with
+
+        def get_event(self) -> Event | None: ...
+
+        def resolve(self, kind: type[Node], value: str | None, implicit: Any) -> str: ...
 
     def compose_document(self) -> Node:
         self.get_event()  # DocumentStart
@@ -229,8 +242,8 @@ class _CountingComposer(Composer):
         self.anchors = {}
         return node
 
-    def _fail(self, message: str, event: Any) -> None:
-        raise ComposerError(None, None, message, event.start_mark)
+    def _fail(self, message: str, event: Event) -> NoReturn:
+        raise ComposerError(None, None, message, event.start_mark)  # type: ignore[arg-type]  # a mark
 
     def _alias(self, event: AliasEvent, depth: int) -> tuple[Node, int, int]:
         if event.anchor not in self.anchors:
@@ -250,23 +263,35 @@ class _CountingComposer(Composer):
             self._too_deep(event)
         return node, size[0], size[1]
 
-    def _too_deep(self, event: Any) -> None:
+    def _too_deep(self, event: Event) -> NoReturn:
         self._fail(
             f"nesting deeper than the limit of {self._max_depth} levels (raise it with CORRAL_MAX_DEPTH)",
             event,
         )
 
-    def _start(self, event: Any, anchor: str | None) -> Node:
+    def _start(self, event: SequenceStartEvent | MappingStartEvent, anchor: str | None) -> Node:
         if isinstance(event, SequenceStartEvent):
             tag = event.tag
             if tag is None or tag == "!":
                 tag = self.resolve(SequenceNode, None, event.implicit)
-            node: Node = SequenceNode(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            node: Node = SequenceNode(
+                tag,
+                [],
+                event.start_mark,  # type: ignore[arg-type]  # a mark (see above)
+                None,
+                flow_style=event.flow_style,
+            )
         else:
             tag = event.tag
             if tag is None or tag == "!":
                 tag = self.resolve(MappingNode, None, event.implicit)
-            node = MappingNode(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            node = MappingNode(
+                tag,
+                [],
+                event.start_mark,  # type: ignore[arg-type]  # a mark (see above)
+                None,
+                flow_style=event.flow_style,
+            )
         if anchor is not None:
             self.anchors[anchor] = node
         return node
@@ -283,7 +308,13 @@ class _CountingComposer(Composer):
                 tag = event.tag
                 if tag is None or tag == "!":
                     tag = self.resolve(ScalarNode, event.value, event.implicit)
-                child = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                child = ScalarNode(
+                    tag,
+                    event.value,
+                    event.start_mark,  # type: ignore[arg-type]  # a mark (see above)
+                    event.end_mark,  # type: ignore[arg-type]  # a mark (see above)
+                    style=event.style,
+                )
                 if event.anchor is not None:
                     self.anchors[event.anchor] = child
                     self._sizes[id(child)] = (1, 1)
@@ -294,6 +325,7 @@ class _CountingComposer(Composer):
                 stack.append([self._start(event, event.anchor), 1, 1, None, event.anchor])
                 continue
             else:  # SequenceEnd / MappingEnd closes the top
+                assert event is not None  # the parser ends every collection it started
                 top = stack.pop()
                 child, size, height = top[0], top[1], top[2]
                 child.end_mark = event.end_mark
@@ -323,7 +355,13 @@ _FALLBACK = object()
 _RESOLVED_MAX = 1 << 16
 
 
-class _FastConstruction:
+if TYPE_CHECKING:  # a mixin of the C loader (see _FastCLoader): type-checked as one
+    _MixedIntoLoader = _FastLoader
+else:
+    _MixedIntoLoader = object
+
+
+class _FastConstruction(_MixedIntoLoader):
     """What the C loader lacks: PyYAML builds Python values from libyaml's nodes in Python, through a
     generic constructor that costs more than parsing (measured at 10,000 nodes: 4.1 of 7.5 s). Documents
     made only of mappings, sequences and the plain scalar types (str, null, bool, int, float,
@@ -337,8 +375,15 @@ class _FastConstruction:
     # No path resolvers are registered on this loader: libyaml's composer still calls these two hooks for
     # every node, so they are C built-ins that accept the arguments and do nothing (slice() builds a
     # throw-away object; int() returns 0) rather than Python functions that return at once.
-    descend_resolver = staticmethod(slice)
-    ascend_resolver = staticmethod(int)
+    if TYPE_CHECKING:  # BaseResolver's signatures, which the built-ins below accept
+
+        def descend_resolver(self, current_node: Node | None, current_index: object) -> None: ...
+
+        def ascend_resolver(self) -> None: ...
+
+    else:
+        descend_resolver = staticmethod(slice)
+        ascend_resolver = staticmethod(int)
 
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
         """PyYAML's ``Resolver.resolve`` without path resolvers: a plain scalar's tag is looked up once
@@ -348,7 +393,7 @@ class _FastConstruction:
                 return _STR
             tag = self._resolved.get(value)
             if tag is None:
-                tag = Resolver.resolve(self, kind, value, implicit)  # type: ignore[arg-type]
+                tag = Resolver.resolve(self, kind, value, implicit)
                 if len(self._resolved) < _RESOLVED_MAX:
                     self._resolved[value] = tag
             return tag
@@ -357,7 +402,7 @@ class _FastConstruction:
     def construct_document(self, node: Node) -> Any:
         data = self._build(node)
         if data is _FALLBACK:
-            return SafeConstructor.construct_document(self, node)  # type: ignore[arg-type]
+            return SafeConstructor.construct_document(self, node)
         return data
 
     def _scalar(self, node: Node, scalars: dict) -> Any:
@@ -368,7 +413,7 @@ class _FastConstruction:
         return _FALLBACK if fn is None else fn(self, node)
 
     def _build(self, root: Node) -> Any:
-        scalars = {t: self.yaml_constructors[t] for t in _SCALAR_TAGS}  # type: ignore[attr-defined]
+        scalars = {t: self.yaml_constructors[t] for t in _SCALAR_TAGS}
         if type(root) is ScalarNode:
             return self._scalar(root, scalars)
         top = _empty(root)
@@ -414,7 +459,7 @@ def _empty(node: Node) -> Any:
     return _FALLBACK
 
 
-class _FastCLoader(_FastConstruction, _FastLoader):  # type: ignore[misc,valid-type]
+class _FastCLoader(_FastConstruction, _FastLoader):
     """libyaml's parser and composer with :class:`_FastConstruction`."""
 
     def __init__(self, stream: str) -> None:
@@ -422,7 +467,7 @@ class _FastCLoader(_FastConstruction, _FastLoader):  # type: ignore[misc,valid-t
         self._resolved = {}
 
 
-class _BoundedLoader(_Parser, _CountingComposer, SafeConstructor, Resolver):  # type: ignore[misc,valid-type]
+class _BoundedLoader(_Parser, _CountingComposer, SafeConstructor, Resolver):
     """libyaml's parser, the counting composer, the safe constructor."""
 
     def __init__(self, stream: str) -> None:
@@ -438,18 +483,11 @@ class _BoundedLoader(_Parser, _CountingComposer, SafeConstructor, Resolver):  # 
     compose_document = _CountingComposer.compose_document
 
 
-class _PyBoundedLoader(_Reader, _Scanner, _PyParser, _CountingComposer, SafeConstructor, Resolver):
-    """PyYAML's pure-Python reader, scanner and parser (iterative, with no nesting ceiling of their
-    own), the counting composer, the safe constructor: the loader of last resort for texts that nest
-    deeper than libyaml's own ceiling, so that corral's depth limit — not the C library's — decides."""
-
-    def __init__(self, stream: str) -> None:
-        _Reader.__init__(self, stream)
-        _Scanner.__init__(self)
-        _PyParser.__init__(self)
-        _CountingComposer.__init__(self)
-        SafeConstructor.__init__(self)
-        Resolver.__init__(self)
+class _PyBoundedLoader(_CountingComposer, yaml.SafeLoader):
+    """PyYAML's pure-Python ``SafeLoader`` — reader, scanner and parser (iterative, with no nesting
+    ceiling of their own), the safe constructor — with the counting composer first in line: the loader
+    of last resort for texts that nest deeper than libyaml's own ceiling, so that corral's depth limit —
+    not the C library's — decides. ``SafeLoader.__init__`` sets up each part."""
 
 
 def _loader_for(text: str, max_depth: int) -> tuple[type, bool]:

@@ -29,7 +29,7 @@ class Nodes:
         allocatable: np.ndarray,
         labels: Sequence[dict[str, str]],
         taints: Sequence[tuple[Taint, ...]],
-        unschedulable: Sequence[bool],
+        unschedulable: Sequence[bool] | np.ndarray,
     ) -> None:
         self.resources = resources
         self.names = list(names)
@@ -43,6 +43,7 @@ class Nodes:
         self.taints = list(taints)
         self.unschedulable = np.asarray(unschedulable, dtype=bool).reshape(n)
         self.down = np.zeros(n, dtype=bool)  # simulator: node failed
+        self.annotations: list[dict[str, str]] = [{} for _ in range(n)]  # per row, for plugins that read them
         self.locked_for: list[str | None] = [None] * n  # reservation (seed 001)
         self._mask_cache: dict[tuple[Any, ...], np.ndarray] = {}  # (label test) -> row mask
         self._label_values: dict[str, list[str | None]] = {}  # key -> each row's value

@@ -105,7 +105,7 @@ class GpuSharePlugin(Plugin):
             self.capacity = np.full(n, -np.inf)
             self._seen = self.session.version
             return
-        annotations = getattr(nodes, "annotations", None) or [{}] * n
+        annotations = nodes.annotations
         res = cluster.resources
         alloc = nodes.allocatable
         count = np.zeros(n, dtype=np.int64)

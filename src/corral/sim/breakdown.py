@@ -20,7 +20,7 @@ Statistics use numpy's linear percentiles, as :func:`corral.sim.report.summarize
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -147,7 +147,9 @@ def _row(kind: str, group: str, jobs: list[JobRecord]) -> dict[str, Any]:
     }
 
 
-def _groups(jobs: Iterable[JobRecord], key, order: Sequence[str]) -> list[tuple[str, list[JobRecord]]]:
+def _groups(
+    jobs: Iterable[JobRecord], key: Callable[[JobRecord], str], order: Sequence[str]
+) -> list[tuple[str, list[JobRecord]]]:
     grouped: dict[str, list[JobRecord]] = {}
     for job in jobs:
         grouped.setdefault(key(job), []).append(job)

@@ -424,6 +424,7 @@ def _with_gpu_alias(snap: Cluster) -> Cluster:
         alloc[:, new.pos(name)] = snap.nodes.allocatable[:, res.pos(name)]
     alloc[:, new.pos(GPU)] = snap.nodes.allocatable[:, res.pos(alias)]
     old = snap.nodes
+    # Nodes takes the flags as a sequence of bools (and makes its own array of them)
     nodes = Nodes(new, old.names, alloc, old.labels, old.taints, old.unschedulable)
     queues = {}
     for name, q in snap.queues.items():

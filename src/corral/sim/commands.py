@@ -28,6 +28,7 @@ from corral.terminal import plain
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from corral.framework.config import Config
     from corral.sim.clusters import ClusterTemplate
     from corral.sim.engine import SimOptions
     from corral.sim.jobspec import JobSpec
@@ -188,7 +189,12 @@ def prepare(
 
 
 def run_config(
-    inputs: RunInputs, config: Any, name: str, *, show_progress: bool = False, console: Console | None = None
+    inputs: RunInputs,
+    config: Config,
+    name: str,
+    *,
+    show_progress: bool = False,
+    console: Console | None = None,
 ) -> SimResult:
     """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
     from corral.sim.engine import simulate
@@ -211,7 +217,7 @@ def run_config(
         return engine.run()
 
 
-def _load_config(path: Path | None) -> tuple[str, Any]:
+def _load_config(path: Path | None) -> tuple[str, Config]:
     from corral.framework.config import load_config_file
     from corral.registry import REGISTRY, default_config
     from corral.sim.estimates import estimate_model

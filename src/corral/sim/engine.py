@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.errors import InputError
+from corral.framework.config import Config, Registry
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import PENDING_LIKE
 from corral.manifests.fields import parse_duration
@@ -52,9 +53,10 @@ from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECT
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
+from corral.sim.estimates import EstimateModel
 from corral.sim.jobspec import JobSpec
 from corral.sim.metrics import EngineMetrics, water_fill
-from corral.sim.result import ClusterSample, QueueSample, SimResult
+from corral.sim.result import SimResult
 
 __all__ = ["RESTART_POLICIES", "Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
 
@@ -92,7 +94,7 @@ class SimOptions:
     heartbeat: float | None = None
     restart_policy: str = "job"
     namespace: str = "default"
-    estimates: Any = None  # sim.estimates.EstimateModel: writes corral.io/expected-runtime
+    estimates: EstimateModel | None = None  # writes corral.io/expected-runtime
 
     def __post_init__(self) -> None:
         if self.restart_policy not in RESTART_POLICIES:
@@ -152,19 +154,22 @@ class Engine(EngineMetrics):
     then (at most every 0.2 s of wall time) and at the end.
     """
 
+    # The state EngineMetrics reads is typed on EngineMetrics; the rest is typed here.
     def __init__(
         self,
         cluster: Cluster,
         jobs: Sequence[JobSpec],
-        config: Any,
-        registry: Any = None,
+        config: Config,
+        registry: Registry | None = None,
         options: SimOptions | None = None,
         *,
         progress: ProgressFn | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, object] | None = None,
     ) -> None:
         if registry is None:
-            from corral.registry import REGISTRY as registry
+            from corral.registry import REGISTRY
+
+            registry = REGISTRY
         self.cluster, self.config, self.registry = cluster, config, registry
         self.options = options or SimOptions()
         self.specs = sorted(jobs, key=lambda j: (j.submit, j.name))
@@ -174,31 +179,31 @@ class Engine(EngineMetrics):
         self.now = 0.0
         self.events = 0
         self.cycles = 0
-        self._heap: list[tuple] = []
+        self._heap = []
         self._seq = 0
         self._enqueue = any(a.name == "enqueue" for a in config.actions)
         self._gpu = cluster.resources.get(GPU)
-        self._active: dict[str, SimJob] = {}  # submitted, not finished; by job uid
-        self._waiting: dict[str, SimJob] = {}  # active jobs with pending or pipelined pods
-        self._running: set[str] = set()  # active jobs making progress
-        self._done: dict[str, SimJob] = {}
+        self._active = {}
+        self._waiting = {}
+        self._running = set()
+        self._done = {}
         self._started: set[str] = set()  # uids of pods in state Running
         self._release_token: dict[str, int] = {}
-        self._reasons: dict[str, str] = {}  # last unschedulable reason, per waiting job
-        self._last_reasons: dict[str, str] = {}  # the same, kept once the job started (per-job records)
+        self._reasons = {}
+        self._last_reasons = {}
         self._submitted = 0
         self._dirty = False
         self._cycle_at: float | None = None
         self._beat_at: float | None = None
         self._last_cycle = -math.inf
         self._idle_cycles = 0
-        self._stalled: float | None = None
+        self._stalled = None
         self._changed = True
-        self._last_sample: ClusterSample | None = None
-        self._demand = 0.0  # GPUs asked for by the active jobs' pods
-        self._common_gpu: float | None = None  # most common waiting pod GPU size (milli)
-        self._samples: list[ClusterSample] = []
-        self._queue_samples: list[QueueSample] = []
+        self._last_sample = None
+        self._demand = 0.0
+        self._common_gpu = None
+        self._samples = []
+        self._queue_samples = []
         self._queues = sorted({s.queue for s in self.specs})
         self._role_cache: dict[int, list] = {}
         self._changed_jobs: set[str] = set()  # jobs changed by events since the last session closed
@@ -406,6 +411,7 @@ class Engine(EngineMetrics):
         surviving pods keep their nodes and the job stays admitted (Inqueue) until its evicted pods are
         placed again; policy ``job``: the survivors are stopped too and the podgroup goes back to Pending
         (Inqueue when no ``enqueue`` action is configured, as nothing would admit it)."""
+        assert sim.since is not None  # only a job making progress restarts (see _update)
         ran = self.now - sim.since
         sim.progress += ran
         sim.since = None
@@ -545,9 +551,10 @@ class Engine(EngineMetrics):
             return
         self.cluster.charge(task, -1)
         task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
-        self._changed_jobs.add(task.job.uid)
-        sim = self._active[task.job.uid]
-        self._waiting[task.job.uid] = sim
+        uid = task.job.uid
+        self._changed_jobs.add(uid)
+        sim = self._active[uid]
+        self._waiting[uid] = sim
         self._changed = True
         self._wake()
 
@@ -588,7 +595,7 @@ class Engine(EngineMetrics):
             self._cycle_at = at
             self._push(at, CYCLE, None)
 
-    def _waiting_pods_moved(self, touched: list) -> bool:
+    def _waiting_pods_moved(self, touched: Sequence[tuple[Task, TaskStatus, int]]) -> bool:
         """Did the cycle leave a pod of a waiting job in another state (status or nomination) than it
         found it? Only the pods its operations changed can differ (``Decisions.touched``), so this
         costs what the cycle did, not what waits."""
@@ -614,7 +621,8 @@ class Engine(EngineMetrics):
         touched: dict[str, SimJob] = {}
         for bind in decisions.binds:
             task = tasks[bind.pod]
-            touched[task.job.uid] = self._active[task.job.uid]
+            uid = task.job.uid
+            touched[uid] = self._active[uid]
             if self.options.startup_delay <= 0:
                 self._run_task(task)
             else:
@@ -625,12 +633,13 @@ class Engine(EngineMetrics):
         for record in decisions.unschedulable:
             if record.podgroup in self._waiting:
                 self._reasons[record.podgroup] = self._last_reasons[record.podgroup] = record.reason
+        moved = decisions.touched
+        assert moved is not None  # a cycle's session always records the pods it changed
         changed = bool(
             decisions.binds or decisions.evictions or decisions.podgroups or decisions.node_locks
-        ) or self._waiting_pods_moved(decisions.touched)
-        for job in {id(t.job): t.job for t, _, _ in decisions.touched}.values():
-            sim = self._waiting.get(job.uid)
-            if sim is not None and not any(t.status in PENDING_LIKE for t in job.tasks):
+        ) or self._waiting_pods_moved(moved)
+        for job in {id(t.job): t.job for t, _, _ in moved}.values():
+            if job.uid in self._waiting and not any(t.status in PENDING_LIKE for t in job.tasks):
                 del self._waiting[job.uid]
         self._changed = True
         # decisions that change state but never bind, with nothing else happening: a livelock of the
@@ -649,12 +658,12 @@ class Engine(EngineMetrics):
 def simulate(
     cluster: Cluster,
     jobs: Sequence[JobSpec],
-    config: Any,
-    registry: Any = None,
+    config: Config,
+    registry: Registry | None = None,
     options: SimOptions | None = None,
     *,
     progress: ProgressFn | None = None,
-    meta: Mapping[str, Any] | None = None,
+    meta: Mapping[str, object] | None = None,
 ) -> SimResult:
     """Build an :class:`Engine` and run it to the end (or ``options.until``)."""
     return Engine(cluster, jobs, config, registry, options, progress=progress, meta=meta).run()

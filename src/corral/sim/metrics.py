@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time as _time
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,7 +22,9 @@ from corral.sim.jobspec import JobSpec
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
 if TYPE_CHECKING:
-    from corral.sim.engine import SimJob
+    from corral.framework.config import Config
+    from corral.model import Cluster, Job, Nodes, Task
+    from corral.sim.engine import SimJob, SimOptions
 
 __all__ = ["EngineMetrics", "water_fill"]
 
@@ -52,7 +54,47 @@ def water_fill(
 
 
 class EngineMetrics:
-    """Sampling and results of a simulation run (mixed into Engine)."""
+    """Sampling and results of a simulation run (mixed into Engine).
+
+    The attributes below are the engine state this mixin reads and writes; :class:`Engine` sets them
+    all in its ``__init__`` (they are declared here, without values, so each is typed once)."""
+
+    cluster: Cluster
+    config: Config
+    options: SimOptions
+    specs: list[JobSpec]
+    never_fits: dict[str, str]  # job name -> why it can never run
+    meta: dict[str, object]
+    now: float
+    events: int
+    cycles: int
+    # (time, kind, sequence, payload): the payload's type depends on the kind (see Engine.step)
+    _heap: list[tuple[float, int, int, Any]]
+    _enqueue: bool  # the configuration has an ``enqueue`` action
+    _gpu: int | None  # the GPU column of the resource vectors (None: no GPUs)
+    _active: dict[str, SimJob]  # submitted, not finished; by job uid
+    _waiting: dict[str, SimJob]  # active jobs with pending or pipelined pods
+    _running: set[str]  # active jobs making progress
+    _done: dict[str, SimJob]
+    _reasons: dict[str, str]  # last unschedulable reason, per waiting job
+    _last_reasons: dict[str, str]  # the same, kept once the job started (per-job records)
+    _submitted: int  # specs submitted so far (a prefix of ``specs``)
+    _stalled: float | None  # when the policy was found to livelock
+    _changed: bool  # something a cluster sample shows may have changed
+    _last_sample: ClusterSample | None
+    _demand: float  # GPUs asked for by the active jobs' pods
+    _common_gpu: float | None  # most common waiting pod GPU size (milli)
+    _samples: list[ClusterSample]
+    _queue_samples: list[QueueSample]
+    _queues: list[str]
+    _wall: float  # monotonic wall time at the start
+    _sample_period: float
+
+    if TYPE_CHECKING:  # the engine's own methods, used here
+
+        def _push(self, at: float, kind: int, payload: Any) -> int: ...
+
+        def _gpus(self, task: Task) -> float: ...
 
     def _sample_cluster(self) -> None:
         self._changed = False
@@ -94,7 +136,7 @@ class EngineMetrics:
             self._samples.append(sample)
         self._last_sample = sample
 
-    def _fragmented(self, nodes, live: np.ndarray, g: int) -> float:
+    def _fragmented(self, nodes: Nodes, live: np.ndarray, g: int) -> float:
         """Free GPUs on live nodes with some free, but fewer than the most common waiting pod asks."""
         size = self._common_gpu
         if not size:
@@ -224,7 +266,7 @@ class EngineMetrics:
             )
         return "waiting: not yet placed"
 
-    def _admission_reason(self, job) -> str:
+    def _admission_reason(self, job: Job) -> str:
         """Why ``enqueue`` cannot admit ``job`` now, worked out on demand when the result is written:
         its minResources against what the overcommit budget leaves once the admitted podgroups not
         started yet are counted (``enqueue``'s own test and wording); empty when the budget would hold

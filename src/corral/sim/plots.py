@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -34,7 +35,7 @@ def _time_unit(seconds: float) -> tuple[float, str]:
     return 1.0, "seconds"
 
 
-def _figure(width: float = 8.0, height: float = 4.0) -> tuple[Figure, object]:
+def _figure(width: float = 8.0, height: float = 4.0) -> tuple[Figure, Axes]:
     fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
@@ -42,7 +43,7 @@ def _figure(width: float = 8.0, height: float = 4.0) -> tuple[Figure, object]:
     return fig, ax
 
 
-def _png(fig: Figure, ax: object, empty: bool) -> bytes:
+def _png(fig: Figure, ax: Axes, empty: bool) -> bytes:
     if empty:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
     with warnings.catch_warnings():

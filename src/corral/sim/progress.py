@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from corral.sim.engine import Engine
 
 __all__ = ["SimProgress", "clock"]
 
@@ -61,13 +64,13 @@ class SimProgress:
         )
         self.bar = Progress(*columns, console=console, transient=transient)
         self.span = span
-        self.engine: Any = None
+        self.engine: Engine | None = None
         self.task = self.bar.add_task(name, total=total, waiting=0, clock="0 min", rate="-", eta="?")
         self.start = time.monotonic()
         self.history: deque[tuple[float, int, int]] = deque()  # (wall, done, events)
         self.bar.start()
 
-    def attach(self, engine: Any) -> None:
+    def attach(self, engine: Engine) -> None:
         self.engine = engine
         if self.span is None:
             self.span = (
@@ -109,5 +112,5 @@ class SimProgress:
     def __enter__(self) -> SimProgress:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

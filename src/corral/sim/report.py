@@ -140,10 +140,10 @@ def _share_averages(result: SimResult, end: float) -> dict[str, tuple[float, flo
     out = {}
     for queue, samples in sorted(by_queue.items()):
         times = [s.time for s in samples]
-        out[queue] = (
-            time_average(times, [s.allocated_share for s in samples], end),
-            time_average(times, [s.deserved_share for s in samples], end),
-        )
+        allocated = time_average(times, [s.allocated_share for s in samples], end)
+        deserved = time_average(times, [s.deserved_share for s in samples], end)
+        assert allocated is not None and deserved is not None  # every queue here has samples
+        out[queue] = (allocated, deserved)
     return out
 
 

@@ -335,7 +335,7 @@ def _default_names(table: _Table, prefix: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------- corral schema
 
 
-def load_corral_trace(path: str | Path) -> list[JobSpec]:
+def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
     """Load corral's own trace schema from CSV or Parquet (chosen by extension), one row per job.
 
     Columns (only ``submit`` and ``duration`` are required; docs/traces.md has the table and an example):
@@ -406,7 +406,7 @@ def _topology(table: _Table) -> list[tuple[str, int] | None]:
 # ------------------------------------------------------------------------------------------- Philly
 
 
-def load_philly(path: str | Path, gpus_per_node: int = 8) -> list[JobSpec]:
+def load_philly(path: str | Path | _Table, gpus_per_node: int = 8) -> list[JobSpec]:
     """Load the Philly trace (columns ``timestamp, duration, num_gpus, gpu_time, cluster``).
 
     Each row is one job in queue ``cluster`` (the virtual cluster id), priority 0, named
@@ -451,7 +451,7 @@ def _philly_roles(gpus: int, per_node: int) -> tuple[RoleSpec, ...]:
 # ------------------------------------------------------------------------------------------ Alibaba
 
 
-def load_alibaba(path: str | Path) -> list[JobSpec]:
+def load_alibaba(path: str | Path | _Table) -> list[JobSpec]:
     """Load an Alibaba GPU-2023 (openb) pod list: each row is a single-pod job.
 
     ``submit`` = creation_time; ``duration`` = deletion_time - scheduled_time, or - creation_time when

@@ -67,12 +67,19 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.resources import EPS, GPU
 from corral.model.work import checkpoint, run_hours
+
+if TYPE_CHECKING:
+    from ortools.sat.python.cp_model import CpModel, IntVar
+
+    from corral.framework.session import Session
+    from corral.plugins.queues import QueuePlugin
 
 __all__ = [
     "OracleResult",
@@ -245,13 +252,21 @@ def candidate_victims(
     return out
 
 
-def queue_slack(session) -> dict[str, np.ndarray]:
+def _queue_plugin(session: Session) -> QueuePlugin | None:
+    """The session's ``proportion`` or ``capacity`` plugin (both are queue plugins), or None."""
+    from corral.plugins.queues import QueuePlugin  # here: the solvers load before the plugins
+
+    plugin = session.plugin("proportion") or session.plugin("capacity")
+    return plugin if isinstance(plugin, QueuePlugin) else None
+
+
+def queue_slack(session: Session) -> dict[str, np.ndarray]:
     """Per queue, how much of each resource it may give up in a reclaim: ``allocated − floor`` over
     the shared resources (+inf elsewhere), from the session's ``proportion`` or ``capacity`` plugin —
     the floor is the plugin's ``reclaim_floor`` when it has one (nothing, or the guarantee, for a queue
     above its share; all it holds for one that is not), else its deserved share. Empty when neither
     plugin is configured."""
-    plugin = session.plugin("proportion") or session.plugin("capacity")
+    plugin = _queue_plugin(session)
     if plugin is None:
         return {}
     floors = getattr(plugin, "reclaim_floor", None) or plugin.deserved
@@ -262,13 +277,13 @@ def queue_slack(session) -> dict[str, np.ndarray]:
     return out
 
 
-def queue_limits(session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def queue_limits(session: Session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The queue rule of the session's ``proportion`` or ``capacity`` plugin, exactly, for a gang of
     ``reclaimer_queue``: per victim-side queue (not an ancestor of the reclaimer's, see
     ``QueuePlugin.victim_side``) the pair (``above``, ``keep``) — held less the reclaim line over the
     shared resources (−inf elsewhere), held less the guarantee where the plugin keeps it (inf
     elsewhere). Empty when neither plugin is configured. See :func:`solve_gang_eviction`."""
-    plugin = session.plugin("proportion") or session.plugin("capacity")
+    plugin = _queue_plugin(session)
     if plugin is None:
         return {}
     mine = set(session.cluster.queue_chain(reclaimer_queue)) if reclaimer_queue in plugin.queues else set()
@@ -288,7 +303,7 @@ def queue_limits(session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, n
 
 
 def solve_by_rules(
-    cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None, **kwargs
+    cluster: Cluster, job: Job, *, rank: Callable[[Job], float] | None = None, **kwargs: Any
 ) -> OracleResult:
     """The oracle under the gang actions' lexicographic rule: break no healthy gang if any plan can
     avoid it; then the lowest victim level — victims whose ``rank`` is at most it (default: job
@@ -316,6 +331,7 @@ def solve_by_rules(
                 res = low
                 break
         break
+    assert res is not None  # the loop above runs at least once
     res.wall = wall
     return res
 
@@ -336,10 +352,10 @@ def _victims_by_queue(cluster: Cluster, victims: list[Task], queues: Mapping) ->
 
 
 def _queue_rule(
-    model,
+    model: CpModel,
     cluster: Cluster,
     victims: list[Task],
-    evict: list,
+    evict: list[IntVar],
     limits: Mapping[str, tuple[np.ndarray, np.ndarray]],
 ) -> None:
     """The queue rule of proportion/capacity, exactly for each queue alone: the victims of a queue
@@ -354,7 +370,7 @@ def _queue_rule(
         amount = {c: [(i, int(round(victims[i].request[c] / units[c]))) for i in idx] for c in cols}
         for c in cols:
             if np.isfinite(keep[c]):
-                model.Add(
+                model.add(
                     sum(q * evict[i] for i, q in amount[c]) <= max(math.floor((keep[c] + EPS) / units[c]), 0)
                 )
         if any(a > EPS for c, a in enumerate(above) if c not in units):
@@ -364,17 +380,17 @@ def _queue_rule(
         lims = {c: v for c, v in lims.items() if v >= 0}
         if not lims:
             for i in idx:
-                model.Add(evict[i] == 0)
+                model.add(evict[i] == 0)
             continue
-        cross = [model.NewBoolVar(f"x_{name}_{i}") for i in idx]
+        cross = [model.new_bool_var(f"x_{name}_{i}") for i in idx]
         for z, i in zip(cross, idx):
-            model.AddImplication(z, evict[i])
-        model.Add(sum(cross) <= 1)
-        which = {c: model.NewBoolVar(f"y_{name}_{c}") for c in lims}
+            model.add_implication(z, evict[i])
+        model.add(sum(cross) <= 1)
+        which = {c: model.new_bool_var(f"y_{name}_{c}") for c in lims}
         for i in idx:
-            model.Add(sum(which.values()) >= 1).OnlyEnforceIf(evict[i])
+            model.add(sum(which.values()) >= 1).only_enforce_if(evict[i])
         for c, lim in lims.items():
-            model.Add(sum(q * (evict[i] - z) for (i, q), z in zip(amount[c], cross)) <= lim).OnlyEnforceIf(
+            model.add(sum(q * (evict[i] - z) for (i, q), z in zip(amount[c], cross)) <= lim).only_enforce_if(
                 which[c]
             )
 
@@ -484,12 +500,12 @@ def solve_gang_eviction(
 
     model = cp_model.CpModel()
     count: dict[tuple[int, int], cp_model.IntVar] = {}
-    evict = [model.NewBoolVar(f"e{i}") for i in range(len(victims))]
+    evict = [model.new_bool_var(f"e{i}") for i in range(len(victims))]
     use_dom: list[tuple[str, np.ndarray, cp_model.IntVar]] = []
     if len(domains) > 1:
         for name, m in domains:
-            use_dom.append((name, m, model.NewBoolVar(f"d_{name}")))
-        model.AddExactlyOne(d for _, _, d in use_dom)
+            use_dom.append((name, m, model.new_bool_var(f"d_{name}")))
+        model.add_exactly_one(d for _, _, d in use_dom)
 
     for r in rows:
         vic = by_node.get(int(r), [])
@@ -510,7 +526,7 @@ def solve_gang_eviction(
                     ub = min(ub, max(cap_int[c][0] + cap_int[c][1], 0) // q)
             if ub <= 0:
                 continue
-            x = model.NewIntVar(0, ub, f"x{k}_{r}")
+            x = model.new_int_var(0, ub, f"x{k}_{r}")
             count[(k, int(r))] = x
             node_vars.append((k, x))
         if not node_vars:
@@ -523,11 +539,11 @@ def solve_gang_eviction(
                 continue
             base, _ = cap_int[c]
             freed_terms = [(evict[i], int(round(victims[i].request[c] / u))) for i in vic]
-            model.Add(sum(q * x for x, q in placed) <= base + sum(q * e for e, q in freed_terms if q))
+            model.add(sum(q * x for x, q in placed) <= base + sum(q * e for e, q in freed_terms if q))
         if use_dom:
             doms = [d for _, m, d in use_dom if m[r]]
             for k, x in node_vars:
-                model.Add(x <= len(klist[k]) * sum(doms))
+                model.add(x <= len(klist[k]) * sum(doms))
 
     # how many pods, per class, overall and per role
     totals = []
@@ -535,11 +551,11 @@ def solve_gang_eviction(
         xs = [x for (kk, _), x in count.items() if kk == k]
         tot = sum(xs) if xs else 0
         if xs:
-            model.Add(tot <= len(pods))
+            model.add(tot <= len(pods))
         totals.append(tot)
-    model.Add(sum(totals) >= missing)
+    model.add(sum(totals) >= missing)
     for role, n in role_missing.items():
-        model.Add(sum(tot for k, tot in enumerate(totals) if klist[k][0].role == role) >= n)
+        model.add(sum(tot for k, tot in enumerate(totals) if klist[k][0].role == role) >= n)
 
     # victims' jobs: broken switches and the cost (seed 000: only a healthy job that is broken loses
     # work — all its running pods'; surplus pods and pods of jobs broken already are free)
@@ -551,19 +567,19 @@ def solve_gang_eviction(
         if not _healthy(vj):
             continue
         whole = int(round(sum(pod_work(cluster, t, now) for t in _running(vj))))
-        b = model.NewBoolVar(f"b_{vj.uid}")  # the job drops below its minimums: restarts whole
+        b = model.new_bool_var(f"b_{vj.uid}")  # the job drops below its minimums: restarts whole
         if not break_gangs:
-            model.Add(b == 0)
+            model.add(b == 0)
         surplus = vj.ready_count() - vj.min_member
         n = len(idx)
         if surplus < n:
-            model.Add(sum(evict[i] for i in idx) <= surplus + n * b)
+            model.add(sum(evict[i] for i in idx) <= surplus + n * b)
         roles = _role_surplus(vj)
         if roles is not None:
             for role, s in roles.items():
                 ri = [i for i in idx if victims[i].role == role]
                 if s < len(ri):
-                    model.Add(sum(evict[i] for i in ri) <= s + len(ri) * b)
+                    model.add(sum(evict[i] for i in ri) <= s + len(ri) * b)
         cost_terms.append(whole * b)
 
     # reclaim: victim queues keep their deserved share
@@ -576,7 +592,7 @@ def solve_gang_eviction(
                     continue
                 u = _scale(reqs)
                 limit = max(math.floor((slack[c] + EPS) / u), 0)
-                model.Add(
+                model.add(
                     sum(
                         int(round(victims[i].request[c] / u)) * evict[i]
                         for i in idx
@@ -589,25 +605,25 @@ def solve_gang_eviction(
         _queue_rule(model, cluster, victims, evict, queue_limits)
 
     weight = len(victims) + 1
-    model.Minimize(weight * sum(cost_terms) + sum(evict))
+    model.minimize(weight * sum(cost_terms) + sum(evict))
     if hint:
         chosen = {id(t) for t in hint}
         for i, v in enumerate(victims):
-            model.AddHint(evict[i], id(v) in chosen)
+            model.add_hint(evict[i], id(v) in chosen)
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = max(int(workers), 1)
-    code = solver.Solve(model)
-    status = solver.StatusName(code)
+    code = solver.solve(model)
+    status = solver.status_name(code)
     res = OracleResult(status, False, candidates=len(victims), nodes=int(union.sum()))
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         res.placed = True
-        res.victims = [v for i, v in enumerate(victims) if solver.Value(evict[i])]
+        res.victims = [v for i, v in enumerate(victims) if solver.value(evict[i])]
         res.work_lost, res.broken = work_lost(cluster, res.victims, now)
-        res.bound = math.floor(solver.BestObjectiveBound() / weight + 1e-9) / 3600.0  # the work part
+        res.bound = math.floor(solver.best_objective_bound / weight + 1e-9) / 3600.0  # the work part
         if use_dom:
-            res.domain = next(name for name, _, d in use_dom if solver.Value(d))
+            res.domain = next(name for name, _, d in use_dom if solver.value(d))
         else:
             res.domain = domains[0][0]
         for k, pods in enumerate(klist):
@@ -615,7 +631,7 @@ def solve_gang_eviction(
             for (kk, r), x in sorted(count.items(), key=lambda kv: kv[0][1]):
                 if kk != k:
                     continue
-                for _ in range(solver.Value(x)):
+                for _ in range(solver.value(x)):
                     res.placement.append((queue.pop(0), r))
     elif code == cp_model.INFEASIBLE:
         res.bound = math.inf
