@@ -307,6 +307,9 @@ def test_format_option_syntax_and_detection(tmp_path):
         "tiresias",
         "helios",
     } < set(FORMATS)
+    from corral.sim.commands import FORMATS as CLI_FORMATS
+
+    assert tuple(FORMATS) == CLI_FORMATS  # the CLI's static list is the registry's
 
 
 def test_cli_reports_skipped_rows(tmp_path):

@@ -34,8 +34,21 @@ if TYPE_CHECKING:
     from corral.sim.jobspec import JobSpec
     from corral.sim.result import SimResult
 
-__all__ = ["RunInputs", "parse_seconds", "prepare", "register", "run_config"]
+__all__ = ["FORMATS", "RunInputs", "parse_seconds", "prepare", "register", "run_config"]
 
+# The --format names of the registry (corral.sim.formats, which imports pandas: not at registration).
+FORMATS = (
+    "corral",
+    "philly",
+    "alibaba",
+    "alibaba-dlrm",
+    "swf",
+    "gavel",
+    "pollux",
+    "tiresias",
+    "helios",
+    "synthetic",
+)
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -275,8 +288,8 @@ _WORKLOAD = typer.Option(None, "--workload", "-w", help="trace file (CSV/Parquet
 _FORMAT = typer.Option(
     None,
     "--format",
-    help="corral, philly, alibaba, alibaba-dlrm, swf, gavel, pollux, tiresias, helios or synthetic, "
-    "with options as NAME:key=value,... (default: recognised from the file; see docs/traces.md)",
+    help=f"{', '.join(FORMATS)}, with options as NAME:key=value,... (default: recognised from the file; "
+    "see docs/traces.md)",
 )
 _START = typer.Option(None, "--start", help="keep jobs submitted at or after this (seconds, 36h, 7d)")
 _END = typer.Option(None, "--end", help="keep jobs submitted before this (seconds, 36h, 7d)")
