@@ -154,3 +154,7 @@ def test_real_philly_vc_quotas(tmp_path):
     spec.write_text(f"nodes: [{{name: a, count: 352, gpus: 8}}]\nqueue_quotas: {{file: {quotas}}}\n")
     cluster = load_cluster(spec).cluster
     assert sum(q.weight for n, q in cluster.queues.items() if n != "default") == 352  # 11 VCs, 352 nodes
+    lucid = need("helios-aggregates/Lucid/Venus/vc_config.csv")  # header ",num"
+    spec.write_text(f"nodes: [{{name: a, count: 135, gpus: 8}}]\nqueue_quotas: {{file: {lucid}}}\n")
+    cluster = load_cluster(spec).cluster
+    assert len(cluster.queues) == 16 and sum(q.weight for q in cluster.queues.values()) == 136  # + default
