@@ -107,7 +107,7 @@ def read_csv_rows(path: str | Path, *, delimiter: str = ",", header: list[str] |
     text = decode(read_bytes(path), str(path), InputError)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True)
     try:
-        rows = [r for r in reader if r and any(cell.strip() for cell in r)]
+        rows = [r for r in reader if len(r) > 1 or (r and r[0].strip())]  # blank lines are not rows
     except csv.Error as exc:
         raise InputError(f"cannot read trace: {exc}", file=str(path)) from None
     if header is None:
