@@ -132,6 +132,7 @@ def test_real_swf_logs():
     assert sum(EXPECTED_RUNTIME in j.annotations for j in kth) == 27992
     thunder = load_workload(folder / "LLNL-Thunder-2007-1.1-cln.swf.gz", None, hints())
     # the README: Run Time -1 for 1,190 jobs (their submit time is unknown too)
+    assert thunder.skipped == {"submit time unknown (-1)": 1190, "run time 0 (never ran)": 6236}
     assert sum(thunder.skipped.values()) + len(thunder) == 121039
     assert sum(EXPECTED_RUNTIME in j.annotations for j in thunder) < len(thunder)  # Requested Time -1
 
