@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from corral.sim.clusters import ClusterTemplate
     from corral.sim.engine import SimOptions
     from corral.sim.jobspec import JobSpec
+    from corral.sim.loaders.common import Hints
     from corral.sim.result import SimResult
 
 __all__ = ["FORMATS", "RunInputs", "parse_seconds", "prepare", "register", "run_config"]
@@ -110,7 +111,7 @@ class RunInputs:
     meta: dict[str, Any]
 
 
-def _hints(template: ClusterTemplate) -> Any:
+def _hints(template: ClusterTemplate) -> Hints:
     """What a loader may read from the cluster: the most of a resource one node holds."""
     from corral.model.quantity import MILLI
     from corral.sim.loaders.common import Hints
