@@ -15,7 +15,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -90,11 +90,14 @@ def schedule_snapshot(
     cycles: int = 1,
     period: float = 1.0,
     schedulers: tuple[str, ...] | None = None,
+    estimates: list[Any] | None = None,
 ) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
     ``DEFAULT_SCHEDULERS``. The loaded model lives through every cycle: it is kept out of the garbage
-    collector's passes (``gc.freeze``) until the cycles are done."""
+    collector's passes (``gc.freeze``) until the cycles are done. With ``estimates`` (a list), the last
+    cycle's decisions are carried out too and the expected start of every podgroup still waiting is
+    appended to it (:func:`corral.sim.forecast.forecast`, from the configuration's ``forecast``)."""
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
@@ -118,9 +121,15 @@ def schedule_snapshot(
         for c in range(1, cycles + 1):
             decisions = run_cycle(cluster, config, REGISTRY, now, c)
             out.extend(decisions)
-            if c < cycles:  # after the last cycle the cluster is not read again
+            if c < cycles or estimates is not None:  # else the cluster is not read again
                 apply_decisions(cluster, decisions, now)
             now += period
+        if estimates is not None:
+            from corral.sim.forecast import forecast, forecast_settings
+
+            estimates.extend(
+                forecast(cluster, config, now, forecast_settings(config.forecast, config.source))
+            )
     finally:
         gc.unfreeze()
     return out
@@ -139,6 +148,12 @@ def schedule(
     scheduler_name: list[str] = typer.Option(
         None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
     ),
+    expected_starts: bool = typer.Option(
+        False,
+        "--forecast",
+        help="after the cycles, estimate when each waiting podgroup starts (a forward run with no new "
+        "arrivals; see docs/forecast.md)",
+    ),
 ) -> None:
     """Run scheduling cycles over a Kubernetes snapshot and print the decisions."""
     try:
@@ -146,7 +161,8 @@ def schedule(
             raise InputError(f"expected json or table, got {output!r}", field="--output")
         paths = list(snapshot) if snapshot else [EXAMPLE]
         names = tuple(scheduler_name) if scheduler_name else None  # None: DEFAULT_SCHEDULERS
-        decisions = schedule_snapshot(paths, _config(config), _now(now), cycles, period, names)
+        estimates: list[Any] | None = [] if expected_starts else None
+        decisions = schedule_snapshot(paths, _config(config), _now(now), cycles, period, names, estimates)
     except typer.Exit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
@@ -155,11 +171,57 @@ def schedule(
         _fail(exc)
         return
     if output == "json":
-        sys.stdout.write(json.dumps(decisions.to_json(cycles), indent=1) + "\n")
+        record = decisions.to_json(cycles)
+        if estimates is not None:
+            from corral.manifests.fields import format_time
+
+            record["expectedStarts"] = [e.to_json(format_time) for e in estimates]
+        sys.stdout.write(json.dumps(record, indent=1) + "\n")
     else:
-        from corral.tables import print_decisions
+        from corral.tables import print_decisions, print_estimates
 
         print_decisions(decisions, cycles)
+        if estimates is not None:
+            print_estimates(estimates)
+
+
+@app.command()
+def queues(
+    snapshot: list[Path] = typer.Argument(
+        None, help="snapshot files or directories (default: built-in example)"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+    now: str | None = typer.Option(None, "--now", help="fix the clock (RFC 3339)"),
+    output: str = typer.Option("table", "--output", "-o", help="json or table"),
+    scheduler_name: list[str] = typer.Option(
+        None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
+    ),
+) -> None:
+    """Show the queue tree: deserved, allocated, share, guarantee, capability, demand and podgroups."""
+    try:
+        if output not in ("json", "table"):
+            raise InputError(f"expected json or table, got {output!r}", field="--output")
+        from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
+        from corral.queueview import queue_rows
+
+        names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+        cluster = load_snapshot(list(snapshot) if snapshot else [EXAMPLE], names)
+        rows, source = queue_rows(cluster, _config(config), _now(now))
+    except typer.Exit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        _fail(exc)
+        return
+    resources = list(cluster.resources.names)
+    if output == "json":
+        record = {"deservedFrom": source, "queues": [r.to_json(resources) for r in rows]}
+        sys.stdout.write(json.dumps(record, indent=1) + "\n")
+    else:
+        from corral.tables import print_queues
+
+        print_queues(rows, resources, source)
 
 
 @app.command()

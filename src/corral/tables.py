@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
 from corral.framework.decisions import Decisions
 from corral.terminal import cell
 
-__all__ = ["print_decisions"]
+__all__ = ["print_decisions", "print_estimates", "print_queues"]
 
 _SECTIONS = (
     ("binds", "Binds", ("cycle", "pod", "node")),
@@ -47,3 +49,52 @@ def print_decisions(decisions: Decisions, cycles: int, console: Console | None =
             table.add_row(*cells)
         console.print(table)
     console.print(f"{cycles} cycle(s): " + ", ".join(counts), markup=False, highlight=False)
+
+
+def print_estimates(estimates: list[Any], console: Console | None = None) -> None:
+    """``corral schedule --forecast``: each waiting podgroup's expected start, basis and place."""
+    from corral.manifests.fields import format_time
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=max(console.width, 160))
+    table = Table(
+        title=f"Expected starts ({len(estimates)})", title_justify="left", expand=False, highlight=False
+    )
+    for col in ("podgroup", "expected start", "basis", "where"):
+        table.add_column(col, overflow="fold")
+    for e in estimates:
+        start = format_time(e.start) if e.start is not None else "-"
+        table.add_row(cell(e.podgroup), cell(start), cell(e.basis), cell(e.where))
+    console.print(table)
+
+
+def print_queues(rows: list[Any], resources: list[str], source: str, console: Console | None = None) -> None:
+    """``corral queues``: one row per queue, children indented under their parent."""
+    from corral.queueview import queue_table_rows
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=max(console.width, 200))
+    table = Table(
+        title=f"Queues ({len(rows)}; deserved: {source})", title_justify="left", expand=False, highlight=False
+    )
+    for col in (
+        "queue",
+        "state",
+        "weight",
+        "deserved",
+        "allocated",
+        "share",
+        "guarantee",
+        "capability",
+        "pending",
+        "running",
+        "waiting",
+    ):
+        table.add_column(col, overflow="fold")
+    for cells in queue_table_rows(rows, resources):
+        table.add_row(*(cell(c) for c in cells))
+    console.print(table)

@@ -109,6 +109,7 @@ class Config:
     tiers: tuple[tuple[PluginConfig, ...], ...]
     source: str = "built-in default"
     simulation: Mapping[str, Any] = field(default_factory=dict)  # read by the simulator only
+    forecast: Mapping[str, Any] = field(default_factory=dict)  # expected starts (sim/forecast.py)
 
     def overcommit_factor(self) -> float:
         """The ``overcommit-factor`` the ``enqueue`` action was given, else Volcano's default 1.2."""
@@ -370,11 +371,12 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping with actions and tiers", file=file)
     unknown = sorted(
-        set(raw) - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion", "simulation"}
+        set(raw)
+        - {"actions", "tiers", "configurations", "metrics", "kind", "apiVersion", "simulation", "forecast"}
     )
     if unknown:
         raise ConfigError(
-            f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations)",
+            f"unknown key {unknown[0]!r} (allowed: actions, tiers, configurations, simulation, forecast)",
             file=file,
             field=unknown[0],
         )
@@ -420,7 +422,10 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
     sim = raw.get("simulation") or {}
     if not isinstance(sim, dict):
         raise ConfigError("expected a mapping (simulator settings)", file=file, field="simulation")
-    config = Config(actions, tuple(tuple(t) for t in tiers), file, sim)
+    forecast = raw.get("forecast") or {}
+    if not isinstance(forecast, dict):
+        raise ConfigError("expected a mapping (forecast settings)", file=file, field="forecast")
+    config = Config(actions, tuple(tuple(t) for t in tiers), file, sim, forecast)
     for act in actions:
         check = getattr(registry.action_class(act.name), "check_config", None)
         if check is not None:

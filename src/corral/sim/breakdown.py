@@ -9,6 +9,8 @@ with no GPU form their own "0 GPU" group) and by queue, and gives per group:
 * ``jobs``, ``completed``, ``waiting`` (never started by the end of the run, never-fit jobs included);
 * JCT (end − submit) mean and p95 over completed jobs; wait (first start − submit) mean, p95 and max
   over started jobs;
+* the median error of the expected start a forecast gave the job while it waited (``simulation.forecast``,
+  docs/forecast.md): |expected − actual first start| over the jobs that had both;
 * slowdown = JCT ÷ run time (the job's uninterrupted duration), and bounded slowdown
   max(JCT ÷ max(run time, 10 s), 1) — the 10 s floor keeps very short jobs from dominating
   (Feitelson et al., "Theory and Practice in Parallel Job Scheduling", 1997) — mean and p95 over
@@ -56,6 +58,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "slowdown_mean": ("slowdown mean", "slowdown_mean"),
     "bounded_slowdown_mean": ("bounded slowdown mean", "slowdown_mean"),
     "bounded_slowdown_p95": ("bounded slowdown p95", "slowdown_mean"),
+    "start_error_median": ("expected-start error (median)", "wait_mean"),
 }
 
 
@@ -144,7 +147,19 @@ def _row(kind: str, group: str, jobs: list[JobRecord]) -> dict[str, Any]:
         "slowdown_mean": _mean_p95(slow)[0],
         "bounded_slowdown_mean": bs_mean,
         "bounded_slowdown_p95": bs_p95,
+        "start_error_median": _start_error(jobs),
     }
+
+
+def _start_error(jobs: list[JobRecord]) -> float | None:
+    """Median |expected start - actual first start| over the jobs a forecast gave an estimate and that
+    started (``simulation.forecast``; None without one)."""
+    errors = [
+        abs(j.expected_start - j.first_start)
+        for j in jobs
+        if j.expected_start is not None and j.first_start is not None
+    ]
+    return float(np.median(errors)) if errors else None
 
 
 def _groups(

@@ -216,10 +216,17 @@ def run_config(
 
     cluster = inputs.template.instantiate(j.queue for j in inputs.jobs)
     meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
-    estimates = estimate_model(getattr(config, "simulation", None), getattr(config, "source", name))
+    from corral.sim.forecast import sim_forecast_every
+
+    source = getattr(config, "source", name)
+    estimates = estimate_model(getattr(config, "simulation", None), source)
     options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
     if estimates is not None:
         meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
+    every = sim_forecast_every(getattr(config, "simulation", None), source)
+    if every is not None:
+        options = replace(options, forecast_every=every)
+        meta["forecast_every"] = every
     if not show_progress:
         return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
     from corral.sim.engine import Engine
@@ -231,15 +238,33 @@ def run_config(
         return engine.run()
 
 
+def check_simulation_section(config: Any, file: str) -> None:
+    """The configuration's ``simulation`` section and ``forecast`` section, checked before any run: an
+    unknown key or a bad value is one error naming the file and field."""
+    from corral.errors import ConfigError
+    from corral.sim.estimates import estimate_model
+    from corral.sim.forecast import forecast_settings, sim_forecast_every
+
+    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast"})
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r} (allowed: estimates, forecast)",
+            file=file,
+            field=f"simulation.{unknown[0]}",
+        )
+    estimate_model(config.simulation, file)
+    sim_forecast_every(config.simulation, file)
+    forecast_settings(config.forecast, file)
+
+
 def _load_config(path: Path | None) -> tuple[str, Config]:
     from corral.framework.config import load_config_file
     from corral.registry import REGISTRY, default_config
-    from corral.sim.estimates import estimate_model
 
     if path is None or (str(path) == "default" and not path.exists()):
         return "default", default_config()
     config = load_config_file(path, REGISTRY)
-    estimate_model(config.simulation, str(path))  # a bad simulation section fails before any run
+    check_simulation_section(config, str(path))  # a bad simulation section fails before any run
     return path.stem or str(path), config
 
 

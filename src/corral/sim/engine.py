@@ -95,6 +95,7 @@ class SimOptions:
     restart_policy: str = "job"
     namespace: str = "default"
     estimates: EstimateModel | None = None  # writes corral.io/expected-runtime
+    forecast_every: float | None = None  # seconds between expected-start forecasts (sim/forecast.py)
 
     def __post_init__(self) -> None:
         if self.restart_policy not in RESTART_POLICIES:
@@ -103,7 +104,13 @@ class SimOptions:
                 obj="simulation",
                 field="restart_policy",
             )
-        for name in ("schedule_period", "checkpoint_interval", "sample_period", "heartbeat"):
+        for name in (
+            "schedule_period",
+            "checkpoint_interval",
+            "sample_period",
+            "heartbeat",
+            "forecast_every",
+        ):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
                 raise InputError(
@@ -191,6 +198,8 @@ class Engine(EngineMetrics):
         self._release_token: dict[str, int] = {}
         self._reasons = {}
         self._last_reasons = {}
+        self._forecast_at = None
+        self._expected = {}
         self._submitted = 0
         self._dirty = False
         self._cycle_at: float | None = None
@@ -605,6 +614,15 @@ class Engine(EngineMetrics):
             for t, status, nominated in touched
         )
 
+    def _forecast(self) -> None:
+        """The expected start a forecast made now gives each waiting job; the first one made for a job
+        is kept, so its record can show how far off it was (:mod:`corral.sim.forecast`)."""
+        from corral.sim.forecast import first_estimates
+
+        assert self.options.forecast_every is not None
+        self._forecast_at = self.now + self.options.forecast_every
+        first_estimates(self.cluster, self.config, self.now, self._expected)
+
     def _cycle(self, beat: bool = False) -> None:
         if beat:
             self._beat_at, self._dirty = None, True
@@ -613,6 +631,8 @@ class Engine(EngineMetrics):
         if not self._waiting or not self._dirty:
             self._dirty = False
             return
+        if self.options.forecast_every and (self._forecast_at is None or self.now >= self._forecast_at):
+            self._forecast()
         self.cycles += 1
         self._last_cycle = self.now
         decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles, explain=False)

@@ -78,6 +78,8 @@ class EngineMetrics:
     _done: dict[str, SimJob]
     _reasons: dict[str, str]  # last unschedulable reason, per waiting job
     _last_reasons: dict[str, str]  # the same, kept once the job started (per-job records)
+    _forecast_at: float | None  # the next instant an expected-start forecast is due
+    _expected: dict[str, tuple[float, float]]  # job uid -> (first expected start, made at)
     _submitted: int  # specs submitted so far (a prefix of ``specs``)
     _stalled: float | None  # when the policy was found to livelock
     _changed: bool  # something a cluster sample shows may have changed
@@ -247,6 +249,9 @@ class EngineMetrics:
         rec.wait = None if sim.first_start is None else sim.first_start - spec.submit
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
+        expected = self._expected.get(sim.job.uid)
+        if expected is not None:
+            rec.expected_start, rec.expected_at = expected
         rec.status = (
             "completed" if sim.end is not None else "running" if sim.job.uid in self._running else "pending"
         )

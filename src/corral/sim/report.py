@@ -507,12 +507,11 @@ def _page(title: str, body: str) -> str:
 
 
 def _breakdown_table(groups: Sequence[Mapping[str, Any]], by: str) -> str:
-    rows = [
-        [g["group"]] + [format_metric(kind, g[c]) for c, (_, kind) in _BREAKDOWN_COLUMNS.items()]
-        for g in groups
-        if g["by"] == by
-    ]
-    return _table([by] + [label for label, _ in _BREAKDOWN_COLUMNS.values()], rows)
+    mine = [g for g in groups if g["by"] == by]
+    # a column no group has a value in (the expected-start error of a run without forecasts) is left out
+    columns = {c: v for c, v in _BREAKDOWN_COLUMNS.items() if any(g[c] is not None for g in mine)}
+    rows = [[g["group"]] + [format_metric(kind, g[c]) for c, (_, kind) in columns.items()] for g in mine]
+    return _table([by] + [label for label, _ in columns.values()], rows)
 
 
 def _breakdown_side_by_side(

@@ -36,6 +36,10 @@ class JobRecord:
     gpu_hours_lost: float = 0.0
     status: str = "pending"
     reason: str = ""  # the last reason it waited (e.g. a node locked for another job)
+    #: the first expected start a forecast gave it while it waited, and when that forecast was made
+    #: (``simulation.forecast``; None without one)
+    expected_start: float | None = None
+    expected_at: float | None = None
 
 
 @dataclass
