@@ -24,8 +24,11 @@ from corral.errors import InputError
 from corral.terminal import plain
 
 if TYPE_CHECKING:  # the scheduling core (numpy, every plugin) is imported by the commands that run it
+    from collections.abc import Callable
+
     from corral.framework.config import Config
     from corral.framework.decisions import Decisions
+    from corral.model import Cluster
 
 __all__ = ["app", "main", "schedule_snapshot"]
 
@@ -91,13 +94,16 @@ def schedule_snapshot(
     period: float = 1.0,
     schedulers: tuple[str, ...] | None = None,
     estimates: list[Any] | None = None,
+    after: Callable[[Cluster, float], None] | None = None,
 ) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
     ``DEFAULT_SCHEDULERS``. The loaded model lives through every cycle: it is kept out of the garbage
     collector's passes (``gc.freeze``) until the cycles are done. With ``estimates`` (a list), the last
     cycle's decisions are carried out too and the expected start of every podgroup still waiting is
-    appended to it (:func:`corral.sim.forecast.forecast`, from the configuration's ``forecast``)."""
+    appended to it (:func:`corral.sim.forecast.forecast`, from the configuration's ``forecast``). ``after``
+    is called last with the cluster as the decisions left it (the forecast runs on a copy then) and the
+    time after the cycles."""
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
@@ -121,15 +127,16 @@ def schedule_snapshot(
         for c in range(1, cycles + 1):
             decisions = run_cycle(cluster, config, REGISTRY, now, c)
             out.extend(decisions)
-            if c < cycles or estimates is not None:  # else the cluster is not read again
+            if c < cycles or estimates is not None or after is not None:  # else it is not read again
                 apply_decisions(cluster, decisions, now)
             now += period
         if estimates is not None:
-            from corral.sim.forecast import forecast, forecast_settings
+            from corral.sim.forecast import clone_cluster, forecast, forecast_settings
 
-            estimates.extend(
-                forecast(cluster, config, now, forecast_settings(config.forecast, config.source))
-            )
+            plan = clone_cluster(cluster) if after is not None else cluster
+            estimates.extend(forecast(plan, config, now, forecast_settings(config.forecast, config.source)))
+        if after is not None:
+            after(cluster, now)
     finally:
         gc.unfreeze()
     return out
@@ -154,6 +161,13 @@ def schedule(
         help="after the cycles, estimate when each waiting podgroup starts (a forward run with no new "
         "arrivals; see docs/forecast.md)",
     ),
+    html_dir: Path | None = typer.Option(
+        None,
+        "--html",
+        help="also write the operator's page (queues, waiting podgroups, reservation, evictions, topology) "
+        "as DIR/index.html",
+    ),
+    force: bool = typer.Option(False, "--force", help="with --html: replace a folder corral did not write"),
 ) -> None:
     """Run scheduling cycles over a Kubernetes snapshot and print the decisions."""
     try:
@@ -162,7 +176,28 @@ def schedule(
         paths = list(snapshot) if snapshot else [EXAMPLE]
         names = tuple(scheduler_name) if scheduler_name else None  # None: DEFAULT_SCHEDULERS
         estimates: list[Any] | None = [] if expected_starts else None
-        decisions = schedule_snapshot(paths, _config(config), _now(now), cycles, period, names, estimates)
+        cfg = _config(config)
+        page: dict[str, Any] = {}
+
+        def keep(cluster: Cluster, at: float) -> None:
+            from corral.queueview import queue_rows
+
+            page["cluster"], page["at"] = cluster, at
+            page["rows"], page["source"] = queue_rows(cluster, cfg, at)
+
+        decisions = schedule_snapshot(
+            paths, cfg, _now(now), cycles, period, names, estimates, keep if html_dir is not None else None
+        )
+        if html_dir is not None:
+            from corral.dashboard import render_page
+            from corral.files import atomic_folder
+
+            text = render_page(
+                page["cluster"], decisions, page["rows"], page["source"], page["at"], estimates
+            )
+            atomic_folder(
+                html_dir, lambda tmp: (tmp / "index.html").write_text(text, encoding="utf-8"), force=force
+            )
     except typer.Exit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
@@ -183,6 +218,45 @@ def schedule(
         print_decisions(decisions, cycles)
         if estimates is not None:
             print_estimates(estimates)
+
+
+@app.command()
+def whatif(
+    job: Path = typer.Argument(..., help="the job to try: a PodGroup and its pods, or bare pods (YAML/JSON)"),
+    snapshot: list[Path] = typer.Argument(
+        None, help="snapshot files or directories (default: built-in example)"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
+    now: str | None = typer.Option(None, "--now", help="fix the clock (RFC 3339)"),
+    output: str = typer.Option("table", "--output", "-o", help="json or table"),
+    scheduler_name: list[str] = typer.Option(
+        None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
+    ),
+) -> None:
+    """Would JOB schedule if submitted now? Admission, placement, evictions, expected start; writes
+    nothing. Exit code 0: it would start in the next cycle; 3: it would wait."""
+    try:
+        if output not in ("json", "table"):
+            raise InputError(f"expected json or table, got {output!r}", field="--output")
+        from corral.manifests.build import DEFAULT_SCHEDULERS
+        from corral.whatif import what_if
+
+        names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+        answer = what_if(job, list(snapshot) if snapshot else [EXAMPLE], _config(config), _now(now), names)
+    except typer.Exit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        _fail(exc)
+        return
+    if output == "json":
+        sys.stdout.write(json.dumps(answer.to_json(), indent=1) + "\n")
+    else:
+        from corral.tables import print_whatif
+
+        print_whatif(answer)
+    raise typer.Exit(0 if answer.would_start else 3)
 
 
 @app.command()

@@ -10,7 +10,7 @@ from rich.table import Table
 from corral.framework.decisions import Decisions
 from corral.terminal import cell
 
-__all__ = ["print_decisions", "print_estimates", "print_queues"]
+__all__ = ["print_decisions", "print_estimates", "print_queues", "print_whatif"]
 
 _SECTIONS = (
     ("binds", "Binds", ("cycle", "pod", "node")),
@@ -98,3 +98,40 @@ def print_queues(rows: list[Any], resources: list[str], source: str, console: Co
     for cells in queue_table_rows(rows, resources):
         table.add_row(*(cell(c) for c in cells))
     console.print(table)
+
+
+def print_whatif(answer: Any, console: Console | None = None) -> None:
+    """``corral whatif``: per podgroup of the job, the verdict, then what the cycle would do for it."""
+    from corral.manifests.fields import format_time
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=max(console.width, 160))
+    table = Table(title="What if it were submitted now", title_justify="left", expand=False, highlight=False)
+    for col in ("podgroup", "admitted", "starts now", "why it would wait", "expected start", "basis"):
+        table.add_column(col, overflow="fold")
+    for p in answer.podgroups:
+        e = answer.expected.get(p)
+        start = format_time(e.start) if e is not None and e.start is not None else "-"
+        table.add_row(
+            cell(p),
+            "yes" if answer.admitted.get(p) else "no",
+            "yes" if answer.starts.get(p) else "no",
+            cell(answer.reasons.get(p, "")),
+            cell(start if not answer.starts.get(p) else "now"),
+            cell(e.basis if e is not None else ""),
+        )
+    console.print(table)
+    for title, rows, cols in (
+        ("Binds", answer.binds, ("pod", "node")),
+        ("Nominations", answer.nominations, ("pod", "node")),
+        ("Evictions for it", answer.evictions, ("victim pod", "node", "action")),
+    ):
+        if rows:
+            t = Table(title=f"{title} ({len(rows)})", title_justify="left", expand=False, highlight=False)
+            for col in cols:
+                t.add_column(col, overflow="fold")
+            for row in rows:
+                t.add_row(*(cell(x) for x in row))
+            console.print(t)

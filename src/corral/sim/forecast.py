@@ -47,6 +47,7 @@ from corral.registry import REGISTRY
 __all__ = [
     "Estimate",
     "ForecastSettings",
+    "clone_cluster",
     "first_estimates",
     "forecast",
     "forecast_settings",
@@ -286,12 +287,12 @@ def first_estimates(
     if all(j.uid in into for j in waiting_jobs(cluster)):
         return
     settings = forecast_settings(config.forecast, config.source)
-    for e in forecast(_clone(cluster), config, now, settings):
+    for e in forecast(clone_cluster(cluster), config, now, settings):
         if e.start is not None and e.podgroup not in into:
             into[e.podgroup] = (e.start, now)
 
 
-def _clone(cluster: Cluster) -> Cluster:
+def clone_cluster(cluster: Cluster) -> Cluster:
     """A copy the forecast may change, without the kept indexes of the original's cycles (a forecast
     builds its own: they describe the original's history, not the copy's)."""
     clone = copy.deepcopy(cluster)
