@@ -14,6 +14,7 @@ import gc
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +96,7 @@ def schedule_snapshot(
     schedulers: tuple[str, ...] | None = None,
     estimates: list[Any] | None = None,
     after: Callable[[Cluster, float], None] | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
@@ -103,7 +105,8 @@ def schedule_snapshot(
     cycle's decisions are carried out too and the expected start of every podgroup still waiting is
     appended to it (:func:`corral.sim.forecast.forecast`, from the configuration's ``forecast``). ``after``
     is called last with the cluster as the decisions left it (the forecast runs on a copy then) and the
-    time after the cycles."""
+    time after the cycles. ``report`` receives the snapshot's warnings, one line per object (the first
+    20, then a count), once before the first cycle (:class:`~corral.manifests.notes.Notes`)."""
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
@@ -118,6 +121,9 @@ def schedule_snapshot(
     finally:
         if collecting:
             gc.enable()
+    if report is not None and cluster.input_notes is not None:
+        for line in cluster.input_notes.warning_lines(most=20):
+            report(plain(line))
     out = Decisions()
     if cycles > 1:
         # every change between cycles is the sessions' own, so the cluster can track its jobs' changes:
@@ -186,7 +192,15 @@ def schedule(
             page["rows"], page["source"] = queue_rows(cluster, cfg, at)
 
         decisions = schedule_snapshot(
-            paths, cfg, _now(now), cycles, period, names, estimates, keep if html_dir is not None else None
+            paths,
+            cfg,
+            _now(now),
+            cycles,
+            period,
+            names,
+            estimates,
+            keep if html_dir is not None else None,
+            report=lambda line: typer.echo(line, err=True),
         )
         if html_dir is not None:
             from corral.dashboard import render_page
@@ -315,12 +329,18 @@ def validate(
         _fail(exc)
         return
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
+    notes = cluster.input_notes
+    warned = len({n.obj for n in notes.warnings}) if notes is not None else 0
     typer.echo(
         f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
         f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
         f"hypernodes; config {plain(cfg.source)}"
         + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
+        + (f"; {warned} objects with warnings" if warned else "")
     )
+    if notes is not None:  # what corral made from submitted workloads, then what it will not act on
+        for line in notes.expansion_lines() + notes.warning_lines():
+            typer.echo(plain(line))
 
 
 def _register_sim() -> None:

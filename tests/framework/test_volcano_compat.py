@@ -198,11 +198,11 @@ def test_objects_of_other_groups_are_skipped_with_one_line(caplog) -> None:
             "metadata": {"name": "coscheduled", "namespace": "ml"},
             "spec": {"minMember": 3},
         },
-        {
-            "apiVersion": "batch.volcano.sh/v1alpha1",
+        {  # a batch Job of the default scheduler (one for kai-scheduler, or a Volcano Job, is expanded)
+            "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": "vj", "namespace": "ml"},
-            "spec": {"tasks": []},
+            "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}},
         },
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ml"}},
     ]
@@ -213,7 +213,7 @@ def test_objects_of_other_groups_are_skipped_with_one_line(caplog) -> None:
     assert len(lines) == 1
     for part in (
         "PodGroup (scheduling.x-k8s.io/v1alpha1): ml/coscheduled",
-        "Job (batch.volcano.sh/v1alpha1): ml/vj",
+        "Job (batch/v1): ml/vj",
         "Deployment (apps/v1): ml/web",
     ):
         assert part in lines[0]

@@ -11,6 +11,8 @@ import yaml
 from corral.cli import schedule_snapshot
 from corral.framework.config import parse_config
 from corral.manifests.fields import parse_time
+from corral.manifests.notes import Notes
+from corral.manifests.workloads import expand_workloads
 from corral.registry import REGISTRY, default_config
 from tests.kube.conftest import make_runner
 from tests.kube.fakeapi import _BY_KIND as SERVED_KINDS
@@ -40,7 +42,9 @@ def _reset(srv: FakeAPI) -> None:
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_dry_run_decides_as_schedule(path: Path, tmp_path: Path, shared_server: FakeAPI) -> None:
     case = yaml.safe_load(path.read_text())
-    objects = expand(case)
+    # in a live cluster the workloads users submit (Volcano Jobs, KAI's batch Jobs and JobSets) are
+    # expanded by their controllers: the API server holds the PodGroups and pods they make
+    objects = [raw for _f, raw in expand_workloads([("case", o) for o in expand(case)], Notes())]
     config = parse_config(case["config"], REGISTRY, "scenario") if case.get("config") else default_config()
     now = parse_time(str(case.get("now", T0)))
     cycles, period = case.get("cycles", 1), float(case.get("period", 1.0))

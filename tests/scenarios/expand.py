@@ -8,7 +8,7 @@ Shorthand:
   (``weight``, ``capability``, ``deserved``, ``guarantee``, ``parent`` ...);
 - job: ``name``, ``namespace``, ``queue``, ``priority`` (a PriorityClass ``p<N>`` is generated),
   ``minMember`` (default: all pods), ``minTaskMember``, ``minResources``, ``phase`` (Inqueue),
-  ``created``, ``annotations`` (of the podgroup), ``bare`` (pods without a podgroup), ``no_group``
+  ``created``, ``annotations`` (of the podgroup), ``podgroup_spec`` (more podgroup spec fields, as is), ``bare`` (pods without a podgroup), ``no_group``
   (pods name a podgroup that is not created), ``group`` (the podgroup name the pods use), ``kai``
   (a KAI podgroup, pods labelled ``pod-group-name``), ``pods``: groups of pods with ``count``,
   ``role``, ``cpu``/``memory``/``gpu``/``requests``, ``priority``, ``labels``, ``annotations``,
@@ -159,6 +159,7 @@ def expand(case: dict) -> list[dict]:
             for key in ("minResources", "minTaskMember", "networkTopology"):
                 if key in job:
                     spec[key] = job[key]
+            spec.update(job.get("podgroup_spec") or {})
             # KAI podgroups carry no phase unless one is given; Volcano ones default to Inqueue (admitted)
             api = "scheduling.run.ai/v2alpha2" if job.get("kai") else "scheduling.volcano.sh/v1beta1"
             phase = job.get("phase", None if job.get("kai") else "Inqueue")

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.errors import InputError
+from corral.manifests.fieldcheck import check_fields
 from corral.manifests.fields import Obj
+from corral.manifests.notes import Notes
 from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
 from corral.model.patterns import PatternError, compile_name_pattern
@@ -134,6 +136,8 @@ class PodGroupRec:
     annotations: dict[str, str]
     labels: dict[str, str]
     file: str = ""
+    #: KAI's ``spec.preemptibility`` read as a victim flag (None: unset, the labels and annotations decide)
+    preemptible: bool | None = None
 
 
 @dataclass
@@ -349,6 +353,9 @@ def _podgroup(o: Obj, api: str) -> PodGroupRec:
         annotations=o.strmap(o.meta.get("annotations"), "metadata.annotations"),
         labels=o.strmap(o.meta.get("labels"), "metadata.labels"),
         file=o.file,
+        preemptible={"preemptible": True, "non-preemptible": False}.get(str(spec.get("preemptibility")))
+        if kai
+        else None,
     )
 
 
@@ -465,11 +472,13 @@ def _group(api: Any) -> str:
     return str(api).rpartition("/")[0] if isinstance(api, str) else ""
 
 
-def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
+def parse_object(file: str, raw: dict, notes: Notes | None = None) -> tuple[str, Any] | None:
     """``(kind, record)`` for a known kind; None for objects corral does not serve: other kinds
-    (Services, Volcano Jobs, Deployments, ...) and known kinds of another API group (a PodGroup of
+    (Services, Deployments, ...; the workloads corral expands are expanded before, see
+    :mod:`corral.manifests.workloads`) and known kinds of another API group (a PodGroup of
     ``scheduling.x-k8s.io``, left to its own scheduler). A known kind of a known group in a version
-    corral does not read is an error."""
+    corral does not read is an error. Fields corral refuses raise; fields it accepts without acting on
+    them are warned about in ``notes`` (:mod:`corral.manifests.fieldcheck`)."""
     kind, api = raw.get("kind"), raw.get("apiVersion")
     if not isinstance(kind, str):
         name = (raw.get("metadata") or {}).get("name", "?") if isinstance(raw.get("metadata"), dict) else "?"
@@ -487,7 +496,7 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
             field="apiVersion",
         )
     try:
-        return _parse_known(file, raw, kind, api)
+        return _parse_known(file, raw, kind, api, notes)
     except InputError as exc:
         # helpers below the object (quantities, selectors, affinity) know the object and field but not
         # the file: every input error names the file it is about
@@ -510,9 +519,11 @@ def parse_object(file: str, raw: dict) -> tuple[str, Any] | None:
         ) from None
 
 
-def _parse_known(file: str, raw: dict, kind: str, api: str) -> tuple[str, Any]:
+def _parse_known(file: str, raw: dict, kind: str, api: str, notes: Notes | None) -> tuple[str, Any]:
     namespaced = kind in ("Pod", "PodGroup", "PodDisruptionBudget")
     o = Obj(raw, file, kind, namespaced)
+    if kind in ("Queue", "PodGroup"):
+        check_fields(o, kind, api, notes)
     if kind == "Node":
         return kind, _node(o)
     if kind == "Pod":

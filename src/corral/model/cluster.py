@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -59,6 +59,9 @@ class Cluster:
     #: a front end that reuses its cluster across cycles (the simulator); None: not tracked, and every
     #: session looks at every job when it closes
     changed_jobs: set[str] | None = None
+    #: what reading the input noted for the user (corral.manifests.notes.Notes: warnings about fields
+    #: accepted but not acted on, workloads expanded); None for a cluster not read from manifests
+    input_notes: Any = None
 
     def account(self) -> None:
         """Recompute the node columns from task states (after loading or applying decisions): what

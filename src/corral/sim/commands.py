@@ -49,6 +49,7 @@ FORMATS = (
     "tiresias",
     "helios",
     "synthetic",
+    "manifests",
 )
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -223,6 +224,12 @@ def run_config(
     options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
     if estimates is not None:
         meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
+    from corral.sim.preemption import preemption_options
+
+    costs = preemption_options(getattr(config, "simulation", None), source)
+    if costs:
+        options = replace(options, **costs)
+        meta["preemption"] = ", ".join(f"{k}={v}" for k, v in costs.items())
     every = sim_forecast_every(getattr(config, "simulation", None), source)
     if every is not None:
         options = replace(options, forecast_every=every)
@@ -244,16 +251,18 @@ def check_simulation_section(config: Any, file: str) -> None:
     from corral.errors import ConfigError
     from corral.sim.estimates import estimate_model
     from corral.sim.forecast import forecast_settings, sim_forecast_every
+    from corral.sim.preemption import preemption_options
 
-    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast"})
+    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast", "preemption"})
     if unknown:
         raise ConfigError(
-            f"unknown key {unknown[0]!r} (allowed: estimates, forecast)",
+            f"unknown key {unknown[0]!r} (allowed: estimates, forecast, preemption)",
             file=file,
             field=f"simulation.{unknown[0]}",
         )
     estimate_model(config.simulation, file)
     sim_forecast_every(config.simulation, file)
+    preemption_options(config.simulation, file)
     forecast_settings(config.forecast, file)
 
 

@@ -95,6 +95,10 @@ class SimOptions:
     restart_policy: str = "job"
     namespace: str = "default"
     estimates: EstimateModel | None = None  # writes corral.io/expected-runtime
+    #: the scheduler's evictions (preempt, reclaim, ...) checkpoint the gang they stop: no progress is lost
+    checkpoint_on_preempt: bool = False
+    #: a job running again after a stop first spends this long restoring: ((up to GPUs, seconds), ...)
+    resume_overhead: tuple[tuple[float, float], ...] = ()
     forecast_every: float | None = None  # seconds between expected-start forecasts (sim/forecast.py)
 
     def __post_init__(self) -> None:
@@ -133,10 +137,14 @@ class SimJob:
         "evictions",
         "first_start",
         "gpus",
+        "held_time",
         "job",
         "lost",
+        "overhead",
+        "preemptions",
         "progress",
         "restarts",
+        "run_from",
         "since",
         "spec",
     )
@@ -148,8 +156,11 @@ class SimJob:
         self.epoch = 0  # bumps on every stop: stale completion events are ignored
         self.first_start: float | None = None
         self.end: float | None = None
-        self.restarts = self.evictions = 0
+        self.restarts = self.evictions = self.preemptions = 0
         self.lost = 0.0  # GPU-seconds lost to restarts
+        self.overhead = 0.0  # GPU-seconds spent restoring after stops (resume_overhead)
+        self.held_time = 0.0  # seconds the gang held its nodes at its minimum (restoring included)
+        self.run_from: float | None = None  # the current run's start (``since`` is after its restore)
 
 
 class Engine(EngineMetrics):
@@ -400,28 +411,45 @@ class Engine(EngineMetrics):
             return all(counts.get(r, 0) >= n for r, n in job.min_task_member.items())
         return True
 
-    def _update(self, sim: SimJob, held_gpus: float = 0.0) -> None:
-        """Start or stop ``sim``'s progress after its pods changed; a stop is a restart."""
+    def _update(self, sim: SimJob, held_gpus: float = 0.0, preempted: bool = False) -> None:
+        """Start or stop ``sim``'s progress after its pods changed; a stop is a restart (``preempted``:
+        caused by the scheduler's evictions)."""
         ok = self._meets(sim.job)
         uid = sim.job.uid
         if ok and sim.since is None:
-            sim.since = self.now
+            restore = self._resume_overhead(sim.gpus) if sim.restarts else 0.0
+            sim.run_from, sim.since = self.now, self.now + restore
             if sim.first_start is None:
                 sim.first_start = self.now
             self._reasons.pop(uid, None)  # running again after a restart: no longer waiting
             self._running.add(uid)
-            self._push(self.now + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
+            self._push(sim.since + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
             self._changed = True
         elif not ok and sim.since is not None:
-            self._restart(sim, held_gpus)
+            self._restart(sim, held_gpus, preempted)
 
-    def _restart(self, sim: SimJob, held_gpus: float) -> None:
+    def _resume_overhead(self, gpus: float) -> float:
+        """Seconds a job of ``gpus`` GPUs restores before it progresses again (the first band it fits)."""
+        for upto, seconds in self.options.resume_overhead:
+            if gpus <= upto:
+                return seconds
+        return 0.0
+
+    def _stop_run(self, sim: SimJob) -> float:
+        """End the current run's accounting: the seconds of progress it made (after its restore)."""
+        assert sim.since is not None and sim.run_from is not None
+        restored = min(self.now, sim.since) - sim.run_from
+        sim.overhead += restored * sim.gpus
+        sim.held_time += self.now - sim.run_from
+        return max(self.now - sim.since, 0.0)
+
+    def _restart(self, sim: SimJob, held_gpus: float, preempted: bool = False) -> None:
         """The gang fell below its minimum: roll back to the last checkpoint. Policy ``pods``: the
         surviving pods keep their nodes and the job stays admitted (Inqueue) until its evicted pods are
         placed again; policy ``job``: the survivors are stopped too and the podgroup goes back to Pending
         (Inqueue when no ``enqueue`` action is configured, as nothing would admit it)."""
         assert sim.since is not None  # only a job making progress restarts (see _update)
-        ran = self.now - sim.since
+        ran = self._stop_run(sim)
         sim.progress += ran
         sim.since = None
         sim.epoch += 1
@@ -429,6 +457,10 @@ class Engine(EngineMetrics):
         interval = self.options.checkpoint_interval
         saved = 0.0 if interval is None else math.floor(sim.progress / interval + 1e-9) * interval
         saved = min(saved, sim.progress)
+        if preempted:
+            sim.preemptions += 1
+            if self.options.checkpoint_on_preempt:  # a checkpoint taken as it is stopped
+                saved = sim.progress
         sim.lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
@@ -481,6 +513,7 @@ class Engine(EngineMetrics):
         uid = sim.job.uid
         if epoch != sim.epoch or uid not in self._active or sim.since is None:
             return
+        self._stop_run(sim)
         sim.progress = sim.spec.duration
         sim.since, sim.end = None, self.now
         cluster = self.cluster
@@ -516,9 +549,9 @@ class Engine(EngineMetrics):
             self._mark_releasing(task)
         self._evicted(victims, self.options.eviction_grace)
 
-    def _evicted(self, tasks: Sequence[Task], grace: float) -> None:
+    def _evicted(self, tasks: Sequence[Task], grace: float, preempted: bool = False) -> None:
         """Count evictions (tasks are Releasing now), restart gangs that fell below their minimum and
-        let the pods go after ``grace``."""
+        let the pods go after ``grace``. ``preempted``: the scheduler's own decisions evicted them."""
         by_job: dict[str, list[Task]] = {}
         for task in tasks:
             by_job.setdefault(task.job.uid, []).append(task)
@@ -532,7 +565,7 @@ class Engine(EngineMetrics):
             )
             for task in group:
                 self._started.discard(task.uid)
-            self._update(sim, held)
+            self._update(sim, held, preempted)
         for task in tasks:
             self._let_go(task, grace)
         self._changed = True
@@ -647,7 +680,9 @@ class Engine(EngineMetrics):
                 self._run_task(task)
             else:
                 self._push(self.now + self.options.startup_delay, START, (task, task.start_time))
-        self._evicted([tasks[e.pod] for e in decisions.evictions], self.options.eviction_grace)
+        self._evicted(
+            [tasks[e.pod] for e in decisions.evictions], self.options.eviction_grace, preempted=True
+        )
         for sim in touched.values():
             self._update(sim)
         for record in decisions.unschedulable:

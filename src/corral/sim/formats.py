@@ -3,7 +3,8 @@
 
 ``--format NAME`` or ``--format NAME:key=value,key=value`` (for example ``swf:resource=cpu,per_node=2``
 or ``gavel:throughputs=simulation_throughputs.json``). Without ``--format`` the format is recognised by
-content — a YAML name is a synthetic spec; an SWF log by its ``;`` header or 18-number lines; a Gavel
+content — a folder or a ``.json`` file is Kubernetes objects, a YAML file is Kubernetes objects when it
+holds objects with ``apiVersion`` and ``kind`` and a synthetic spec otherwise; an SWF log by its ``;`` header or 18-number lines; a Gavel
 trace by its 7 tab-separated fields; a CSV by its header — and corral's own schema otherwise.
 """
 
@@ -64,6 +65,12 @@ def _alibaba(path: Path, options: Options, hints: Hints) -> Any:
     from corral.sim.workload import load_alibaba
 
     return load_alibaba(path)
+
+
+def _manifests(path: Path, options: Options, hints: Hints) -> Any:
+    from corral.sim.manifest_workload import load_manifest_workload
+
+    return load_manifest_workload(path)
 
 
 def _synthetic(path: Path, options: Options, hints: Hints, seed: int = 0) -> Any:
@@ -136,6 +143,9 @@ def _registry() -> dict[str, TraceFormat]:
             header=frozenset({"job_id", "vc", "gpu_num", "submit_time", "duration"}),
         ),
         TraceFormat("synthetic", "a synthetic workload spec (YAML)", _synthetic),
+        TraceFormat(
+            "manifests", "Kubernetes objects: Volcano Jobs, batch Jobs, PodGroups and pods", _manifests
+        ),
     ]
     return {f.name: f for f in formats}
 
@@ -172,8 +182,14 @@ def detect(path: Path) -> str:
     matches."""
     from corral.sim.tracefile import head_text
 
+    if path.is_dir() or path.suffix.lower() == ".json":
+        return "manifests"
     if path.suffix.lower() in (".yaml", ".yml"):
-        return "synthetic"
+        from corral.manifests.safe_load import read_text
+        from corral.sim.manifest_workload import looks_like_manifests
+
+        # Kubernetes objects (a Volcano Job, a batch Job, PodGroups and pods) or a synthetic spec
+        return "manifests" if looks_like_manifests(read_text(path)) else "synthetic"
     lines = [
         line for line in head_text(path).splitlines()[:-1] or head_text(path).splitlines() if line.strip()
     ]

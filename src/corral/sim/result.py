@@ -40,6 +40,13 @@ class JobRecord:
     #: (``simulation.forecast``; None without one)
     expected_start: float | None = None
     expected_at: float | None = None
+    #: restarts caused by the scheduler's own evictions (preempt, reclaim, ...), of ``restarts``
+    preemptions: int = 0
+    #: GPU-hours spent restoring after stops (``resume_overhead``), beside ``gpu_hours_lost``
+    restore_gpu_hours: float = 0.0
+    #: a completed job's time without its gang running: the first wait plus every wait after a stop
+    #: (``jct`` minus the time it held its nodes at its minimum, restores included)
+    queue_time: float | None = None
 
 
 @dataclass
