@@ -397,7 +397,7 @@ def _check_report(folder: Path, exit_code: int) -> str:
 
 
 # Informational lines corral may print on stderr beside the one error line (escaped like it).
-NOTICES = ("skipped objects corral does not serve",)
+NOTICES = ("skipped objects corral does not serve", "pods bound to nodes not in the snapshot")
 
 
 def judge(exit_code: int | None, stdout: str, stderr: str) -> str:

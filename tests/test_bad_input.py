@@ -486,6 +486,23 @@ def test_missing_queue_and_missing_podgroup_are_unschedulable(tmp_path: Path) ->
     assert check.exit_code == 0 and "cannot be honoured" in check.stdout
 
 
+def test_pod_on_a_node_not_in_the_snapshot_is_reported(tmp_path: Path, caplog: Any) -> None:
+    """A served pod bound to a node the snapshot lacks is named (pod and node) by validate and by
+    schedule, and left out of queue usage (SPEC.md §5: nothing silently dropped)."""
+    wants = [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]
+    ghost = pod("ghost", containers=wants, nodeName="gone-7")
+    ghost["status"] = {"phase": "Running"}
+    path = docs(tmp_path, "s.yaml", ghost, pod("next", containers=wants))
+    check = run("validate", str(path))
+    assert check.exit_code == 0, check.output
+    line = "pods bound to nodes not in the snapshot, left out of queue usage: 1 (default/ghost on 'gone-7')"
+    assert line in check.stdout
+    caplog.clear()
+    result = schedule(path, "-o", "json")
+    assert result.exit_code == 0 and line in caplog.messages  # on stderr, as the skipped-objects notice
+    assert [b["pod"] for b in json.loads(result.stdout)["binds"]] == ["default/next"]
+
+
 # -- fuzz: any damage to a valid snapshot is exit 0 or one error line, never a traceback ----------------
 def _valid_snapshot() -> list[dict]:
     gang = {

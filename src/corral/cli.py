@@ -319,7 +319,7 @@ def validate(
 ) -> None:
     """Check a snapshot (and a configuration) without scheduling."""
     try:
-        from corral.manifests.build import load_snapshot
+        from corral.manifests.build import load_snapshot, off_nodes_line
 
         cfg = _config(config)
         cluster = load_snapshot(list(snapshot))
@@ -337,6 +337,7 @@ def validate(
         f"hypernodes; config {plain(cfg.source)}"
         + (f"; {invalid} podgroups cannot be honoured (see corral schedule)" if invalid else "")
         + (f"; {warned} objects with warnings" if warned else "")
+        + (f"; {off_nodes_line(cluster.off_nodes)}" if cluster.off_nodes else "")
     )
     if notes is not None:  # what corral made from submitted workloads, then what it will not act on
         for line in notes.expansion_lines() + notes.warning_lines():

@@ -10,8 +10,10 @@ cycle of ``enqueue, allocate, gangpreempt`` (or ``gangreclaim``) runs; its decis
 - a gang that caused evictions is nominated in full (ready + nominated reach minMember);
 - gangpreempt touches only strictly lower-priority jobs of the preemptor's own queue; gangreclaim only
   other queues, never pushing a queue below the floor its queue plugin keeps (what it deserves);
-- every eviction and nomination made for one preemptor lies in one domain of its search space: for a
-  hard-topology gang one hypernode of an allowed tier, which also holds the nodes it already runs on.
+- every eviction and nomination made for one preemptor lies in one domain of its search space — but
+  the pods of a gang broken whole that run outside it —: for a hard-topology gang one hypernode of an
+  allowed tier, which also holds the nodes it already runs on;
+- no gang is left bound below its minimum by the evictions (SPEC §5: a broken gang goes whole).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from corral.manifests.fields import parse_time
 from corral.model import TaskStatus
 from corral.model.resources import EPS
 from corral.registry import REGISTRY
+from tests.actions.gang_minimum import assert_no_gang_left_broken
 from tests.scenarios.expand import T0, expand
 
 NOW = parse_time(T0)
@@ -173,6 +176,7 @@ def _run(gen: Gen, action: str, queue_plugin: str, extra: dict | None = None):
 
 
 def _check_common(gen: Gen, cluster, decisions, info, job_of, running) -> None:
+    assert_no_gang_left_broken(build_cluster([("generated.yaml", d) for d in expand(gen.case)]), decisions)
     apply_decisions(cluster, decisions, NOW)
     nodes = cluster.nodes
     # no node over-committed once evicted pods are gone: bound + nominated fit
@@ -180,7 +184,14 @@ def _check_common(gen: Gen, cluster, decisions, info, job_of, running) -> None:
     assert not over.any(), f"over-committed: {[nodes.names[r] for r in np.flatnonzero(over.any(axis=1))]}"
     tree = cluster.hypernodes
     evicted_for: dict[str, set[str]] = {}
+    gone = {e.pod for e in decisions.evictions}
     for e in decisions.evictions:
+        # a gang all of whose running pods go is broken whole (SPEC §5): its pods outside the
+        # preemptor's domain go too, so only the evictions of gangs that keep pods count here
+        victim = job_of[e.pod]
+        if all(k in gone for k, (uid, _, _) in running.items() if uid == victim):
+            evicted_for.setdefault(e.preemptor, set())
+            continue
         evicted_for.setdefault(e.preemptor, set()).add(e.node)
     nominated: dict[str, set[str]] = {}
     for nm in decisions.nominations:

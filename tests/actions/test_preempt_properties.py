@@ -30,6 +30,7 @@ from corral.manifests import build_cluster, parse_time
 from corral.model import TaskStatus
 from corral.model.resources import EPS
 from corral.registry import REGISTRY
+from tests.actions.gang_minimum import assert_no_gang_left_broken
 from tests.scenarios.expand import expand
 
 NOW = "2026-01-01T12:00:00Z"
@@ -278,6 +279,15 @@ def test_reclaim_below_share_by_at_most_the_last_pod(case: dict) -> None:
                     if t.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.PIPELINED):
                         held += t.request
         assert np.any((held + pod)[cols] > line[queue][cols] - EPS), (queue, held, pod, line[queue])
+
+
+@settings(max_examples=70, **SETTINGS)
+@given(st.one_of(cases(), cases(reclaim=True)))
+def test_no_gang_left_below_its_minimum(case: dict) -> None:
+    """SPEC §5: preempt and reclaim (the gang victim filter on or off) never leave a gang bound below
+    its minimum; a gang their victims break is evicted whole."""
+    _, decisions, _, before = run(case)
+    assert_no_gang_left_broken(before, decisions)
 
 
 @settings(max_examples=70, **SETTINGS)

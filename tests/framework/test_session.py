@@ -143,7 +143,10 @@ def test_gates_and_or() -> None:
     task = jobs["default/a"].tasks[0]
     assert s.job_ready(jobs["default/a"]) and not s.job_ready(jobs["default/b"])
     assert not s.job_pipelined(jobs["default/a"])
-    assert s.job_starving(jobs["default/a"]) and not s.job_starving(jobs["default/c"])
+    assert s.job_starving(jobs["default/c"])  # JobStarving: the first tier that answers decides
+    same = session(["yes", "no"], plugins=(Yes, No))  # ... AND inside it (Volcano's JobStarving)
+    assert same.job_starving(same.cluster.jobs["default/a"])
+    assert not same.job_starving(same.cluster.jobs["default/c"])
     assert s.allocatable(queues["qa"], task) and not s.allocatable(queues["qb"], task)
     assert s.overused(queues["qb"]) and not s.overused(queues["qa"])  # OR
     assert not s.preemptive(queues["qa"], task)
@@ -197,6 +200,24 @@ def test_gang_search_space_first_non_empty_answer() -> None:
     assert whole.mask.all() and whole.tier is None
 
 
+def test_refusals_carry_the_refusing_plugins_reason() -> None:
+    Open = make_plugin("open", allocatable=lambda q, t: True, overused=lambda q: False)
+    Line = make_plugin(
+        "line",
+        allocatable=lambda q, t: q.name != "qb",
+        allocatable_refusal=lambda q, t: f"waiting in line in {q.name}",
+        overused=lambda q: q.name == "qb",
+        overused_reason=lambda q, t: None,  # "my share is not the cause"
+    )
+    Mute = make_plugin("mute", allocatable=lambda q, t: q.name != "qa", overused=lambda q: q.name == "qa")
+    s = session(["open", "line", "mute"], plugins=(Open, Line, Mute))
+    queues, task = s.cluster.queues, s.cluster.jobs["default/a"].tasks[0]
+    assert s.allocatable_refusal(queues["qb"], task) == "waiting in line in qb"
+    assert s.allocatable_refusal(queues["qa"], task) == f"queue 'qa' may not take pod {task.name} (mute)"
+    assert s.overused_reason(queues["qb"], task) is None
+    assert s.overused_reason(queues["qa"], task) == "queue 'qa' already holds its deserved share"
+
+
 # -- victims ---------------------------------------------------------------------------------------------
 def picks(*names: str):
     return lambda preemptor, cands, *rest: [t for t in cands if t.name in names]
@@ -223,7 +244,7 @@ def test_first_answering_tier_decides_abstaining_tiers_are_skipped() -> None:
     Nobody = make_plugin("nobody", preemptable=lambda p, c: [])
     s = session(["nobody"], ["p3"], plugins=(Nobody, P3))
     assert victims(s) == []  # an empty answer is an answer
-    assert victims(session(["abstain"], plugins=(Abstain,))) == ["a-0", "a-1", "b-0", "c-0"]
+    assert victims(session(["abstain"], plugins=(Abstain,))) == []  # no answer at all: no victim
 
 
 def test_reclaimable_and_unified_evictable() -> None:
@@ -248,7 +269,7 @@ def test_reclaimable_and_unified_evictable() -> None:
 def test_victim_switch() -> None:
     P1 = make_plugin("p1", preemptable=picks("a-0"))
     s = session([{"name": "p1", "enablePreemptable": False}], plugins=(P1,))
-    assert victims(s) == ["a-0", "a-1", "b-0", "c-0"]
+    assert victims(s) == []  # every victim filter off: no answer, no victim (Volcano returns nil)
 
 
 def test_victim_filter_and_scenario_validator_are_and() -> None:

@@ -384,3 +384,27 @@ def test_one_week_of_philly_end_to_end(tmp_path):
     assert all(s.gpu_used <= s.gpu_total for s in result.cluster)
     write_report(result, tmp_path / "philly")
     assert (tmp_path / "philly" / "index.html").exists()
+
+
+def test_a_job_in_a_queue_with_children_never_runs(tmp_path):
+    """Only leaf queues hold work (SPEC.md §3.2): a job naming a parent queue is reported as never
+    fitting, with the reason, while the job of the leaf runs."""
+    snap = tmp_path / "tree.yaml"
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "96", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": "8"}},
+    }
+    queues = [
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": n}, "spec": s}
+        for n, s in (("eng", {}), ("eng-a", {"parent": "eng"}))
+    ]
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node, *queues]}))
+    cluster = load_cluster(snap).instantiate()
+    jobs = [job("onparent", 0, 10, 8, queue="eng"), job("onleaf", 0, 10, 8, queue="eng-a")]
+    result = Engine(cluster, jobs, default_config()).run()
+    r = by_name(result)
+    assert (r["onparent"].status, r["onleaf"].status) == ("never_fits", "completed")
+    reasons = {x["job"]: x["reason"] for x in result.meta["never_fits"]}
+    assert "queue 'eng' has child queues (eng-a): only leaf queues hold work" in reasons["onparent"]

@@ -11,7 +11,8 @@ the job's Statement is committed when JobReady, kept applied but uncommitted whe
 (the held placement is nominated when the session closes, so it persists), and discarded otherwise.
 
 Continue-allocating (Volcano ``JobInfo.NeedContinueAllocating``/``TaskHasFitErrors``): a task refused
-by the queue's Allocatable is skipped and does not end the job; a task that fits nowhere marks its role
+by the queue's Allocatable is skipped and does not end the job (the job's reason is the refusing
+plugin's own, ``Session.allocatable_refusal``); a task that fits nowhere marks its role
 failed (the other pods of that role are skipped) and the job goes on with its next task when it can
 still reach its minimums without that role — an elastic job (minMember below the sum of the role
 minimums) when its ready pods plus the waiting pods of roles not failed reach minMember, any other job
@@ -39,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.placement import best_node, no_fit_reason
+from corral.actions.placement import best_node, no_fit_reason, overused_reason
 from corral.framework import skipcache
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -183,7 +184,7 @@ class AllocateAction(Action):
             queue = queues[name]
             if session.overused(queue):
                 for _, _, job in by_queue.pop(name):
-                    session.unschedulable(job, f"queue {name!r} already holds its deserved share")
+                    session.unschedulable(job, overused_reason(session, job))
                 continue
             _, _, job = by_queue[name].pop()
             if not by_queue[name]:
@@ -318,11 +319,9 @@ class AllocateAction(Action):
             state.pos += 1
             if task.status not in PENDING_LIKE:
                 continue
-            if not session.allocatable(queue, task):
-                state.reason = (
-                    f"{placed} of {job.min_member} pods placed; queue {job.queue!r} would exceed "
-                    f"its capability with pod {task.name}"
-                )
+            refused = session.allocatable_refusal(queue, task)
+            if refused:
+                state.reason = f"{placed} of {job.min_member} pods placed; {refused}"
                 continue
             if task.role and task.role in state.failed:
                 continue

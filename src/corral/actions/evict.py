@@ -13,17 +13,24 @@ victim priority could beat it and are always dry-run), or at the cap of
 DefaultPreemption dry-runs that many nodes every time; the bound lets corral stop early with the same
 best node in the common case. The plans rank as follows:
 
-1. victims in order (PDB-safe first, lowest priority first, newest first; when a budget allows only
-   some of the pods it covers, the lower-priority ones are the safe ones, as in kube-scheduler) are
+1. victims in order (PDB-safe first, lowest priority first, latest start first, then the victim's job
+   in reverse JobOrder — the most recently created job first where no plugin tells the jobs apart —,
+   then the pod's name; when a budget allows only some of the pods it covers, the lower-priority ones
+   are the safe ones, as in kube-scheduler) are
    removed through the simulation points (SimulateRemoveTask) until the pod fits — resources,
    SimulatePredicate, SimulateAllocatable — counting the pods already nominated to the node, except
    lower-priority ones of other jobs of the same queue, whose nominations are released;
-2. the reprieve adds victims back (SimulateAddTask), PDB-violating and highest priority first, keeping
+2. the reprieve adds victims back (SimulateAddTask), PDB-violating first, then in the reverse of the
+   victim order (highest priority first), keeping
    each that still lets the pod fit; then the released nominations, highest priority first, keep their
    node while the pod still fits (a nomination is cleared only when the room is needed);
 3. the ScenarioValidator points see the plan; the state is restored;
-4. plans rank by fewest PDB violations, lowest highest-victim priority, smallest priority sum, fewest
-   victims, latest earliest start among the victims, then node name.
+4. a victim that pushes its gang below a minimum takes the gang's other running pods with it, on every
+   node (:mod:`corral.actions.broken`, SPEC.md §5): they must be allowed victims too (the action's
+   rules and the plugins' filters), else the plan is given up;
+5. plans rank by fewest PDB violations, lowest highest-victim priority, smallest priority sum, fewest
+   victims (the whole broken gangs counted: they are evicted), latest earliest start among the
+   victims, then node name.
 
 Dry runs are sequential: plugin state is shared and Python threads would not run them faster; the
 capacity pre-filter and the candidate cap keep the number of dry runs small (the benchmark prints it).
@@ -37,15 +44,39 @@ from typing import Any
 
 import numpy as np
 
+from corral.actions.broken import whole_gangs
 from corral.framework.session import Session
 from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS
 
-__all__ = ["VICTIM_STATES", "Evictor", "Plan"]
+__all__ = ["VICTIM_STATES", "Evictor", "Plan", "reversed_key"]
 
 #: Pods that can be victims: running, or bound by an earlier cycle. Pods placed in this cycle cannot, nor
 #: pods already evicted (Releasing) — by an earlier job, or for an earlier pod of the same job.
 VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+
+
+def reversed_key(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A sort key that orders the other way round from ``key`` (a ``functools.cmp_to_key`` key)."""
+
+    class Reversed:
+        __slots__ = ("k",)
+
+        def __init__(self, obj: Any) -> None:
+            self.k = key(obj)
+
+        def __lt__(self, other: Reversed) -> bool:
+            return other.k < self.k
+
+        def __gt__(self, other: Reversed) -> bool:
+            return self.k < other.k
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Reversed) and self.k == other.k
+
+        __hash__ = None  # type: ignore[assignment]
+
+    return Reversed
 
 
 @dataclass
@@ -194,7 +225,7 @@ class Evictor:
         """A plan for ``task`` on node ``row``, or None. ``victim_ok`` applies the plugins' filters to
         the node's candidates; ``evicted`` are the victims already chosen for this job (for the
         ScenarioValidator). ``order``: the action's victim order (PDB-safe pods still come first, the
-        reprieve goes the other way); by default lowest priority, newest first."""
+        reprieve goes the other way); by default :meth:`_victim_order`."""
         session = self.session
         self.dry_runs += 1
         nodes = session.cluster.nodes
@@ -235,7 +266,7 @@ class Evictor:
         pods = victim_ok([self.tasks[i] for i in idx])
         if not pods:
             return None
-        pods.sort(key=order or (lambda t: (t.priority, -(t.start_time or 0.0), t.name)))
+        pods.sort(key=order or self._victim_order())
         bad = dict(zip(map(id, pods), session.violations(pods)))
         pods.sort(key=lambda t: bad[id(t)])  # stable: PDB-safe first, then as above
         rank = {id(t): i for i, t in enumerate(pods)}
@@ -250,11 +281,7 @@ class Evictor:
             self._restore(removed, row)
             return None
         victims: list[Task] = []
-        back = (
-            (lambda t: (not bad[id(t)], -rank[id(t)]))
-            if order
-            else (lambda t: (not bad[id(t)], -t.priority, t.start_time or 0.0, t.name))
-        )
+        back = lambda t: (not bad[id(t)], -rank[id(t)])  # noqa: E731 - the reprieve: the other way
         for v in sorted(removed, key=back):
             session.simulate_add(v, row)
             free -= v.request
@@ -266,11 +293,40 @@ class Evictor:
         cleared = spare(cleared)  # with the victims still gone
         self._restore(victims, row)
         if victims:
+            whole = self._whole(victims, allowed, victim_ok)
+            if whole is None:
+                return None
+            victims = whole
             victim_jobs = list({id(v.job): v.job for v in victims if v.job is not None}.values())
             if not session.scenario_valid(job, victim_jobs, evicted + victims, self.action):
                 return None
         violations = sum(1 for ok in session.violations(victims) if ok)
         return Plan(row, victims, violations, cleared)
+
+    def _victim_order(self) -> Callable[[Task], Any]:
+        """The default victim order (preempt): lowest priority first, then the latest start, then the
+        victim's job in reverse JobOrder — where no plugin tells two jobs apart, the most recently
+        created job first (Volcano's ``BuildVictimsPriorityQueue`` takes victims of one queue by
+        ``!JobOrderFn``) —, then the pod's name."""
+        jobs = reversed_key(self.session.job_key())
+        return lambda t: (t.priority, -(t.start_time or 0.0), jobs(t.job), t.name)
+
+    def _whole(
+        self, victims: list[Task], allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]]
+    ) -> list[Task] | None:
+        """``victims`` with the other running pods of every gang they break, wherever they run
+        (:mod:`corral.actions.broken`); None when one of those pods may not be evicted (not an allowed
+        victim of the action, refused by the plugins' filters, or placed in this cycle)."""
+        extra, _, stuck = whole_gangs(victims)
+        if stuck:
+            return None
+        for t in extra:
+            i = self.index.get(id(t))
+            if i is None or not self.alive[i] or not allowed[i]:
+                return None
+        if extra and len(victim_ok(victims + extra)) < len(victims) + len(extra):
+            return None  # asked together: a cumulative rule (a queue's share) counts them all
+        return victims + extra
 
     def _restore(self, removed: list[Task], row: int) -> None:
         for v in reversed(removed):

@@ -45,7 +45,7 @@ import numpy as np
 
 from corral.actions.allocate import LAST_START, schedulable_jobs, waiting_tasks
 from corral.actions.flow_build import Built, build_network
-from corral.actions.placement import no_fit_reason
+from corral.actions.placement import no_fit_reason, overused_reason
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
@@ -187,7 +187,7 @@ class FlowAction(Action):
             if over is None:
                 over = verdict[job.queue] = session.overused(queues[job.queue])
             if over:
-                session.unschedulable(job, f"queue {job.queue!r} already holds its deserved share")
+                session.unschedulable(job, overused_reason(session, job))
             else:
                 out.append(job)
         return out
@@ -352,11 +352,9 @@ class FlowAction(Action):
                     if how == 2:
                         failed.append((j, task))
                         continue
-                    if not session.allocatable(queue, task):
-                        stop = (
-                            f"{job.ready_count()} of {job.min_member} pods placed; queue {job.queue!r} would "
-                            f"exceed its capability with pod {task.name}"
-                        )
+                    refused = session.allocatable_refusal(queue, task)
+                    if refused:
+                        stop = f"{job.ready_count()} of {job.min_member} pods placed; {refused}"
                         break
                     if not session.predicate(task)[row]:
                         failed.append((j, task))

@@ -72,14 +72,16 @@ class GangReclaimAction(GangEvictAction):
 
     def evictable(self, session: Session, task: Task, pods: list[Task], final: bool = True) -> list[Task]:
         """UnifiedEvictable, then — over a plan's victims — the queue rule of proportion/capacity
-        whatever tier it sits in (cumulative along the list, so it is asked with the victims in their
-        best order for it: smallest first, each queue's largest pod last, the one allowed to cross the
-        line; the candidates are not cut by it: the plan keeps within it, :meth:`limits`)."""
-        allowed = session.unified_evictable(task, pods, self.name)
+        whatever tier it sits in. The rule is cumulative, so it is asked only about a plan's victims,
+        in plan order — smallest first, each queue's largest pod last, the one allowed to cross the
+        line —, whichever point carries it (UnifiedEvictable too); the candidates are not cut by it
+        (the action lists them with ``Session.listing_victims`` set): the plan keeps within it,
+        :meth:`limits`."""
         rules = queue_rules(session) if final else ()
-        if rules:
+        if final:  # plan order for the cumulative rule, whichever point carries it
             total = np.maximum(session.cluster.total_allocatable(), 1.0)
-            allowed = sorted(allowed, key=lambda t: float((t.request / total).sum()))
+            pods = sorted(pods, key=lambda t: float((t.request / total).sum()))
+        allowed = session.unified_evictable(task, pods, self.name)
         for rule in rules:
             keep = {id(t) for t in rule(task, allowed) or ()}
             allowed = [t for t in allowed if id(t) in keep]

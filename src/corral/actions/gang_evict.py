@@ -13,9 +13,12 @@ pods has ``preemptionPolicy: Never`` is left alone — one search, in named step
    by the policy (gangpreempt: job priority; gangreclaim: the victim queue order);
 3. :meth:`~GangEvictAction.plans` — for each key of the decision rule in turn (breaking no healthy gang
    first, then the policy levels from the lowest up) a plan per domain of the search space (purpose
-   Evict, at most ``maxDomains``; :mod:`corral.actions.gang_plan`), checked with the victim filter and
-   the ScenarioValidators over its victims, ranked by work lost, then pods evicted, then the
-   search-space order;
+   Evict, at most ``maxDomains``; :mod:`corral.actions.gang_plan`). A gang the plan breaks is evicted
+   whole, every running pod of it (:mod:`corral.actions.broken`, SPEC.md §5), also those outside the
+   domain (they free nothing the gang uses, but none is left bound below its minimum). The plan is checked
+   with the victim filter and the ScenarioValidators over its victims and ranked by work lost, then
+   the search-space order; pods evicted count only between plans that break the same gangs
+   (:meth:`~GangEvictAction.ranked`);
 4. :meth:`~GangEvictAction.attempt` — the dry run: the victims evicted and every pod the gang needs
    placed (pipelined) by NodeOrder in the plan's domain; the first plan that passes is committed and
    its pods nominated. The nominations carry the domain into the next cycle (allocate tries first the
@@ -32,11 +35,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from corral.actions.allocate import schedulable_jobs
+from corral.actions.broken import whole_gangs
 from corral.actions.bundles import CostModel, VictimJob
 from corral.actions.evict import VICTIM_STATES
 from corral.actions.gang_plan import DomainPlanner, QueueLimit, Room
@@ -59,16 +62,14 @@ class GangEvictArgs:
 @dataclass
 class Plan:
     """Victims with which the gang fits ``domain`` (the ``index``-th of the search space), whether
-    they break a healthy gang and the work they lose."""
+    they break a healthy gang, the work they lose and the gangs they break (by uid; evicted whole)."""
 
     domain: Domain
     index: int
     victims: list[Task]
     breaks: bool
     work: float
-
-    def key(self) -> tuple[Any, ...]:
-        return (self.breaks, self.work, len(self.victims), self.index)
+    gangs: frozenset[str] = frozenset()
 
 
 def needed_tasks(session: Session, job: Job) -> list[Task]:
@@ -117,6 +118,8 @@ class GangEvictAction(Action):
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
         need[session.cluster.resources.pos(PODS)] = 0  # the pod slot is no measure of work
         jobs = self.bundles(session, CostModel(session.now, need), pods)
+        self._pool: set[int] = {id(t) for t in pods}  # what a broken gang's other pods must be among
+        self._kept = self.kept_whole(jobs)  # the gangs that cannot go whole
         if session.fns("GangVictimSelector"):
             return self.custom(session, job, tasks, domains, pods, need)
         planners: dict[int, DomainPlanner] = {}
@@ -135,8 +138,9 @@ class GangEvictAction(Action):
         """The pods that may be victims for ``job``, in the policy's order (job rank, then job order
         reversed): the action's rules, the VictimFilter, then the victim filter (:meth:`evictable`) —
         asked once over the whole list and, for a job some of whose pods it refuses there, once more
-        about that job's pods alone (a stateful rule counts the jobs before it in the list). What a
-        stateful rule allows together is decided over each plan's victims (:meth:`checked`)."""
+        about that job's pods alone. A cumulative rule (a queue's reclaimable amount) does not thin
+        the candidates, whatever point carries it: it answers every candidate while they are listed
+        (``Session.listing_victims``) and decides over each plan's victims (:meth:`checked`)."""
         pool: list[Task] = []
         verdict: dict[int, bool] = {}
         for t in session.cluster.tasks.values():
@@ -163,10 +167,14 @@ class GangEvictAction(Action):
             by_job.values(), key=lambda pods: (rank(pods[0].job), pods[0].job.creation, pods[0].job.uid)
         )
         pool = [t for pods in order for t in pods]
-        ok = {id(t) for t in self.evictable(session, task, pool, final=False)}
-        for pods in order:
-            if not all(id(t) in ok for t in pods):
-                ok |= {id(t) for t in self.evictable(session, task, pods, final=False)}
+        session.listing_victims = True  # a cumulative rule waits for concrete plans (SPEC.md §3.3)
+        try:
+            ok = {id(t) for t in self.evictable(session, task, pool, final=False)}
+            for pods in order:
+                if not all(id(t) in ok for t in pods):
+                    ok |= {id(t) for t in self.evictable(session, task, pods, final=False)}
+        finally:
+            session.listing_victims = False
         return [t for t in pool if id(t) in ok]
 
     # -- 2. bundles ------------------------------------------------------------------------------
@@ -218,7 +226,17 @@ class GangEvictAction(Action):
                 out.append(plan)
                 if not plan.victims:
                     break  # nothing to evict: no plan is better
-        return sorted(out, key=Plan.key)
+        return self.ranked(out)
+
+    @staticmethod
+    def ranked(plans: list[Plan]) -> list[Plan]:
+        """Best first: no healthy gang broken, then least work lost, then the search-space order of
+        the first domain whose plan breaks the same gangs; fewer pods evicted rank only plans that
+        break the same gangs (each broken gang goes whole), then the domain."""
+        first: dict[frozenset[str], int] = {}
+        for p in sorted(plans, key=lambda p: p.index):
+            first.setdefault(p.gangs, p.index)
+        return sorted(plans, key=lambda p: (p.breaks, p.work, first[p.gangs], len(p.victims), p.index))
 
     def checked(
         self,
@@ -232,31 +250,66 @@ class GangEvictAction(Action):
         level: float,
         may_break: bool,
     ) -> Plan | None:
-        """The domain's plan, its victims asked about together (the victim filter in the order they go:
-        pods that break nothing first; the ScenarioValidators): what is refused is left out and the
-        plan made again (a job a validator refuses to see broken is kept whole)."""
+        """The domain's plan with every gang it breaks evicted whole (:meth:`whole`), its victims
+        asked about together (the victim filter in plan order, :meth:`evictable`; the
+        ScenarioValidators): what is refused is left out and the plan made again — a gang one of
+        whose pods is refused, or that a validator refuses to see broken, is kept whole."""
         forbid: set[int] = set()
-        nobreak: set[int] = set()
+        nobreak: set[int] = set(self._kept)  # gangs that cannot go whole
         limits = self.limits(session)
-        for _ in range(4):
+        for _ in range(6):
             victims = planner.plan(level, may_break, limits, frozenset(forbid), frozenset(nobreak))
             if victims is None:
                 return None
             breaks, work, broken = CostModel.price(victims, jobs)
+            victims, stuck = self.whole(victims)
+            if stuck:  # a broken gang that cannot go whole is kept whole
+                nobreak |= {id(j) for j in stuck}
+                continue
             gone = {id(j.job) for j in broken}
             victims.sort(key=lambda t: (id(t.job) in gone, jobs[id(t.job)].rank, jobs[id(t.job)].order))
             ok = {id(t) for t in self.evictable(session, task, victims)} if victims else set()
             refused = {id(t) for t in victims if id(t) not in ok}
             if not refused and self.valid(session, job, victims):
-                return Plan(domain, index, victims, breaks, work)
+                return Plan(domain, index, victims, breaks, work, frozenset(j.job.uid for j in broken))
             if refused:
-                forbid |= refused
+                for t in victims:
+                    if id(t) not in refused:
+                        continue
+                    if id(t.job) in gone:  # a refused pod of a broken gang keeps the gang whole
+                        nobreak.add(id(t.job))
+                    else:
+                        forbid.add(id(t))
                 continue
             bad = {k for k in gone if not self.valid(session, job, [t for t in victims if id(t.job) == k])}
             if not bad - nobreak:
                 return None
             nobreak |= bad
         return None
+
+    def whole(self, victims: list[Task]) -> tuple[list[Task], list[Job]]:
+        """(``victims`` with every other running pod of each gang they break, in the domain or not;
+        the broken gangs that cannot go whole: one of their pods is not a candidate of this search —
+        not preemptable, of another scheduler, refused by a victim filter — or was placed in this
+        cycle)."""
+        extra, _, stuck = whole_gangs(victims)
+        stuck += [t.job for t in extra if t.job is not None and id(t) not in self._pool]
+        return victims + extra, list({id(j): j for j in stuck}.values())
+
+    def kept_whole(self, jobs: dict[int, VictimJob]) -> frozenset[int]:
+        """The healthy candidate gangs (by id) that cannot be evicted whole — a running pod of theirs
+        is not a candidate, or a pod was placed in this cycle —, so that the planner never breaks them
+        (:meth:`whole` checks each plan all the same)."""
+        out = set()
+        for k, vj in jobs.items():
+            if not vj.healthy:
+                continue
+            for t in vj.job.tasks:
+                held = t.status in VICTIM_STATES and t.node >= 0
+                if t.status is TaskStatus.ALLOCATED or (held and id(t) not in self._pool):
+                    out.add(k)
+                    break
+        return frozenset(out)
 
     # -- 4. dry run, commit and nominate -----------------------------------------------------------
     def attempt(self, session: Session, job: Job, tasks: list[Task], plan: Plan) -> bool:
@@ -297,10 +350,12 @@ class GangEvictAction(Action):
         for i, domain in enumerate(domains):
             local = [t for t in pods if domain.mask[t.node]]
             victims = session.gang_victims(job, domain, local, need, self.name)
+            whole = self.whole(list(victims)) if victims is not None else None
             if (
-                victims is not None
-                and self.valid(session, job, list(victims))
-                and self.attempt(session, job, tasks, Plan(domain, i, list(victims), False, 0.0))
+                whole is not None
+                and not whole[1]  # every gang they break can go whole
+                and self.valid(session, job, whole[0])
+                and self.attempt(session, job, tasks, Plan(domain, i, whole[0], False, 0.0))
             ):
                 return True
         return False

@@ -4,15 +4,17 @@ convention 5)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from corral.framework.session import Session
+from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.skipcache import class_key
 from corral.model import Job, Task
 from corral.model.quantity import format_quantity
 from corral.model.resources import EPS, PODS
 
-__all__ = ["best_node", "no_fit_reason", "pick"]
+__all__ = ["best_node", "no_fit_reason", "overused_reason", "pick"]
 
 
 def pick(session: Session, task: Task, mask: np.ndarray) -> int:
@@ -59,6 +61,26 @@ def no_fit_reason(
     return head + why
 
 
+def overused_reason(session: Session, job: Job) -> Callable[[], str]:
+    """Why ``job`` waits in a queue the action skips as Overused, formatted when the session closes:
+    the plugin's own reason (``Session.overused_reason``) — unless the plugin says the queue's share is
+    not the cause (it deserves all the cluster has of what the pod asks for) and the job's first
+    waiting pod fits on no node: then why it fits nowhere, naming the nodes."""
+
+    def why() -> str:
+        queue = session.cluster.queues[job.queue]
+        waiting = [t for t in job.tasks if t.status in PENDING_LIKE and t.managed and not t.best_effort]
+        if not waiting:
+            return f"queue {queue.name!r} already holds its deserved share"
+        task = min(waiting, key=session.task_key())
+        share = session.overused_reason(queue, task)
+        if share is None and best_node(session, task)[0] < 0:
+            return no_fit_reason(session, job, task, job.ready_count())
+        return share or f"queue {queue.name!r} already holds its deserved share"
+
+    return why
+
+
 def _by_class(session: Session) -> bool:
     return all(
         getattr(getattr(fn, "__self__", None), "predicate_by_class", False) for fn in session.fns("Predicate")
@@ -71,15 +93,18 @@ def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:
     if domain is not None:
         feasible = feasible & domain
     if not feasible.any():
+        # each node counts once, for the first reason that rules it out (kube-scheduler records one
+        # status per node: the first filter that fails), so the counts never add up past the nodes
         counts = []
-        for mask, why in session.explain(task):
-            n = int(np.count_nonzero(mask))
+        left = np.ones(len(nodes), dtype=bool)
+        reasons = session.explain(task)
+        if domain is not None:
+            reasons.append((~domain, "node(s) outside the topology domain"))
+        for mask, why in reasons:
+            n = int(np.count_nonzero(mask & left))
             if n:
                 counts.append(f"{n} {why}")
-        if domain is not None:
-            outside = int(np.count_nonzero(~domain))
-            if outside:
-                counts.append(f"{outside} node(s) outside the topology domain")
+                left &= ~mask
         return f": 0/{len(nodes)} nodes are available: " + "; ".join(counts)
     res = session.cluster.resources
     cols = np.flatnonzero(task.request)

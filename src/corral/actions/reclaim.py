@@ -1,14 +1,16 @@
 """``reclaim`` (SPEC.md §3.2; Volcano ``actions/reclaim/reclaim.go``): across queues, by fairness.
 
 A queue that is not Overused takes resources back for its starving jobs (JobStarving), pod by pod while
-the job is still starving; a pod its queue may not reclaim for (Preemptive: it stays within what it
-deserves) or that cannot make room is passed over for the next; the job's evictions commit at the end
-only if it is pipelined. Victims are running pods of *other*, reclaimable queues that pass the plugins'
-Reclaimable (or UnifiedEvictable) filters — proportion and capacity allow a victim while its queue,
+the job is still starving; a pod its queue may not reclaim for (Preemptive: proportion, within what it
+deserves in every resource the pod asks for; capacity, within deserved in one of them and within its
+real capability in all) or that cannot make room is passed over for the next; the job's evictions
+commit at the end only if it is pipelined. Victims are running pods of *other*, reclaimable queues that
+pass the plugins' Reclaimable filters — proportion and capacity allow a victim while its queue,
 counting the victims allowed before it, still holds more than it deserves in some resource (Volcano's
-``!allocated.LessEqual(deserved)``), on the queues below the lowest common ancestor with the reclaimer
-(see :mod:`corral.plugins.queues`), counting cumulatively along the candidates in the victim order —
-and the VictimFilter. The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
+``!allocated.LessEqual(deserved)``), on the victim's leaf queue and, with capacity's
+``ancestorReclaimLevel``, that many ancestors below the lowest common ancestor with the reclaimer (see
+:mod:`corral.plugins.queues`), counting cumulatively along the candidates in the victim order — and the
+VictimFilter. A gang the victims push below a minimum is evicted whole (:mod:`corral.actions.broken`). The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
 sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in tier 1, as in
 Volcano's default configuration) would otherwise decide alone (SPEC.md §3.2); a queue plugin configured
 with ``enableReclaimable: false`` is left out.
@@ -30,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.evict import Evictor
+from corral.actions.evict import Evictor, reversed_key
 from corral.actions.preempt import EvictionAction
 from corral.framework.session import Session
 from corral.model import Job, Task
@@ -66,8 +68,8 @@ class ReclaimAction(EvictionAction):
         queues = session.cluster.queues
         qkey, jkey, tkey = (
             session.victim_queue_key(),
-            _reversed(session.job_key()),
-            _reversed(session.task_key()),
+            reversed_key(session.job_key()),
+            reversed_key(session.task_key()),
         )
         return lambda t: (qkey(queues[t.job.queue]), t.job.priority, jkey(t.job), tkey(t), t.name)
 
@@ -76,29 +78,6 @@ class ReclaimAction(EvictionAction):
         # victim order) are the ones it allows
         pods = sorted(pods, key=self.victim_order(session))
         return self._job_filter(session, job, reclaim_filter(session, task, pods))
-
-
-def _reversed(key: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A sort key that orders the other way round from ``key`` (a ``functools.cmp_to_key`` key)."""
-
-    class Reversed:
-        __slots__ = ("k",)
-
-        def __init__(self, obj: Any) -> None:
-            self.k = key(obj)
-
-        def __lt__(self, other: Reversed) -> bool:
-            return other.k < self.k
-
-        def __gt__(self, other: Reversed) -> bool:
-            return self.k < other.k
-
-        def __eq__(self, other: object) -> bool:
-            return isinstance(other, Reversed) and self.k == other.k
-
-        __hash__ = None  # type: ignore[assignment]
-
-    return Reversed
 
 
 def queue_rules(session: Session) -> list[Any]:

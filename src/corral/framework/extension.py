@@ -140,20 +140,25 @@ class JobPipelined(Protocol):
 @runtime_checkable
 class JobStarving(Protocol):
     def job_starving(self, job: Job) -> bool:
-        """True when the job wants more than it holds (a preemptor candidate). AND over plugins; no
-        plugin means not starving."""
+        """True when the job wants more than it holds (a preemptor candidate). The first tier with a
+        plugin that answers decides, AND inside it (Volcano's ``JobStarving``); no plugin means not
+        starving."""
 
 
 @runtime_checkable
 class Allocatable(Protocol):
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        """May ``queue`` take ``task``'s request now (capability/deserved)? AND over plugins."""
+        """May ``queue`` take ``task``'s request now (capability/deserved)? AND over plugins. A plugin
+        that refuses may say why in its own words with ``allocatable_refusal(queue, task) -> str | None``
+        (``Session.allocatable_refusal`` puts it in the job's reason)."""
 
 
 @runtime_checkable
 class Overused(Protocol):
     def overused(self, queue: Queue) -> bool:
-        """True if the queue holds all it deserves; allocate skips it. OR over plugins."""
+        """True if the queue holds all it deserves; allocate skips it. OR over plugins. A plugin may say
+        why with ``overused_reason(queue, task) -> str | None`` (None: its share is not what holds the
+        pod back; ``Session.overused_reason``)."""
 
 
 @runtime_checkable

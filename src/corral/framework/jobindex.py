@@ -49,7 +49,6 @@ __all__ = ["JobIndex", "exact_sum", "kept", "note_closed"]
 
 _SCALE = 1 << 1074  # every finite double is an integer multiple of 2**-1074
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
-_ASKING = ALLOCATED_STATES | _WAITING
 
 
 def exact_sum(rows: list[np.ndarray], width: int) -> np.ndarray:
@@ -113,9 +112,10 @@ class _Entry:
                     waiting = True
                 if status is TaskStatus.PIPELINED:
                     pipelined = True
-            if status in ALLOCATED_STATES:
+            if status in ALLOCATED_STATES and t.node >= 0:  # a pod on a node not known holds nothing
                 held_rows.append(t.request)
-            if status in _ASKING:
+                asked_rows.append(t.request)
+            elif status in _WAITING:
                 asked_rows.append(t.request)
         self.waiting, self.waiting_all, self.best_effort, self.pipelined, self.anti = (
             waiting,

@@ -115,6 +115,10 @@ class Session:
         self.lock_version = 0  # bumps whenever node locks change (seed 001)
         self.action = ""
         self.actions = [a.name for a in config.actions]
+        # True while a gang eviction action lists its candidate victims: a cumulative victim rule (the
+        # queue rule of proportion/capacity) then answers with every candidate, and is asked again over
+        # each concrete plan's victims in plan order (SPEC.md §3.3)
+        self.listing_victims = False
         # the jobs indexed by what the cycle looks for, kept across cycles where the cluster tracks its
         # jobs' changes (the simulator); None: walk every job
         self.index = jobindex.kept(cluster)
@@ -408,14 +412,47 @@ class Session:
         return all(fn(job) for fn in self.fns("JobPipelined"))
 
     def job_starving(self, job: Job) -> bool:
-        fns = self.fns("JobStarving")
-        return bool(fns) and all(fn(job) for fn in fns)
+        """Volcano's ``Session.JobStarving``: the first tier with a plugin that answers decides (AND
+        inside it); no plugin means not starving."""
+        for tier in self.points["JobStarving"]:
+            if tier:
+                return all(fn(job) for fn in tier)
+        return False
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.fns("Allocatable"))
 
+    def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
+        """None when Allocatable lets ``queue`` take ``task``; else the reason of the first plugin that
+        refuses, in its own words (its ``allocatable_refusal(queue, task)``; a plugin without one is
+        named), so a reason points at the real cause — a FIFO line, a capability — not at a guess."""
+        for fn in self.fns("Allocatable"):
+            if fn(queue, task):
+                continue
+            plugin = getattr(fn, "__self__", None)
+            explain = getattr(plugin, "allocatable_refusal", None)
+            why = explain(queue, task) if callable(explain) else None
+            return (
+                why or f"queue {queue.name!r} may not take pod {task.name} ({getattr(plugin, 'name', '?')})"
+            )
+        return None
+
     def overused(self, queue: Queue) -> bool:
         return any(fn(queue) for fn in self.fns("Overused"))
+
+    def overused_reason(self, queue: Queue, task: Task) -> str | None:
+        """Why an Overused ``queue`` holds ``task`` back, in the words of the first plugin that finds it
+        Overused (its ``overused_reason(queue, task)``); None when that plugin says its share is not
+        the cause (the queue deserves all the cluster has of what the pod asks for: the nodes are
+        full) or no plugin finds the queue Overused."""
+        for fn in self.fns("Overused"):
+            if not fn(queue):
+                continue
+            explain = getattr(getattr(fn, "__self__", None), "overused_reason", None)
+            if callable(explain):
+                return explain(queue, task)
+            return f"queue {queue.name!r} already holds its deserved share"
+        return None
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.fns("Preemptive"))
@@ -561,6 +598,9 @@ class Session:
     def _victims(
         self, points: Sequence[str], preemptor: Task, candidates: list[Task], *extra: Any
     ) -> list[Task]:
+        """Within a tier the answers intersect; the first tier with an answer decides. No answer at all
+        (no plugin implements the point, or every one is switched off) allows no victim: Volcano's
+        ``Preemptable``/``Reclaimable`` return nil then, and the action evicts nothing."""
         for name in points:
             for tier in self.points[name]:
                 answered: set[int] | None = None
@@ -572,7 +612,7 @@ class Session:
                     answered = ids if answered is None else answered & ids
                 if answered is not None:
                     return [t for t in candidates if id(t) in answered]
-        return list(candidates)
+        return []
 
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task]:
         return self._victims(["Preemptable"], preemptor, candidates)

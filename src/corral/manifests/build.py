@@ -3,8 +3,9 @@
 Decisions where the spec is silent (each is how Volcano behaves unless noted):
 - A queue named "default" always exists (Volcano creates it); a parent named "root" that no object
   defines is created implicitly as the hierarchy's root.
-- A pod whose podgroup is missing, or a podgroup naming a missing queue, is *valid input that cannot be
-  honoured*: its job carries ``invalid_reason`` and is reported unschedulable, not rejected.
+- A pod whose podgroup is missing, or a podgroup naming a missing queue or a queue with child queues
+  (only leaf queues hold work, SPEC.md §3.2), is *valid input that cannot be honoured*: its job carries
+  ``invalid_reason`` and is reported unschedulable (never admitted nor placed), not rejected.
 - A missing parent queue, a queue cycle, a HyperNode cycle or a HyperNode member naming a missing
   HyperNode is bad input (:class:`InputError`), because no sane reading of the tree exists.
 - Pods of other schedulers that hold a node are fixed load on it; pending ones are ignored.
@@ -48,7 +49,7 @@ from corral.manifests.workloads import expand_workloads
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
-from corral.model.objects import Job, PodGroupPhase, Queue, Task, TaskStatus
+from corral.model.objects import OCCUPYING_STATES, Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.patterns import compile_name_pattern
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import GPU, PODS, ResourceIndex
@@ -154,6 +155,8 @@ def assemble_cluster(
     cluster.hypernodes = hypernodes if hypernodes is not None else _hypernodes(by_kind["HyperNode"], nodes)
     _jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
+    if cluster.off_nodes:
+        log.warning("%s", off_nodes_line(cluster.off_nodes))
     return cluster
 
 
@@ -178,6 +181,15 @@ def skipped_line(skipped: dict[str, list[str]], shown: int = 3) -> str:
         more = f", +{len(names) - shown} more" if len(names) > shown else ""
         parts.append(f"{len(names)} {short(what)}: {', '.join(short(n) for n in names[:shown])}{more}")
     return "skipped objects corral does not serve: " + "; ".join(parts)
+
+
+def off_nodes_line(pods: Sequence[tuple[str, str]], shown: int = 3) -> str:
+    """One line naming the served pods bound to nodes the snapshot does not hold (a few of them)."""
+    from corral.terminal import plain  # names come from input: shown, never obeyed
+
+    more = f", +{len(pods) - shown} more" if len(pods) > shown else ""
+    listed = ", ".join(f"{plain(pod)[:120]} on {plain(node)[:120]!r}" for pod, node in pods[:shown])
+    return f"pods bound to nodes not in the snapshot, left out of queue usage: {len(pods)} ({listed}{more})"
 
 
 def _resource_index(by_kind: dict[str, list]) -> ResourceIndex:
@@ -578,11 +590,16 @@ def _jobs_and_tasks(
         task.job = job
         job.tasks.append(task)
         cluster.tasks[task.uid] = task
+        if task.node < 0 and rec.node_name and task.status in OCCUPYING_STATES:
+            cluster.off_nodes.append((task.key, rec.node_name))  # holds nothing corral can see
     for job in cluster.jobs.values():
         _finish_job(cluster, job)
 
 
 def _finish_job(cluster: Cluster, job: Job) -> None:
+    queue = cluster.queues.get(job.queue)
+    if queue is not None and not job.invalid_reason:
+        job.invalid_reason = queue.not_leaf_reason()  # only leaf queues hold work (SPEC.md §3.2)
     if job.priority_class and job.priority_class in cluster.priority_classes:
         job.priority = cluster.priority_classes[job.priority_class].value
     elif job.tasks:

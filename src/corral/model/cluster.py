@@ -55,6 +55,9 @@ class Cluster:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     foreign: list[Task] = field(default_factory=list)  # pods of other schedulers
+    #: served pods bound to a node the cluster does not have, as (pod key, node name): they count for
+    #: their gang but hold nothing corral can see, so no queue usage counts them (plugins/shares.py)
+    off_nodes: list[tuple[str, str]] = field(default_factory=list)
     #: uids of jobs whose pods or phase changed outside a session since the last session closed, kept by
     #: a front end that reuses its cluster across cycles (the simulator); None: not tracked, and every
     #: session looks at every job when it closes

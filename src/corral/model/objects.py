@@ -201,3 +201,16 @@ class Queue:
     @property
     def open(self) -> bool:
         return self.state in ("", "Open")
+
+    def not_leaf_reason(self) -> str:
+        """Why a job may not name this queue, or "" when it may: only leaf queues hold work (SPEC.md
+        §3.2; Volcano's hierarchical capacity rejects enqueue and allocate in a queue with children,
+        KAI takes jobs in leaf queues only)."""
+        if not self.children:
+            return ""
+        kids = sorted(self.children)
+        shown = ", ".join(kids[:3]) + (f", +{len(kids) - 3} more" if len(kids) > 3 else "")
+        return (
+            f"queue {self.name!r} has child queues ({shown}): only leaf queues hold work; "
+            f"submit the job to a leaf queue"
+        )

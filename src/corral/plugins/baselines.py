@@ -107,14 +107,25 @@ class FifoPlugin(Plugin):
     def job_enqueueable(self, job: Job) -> Vote:
         """Admission keeps the line too: a job is not admitted while one ahead of it waits for admission
         (else a small job admitted early would hold the room the head needs, and the line would stall)."""
-        places = self._line(job.queue)
-        pos = places.get(job.uid)
+        return Vote.REJECT if self._pending_ahead(job) is not None else Vote.ABSTAIN
+
+    def enqueue_refusal(self, job: Job) -> str | None:
+        """Why JobEnqueueable rejects ``job`` (None when fifo does not): the job ahead of it in line
+        that waits for admission."""
+        ahead = self._pending_ahead(job)
+        if ahead is None:
+            return None
+        return (
+            f"not admitted: waiting behind {ahead.uid}, ahead of it in queue {job.queue!r} and not "
+            f"yet admitted (fifo)"
+        )
+
+    def _pending_ahead(self, job: Job) -> Job | None:
+        """The first job ahead of ``job`` in its queue's line that waits for admission, if any."""
+        pos = self._line(job.queue).get(job.uid)
         if pos is None:
-            return Vote.ABSTAIN
-        line = self._lines[job.queue]
-        if any(j.phase is PodGroupPhase.PENDING for j in line[:pos]):
-            return Vote.REJECT
-        return Vote.ABSTAIN
+            return None
+        return next((j for j in self._lines[job.queue][:pos] if j.phase is PodGroupPhase.PENDING), None)
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
         job = task.job
@@ -124,6 +135,14 @@ class FifoPlugin(Plugin):
         if pos is None:  # not waiting when the session opened: nothing to hold it back
             return True
         return pos <= self._advance(job.queue)
+
+    def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
+        """Why Allocatable refuses ``task`` (None when fifo does not): the head its job waits behind."""
+        if self.allocatable(queue, task):
+            return None
+        job = task.job
+        head = self._lines[job.queue][self._head[job.queue]]
+        return f"waiting behind {head.uid}, the head of queue {head.queue!r} (fifo)"
 
     def _line(self, queue: str) -> dict[str, int]:
         """The queue's line, built on first use: job uid -> place, in the session's JobOrder."""

@@ -3,27 +3,102 @@
 Every queue states what it deserves (``deserved``; KAI ``quota``), what it is guaranteed and its
 capability (KAI ``limit``); parents bound their children. A queue without ``deserved`` deserves its
 guarantee (zero when unset): it runs on idle capacity but cannot reclaim. Allocatable and
-JobEnqueueable check the capability of the queue and of every ancestor; QueueOrder serves the smallest
-share first; Preemptive lets a queue reclaim only while it stays within what it deserves; Reclaimable
-follows Volcano's rule — a victim while its queue, counting the victims before it, still holds more
-than it deserves in a resource it states, and keeps its guarantee — on the queues below the lowest
-common ancestor with the reclaimer (:mod:`corral.plugins.queues`).
+JobEnqueueable check the capability of the queue and of every ancestor (JobEnqueueable in the resources
+minResources asks for); QueueOrder serves the smallest share first.
+
+Preemptive (may the queue reclaim for a pod) is Volcano capacity's ``PreemptiveFn``: after taking the
+pod the queue stays within its *real capability* in every resource the pod requests, and within what it
+deserves in at least one of them (resources that the queue's use and its deserved both leave at zero
+are not counted; a resource ``deserved`` leaves out is deserved 0 here); with ``ancestorReclaimLevel``
+N, when the leaf queue is not within deserved, one of its N nearest ancestors (the root aside) that is
+within deserved in such a resource lets it reclaim too. The real capability is Volcano's: the parent's
+(the cluster's, for a top-level queue) less the guarantees of the queue and its siblings, plus the
+queue's own guarantee, capped by its capability.
+
+Reclaimable follows Volcano's rule — a victim while its queue, counting the victims before it, still
+holds more than it deserves in a resource it states, and keeps its guarantee — on the victim's leaf
+queue and, with ``ancestorReclaimLevel`` N (an integer ≥ 0, default 0: the leaf only), its N nearest
+ancestors below the lowest common ancestor with the reclaimer (:mod:`corral.plugins.queues`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from corral.framework.config import arg
 from corral.framework.extension import Vote
 from corral.model import Job, Queue, Task
+from corral.model.resources import EPS
 from corral.plugins.queues import QueuePlugin
 
-__all__ = ["CapacityPlugin"]
+__all__ = ["CapacityArgs", "CapacityPlugin"]
+
+
+@dataclass(frozen=True)
+class CapacityArgs:
+    ancestor_levels: int = arg(
+        "ancestorReclaimLevel",
+        0,
+        "ancestors of a victim's leaf queue (below the lowest common ancestor with the reclaimer) whose "
+        "deserved the reclaim queue rule checks too; 0: the leaf only",
+        minimum=0,
+    )
 
 
 class CapacityPlugin(QueuePlugin):
     name = "capacity"
+    Args = CapacityArgs
     keeps_guarantee = True
+
+    @property
+    def ancestor_levels(self) -> int:  # type: ignore[override]
+        return int(self.args.ancestor_levels)
+
+    def on_session_open(self) -> None:
+        super().on_session_open()
+        self._real: dict[str, np.ndarray] = {}
+
+    def real_capability(self, name: str) -> np.ndarray:
+        """Volcano's ``realCapability``: the parent's real capability (the cluster, for a top-level
+        queue) less the guarantees of the queue and its siblings, plus its own guarantee, capped by its
+        capability."""
+        real = self._real.get(name)
+        if real is None:
+            q = self.queues[name]
+            parent = self.queues.get(q.parent or "")
+            if parent is not None:
+                above, siblings = self.real_capability(parent.name), parent.children
+            else:
+                above = self.total
+                siblings = [n for n, o in self.queues.items() if not o.parent or o.parent not in self.queues]
+            guaranteed = sum((self.guarantee(self.queues[n]) for n in siblings if n in self.queues), 0.0)
+            real = np.maximum(above - guaranteed, 0.0) + self.guarantee(q)
+            real = self._real[name] = np.minimum(real, self.capability(q))
+        return real
+
+    def preemptive(self, queue: Queue, task: Task) -> bool:
+        """Volcano capacity's ``PreemptiveFn`` (module docstring): within the real capability in every
+        requested resource, within deserved in at least one (the leaf's, else one of its
+        ``ancestorReclaimLevel`` nearest ancestors')."""
+        if queue.name not in self.queues:
+            return False
+        req = task.request * self.cols
+        dims = req > 0
+        future = self.allocated[queue.name] + req
+        if np.any(future[dims] > self.real_capability(queue.name)[dims] + EPS):
+            return False
+        chain = self.chain(queue.name)
+        for name in chain[: 1 + self.ancestor_levels]:
+            if name != queue.name and name == "root":
+                continue  # Volcano never checks the root queue
+            future = self.allocated[name] + req
+            deserved = self.deserved[name]
+            counted = dims & ~((future < EPS) & (deserved < EPS))
+            if np.any(future[counted] <= deserved[counted] + EPS):
+                return True
+        return False
 
     def reclaim_line(self, name: str) -> np.ndarray:
         """Deserved in the resources the queue states, unlimited in the others (Volcano capacity's

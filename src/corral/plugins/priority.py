@@ -1,15 +1,23 @@
 """``priority`` (Volcano ``plugins/priority``): higher-priority jobs and tasks first; a preemptor may
 evict only pods of lower priority — across jobs by job priority, inside one job by pod priority.
-JobStarving is left to ``gang`` (Volcano's priority starving check is the same gang count)."""
+
+JobStarving is Volcano's ``jobStarvingFn`` of this plugin: a job starves while its ready pods (placed,
+bound, running or succeeded) plus its pipelined ones are fewer than all its pods
+(``ReadyTaskNum()+WaitingTaskNum() < len(Tasks)``), so a configuration without ``gang`` still preempts
+and reclaims for its waiting pods. Beside ``gang`` in one tier the two answers are ANDed and gang's
+(fewer than minMember) decides, since it implies this one."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from corral.framework.plugin import Plugin
-from corral.model import Job, Task
+from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 
 __all__ = ["PriorityPlugin"]
+
+#: Volcano's ``ReadyTaskNum`` (Allocated, Bound, Running, Succeeded) plus ``WaitingTaskNum`` (Pipelined).
+_HELD = ALLOCATED_STATES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}
 
 
 class PriorityPlugin(Plugin):
@@ -25,6 +33,11 @@ class PriorityPlugin(Plugin):
     def job_order_key_context(self) -> tuple[Any, ...]:
         """The key is a function of the job alone (Session.job_sort_key may keep it across cycles)."""
         return ()
+
+    def job_starving(self, job: Job) -> bool:
+        """True while some pod of the job is neither placed nor nominated (counted over all its pods,
+        as Volcano counts ``len(ji.Tasks)``)."""
+        return sum(1 for t in job.tasks if t.status in _HELD) < len(job.tasks)
 
     def task_order(self, a: Task, b: Task) -> int:
         return (b.priority > a.priority) - (b.priority < a.priority)

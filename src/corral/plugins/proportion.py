@@ -67,6 +67,16 @@ class ProportionPlugin(QueuePlugin):
         alloc, des = self.allocated[queue.name], self.deserved[queue.name]
         return bool(np.all(des[self.cols] <= alloc[self.cols] + EPS))
 
+    def overused_reason(self, queue: Queue, task: Task) -> str | None:
+        """Why Overused holds ``task`` back; None when the queue deserves all the cluster has of every
+        resource the pod asks for (one queue, or one that alone asks for a resource): then its share is
+        not the cause, the full nodes are, and the action says so."""
+        dims = task.request * self.cols > 0
+        des = self.deserved.get(queue.name)
+        if des is not None and dims.any() and bool(np.all(des[dims] >= self.total[dims] - EPS)):
+            return None
+        return f"queue {queue.name!r} already holds its deserved share"
+
     def allocatable(self, queue: Queue, task: Task) -> bool:
         return self.within_capability(queue, task.request * self.cols)
 

@@ -12,10 +12,19 @@ crosses the line is allowed and whole pods can give a share back. What a queue i
 *reclaim line* (:meth:`QueuePlugin.reclaim_line`): proportion's deserved share; capacity's deserved in
 the resources the queue states (a resource it leaves out — a KAI quota of -1 — is unlimited, as Volcano
 treats a scalar resource missing from deserved). Capacity also keeps each queue's guarantee covered
-after the eviction, as Volcano does. In a queue tree the rule is checked on the victim's leaf queue and
-its ancestors *below the lowest common ancestor* with the reclaimer's leaf queue: a reclaim inside that
-ancestor moves resources between its children and leaves its own total (and everything above it)
-unchanged.
+after the eviction, as Volcano does. In a queue tree the rule is checked on the victim's leaf queue and,
+with capacity's ``ancestorReclaimLevel`` N, on its N nearest ancestors that lie *below the lowest common
+ancestor* with the reclaimer's leaf queue (a reclaim inside that ancestor moves resources between its
+children and leaves its own total, and everything above it, unchanged); without it the leaf only, as in
+Volcano (proportion: always the leaf only).
+
+The rule is cumulative, so it is asked about a concrete list of victims in the order they would go: the
+gang eviction actions list their candidates with ``Session.listing_victims`` set, and the rule then
+allows every candidate (UnifiedEvictable), to be asked again over each plan's victims.
+
+Admission by capability (JobEnqueueable) compares only the resources the job's minResources asks for,
+as Volcano's ``LessEqualWithDimensionAndResourcesName`` does: a queue over its capability in a resource
+the job does not request does not block it.
 """
 
 from __future__ import annotations
@@ -139,13 +148,22 @@ class QueuePlugin(Plugin):
 
     # -- victims ---------------------------------------------------------------------------------
     def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
-        """Gang-reclaim: the queue rule of :meth:`reclaimable`; gang-preempt: no answer."""
-        return self.reclaimable(preemptor, candidates) if action.endswith("reclaim") else None
+        """Gang-reclaim: the queue rule of :meth:`reclaimable` over a plan's victims — every candidate
+        while the action lists them (``Session.listing_victims``: the rule is cumulative and counts
+        only concrete victims, in plan order); gang-preempt: no answer."""
+        if not action.endswith("reclaim"):
+            return None
+        if self.session.listing_victims:
+            return list(candidates)
+        return self.reclaimable(preemptor, candidates)
 
     #: capacity keeps a victim queue's guarantee covered (Volcano capacity); proportion does not
     keeps_guarantee = False
     #: reclaim applies this plugin's Reclaimable whatever tier it sits in (SPEC.md §3.2)
     queue_rule = True
+    #: ancestors of a victim's leaf queue the victim-side rule checks too (capacity's
+    #: ``ancestorReclaimLevel``; proportion: the leaf only)
+    ancestor_levels = 0
 
     def reclaim_line(self, name: str) -> np.ndarray:
         """What queue ``name`` is compared with: above it in some resource, the queue may give up a pod."""
@@ -170,14 +188,15 @@ class QueuePlugin(Plugin):
         return out
 
     def victim_side(self, victim_queue: str, reclaimer_queue: str | None) -> list[str]:
-        """The queues the rule checks: ``victim_queue`` and its ancestors below the lowest common
-        ancestor with ``reclaimer_queue`` (all of them when the two share none)."""
+        """The queues the rule checks: ``victim_queue`` and its :attr:`ancestor_levels` nearest
+        ancestors, none at or above the lowest common ancestor with ``reclaimer_queue`` (Volcano
+        capacity's ``ancestorReclaimLevel``: 0, the default, checks the leaf only)."""
         key = (victim_queue, reclaimer_queue or "")
         side = self._sides.get(key)
         if side is None:
             mine = set(self.chain(reclaimer_queue)) if reclaimer_queue in self.queues else set()
             side = []
-            for name in self.chain(victim_queue):
+            for name in self.chain(victim_queue)[: 1 + self.ancestor_levels]:
                 if name in mine:
                     break
                 side.append(name)
@@ -270,15 +289,35 @@ class QueuePlugin(Plugin):
                 return False
         return True
 
+    def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
+        """Why Allocatable refuses ``task`` (None when it does not): the first queue on the chain whose
+        capability the pod would exceed, and the resources short."""
+        extra = task.request * self.cols
+        dims = extra > 0
+        names = self.session.cluster.resources.names
+        for name in self.chain(queue.name):
+            cap = self.capability(self.queues[name])
+            over = dims & (self.allocated[name] + extra > cap + EPS)
+            if over.any():
+                short = ", ".join(names[i] for i in np.flatnonzero(over))
+                where = "" if name == queue.name else f" in the capability of its ancestor {name!r}"
+                return (
+                    f"queue {queue.name!r} would exceed its capability with pod {task.name} "
+                    f"(short of {short}{where})"
+                )
+        return None
+
     def enqueue_fits(self, job: Job) -> bool:
-        """minResources + held + admitted-not-started within capability along the chain."""
+        """minResources + held + admitted-not-started within capability along the chain, in the
+        resources minResources asks for (Volcano's ``LessEqualWithDimensionAndResourcesName``)."""
         queue = self.queues.get(job.queue)
         if queue is None or job.min_resources is None:
             return True
         need = job.min_resources * self.cols
+        dims = need > 0
         for name in self.session.cluster.queue_chain(job.queue):
             cap = self.capability(self.queues[name])
-            if np.any(need + self.allocated[name] + self.inqueue[name] > cap + EPS):
+            if np.any((need + self.allocated[name] + self.inqueue[name] > cap + EPS) & dims):
                 return False
         return True
 
@@ -293,7 +332,7 @@ class QueuePlugin(Plugin):
         for name in self.session.cluster.queue_chain(job.queue):
             cap = self.capability(self.queues[name])
             left = cap - self.allocated[name] - self.inqueue[name]
-            short = need > left + EPS
+            short = (need > left + EPS) & (need > 0)
             if short.any():
                 names = ", ".join(n for i, n in enumerate(res.names) if short[i])
                 where = "" if name == job.queue else f" of its ancestor {name!r}"

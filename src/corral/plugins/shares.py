@@ -15,12 +15,13 @@ __all__ = ["HOLDING", "holding", "job_usage", "once_per_session", "queue_request
 
 #: States counted as held by a job or queue when a session opens: placed (not Releasing: it is on its
 #: way out; not nominated by an earlier cycle: see ``Session.open_nominations``). Nominations made in
-#: the session are added by the allocate events.
+#: the session are added by the allocate events. A pod bound to a node the cluster does not have (node
+#: row -1) is left out: nothing it holds can be seen or freed, so it must not fill its queue.
 HOLDING = ALLOCATED_STATES
 
 
 def holding(task: Task) -> bool:
-    return task.status in HOLDING and task.managed
+    return task.status in HOLDING and task.managed and task.node >= 0
 
 
 def once_per_session(session: Any, fn: Callable[..., dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -47,7 +48,7 @@ def job_usage(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]:
         (job.uid, t.request)
         for job in cluster.jobs.values()
         for t in job.tasks
-        if t.status in HOLDING and t.managed
+        if t.status in HOLDING and t.managed and t.node >= 0
     ]
     for uid, req in held:  # summed in task order, as the events add them
         vec = out.get(uid)
@@ -90,9 +91,17 @@ def queue_requests(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]
         got_jobs = by_queue.get(job.queue)
         if got_jobs is not None:
             got_jobs.append(job)
-    asking = HOLDING | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+    waiting = {TaskStatus.PENDING, TaskStatus.PIPELINED}
     n = len(cluster.resources)
     return {
-        name: exact_sum([t.request for job in jobs for t in job.tasks if t.status in asking and t.managed], n)
+        name: exact_sum(
+            [
+                t.request
+                for job in jobs
+                for t in job.tasks
+                if (t.status in waiting and t.managed) or holding(t)
+            ],
+            n,
+        )
         for name, jobs in by_queue.items()
     }

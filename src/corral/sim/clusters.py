@@ -523,6 +523,9 @@ class _Checker:
 
     def _never(self, spec: JobSpec, pods: dict, need: np.ndarray) -> str:
         cluster, res = self.cluster, self.cluster.resources
+        leaf = cluster.queues.get(spec.queue)
+        if leaf is not None and leaf.not_leaf_reason():
+            return leaf.not_leaf_reason()
         for name in cluster.queue_chain(spec.queue):
             queue = cluster.queues[name]
             if not queue.open:
