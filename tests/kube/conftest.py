@@ -19,7 +19,7 @@ FAST = {"backoff": (0.02, 0.2), "lease": (1.0, 0.6, 0.1), "watch_timeout": 30, "
 
 @pytest.fixture
 def server():
-    srv = FakeAPI(bookmark_interval=0.1).start()
+    srv = FakeAPI().start()  # bookmarks once a minute, history trimmed: as a real API server
     yield srv
     srv.stop()
 

@@ -14,8 +14,29 @@ What it implements, as the real API server does:
   a PodDisruptionBudget would be violated; otherwise the pod gets a ``deletionTimestamp``);
 - a 404 for any resource whose group is not served (a CRD the cluster lacks).
 
-Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a status),
+- watch history kept per kind for the last ``history_limit`` events (the watch cache's window): a watch
+  from an older version gets the 410 a real API server sends routinely; bookmarks every
+  ``bookmark_interval`` seconds (about a minute, as the API server's watch cache sends them);
+- validation a real API server applies: object names (DNS subdomain), label keys and values (63
+  characters, alphanumeric ends), a 422 Invalid otherwise;
+- the Binding's ``metadata.uid`` precondition (409 when the pod was replaced) and the
+  ``PodScheduled=True`` condition the binding sets; a strategic merge patch merges a pod's
+  ``status.conditions`` by ``type``;
+- the eviction API's PodDisruptionBudget rules: ``minAvailable`` or ``maxUnavailable``, as counts or
+  percentages of the matching pods (rounded up, as the disruption controller does); pending, finished and
+  terminating pods are evicted without consulting budgets; a refusal is a 429 whose Status names the
+  ``DisruptionBudget`` cause; a pod two budgets select is a 500;
+- status subresources as the CRDs declare them: Volcano's PodGroup has none (``/status`` is 404 and a
+  patch of the object writes its status), KAI's PodGroup has one (a patch of the object ignores status).
+
+Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a status, before or, with
+``after=True``, after carrying the request out: an ambiguous answer), :meth:`slow` (delay answers),
 :meth:`drop_watches`, :meth:`compact`, :meth:`finish_deletions`, and ``requests`` (what came in).
+
+Differences from a real kube-apiserver that remain: no authentication or authorization, no admission
+(defaults, webhooks, quotas), field validation only of names and labels, no field selectors, label
+selectors of budgets by ``matchLabels`` only, no server-side apply, no Table output, one global
+resourceVersion counter per server (as etcd's), and watch windows counted in events rather than time.
 """
 
 from __future__ import annotations
@@ -25,12 +46,15 @@ import copy
 import json
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.kube.fakerules import Refused, check_budgets, strategic_patch, validate_meta
 
 __all__ = ["TYPES", "FakeAPI"]
 
@@ -49,6 +73,10 @@ TYPES: dict[str, tuple[str, str, bool]] = {
     "/apis/coordination.k8s.io/v1/leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 _BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}
+#: kinds whose CRD or type has a status subresource (a patch of the object leaves status alone)
+_STATUS_SUB = {"/apis/scheduling.run.ai/v2alpha2/podgroups", "/apis/scheduling.volcano.sh/v1beta1/queues"}
+_NO_STATUS = {"/apis/scheduling.volcano.sh/v1beta1/podgroups"}  # ``subresources: {}``: /status is 404
+
 _PATH = re.compile(
     r"^(?P<base>/api/v1|/apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
     r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
@@ -90,19 +118,27 @@ class FakeAPI:
     def __init__(
         self,
         served_groups: tuple[str, ...] | None = None,
-        bookmark_interval: float = 0.2,
+        bookmark_interval: float = 60.0,
         evict_deletes: bool = False,
+        history_limit: int = 1000,
     ) -> None:
         self.lock = threading.Condition()
         self.rv = 100
         self.store: dict[str, dict[tuple[str, str], dict]] = {p: {} for p in TYPES}
         self.history: dict[str, list[tuple[int, str, dict]]] = {p: [] for p in TYPES}  # (rv, type, object)
         self.oldest = self.rv  # watches from below this get 410
+        self.trimmed: dict[str, int] = dict.fromkeys(TYPES, 0)  # the newest version dropped from history
+        self.history_limit = history_limit
+        self.delays: list[list] = []  # [method, path regex, seconds, count]
         self.served = served_groups
         self.bookmark_interval = bookmark_interval
         self.evict_deletes = evict_deletes
-        self.faults: list[list] = []  # [method, path regex, status, count]
+        self.faults: list[list] = []  # [method, path regex, status, count, after]
         self.requests: list[tuple[str, str]] = []
+        self.times: list[tuple[float, str, str]] = []  # (monotonic arrival, method, path)
+        #: writes but the lease's: (the X-Corral-Replica header, the lease holders at that instant, ...)
+        self.writes: list[tuple[str, list[str], str, str]] = []
+        self.repeated_evictions: list[str] = []  # evictions of a pod already terminating
         self.full_requests: list[tuple[str, str]] = []  # with the query
         self.evictions: list[str] = []
         self.bindings: list[tuple[str, str]] = []
@@ -119,6 +155,10 @@ class FakeAPI:
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 256  # many watches connect at once: no SYN retries
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)  # a client hanging up is routine
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -141,11 +181,16 @@ class FakeAPI:
         assert self.server is not None
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def fail(self, method: str, path_regex: str, status: int, count: int = 1) -> None:
+    def fail(self, method: str, path_regex: str, status: int, count: int = 1, after: bool = False) -> None:
         """Answer the next ``count`` requests matching ``method`` and ``path_regex`` (searched in the path
-        and query) with ``status``."""
+        and query) with ``status``; ``after``: carry the request out first (the answer lies)."""
         with self.lock:
-            self.faults.append([method, re.compile(path_regex), status, count])
+            self.faults.append([method, re.compile(path_regex), status, count, after])
+
+    def slow(self, method: str, path_regex: str, seconds: float, count: int = 1) -> None:
+        """Delay the answer of the next ``count`` matching requests by ``seconds``."""
+        with self.lock:
+            self.delays.append([method, re.compile(path_regex), seconds, count])
 
     def drop_watches(self) -> None:
         """Cut every open watch connection (the client sees the stream end without a timeout)."""
@@ -233,7 +278,12 @@ class FakeAPI:
 
     # -- state changes (lock held) ----------------------------------------------------------------
     def _event(self, path: str, etype: str, obj: dict) -> None:
-        self.history[path].append((self.rv, etype, copy.deepcopy(obj)))
+        hist = self.history[path]
+        hist.append((self.rv, etype, copy.deepcopy(obj)))
+        if len(hist) > self.history_limit:
+            drop = len(hist) - self.history_limit // 2
+            self.trimmed[path] = hist[drop - 1][0]
+            del hist[:drop]
         self.lock.notify_all()
 
     def _create(self, path: str, obj: dict, ns: str) -> dict:
@@ -242,6 +292,7 @@ class FakeAPI:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         key = (ns if namespaced else "", meta.get("name", ""))
+        validate_meta(kind, meta)
         if key in self.store[path]:
             raise _Reply(409, _status(409, "AlreadyExists", f"{kind} {key[1]!r} already exists"))
         self.rv += 1
@@ -256,6 +307,7 @@ class FakeAPI:
         return obj
 
     def _write(self, path: str, key: tuple[str, str], obj: dict) -> dict:
+        validate_meta(TYPES[path][0], obj.get("metadata") or {})
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.store[path][key] = obj
@@ -275,36 +327,11 @@ class FakeAPI:
             raise _Reply(404, _status(404, "NotFound", f'pods "{key[1]}" not found'))
         self.evictions.append(f"{key[0]}/{key[1]}")
         if pod["metadata"].get("deletionTimestamp"):
+            self.repeated_evictions.append(f"{key[0]}/{key[1]}")
             return
-        labels = pod["metadata"].get("labels") or {}
-        for pdb in self.store["/apis/policy/v1/poddisruptionbudgets"].values():
-            if pdb["metadata"]["namespace"] != key[0]:
-                continue
-            sel = (pdb.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
-            if not all(labels.get(k) == v for k, v in sel.items()):
-                continue
-            healthy = sum(
-                1
-                for (ns, _), p in self.store["/api/v1/pods"].items()
-                if ns == key[0]
-                and not p["metadata"].get("deletionTimestamp")
-                and (p.get("status") or {}).get("phase") == "Running"
-                and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in sel.items())
-            )
-            spec = pdb.get("spec") or {}
-            if "minAvailable" in spec:
-                allowed = healthy - int(spec["minAvailable"])
-            else:
-                allowed = int(spec.get("maxUnavailable", 0))
-            if allowed <= 0:
-                raise _Reply(
-                    429,
-                    _status(
-                        429,
-                        "TooManyRequests",
-                        "Cannot evict pod as it would violate the pod's disruption budget.",
-                    ),
-                )
+        phase = (pod.get("status") or {}).get("phase")
+        if phase not in ("Pending", "Succeeded", "Failed", None):  # pending, finished pods skip budgets
+            self._check_budgets(key, pod)
         if self.evict_deletes:
             self._delete("/api/v1/pods", key)
         else:
@@ -312,6 +339,20 @@ class FakeAPI:
             pod["metadata"]["deletionTimestamp"] = _now()
             pod["metadata"]["deletionGracePeriodSeconds"] = 30
             self._write("/api/v1/pods", key, pod)
+
+    def _check_budgets(self, key: tuple[str, str], pod: dict) -> None:
+        try:
+            check_budgets(
+                self.store["/apis/policy/v1/poddisruptionbudgets"].values(),
+                self.store["/api/v1/pods"],
+                key,
+                pod,
+            )
+        except Refused as r:
+            body = _status(r.code, r.reason, r.message)
+            if r.causes:
+                body["details"] = {"causes": r.causes}
+            raise _Reply(r.code, body) from None
 
     def _bind(self, key: tuple[str, str], body: dict) -> None:
         pod = self.store["/api/v1/pods"].get(key)
@@ -329,9 +370,23 @@ class FakeAPI:
             )
         if pod["metadata"].get("deletionTimestamp"):
             raise _Reply(409, _status(409, "Conflict", f"pod {key[1]} is being deleted"))
+        uid = ((body or {}).get("metadata") or {}).get("uid")
+        if uid and uid != pod["metadata"].get("uid"):
+            raise _Reply(
+                409,
+                _status(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}",
+                ),
+            )
         self.bindings.append((f"{key[0]}/{key[1]}", node))
         pod = copy.deepcopy(pod)
         pod["spec"]["nodeName"] = node
+        status = pod.setdefault("status", {})
+        status["conditions"] = [
+            c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"
+        ] + [{"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": _now()}]
         self._write("/api/v1/pods", key, pod)
 
 
@@ -352,7 +407,12 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms delayed-ACK stalls
 
+    after: _Reply | None = None
+
     def _send(self, code: int, body: Any, headers: dict | None = None) -> None:
+        if self.after is not None and 200 <= code < 300:  # done, but the answer says otherwise
+            code, body, headers = self.after.code, self.after.body, self.after.headers
+        self.after = None
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -376,17 +436,37 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         body = self._body() if method in ("POST", "PUT", "PATCH") else None
         try:
+            delay, after = 0.0, None
             with fake.lock:
                 fake.requests.append((method, url.path))
                 fake.full_requests.append((method, self.path))
+                fake.times.append((time.monotonic(), method, url.path))
+                if method != "GET" and "/leases" not in url.path:
+                    holders = [
+                        (lease.get("spec") or {}).get("holderIdentity") or ""
+                        for lease in fake.store["/apis/coordination.k8s.io/v1/leases"].values()
+                    ]
+                    fake.writes.append((self.headers.get("X-Corral-Replica", ""), holders, method, url.path))
+                for d in fake.delays:
+                    if d[3] > 0 and d[0] == method and d[1].search(self.path):
+                        d[3] -= 1
+                        delay = d[2]
+                        break
                 for f in fake.faults:
                     if f[3] > 0 and f[0] == method and f[1].search(self.path):
                         f[3] -= 1
-                        raise _Reply(
+                        reply = _Reply(
                             f[2],
                             _status(f[2], "Injected", f"injected {f[2]}"),
                             {"Retry-After": "1"} if f[2] == 429 else None,
                         )
+                        if not f[4]:
+                            raise reply
+                        after = reply
+                        break
+            if delay:
+                time.sleep(delay)
+            self.after = after
             m = _PATH.match(url.path)
             if not m:
                 raise _Reply(
@@ -408,6 +488,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._item(method, tpath, ns, name, sub, body)
         except _Reply as r:
             self._send(r.code, r.body, r.headers)
+        except Refused as r:
+            body = _status(r.code, r.reason, r.message)
+            if r.causes:
+                body["details"] = {"causes": r.causes}
+            self._send(r.code, body)
 
     def _collection(self, method: str, tpath: str, ns: str, query: dict, body: Any) -> None:
         fake = self.fake
@@ -466,7 +551,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             with fake.lock:
                 gen = fake.generation
-                if since and since < fake.oldest - 1:
+                if since and (since < fake.oldest - 1 or since < fake.trimmed[tpath]):
                     self._chunk(
                         {
                             "type": "ERROR",
@@ -531,7 +616,7 @@ class _Handler(BaseHTTPRequestHandler):
                 fake._evict(key)
                 self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
                 return
-            if sub not in (None, "status"):
+            if sub not in (None, "status") or (sub == "status" and tpath in _NO_STATUS):
                 raise _Reply(404, _status(404, "NotFound", f"no subresource {sub}"))
             obj = fake.store[tpath].get(key)
             if obj is None:
@@ -565,9 +650,10 @@ class _Handler(BaseHTTPRequestHandler):
                 (patch.get("metadata") or {}).pop("resourceVersion", None)
                 if sub == "status":
                     patch = {"status": patch.get("status")} if "status" in patch else {}
-                elif kind in ("PodGroup",) and "status" in patch:
+                elif tpath in _STATUS_SUB and "status" in patch:
                     patch.pop("status")  # CRDs with a status subresource ignore status here
-                new = merge_patch(obj, patch)
+                strategic = "strategic" in (self.headers.get("Content-Type") or "")
+                new = strategic_patch(obj, patch) if strategic else merge_patch(obj, patch)
             self._send(200, fake._write(tpath, key, new))
 
     def do_GET(self) -> None:  # noqa: N802

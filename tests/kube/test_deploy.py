@@ -51,7 +51,7 @@ def _used(requests: list[tuple[str, str]]) -> set[tuple[str, str, str]]:
 def test_rbac_grants_exactly_what_is_used(server, runner_factory) -> None:
     seen = server.requests
     server.add_all(preempt_objects() + gang_objects(count=9, gpu=8, nodes=0))
-    server.fail("PATCH", r"/podgroups/[^/]+/status$", 409)
+    server.fail("PATCH", r"/podgroups/[^/]+$", 409)
     server.fail("POST", r"/pods/small-0/binding$", 409)
     r = runner_factory(PREEMPT, now=NOW, leader_elect=True, lease_namespace="corral-system")
     r.start()
@@ -79,5 +79,53 @@ def test_configmap_and_deployment() -> None:
     c = dep["spec"]["template"]["spec"]["containers"][0]
     assert c["args"][0] == "run" and "--leader-elect" in c["args"]
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "corral-scheduler"
-    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/healthz"
     assert (DEPLOY / "Dockerfile").read_text().count("ENTRYPOINT") == 1
+
+
+def test_kustomization_installs_everything_in_order() -> None:
+    """``kubectl apply -k deploy/``: every manifest is a resource of the kustomization, and (when kubectl
+    is at hand) the rendered stream puts the Namespace, ServiceAccount and ConfigMap before the
+    Deployment that needs them; the Lease's Role and the pod's namespace (downward API) agree."""
+    import shutil
+    import subprocess
+
+    kust = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    manifests = sorted(p.name for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert sorted(kust["resources"]) == manifests
+    docs = [d for name in kust["resources"] for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in c["env"]}
+    assert env["POD_NAMESPACE"] == "metadata.namespace"
+    assert not any(a.startswith("--lease-namespace") for a in c["args"])
+    role = next(d for d in docs if d["kind"] == "Role")
+    assert {"leases"} == set(role["rules"][0]["resources"])
+    assert c["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["livenessProbe"]["httpGet"]["path"] == "/livez"
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return
+    out = subprocess.run([kubectl, "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    kinds = [d["kind"] for d in yaml.safe_load_all(out.stdout) if d]
+    for first in ("Namespace", "ServiceAccount", "ConfigMap", "Role", "RoleBinding"):
+        assert kinds.index(first) < kinds.index("Deployment"), kinds
+
+
+def test_the_image_installs_only_what_corral_run_imports(server, tmp_path) -> None:
+    """The image leaves out the simulator's libraries; ``corral run`` works without them."""
+    import subprocess
+    import sys
+
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    for heavy in ("pandas", "pyarrow", "matplotlib", "ortools", "rapidyaml"):
+        assert heavy not in dockerfile.split("RUN pip", 1)[1].split("FROM", 1)[0]
+    server.add_all(preempt_objects())
+    blocked = (
+        "import sys\nfor m in ('pandas', 'pyarrow', 'matplotlib', 'ortools', 'ryml'): sys.modules[m] = None\n"
+    )
+    code = blocked + "from corral.cli import main; main()"
+    args = ["run", "--server", server.url, "--dry-run", "--cycles", "1", "--metrics-bind-address", "-1"]
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

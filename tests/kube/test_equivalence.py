@@ -10,6 +10,7 @@ import yaml
 
 from corral.cli import schedule_snapshot
 from corral.framework.config import parse_config
+from corral.manifests.build import DEFAULT_SCHEDULERS
 from corral.manifests.fields import parse_time
 from corral.manifests.notes import Notes
 from corral.manifests.workloads import expand_workloads
@@ -37,6 +38,7 @@ def _reset(srv: FakeAPI) -> None:
             h.clear()
         srv.rv += 1000
         srv.oldest = srv.rv
+        srv.trimmed = dict.fromkeys(srv.trimmed, 0)
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -59,7 +61,14 @@ def test_dry_run_decides_as_schedule(path: Path, tmp_path: Path, shared_server: 
     # the live scheduler never lists, as on a real API server; the snapshot path skips them too
     shared_server.add_all([o for o in objects if (o.get("kind"), o.get("apiVersion")) in SERVED_KINDS])
     runner = make_runner(
-        shared_server, config, dry_run=True, cycles=cycles, now=now, period=0.0, clock_step=period
+        shared_server,
+        config,
+        dry_run=True,
+        cycles=cycles,
+        now=now,
+        period=0.0,
+        clock_step=period,
+        schedulers=DEFAULT_SCHEDULERS,  # what `corral schedule` serves by default
     )
     try:
         runner.start()

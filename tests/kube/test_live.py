@@ -112,22 +112,59 @@ def test_gang_binds_through_the_binding_subresource(server: FakeAPI, runner_fact
     assert len(server.bindings) == 4
 
 
-def test_unschedulable_gang_gets_events_once(server: FakeAPI, runner_factory) -> None:
+def test_unschedulable_gang_gets_events_conditions_once(server: FakeAPI, runner_factory) -> None:
+    """kube-scheduler's and Volcano's shapes: FailedScheduling Warning Events on the pods, Unschedulable on
+    the PodGroup, PodScheduled=False/Unschedulable on each pod (what autoscalers read), Volcano's gang
+    condition on the PodGroup; nothing written again while the reason holds."""
     server.add_all(gang_objects(count=5))
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)
     res = r.cycle(NOW)
     assert res is not None and res.decisions.unschedulable and not server.bindings
+    reason = res.decisions.unschedulable[0].reason
     events = server.objects("Event")
-    kinds = Counter(e["involvedObject"]["kind"] for e in events)
-    assert kinds == {"PodGroup": 1, "Pod": 5}
-    assert all(
-        e["reason"] == "Unschedulable" and e["message"] == res.decisions.unschedulable[0].reason
-        for e in events
-    )
+    kinds = Counter((e["involvedObject"]["kind"], e["reason"], e["type"]) for e in events)
+    assert kinds == {("PodGroup", "Unschedulable", "Warning"): 1, ("Pod", "FailedScheduling", "Warning"): 5}
+    assert all(e["message"] == reason for e in events)
+    for i in range(5):
+        conds = server.get("Pod", f"train-{i}", "default")["status"]["conditions"]
+        assert [
+            (c["type"], c["status"], c["reason"], c["message"]) for c in conds if c["type"] == "PodScheduled"
+        ] == [("PodScheduled", "False", "Unschedulable", reason)]
+    pg = server.get("PodGroup", "train", "default")["status"]
+    [cond] = pg["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Unschedulable", "True", "NotEnoughResources")
+    assert cond["message"] == f"5/5 tasks in gang unschedulable: {reason}" and cond["transitionID"]
+    writes = len([m for m, _ in server.requests if m != "GET"])
+    assert wait_for(lambda: r.cache.find("Pod", "default/train-4")[1]["status"].get("conditions"))
     r.cycle(NOW + 1)
     assert len(server.objects("Event")) == 6  # the same reason is not repeated at once
+    assert len([m for m, _ in server.requests if m != "GET"]) == writes  # nor the conditions
+
+
+def test_bind_clears_the_condition_and_records_scheduled(server: FakeAPI, runner_factory) -> None:
+    server.add_all(gang_objects(count=5, nodes=4))
+    r = runner_factory(now=NOW)
+    r.start()
+    assert r.cache.wait_synced(5)
+    r.cycle(NOW)
+    assert server.get("Pod", "train-0", "default")["status"]["conditions"][0]["status"] == "False"
+    server.add_all(expand({"nodes": [{"name": "n5"}]}))
+    assert wait_for(lambda: r.cache.find("Node", "n5") is not None)
+    r.cycle(NOW + 1)
+    assert len(server.bindings) == 5
+    for i in range(5):
+        conds = server.get("Pod", f"train-{i}", "default")["status"]["conditions"]
+        assert [c["status"] for c in conds if c["type"] == "PodScheduled"] == ["True"]
+    scheduled = [e for e in server.objects("Event") if e["reason"] == "Scheduled"]
+    assert len(scheduled) == 5 and all(e["type"] == "Normal" for e in scheduled)
+    assert {e["message"] for e in scheduled} == {
+        f"Successfully assigned default/train-{i} to {node_of(server, f'train-{i}')}" for i in range(5)
+    }
+    conds = {c["type"]: c for c in server.get("PodGroup", "train", "default")["status"]["conditions"]}
+    assert conds["Scheduled"]["reason"] == "tasks in gang are ready to be scheduled"
+    assert conds["Unschedulable"]["status"] == "True"  # Volcano replaces by type and keeps the others
 
 
 def _victims_leave_then_preemptor_binds(server: FakeAPI, runner) -> None:
@@ -150,6 +187,15 @@ def test_preempt_evicts_then_binds_after_victims_leave(server: FakeAPI, runner_f
     assert sorted(server.evictions) == ["default/low-a-0", "default/low-a-1"]
     assert server.get("Pod", "high-0", "default")["status"]["nominatedNodeName"] == "n1"
     assert node_of(server, "small-0") == "n3"
+    preempted = sorted(
+        (e["involvedObject"]["name"], e["type"], e["message"])
+        for e in server.objects("Event")
+        if e["reason"] == "Preempted"
+    )
+    assert preempted == [
+        (f"low-a-{i}", "Normal", "Preempted by default/high on node n1 (corral action preempt)")
+        for i in range(2)
+    ]
     assert wait_for(
         lambda: all(
             server.get("Pod", f"low-a-{i}", "default")["metadata"].get("deletionTimestamp") for i in range(2)
@@ -207,13 +253,13 @@ def test_bind_conflict_rereads_and_counts_a_landed_bind(server: FakeAPI, runner_
 
 def test_podgroup_status_conflict_is_retried_once(server: FakeAPI, runner_factory) -> None:
     server.add_all(gang_objects(count=1, nodes=1))
-    server.fail("PATCH", r"/podgroups/train/status$", 409)
+    server.fail("PATCH", r"/podgroups/train$", 409)
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)
     res = r.cycle(NOW)
     assert res.report.get("podgroups", "done") == ["default/train"]
-    patches = [p for m, p in server.requests if m == "PATCH" and p.endswith("/podgroups/train/status")]
+    patches = [p for m, p in server.requests if m == "PATCH" and "/podgroups/train" in p]
     assert len(patches) == 2
     assert server.get("PodGroup", "train", "default")["status"]["phase"] == "Running"
 
@@ -425,3 +471,33 @@ def test_a_job_that_fits_nowhere_is_remembered_across_cycles(
         u.reason for u in first.decisions.unschedulable
     ]
     assert second.decisions.unschedulable and not server.bindings
+
+
+def test_kai_podgroups_get_kais_scheduling_condition(server: FakeAPI, runner_factory) -> None:
+    """On a KAI PodGroup, KAI's own shape: status.schedulingConditions UnschedulableOnNodePool (through the
+    status subresource its CRD declares), not Volcano's conditions."""
+    server.add_all(
+        expand(
+            {
+                "nodes": [{"name": "n1"}],
+                "queues": [{"name": "q", "kai": True}],
+                "jobs": [{"name": "big", "kai": True, "queue": "q", "pods": [{"count": 2, "gpu": 8}]}],
+            }
+        )
+    )
+    r = runner_factory(now=NOW)
+    r.start()
+    assert r.cache.wait_synced(5)
+    res = r.cycle(NOW)
+    assert res.decisions.unschedulable
+    status = server.get("PodGroup", "big", "default")["status"]
+    [cond] = status["schedulingConditions"]
+    assert (cond["type"], cond["nodePool"], cond["reason"], cond["status"], cond["transitionID"]) == (
+        "UnschedulableOnNodePool",
+        "default",
+        "Unschedulable",
+        "True",
+        "0",
+    )
+    assert "conditions" not in status
+    assert any(m == "PATCH" and p.endswith("/podgroups/big/status") for m, p in server.requests)

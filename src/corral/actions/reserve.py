@@ -30,7 +30,7 @@ class ReserveAction(Action):
 
     def execute(self, session: Session) -> None:
         cluster = session.cluster
-        owners = lock_owners(cluster.nodes)
+        owners = lock_owners(cluster.nodes, cluster.jobs)
         target = current_target(cluster)
         if target is not None and session.job_ready(target) and target.ready_count() >= target.min_member:
             target = None

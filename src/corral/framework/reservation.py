@@ -10,13 +10,19 @@ each other's modules).
 - Node lock: ``Nodes.locked_for`` (set by the ``node_locks`` decisions), or, for a scheduler that starts
   from a snapshot, the node label ``corral.io/locked-for``. Kubernetes label values cannot hold ``/``,
   so the label value is ``<namespace>.<podgroup>`` (a namespace has no dots); ``ns/pg`` is read too.
+  A label value holds at most 63 characters: a longer ``<namespace>.<podgroup>`` (Volcano's job
+  controller names PodGroups ``<job>-<uid>``) is cut to 50 characters and ends with ``-`` and 12 hex digits
+  of its SHA-256, and the node annotation of the same key holds the full name; the reader maps a
+  hashed value back through the jobs it knows.
 - Pod or PodGroup annotation ``corral.io/expected-runtime``: a duration (``90m``, ``2h``, ``3600``)
   the job is expected to run; the pod's wins. Read by the plan (backfill with a plan).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -46,25 +52,38 @@ LOCK_LABEL = "corral.io/locked-for"
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 
 
+LABEL_VALUE_MAX = 63  # Kubernetes' limit on a label value
+
+
 def lock_label_value(job: str) -> str:
-    """The value of the ``corral.io/locked-for`` label for ``job`` ("ns/pg" -> "ns.pg")."""
-    return job.replace("/", ".", 1)
+    """The value of the ``corral.io/locked-for`` label for ``job`` ("ns/pg" -> "ns.pg"), always a valid
+    label value: past 63 characters, the first 50 (trailing ``-_.`` dropped) then ``-`` and 12 hex digits
+    of the SHA-256 of the full name."""
+    plain = job.replace("/", ".", 1)
+    if len(plain) <= LABEL_VALUE_MAX:
+        return plain
+    digest = hashlib.sha256(job.encode()).hexdigest()[:12]
+    return f"{plain[:50].rstrip('-_.')}-{digest}"
 
 
-def _from_label(value: str | None) -> str:
+def _from_label(value: str | None, hashed: dict[str, str]) -> str:
     if not value:
         return ""
+    if value in hashed:
+        return hashed[value]
     return value if "/" in value else value.replace(".", "/", 1)
 
 
-def lock_owners(nodes: Nodes) -> np.ndarray:
+def lock_owners(nodes: Nodes, jobs: Iterable[str] = ()) -> np.ndarray:
     """Per node row, the job it is locked for ("" when none): the lock state the decisions set, else the
-    node label read from a snapshot (a release writes "" and so hides a stale label)."""
+    node label read from a snapshot (a release writes "" and so hides a stale label); a hashed label value
+    is mapped back to the one of ``jobs`` (uids) it was made from."""
     owners = np.array(nodes.locked_for, dtype=object)
     unset = np.flatnonzero(owners == None)  # noqa: E711 - elementwise comparison
     if unset.size:
         labels = nodes.label_values(LOCK_LABEL)
-        owners[unset] = [_from_label(labels[r]) for r in unset.tolist()]
+        hashed = {lock_label_value(j): j for j in jobs if len(j) > LABEL_VALUE_MAX}
+        owners[unset] = [_from_label(labels[r], hashed) for r in unset.tolist()]
     return owners
 
 

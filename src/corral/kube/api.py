@@ -21,10 +21,10 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from corral.errors import ClusterAPIError, InputError
+from corral.errors import ClusterAPIError, ConfigError, InputError
 from corral.manifests.safe_load import load_json
 
-__all__ = ["RESOURCES", "APIError", "KubeAPI", "ResourceType", "load_client"]
+__all__ = ["RESOURCES", "APIError", "GuardedAPI", "KubeAPI", "NotLeader", "ResourceType", "load_client"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,10 @@ class ResourceType:
     plural: str
     namespaced: bool
     optional: bool = False
+    #: the kind has a ``status`` subresource (its CRD declares ``subresources.status``): status is written
+    #: there and ignored on the main resource. Volcano's PodGroup CRD declares none (``subresources: {}``),
+    #: KAI's declares one.
+    status_subresource: bool = False
 
     @property
     def name(self) -> str:
@@ -57,14 +61,16 @@ class ResourceType:
 
 
 RESOURCES: tuple[ResourceType, ...] = (
-    ResourceType("Node", "v1", "nodes", False),
-    ResourceType("Pod", "v1", "pods", True),
+    ResourceType("Node", "v1", "nodes", False, status_subresource=True),
+    ResourceType("Pod", "v1", "pods", True, status_subresource=True),
     ResourceType("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False),
     ResourceType("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
     ResourceType("Queue", "scheduling.volcano.sh/v1beta1", "queues", False, optional=True),
     ResourceType("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True, optional=True),
     ResourceType("Queue", "scheduling.run.ai/v2", "queues", False, optional=True),
-    ResourceType("PodGroup", "scheduling.run.ai/v2alpha2", "podgroups", True, optional=True),
+    ResourceType(
+        "PodGroup", "scheduling.run.ai/v2alpha2", "podgroups", True, optional=True, status_subresource=True
+    ),
     ResourceType("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", False, optional=True),
 )
 POD = RESOURCES[1]
@@ -77,10 +83,18 @@ class APIError(ClusterAPIError):
     """A request the API server refused (``status`` is the HTTP code; 0 when no answer came)."""
 
     def __init__(
-        self, status: int, message: str, *, method: str = "", path: str = "", retry_after: float | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        method: str = "",
+        path: str = "",
+        retry_after: float | None = None,
+        causes: tuple[str, ...] = (),
     ) -> None:
         self.status = status
         self.retry_after = retry_after
+        self.causes = causes  # the ``details.causes[].type`` of the Status answer
         self.method = method
         self.path = path
         super().__init__(f"{method} {path}: {status} {message}".strip())
@@ -99,12 +113,15 @@ def load_client(
             k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
         except Exception as first:  # noqa: BLE001 - fall back to the in-cluster account, report both
             if kubeconfig:
-                raise ClusterAPIError(f"cannot load kubeconfig {kubeconfig}: {first}") from None
+                raise ConfigError(
+                    f"cannot load kubeconfig {kubeconfig}: {first}", field="--kubeconfig"
+                ) from None
             try:
                 k8s_config.load_incluster_config(client_configuration=cfg)
             except Exception as second:  # noqa: BLE001
-                raise ClusterAPIError(
-                    f"no cluster credentials: kubeconfig: {first}; in-cluster: {second}"
+                raise ConfigError(
+                    f"no cluster credentials: kubeconfig: {first}; in-cluster: {second}; "
+                    "pass --kubeconfig FILE (or set $KUBECONFIG) and --context, or --server URL"
                 ) from None
     cfg.connection_pool_maxsize = pool
     cfg.retries = False
@@ -116,6 +133,21 @@ def _json(data: bytes | str, where: str) -> Any:
     (:func:`corral.manifests.safe_load.load_json`), so a hostile answer is an error, not a crash."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     return load_json(text, where, InputError)
+
+
+def _causes(body: bytes | str | None) -> tuple[str, ...]:
+    """The ``details.causes[].type`` of a Status answer (the eviction API names ``DisruptionBudget``)."""
+    if not body:
+        return ()
+    try:
+        data = _json(body, "error answer")
+    except (InputError, TypeError):
+        return ()
+    details = data.get("details") if isinstance(data, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    if not isinstance(causes, list):
+        return ()
+    return tuple(str(c.get("type") or "") for c in causes if isinstance(c, dict))
 
 
 def _message(body: bytes | str | None) -> str:
@@ -184,6 +216,7 @@ class KubeAPI:
                 method=method,
                 path=path,
                 retry_after=float(retry) if retry and retry.isdigit() else None,
+                causes=_causes(data),
             )
         if not data:
             return {}
@@ -200,6 +233,11 @@ class KubeAPI:
     def patch(self, path: str, body: dict) -> dict:
         """A JSON merge patch (RFC 7386): ``None`` values remove keys."""
         return self.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+
+    def strategic_patch(self, path: str, body: dict) -> dict:
+        """A strategic merge patch: lists with a merge key (a pod's ``status.conditions``, by ``type``)
+        are merged item by item, as kube-scheduler patches a pod's conditions."""
+        return self.request("PATCH", path, body=body, content_type="application/strategic-merge-patch+json")
 
     def post(self, path: str, body: dict) -> dict:
         return self.request("POST", path, body=body, content_type="application/json")
@@ -230,13 +268,18 @@ class WatchStream:
     def __init__(self, raw: Any, path: str) -> None:
         self.raw = raw
         self.path = path
+        self.aborted = False
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # already closed
-            self.raw.release_conn()
+            if self.aborted:  # a shut-down connection never goes back to the pool
+                self.raw.close()
+            else:
+                self.raw.release_conn()
 
     def abort(self) -> None:
         """Close the connection under a reader blocked in :meth:`events` (another thread stops it)."""
+        self.aborted = True
         try:
             self.raw.shutdown()
         except Exception:  # noqa: BLE001
@@ -263,3 +306,42 @@ class WatchStream:
         if buf.strip():
             with contextlib.suppress(InputError):
                 yield _json(buf, self.path)
+
+
+class NotLeader(BaseException):  # noqa: N818 - a stop signal, not an error of one request
+    """Raised by :class:`GuardedAPI` instead of sending a write once this replica may no longer act as
+    leader. A ``BaseException``, so the per-write ``except Exception`` handlers of the apply phase do not
+    swallow it: the whole phase stops at the first write it would have made."""
+
+
+class GuardedAPI:
+    """The writes of the apply phase: ``post`` / ``patch`` / ``put`` ask ``may_write`` just before the
+    request goes out (leadership checked where it matters: kube-scheduler's leader stops at once when its
+    lease is lost); reads go through unchecked."""
+
+    def __init__(self, api: KubeAPI, may_write: Any) -> None:
+        self.api = api
+        self.may_write = may_write
+
+    def _check(self, method: str, path: str) -> None:
+        if not self.may_write():
+            raise NotLeader(f"{method} {path}: not leader")
+
+    def get(self, path: str, **query: Any) -> dict:
+        return self.api.get(path, **query)
+
+    def patch(self, path: str, body: dict) -> dict:
+        self._check("PATCH", path)
+        return self.api.patch(path, body)
+
+    def strategic_patch(self, path: str, body: dict) -> dict:
+        self._check("PATCH", path)
+        return self.api.strategic_patch(path, body)
+
+    def post(self, path: str, body: dict) -> dict:
+        self._check("POST", path)
+        return self.api.post(path, body)
+
+    def put(self, path: str, body: dict) -> dict:
+        self._check("PUT", path)
+        return self.api.put(path, body)

@@ -1,58 +1,91 @@
 """Carry a cycle's decisions out on the API server (SPEC.md §4; Volcano's ``cache.Bind`` / ``Evict`` /
 ``UpdateJobStatus`` and kube-scheduler's assume-then-bind).
 
-Order within a cycle: evictions, then binds, then nominations, podgroup status and annotations, node
-locks, and Events for what could not be scheduled. Rules:
+Order within a cycle: ambiguous writes of the last cycle are read back (before the cycle's cluster is
+built, :meth:`Applier.resolve`), then evictions, binds, nominations, podgroup status and annotations,
+node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`. Rules:
 
 - Every write is its own try: the failure of one decision is logged, counted
   (``corral_applied_total{outcome}``) and never stops the others.
+- Leadership: every write goes through :class:`~corral.kube.api.GuardedAPI`, which asks the runner
+  whether this replica may still act as leader just before the request is sent; when it may not, the
+  whole apply phase stops at once (:class:`~corral.kube.api.NotLeader`).
 - Eviction goes through the Eviction API (``pods/<name>/eviction``), so PodDisruptionBudgets are
-  honoured by the API server. A 429 (a PDB refuses) is reported (log line, Event on the pod) and the pod is
-  not asked again for ``refusal_backoff`` seconds: no retry loop against a budget. A pod that already
-  carries a ``deletionTimestamp`` (an eviction issued before, e.g. by a replica that died mid-cycle) is
-  not evicted again.
-- Binding goes through the Binding subresource. A pod is never bound twice: a pod the cache shows on a
-  node or deleting is skipped, and a successful bind is assumed in the cache until the watch shows it.
-  A 409 is re-read: bound to the same node counts as done; not bound yet is retried once.
-- A gang's binds are issued together (all binds of the cycle go out concurrently); a gang whose binds
-  partly fail is reported (log, Event on the podgroup) and left to the next cycle, which sees its bound
-  pods as bound and decides on the rest.
-- Status writes (nominatedNodeName, PodGroup phase) are merge patches; a PodGroup patch carries the
-  ``resourceVersion`` it was decided on; a 409 re-reads the object and retries once.
-- Node locks (reservation) set / remove the node label ``corral.io/locked-for``.
+  honoured by the API server. A 429 whose Status names a ``DisruptionBudget`` cause (or, from servers
+  older than Kubernetes 1.26, says "disruption budget") is a refusal: reported (log line, Event on the
+  pod) and the pod is not asked again for ``refusal_backoff`` seconds. Any other 429 is rate limiting:
+  retried ``retries`` times with exponential backoff (the answer's ``Retry-After`` when shorter than the
+  cap), then left to the next cycle, never recorded as a refusal. A pod that already carries a
+  ``deletionTimestamp`` is not evicted again.
+- Binding goes through the Binding subresource with the pod's uid as precondition. A pod is never bound
+  twice: a pod the cache shows on a node or deleting is skipped, and a successful bind is assumed in the
+  cache until the watch shows it. A 409 is re-read: bound to the same node counts as done; not bound yet
+  is retried once.
+- Ambiguous answers (a 5xx, or no answer: a timeout or a dropped connection) may hide a write that
+  landed: the object is read back at once; when that read fails too, the write is assumed to have landed
+  (a bind holds its node, so nothing is placed on capacity that may be taken) and read back again before
+  the next cycle's cluster is built, until an answer settles it.
+- A gang's binds are issued together; a gang whose binds partly fail is reported (log, Event on the
+  podgroup) and decided again next cycle. A gang still below its minimum ``partial_cycles`` cycles after
+  such a failure, with nothing bound to it in the current cycle, is released: its pods on nodes are
+  evicted (through the Eviction API; their controller recreates them pending), so it never holds
+  capacity idle (KAI's stale-gang eviction does the same for gangs that stay below their minimum). A
+  gang found below its minimum with a pod bound but not started yet (partly bound by a replica that
+  died, or before a restart) is watched the same way.
+- PodGroup phase, conditions and annotations are one merge patch carrying the ``resourceVersion`` they
+  were decided on (Volcano's PodGroup has no status subresource); for KAI's PodGroup, whose CRD has one,
+  the status goes to ``/status`` and the annotations follow with the ``resourceVersion`` that write
+  returned. A 409 re-reads the object and retries once.
+- Node locks (reservation) set / remove the node label ``corral.io/locked-for`` (a valid label value:
+  hashed past 63 characters, see :func:`~corral.framework.reservation.lock_label_value`) and the node
+  annotation of the same key with the podgroup's full name.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from corral.framework.decisions import Decisions
-from corral.kube.api import EVENT, NODE, POD, APIError, KubeAPI
+from corral.framework.reservation import LOCK_LABEL, lock_label_value
+from corral.kube.api import NODE, POD, APIError, GuardedAPI, KubeAPI
 from corral.kube.cache import PRESENT, WatchCache
+from corral.kube.conventions import Recorder
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.podgroups import PodGroupWrites
 from corral.manifests.fields import format_time
-from corral.model import Cluster
+from corral.model import Cluster, TaskStatus
 
-__all__ = ["LOCK_LABEL", "Applier", "ApplyReport"]
+__all__ = ["LOCK_LABEL", "Applier", "ApplyReport", "ambiguous", "lock_patch"]
 
-LOCK_LABEL = "corral.io/locked-for"
+
+def ambiguous(exc: APIError) -> bool:
+    """An answer that does not say whether the write happened: no answer at all, or a server error."""
+    return exc.status == 0 or exc.status >= 500
+
+
+def lock_patch(job: str) -> dict:
+    """The node patch of a lock for ``job`` ("" releases it): the label and the full-name annotation."""
+    value = lock_label_value(job) if job else None
+    return {"metadata": {"labels": {LOCK_LABEL: value}, "annotations": {LOCK_LABEL: job or None}}}
 
 
 @dataclass
 class ApplyReport:
-    """What happened to each kind of decision: ``done`` / ``skipped`` / ``refused`` / ``failed`` lists."""
+    """What happened to each kind of decision: ``done`` / ``skipped`` / ``refused`` / ``failed`` /
+    ``uncertain`` lists; gangs partly bound, and gangs released."""
 
     outcomes: dict[str, dict[str, list[str]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     partial_gangs: dict[str, list[str]] = field(default_factory=dict)
+    released: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, kind: str, outcome: str, what: str) -> None:
@@ -68,7 +101,7 @@ def _split(key: str) -> tuple[str, str]:
     return ns, name
 
 
-class Applier:
+class Applier(PodGroupWrites):
     def __init__(
         self,
         api: KubeAPI,
@@ -82,20 +115,35 @@ class Applier:
         refusal_backoff: float = 60.0,
         events_per_cycle: int = 100,
         event_repeat: float = 600.0,
+        may_write: Callable[[], bool] | None = None,
+        retries: int = 3,
+        retry_backoff: tuple[float, float] = (0.5, 5.0),
+        partial_cycles: int = 2,
     ) -> None:
-        self.api = api
+        self.api = GuardedAPI(api, may_write or (lambda: True))
         self.cache = cache
         self.log = log
         self.metrics = metrics
-        self.scheduler_name = scheduler_name
-        self.identity = identity
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="corral-apply")
         self.refusal_backoff = refusal_backoff
         self.refused: dict[str, float] = {}  # pod -> monotonic time of the last PDB refusal
-        self.events_per_cycle = events_per_cycle
-        self.event_repeat = event_repeat
-        self.emitted: dict[tuple[str, str], tuple[str, float]] = {}
+        self.retries, self.retry_backoff = retries, retry_backoff
+        self.uncertain: dict[str, tuple[str, str]] = {}  # pod -> ("bind", node) | ("evict", "")
+        self.partial_cycles = partial_cycles
+        self.partial: dict[str, int] = {}  # gang -> cycles seen below its minimum since a bind failed
+        self.recorder = Recorder(
+            self.api,
+            cache,
+            log,
+            metrics,
+            self.pool,
+            scheduler_name=scheduler_name,
+            identity=identity,
+            events_per_cycle=events_per_cycle,
+            event_repeat=event_repeat,
+        )
         self.after_evictions: Callable[[], None] | None = None  # a test's kill point
+        self.sleep: Callable[[float], object] = time.sleep
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -110,29 +158,33 @@ class Applier:
         if self.metrics is not None:
             self.metrics.api_errors.labels(verb, resource, str(exc.status)).inc()
 
+    def _prune(self) -> None:
+        mono = time.monotonic()
+        if self.refused:
+            self.refused = {p: t for p, t in self.refused.items() if mono - t < self.refusal_backoff}
+
     # -- the cycle ----------------------------------------------------------------------------------
     def apply(self, decisions: Decisions, cluster: Cluster, now: float) -> ApplyReport:
         report = ApplyReport()
+        self._prune()
+        self._release_partial(decisions, cluster, report)
         self._evictions(decisions, report)
         if self.after_evictions is not None:
             self.after_evictions()
-        self._binds(decisions, cluster, report)
-        writes = [
-            ("nominations", n.pod, lambda n=n: self._nominate(n.pod, n.node, report))
+        bound = self._binds(decisions, cluster, report)
+        writes: list[tuple[str, str, Callable[[], None]]] = [
+            ("nominations", n.pod, functools.partial(self._nominate, n.pod, n.node, report))
             for n in decisions.nominations
         ]
+        writes += self._podgroup_writes(decisions, cluster, bound, now, report)
         writes += [
-            ("podgroups", u.podgroup, lambda u=u: self._podgroup(u.podgroup, u.phase, u.annotations, report))
-            for u in decisions.podgroups
-        ]
-        writes += [
-            ("node_locks", lock.node, lambda lock=lock: self._lock(lock.node, lock.job, report))
+            ("node_locks", lock.node, functools.partial(self._lock, lock.node, lock.job, report))
             for lock in decisions.node_locks
         ]
         # independent objects: written concurrently, each in its own try
         for f in [self.pool.submit(self._guard, report, kind, what, fn) for kind, what, fn in writes]:
             f.result()
-        self._events(decisions, cluster, report, now)
+        self.recorder.cycle(decisions, cluster, bound, lambda *a: self._count(report, *a), now)
         return report
 
     def _guard(self, report: ApplyReport, kind: str, what: str, fn: Callable[[], None]) -> None:
@@ -145,6 +197,66 @@ class Applier:
         except Exception as exc:  # noqa: BLE001 - one decision never loses the others
             self._count(report, kind, "failed", what)
             self.log.error("write fault", kind=kind, object=what, error=f"{type(exc).__name__}: {exc}")
+
+    # -- ambiguous writes -------------------------------------------------------------------------
+    def resolve(self) -> None:
+        """Read back every write whose answer was ambiguous, before the next cycle relies on it: a bind
+        found on its node stays assumed (until the watch shows it), one found unbound is forgotten; an
+        eviction likewise; a pod that is gone settles both. A read that fails keeps the assumption (and
+        renews it) for the next try."""
+        for pod, (what, node) in list(self.uncertain.items()):
+            ns, name = _split(pod)
+            try:
+                fresh = self.api.get(POD.item(name, ns))
+            except APIError as exc:
+                self._api_error("get", "pods", exc)
+                if exc.status == 404:
+                    self.uncertain.pop(pod, None)
+                    self.cache.unassume("Pod", pod)
+                else:
+                    self._assume_landed(pod, what, node)
+                continue
+            self.uncertain.pop(pod, None)
+            landed = self._landed(fresh, what, node)
+            self.log.info("ambiguous write read back", pod=pod, write=what, node=node, landed=landed)
+            if not landed:
+                self.cache.unassume("Pod", pod)
+
+    @staticmethod
+    def _landed(fresh: dict, what: str, node: str) -> bool:
+        if what == "bind":
+            return (fresh.get("spec") or {}).get("nodeName") == node
+        return bool((fresh.get("metadata") or {}).get("deletionTimestamp"))
+
+    def _assume_landed(self, pod: str, what: str, node: str) -> None:
+        self.uncertain[pod] = (what, node)
+        if what == "bind":
+            self.cache.assume("Pod", pod, {"spec": {"nodeName": node}}, {"spec": {"nodeName": node}})
+        else:
+            self.cache.assume(
+                "Pod",
+                pod,
+                {"metadata": {"deletionTimestamp": format_time(time.time())}},
+                {"metadata": {"deletionTimestamp": PRESENT}},
+            )
+
+    def _read_back(self, pod: str, what: str, node: str, exc: APIError) -> tuple[str, str]:
+        """After an ambiguous answer: ``done`` when the write landed, ``failed`` when it did not,
+        ``uncertain`` (assumed landed, read again before the next cycle) when the read fails too."""
+        ns, name = _split(pod)
+        try:
+            fresh = self.api.get(POD.item(name, ns))
+        except APIError as again:
+            self._api_error("get", "pods", again)
+            if again.status == 404:
+                return "skipped", "pod is gone"
+            self._assume_landed(pod, what, node)
+            return "uncertain", f"{exc.status} {exc.message}; read back failed: {again.status}"
+        if self._landed(fresh, what, node):
+            return "done", f"landed despite {exc.status}"
+        if what == "bind" and (fresh.get("spec") or {}).get("nodeName"):
+            return "skipped", f"already on {fresh['spec']['nodeName']}"
+        return "failed", f"{exc.status} {exc.message}"
 
     # -- evictions ----------------------------------------------------------------------------------
     def _evictions(self, decisions: Decisions, report: ApplyReport) -> None:
@@ -166,13 +278,19 @@ class Applier:
             outcome, detail = fut.result()
             self._count(report, "evictions", outcome, e.pod)
             fields = {"pod": e.pod, "node": e.node, "action": e.action, "preemptor": e.preemptor}
-            if outcome == "done":
-                self.log.info("evicted", **fields)
+            if outcome in ("done", "uncertain"):
+                self.log.info(
+                    "evicted", **fields, **({"uncertain": detail} if outcome == "uncertain" else {})
+                )
             elif outcome == "refused":
                 self.refused[e.pod] = time.monotonic()
                 self.log.warning("eviction refused by a disruption budget", **fields, error=detail)
-                self._event_safe(
-                    "Pod", e.pod, "", "EvictionRefused", f"eviction for {e.preemptor} refused: {detail}"
+                self.recorder.event(
+                    "Pod",
+                    e.pod,
+                    "Warning",
+                    "EvictionRefused",
+                    f"eviction for {e.preemptor} refused: {detail}",
                 )
             else:
                 self.log.warning("eviction failed", **fields, error=detail)
@@ -180,15 +298,27 @@ class Applier:
     def _evict(self, pod: str) -> tuple[str, str]:
         ns, name = _split(pod)
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
-        try:
-            self.api.post(POD.item(name, ns, "eviction"), body)
-        except APIError as exc:
-            self._api_error("evict", "pods", exc)
-            if exc.status == 429:
-                return "refused", exc.message
-            if exc.status == 404:
-                return "skipped", "pod is gone"
-            return "failed", f"{exc.status} {exc.message}"
+        base, cap = self.retry_backoff
+        for attempt in range(self.retries + 1):
+            try:
+                self.api.post(POD.item(name, ns, "eviction"), body)
+                break
+            except APIError as exc:
+                self._api_error("evict", "pods", exc)
+                if exc.status == 429 and _budget_refusal(exc):
+                    return "refused", exc.message
+                if exc.status == 429 and attempt < self.retries:
+                    delay = min(cap, base * 2**attempt)
+                    self.sleep(min(delay, exc.retry_after) if exc.retry_after else delay)
+                    continue
+                if exc.status == 404:
+                    return "skipped", "pod is gone"
+                if ambiguous(exc):
+                    outcome, detail = self._read_back(pod, "evict", "", exc)
+                    if outcome != "done":
+                        return outcome, detail
+                    break
+                return "failed", f"{exc.status} {exc.message}"
         self.cache.assume(
             "Pod",
             pod,
@@ -198,9 +328,10 @@ class Applier:
         return "done", ""
 
     # -- binds --------------------------------------------------------------------------------------
-    def _binds(self, decisions: Decisions, cluster: Cluster, report: ApplyReport) -> None:
+    def _binds(self, decisions: Decisions, cluster: Cluster, report: ApplyReport) -> list[tuple[str, str]]:
+        """Issue the cycle's binds; the (pod, node) binds that landed."""
         if not decisions.binds:
-            return
+            return []
         wanted = {b.pod for b in decisions.binds}
         job_of = {t.key: job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
         gangs: dict[str, list] = defaultdict(list)
@@ -212,14 +343,19 @@ class Applier:
             for b in binds
         ]
         failed: dict[str, list[str]] = defaultdict(list)
+        bound = []
         for job, b, fut in futures:
             try:
                 outcome, detail = fut.result()
             except Exception as exc:  # noqa: BLE001
                 outcome, detail = "failed", f"{type(exc).__name__}: {exc}"
             self._count(report, "binds", outcome, b.pod)
-            if outcome == "done":
-                self.log.info("bound", pod=b.pod, node=b.node, podgroup=job)
+            if outcome in ("done", "uncertain"):
+                self.log.info(
+                    "bound", pod=b.pod, node=b.node, podgroup=job, **({"uncertain": detail} if detail else {})
+                )
+                if outcome == "done":
+                    bound.append((b.pod, b.node))
             else:
                 if outcome == "failed":
                     failed[job].append(b.pod)
@@ -229,19 +365,72 @@ class Applier:
         for job, pods in failed.items():
             if len(pods) < len(gangs[job]):
                 report.partial_gangs[job] = pods
+                self.partial.setdefault(job, 0)
                 self.log.error(
                     "gang partly bound: the rest is decided again next cycle",
                     podgroup=job,
                     failed=pods,
                     bound=len(gangs[job]) - len(pods),
                 )
-                self._event_safe(
+                self.recorder.event(
                     "PodGroup",
                     job,
-                    "",
+                    "Warning",
                     "PartiallyBound",
                     f"{len(pods)} of {len(gangs[job])} binds failed; retrying next cycle",
                 )
+        return bound
+
+    def _release_partial(self, decisions: Decisions, cluster: Cluster, report: ApplyReport) -> None:
+        """Gangs partly bound in an earlier cycle: forgotten once at their minimum (or gone); released
+        (their pods on nodes evicted) once ``partial_cycles`` cycles passed below the minimum with no
+        bind for them in this cycle."""
+        for uid, job in cluster.jobs.items():  # partly bound before a restart, or by another replica
+            if (
+                uid not in self.partial
+                and not job.synthetic
+                and any(t.status is TaskStatus.BOUND for t in job.tasks)
+                and job.ready_count() < job.min_member
+            ):
+                self.partial[uid] = 0
+        if not self.partial:
+            return
+        binding = {b.pod for b in decisions.binds}
+        for uid in list(self.partial):
+            found = cluster.jobs.get(uid)
+            if found is None or found.ready_count() >= found.min_member:
+                del self.partial[uid]
+                continue
+            job = found
+            self.partial[uid] += 1
+            if self.partial[uid] <= self.partial_cycles or any(t.key in binding for t in job.tasks):
+                continue
+            del self.partial[uid]
+            placed = [t.key for t in job.tasks if t.node >= 0 and t.managed]
+            report.released.append(uid)
+            self.log.error(
+                "gang released: still below its minimum after a partly failed bind",
+                podgroup=uid,
+                evicted=placed,
+                ready=job.ready_count(),
+                min_member=job.min_member,
+            )
+            self.recorder.event(
+                "PodGroup",
+                uid,
+                "Warning",
+                "GangReleased",
+                f"{job.ready_count()} of minimum {job.min_member} pods placed after a partly failed "
+                f"bind; {len(placed)} pods evicted to free their nodes",
+            )
+            for pod in placed:
+                found = self.cache.find("Pod", pod)
+                if found is None or (found[1].get("metadata") or {}).get("deletionTimestamp"):
+                    continue
+                outcome, detail = self._evict(pod)
+                self._count(report, "evictions", outcome, pod)
+                if outcome not in ("done", "uncertain"):
+                    self.log.warning("release eviction not applied", pod=pod, outcome=outcome, error=detail)
 
     def _bind(self, pod: str, node: str) -> tuple[str, str]:
         found = self.cache.find("Pod", pod)
@@ -266,6 +455,11 @@ class Applier:
                 break
             except APIError as exc:
                 self._api_error("bind", "pods", exc)
+                if ambiguous(exc):
+                    outcome, detail = self._read_back(pod, "bind", node, exc)
+                    if outcome != "done":
+                        return outcome, detail
+                    break
                 if exc.status != 409 or attempt == 2:
                     return "failed", f"{exc.status} {exc.message}"
                 try:
@@ -273,6 +467,8 @@ class Applier:
                 except APIError as again:
                     self._api_error("get", "pods", again)
                     return "failed", f"{again.status} {again.message}"
+                if (fresh.get("metadata") or {}).get("uid") != meta.get("uid"):
+                    return "skipped", "pod was replaced"
                 on = (fresh.get("spec") or {}).get("nodeName")
                 if on == node:
                     break  # our earlier bind landed
@@ -296,65 +492,12 @@ class Applier:
         self.cache.assume("Pod", pod, patch, patch)
         self._count(report, "nominations", "done", pod)
 
-    def _patch_retry(self, path: str, current: dict, build: Callable[[dict], dict | None]) -> dict | None:
-        """Patch with ``current``'s resourceVersion; on 409 read the object again and retry once."""
-        for attempt in (1, 2):
-            patch = build(current)
-            if patch is None:
-                return None
-            rv = (current.get("metadata") or {}).get("resourceVersion")
-            body = merge_with_rv(patch, rv)
-            try:
-                return self.api.patch(path, body)
-            except APIError as exc:
-                if exc.status != 409 or attempt == 2:
-                    raise
-                self._api_error("patch", path.split("/")[-2] if path.endswith("status") else "object", exc)
-                current = self.api.get(path[: -len("/status")] if path.endswith("/status") else path)
-        return None
-
-    def _podgroup(self, uid: str, phase: str, annotations: dict, report: ApplyReport) -> None:
-        found = self.cache.find("PodGroup", uid)
-        if found is None:  # a job of one pod: no PodGroup object to write
-            self._count(report, "podgroups", "skipped", uid)
-            return
-        rtype, raw = found
-        ns, name = _split(uid)
-
-        def status_patch(cur: dict) -> dict | None:
-            if phase and (cur.get("status") or {}).get("phase") != phase:
-                return {"status": {"phase": phase}}
-            return None
-
-        def annotation_patch(cur: dict) -> dict | None:
-            have = (cur.get("metadata") or {}).get("annotations") or {}
-            want = {k: v for k, v in (annotations or {}).items() if have.get(k) != v}
-            return {"metadata": {"annotations": want}} if want else None
-
-        wrote = False
-        if self._patch_retry(rtype.item(name, ns, "status"), raw, status_patch) is not None:
-            self.cache.assume("PodGroup", uid, {"status": {"phase": phase}}, {"status": {"phase": phase}})
-            wrote = True
-        found = self.cache.find("PodGroup", uid)
-        if (
-            found is not None
-            and self._patch_retry(rtype.item(name, ns), found[1], annotation_patch) is not None
-        ):
-            self.cache.assume(
-                "PodGroup",
-                uid,
-                {"metadata": {"annotations": dict(annotations)}},
-                {"metadata": {"annotations": dict(annotations)}},
-            )
-            wrote = True
-        self._count(report, "podgroups", "done" if wrote else "skipped", uid)
-
     def _lock(self, node: str, job: str, report: ApplyReport) -> None:
         found = self.cache.find("Node", node)
         if found is None:
             self._count(report, "node_locks", "skipped", node)
             return
-        patch = {"metadata": {"labels": {LOCK_LABEL: job.replace("/", ".") if job else None}}}
+        patch = lock_patch(job)
         if _has_labels(found[1], patch):
             self._count(report, "node_locks", "skipped", node)
             return
@@ -362,87 +505,11 @@ class Applier:
         self.cache.assume("Node", node, patch, patch)
         self._count(report, "node_locks", "done", node)
 
-    # -- events -------------------------------------------------------------------------------------
-    def _events(self, decisions: Decisions, cluster: Cluster, report: ApplyReport, now: float) -> None:
-        """Warning Events with each unschedulable podgroup's reason, on the PodGroup (when one exists)
-        and its pending pods; an unchanged reason is repeated every ``event_repeat`` seconds at most, and
-        at most ``events_per_cycle`` Events are written per cycle (the rest follow in later cycles)."""
-        budget = self.events_per_cycle
-        mono = time.monotonic()
-        todo: list[tuple[str, str, str]] = []
-        for u in decisions.unschedulable:
-            job = cluster.jobs.get(u.podgroup)
-            targets = []
-            if job is not None and not job.synthetic and self.cache.find("PodGroup", u.podgroup) is not None:
-                targets.append(("PodGroup", u.podgroup))
-            if job is not None:
-                targets += [("Pod", t.key) for t in job.tasks if t.node < 0 and t.managed]
-            for kind, key in targets:
-                last = self.emitted.get((kind, key))
-                if last is not None and last[0] == u.reason and mono - last[1] < self.event_repeat:
-                    continue
-                if budget <= 0:
-                    break
-                budget -= 1
-                todo.append((kind, key, u.reason))
-        futures = [
-            (kind, key, reason, self.pool.submit(self._event_safe, kind, key, "", "Unschedulable", reason))
-            for kind, key, reason in todo
-        ]
-        for kind, key, reason, fut in futures:
-            if fut.result():
-                self.emitted[(kind, key)] = (reason, mono)
-                self._count(report, "events", "done", key)
-            else:
-                self._count(report, "events", "failed", key)
 
-    def _event_safe(self, kind: str, key: str, uid: str, reason: str, message: str) -> bool:
-        found = self.cache.find(kind, key)
-        if found is None:
-            return False
-        rtype, raw = found
-        ns, name = _split(key) if rtype.namespaced else ("default", key)
-        meta = raw.get("metadata") or {}
-        stamp = format_time(time.time())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": ns},
-            "involvedObject": {
-                "apiVersion": rtype.api_version,
-                "kind": kind,
-                "name": name,
-                "namespace": ns,
-                "uid": meta.get("uid", uid),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": "Warning",
-            "count": 1,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "source": {"component": self.scheduler_name},
-            "reportingComponent": self.scheduler_name,
-            "reportingInstance": self.identity,
-        }
-        try:
-            self.api.post(EVENT.collection(ns), body)
-            return True
-        except APIError as exc:
-            self._api_error("create", "events", exc)
-            self.log.warning(
-                "event not written", object=f"{kind} {key}", status=exc.status, error=exc.message
-            )
-            return False
-
-
-def merge_with_rv(patch: dict, rv: Any) -> dict:
-    if not rv:
-        return patch
-    out = dict(patch)
-    out["metadata"] = {**(patch.get("metadata") or {}), "resourceVersion": rv}
-    return out
+def _budget_refusal(exc: APIError) -> bool:
+    """A 429 of the eviction API that a PodDisruptionBudget caused (its Status names the
+    ``DisruptionBudget`` cause, Kubernetes 1.26+, or its message says so), not rate limiting."""
+    return "DisruptionBudget" in exc.causes or "disruption budget" in exc.message.lower()
 
 
 def _has_labels(raw: dict, patch: dict) -> bool:

@@ -167,19 +167,31 @@ class WatchCache:
             self.informers.append(inf)
             inf.start()
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 2.0) -> None:
+        """Stop every informer; wait at most ``wait`` seconds in all for them to end (they are daemon
+        threads: a watch blocked in a read until its next event or bookmark dies with the process)."""
         for inf in self.informers:
             inf.stop()
+        deadline = time.monotonic() + wait
         for inf in self.informers:
-            inf.join(timeout=5)
+            inf.join(timeout=max(0.0, deadline - time.monotonic()))
 
-    def wait_synced(self, timeout: float | None = None) -> bool:
+    def missing(self) -> list[str]:
+        """The resources not listed yet."""
+        with self.lock:
+            return [r.name for r in self.resources if r not in self.synced]
+
+    def wait_synced(self, timeout: float | None = None, stopping: threading.Event | None = None) -> bool:
+        """True once every resource is listed (or known not served); False at ``timeout`` or as soon as
+        ``stopping`` is set."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self.lock:
                 if len(self.synced) == len(self.resources):
                     return True
             if deadline is not None and time.monotonic() > deadline:
+                return False
+            if stopping is not None and stopping.is_set():
                 return False
             self.changed.wait(0.05)
             self.changed.clear()
@@ -304,6 +316,13 @@ class WatchCache:
             self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl)
             self._bump(kind)
             self._touch(kind, key)
+
+    def unassume(self, kind: str, key: str) -> None:
+        """End the assumption on ``kind`` ``key`` (a write read back and found not to have landed)."""
+        with self.lock:
+            if self.assumed.pop((kind, key), None) is not None:
+                self._bump(kind)
+                self._touch(kind, key)
 
     def _touch(self, kind: str, key: str) -> None:
         """Mark ``kind`` ``key`` changed (an assumption began or ended); under the lock."""

@@ -13,11 +13,13 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
 
 if TYPE_CHECKING:
+    from corral.kube.api import KubeAPI
     from corral.kube.runner import Runner
 
 __all__ = ["register"]
@@ -34,7 +36,8 @@ def run(
     scheduler_name: list[str] = typer.Option(
         None,
         "--scheduler-name",
-        help="schedulerName values served (repeatable; default corral, volcano, kai-scheduler)",
+        help="schedulerName values served (repeatable; default corral only: add volcano or kai-scheduler "
+        "to replace their scheduler)",
     ),
     period: float = typer.Option(1.0, "--period", min=0.01, help="seconds between cycles"),
     dry_run: bool = typer.Option(False, "--dry-run", help="watch and print decisions, write nothing"),
@@ -51,7 +54,11 @@ def run(
     leader_elect: bool = typer.Option(
         False, "--leader-elect", help="leader election on a coordination.k8s.io Lease"
     ),
-    lease_namespace: str = typer.Option("kube-system", "--lease-namespace"),
+    lease_namespace: str | None = typer.Option(
+        None,
+        "--lease-namespace",
+        help="namespace of the Lease (default: the pod's own, $POD_NAMESPACE or the service account's)",
+    ),
     lease_name: str = typer.Option("corral", "--lease-name"),
     kubeconfig: str | None = typer.Option(
         None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config, then in-cluster)"
@@ -60,7 +67,18 @@ def run(
     server: str | None = typer.Option(
         None, "--server", help="API server URL without authentication (kubectl proxy)"
     ),
-    metrics_port: int = typer.Option(8080, "--metrics-port", help="port of /metrics and /healthz (-1: off)"),
+    metrics_bind_address: str = typer.Option(
+        "0.0.0.0:10251",
+        "--metrics-bind-address",
+        help="host:port of /metrics, /healthz and /livez (kube-scheduler's metricsBindAddress default, plain HTTP; port 0 picks one, "
+        "-1 or an empty value: off)",
+    ),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", help="the port alone, on all addresses (-1: off); --metrics-bind-address wins"
+    ),
+    sync_timeout: float = typer.Option(
+        300.0, "--sync-timeout", min=0.1, help="seconds to wait for the first list of every kind, then exit 1"
+    ),
     log_format: str = typer.Option("json", "--log-format", help="json or text"),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
 ) -> None:
@@ -68,6 +86,7 @@ def run(
     from corral.cli import _fail
 
     try:
+        bind = _bind_address(metrics_bind_address, metrics_port)
         runner = _make_runner(
             config,
             scheduler_name,
@@ -84,13 +103,68 @@ def run(
             server,
             log_format,
             log_level,
+            sync_timeout,
         )
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         _fail(exc)
         return
-    _serve_and_run(runner, metrics_port)
+    _serve_and_run(runner, bind)
+
+
+def _bind_address(address: str, port: int | None) -> tuple[str, int] | None:
+    """``(host, port)`` to listen on, None when off; ``--metrics-port`` alone keeps its old meaning."""
+    from corral.errors import InputError
+
+    if port is not None and address == "0.0.0.0:10251":
+        return None if port < 0 else ("0.0.0.0", port)
+    if address in ("", "-1", "0"):
+        return None
+    host, sep, p = address.rpartition(":")
+    try:
+        number = int(p)
+    except ValueError:
+        number = -2
+    if not sep or not 0 <= number <= 65535:
+        raise InputError(f"expected host:port, got {address!r}", field="--metrics-bind-address")
+    return host.strip("[]") or "0.0.0.0", number
+
+
+def _own_namespace() -> str:
+    """The pod's namespace: ``$POD_NAMESPACE`` (the downward API), else the service account's, else
+    ``default``."""
+    ns = os.environ.get("POD_NAMESPACE", "").strip()
+    if ns:
+        return ns
+    try:
+        return (
+            Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read_text().strip() or "default"
+        )
+    except OSError:
+        return "default"
+
+
+def _probe(api: KubeAPI) -> None:
+    """Fail fast, exit code 2, when no API server answers: any HTTP answer (even 401/403/404) counts."""
+    import time
+
+    from corral.errors import ConfigError
+    from corral.kube.api import APIError
+
+    for attempt in range(3):
+        try:
+            api.get("/version")
+            return
+        except APIError as exc:
+            if exc.status != 0:
+                return
+            if attempt == 2:
+                raise ConfigError(
+                    f"no Kubernetes API server reachable at {api.client.configuration.host}: {exc.message}; "
+                    "pass --kubeconfig FILE (or set $KUBECONFIG) and --context, or --server URL"
+                ) from None
+            time.sleep(1.0)
 
 
 def _make_runner(
@@ -102,13 +176,14 @@ def _make_runner(
     now: str | None,
     dump: Path | None,
     leader_elect: bool,
-    lease_namespace: str,
+    lease_namespace: str | None,
     lease_name: str,
     kubeconfig: str | None,
     context: str | None,
     server: str | None,
     log_format: str,
     log_level: str,
+    sync_timeout: float = 300.0,
 ) -> Runner:
     from corral.cli import _config, _now
     from corral.errors import InputError
@@ -122,10 +197,9 @@ def _make_runner(
     from corral.kube.api import KubeAPI, load_client
     from corral.kube.logs import Log
     from corral.kube.metrics import Metrics
-    from corral.kube.runner import Runner, RunOptions
-    from corral.manifests.build import DEFAULT_SCHEDULERS
+    from corral.kube.runner import RUN_SCHEDULERS, Runner, RunOptions
 
-    names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
+    names = tuple(scheduler_name) if scheduler_name else RUN_SCHEDULERS
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     opts = RunOptions(
         schedulers=names,
@@ -135,12 +209,14 @@ def _make_runner(
         now=start,
         dump=dump,
         leader_elect=leader_elect,
-        lease_namespace=lease_namespace,
+        lease_namespace=lease_namespace or _own_namespace(),
         lease_name=lease_name,
         identity=identity,
+        sync_timeout=sync_timeout,
     )
     log = Log(fmt=log_format, level=log_level)
     api = KubeAPI(load_client(kubeconfig, context, server))
+    _probe(api)
     runner = Runner(api, cfg, opts, log, Metrics())
     log.info(
         "starting",
@@ -148,27 +224,31 @@ def _make_runner(
         period=period,
         dry_run=dry_run,
         leader_elect=leader_elect,
+        lease=f"{opts.lease_namespace}/{opts.lease_name}" if leader_elect else None,
         identity=identity,
         config=cfg.source,
     )
     return runner
 
 
-def _serve_and_run(runner: Runner, metrics_port: int) -> None:
+def _serve_and_run(runner: Runner, bind: tuple[str, int] | None) -> None:
     from corral.cli import _fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
 
+    _signals(runner)
     http = None
-    if metrics_port >= 0:
+    if bind is not None:
         try:
-            http = serve(runner.metrics, metrics_port, runner.health)
-            runner.log.info("serving /metrics and /healthz", port=http.server_address[1])
+            http = serve(
+                runner.metrics, bind[1], runner.health, host=bind[0], live=runner.alive, log=runner.log
+            )
+            runner.log.info(
+                "serving /metrics, /healthz and /livez", address=f"{bind[0]}:{http.server_address[1]}"
+            )
         except OSError as exc:
-            _fail(InputError(f"cannot listen on port {metrics_port}: {exc}", field="--metrics-port"))
+            _fail(InputError(f"cannot listen on {bind[0]}:{bind[1]}: {exc}", field="--metrics-bind-address"))
             return
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: runner.stopping.set())
     try:
         runner.start()
         total = runner.run()
@@ -178,6 +258,8 @@ def _serve_and_run(runner: Runner, metrics_port: int) -> None:
             raise
         _fail(exc)
         return
+    if runner.stop_signal:
+        runner.log.info("stop signal: stopping", signal=runner.stop_signal)
     runner.stop()
     if http is not None:
         http.shutdown()
@@ -187,3 +269,20 @@ def _serve_and_run(runner: Runner, metrics_port: int) -> None:
     if runner.lost:
         runner.log.error("exiting: leadership lost")
         raise typer.Exit(1)
+
+
+def _signals(runner: Runner) -> None:
+    """SIGTERM and SIGINT stop the runner at any stage (the cache sync, a cycle, the apply phase's
+    backoffs); a second one exits at once, without the clean shutdown."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        # no logging here: the handler runs between two bytecodes of the main thread, which may hold the
+        # log's lock; the runner logs the signal when its loop ends
+        if runner.stopping.is_set():
+            os.write(2, b'{"level": "error", "msg": "second stop signal: exiting now"}\n')
+            os._exit(128 + signum)
+        runner.stop_signal = signum
+        runner.stopping.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)

@@ -8,6 +8,13 @@
   candidates racing get one success and one 409.
 - A leader that cannot renew within ``renew_deadline`` stops being leader (``on_lost``); ``corral run``
   then exits so its Deployment restarts it as a candidate (kube-scheduler does the same).
+- Leadership is a lease on time, not a flag: :meth:`LeaderElector.is_leader` is true only while the last
+  successful renewal was *sent* less than ``renew_deadline`` ago (the lease duration minus a margin of
+  ``duration - renew_deadline``, client-go's ``RenewDeadline < LeaseDuration`` rule). Another replica
+  takes the lease over no earlier than ``duration`` after it last saw it change, which is later than
+  that renewal was sent, so a leader that was frozen (a paused process, a stalled machine) or cannot reach
+  the API server stops counting itself leader before anyone else can start: the runner checks it before a
+  cycle starts and before each write of the apply phase.
 - On a clean stop the leader releases the Lease (empty holder), so a standby takes over at once.
 """
 
@@ -50,17 +57,28 @@ class LeaderElector(threading.Thread):
         self.stopping = threading.Event()
         self.observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self.observed_at = 0.0
-        self.last_renew = 0.0
+        self.last_renew = -1e18  # the clock when the last successful renewal was sent
+        self.clock: Callable[[], float] = time.monotonic  # a test moves it to freeze the leader
+        if not 0 < renew_deadline < duration:
+            raise ValueError(f"renew deadline {renew_deadline} must be below the lease duration {duration}")
 
     @property
     def path(self) -> str:
         return LEASE.item(self.name, self.namespace)
 
+    def valid_for(self) -> float:
+        """Seconds this replica may still act as leader (0 when it is not leader)."""
+        if not self.leading.is_set():
+            return 0.0
+        return max(0.0, self.renew_deadline - (self.clock() - self.last_renew))
+
     def is_leader(self) -> bool:
-        return self.leading.is_set()
+        """Leading, and renewed within ``renew_deadline`` (see the module's docstring)."""
+        return self.valid_for() > 0
 
     def run(self) -> None:
         while not self.stopping.is_set():
+            sent = self.clock()
             try:
                 ok = self.try_acquire_or_renew()
             except APIError as exc:
@@ -71,9 +89,9 @@ class LeaderElector(threading.Thread):
                     status=exc.status,
                     error=exc.message,
                 )
-            now = time.monotonic()
+            now = self.clock()
             if ok:
-                self.last_renew = now
+                self.last_renew = sent
                 if not self.leading.is_set():
                     self.log.info(
                         "became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity

@@ -24,7 +24,7 @@ class Log:
         self.stream = stream if stream is not None else sys.stderr
         self.fmt = fmt
         self.level = _LEVELS[level]
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # re-entered, never deadlocked, by a signal handler that logs
         self.seen: dict[Hashable, str] = {}
         self.records: list[dict] = []  # the last lines, for tests and /healthz diagnostics
         self.keep = 2000

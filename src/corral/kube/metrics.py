@@ -7,15 +7,20 @@ evictions, nominations, podgroups, node_locks, unschedulable), ``applied_total{k
 ``pending_pods``, ``api_errors_total{verb,resource,code}``, ``cache_objects{resource}``,
 ``bad_objects``, ``watch_restarts_total{resource,reason}``, ``leader``.
 
-``/healthz`` answers 200 while the cache is synced and the last cycle finished recently (or the
-replica is a standby), 503 otherwise, with a one-line reason.
+``/healthz`` (readiness) answers 200 while the cache is synced and the last cycle finished recently (or
+the replica is a standby), 503 otherwise, with a one-line reason; ``/livez`` (liveness) answers 200 while
+the process is working, including while it waits for the first sync within its timeout. A scraper that
+disconnects mid-answer, or any other fault of one request, is one log line (never a traceback on the
+one-JSON-object-per-line log).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -73,9 +78,16 @@ class Metrics:
 
 
 def serve(
-    metrics: Metrics, port: int, health: Callable[[], tuple[bool, str]], host: str = "0.0.0.0"
+    metrics: Metrics,
+    port: int,
+    health: Callable[[], tuple[bool, str]],
+    host: str = "0.0.0.0",
+    live: Callable[[], tuple[bool, str]] | None = None,
+    log: Any = None,
 ) -> ThreadingHTTPServer:
-    """Start the HTTP server thread; ``port`` 0 picks a free port (``server.server_address``)."""
+    """Start the HTTP server thread on ``host:port``; ``port`` 0 picks a free port
+    (``server.server_address``). ``log`` (a :class:`~corral.kube.logs.Log`) gets one line per failed
+    request."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -84,8 +96,10 @@ def serve(
         def do_GET(self) -> None:  # noqa: N802
             if self.path.startswith("/metrics"):
                 body, code, ctype = metrics.render(), 200, CONTENT_TYPE_LATEST
-            elif self.path.startswith("/healthz"):
-                ok, why = health()
+            elif self.path.startswith(("/healthz", "/readyz")) or (
+                self.path.startswith("/livez") and live is not None
+            ):
+                ok, why = (live if self.path.startswith("/livez") and live is not None else health)()
                 body, code, ctype = (why + "\n").encode(), 200 if ok else 503, "text/plain"
             else:
                 body, code, ctype = b"not found\n", 404, "text/plain"
@@ -97,6 +111,11 @@ def serve(
 
     class Server(ThreadingHTTPServer):
         request_queue_size = 64
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            exc = sys.exc_info()[1]
+            if log is not None and not isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                log.warning("metrics request failed", client=str(client_address[0]), error=repr(exc))
 
     server = Server((host, port), Handler)
     server.daemon_threads = True

@@ -7,6 +7,16 @@ same objects decide the same.
 
 A cycle that fails (a fault in the scheduling core, an object no check caught) is logged and counted; the
 next cycle runs as usual: the scheduler never stops on the cluster's content.
+
+No cycle runs before every watched kind is listed (nodes, pods, and each PodGroup kind the cluster serves:
+without the running pods a cycle would bind onto nodes whose load it cannot see): :meth:`Runner.run`
+logs what it waits for every ``10`` s and raises :class:`SyncTimeout` after ``sync_timeout`` seconds
+rather than schedule on an incomplete cache. A stop request (SIGTERM, Ctrl-C) ends the wait at once.
+
+Leadership (``leader_elect``): a cycle starts only while the lease was renewed within its renew deadline
+(:meth:`corral.kube.leader.LeaderElector.is_leader`), and every write of the apply phase asks again; a
+replica that stops being leader mid-phase writes nothing more and the runner stops (the process exits so
+its Deployment restarts it as a candidate, as kube-scheduler does).
 """
 
 from __future__ import annotations
@@ -19,26 +29,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from corral.errors import ClusterAPIError
 from corral.framework import skipcache
 from corral.framework.config import Config
 from corral.framework.cycle import run_cycle
 from corral.framework.decisions import Decisions
-from corral.kube.api import KubeAPI
+from corral.framework.reservation import lock_label_value
+from corral.kube.api import KubeAPI, NotLeader
 from corral.kube.apply import LOCK_LABEL, Applier, ApplyReport
 from corral.kube.cache import WatchCache
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
-from corral.manifests.build import DEFAULT_SCHEDULERS
 from corral.manifests.fields import format_time
 from corral.registry import REGISTRY
 
-__all__ = ["RunOptions", "Runner", "dry_run_assume"]
+__all__ = ["RunOptions", "Runner", "SyncTimeout", "dry_run_assume"]
+
+#: the schedulerName ``corral run`` serves unless told otherwise (``--scheduler-name``): its own only, so
+#: beside Volcano or KAI it never takes their pods
+RUN_SCHEDULERS: tuple[str, ...] = ("corral",)
+
+
+class SyncTimeout(ClusterAPIError):
+    """The cache was not listed within ``sync_timeout`` seconds (exit code 1: scheduling blind is worse)."""
 
 
 @dataclass
 class RunOptions:
-    schedulers: tuple[str, ...] = DEFAULT_SCHEDULERS
+    schedulers: tuple[str, ...] = RUN_SCHEDULERS
     period: float = 1.0
     dry_run: bool = False
     cycles: int | None = None  # stop after this many cycles (None: run until stopped)
@@ -46,7 +65,7 @@ class RunOptions:
     clock_step: float | None = None  # how far a fixed clock moves per cycle (default: period)
     dump: Path | None = None
     leader_elect: bool = False
-    lease_namespace: str = "kube-system"
+    lease_namespace: str = "default"
     lease_name: str = "corral"
     identity: str = "corral"
     sync_timeout: float = 300.0
@@ -103,7 +122,7 @@ def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
         cache.assume(
             "Node",
             lock.node,
-            {"metadata": {"labels": {LOCK_LABEL: lock.job.replace("/", ".") or None}}},
+            {"metadata": {"labels": {LOCK_LABEL: lock_label_value(lock.job) if lock.job else None}}},
             None,
             forever,
         )
@@ -127,6 +146,7 @@ class Runner:
         self.log = log or Log()
         self.metrics = metrics or Metrics()
         self.out = out if out is not None else sys.stdout
+        self.stopping = threading.Event()
         self.cache = WatchCache(
             api,
             self.log,
@@ -143,10 +163,12 @@ class Runner:
             scheduler_name=options.schedulers[0],
             identity=options.identity,
             workers=options.workers,
+            may_write=self.is_leader,
         )
+        self.applier.sleep = self.stopping.wait
         self.elector: LeaderElector | None = None
-        self.stopping = threading.Event()
         self.lost = False
+        self.stop_signal = 0  # the signal that stopped the runner (the command's handler sets it)
         self.cycle_no = 0
         self.last_cycle_end = 0.0
         self.total = Decisions()
@@ -195,6 +217,12 @@ class Runner:
             return False, f"no cycle finished for {stale:.0f} s"
         return True, "ok"
 
+    def alive(self) -> tuple[bool, str]:
+        """Liveness: working, or still waiting for the first sync (the timeout ends that wait)."""
+        if not self.cache.is_synced():
+            return True, "ok (waiting for the cache to sync)"
+        return self.health()
+
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
 
@@ -202,15 +230,13 @@ class Runner:
     def run(self) -> Decisions:
         """Cycles until stopped (or ``cycles`` done); the decisions of every cycle, in order."""
         t0 = time.monotonic()
-        if not self.cache.wait_synced(self.opts.sync_timeout):
-            missing = [r.name for r in self.cache.resources if r not in self.cache.synced]
-            self.log.error("cache did not sync in time: running with what is listed", missing=missing)
-        else:
-            self.log.info(
-                "cache synced",
-                seconds=round(time.monotonic() - t0, 3),
-                objects={r.name: len(s) for r, s in self.cache.stores.items() if r not in self.cache.absent},
-            )
+        if not self._wait_synced(t0):
+            return self.total
+        self.log.info(
+            "cache synced",
+            seconds=round(time.monotonic() - t0, 3),
+            objects={r.name: len(s) for r, s in self.cache.stores.items() if r not in self.cache.absent},
+        )
         clock = self.opts.now
         self.last_cycle_end = time.monotonic()  # /healthz counts from here
         while not self.stopping.is_set():
@@ -227,6 +253,25 @@ class Runner:
                 self.stopping.wait(wait)
         return self.total
 
+    def _wait_synced(self, t0: float) -> bool:
+        """Wait for the first list of every kind; False when stopped meanwhile; SyncTimeout past
+        ``sync_timeout``."""
+        deadline = t0 + self.opts.sync_timeout
+        step = 1.0  # the first report after a second, then every 10 s
+        while not self.cache.wait_synced(min(step, max(0.0, deadline - time.monotonic())), self.stopping):
+            step = 10.0
+            if self.stopping.is_set():
+                return False
+            missing = self.cache.missing()
+            if time.monotonic() >= deadline:
+                self.log.error("cache did not sync in time: exiting", missing=missing)
+                raise SyncTimeout(
+                    f"not listed within {self.opts.sync_timeout:g} s: {', '.join(missing)} "
+                    "(check the API server and the RBAC of the service account)"
+                )
+            self.log.info("waiting for the cache to sync: no cycle runs until then", missing=missing)
+        return True
+
     def cycle(self, now: float) -> CycleResult | None:
         """One cycle; never raises on the cluster's content (logged, counted, next cycle runs)."""
         self.cycle_no += 1
@@ -235,6 +280,8 @@ class Runner:
         t, cpu = time.perf_counter(), time.process_time()
         try:
             dump = self.opts.dump is not None and n == 1
+            if not self.opts.dry_run:
+                self.applier.resolve()  # ambiguous writes of earlier cycles, read back first
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
             skipcache.keep_memory(cluster, self.skip_memory)
             times["build"] = time.perf_counter() - t
@@ -272,7 +319,13 @@ class Runner:
                 )
                 self.out.flush()
         else:
-            report = self.applier.apply(decisions, cluster, now)
+            try:
+                report = self.applier.apply(decisions, cluster, now)
+            except NotLeader as exc:
+                self.log.error("leadership lost: apply phase stopped", cycle=n, at=str(exc))
+                self._lost()
+                self.last_cycle_end = time.monotonic()
+                return None
         times["apply"] = time.perf_counter() - t2
         times["total"] = time.perf_counter() - t
         times["total_cpu"] = time.process_time() - cpu

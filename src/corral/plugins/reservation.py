@@ -129,7 +129,7 @@ class ReservationPlugin(Plugin):
         if self._target is None:
             self._locked = np.zeros(len(session.cluster.nodes), dtype=bool)
         else:
-            self._locked = lock_owners(session.cluster.nodes) == self._target.uid
+            self._locked = lock_owners(session.cluster.nodes, session.cluster.jobs) == self._target.uid
         self._plan = None
         self._charged.clear()
 

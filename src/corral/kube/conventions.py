@@ -1,0 +1,283 @@
+"""What ``corral run`` tells the rest of the cluster, in the shapes other tools read (docs/kubernetes.md,
+"What the cluster sees"):
+
+- a pending pod corral cannot place gets the condition ``PodScheduled=False, reason=Unschedulable`` with
+  the reason text as message (kube-scheduler's ``updatePod`` and Volcano's ``taskUnschedulable`` write
+  it; cluster-autoscaler and Karpenter scale up for pods carrying it), through a strategic merge patch of
+  ``pods/<name>/status`` as kube-scheduler sends it; the API server sets ``PodScheduled=True`` when the
+  pod is bound, so a bind clears it;
+- a ``FailedScheduling`` Warning Event on each such pod (the reason kube-scheduler and Volcano's cache
+  write), and an ``Unschedulable`` Warning Event on its PodGroup (Volcano's ``RecordJobStatusEvent``);
+- a ``Scheduled`` Normal Event on each bound pod (``Successfully assigned <ns>/<pod> to <node>``,
+  kube-scheduler's wording);
+- a ``Preempted`` Normal Event on each victim naming the preemptor, the node and the action that chose
+  it (kube-scheduler's ``Preempted by pod ... on node ...``, with corral's rule appended);
+- PodGroup conditions as Volcano's gang plugin writes them (:func:`gang_condition`), sent with the
+  PodGroup's phase and annotations in one patch by the applier; on KAI PodGroups, KAI's
+  ``schedulingConditions`` (:func:`kai_conditions`).
+
+Rate limits: at most ``events_per_cycle`` Events and ``conditions_per_cycle`` pod condition patches per
+cycle (the rest follow in later cycles, oldest decision first); an unchanged Event is repeated at most
+every ``event_repeat`` seconds and an unchanged condition is never written again. The record of what was
+emitted forgets entries older than ``event_repeat`` (they would be emitted again anyway), so it stays
+bounded by what one window of ``event_repeat`` seconds emitted.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from corral.framework.decisions import Decisions
+from corral.kube.api import EVENT, POD, APIError, GuardedAPI
+from corral.kube.cache import WatchCache
+from corral.kube.logs import Log
+from corral.kube.metrics import Metrics
+from corral.manifests.fields import format_time
+from corral.model import Cluster
+
+__all__ = ["Recorder", "gang_condition", "kai_conditions", "merged_conditions"]
+
+#: Volcano's gang plugin (``PodGroupScheduled`` condition reason, ``NotEnoughResourcesReason``)
+SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
+NOT_ENOUGH = "NotEnoughResources"
+
+
+def gang_condition(ready: bool, message: str, transition: str, now: float) -> dict:
+    """The PodGroup condition Volcano's gang plugin writes at session close: ``Scheduled`` (reason
+    "tasks in gang are ready to be scheduled") when the gang is ready, else ``Unschedulable`` (reason
+    ``NotEnoughResources`` and the unschedulable message); ``transitionID`` is the session's id."""
+    if ready:
+        cond = {"type": "Scheduled", "status": "True", "reason": SCHEDULED_REASON, "message": ""}
+    else:
+        cond = {"type": "Unschedulable", "status": "True", "reason": NOT_ENOUGH, "message": message}
+    return {**cond, "transitionID": transition, "lastTransitionTime": format_time(now)}
+
+
+def merged_conditions(have: list | None, cond: dict) -> list | None:
+    """``have`` with ``cond`` replacing the condition of its type (Volcano's ``UpdatePodGroupCondition``),
+    or None when the same type already says the same (status, reason, message): nothing to write."""
+    have = [c for c in (have or []) if isinstance(c, dict)]
+    for c in have:
+        if c.get("type") == cond["type"]:
+            if all(c.get(k, "") == cond[k] for k in ("status", "reason", "message")):
+                return None
+            break
+    return [c for c in have if c.get("type") != cond["type"]] + [cond]
+
+
+KAI_UNSCHEDULABLE = "UnschedulableOnNodePool"
+KAI_NODE_POOL_LABEL = "runai/node-pool"
+
+
+def kai_conditions(have: list | None, cond: dict, labels: dict, now: float) -> list | None:
+    """KAI's ``status.schedulingConditions`` after ``cond`` (a :func:`gang_condition`), or None when
+    nothing changes. As KAI's status updater: an unschedulable gang gets an ``UnschedulableOnNodePool``
+    condition for its node pool (the ``runai/node-pool`` label, else ``default``) with reason
+    ``Unschedulable``, status True and the next numeric ``transitionID``, replacing that pool's earlier
+    one; a gang that is ready has that pool's condition removed."""
+    have = [c for c in (have or []) if isinstance(c, dict)]
+    pool = str(labels.get(KAI_NODE_POOL_LABEL) or "default")
+    mine = [
+        c for c in have if c.get("type") == KAI_UNSCHEDULABLE and (c.get("nodePool") or "default") == pool
+    ]
+    rest = [c for c in have if c not in mine]
+    if cond["type"] != "Unschedulable":
+        return rest if mine else None
+    if mine and mine[-1].get("message") == cond["message"] and mine[-1].get("status") == "True":
+        return None
+    ids = [int(c["transitionID"]) for c in have if str(c.get("transitionID", "")).isdigit()]
+    return rest + [
+        {
+            "type": KAI_UNSCHEDULABLE,
+            "nodePool": pool,
+            "reason": "Unschedulable",
+            "message": cond["message"],
+            "status": "True",
+            "transitionID": str(max(ids, default=-1) + 1),
+            "lastTransitionTime": format_time(now),
+        }
+    ]
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+class Recorder:
+    """Events and pod conditions of one replica; ``emitted`` is pruned every cycle."""
+
+    def __init__(
+        self,
+        api: GuardedAPI,
+        cache: WatchCache,
+        log: Log,
+        metrics: Metrics | None,
+        pool: ThreadPoolExecutor,
+        *,
+        scheduler_name: str = "corral",
+        identity: str = "corral",
+        events_per_cycle: int = 100,
+        conditions_per_cycle: int = 500,
+        event_repeat: float = 600.0,
+    ) -> None:
+        self.api, self.cache, self.log, self.metrics, self.pool = api, cache, log, metrics, pool
+        self.scheduler_name, self.identity = scheduler_name, identity
+        self.events_per_cycle = events_per_cycle
+        self.conditions_per_cycle = conditions_per_cycle
+        self.event_repeat = event_repeat
+        self.emitted: dict[tuple[str, str, str], tuple[str, float]] = {}  # (kind, key, reason) -> msg, time
+
+    def prune(self) -> None:
+        """Forget what was emitted more than ``event_repeat`` seconds ago."""
+        cutoff = time.monotonic() - self.event_repeat
+        if self.emitted:
+            self.emitted = {k: v for k, v in self.emitted.items() if v[1] >= cutoff}
+
+    # -- one cycle --------------------------------------------------------------------------------
+    def cycle(
+        self, decisions: Decisions, cluster: Cluster, bound: list[tuple[str, str]], count: Any, now: float
+    ) -> None:
+        """Events and conditions of one cycle: ``bound`` are the (pod, node) binds that landed; ``count``
+        is the applier's outcome counter ``(kind, outcome, what)``."""
+        self.prune()
+        events: list[tuple[str, str, str, str, str]] = []  # kind, key, type, reason, message
+        for e in decisions.evictions:
+            events.append(
+                (
+                    "Pod",
+                    e.pod,
+                    "Normal",
+                    "Preempted",
+                    f"Preempted by {e.preemptor} on node {e.node} (corral action {e.action})",
+                )
+            )
+        for pod, node in bound:
+            ns, name = _split(pod)
+            events.append(("Pod", pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}"))
+        conditions: list[tuple[str, str]] = []
+        for u in decisions.unschedulable:
+            job = cluster.jobs.get(u.podgroup)
+            if job is None:
+                continue
+            if not job.synthetic and self.cache.find("PodGroup", u.podgroup) is not None:
+                events.append(("PodGroup", u.podgroup, "Warning", "Unschedulable", u.reason))
+            for t in job.tasks:
+                if t.node < 0 and t.managed:
+                    events.append(("Pod", t.key, "Warning", "FailedScheduling", u.reason))
+                    conditions.append((t.key, u.reason))
+        mono = time.monotonic()
+        todo = []
+        budget = self.events_per_cycle
+        for kind, key, etype, reason, message in events:
+            last = self.emitted.get((kind, key, reason))
+            if last is not None and last[0] == message:
+                continue  # the same, within event_repeat (older records were pruned)
+            if budget <= 0:
+                break
+            budget -= 1
+            todo.append((kind, key, etype, reason, message))
+        event_futures = [(t, self.pool.submit(self.event, *t)) for t in todo]
+        condition_futures = [
+            (key, self.pool.submit(self.unschedulable_condition, key, reason, now))
+            for key, reason in self._conditions(conditions)
+        ]
+        for (kind, key, _etype, reason, message), fut in event_futures:
+            ok = fut.result()
+            if ok:
+                self.emitted[(kind, key, reason)] = (message, mono)
+            count("events", "done" if ok else "failed", key)
+        for key, cfut in condition_futures:
+            written = cfut.result()
+            if written is not None:
+                count("conditions", "done" if written else "failed", key)
+
+    def _conditions(self, wanted: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The pods whose PodScheduled condition does not say ``reason`` yet, within the cycle's budget."""
+        out: list[tuple[str, str]] = []
+        for key, reason in wanted:
+            if len(out) >= self.conditions_per_cycle:
+                break
+            found = self.cache.find("Pod", key)
+            if found is None:
+                continue
+            for c in (found[1].get("status") or {}).get("conditions") or []:
+                if (
+                    isinstance(c, dict)
+                    and c.get("type") == "PodScheduled"
+                    and c.get("status") == "False"
+                    and c.get("reason") == "Unschedulable"
+                    and c.get("message") == reason
+                ):
+                    break
+            else:
+                out.append((key, reason))
+        return out
+
+    def unschedulable_condition(self, pod: str, message: str, now: float) -> bool | None:
+        """``PodScheduled=False, reason=Unschedulable`` on ``pod`` (kube-scheduler's condition, a strategic
+        merge patch of the status merging conditions by type); None when the pod is gone or bound."""
+        found = self.cache.find("Pod", pod)
+        if found is None or (found[1].get("spec") or {}).get("nodeName"):
+            return None
+        cond = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message[:32768],
+            "lastProbeTime": None,
+            "lastTransitionTime": format_time(now),
+        }
+        ns, name = _split(pod)
+        try:
+            self.api.strategic_patch(POD.item(name, ns, "status"), {"status": {"conditions": [cond]}})
+        except APIError as exc:
+            if self.metrics is not None:
+                self.metrics.api_errors.labels("patch", "pods/status", str(exc.status)).inc()
+            self.log.warning("condition not written", pod=pod, status=exc.status, error=exc.message)
+            return False
+        return True
+
+    def event(self, kind: str, key: str, etype: str, reason: str, message: str) -> bool:
+        """One core/v1 Event about ``kind`` ``key``; False (logged) when it could not be written."""
+        found = self.cache.find(kind, key)
+        if found is None:
+            return False
+        rtype, raw = found
+        ns, name = _split(key) if rtype.namespaced else ("default", key)
+        meta = raw.get("metadata") or {}
+        stamp = format_time(time.time())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": ns},
+            "involvedObject": {
+                "apiVersion": rtype.api_version,
+                "kind": kind,
+                "name": name,
+                "namespace": ns,
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": etype,
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": self.scheduler_name},
+            "reportingComponent": self.scheduler_name,
+            "reportingInstance": self.identity,
+        }
+        try:
+            self.api.post(EVENT.collection(ns), body)
+            return True
+        except APIError as exc:
+            if self.metrics is not None:
+                self.metrics.api_errors.labels("create", "events", str(exc.status)).inc()
+            self.log.warning(
+                "event not written", object=f"{kind} {key}", status=exc.status, error=exc.message
+            )
+            return False
