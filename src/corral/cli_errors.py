@@ -32,8 +32,27 @@ def fail(exc: BaseException) -> None:
     raise typer.Exit(1)
 
 
+def _quiet_flags(params: list[Any]) -> list[Any]:
+    """Flags (``--force``, ``--help``) take no value: show no type for them in --help (typer would print
+    ``<bool>`` beside each)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and getattr(param, "metavar", None) is None:
+            param.metavar = ""
+    return params
+
+
 class OneLineErrors(TyperGroup):
-    """A command group whose usage errors are one line, ``error: ...``, exit code 2 (help stays help)."""
+    """A command group whose usage errors are one line, ``error: ...``, exit code 2 (help stays help).
+    Its help and its commands' help show flags without a ``<bool>`` type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _quiet_flags(super().get_params(ctx))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _quiet_flags(command.get_params(ctx))
+        return command
 
     def main(
         self,

@@ -149,7 +149,7 @@ def test_unreadable_files_are_input_errors(tmp_path):
     for path, fragment in [
         (tmp_path / "absent.csv", "no such file"),
         (tmp_path, "not a file"),
-        (write(tmp_path, "x", "trace.json"), "unknown trace format"),
+        (write(tmp_path, '[{"submit": 0}]', "trace.json"), "unknown trace format"),
         (write(tmp_path, "not parquet", "t.parquet"), "cannot read trace"),
         (write(tmp_path, "", "empty.csv"), "cannot read trace"),
     ]:

@@ -38,7 +38,9 @@ from corral.manifests.safe_load import load_text_documents
 from corral.model import Cluster, HyperNode, HyperNodeTree, Nodes, Queue
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
+from corral.sim.cluster_keys import SPEC_KEYS, _default_queue, _machine_shapes, _memory_hint, _quota_queues
 from corral.sim.jobspec import JobSpec
+from corral.sim.machines import detect_machines
 
 __all__ = [
     "GPU_ALIASES",
@@ -94,17 +96,22 @@ class ClusterSpec:
     queues: tuple[QueueSpec, ...] | None = None
     queue_weights: Mapping[str, float] = field(default_factory=dict)
     name: str = "generated"
+    default_queue: str | None = None
 
     @classmethod
     def from_mapping(cls, raw: Any, file: str = _WHERE) -> ClusterSpec:
         """Validate a parsed YAML mapping; every fault is an InputError naming ``file`` and the field."""
         if not isinstance(raw, Mapping):
             raise InputError(f"expected a mapping, got {type(raw).__name__}", file=file)
-        _only(raw, ("name", "nodes", "topology", "queues", "queue_weights"), file, "")
+        _only(raw, SPEC_KEYS, file, "")
         shapes = raw.get("nodes")
-        if not isinstance(shapes, list) or not shapes:
+        machines, machine_tiers = _machine_shapes(raw.get("machines"), file)
+        if shapes is None and machines:
+            shapes = []
+        if not isinstance(shapes, list) or not (shapes or machines):
             raise InputError("expected a non-empty list of node shapes", file=file, field="nodes")
         nodes = tuple(_shape(s, file, f"nodes[{i}]") for i, s in enumerate(shapes))
+        nodes += tuple(_shape(s, file, f"machines ({s['name']})") for s in machines)
         names = [s.name for s in nodes]
         if len(set(names)) != len(names):
             raise InputError("node shape names must be unique", file=file, field="nodes")
@@ -112,15 +119,17 @@ class ClusterSpec:
         if not isinstance(topology, Mapping):
             raise InputError("expected a mapping with 'tiers'", file=file, field="topology")
         _only(topology, ("tiers",), file, "topology.")
-        tiers = topology.get("tiers") or []
+        tiers = topology.get("tiers") or list(machine_tiers)
         if not isinstance(tiers, list):
             raise InputError("expected a list of group sizes", file=file, field="topology.tiers")
         tiers = tuple(_int(t, file, f"topology.tiers[{i}]", 1) for i, t in enumerate(tiers))
         queues = None
-        if raw.get("queues") is not None:
-            if not isinstance(raw["queues"], list):
+        quotas = _quota_queues(raw.get("queue_quotas"), file)
+        if raw.get("queues") is not None or quotas:
+            if not isinstance(raw.get("queues") or [], list):
                 raise InputError("expected a list of queues", file=file, field="queues")
-            queues = tuple(_queue(q, file, f"queues[{i}]") for i, q in enumerate(raw["queues"]))
+            queues = tuple(_queue(q, file, f"queues[{i}]") for i, q in enumerate(raw.get("queues") or []))
+            queues += tuple(_queue(q, file, f"queue_quotas ({q['name']})") for q in quotas)
             if len({q.name for q in queues}) != len(queues):
                 raise InputError("queue names must be unique", file=file, field="queues")
         weights = raw.get("queue_weights") or {}
@@ -129,7 +138,8 @@ class ClusterSpec:
         weights = {
             str(k): _num(v, file, f"queue_weights.{k}", 0.0, open_low=True) for k, v in weights.items()
         }
-        return cls(nodes, tiers, queues, weights, str(raw.get("name") or "generated"))
+        default = _default_queue(raw.get("default_queue"), queues, file)
+        return cls(nodes, tiers, queues, weights, str(raw.get("name") or "generated"), default)
 
     def describe(self) -> str:
         parts = [f"{s.count} x {s.name} ({s.gpus} GPU, {s.cpu:g} cpu, {s.memory})" for s in self.nodes]
@@ -191,6 +201,7 @@ def _shape(raw: Any, file: str, path: str) -> NodeShape:
         labels={str(k): str(v) for k, v in labels.items()},
     )
     _amount(MEMORY, shape.memory, file, f"{path}.memory")
+    _memory_hint(shape.memory, file, f"{path}.memory")
     return shape
 
 
@@ -324,6 +335,7 @@ class ClusterTemplate:
     explicit_queues: bool
     description: str
     queue_weights: Mapping[str, float] = field(default_factory=dict)
+    default_queue: str | None = None  # where jobs of queues the cluster does not list run
 
     def instantiate(self, queue_names: Iterable[str] = ()) -> Cluster:
         """A fresh copy (the engine mutates the cluster it runs on) with the workload's queues added
@@ -347,11 +359,14 @@ class ClusterTemplate:
 
 def from_spec(spec: ClusterSpec, file: str = _WHERE) -> ClusterTemplate:
     cluster = build_cluster(spec, file)
-    return ClusterTemplate(cluster, spec.queues is not None, spec.describe(), dict(spec.queue_weights))
+    return ClusterTemplate(
+        cluster, spec.queues is not None, spec.describe(), dict(spec.queue_weights), spec.default_queue
+    )
 
 
 def load_cluster(path: str | Path) -> ClusterTemplate:
-    """A generator spec (a YAML mapping with ``nodes``, no ``apiVersion``) or a snapshot (files or a
+    """A generator spec (a YAML mapping with ``nodes`` or ``machines``, no ``apiVersion``), a machine
+    list (:mod:`corral.sim.machines`, recognised by its first line) or a snapshot (files or a
     directory of Kubernetes objects). Unreadable or malformed input is an InputError naming the file."""
     p = Path(path)
     if not p.exists():
@@ -362,9 +377,12 @@ def load_cluster(path: str | Path) -> ClusterTemplate:
             len(docs) == 1
             and isinstance(docs[0], Mapping)
             and "apiVersion" not in docs[0]
-            and "nodes" in docs[0]
+            and ("nodes" in docs[0] or "machines" in docs[0])
         ):
             return from_spec(ClusterSpec.from_mapping(docs[0], str(path)), str(path))
+    if p.is_file() and detect_machines(p):
+        spec = ClusterSpec.from_mapping({"name": p.name, "machines": {"file": str(p)}}, str(path))
+        return from_spec(spec, str(path))
     return _from_snapshot(p)
 
 

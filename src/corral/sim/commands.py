@@ -11,7 +11,6 @@ shows the traceback). A report folder is written whole or not at all (``report.w
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,11 +32,25 @@ if TYPE_CHECKING:
     from corral.sim.clusters import ClusterTemplate
     from corral.sim.engine import SimOptions
     from corral.sim.jobspec import JobSpec
+    from corral.sim.loaders.common import Hints
     from corral.sim.result import SimResult
 
 __all__ = ["FORMATS", "RunInputs", "parse_seconds", "prepare", "register", "run_config"]
 
-FORMATS = ("corral", "philly", "alibaba", "synthetic", "manifests")
+# The --format names of the registry (corral.sim.formats, which imports pandas: not at registration).
+FORMATS = (
+    "corral",
+    "philly",
+    "alibaba",
+    "alibaba-dlrm",
+    "swf",
+    "gavel",
+    "pollux",
+    "tiresias",
+    "helios",
+    "synthetic",
+    "manifests",
+)
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -99,54 +112,28 @@ class RunInputs:
     meta: dict[str, Any]
 
 
-def _sniff(path: Path) -> str:
-    """The format of a workload file from its name or header."""
-    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_dir():
-        from corral.manifests.safe_load import read_text
-        from corral.sim.manifest_workload import looks_like_manifests
+def _hints(template: ClusterTemplate) -> Hints:
+    """What a loader may read from the cluster: the most of a resource one node holds."""
+    from corral.model.quantity import MILLI
+    from corral.sim.loaders.common import Hints
 
-        # Kubernetes objects (a Volcano Job, a batch Job, PodGroups and pods) or a synthetic spec
-        if path.is_dir() or path.suffix.lower() == ".json" or looks_like_manifests(read_text(path)):
-            return "manifests"
-        return "synthetic"
-    if ".csv" in path.name.lower():
-        try:
-            with path.open(encoding="utf-8-sig") as handle:
-                header = {c.strip() for c in handle.readline(65536).split(",")}
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read: {exc}", file=str(path)) from None
-        if {"timestamp", "num_gpus", "cluster"} <= header:
-            return "philly"
-    return "auto"
+    cluster = template.cluster
+
+    def per_node(resource: str) -> float | None:
+        pos = cluster.resources.get(resource)
+        if pos is None or not len(cluster.nodes):
+            return None
+        most = float(cluster.nodes.allocatable[:, pos].max()) / MILLI
+        return most or None
+
+    return Hints(per_node)
 
 
 def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed: int) -> list[JobSpec]:
-    from corral.manifests.safe_load import load_yaml, read_text
-    from corral.sim.synthetic import SyntheticSpec, synthetic
-    from corral.sim.workload import load_alibaba, load_corral_trace, load_philly, load_trace
+    from corral.sim.formats import load_workload
 
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown format {fmt!r} (allowed: {', '.join(FORMATS)})", field="--format")
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    kind = fmt or _sniff(path)
-    if kind == "synthetic":
-        raw = load_yaml(read_text(path), str(path)) or {}
-        try:
-            return synthetic(seed, SyntheticSpec.from_mapping(raw))
-        except InputError as exc:  # name the file the spec came from
-            raise InputError(exc.message, file=str(path), obj=exc.obj, field=exc.field) from None
-    if kind == "philly":
-        return load_philly(path, gpus_per_node=template.gpus_per_node())
-    if kind == "manifests":
-        from corral.sim.manifest_workload import load_manifest_workload
-
-        return load_manifest_workload(path)
-    loaders: dict[str, Callable[[Path], list[JobSpec]]] = {
-        "corral": load_corral_trace,
-        "alibaba": load_alibaba,
-    }
-    return loaders[kind](path) if kind in loaders else load_trace(path)
+    jobs: list[JobSpec] = load_workload(path, fmt, _hints(template), seed)
+    return jobs
 
 
 def prepare(
@@ -168,6 +155,7 @@ def prepare(
     """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
     Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
     its three queues for the example, with the workload's own queues otherwise)."""
+    from corral.sim.cluster_keys import route_queues
     from corral.sim.clusters import from_spec, load_cluster
     from corral.sim.engine import SimOptions
     from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
@@ -183,6 +171,7 @@ def prepare(
             replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"), "built-in example cluster"
         )
     jobs = example_workload(seed) if workload is None else _load_workload(workload, fmt, template, seed)
+    skipped = dict(getattr(jobs, "skipped", None) or {})
     lo, hi = parse_seconds(start, "--start"), parse_seconds(end, "--end")
     if lo is not None or hi is not None or queues:
         jobs = filter_jobs(jobs, lo, hi, queues or None)
@@ -192,6 +181,7 @@ def prepare(
         raise InputError(
             "the workload has no jobs (check --start/--end/--queue)", file=str(workload) if workload else None
         )
+    jobs, moved = route_queues(template, list(jobs))
     options = SimOptions(
         schedule_period=schedule_period,
         startup_delay=startup_delay,
@@ -206,6 +196,10 @@ def prepare(
         "workload": str(workload) if workload else f"built-in example (seed {seed})",
         "jobs": len(jobs),
     }
+    if skipped:
+        meta["skipped_rows"] = skipped
+    if moved:
+        meta["queues_to_default"] = {"queue": template.default_queue, "jobs": moved}
     return RunInputs(template, list(jobs), options, meta)
 
 
@@ -297,6 +291,18 @@ def _console() -> Console:
 
 
 def _notes(result: SimResult, console: Console) -> None:
+    skipped = result.meta.get("skipped_rows") or {}
+    if skipped:
+        text = ", ".join(f"{n} ({reason})" for reason, n in skipped.items())
+        console.print(f"trace rows skipped: {plain(text)}; see meta.json", markup=False, highlight=False)
+    moved = result.meta.get("queues_to_default") or {}
+    if moved:
+        text = ", ".join(f"{q} ({n} jobs)" for q, n in moved["jobs"].items())
+        console.print(
+            f"queues the cluster does not list, run in {plain(moved['queue'])!r}: {plain(text)}",
+            markup=False,
+            highlight=False,
+        )
     never = result.meta.get("never_fits") or []
     if never:
         first = never[0]
@@ -315,7 +321,10 @@ _CONFIG = typer.Option(None, "--config", "-c", help="scheduler configuration (YA
 _CLUSTER = typer.Option(None, "--cluster", help="a snapshot (files/folder) or a generator spec YAML")
 _WORKLOAD = typer.Option(None, "--workload", "-w", help="trace file (CSV/Parquet) or synthetic spec YAML")
 _FORMAT = typer.Option(
-    None, "--format", help="corral, philly, alibaba, synthetic or manifests (default: detect)"
+    None,
+    "--format",
+    help=f"{', '.join(FORMATS)}, with options as NAME:key=value,... (default: recognised from the file; "
+    "see docs/traces.md)",
 )
 _START = typer.Option(None, "--start", help="keep jobs submitted at or after this (seconds, 36h, 7d)")
 _END = typer.Option(None, "--end", help="keep jobs submitted before this (seconds, 36h, 7d)")

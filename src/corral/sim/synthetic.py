@@ -8,6 +8,7 @@ Moved out of :mod:`corral.sim.workload`, which still re-exports :class:`Syntheti
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -77,7 +78,28 @@ def _text(value: Any) -> str:
 def _memory(value: Any) -> float:
     if isinstance(value, str) and not value.strip().replace(".", "", 1).isdigit():
         return parse_quantity(value) / MILLI
-    return _number(value, 0)
+    number = _number(value, 0)
+    if 0 < number < _LEAST_MEMORY:  # a bare number is bytes: 32 is surely 32Gi with the unit forgotten
+        raise ValueError(value)
+    return number
+
+
+_LEAST_MEMORY = 2**20
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _unit_hint(name: str, value: Any) -> str:
+    """A suggestion for a value written with the wrong unit: a duration such as ``30m`` where plain
+    seconds are expected, a memory without its unit. Empty when there is none."""
+    text = str(value).strip()
+    if name.startswith("duration_") and isinstance(value, str):
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhd])", text)
+        if match:
+            seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+            return f" (durations here are plain seconds: write {seconds:g} for {text})"
+    if name == "memory_per_gpu" and text.replace(".", "", 1).isdigit():
+        return f" (a bare number is bytes: write {text}Gi for {text} GiB per GPU)"
+    return ""
 
 
 _positive = lambda v: _number(v, 0, open_low=True)  # noqa: E731
@@ -143,7 +165,9 @@ class SyntheticSpec:
                 object.__setattr__(self, name, convert(value))
             except (TypeError, ValueError, InputError):
                 raise InputError(
-                    f"expected {what}, got {value!r}", obj="synthetic workload", field=name
+                    f"expected {what}, got {value!r}{_unit_hint(name, value)}",
+                    obj="synthetic workload",
+                    field=name,
                 ) from None
         if self.duration_min > self.duration_max:
             raise InputError(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from corral.errors import InputError
-from corral.manifests.safe_load import limits
 from corral.model.quantity import MILLI, parse_quantity
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
+from corral.sim.tracefile import read_frame
 
 __all__ = [
     "CORRAL_COLUMNS",
@@ -237,35 +237,12 @@ class _Table:
 
 
 def _read_table(path: str | Path | _Table) -> _Table:
-    """Read a CSV (any compression pandas infers) or Parquet file; every cell of a CSV stays text so
-    that ids such as ``6214e9`` are not taken for numbers. A table already read passes through."""
+    """Read a CSV or Parquet file, chosen and gunzipped by content (:func:`tracefile.read_frame`); every
+    cell of a CSV stays text so that ids such as ``6214e9`` are not taken for numbers, and a row with
+    fewer fields than the header is an error naming the row. A table already read passes through."""
     if isinstance(path, _Table):
         return path
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such file", file=str(path))
-    if not p.is_file():
-        raise InputError("not a file", file=str(path))
-    name = p.name.lower()
-    bound = limits().max_bytes
-    if p.stat().st_size > bound:
-        raise InputError(
-            f"the file is {p.stat().st_size} bytes, more than the limit of {bound} "
-            "(raise it with CORRAL_MAX_INPUT_BYTES)",
-            file=str(path),
-        )
-    try:
-        if name.endswith((".parquet", ".pq")):
-            frame = pd.read_parquet(p)
-        elif ".csv" in name or name.endswith(".txt"):
-            frame = pd.read_csv(
-                p, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8-sig"
-            )
-        else:
-            raise InputError(f"unknown trace format {p.suffix!r} (expected .csv or .parquet)", file=str(path))
-    except (ValueError, OSError) as exc:  # pandas' and pyarrow's parse errors are ValueErrors
-        raise InputError(f"cannot read trace: {exc}", file=str(path)) from None
-    return _Table(frame, str(path))
+    return _Table(read_frame(path), str(path))
 
 
 # ------------------------------------------------------------------------------------------ building
@@ -304,8 +281,10 @@ def _assemble(
     min_member: np.ndarray,
     topology: list | None = None,
     skipped: Mapping[str, int] | None = None,
+    annotations: Sequence[Mapping[str, str]] | None = None,
 ) -> JobList:
-    """Build the JobSpecs, re-based so the first submits at 0, sorted by (submit, name)."""
+    """Build the JobSpecs, re-based so the first submits at 0, sorted by (submit, name). ``annotations``
+    (one mapping per row) become each job's PodGroup annotations."""
     duplicated = pd.Series(names).duplicated().to_numpy()
     if duplicated.any():
         index = int(np.flatnonzero(duplicated)[0])
@@ -313,6 +292,7 @@ def _assemble(
     start = float(submit.min()) if len(submit) else 0.0
     relative = (submit - start).tolist()
     topology = topology if topology is not None else [None] * len(table)
+    notes = annotations if annotations is not None else [{}] * len(table)
     jobs = [
         JobSpec(
             name=n,
@@ -324,8 +304,9 @@ def _assemble(
             min_member=m,
             topology=t,
             source=f"{table.path} row {row}",
+            annotations=a,
         )
-        for n, s, d, q, r, p, m, t, row in zip(
+        for n, s, d, q, r, p, m, t, row, a in zip(
             names.tolist(),
             relative,
             duration.tolist(),
@@ -335,6 +316,7 @@ def _assemble(
             min_member.astype(int).tolist(),
             topology,
             table.rows.tolist(),
+            notes,
         )
     ]
     jobs.sort(key=lambda j: (j.submit, j.name))
@@ -508,26 +490,19 @@ def load_alibaba(path: str | Path | _Table) -> list[JobSpec]:
 
 
 def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
-    """Load any supported trace. ``kind`` is ``corral``, ``philly`` or ``alibaba``; ``None`` picks by
-    the header: ``timestamp``+``num_gpus``+``cluster`` is Philly, ``creation_time``+``num_gpu`` is
-    Alibaba, anything else corral's schema."""
-    loaders = {"corral": load_corral_trace, "philly": load_philly, "alibaba": load_alibaba}
-    source: str | Path | _Table = path
-    if kind is None:
-        table = _read_table(path)  # read once; the loader takes the table as it is
-        source = table
-        columns = set(table.frame.columns)
-        if {"timestamp", "num_gpus", "cluster"} <= columns:
-            kind = "philly"
-        elif {"creation_time", "num_gpu"} <= columns:
-            kind = "alibaba"
-        else:
-            kind = "corral"
-    if kind not in loaders:
-        raise InputError(
-            f"unknown trace kind {kind!r} (allowed: {', '.join(loaders)})", file=str(path), field="kind"
-        )
-    return loaders[kind](source)
+    """Load any trace file format of the registry (:mod:`corral.sim.formats`: ``corral``, ``philly``,
+    ``alibaba``, ``alibaba-dlrm``, ``swf``, ``gavel``, ``pollux``, ``tiresias``, ``helios``, with options
+    as ``NAME:key=value,...``); ``None`` recognises the format from the content. Gangs are split for
+    nodes of 8 GPUs (the simulator passes the cluster's own)."""
+    from corral.sim.formats import FORMATS, load_workload
+    from corral.sim.loaders.common import Hints
+
+    name = (kind or "").partition(":")[0]
+    if kind is not None and (name not in FORMATS or name == "synthetic"):
+        allowed = ", ".join(f for f in FORMATS if f != "synthetic")
+        raise InputError(f"unknown trace kind {kind!r} (allowed: {allowed})", file=str(path), field="kind")
+    jobs: list[JobSpec] = load_workload(Path(path), kind, Hints())
+    return jobs
 
 
 # ----------------------------------------------------------------------------------------- shaping
