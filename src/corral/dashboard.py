@@ -30,7 +30,7 @@ from corral.manifests.fields import format_time
 from corral.model import Cluster
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
-from corral.queueview import QueueRow, queue_table_rows
+from corral.queueview import COLUMNS, QueueRow, queue_table_rows
 
 __all__ = ["render_page"]
 
@@ -74,20 +74,7 @@ def _queues(rows: list[QueueRow], resources: list[str], source: str) -> str:
         name = "&nbsp;&nbsp;" * row.depth + _e(row.name)
         shown = [name, *(_e(c) for c in text[1:5]), _share_bar(row.share), *(_e(c) for c in text[6:])]
         out.append(shown)
-    headers = (
-        "queue",
-        "state",
-        "weight",
-        "deserved",
-        "allocated",
-        "share",
-        "guarantee",
-        "capability",
-        "pending",
-        "running",
-        "waiting",
-    )
-    return f'<p class="muted">deserved: {_e(source)}</p>' + _table("queues", headers, out, "no queues")
+    return f'<p class="muted">deserved: {_e(source)}</p>' + _table("queues", COLUMNS, out, "no queues")
 
 
 def _waiting(decisions: Decisions, estimates: Sequence[Any] | None) -> str:

@@ -25,7 +25,22 @@ from corral.plugins.queues import QueuePlugin
 from corral.plugins.shares import job_usage, queue_usage
 from corral.registry import REGISTRY
 
-__all__ = ["QueueRow", "queue_rows", "queue_table_rows"]
+__all__ = ["COLUMNS", "QueueRow", "queue_rows", "queue_table_rows"]
+
+#: the columns of :func:`queue_table_rows` (``corral queues`` and the operator's page)
+COLUMNS = (
+    "queue",
+    "state",
+    "weight",
+    "deserved",
+    "allocated",
+    "share",
+    "guarantee",
+    "capability",
+    "pending",
+    "running",
+    "waiting",
+)
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 

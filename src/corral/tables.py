@@ -22,14 +22,17 @@ _SECTIONS = (
 )
 
 
+def _console(pipe_width: int) -> Console:
+    """The terminal's console; into a pipe or file, at least ``pipe_width`` columns wide."""
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width, pipe_width))
+
+
 def print_decisions(decisions: Decisions, cycles: int, console: Console | None = None) -> None:
     """One table per kind of decision. Every cell is literal text (:func:`corral.terminal.cell`): names
     from input are shown, never read as markup. On a terminal the tables fit its width (long cells fold);
     into a pipe or file they are up to 160 columns wide."""
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=max(console.width, 160))
+    console = console or _console(160)
     counts = []
     for attr, title, columns in _SECTIONS:
         rows = getattr(decisions, attr)
@@ -55,10 +58,7 @@ def print_estimates(estimates: list[Any], console: Console | None = None) -> Non
     """``corral schedule --forecast``: each waiting podgroup's expected start, basis and place."""
     from corral.manifests.fields import format_time
 
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=max(console.width, 160))
+    console = console or _console(160)
     table = Table(
         title=f"Expected starts ({len(estimates)})", title_justify="left", expand=False, highlight=False
     )
@@ -72,28 +72,13 @@ def print_estimates(estimates: list[Any], console: Console | None = None) -> Non
 
 def print_queues(rows: list[Any], resources: list[str], source: str, console: Console | None = None) -> None:
     """``corral queues``: one row per queue, children indented under their parent."""
-    from corral.queueview import queue_table_rows
+    from corral.queueview import COLUMNS, queue_table_rows
 
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=max(console.width, 200))
+    console = console or _console(200)
     table = Table(
         title=f"Queues ({len(rows)}; deserved: {source})", title_justify="left", expand=False, highlight=False
     )
-    for col in (
-        "queue",
-        "state",
-        "weight",
-        "deserved",
-        "allocated",
-        "share",
-        "guarantee",
-        "capability",
-        "pending",
-        "running",
-        "waiting",
-    ):
+    for col in COLUMNS:
         table.add_column(col, overflow="fold")
     for cells in queue_table_rows(rows, resources):
         table.add_row(*(cell(c) for c in cells))
@@ -104,10 +89,7 @@ def print_whatif(answer: Any, console: Console | None = None) -> None:
     """``corral whatif``: per podgroup of the job, the verdict, then what the cycle would do for it."""
     from corral.manifests.fields import format_time
 
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=max(console.width, 160))
+    console = console or _console(160)
     table = Table(title="What if it were submitted now", title_justify="left", expand=False, highlight=False)
     for col in ("podgroup", "admitted", "starts now", "why it would wait", "expected start", "basis"):
         table.add_column(col, overflow="fold")
