@@ -1,11 +1,9 @@
-"""Known flow bugs, kept as exact reproductions (``xfail(strict=True)``: when the bug is fixed the test
-passes, and the marker must go)."""
+"""Flow bugs found by the property tests, kept as exact reproductions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 
 from corral.framework.cycle import run_cycle
@@ -18,13 +16,11 @@ from tests.actions.test_flow_properties import flow_config
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flow binds default/j5-1 (4096Mi) on n3 into the room an earlier nomination (default/j2-2, "
-    "512Mi) holds there, without clearing that nomination: n3 is promised 8704Mi of 8192Mi. Found by "
-    "test_flow_never_overcommits; present since flow was added (seed 004).",
-)
 def test_flow_keeps_an_earlier_nomination_s_room() -> None:
+    """Found by test_flow_never_overcommits: flow moved default/j2-2 off the node it was nominated to
+    (n3), default/j5-1 (4096Mi) took the room its nomination held, and j2's gang was then rolled back,
+    restoring the nomination: n3 was promised 8704Mi of 8192Mi. A nominated pod now stays on its node
+    within a round."""
     docs = list(yaml.safe_load_all((DATA / "flow_nomination_overcommit.yaml").read_text()))
     cluster = build_cluster([("flow_nomination_overcommit.yaml", d) for d in docs])
     decisions = run_cycle(

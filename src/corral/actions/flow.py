@@ -498,6 +498,11 @@ class _GroupFit:
     def peek(self, task: Task, row: int, kind: int) -> int:
         """0: bind now, 1: nominate (fits once releasing pods are gone), 2: does not fit."""
         session = self.session
+        if task.status is TaskStatus.PIPELINED and task.nominated >= 0 and task.nominated != row:
+            # a nominated pod stays on its node within a round: moving it frees its reservation for the
+            # jobs checked after it, and if its own job is then rolled back the restored nomination
+            # would find its room taken (bound + nominated beyond the node, SPEC.md §5)
+            return 2
         if task.status is TaskStatus.PIPELINED and task.nominated == row:
             self.room.pop(row, None)  # its reservation is its own: read the node again
             if kind == 0 and _fits_at(session, task, row, False):
