@@ -14,7 +14,8 @@ import gc
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,22 @@ def _main(
 
 
 _fail = fail
+
+
+def _check_output(output: str) -> None:
+    if output not in ("json", "table"):
+        raise InputError(f"expected json or table, got {output!r}", field="--output")
+
+
+@contextmanager
+def _boundary() -> Iterator[None]:
+    """The CLI boundary of a command: a fault ends in one line and its exit code
+    (:func:`corral.cli_errors.fail`, which re-raises exits and interrupts); no traceback reaches a user."""
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
+        _fail(exc)
+        raise  # fail always raises; kept for the type checker
 
 
 def _config(path: Path | None) -> Config:
@@ -176,9 +193,8 @@ def schedule(
     force: bool = typer.Option(False, "--force", help="with --html: replace a folder corral did not write"),
 ) -> None:
     """Run scheduling cycles over a Kubernetes snapshot and print the decisions."""
-    try:
-        if output not in ("json", "table"):
-            raise InputError(f"expected json or table, got {output!r}", field="--output")
+    with _boundary():
+        _check_output(output)
         paths = list(snapshot) if snapshot else [EXAMPLE]
         names = tuple(scheduler_name) if scheduler_name else None  # None: DEFAULT_SCHEDULERS
         estimates: list[Any] | None = [] if expected_starts else None
@@ -212,13 +228,6 @@ def schedule(
             atomic_folder(
                 html_dir, lambda tmp: (tmp / "index.html").write_text(text, encoding="utf-8"), force=force
             )
-    except typer.Exit:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        _fail(exc)
-        return
     for w in decisions.warnings:  # once, on stderr: the decisions stay machine-readable
         typer.echo(f"warning: PodGroup {w.podgroup}: {w.field}: {w.warning}", err=True)
     if output == "json":
@@ -251,21 +260,13 @@ def whatif(
 ) -> None:
     """Would JOB schedule if submitted now? Admission, placement, evictions, expected start; writes
     nothing. Exit code 0: it would start in the next cycle; 3: it would wait."""
-    try:
-        if output not in ("json", "table"):
-            raise InputError(f"expected json or table, got {output!r}", field="--output")
+    with _boundary():
+        _check_output(output)
         from corral.manifests.build import DEFAULT_SCHEDULERS
         from corral.whatif import what_if
 
         names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
         answer = what_if(job, list(snapshot) if snapshot else [EXAMPLE], _config(config), _now(now), names)
-    except typer.Exit:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        _fail(exc)
-        return
     if output == "json":
         sys.stdout.write(json.dumps(answer.to_json(), indent=1) + "\n")
     else:
@@ -288,22 +289,14 @@ def queues(
     ),
 ) -> None:
     """Show the queue tree: deserved, allocated, share, guarantee, capability, demand and podgroups."""
-    try:
-        if output not in ("json", "table"):
-            raise InputError(f"expected json or table, got {output!r}", field="--output")
+    with _boundary():
+        _check_output(output)
         from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
         from corral.queueview import queue_rows
 
         names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
         cluster = load_snapshot(list(snapshot) if snapshot else [EXAMPLE], names)
         rows, source = queue_rows(cluster, _config(config), _now(now))
-    except typer.Exit:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        _fail(exc)
-        return
     resources = list(cluster.resources.names)
     if output == "json":
         record = {"deservedFrom": source, "queues": [r.to_json(resources) for r in rows]}
@@ -320,7 +313,7 @@ def validate(
     config: Path | None = typer.Option(None, "--config", "-c", help="scheduler configuration (YAML)"),
 ) -> None:
     """Check a snapshot (and a configuration) without scheduling."""
-    try:
+    with _boundary():
         from corral.manifests.build import load_snapshot, off_nodes_line
 
         cfg = _config(config)
@@ -329,11 +322,6 @@ def validate(
         from corral.registry import REGISTRY
 
         notices = config_notices(cfg) + queue_notices(cluster, cfg) + cluster_notices(cluster, cfg, REGISTRY)
-    except BaseException as exc:  # noqa: BLE001
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        _fail(exc)
-        return
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
     notes = cluster.input_notes
     warned = len({n.obj for n in notes.warnings}) if notes is not None else 0

@@ -36,12 +36,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from corral.errors import ConfigError
 from corral.framework.config import Config
 from corral.framework.cycle import apply_decisions, run_cycle
-from corral.manifests.fields import annotated_duration, parse_duration
+from corral.manifests.fields import parse_duration
 from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.annotations import EXPECTED_RUNTIME
+from corral.plugins.baselines import expected_runtime
 from corral.registry import REGISTRY
 
 __all__ = [
@@ -138,9 +141,7 @@ def forecast_settings(raw: Any, file: str = "") -> ForecastSettings:
 
 def runtime_of(job: Job, settings: ForecastSettings) -> float | None:
     """The job's expected run time: annotations first, then the configured defaults (see module doc)."""
-    seconds = annotated_duration(
-        EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None
-    )
+    seconds = expected_runtime(job)
     if seconds is not None:
         return seconds
     for table, key in ((settings.priority_classes, job.priority_class), (settings.queues, job.queue)):
@@ -342,8 +343,6 @@ def _listed(names: list[str]) -> str:
 
 
 def _where(cluster: Cluster, job: Job) -> str:
-    import numpy as np
-
     rows = sorted(
         {t.node for t in job.tasks if t.node >= 0 and t.status in (TaskStatus.ALLOCATED, *_RUNNING)}
     )
