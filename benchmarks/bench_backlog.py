@@ -28,7 +28,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from corral.framework import skipcache
+from corral.framework.memo import ClusterHistory
 from corral.registry import default_config
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
 from corral.sim.engine import Engine, SimOptions
@@ -78,7 +78,9 @@ def week() -> list:
     return [replace(j, queue="default") for j in filter_jobs(jobs, start, end)]
 
 
-def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progress: bool) -> dict:
+def run(
+    jobs: list, nodes: int, until: float | None, profile: Path | None, progress: bool, skip: bool = True
+) -> dict:
     template = from_spec(
         ClusterSpec(
             (NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),), tiers=(32,), name=f"{nodes} x 8 GPUs"
@@ -96,6 +98,7 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
         default_config(),
         options=options,
         progress=bar.update if bar else None,
+        history=ClusterHistory(tracked=True, skip=skip),
     )
     if bar:
         bar.attach(engine)
@@ -122,6 +125,7 @@ def run(jobs: list, nodes: int, until: float | None, profile: Path | None, progr
         "cpu": time.process_time() - cpu,
         "result": result,
         "stopped": stopped,
+        "skip": skip,
     }
 
 
@@ -142,7 +146,7 @@ def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
         print("\n(interrupted: the figures below cover the run up to the interruption)")
     print(
         f"\n== {len(jobs):,} Philly jobs (1-8 Oct 2017, one queue) on {nodes} nodes x 8 GPUs "
-        f"({'skipping on' if skipcache.enabled() else 'skipping OFF'})"
+        f"({'skipping on' if got['skip'] else 'skipping OFF'})"
     )
     print(
         f"simulated     {engine.now / 86400:8.2f} days   {done:,} jobs completed, peak backlog {peak:,} waiting"
@@ -197,14 +201,12 @@ def main() -> int:
     if not TRACE.exists():
         print(f"skipped: the Philly trace is absent ({TRACE})")
         return 0
-    if args.no_skip:
-        skipcache.set_enabled(False)
     t = time.perf_counter()
     jobs = week()
     print(f"load trace    {time.perf_counter() - t:8.1f} s   {len(jobs):,} jobs")
     ok = True
     for i, nodes in enumerate(args.nodes):
-        got = run(jobs, nodes, args.until, args.profile if i == 0 else None, args.progress)
+        got = run(jobs, nodes, args.until, args.profile if i == 0 else None, args.progress, not args.no_skip)
         ok = report(nodes, jobs, got, args.until is None) and ok
     return 0 if ok else 1
 

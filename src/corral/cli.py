@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the scheduling core (numpy, every plugin) is imported by th
 
     from corral.framework.config import Config
     from corral.framework.decisions import Decisions
+    from corral.framework.memo import ClusterHistory
     from corral.model import Cluster
 
 __all__ = ["app", "main", "schedule_snapshot"]
@@ -114,6 +115,7 @@ def schedule_snapshot(
     estimates: list[Any] | None = None,
     after: Callable[[Cluster, float], None] | None = None,
     report: Callable[[str], None] | None = None,
+    history: ClusterHistory | None = None,
 ) -> Decisions:
     """Run ``cycles`` cycles over a snapshot; between cycles bound pods run, evicted pods are gone,
     nominations and podgroup updates persist (SPEC.md §4). ``schedulers`` defaults to
@@ -123,9 +125,12 @@ def schedule_snapshot(
     appended to it (:func:`corral.sim.forecast.forecast`, from the configuration's ``forecast``). ``after``
     is called last with the cluster as the decisions left it (the forecast runs on a copy then) and the
     time after the cycles. ``report`` receives the snapshot's warnings, one line per object (the first
-    20, then a count), once before the first cycle (:class:`~corral.manifests.notes.Notes`)."""
+    20, then a count), once before the first cycle (:class:`~corral.manifests.notes.Notes`). ``history``
+    (default: one that tracks the jobs' changes when there is more than one cycle) is what the cycles
+    remember (:class:`~corral.framework.memo.history.ClusterHistory`)."""
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
+    from corral.framework.memo import ClusterHistory
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
     from corral.registry import REGISTRY
 
@@ -142,13 +147,13 @@ def schedule_snapshot(
         for line in cluster.input_notes.warning_lines(most=20):
             report(plain(line))
     out = Decisions()
-    if cycles > 1:
-        # every change between cycles is the sessions' own, so the cluster can track its jobs' changes:
-        # cycles after the first keep the job index (framework/jobindex.py) instead of walking every job
-        cluster.changed_jobs = set()
+    if history is None:
+        # every change between cycles is the sessions' own, so the history can track the jobs'
+        # changes: the cycles keep the job index (framework/memo/) instead of walking every job
+        history = ClusterHistory(tracked=cycles > 1)
     try:
         for c in range(1, cycles + 1):
-            decisions = run_cycle(cluster, config, REGISTRY, now, c)
+            decisions = run_cycle(cluster, config, REGISTRY, now, c, history=history)
             out.extend(decisions)
             if c < cycles or estimates is not None or after is not None:  # else it is not read again
                 apply_decisions(cluster, decisions, now)

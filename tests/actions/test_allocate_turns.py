@@ -103,7 +103,7 @@ def test_a_turn_that_placed_nothing_never_requeues() -> None:
     job = job_of(s, "e")
     state = Pending(waiting_tasks(job))
     assert not AllocateAction(None).place_job(s, job, state)  # ready already, but the node is full
-    assert "needs 8 nvidia.com/gpu" in s.reasons[job.uid]
+    assert "needs 8 nvidia.com/gpu" in s.ledger.reasons[job.uid]
 
 
 def test_the_candidate_cap_is_clamped_by_the_maximum() -> None:

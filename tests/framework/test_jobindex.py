@@ -1,4 +1,4 @@
-"""The kept job index (framework/jobindex.py) is a speed change only: at every session open of congested
+"""The kept job index (framework/memo/jobindex.py) is a speed change only: at every session open of congested
 simulations under several configurations (queues with capacity, preemption and reclaim, no enqueue, gang
 restarts, node failures, injected evictions) it equals an index built afresh, and the decisions are
 byte-identical with the index (skipping on) and without it (skipping off). Its exact sums round as
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.framework import jobindex, skipcache
 from corral.framework.config import parse_config
+from corral.framework.memo import ClusterHistory, jobindex
 from corral.registry import REGISTRY, default_config
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
 from corral.sim.engine import Engine, SimOptions
@@ -77,16 +77,10 @@ CONFIGS = {
 }
 
 
-@pytest.fixture
-def switches():
-    was_skip, was_check = skipcache.enabled(), jobindex._CHECK
-    yield
-    skipcache.set_enabled(was_skip)
-    jobindex.set_checking(was_check)
-    jobindex.set_enabled(True)
-
-
-def _run(monkeypatch, config, restart: str, disturb: bool, reasons: bool = False) -> tuple[list[str], str]:
+def _run(
+    monkeypatch, config, restart: str, disturb: bool, reasons: bool = False, **history: bool
+) -> tuple[list[str], str]:
+    """The simulation's cycles and records; ``history`` sets the speed paths' switches."""
     cycles = record_cycles(monkeypatch, reasons)  # a skipped job keeps its last reason: see test_skipcache
     jobs = synthetic(
         11, n_jobs=220, arrival_rate=1 / 12, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
@@ -100,6 +94,7 @@ def _run(monkeypatch, config, restart: str, disturb: bool, reasons: bool = False
         options=SimOptions(
             checkpoint_interval=600, until=5 * 3600, restart_policy=restart, eviction_grace=30.0
         ),
+        history=ClusterHistory(tracked=True, **history),
     )
     if disturb:
         eng.node_down(3600.0, cluster.nodes.names[1], duration=1800.0)
@@ -123,36 +118,23 @@ def _run(monkeypatch, config, restart: str, disturb: bool, reasons: bool = False
         ("no-enqueue", "job", False),
     ],
 )
-def test_kept_index_equals_fresh_build_and_decisions_unchanged(monkeypatch, switches, name, restart, disturb):
-    skipcache.set_enabled(True)
-    jobindex.set_checking(True)  # every session open compares with a fresh build
-    cycles_on, on = _run(monkeypatch, CONFIGS[name], restart, disturb, reasons=True)
-    jobindex.set_enabled(False)  # skipping on, no index: every job walked
-    cycles_walk, walk = _run(monkeypatch, CONFIGS[name], restart, disturb, reasons=True)
+def test_kept_index_equals_fresh_build_and_decisions_unchanged(monkeypatch, name, restart, disturb):
+    # every session open compares the kept index with a fresh build
+    cycles_on, on = _run(monkeypatch, CONFIGS[name], restart, disturb, True, skip=True, check_index=True)
+    # skipping on, no index: every job walked
+    cycles_walk, walk = _run(monkeypatch, CONFIGS[name], restart, disturb, True, skip=True, keep_index=False)
     assert len(cycles_on) > 40
     assert json.loads(on)["meta"]["pending_reasons"], "the workload should leave a backlog"
     assert cycles_on == cycles_walk  # reasons included
     assert on == walk
-    jobindex.set_enabled(True)
-    skipcache.set_enabled(False)  # neither index nor skipping: decisions and records the same
-    assert _run(monkeypatch, CONFIGS[name], restart, disturb)[1] == _run_on(
-        monkeypatch, name, restart, disturb
-    )
+    # neither index nor skipping: decisions and records the same
+    off = _run(monkeypatch, CONFIGS[name], restart, disturb, skip=False)[1]
+    assert off == _run(monkeypatch, CONFIGS[name], restart, disturb, skip=True)[1]
 
 
-def _run_on(monkeypatch, name, restart, disturb):
-    was = skipcache.enabled()
-    skipcache.set_enabled(True)
-    try:
-        return _run(monkeypatch, CONFIGS[name], restart, disturb)[1]
-    finally:
-        skipcache.set_enabled(was)
-
-
-def test_enqueue_walks_the_kept_order_not_the_backlog(monkeypatch, switches):
+def test_enqueue_walks_the_kept_order_not_the_backlog(monkeypatch):
     """With the index, enqueue's job order comes from the kept order (built once, then updated) and the
     JobOrder key is computed for the changed jobs only, not for every waiting podgroup each cycle."""
-    skipcache.set_enabled(True)
     built = {"n": 0}
     real = jobindex.JobIndex.enqueue_order
 
@@ -170,21 +152,18 @@ def test_enqueue_walks_the_kept_order_not_the_backlog(monkeypatch, switches):
 
     counting.calls = []
     monkeypatch.setattr(jobindex.JobIndex, "enqueue_order", counting)
-    _run(monkeypatch, None, "job", False)
+    _run(monkeypatch, None, "job", False, skip=True)
     assert counting.calls, "enqueue should use the kept order in the simulator"
     # after the first build, a cycle computes keys only for the podgroups that changed
     assert sum(counting.calls[1:]) < sum(1 for _ in counting.calls[1:]) * 5
 
 
-def test_no_index_where_changes_are_not_tracked(switches):
-    skipcache.set_enabled(True)
+def test_no_index_where_changes_are_not_tracked():
     cluster = from_spec(ClusterSpec((NodeShape("n", 2, gpus=8),))).instantiate(["default"])
-    assert cluster.changed_jobs is None
-    assert jobindex.kept(cluster) is None
-    cluster.changed_jobs = set()
-    assert jobindex.kept(cluster) is not None
-    skipcache.set_enabled(False)
-    assert jobindex.kept(cluster) is None
+    assert ClusterHistory(tracked=False, skip=True).open(cluster) is None
+    assert ClusterHistory(tracked=True, skip=True).open(cluster) is not None
+    assert ClusterHistory(tracked=True, skip=False).open(cluster) is None
+    assert ClusterHistory(tracked=True, skip=True, keep_index=False).open(cluster) is None
 
 
 amounts = st.floats(min_value=-1e18, max_value=1e18, allow_nan=False, allow_infinity=False)
@@ -213,21 +192,19 @@ def test_exact_sums_round_as_fsum_in_any_order(rows, rnd):
         assert got[col] == math.fsum(v[col] for v in vecs)
 
 
-def test_multi_cycle_scenarios_keep_a_correct_index(tmp_path, switches):
+def test_multi_cycle_scenarios_keep_a_correct_index(tmp_path):
     """``corral schedule --cycles N`` keeps the index between its cycles: in every scenario of more than
     one cycle, the kept index equals a fresh build at each session open."""
     import yaml
 
     from tests.scenarios.test_scenarios import CASES, run_case
 
-    skipcache.set_enabled(True)
-    jobindex.set_checking(True)
     ran = 0
     for path in CASES:
         case = yaml.safe_load(path.read_text())
         if int(case.get("cycles", 1)) > 1:
             folder = tmp_path / path.stem
             folder.mkdir()
-            run_case(case, folder)
+            run_case(case, folder, skip=True, check_index=True)
             ran += 1
     assert ran >= 10

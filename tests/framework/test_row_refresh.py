@@ -35,12 +35,12 @@ def test_one_row_paths_equal_the_array_code() -> None:
         nodeorder = s.plugin("nodeorder")
         tasks = list(s.cluster.tasks.values())
         for task in tasks:
-            need = s.request_cols(task)[1] - EPS
+            need = s.capacity.request_cols(task)[1] - EPS
             for row in range(len(s.cluster.nodes)):
                 rows = np.array([row])
                 for future in (False, True):
-                    expect = bool((s.free(task, future=future, rows=rows) >= need).all(axis=1)[0])
-                    assert s._fits_row(task, row, future) is expect
+                    expect = bool((s.capacity.free(task, future=future, rows=rows) >= need).all(axis=1)[0])
+                    assert s.capacity._fits_row(task, row, future) is expect
                 other = (row + 1) % len(s.cluster.nodes)
                 both = nodeorder.node_order(task, np.array([row, other]))
                 one = nodeorder.node_order(task, rows)

@@ -187,7 +187,7 @@ def test_node_scores_are_summed_over_plugins() -> None:
     S2 = make_plugin("s2", node_order=lambda t, rows: np.ones(len(rows)))
     s = session(["s1"], ["s2"], plugins=(S1, S2))
     task = s.cluster.jobs["default/a"].tasks[0]
-    assert list(s.node_scores(task, np.array([0, 2]))) == [1.0, 21.0]
+    assert list(s.capacity.node_scores(task, np.array([0, 2]))) == [1.0, 21.0]
 
 
 def test_gang_search_space_first_non_empty_answer() -> None:

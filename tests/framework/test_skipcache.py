@@ -1,4 +1,4 @@
-"""Skipping jobs known to fail is a speed change only (framework/skipcache.py): the decisions of the whole
+"""Skipping jobs known to fail is a speed change only (actions/common/skipping.py): the decisions of the whole
 scenario suite (reasons included) and of a congested simulation are byte-identical with skipping on and
 off. In the simulator a skipped job keeps the wait reason of its last attempt (its reason is not worked
 out again while nothing it depends on changed), so there the comparison covers every decision and every
@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 
 import corral.sim.engine as engine_module
-from corral.framework import skipcache
 from corral.framework.cycle import run_cycle
+from corral.framework.memo import ClusterHistory
 from corral.registry import REGISTRY, default_config
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
 from corral.sim.engine import Engine, SimOptions
@@ -22,33 +21,23 @@ from corral.sim.synthetic import synthetic
 from tests.scenarios.test_scenarios import CASES, run_case
 
 
-@pytest.fixture
-def skipping():
-    """Restore the switch whatever a test does with it."""
-    was = skipcache.enabled()
-    yield skipcache.set_enabled
-    skipcache.set_enabled(was)
-
-
-def _suite(tmp_path: Path) -> dict[str, str]:
+def _suite(tmp_path: Path, skip: bool) -> dict[str, str]:
     out = {}
     for path in CASES:
         case = yaml.safe_load(path.read_text())
         folder = tmp_path / path.stem
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            got = json.dumps(run_case(case, folder), sort_keys=True)
+            got = json.dumps(run_case(case, folder, skip=skip), sort_keys=True)
         except Exception as exc:  # a case that fails fails the same way both times
             got = f"error: {type(exc).__name__}: {exc}"
         out[path.stem] = got
     return out
 
 
-def test_scenario_suite_decisions_identical_with_and_without_skipping(tmp_path, skipping):
-    skipping(True)
-    on = _suite(tmp_path / "on")
-    skipping(False)
-    off = _suite(tmp_path / "off")
+def test_scenario_suite_decisions_identical_with_and_without_skipping(tmp_path):
+    on = _suite(tmp_path / "on", skip=True)
+    off = _suite(tmp_path / "off", skip=False)
     assert len(on) == len(CASES) > 100
     different = [name for name in on if on[name] != off[name]]
     assert not different, f"decisions differ with skipping on/off: {different[:5]}"
@@ -72,14 +61,20 @@ def record_cycles(monkeypatch, reasons: bool = False) -> list[str]:
     return cycles
 
 
-def _congested(monkeypatch) -> tuple[list[str], str]:
+def _congested(monkeypatch, skip: bool) -> tuple[list[str], str]:
     """A backlog of gangs of 1-4 pods on 4 nodes x 8 GPUs: most cycles run with dozens waiting."""
     cycles = record_cycles(monkeypatch)
     jobs = synthetic(
         7, n_jobs=260, arrival_rate=1 / 15, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
     )
     cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
-    eng = Engine(cluster, jobs, default_config(), options=SimOptions(checkpoint_interval=600, until=6 * 3600))
+    eng = Engine(
+        cluster,
+        jobs,
+        default_config(),
+        options=SimOptions(checkpoint_interval=600, until=6 * 3600),
+        history=ClusterHistory(tracked=True, skip=skip),
+    )
     result = eng.run()
     meta = dict(result.meta)
     meta.pop("wall_time")
@@ -98,18 +93,16 @@ def _congested(monkeypatch) -> tuple[list[str], str]:
     return cycles, body
 
 
-def test_congested_simulation_identical_with_and_without_skipping(monkeypatch, skipping):
-    skipping(True)
-    cycles_on, on = _congested(monkeypatch)
-    skipping(False)
-    cycles_off, off = _congested(monkeypatch)
+def test_congested_simulation_identical_with_and_without_skipping(monkeypatch):
+    cycles_on, on = _congested(monkeypatch, skip=True)
+    cycles_off, off = _congested(monkeypatch, skip=False)
     assert len(cycles_on) > 50
     assert json.loads(on)["meta"]["pending_reasons"], "the workload should leave a backlog"
     assert cycles_on == cycles_off
     assert on == off
 
 
-def test_skipping_actually_skips(monkeypatch, skipping):
+def test_skipping_actually_skips(monkeypatch):
     """The congested run tries far fewer placements with skipping on (the switch is real)."""
     from corral.actions.allocate import AllocateAction
 
@@ -121,19 +114,16 @@ def test_skipping_actually_skips(monkeypatch, skipping):
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(AllocateAction, "place_tasks", counting)
-    skipping(True)
-    _congested(monkeypatch)
+    _congested(monkeypatch, skip=True)
     with_skip = tried["n"]
     tried["n"] = 0
-    skipping(False)
-    _congested(monkeypatch)
+    _congested(monkeypatch, skip=False)
     assert with_skip < tried["n"] / 2, (with_skip, tried["n"])
 
 
 def test_a_pod_replaced_by_a_smaller_one_is_not_skipped(tmp_path):
     """The live scheduler builds a changed job's pods anew: a remembered job whose pod was replaced (a
     new uid, a smaller request, the same states) is tried again, not skipped on the old pod's class."""
-    from corral.framework.skipcache import keep_memory, memory_of
     from corral.manifests.build import load_snapshot
     from corral.manifests.fields import parse_time
     from tests.scenarios.expand import T0, expand
@@ -150,10 +140,10 @@ def test_a_pod_replaced_by_a_smaller_one_is_not_skipped(tmp_path):
         return load_snapshot([path])
 
     now = parse_time(T0)
+    history = ClusterHistory(skip=True)  # as corral run keeps it: a new cluster object each cycle
     first = snapshot(16, "old")
-    assert not run_cycle(first, default_config(), REGISTRY, now, 1).binds
-    memory = memory_of(first)
-    assert "default/j" in memory.blocked
+    assert not run_cycle(first, default_config(), REGISTRY, now, 1, history=history).binds
+    assert "default/j" in history.skip_memory.blocked
     second = snapshot(4, "new")
-    keep_memory(second, memory)
-    assert [b.pod for b in run_cycle(second, default_config(), REGISTRY, now + 1, 2).binds] == ["default/j-0"]
+    got = run_cycle(second, default_config(), REGISTRY, now + 1, 2, history=history).binds
+    assert [b.pod for b in got] == ["default/j-0"]

@@ -441,7 +441,7 @@ def test_a_job_that_fits_nowhere_is_remembered_across_cycles(
 ) -> None:
     """Each cycle's cluster is a new object; the runner hands every one its skip memory, so a job whose
     pod fit nowhere is known to fail in the next cycle (no placement search), with the same reason."""
-    from corral.framework import skipcache
+    from corral.actions.common import skipping
 
     server.add_all(
         expand(
@@ -452,19 +452,19 @@ def test_a_job_that_fits_nowhere_is_remembered_across_cycles(
         )
     )
     blocked: list[bool] = []
-    real = skipcache.Skipper.still_blocked
+    real = skipping.Skipper.still_blocked
 
     def recording(self, job):
         got = real(self, job)
         blocked.append(got)
         return got
 
-    monkeypatch.setattr(skipcache.Skipper, "still_blocked", recording)
+    monkeypatch.setattr(skipping.Skipper, "still_blocked", recording)
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)
     first = r.cycle(NOW)
-    assert first is not None and "default/big" in r.skip_memory.blocked
+    assert first is not None and "default/big" in r.history.skip_memory.blocked
     assert not any(blocked)  # nothing known yet in the first cycle
     second = r.cycle(NOW + 1)
     assert second is not None and any(blocked)  # known to fail: its placement is not searched again

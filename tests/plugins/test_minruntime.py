@@ -291,7 +291,7 @@ def test_start_stamped_during_the_cycle_protects_at_once() -> None:
     )
     pre, vic = s.cluster.jobs["default/pre"], s.cluster.jobs["default/vic"]
     assert s.victim_filter(pre, vic, "preempt")
-    s.annotate(vic, written, format_time(s.now))
+    s.ledger.annotate(vic, written, format_time(s.now))
     assert not s.victim_filter(pre, vic, "preempt")
 
 

@@ -16,6 +16,7 @@ import yaml
 
 from corral.cli import schedule_snapshot
 from corral.framework.config import parse_config
+from corral.framework.memo import ClusterHistory
 from corral.manifests.fields import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand
@@ -23,7 +24,10 @@ from tests.scenarios.expand import T0, expand
 CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
 
 
-def run_case(case: dict, tmp_path: Path) -> dict:
+def run_case(case: dict, tmp_path: Path, **history: bool) -> dict:
+    """The case's decisions as JSON; ``history`` sets the speed paths' switches
+    (:class:`~corral.framework.memo.history.ClusterHistory` fields: ``skip``, ``keep_index``,
+    ``check_index``)."""
     snap = tmp_path / "snapshot.yaml"
     snap.write_text(yaml.safe_dump_all(expand(case)))
     config = parse_config(case["config"], REGISTRY, "scenario") if case.get("config") else default_config()
@@ -33,6 +37,7 @@ def run_case(case: dict, tmp_path: Path) -> dict:
         parse_time(str(case.get("now", T0))),
         case.get("cycles", 1),
         float(case.get("period", 1.0)),
+        history=ClusterHistory(tracked=case.get("cycles", 1) > 1, **history) if history else None,
     )
     return decisions.to_json(case.get("cycles", 1))
 

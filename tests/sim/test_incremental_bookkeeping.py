@@ -73,9 +73,8 @@ def test_a_podgroup_the_budget_refuses_gets_enqueues_reason_at_the_end():
 def test_a_job_running_again_after_a_restart_has_no_pending_reason(monkeypatch):
     """A gang restarted by a node failure waits again (and is given a reason), then runs: the result no
     longer lists it among the pending reasons (its per-job record keeps the reason it last waited for)."""
-    from corral.framework import skipcache
+    from corral.framework.memo import ClusterHistory
 
-    monkeypatch.setattr(skipcache, "_ENABLED", False)  # every waiting job is given a reason each cycle
     jobs = synthetic(
         11, n_jobs=220, arrival_rate=1 / 12, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
     )
@@ -85,6 +84,7 @@ def test_a_job_running_again_after_a_restart_has_no_pending_reason(monkeypatch):
         jobs,
         default_config(),
         options=SimOptions(checkpoint_interval=600, until=5 * 3600, eviction_grace=30.0),
+        history=ClusterHistory(tracked=True, skip=False),  # every waiting job is given a reason each cycle
     )
     eng.node_down(3600.0, cluster.nodes.names[1], duration=1800.0)
     result = eng.run()

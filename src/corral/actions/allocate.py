@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from corral.actions.common import skipping as skipcache
 from corral.actions.placement import best_node, no_fit_reason, overused_reason
 from corral.actions.subgroups import place_by_subgroup, started_subgroups
-from corral.framework import skipcache
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
@@ -83,7 +83,7 @@ def schedulable_jobs(
 ) -> list[Job]:
     """Jobs with waiting pods that may be scheduled this cycle; the others get their reason (unless
     ``quiet``: the eviction actions ask again after allocate already said why). ``skip(job)`` True
-    leaves a job out (known to fail, :func:`corral.framework.skipcache.pre_filter`). ``best_effort``: a
+    leaves a job out (known to fail, :func:`corral.actions.common.skipping.pre_filter`). ``best_effort``: a
     job whose only waiting pods are best-effort counts too (the eviction actions: Volcano's preempt and
     reclaim take every Pending task)."""
     admit_all = "enqueue" not in session.actions
@@ -98,7 +98,9 @@ def schedulable_jobs(
         # only jobs with waiting pods have anything to do here, and with enqueue only admitted ones: the
         # session's job index hands those over (plus any job the session changed), in the same order
         walk = index.candidates(
-            session, "waiting_all" if best_effort else "waiting", within="" if admit_all else "admitted"
+            session.ledger.since_open(),
+            "waiting_all" if best_effort else "waiting",
+            within="" if admit_all else "admitted",
         )
     else:
         walk = session.job_uids()
@@ -113,7 +115,7 @@ def schedulable_jobs(
         if job.phase is PodGroupPhase.PENDING and not admit_all:
             if quiet:
                 continue
-            session.reasons.setdefault(
+            session.ledger.reasons.setdefault(
                 job.uid, "podgroup not yet admitted (Pending): enqueue has not admitted it"
             )
             continue
@@ -123,7 +125,7 @@ def schedulable_jobs(
             reason = f"queue {job.queue!r} is closed"
         if reason:
             if not quiet:
-                session.unschedulable(job, reason)
+                session.ledger.unschedulable(job, reason)
             continue
         out.append(job)
     return out
@@ -185,7 +187,7 @@ class AllocateAction(Action):
             queue = queues[name]
             if session.overused(queue):
                 for _, _, job in by_queue.pop(name):
-                    session.unschedulable(job, overused_reason(session, job))
+                    session.ledger.unschedulable(job, overused_reason(session, job))
                 continue
             _, _, job = by_queue[name].pop()
             if not by_queue[name]:
@@ -209,7 +211,7 @@ class AllocateAction(Action):
         stmt = session.statement()
         skip: skipcache.Skipper | None = getattr(self, "skip", None)
         tasks = state.tasks[state.pos :]
-        # skipping (framework/skipcache.py) only where a first pod that fits nowhere ends the whole
+        # skipping (actions/common/skipping.py) only where a first pod that fits nowhere ends the whole
         # attempt with nothing placed: a job not yet ready whose waiting pods are all of one class
         # (under the continue-allocating rule, pods of other classes would still be tried)
         plain = (
@@ -375,20 +377,20 @@ class AllocateAction(Action):
         if session.job_ready(job):
             stmt.commit()
             if not was_ready:
-                session.set_phase(job, PodGroupPhase.RUNNING)
-                session.annotate(job, LAST_START, format_time(session.now))
+                session.ledger.set_phase(job, PodGroupPhase.RUNNING)
+                session.ledger.annotate(job, LAST_START, format_time(session.now))
             if reason:
                 # an already-ready job whose further pods could not be placed says why
-                session.unschedulable(job, reason)
+                session.ledger.unschedulable(job, reason)
         elif session.job_pipelined(job) and stmt.ops:
-            session.keep(stmt)
-            session.unschedulable(
+            session.ledger.keep(stmt)
+            session.ledger.unschedulable(
                 job,
                 "waiting for resources being released; placement held as "
                 "nominations" + (f" ({reason})" if reason else ""),
             )
         else:
             stmt.discard()
-            session.unschedulable(
+            session.ledger.unschedulable(
                 job, reason or f"gang not ready: {job.ready_count()} of {job.min_member} pods can be placed"
             )

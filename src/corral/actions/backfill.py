@@ -22,7 +22,11 @@ class BackfillAction(Action):
         jobs = cluster.jobs
         index = session.index
         # with the session's job index, only jobs with waiting best-effort pods (or changed by the session)
-        walk = session.job_uids() if index is None else index.candidates(session, "best_effort")
+        walk = (
+            session.job_uids()
+            if index is None
+            else index.candidates(session.ledger.since_open(), "best_effort")
+        )
         for uid in walk:
             job = jobs[uid]
             if job.phase is PodGroupPhase.PENDING and not admit_all and not job.synthetic:
@@ -31,13 +35,15 @@ class BackfillAction(Action):
             if not tasks:
                 continue
             if session.job_valid(job):
-                session.unschedulable(job, session.job_valid(job) or "")
+                session.ledger.unschedulable(job, session.job_valid(job) or "")
                 continue
             with session.statement() as stmt:
                 for task in sorted(tasks, key=session.task_key()):
-                    row = pick(session, task, session.predicate(task) & session.fits(task))
+                    row = pick(session, task, session.predicate(task) & session.capacity.fits(task))
                     if row < 0:
-                        session.unschedulable(job, no_fit_reason(session, job, task, job.ready_count()))
+                        session.ledger.unschedulable(
+                            job, no_fit_reason(session, job, task, job.ready_count())
+                        )
                         break
                     stmt.allocate(task, row)
                 if session.job_ready(job):

@@ -56,7 +56,7 @@ def fits_now(session: Session, job: Job) -> bool:
         groups.setdefault(t.klass or id(t), []).append(t)
     for group in groups.values():
         rep = group[0]
-        cols, amounts = session.request_cols(rep)
+        cols, amounts = session.capacity.request_cols(rep)
         slots = np.floor((free[:, cols] + EPS) / amounts).min(axis=1)
         slots = np.where(session.predicate(rep), np.maximum(slots, 0), 0)
         if slots.sum() < len(group):
@@ -119,9 +119,9 @@ class ElectAction(Action):
             ):
                 kept = job
             else:
-                session.annotate(job, TARGET_SINCE, "")
+                session.ledger.annotate(job, TARGET_SINCE, "")
         if claimants:
-            session.lock_version += 1
+            session.ledger.lock_version += 1
         if kept is not None:
             self._admit(session, kept)
             return
@@ -142,8 +142,8 @@ class ElectAction(Action):
         else:
             target = None
         if target is not None:
-            session.annotate(target, TARGET_SINCE, format_time(session.now))
-            session.lock_version += 1
+            session.ledger.annotate(target, TARGET_SINCE, format_time(session.now))
+            session.ledger.lock_version += 1
             self._admit(session, target)
 
     @staticmethod
@@ -156,7 +156,7 @@ class ElectAction(Action):
             and "enqueue" in session.actions
             and session.job_enqueueable(job)
         ):
-            session.set_phase(job, PodGroupPhase.INQUEUE)
+            session.ledger.set_phase(job, PodGroupPhase.INQUEUE)
             session.job_enqueued(job)
 
     @staticmethod

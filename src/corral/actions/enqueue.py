@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from corral.framework import skipcache
+from corral.actions.common import skipping as skipcache
 from corral.framework.config import arg
-from corral.framework.jobindex import JobIndex
+from corral.framework.memo.jobindex import JobIndex
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.model import Job, PodGroupPhase
@@ -47,7 +47,7 @@ class EnqueueAction(Action):
         # with nothing to report and skipping on, a podgroup the budget refuses is passed over without
         # asking the plugins: it would be refused whatever they say (JobValid and JobEnqueueable have no
         # side effect) and the budget only moves when a podgroup is admitted
-        fast = skipcache.enabled() and not session.report_reasons and not delegated
+        fast = session.history.skip and not session.report_reasons and not delegated
         budget, pending, context = _pending(session, budget, fast)
         queues = cluster.queues
         queue_key, job_key = session.queue_key(), session.job_sort_key()
@@ -57,15 +57,15 @@ class EnqueueAction(Action):
             for job in turns:
                 reason = session.job_valid(job)
                 if reason:
-                    session.unschedulable(job, reason)
+                    session.ledger.unschedulable(job, reason)
                     continue
                 need = job.min_resources if job.min_resources is not None else np.zeros(len(res))
                 if not session.job_enqueueable(job):
-                    session.unschedulable(job, functools.partial(_refusal, session, job, need))
+                    session.ledger.unschedulable(job, functools.partial(_refusal, session, job, need))
                     continue
                 short = need > budget + EPS
                 if need.any() and short.any() and not delegated:
-                    session.unschedulable(
+                    session.ledger.unschedulable(
                         job,
                         functools.partial(
                             admission_refusal, res, need, budget.copy(), self.args.overcommit_factor
@@ -73,7 +73,7 @@ class EnqueueAction(Action):
                     )
                     continue
                 budget = budget - need
-                session.set_phase(job, PodGroupPhase.INQUEUE)
+                session.ledger.set_phase(job, PodGroupPhase.INQUEUE)
                 session.job_enqueued(job)
 
 
@@ -138,10 +138,10 @@ def _kept_pending(
     and only the others are walked. Jobs the session changed since it opened are tested one by one.
     None when a podgroup to admit has no minResources (the filter then keeps every podgroup: walk them)."""
     jobs = session.cluster.jobs
-    fresh = session.touched_jobs | session.moved_jobs
+    fresh = session.ledger.touched_jobs | session.ledger.moved_jobs
     if index.no_min or any(jobs[u].min_resources is None for u in fresh if u in jobs):
         return None
-    for uid in index.candidates(session, "inqueue"):
+    for uid in index.candidates(session.ledger.since_open(), "inqueue"):
         job = jobs[uid]
         if job.admitted_unstarted():
             budget = budget - job.min_resources
@@ -179,7 +179,7 @@ def _kept_turns(
     walk stops once no podgroup left fits the budget (counted over the index's matrix of minResources
     whenever the budget moves), so a backlog the budget cannot admit is not walked job by job."""
     jobs = session.cluster.jobs
-    loose = session.touched_jobs | session.moved_jobs | index.sets["pipelined"]
+    loose = session.ledger.touched_jobs | session.ledger.moved_jobs | index.sets["pipelined"]
     order = index.enqueue_order(context, job_key, jobs)
     extra: dict[str, list[tuple[Any, ...]]] = {}
     for job in fresh:

@@ -187,7 +187,7 @@ class FlowAction(Action):
             if over is None:
                 over = verdict[job.queue] = session.overused(queues[job.queue])
             if over:
-                session.unschedulable(job, overused_reason(session, job))
+                session.ledger.unschedulable(job, overused_reason(session, job))
             else:
                 out.append(job)
         return out
@@ -402,14 +402,14 @@ class FlowAction(Action):
                 continue
             ok = session.predicate(task)
             for future in (False, True):
-                rows = np.flatnonzero(ok & session.fits(task, future=future))
+                rows = np.flatnonzero(ok & session.capacity.fits(task, future=future))
                 if rows.size:
                     break
             if not rows.size:
                 left += 1
                 continue
-            free = session.free(task, future=future, rows=rows)
-            cols, need = session.request_cols(task)
+            free = session.capacity.free(task, future=future, rows=rows)
+            cols, need = session.capacity.request_cols(task)
             largest = session.cluster.nodes.allocatable[:, cols].max(axis=0)
             dominant = int(np.argmax(need / np.where(largest > 0, largest, 1.0)))  # by share, not amount
             row = int(rows[np.argmin(free[:, dominant])])
@@ -429,16 +429,18 @@ class FlowAction(Action):
         if session.job_ready(job):
             stmt.commit()
             if not was_ready:
-                session.set_phase(job, PodGroupPhase.RUNNING)
-                session.annotate(job, LAST_START, format_time(session.now))
+                session.ledger.set_phase(job, PodGroupPhase.RUNNING)
+                session.ledger.annotate(job, LAST_START, format_time(session.now))
             if reason and waiting_tasks(job):
-                session.unschedulable(job, reason)
+                session.ledger.unschedulable(job, reason)
         elif session.job_pipelined(job) and stmt.ops:
-            session.keep(stmt)
-            session.unschedulable(job, "waiting for resources being released; placement held as nominations")
+            session.ledger.keep(stmt)
+            session.ledger.unschedulable(
+                job, "waiting for resources being released; placement held as nominations"
+            )
         else:
             stmt.discard()
-            session.unschedulable(job, reason or _fit_reason(session, job))
+            session.ledger.unschedulable(job, reason or _fit_reason(session, job))
 
 
 def _kept(answer: tuple[FlowSolution, np.ndarray, np.ndarray]) -> int:
@@ -460,8 +462,12 @@ def _may_fit(session: Session, tasks: list[Task], lower: int, room: dict[object,
         key = t.klass or ("task", t.uid)
         got = room.get(key)
         if got is None:
-            need = session.request_cols(t)[1]
-            per = np.floor((session.free(t, future=True) + EPS) / need).min(axis=1) if need.size else None
+            need = session.capacity.request_cols(t)[1]
+            per = (
+                np.floor((session.capacity.free(t, future=True) + EPS) / need).min(axis=1)
+                if need.size
+                else None
+            )
             got = room[key] = (
                 len(tasks) if per is None else int(np.clip(per, 0, None)[session.predicate(t)].sum())
             )
@@ -485,9 +491,9 @@ class _GroupFit:
     def __init__(self, session: Session, task: Task, rows: np.ndarray) -> None:
         self.session = session
         rows = np.unique(rows)
-        need = session.request_cols(task)[1]
+        need = session.capacity.request_cols(task)[1]
         q = [
-            np.floor((session.free(task, future=f, rows=rows) + EPS) / need)
+            np.floor((session.capacity.free(task, future=f, rows=rows) + EPS) / need)
             .min(axis=1)
             .astype(np.int64)
             .tolist()
@@ -510,10 +516,10 @@ class _GroupFit:
             return 1 if _fits_at(session, task, row, True) else 2
         got = self.room.get(row)
         if got is None:
-            need = session.request_cols(task)[1]
+            need = session.capacity.request_cols(task)[1]
             one = np.array([row])
             got = self.room[row] = [
-                int(np.floor((session.free(task, future=f, rows=one)[0] + EPS) / need).min())
+                int(np.floor((session.capacity.free(task, future=f, rows=one)[0] + EPS) / need).min())
                 for f in (False, True)
             ] + [0, 0]
         q_now, q_fut, binds, noms = got
@@ -531,8 +537,8 @@ class _GroupFit:
 def _fits_at(session: Session, task: Task, row: int, future: bool) -> bool:
     """Does ``task`` fit on node ``row`` now (or once releasing pods are gone)? ``Session.free`` for one
     row, without refreshing the whole per-class mask."""
-    free = session.free(task, future=future, rows=np.array([row]))
-    return bool((free[0] >= session.request_cols(task)[1] - EPS).all())
+    free = session.capacity.free(task, future=future, rows=np.array([row]))
+    return bool((free[0] >= session.capacity.request_cols(task)[1] - EPS).all())
 
 
 def _fit_reason(session: Session, job: Job) -> Callable[[], str]:
@@ -543,7 +549,7 @@ def _fit_reason(session: Session, job: Job) -> Callable[[], str]:
         if not waiting:
             return f"gang not ready: {job.ready_count()} of {job.min_member} pods can be placed"
         task = waiting[0]
-        if (session.predicate(task) & session.fits(task, future=True)).any():
+        if (session.predicate(task) & session.capacity.fits(task, future=True)).any():
             return (
                 f"{job.ready_count()} of {job.min_member} pods placed; the round's min-cost flow left pod "
                 f"{task.name} waiting: the capacity it fits went to pods of higher waiting cost"
@@ -558,7 +564,10 @@ def _gang_reason(session: Session, job: Job, placed: int, mode: str) -> Callable
 
     def reason() -> str:
         waiting = waiting_tasks(job)
-        if waiting and not (session.predicate(waiting[0]) & session.fits(waiting[0], future=True)).any():
+        if (
+            waiting
+            and not (session.predicate(waiting[0]) & session.capacity.fits(waiting[0], future=True)).any()
+        ):
             return no_fit_reason(session, job, waiting[0], job.ready_count())
         how = "with lower bounds" if mode == "lowerbound" else "without lower bounds"
         return (

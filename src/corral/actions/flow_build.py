@@ -108,10 +108,10 @@ class _Classes:
             mask = session.predicate(rep)
             if not mask.any():
                 continue
-            need = session.request_cols(rep)[1]
+            need = session.capacity.request_cols(rep)[1]
             cap = self.demand[c]
-            now = np.floor((session.free(rep) + EPS) / need).min(axis=1)
-            fut = np.floor((session.free(rep, future=True) + EPS) / need).min(axis=1)
+            now = np.floor((session.capacity.free(rep) + EPS) / need).min(axis=1)
+            fut = np.floor((session.capacity.free(rep, future=True) + EPS) / need).min(axis=1)
             now = np.clip(now, 0, cap).astype(_I64) * mask
             fut = np.clip(fut, 0, cap).astype(_I64) * mask
             self.now[c] = now
@@ -124,7 +124,7 @@ def _node_costs(session: Session, model: str, rep: Task) -> np.ndarray:
     n = len(nodes)
     if model == "spread":
         alloc = np.where(nodes.allocatable > 0, nodes.allocatable, 1.0)
-        cols = session.request_cols(rep)[0]
+        cols = session.capacity.request_cols(rep)[0]
         frac = (nodes.used[:, cols] / alloc[:, cols]).max(axis=1) if cols.size else np.zeros(n)
         return np.clip(np.round(frac * SCORE), 0, SCORE).astype(_I64)
     if model == "quincy":
@@ -372,7 +372,7 @@ class _Builder:
         arcs, cls = self.arcs, self.cls
         to_cluster = 0
         if nominated >= 0:
-            fits_now = bool(self.session.fits(ts[0])[nominated])
+            fits_now = bool(self.session.capacity.fits(ts[0])[nominated])
             arcs.gn.append(([g], [nominated], [len(ts)], [0], [0 if fits_now else 1]))
             to_cluster = NOMINATED_ELSEWHERE
         if pref:

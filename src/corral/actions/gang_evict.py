@@ -320,8 +320,8 @@ class GangEvictAction(Action):
             stmt.evict(v, f"{self.name} for {job.uid}", action=self.name, preemptor=job.uid)
         queue = session.cluster.queues[job.queue]
         for task in tasks:
-            mask = session.predicate(task) & plan.domain.mask & session.fits(task, future=True)
-            row = session.best_row(task, mask) if session.allocatable(queue, task) else -1
+            mask = session.predicate(task) & plan.domain.mask & session.capacity.fits(task, future=True)
+            row = session.capacity.best_row(task, mask) if session.allocatable(queue, task) else -1
             if row < 0:
                 stmt.discard()
                 return False
@@ -330,8 +330,8 @@ class GangEvictAction(Action):
             stmt.discard()
             return False
         stmt.commit()
-        session.nominated_domains[job.uid] = plan.domain.name
-        session.unschedulable(
+        session.ledger.nominated_domains[job.uid] = plan.domain.name
+        session.ledger.unschedulable(
             job, f"{self.name}: nominated in {plan.domain.name}; waiting for the evicted pods to leave"
         )
         return True

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from corral.framework.memo.skipmemory import class_key
 from corral.framework.session import PENDING_LIKE, Session
-from corral.framework.skipcache import class_key
 from corral.model import Job, Task
 from corral.model.quantity import format_quantity
 from corral.model.resources import EPS, PODS
@@ -19,7 +19,7 @@ __all__ = ["best_node", "no_fit_reason", "overused_reason", "pick"]
 
 def pick(session: Session, task: Task, mask: np.ndarray) -> int:
     """The best node row in ``mask`` by the summed NodeOrder scores; ties go to the lowest row (name)."""
-    return session.best_row(task, mask)
+    return session.capacity.best_row(task, mask)
 
 
 def best_node(session: Session, task: Task, domain: np.ndarray | None = None) -> tuple[int, bool]:
@@ -28,14 +28,14 @@ def best_node(session: Session, task: Task, domain: np.ndarray | None = None) ->
     feasible = session.predicate(task)
     if domain is not None:
         feasible = feasible & domain
-    now = feasible & session.fits(task)
+    now = feasible & session.capacity.fits(task)
     nominated = task.nominated
     if nominated >= 0 and now[nominated]:
         return nominated, False
     row = pick(session, task, now)
     if row >= 0:
         return row, False
-    later = feasible & session.fits(task, future=True)
+    later = feasible & session.capacity.fits(task, future=True)
     if nominated >= 0 and later[nominated]:
         return nominated, True
     row = pick(session, task, later)
@@ -53,11 +53,17 @@ def no_fit_reason(
         return head + _why_not(session, task, domain)
     # on an unchanged cluster (no operation, no lock since), a pod of the same class and labels fits
     # nowhere for the same reason when every predicate says its mask depends on no more than that
-    # (framework/skipcache.py): gangs that fail in a row on a full cluster share one search
-    key = (class_key(task), task.status, task.nominated, session.version, session.lock_version)
-    why = session.no_fit_cache.get(key)
+    # (actions/common/skipping.py): gangs that fail in a row on a full cluster share one search
+    key = (
+        class_key(task),
+        task.status,
+        task.nominated,
+        session.capacity.version,
+        session.ledger.lock_version,
+    )
+    why = session.capacity.no_fit_cache.get(key)
     if why is None:
-        why = session.no_fit_cache[key] = _why_not(session, task, None)
+        why = session.capacity.no_fit_cache[key] = _why_not(session, task, None)
     return head + why
 
 
@@ -108,7 +114,7 @@ def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:
         return f": 0/{len(nodes)} nodes are available: " + "; ".join(counts)
     res = session.cluster.resources
     cols = np.flatnonzero(task.request)
-    free = session.free_all(task, future=True)
+    free = session.capacity.free_all(task, future=True)
     short_by = ((free < task.request[cols] - EPS) & feasible[:, None]).sum(axis=0)
     worst = int(np.argmax(short_by))
     col = int(cols[worst])
@@ -122,7 +128,7 @@ def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:
     unit = "pod slots" if name == PODS else name
     needs = f" needs {format_quantity(task.request[col], name)} {unit} on one node"
     if amount >= task.request[col] - EPS:  # fits there only once releasing pods are gone
-        now = max(float(session.free(task, rows=np.array([best]))[0, worst]), 0.0)
+        now = max(float(session.capacity.free(task, rows=np.array([best]))[0, worst]), 0.0)
         return (
             f"{needs}; largest free now is {format_quantity(now, name)} on {nodes.names[best]} "
             f"({format_quantity(amount, name)} once its releasing pods are gone)"

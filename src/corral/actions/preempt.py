@@ -159,7 +159,7 @@ def finish(session: Session, job: Job, stmt: Statement, evictor: Evictor, evicte
 def drop_kept_nominations(session: Session, cleared: set[int]) -> None:
     """Nominations held by statements ``allocate`` kept for pipelined jobs are emitted when the session
     closes; a cleared one must not be (the pod is Pending again and its node went to the preemptor)."""
-    for kept in session.kept:
+    for kept in session.ledger.kept:
         kept.ops = [op for op in kept.ops if id(op.task) not in cleared]
 
 

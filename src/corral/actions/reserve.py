@@ -37,25 +37,25 @@ class ReserveAction(Action):
         uid = target.uid if target is not None else ""
         for job in cluster.jobs.values():  # a target placed by this cycle stops being one
             if elected_at(job) is not None and job is not target and job.ready_count() >= job.min_member:
-                session.annotate(job, TARGET_SINCE, "")
-                session.lock_version += 1
+                session.ledger.annotate(job, TARGET_SINCE, "")
+                session.ledger.lock_version += 1
         stale = np.flatnonzero((owners != "") & (owners != uid))
-        session.lock_nodes(stale.tolist(), "")
+        session.ledger.lock_nodes(stale.tolist(), "")
         if target is None:
             return
         locked = owners == uid
         mask = session.reserved_nodes(target, locked)
         if mask is None:
             return
-        session.lock_nodes(np.flatnonzero(locked & ~mask).tolist(), "")
-        session.lock_nodes(np.flatnonzero(mask & ~locked).tolist(), uid)
+        session.ledger.lock_nodes(np.flatnonzero(locked & ~mask).tolist(), "")
+        session.ledger.lock_nodes(np.flatnonzero(mask & ~locked).tolist(), uid)
         self._clear_nominations(session, target, mask)
 
     @staticmethod
     def _clear_nominations(session: Session, target: Job, locked: np.ndarray) -> None:
         pods = [
             t
-            for t in session.open_nominations.values()
+            for t in session.ledger.open_nominations.values()
             if t.status is TaskStatus.PIPELINED
             and t.job is not target
             and t.nominated >= 0

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from corral.framework.decisions import Decisions, FieldWarning
+from corral.framework.memo import ClusterHistory
 from corral.framework.notices import cluster_notices
 from corral.framework.session import Session
 from corral.model import Cluster, PodGroupPhase, Task, TaskStatus
@@ -21,21 +22,31 @@ __all__ = ["apply_decisions", "run_cycle"]
 
 
 def run_cycle(
-    cluster: Cluster, config: Config, registry: Registry, now: float, cycle: int = 1, *, explain: bool = True
+    cluster: Cluster,
+    config: Config,
+    registry: Registry,
+    now: float,
+    cycle: int = 1,
+    *,
+    explain: bool = True,
+    history: ClusterHistory | None = None,
 ) -> Decisions:
     """Open a session, run the configured actions in order, close it; return the decisions.
+
+    ``history`` is what earlier cycles learned, held by the front end across its cycles
+    (:class:`~corral.framework.memo.history.ClusterHistory`); None: this cycle remembers nothing.
 
     The first cycle (``cycle`` 1) with ``explain`` lists the podgroups' fields the configuration will
     not act on (``warnings``, :mod:`corral.framework.notices`).
 
     ``explain=False`` leaves the ``unschedulable`` reasons out (and lets the cycle skip jobs known to
-    fail, :mod:`corral.framework.skipcache`); every other decision is the same.
+    fail, :mod:`corral.actions.common.skipping`); every other decision is the same.
 
     The cluster is left in the session's end state (placements applied as Allocated/Pipelined, evicted
     pods Releasing); call :func:`apply_decisions` to move it to what the world looks like once the
     decisions are carried out.
     """
-    session = Session(cluster, config, registry, now, cycle, explain=explain)
+    session = Session(cluster, config, registry, now, cycle, explain=explain, history=history)
     for ac in config.actions:
         action_class = registry.action_class(ac.name)
         assert action_class is not None, ac.name  # the config loader checked every name

@@ -9,15 +9,28 @@ exactly, ``save()``/``restore()`` let an action dry-run alternatives. Leaving a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from corral.errors import CommitError
+from corral.framework.capacity import CapacityView
+from corral.framework.ledger import Ledger
+from corral.model import Cluster
 from corral.model.objects import Task, TaskStatus
 
-if TYPE_CHECKING:
-    from corral.framework.session import Session
-
 __all__ = ["Op", "Statement"]
+
+
+class Host(Protocol):
+    """What a Statement works on (the Session): the cluster it changes, the ledger it writes to, the
+    capacity view it tells which node rows changed, and the plugins' allocate/deallocate events."""
+
+    cluster: Cluster
+    ledger: Ledger
+    capacity: CapacityView
+
+    def fire_allocate(self, task: Task) -> None: ...
+
+    def fire_deallocate(self, task: Task) -> None: ...
 
 
 @dataclass(slots=True)
@@ -35,7 +48,10 @@ class Op:
 
 
 class Statement:
-    def __init__(self, session: Session) -> None:
+    """A transaction over ``session`` (see the module docstring): it changes pods and node columns, and
+    writes what it did to the session's ledger only."""
+
+    def __init__(self, session: Host) -> None:
         self.session = session
         self.ops: list[Op] = []
         self.closed = False
@@ -51,7 +67,8 @@ class Statement:
     # -- operations --------------------------------------------------------------------------------
     def _apply(self, op: Op) -> None:
         session, task = self.session, op.task
-        was = session.counted(task)
+        ledger = session.ledger
+        was = ledger.counted(task)
         session.cluster.charge(task, -1)
         if op.kind == "allocate":
             task.status, task.node, task.nominated = TaskStatus.ALLOCATED, op.node, -1
@@ -61,21 +78,22 @@ class Statement:
             task.status, task.nominated = TaskStatus.PENDING, -1
         else:
             task.status = TaskStatus.RELEASING
-        op.was_open_nomination = session.open_nominations.pop(id(task), None) is not None
+        op.was_open_nomination = ledger.open_nominations.pop(id(task), None) is not None
         session.cluster.charge(task, +1)
-        self._fire(was, session.counted(task), task)
-        session.touch(op.node, op.prev_node, op.prev_nominated)
+        self._fire(was, ledger.counted(task), task)
+        session.capacity.touch(op.node, op.prev_node, op.prev_nominated)
 
     def _revert(self, op: Op) -> None:
         session, task = self.session, op.task
-        was = session.counted(task)
+        ledger = session.ledger
+        was = ledger.counted(task)
         session.cluster.charge(task, -1)
         task.status, task.node, task.nominated = op.prev_status, op.prev_node, op.prev_nominated
         if op.was_open_nomination:
-            session.open_nominations[id(task)] = task
+            ledger.open_nominations[id(task)] = task
         session.cluster.charge(task, +1)
-        self._fire(was, session.counted(task), task)
-        session.touch(op.node, op.prev_node, op.prev_nominated)
+        self._fire(was, ledger.counted(task), task)
+        session.capacity.touch(op.node, op.prev_node, op.prev_nominated)
 
     def _fire(self, was: bool, now: bool, task: Task) -> None:
         """Events follow what the task holds: allocate when it starts holding, deallocate when it stops,
@@ -89,9 +107,7 @@ class Statement:
         if self.closed:
             raise CommitError("statement already closed", obj=f"Pod {task.key}")
         op = Op(kind, task, node, task.status, task.node, task.nominated, **extra)
-        self.session.first_state.setdefault(id(task), (task, op.prev_status, op.prev_nominated))
-        if task.job is not None:
-            self.session.touched_jobs.add(task.job.uid)
+        self.session.ledger.operated(task)
         self._apply(op)
         self.ops.append(op)
 
@@ -138,7 +154,7 @@ class Statement:
         """Record the operations as decisions; the state already holds them."""
         if self.closed:
             raise CommitError("statement already closed")
-        self.session.record(self.ops)
+        self.session.ledger.record(self.ops)
         self.ops = []
         self.closed = True
 

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from corral.errors import ClusterAPIError
-from corral.framework import skipcache
 from corral.framework.config import Config
 from corral.framework.cycle import run_cycle
 from corral.framework.decisions import Decisions
+from corral.framework.memo import ClusterHistory
 from corral.framework.reservation import lock_label_value
 from corral.kube.api import KubeAPI, NotLeader
 from corral.kube.apply import LOCK_LABEL, Applier, ApplyReport
@@ -174,9 +174,9 @@ class Runner:
         self.total = Decisions()
         self.results: list[CycleResult] = []
         self.keep_results = False
-        # what earlier cycles learned about jobs that fit nowhere (framework/skipcache.py): each cycle's
-        # cluster is a new object, the memory outlives them
-        self.skip_memory = skipcache.SkipMemory()
+        # what earlier cycles learned (framework/memo/): each cycle's cluster is a new object, so the
+        # history does not track the jobs' changes; its skip memory outlives the clusters
+        self.history = ClusterHistory()
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -283,7 +283,6 @@ class Runner:
             if not self.opts.dry_run:
                 self.applier.resolve()  # ambiguous writes of earlier cycles, read back first
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
-            skipcache.keep_memory(cluster, self.skip_memory)
             times["build"] = time.perf_counter() - t
             times["view"] = self.cache.view_seconds
             model = self.cache.model
@@ -301,7 +300,7 @@ class Runner:
                 )
             pending = model.pending
             t1, cpu1 = time.perf_counter(), time.process_time()
-            decisions = run_cycle(cluster, self.config, REGISTRY, now, n)
+            decisions = run_cycle(cluster, self.config, REGISTRY, now, n, history=self.history)
             times["schedule"] = time.perf_counter() - t1
             times["schedule_cpu"] = time.process_time() - cpu1
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler

@@ -58,10 +58,6 @@ class Cluster:
     #: served pods bound to a node the cluster does not have, as (pod key, node name): they count for
     #: their gang but hold nothing corral can see, so no queue usage counts them (plugins/shares.py)
     off_nodes: list[tuple[str, str]] = field(default_factory=list)
-    #: uids of jobs whose pods or phase changed outside a session since the last session closed, kept by
-    #: a front end that reuses its cluster across cycles (the simulator); None: not tracked, and every
-    #: session looks at every job when it closes
-    changed_jobs: set[str] | None = None
     #: KAI Topology objects: name -> levels from the widest to the narrowest, (nodeLabel, alias) each
     topologies: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     #: fields the snapshot gives that corral accepts but does not act on, one line each naming the

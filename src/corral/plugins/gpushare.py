@@ -86,7 +86,7 @@ class GpuSharePlugin(Plugin):
     name = "gpushare"
     Args = GpuShareArgs
     #: the mask is a function of the pod's class (its GPU-memory request and KAI share are part of it)
-    #: and the devices' state, which only fills up while allocate runs (framework/skipcache.py)
+    #: and the devices' state, which only fills up while allocate runs (actions/common/skipping.py)
     predicate_by_class = True
 
     # -- open ----------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ class GpuSharePlugin(Plugin):
             self.free = np.full((n, 1), -np.inf)
             self.max_free = np.full(n, -np.inf)
             self.capacity = np.full(n, -np.inf)
-            self._seen = self.session.version
+            self._seen = self.session.capacity.version
             return
         annotations = nodes.annotations
         res = cluster.resources
@@ -184,7 +184,7 @@ class GpuSharePlugin(Plugin):
         for r, free in rows.items():
             self.free[r, : len(free)] = free
         self.max_free = self.free.max(axis=1)
-        self._seen = self.session.version
+        self._seen = self.session.capacity.version
 
     def on_session_close(self) -> None:
         """Write the device of pods bound or nominated this cycle into their annotations (the model's)."""
@@ -256,9 +256,9 @@ class GpuSharePlugin(Plugin):
 
     def _sync(self) -> None:
         """Catch changes that fire no event (an earlier cycle's nomination cleared, or that reverted)."""
-        if self._seen == self.session.version:
+        if self._seen == self.session.capacity.version:
             return
-        self._seen = self.session.version
+        self._seen = self.session.capacity.version
         for t in self._watch:
             if t.uid not in self._removed:
                 self._reconcile(t)

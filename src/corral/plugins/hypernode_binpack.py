@@ -111,7 +111,7 @@ class NormalPodBinpack:
 
     def _used(self) -> tuple[np.ndarray, np.ndarray]:
         nodes = self.session.cluster.nodes
-        version = self.session.version
+        version = self.session.capacity.version
         if self._sums is None or self._sums[0] != version:
             live = (~nodes.down)[:, None]
             cap = self.hx.sums(nodes.allocatable * live) if self._sums is None else self._sums[2]

@@ -88,7 +88,7 @@ class PredicatesPlugin(Plugin):
     name = "predicates"
     Args = PredicatesArgs
     #: the mask depends on the pod's class and labels and on the nodes and pods placed, not on its job
-    #: (framework/skipcache.py skips jobs only when every Predicate plugin says so)
+    #: (actions/common/skipping.py skips jobs only when every Predicate plugin says so)
     predicate_by_class = True
 
     def on_session_open(self) -> None:

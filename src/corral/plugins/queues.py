@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.framework.jobindex import exact_sum
+from corral.framework.memo.jobindex import exact_sum
 from corral.framework.plugin import Plugin
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS, PODS
@@ -74,7 +74,7 @@ class QueuePlugin(Plugin):
         cluster, index = self.session.cluster, self.session.index
         jobs = cluster.jobs
         walk = (
-            (jobs[u] for u in index.candidates(self.session, "inqueue"))
+            (jobs[u] for u in index.candidates(self.session.ledger.since_open(), "inqueue"))
             if index is not None
             else jobs.values()
         )

@@ -120,11 +120,11 @@ class ReservationPlugin(Plugin):
     # -- state -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
         """Locks and target as they are now (recomputed only when ``elect`` or ``reserve`` changed them:
-        both bump ``session.lock_version``)."""
+        both bump ``session.ledger.lock_version``)."""
         session = self.session
-        if self._version == session.lock_version:
+        if self._version == session.ledger.lock_version:
             return
-        self._version = session.lock_version
+        self._version = session.ledger.lock_version
         self._target = current_target(session.cluster)
         if self._target is None:
             self._locked = np.zeros(len(session.cluster.nodes), dtype=bool)
@@ -285,7 +285,7 @@ class ReservationPlugin(Plugin):
             if key in seen:
                 continue
             seen.add(key)
-            cols, amounts = self.session.request_cols(t)
+            cols, amounts = self.session.capacity.request_cols(t)
             out |= self.session.predicate(t) & (nodes.allocatable[:, cols] >= amounts - EPS).all(axis=1)
         return out
 
@@ -328,7 +328,7 @@ class ReservationPlugin(Plugin):
             return np.zeros_like(self._locked)
         if end <= plan.start + 1e-6:
             return self._locked
-        cols, amounts = self.session.request_cols(task)
+        cols, amounts = self.session.capacity.request_cols(task)
         return self._locked & (plan.spare[:, cols] >= amounts - EPS).all(axis=1)
 
     def _end(self, task: Task) -> float | None:
@@ -539,7 +539,7 @@ class ReservationPlugin(Plugin):
         rows = self._held.get(key)  # one answer per pod class and plan verdict per close
         if rows is None:
             rows = self._held[key] = np.flatnonzero(
-                self._locked & ~self._lendable(t) & self.session.fits(t, future=True)
+                self._locked & ~self._lendable(t) & self.session.capacity.fits(t, future=True)
             )
         return (rows, t) if rows.size else None
 

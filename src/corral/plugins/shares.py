@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from corral.framework.jobindex import exact_sum
+from corral.framework.memo.jobindex import exact_sum
 from corral.model import ALLOCATED_STATES, Cluster, Task, TaskStatus
 
 __all__ = ["HOLDING", "holding", "job_usage", "once_per_session", "queue_requests", "queue_usage"]

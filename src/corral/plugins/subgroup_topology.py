@@ -18,7 +18,7 @@ corral places a gang pod by pod, so the constraint is kept as pods are placed:
   can; KAI orders nodes by the preferred level the same way (``calculateNodeScores``).
 
 The mask depends on the job's own placed pods, so ``predicate_by_class`` is off for sessions that hold
-such a job (framework/skipcache.py).
+such a job (actions/common/skipping.py).
 """
 
 from __future__ import annotations

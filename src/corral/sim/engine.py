@@ -46,6 +46,7 @@ from typing import Any
 from corral.errors import InputError
 from corral.framework.config import Config, Registry
 from corral.framework.cycle import apply_decisions, run_cycle
+from corral.framework.memo import ClusterHistory
 from corral.framework.notices import job_notices, topology_provider
 from corral.framework.session import PENDING_LIKE
 from corral.manifests.fields import parse_duration
@@ -184,6 +185,7 @@ class Engine(EngineMetrics):
         *,
         progress: ProgressFn | None = None,
         meta: Mapping[str, object] | None = None,
+        history: ClusterHistory | None = None,
     ) -> None:
         if registry is None:
             from corral.registry import REGISTRY
@@ -230,8 +232,9 @@ class Engine(EngineMetrics):
         self._queue_samples = []
         self._queues = sorted({s.queue for s in self.specs})
         self._role_cache: dict[int, list] = {}
-        self._changed_jobs: set[str] = set()  # jobs changed by events since the last session closed
-        cluster.changed_jobs = self._changed_jobs
+        # what the cycles remember; every job an event changes is reported to it (history.changed). An
+        # untracked history (given by a test) makes every cycle walk every job: the same decisions.
+        self.history = history if history is not None else ClusterHistory(tracked=True)
         self._wall = _time.monotonic()
         self._progress_at = 0.0
         for index, spec in enumerate(self.specs):
@@ -347,7 +350,7 @@ class Engine(EngineMetrics):
             notes = job_notices(job, self._topology, bool(self.cluster.hypernodes))
             if notes:
                 self._notes[job.uid] = "; ".join(f"{n.field}: {n.message}" for n in notes)
-        self._changed_jobs.add(job.uid)
+        self.history.changed(job.uid)
         self._demand += sim.gpus
         self._changed = True
         self._wake()
@@ -472,7 +475,7 @@ class Engine(EngineMetrics):
         sim.lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
-        self._changed_jobs.add(sim.job.uid)
+        self.history.changed(sim.job.uid)
         self._remember_run(sim, ran, held_gpus)
         self._changed = True
         if self.options.restart_policy == "pods":
@@ -496,7 +499,7 @@ class Engine(EngineMetrics):
         notes[COMPLETED_RUNTIME] = f"{sim.progress:.3f}s"
 
     def _mark_releasing(self, task: Task) -> None:
-        self._changed_jobs.add(task.job.uid)
+        self.history.changed(task.job.uid)
         self.cluster.charge(task, -1)
         task.status = TaskStatus.RELEASING
         self.cluster.charge(task, +1)
@@ -513,7 +516,7 @@ class Engine(EngineMetrics):
 
     def _run_task(self, task: Task) -> None:
         task.status, task.start_time = TaskStatus.RUNNING, self.now
-        self._changed_jobs.add(task.job.uid)
+        self.history.changed(task.job.uid)
         self._started.add(task.uid)
         self._changed = True
 
@@ -532,7 +535,7 @@ class Engine(EngineMetrics):
             self._started.discard(task.uid)
             self._release_token.pop(task.uid, None)
         del cluster.jobs[uid]
-        self._changed_jobs.add(uid)  # gone: the kept job index drops it
+        self.history.changed(uid)  # gone: the kept job index drops it
         del self._active[uid]
         self._demand -= sim.gpus
         self._waiting.pop(uid, None)
@@ -602,7 +605,7 @@ class Engine(EngineMetrics):
         self.cluster.charge(task, -1)
         task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
         uid = task.job.uid
-        self._changed_jobs.add(uid)
+        self.history.changed(uid)
         sim = self._active[uid]
         self._waiting[uid] = sim
         self._changed = True
@@ -623,7 +626,7 @@ class Engine(EngineMetrics):
             for task in cleared:
                 self.cluster.charge(task, -1)
                 task.status, task.nominated = TaskStatus.PENDING, -1
-                self._changed_jobs.add(task.job.uid)
+                self.history.changed(task.job.uid)
             fresh = [t for t in lost if t.status is not TaskStatus.RELEASING]
             for task in fresh:
                 self._mark_releasing(task)
@@ -676,7 +679,15 @@ class Engine(EngineMetrics):
             self._forecast()
         self.cycles += 1
         self._last_cycle = self.now
-        decisions = run_cycle(self.cluster, self.config, self.registry, self.now, self.cycles, explain=False)
+        decisions = run_cycle(
+            self.cluster,
+            self.config,
+            self.registry,
+            self.now,
+            self.cycles,
+            explain=False,
+            history=self.history,
+        )
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         tasks = self.cluster.tasks
         touched: dict[str, SimJob] = {}

@@ -41,6 +41,7 @@ import numpy as np
 from corral.errors import ConfigError
 from corral.framework.config import Config
 from corral.framework.cycle import apply_decisions, run_cycle
+from corral.framework.memo import ClusterHistory
 from corral.manifests.fields import parse_duration
 from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.annotations import EXPECTED_RUNTIME
@@ -169,8 +170,8 @@ class _Plan:
         self.unknown: set[str] = set()  # running jobs with no expected end
         self.found: dict[str, Estimate] = {}
         self.reasons: dict[str, str] = {}
-        if cluster.changed_jobs is None:  # every change is the plan's own: the job index stays kept
-            cluster.changed_jobs = set()
+        # every change between the plan's cycles is reported to its history: the job index stays kept
+        self.history = ClusterHistory(tracked=True)
         for job in cluster.jobs.values():
             self._expect_end(job, now)
 
@@ -186,7 +187,7 @@ class _Plan:
         self.ends[job.uid] = max(started + seconds, now)
 
     def cycle(self, at: float, number: int, after: list[str], waiting: list[Job]) -> None:
-        decisions = run_cycle(self.cluster, self.config, REGISTRY, at, number)
+        decisions = run_cycle(self.cluster, self.config, REGISTRY, at, number, history=self.history)
         apply_decisions(self.cluster, decisions, at, remove_evicted=False)
         for u in decisions.unschedulable:
             self.reasons[u.podgroup] = u.reason
@@ -207,8 +208,7 @@ class _Plan:
         self.cluster.charge(task, -1)
         task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
         job = task.job
-        assert self.cluster.changed_jobs is not None
-        self.cluster.changed_jobs.add(job.uid)
+        self.history.changed(job.uid)
         if job.ready_count() < job.min_member:
             self.ends.pop(job.uid, None)
             self.found.pop(job.uid, None)
@@ -216,7 +216,6 @@ class _Plan:
     def finish(self, uids: list[str]) -> None:
         """The jobs ``uids`` end: their pods leave the cluster (as the simulator's completions)."""
         cluster = self.cluster
-        assert cluster.changed_jobs is not None
         for uid in uids:
             job = cluster.jobs.pop(uid, None)
             self.ends.pop(uid, None)
@@ -232,7 +231,7 @@ class _Plan:
                     cluster.charge(task, -1)
                 task.status = TaskStatus.SUCCEEDED
                 cluster.tasks.pop(task.uid, None)
-            cluster.changed_jobs.add(uid)
+            self.history.changed(uid)
 
 
 def forecast(
@@ -294,13 +293,8 @@ def first_estimates(
 
 
 def clone_cluster(cluster: Cluster) -> Cluster:
-    """A copy the forecast may change, without the kept indexes of the original's cycles (a forecast
-    builds its own: they describe the original's history, not the copy's)."""
-    clone = copy.deepcopy(cluster)
-    for key in ("_job_index", "_skip_memory", "_order_keys", "_job_uids", "_final_budget"):
-        clone.__dict__.pop(key, None)
-    clone.changed_jobs = None
-    return clone
+    """A copy the forecast may change (the forecast keeps its own history of its cycles)."""
+    return copy.deepcopy(cluster)
 
 
 def sim_forecast_every(simulation: Any, file: str = "") -> float | None:

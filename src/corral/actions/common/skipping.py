@@ -11,9 +11,9 @@ has the same constraints (same equivalence class apart from the request) and req
 every resource fails too, without being tried: capacity only shrinks while ``allocate`` runs (it places
 pods; a discarded attempt restores the state it started from).
 
-**Across cycles** (:class:`SkipMemory`, kept on the :class:`~corral.model.Cluster`, so the simulator and
-``corral schedule --cycles`` share it; ``corral run``, which builds a new Cluster object each cycle,
-hands every one the memory it keeps, :func:`keep_memory`): a job whose attempt failed at its first pod
+**Across cycles** (:class:`~corral.framework.memo.skipmemory.SkipMemory`, kept by the front end's
+:class:`~corral.framework.memo.history.ClusterHistory`, so the simulator, ``corral schedule --cycles``
+and ``corral run`` — which builds a new Cluster object each cycle — keep what earlier cycles learned): a job whose attempt failed at its first pod
 is remembered with the state of its own pods (uid, class, status and nomination of each).
 When ``allocate`` starts again and the job's pods are unchanged, the job fails again unless its first
 pod's class now fits somewhere — a test made once per class, not per job, against the capacity at the
@@ -39,92 +39,27 @@ What makes this exact (decisions byte-identical with skipping on and off, checke
   a skipped job is left out before the job order is even sorted: the order of the others is a total
   order, unchanged by leaving some out, and a failed first-pod attempt has no side effect.
 
-``set_enabled(False)`` (or the environment variable ``CORRAL_NO_SKIP=1``) turns all skipping off;
-``benchmarks/bench_backlog.py --no-skip`` and the equality test use it.
+``ClusterHistory(skip=False)`` (or the environment variable ``CORRAL_NO_SKIP=1``, read when a history
+is made) turns all skipping off; ``benchmarks/bench_backlog.py --no-skip`` and the equality test use it.
 """
 
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.model import Cluster, Job, Task, TaskStatus
+from corral.framework.memo.skipmemory import class_key, own_state, plain
+from corral.model import Job, Task, TaskStatus
 
 if TYPE_CHECKING:
     from corral.framework.session import Session
 
-__all__ = ["SkipMemory", "Skipper", "enabled", "keep_memory", "memory_of", "set_enabled"]
+__all__ = ["JobHeap", "Skipper", "grouping", "hopeless_for_enqueue", "pre_filter", "skipper_for"]
 
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
-_ENABLED = os.environ.get("CORRAL_NO_SKIP", "") not in ("1", "true", "yes")
-
-
-def enabled() -> bool:
-    """Is skipping on (the default)?"""
-    return _ENABLED
-
-
-def set_enabled(on: bool) -> None:
-    """Turn skipping on or off for every session opened from now on."""
-    global _ENABLED
-    _ENABLED = bool(on)
-
-
-def own_state(job: Job) -> tuple[Any, ...]:
-    """What a job's own pods look like: changes when any pod is placed, nominated, evicted, added, or
-    replaced by another pod (its uid) or another spec (its class: request and constraints) — the live
-    scheduler builds a changed job's pods anew, where the simulator keeps its pod objects."""
-    return tuple([(t.uid, t.klass, t.status, t.nominated) for t in job.tasks])
-
-
-def class_key(task: Task) -> tuple[Any, ...]:
-    """The equivalence class a predicate mask depends on: the class, plus the pod's labels when it has
-    any (other pods' anti-affinity terms match on them)."""
-    return task.klass if not task.labels else (task.klass, tuple(sorted(task.labels.items())))
-
-
-def plain(task: Task) -> bool:
-    """A pod whose failure to fit says the same about any no-easier pod later in the cycle."""
-    aff = task.affinity
-    return (
-        task.status is TaskStatus.PENDING
-        and task.nominated < 0
-        and bool(task.klass)
-        and (aff is None or not getattr(aff, "has_pod_terms", False))
-    )
-
-
-class SkipMemory:
-    """Jobs whose last attempt failed at their first pod, kept across cycles (on the cluster)."""
-
-    __slots__ = ("blocked",)
-
-    def __init__(self) -> None:
-        self.blocked: dict[str, tuple[tuple[Any, ...], Task]] = {}  # job uid -> (own_state, first pod)
-
-    def prune(self, jobs: dict[Any, Any]) -> None:
-        """Forget jobs that left the cluster (run now and then, not every cycle)."""
-        if len(self.blocked) > 2 * len(jobs) + 64:
-            self.blocked = {u: e for u, e in self.blocked.items() if u in jobs}
-
-
-def keep_memory(cluster: Cluster, memory: SkipMemory) -> None:
-    """Give ``cluster`` a skip memory that outlives it: a front end that builds a new Cluster object
-    for each cycle (``corral run``) keeps what earlier cycles learned."""
-    cluster.__dict__["_skip_memory"] = memory
-
-
-def memory_of(cluster: Cluster) -> SkipMemory:
-    """The cluster's skip memory (created on first use)."""
-    memory = cluster.__dict__.get("_skip_memory")
-    if memory is None:
-        memory = cluster.__dict__["_skip_memory"] = SkipMemory()
-    assert isinstance(memory, SkipMemory)
-    return memory
 
 
 class Skipper:
@@ -132,7 +67,7 @@ class Skipper:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.memory = memory_of(session.cluster)
+        self.memory = session.history.skip_memory
         self.memory.prune(session.cluster.jobs)
         self._fits_at_start: dict[tuple[Any, ...], bool] = {}  # class -> fits somewhere at the start
         self._failed: dict[tuple[Any, ...], list[np.ndarray]] = {}  # constraints -> requests that failed
@@ -143,7 +78,7 @@ class Skipper:
         got = self._fits_at_start.get(key)
         if got is None:
             s = self.session
-            got = bool((s.predicate(task) & s.fits(task, future=True)).any())
+            got = bool((s.predicate(task) & s.capacity.fits(task, future=True)).any())
             self._fits_at_start[key] = got
         return got
 
@@ -189,7 +124,7 @@ class Skipper:
             self.memory.blocked.pop(job.uid, None)
             return
         s = self.session
-        if (s.predicate(first) & s.fits(first, future=True)).any():
+        if (s.predicate(first) & s.capacity.fits(first, future=True)).any():
             # it failed on the queue's capability, not on capacity: nothing to conclude
             self.memory.blocked.pop(job.uid, None)
             return
@@ -204,7 +139,7 @@ def skipper_for(session: Session) -> Skipper | None:
     """A Skipper for this ``allocate`` execution, or None when skipping is off or some Predicate plugin's
     mask may depend on more than the pod's class (it must declare ``predicate_by_class = True``: a
     reservation's lock, for one, depends on the job's expected run time)."""
-    if not _ENABLED:
+    if not session.history.skip:
         return None
     for fn in session.fns("Predicate"):
         if not getattr(getattr(fn, "__self__", None), "predicate_by_class", False):
@@ -225,7 +160,7 @@ def hopeless_for_enqueue(session: Session, pending: list[Job], budget: np.ndarra
     the budget at the start of enqueue in some resource (the budget only shrinks as jobs are admitted,
     Volcano ``actions/enqueue``). Only when reasons are not reported (the rejected job's reason names
     the budget at its turn) and skipping is on."""
-    if not _ENABLED or session.report_reasons or not pending:
+    if not session.history.skip or session.report_reasons or not pending:
         return pending
     needs = [j.min_resources for j in pending if j.min_resources is not None]
     if len(needs) < len(pending):

@@ -8,17 +8,19 @@ fairness plugins for what every job and queue holds and asks for, the session fo
 the nominations of earlier cycles and the jobs to close. :class:`JobIndex` keeps each of those sets and
 sums and brings them up to date when a session opens, from the jobs that changed since the last one:
 
-- the front end's own changes (``Cluster.changed_jobs``: the simulator's submissions, completions,
-  evictions, starts and releases);
-- what the sessions changed: pods moved by their operations (``Session.touched_jobs``), phases moved
-  (``Session.set_phase``), anything a closing session looked at (:meth:`note_closed`), which covers what
-  ``apply_decisions`` then carries out.
+- the front end's own changes, reported through its history
+  (:meth:`~corral.framework.memo.history.ClusterHistory.changed`: the simulator's submissions,
+  completions, evictions, starts and releases);
+- what the sessions changed: pods moved by their operations, phases moved, anything a closing session
+  looked at (:meth:`~corral.framework.memo.history.ClusterHistory.closed` marks them :attr:`JobIndex.dirty`),
+  which covers what ``apply_decisions`` then carries out.
 
-The index exists only where the cluster tracks its jobs' changes (``Cluster.changed_jobs`` not None:
-the simulator) and skipping is on (:func:`corral.framework.skipcache.enabled`; ``CORRAL_NO_SKIP=1``
-turns both off, and the equality test compares the two). Sessions on a cluster that does not track
-changes (``corral schedule``, one cycle) walk every job as before. A front end that sets
-``changed_jobs`` must name in it every job whose pods, phase or fields it changes between cycles.
+The index is kept only by a history that tracks its jobs' changes (``ClusterHistory(tracked=True)``:
+the simulator, ``corral schedule --cycles``) with skipping and the index on (its ``skip`` and
+``keep_index`` fields; ``CORRAL_NO_SKIP=1`` turns both off, and the equality test compares them).
+Sessions without one (``corral schedule``, one cycle; ``corral run``, a new cluster each cycle) walk
+every job. A front end that tracks must report every job whose pods, phase or fields it changes
+between cycles.
 
 Sums are exact. What each queue holds and asks for is kept as exact integers (each amount is a float,
 hence a dyadic rational: scaled by 2**1074 it is an integer) and rounded once when read, so adding a
@@ -26,26 +28,22 @@ job's amounts and taking them away again leaves no trace; the walking path compu
 rounded sums with ``math.fsum`` (:func:`exact_sum`), so both paths give the same bits whatever the
 order of the jobs.
 
-``CORRAL_CHECK_INDEX=1`` builds the index afresh at every session open and fails on any difference
+``ClusterHistory(check_index=True)`` (or ``CORRAL_CHECK_INDEX=1``) builds the index afresh at every session open and fails on any difference
 from the kept one (the tests run simulations with it).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 
-if TYPE_CHECKING:
-    from corral.framework.session import Session
-
-__all__ = ["JobIndex", "exact_sum", "kept", "note_closed"]
+__all__ = ["JobIndex", "exact_sum"]
 
 _SCALE = 1 << 1074  # every finite double is an integer multiple of 2**-1074
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
@@ -253,11 +251,10 @@ class JobIndex:
         self.row_of[uid] = row
         self.row_uid[row] = uid
 
-    def refresh(self, cluster: Cluster) -> None:
-        """Bring the index up to date with the jobs changed since it was last brought up to date."""
-        changed = self.dirty
-        if cluster.changed_jobs:
-            changed = changed | cluster.changed_jobs
+    def refresh(self, cluster: Cluster, reported: set[str]) -> None:
+        """Bring the index up to date with the jobs changed since it was last brought up to date: those
+        the closing sessions named (:attr:`dirty`) and those the front end ``reported``."""
+        changed = self.dirty | reported if reported else self.dirty
         self.dirty = set()
         self._order_stale |= changed
         jobs = cluster.jobs
@@ -274,21 +271,22 @@ class JobIndex:
                 del self.uids[bisect_left(self.uids, uid)]
 
     # -- reading ---------------------------------------------------------------------------------
-    def candidates(self, session: Session, *names: str, within: str = "") -> list[str]:
+    def candidates(self, since: Iterable[set[str]], *names: str, within: str = "") -> list[str]:
         """The sorted uids of the jobs in any of the sets ``names`` (intersected with set ``within`` if
-        given) as the session opened, plus every job the session changed since (a superset of the jobs
-        that qualify now: callers test each job as the walk over every job would)."""
+        given) as the session opened, plus every job in ``since`` (the sets of jobs the session changed
+        since it opened): a superset of the jobs that qualify now, so callers test each job as the walk
+        over every job would."""
         sets = self.sets
         got: set[str] = set().union(*(sets[n] for n in names)) if len(names) > 1 else set(sets[names[0]])
         if within:
             got &= sets[within]
-        got |= session.touched_jobs
-        got |= session.moved_jobs
+        for group in since:
+            got |= group
         return sorted(got)
 
     def hopeless(self, budget: np.ndarray, eps: float) -> set[str]:
         """The podgroups to admit (as the session opened) whose minResources exceed ``budget`` in some
-        resource (skipcache.hopeless_for_enqueue's test, one matrix comparison)."""
+        resource (``actions.common.skipping.hopeless_for_enqueue``'s test, one matrix comparison)."""
         n = len(self.row_uid)
         needs = self.needs[:n]
         rows = np.flatnonzero(needs.any(axis=1) & (needs > budget + eps).any(axis=1))
@@ -389,48 +387,3 @@ class JobIndex:
         ):
             out.append("enqueue needs")
         return out
-
-
-_CHECK = os.environ.get("CORRAL_CHECK_INDEX", "") in ("1", "true", "yes")
-_ON = True
-
-
-def set_enabled(on: bool) -> None:
-    """Keep the index (the default) or walk every job with skipping still on: the tests compare the
-    two, reasons included."""
-    global _ON
-    _ON = bool(on)
-
-
-def set_checking(on: bool) -> None:
-    """Check the kept index against a fresh build at every session open (tests)."""
-    global _CHECK
-    _CHECK = bool(on)
-
-
-def kept(cluster: Cluster) -> JobIndex | None:
-    """The cluster's index brought up to date for a session opening now, or None where none is kept
-    (the cluster does not track its jobs' changes, or skipping is off)."""
-    from corral.framework import skipcache
-
-    if cluster.changed_jobs is None or not skipcache.enabled() or not _ON:
-        cluster.__dict__.pop("_job_index", None)
-        return None
-    index = cluster.__dict__.get("_job_index")
-    if index is None or index.queues_key != tuple(cluster.queues) or index.width != len(cluster.resources):
-        index = cluster.__dict__["_job_index"] = JobIndex(cluster)
-    else:
-        index.refresh(cluster)
-    if _CHECK:
-        wrong = index.differences(JobIndex(cluster))
-        if wrong:
-            raise AssertionError(f"kept job index differs from a fresh build: {'; '.join(wrong)}")
-    return index
-
-
-def note_closed(cluster: Cluster, uids: Iterable[str]) -> None:
-    """A closing session names the jobs it changed or looked at: the index looks at them again when the
-    next session opens (after ``apply_decisions`` carried the decisions out)."""
-    index = cluster.__dict__.get("_job_index")
-    if index is not None:
-        index.dirty.update(uids)

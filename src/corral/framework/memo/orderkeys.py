@@ -1,0 +1,88 @@
+"""Job order keys kept across cycles (issue "cycles that cost what changed"): a cycle does not recompute
+the JobOrder key of every waiting job, only of the jobs whose pods changed since the key was computed.
+Held by :class:`~corral.framework.memo.history.ClusterHistory`; read through
+:meth:`corral.framework.session.Session.job_sort_key`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from corral.model import Job, TaskStatus
+
+__all__ = ["OrderKeys"]
+
+
+class OrderKeys:
+    """The kept keys: per job uid, ``(job, state, key)`` computed under one context (the plugins'
+    ``job_order_key_context()``); a new context drops them all."""
+
+    __slots__ = ("context", "kept")
+
+    def __init__(self) -> None:
+        self.context: tuple[Any, ...] | None = None
+        self.kept: dict[str, tuple[Job, Any, tuple[Any, ...]]] = {}
+
+    def forget(self, *groups: Iterable[str]) -> None:
+        """Drop the kept keys of jobs whose pods changed (a closing session's and the front end's)."""
+        kept = self.kept
+        for group in groups:
+            for uid in group:
+                kept.pop(uid, None)
+
+    def keyed(
+        self,
+        jobs: dict[str, Job],
+        context: tuple[Any, ...],
+        compute: Callable[[Job], tuple[Any, ...]],
+        touched: set[str],
+        changed: set[str] | None,
+    ) -> Callable[[Job], tuple[Any, ...]]:
+        """A key function that reuses kept keys, when every JobOrder plugin says its key is a function of
+        the job's own pods and fields (its priority and minMember are checked too) plus ``context``: a
+        job's key is computed again only when its pods' states (status, nomination) or the context
+        changed. ``changed`` (the front end tracks its jobs' changes) names the jobs changed since the
+        last session closed; ``touched`` the jobs this session changed; a closing session forgets both
+        (:meth:`forget`). Without tracking (``changed`` None) each job's pod states are compared. A job
+        with a nominated pod is not kept (a nomination from an earlier cycle counts for its job only
+        once the session places it again)."""
+        if self.context != context:
+            self.context, self.kept = context, {}
+        kept = self.kept
+        if len(kept) > 2 * len(jobs) + 64:
+            for uid in [u for u in kept if u not in jobs]:
+                del kept[uid]
+        pipelined = TaskStatus.PIPELINED
+
+        if changed is not None:
+
+            def tracked(job: Job) -> tuple[Any, ...]:
+                uid = job.uid
+                got = kept.get(uid)
+                if (
+                    got is not None
+                    and got[0] is job
+                    and uid not in changed
+                    and uid not in touched
+                    and got[1][0] == job.priority
+                    and got[1][1] == job.min_member
+                ):
+                    return got[2]
+                key = compute(job)
+                if all(t.status is not pipelined for t in job.tasks):
+                    kept[uid] = (job, (job.priority, job.min_member), key)
+                return key
+
+            return tracked
+
+        def walked(job: Job) -> tuple[Any, ...]:
+            state = (job.priority, job.min_member, [(t.status, t.nominated) for t in job.tasks])
+            got = kept.get(job.uid)
+            if got is not None and got[0] is job and got[1] == state:
+                return got[2]
+            key = compute(job)
+            if all(s is not pipelined for s, _ in state[2]):
+                kept[job.uid] = (job, state, key)
+            return key
+
+        return walked
