@@ -34,6 +34,7 @@ from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
+from corral.sim.speed import placement_label, placement_metrics
 from corral.terminal import cell
 
 __all__ = [
@@ -216,7 +217,9 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
         time_average([s.time for s in cluster], [s.pending_gpus for s in cluster], end),
         time_average([s.time for s in cluster], [s.fragmented_gpus for s in cluster], end),
     ]
-    return {key: _sig(value) for key, value in zip(METRICS, values)}
+    out = {key: _sig(value) for key, value in zip(METRICS, values)}
+    out.update((k, _sig(v)) for k, v in placement_metrics(jobs).items())  # with the speed model only
+    return out
 
 
 def queue_summary(result: SimResult) -> list[dict[str, Any]]:
@@ -253,7 +256,9 @@ def format_metric(key: str, value: Any) -> str:
     """A value for a person: counts with separators, times in s/min/h, fractions as percentages."""
     if value is None:
         return "—"
-    kind = METRICS.get(key, ("", "number"))[1]
+    kind = METRICS.get(key, ("", "count" if key.startswith("gangs_span_") else "number"))[1]
+    if key == "spread_gpu_hours":
+        kind = "hours"
     if kind == "count":
         return f"{int(value):,}"
     if kind == "seconds":
@@ -618,7 +623,7 @@ def summary_table(
     keys = [k for k in METRICS if any(k in s for s in columns.values())]
     keys += sorted({k for s in columns.values() for k in s if k not in METRICS})
     for key in keys:
-        label = METRICS.get(key, (key, ""))[0]
+        label = METRICS.get(key, (placement_label(key) or key, ""))[0]
         table.add_row(label, *(format_metric(key, s.get(key)) for s in columns.values()))
     return table
 
