@@ -189,3 +189,21 @@ def test_the_settings_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         check_simulation_section(config, "c.yaml")
     assert info.value.field == "simulation.speed.spread"
+
+
+def test_the_report_pages_show_the_placement_cost(tmp_path: Path) -> None:
+    from corral.sim.report import summary_table, write_comparison, write_report
+
+    speed = SpeedModel({"default": ((1, 1.0), (3, 2.0))})
+    shape = NodeShape("n", 8, gpus=8)
+    results = {}
+    for name, options in (("with", SimOptions(speed=speed)), ("without", SimOptions())):
+        jobs = [_job("g", 1000.0), _job("h", 1000.0, pods=4)]
+        cluster = from_spec(ClusterSpec((shape,), tiers=(2, 2))).instantiate(j.queue for j in jobs)
+        results[name] = Engine(cluster, jobs, default_config(), options=options).run()
+    page = (write_report(results["with"], tmp_path / "one") / "index.html").read_text()
+    assert "GPU-hours lost to spread" in page and "gangs within one tier-1 domain" in page
+    both = (write_comparison(results, tmp_path / "two") / "index.html").read_text()
+    assert "gangs within one tier-1 domain" in both and "GPU-hours lost to spread" in both
+    table = summary_table({n: summarize(r) for n, r in results.items()})
+    assert table.row_count == len(summarize(results["with"]))
