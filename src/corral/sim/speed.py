@@ -27,8 +27,10 @@ median, over the measured batch sizes, of step time on four nodes × 1 GPU over 
 measurements are of one flat network, so the built-in factors are the same at every level above the
 node; a factor per tier is the configuration's to give. Tiresias' simulator does not model this at
 all (its README: it "can't simulate the performance impact from different placement schemes"), and
-Lucid's simulator places consolidated without a speed penalty; Tiresias' paper is the source of the
-observation that the sensitivity depends on the model (its skew of tensor sizes).
+Lucid's simulator places consolidated without a speed penalty, and in Blox's simulation
+(``blox/deployment/grpc_client_rm.py``) a job's iteration time does not depend on its placement;
+Tiresias' paper is the source of the observation that the sensitivity depends on the model (its skew
+of tensor sizes).
 
 **GPU type** (Gavel, Narayanan et al., OSDI '20). ``throughputs`` names a Gavel throughput table — the
 JSON of Gavel's ``scheduler/*throughputs*.json``: worker type -> job type (``"ResNet-50 (batch size
