@@ -207,3 +207,36 @@ def test_the_report_pages_show_the_placement_cost(tmp_path: Path) -> None:
     assert "gangs within one tier-1 domain" in both and "GPU-hours lost to spread" in both
     table = summary_table({n: summarize(r) for n, r in results.items()})
     assert table.row_count == len(summarize(results["with"]))
+
+
+def test_a_run_cut_short_counts_the_spread_of_the_runs_still_going() -> None:
+    speed = SpeedModel({"default": ((1, 1.0), (3, 2.0))})
+    jobs = [_job("g", 1000.0)]
+    cluster = from_spec(ClusterSpec((NodeShape("n", 8, gpus=8),), tiers=(2, 2))).instantiate(["default"])
+    eng = Engine(cluster, jobs, default_config(), options=SimOptions(speed=speed, until=600.0))
+    for row in TWO_SPINES:
+        eng.node_down(0.0, f"n-{row:03d}")
+    rec = eng.run().jobs[0]
+    assert rec.status == "running" and rec.span == "cluster"
+    assert rec.spread_gpu_hours == pytest.approx(16 * 600 * 0.5 / 3600)
+
+
+def test_the_same_inputs_give_the_same_records_with_the_model() -> None:
+    from corral.sim.synthetic import SyntheticSpec, synthetic
+
+    spec = SyntheticSpec(n_jobs=120, arrival_rate=1 / 30, gang_sizes={1: 0.5, 2: 0.3, 4: 0.2})
+    speed = SpeedModel(
+        {"default": ((1, 1.1), (2, 1.4), (3, 1.8))}, elastic={"default": ((1.0, 1.0), (2.0, 1.5))}
+    )
+
+    def once() -> list:
+        jobs = synthetic(3, spec)
+        cluster = from_spec(ClusterSpec((NodeShape("n", 8, gpus=8),), tiers=(2, 2))).instantiate(
+            j.queue for j in jobs
+        )
+        return Engine(cluster, jobs, default_config(), options=SimOptions(speed=speed)).run().jobs
+
+    first, second = once(), once()
+    assert first == second
+    assert all(r.status == "completed" and r.jct >= r.duration - 1e-6 for r in first)
+    assert {r.span for r in first if r.pods > 1} - {"node"}  # some gangs did spread

@@ -22,7 +22,9 @@ running gang below its minimum restarts it: the progress since its last checkpoi
 the GPUs it held (``gpu_hours_lost``). With ``restart_policy="job"`` (the default, Volcano's RestartJob)
 its surviving pods stop too and the podgroup goes back to Pending (Inqueue without an ``enqueue``
 action); with ``"pods"`` the survivors keep their nodes and the job stays Inqueue until its evicted pods
-are placed again. Evicting a surplus pod of an elastic job does not restart it. Evicted pods hold their
+are placed again. Evicting a surplus pod of an elastic job does not restart it. With a speed model
+(``options.speed``, :mod:`corral.sim.speed`) progress is work done at a rate read from the job's
+placement, GPU type and elastic pods, read again whenever its running pods change. Evicted pods hold their
 node for ``eviction_grace`` seconds, then come back as Pending pods of their job. A node that fails loses
 its pods at once. Finished jobs leave the cluster, so a cycle costs what is active, not what has been.
 

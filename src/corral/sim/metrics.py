@@ -256,7 +256,7 @@ class EngineMetrics:
         rec.preemptions, rec.restore_gpu_hours = sim.preemptions, sim.overhead / 3600.0
         if sim.speed is not None and self._speed is not None and sim.speed.widest is not None:
             rec.span = self._speed.label(sim.speed.widest)
-            rec.spread_gpu_hours = sim.speed.lost / 3600.0
+            rec.spread_gpu_hours = self._speed.lost(sim, self.now) / 3600.0
         if rec.jct is not None:
             rec.queue_time = max(rec.jct - sim.held_time, 0.0)
         expected = self._expected.get(sim.job.uid)

@@ -295,6 +295,15 @@ class SpeedTracker:
         return state.done
 
     @staticmethod
+    def lost(sim: SimJob, now: float) -> float:
+        """GPU-seconds ``sim`` has lost to spread up to ``now`` (a run still going counted to now)."""
+        state = sim.speed
+        if state is None:
+            return 0.0
+        ongoing = sim.since is not None and now > state.mark
+        return state.lost + ((now - state.mark) * state.gpus * (1.0 - 1.0 / state.spread) if ongoing else 0.0)
+
+    @staticmethod
     def _advance(state: SpeedState, now: float) -> None:
         if now > state.mark:
             wall = now - state.mark
