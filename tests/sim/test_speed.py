@@ -164,7 +164,11 @@ def test_the_settings_are_checked(tmp_path: Path) -> None:
     )
     model = got["speed"]
     assert model.spread_factor("default", 2) == 1.2 and model.spread_factor("default", 5) == 1.5
-    assert model.spread_factor("cifar10", 1) == SPREAD_DEFAULTS["cifar10"][0][1]
+    assert model.spread_factor("cifar10", 1) == 1.2  # a configured table replaces the built-in one
+    assert SpeedModel({"x": ((1, 2.0),)}).spread_factor("y", 3) == 1.0  # no row and no default: 1
+    assert (
+        speed_options({"speed": {}})["speed"].spread_factor("cifar10", 1) == SPREAD_DEFAULTS["cifar10"][0][1]
+    )
     assert model.elastic_speedup("x", 2.5) == pytest.approx(2.0) and model.elastic_speedup("x", 9) == 3
     assert speed_options({}) == {} and isinstance(speed_options({"speed": {}})["speed"], SpeedModel)
     _table(tmp_path)
@@ -240,3 +244,20 @@ def test_the_same_inputs_give_the_same_records_with_the_model() -> None:
     assert first == second
     assert all(r.status == "completed" and r.jct >= r.duration - 1e-6 for r in first)
     assert {r.span for r in first if r.pods > 1} - {"node"}  # some gangs did spread
+
+
+def test_a_gavel_trace_runs_at_its_job_types_speed_on_each_gpu_type(tmp_path: Path) -> None:
+    # the loader's job_type is the row of the same table the speed model reads: 1,000 steps of
+    # ResNet-50 take 100 s on a V100 (the reference the loader times them on) and 400 s on a K80
+    from corral.sim.formats import load_workload
+    from corral.sim.loaders.common import Hints
+
+    trace = tmp_path / "0e4a51.trace"
+    trace.write_text("ResNet-50 (batch size 64)\tcd %s && python3 main.py\t--num_steps\t1\t1000\t0.0\t1\n")
+    table = _table(tmp_path)
+    jobs = list(load_workload(trace, f"gavel:throughputs={table}", Hints(lambda r: {GPU: 8.0}.get(r))))
+    assert jobs[0].duration == 100.0
+    speed = speed_options({"speed": {"throughputs": {"file": str(table)}}})["speed"]
+    for product, jct in (("Tesla-K80", 400.0), ("Tesla-V100-SXM2-16GB", 100.0)):
+        got = _run(jobs, speed, nodes=1, tiers=(), labels={"nvidia.com/gpu.product": product})
+        assert got["jobs"][jobs[0].name].jct == pytest.approx(jct)

@@ -16,7 +16,9 @@ lowest HyperNode tier with one HyperNode holding all its nodes (Volcano's ``high
 counts tiers the same way); else one above the highest tier (the gang spans top-tier domains — and
 on a cluster without HyperNodes, any gang on several nodes is level 1). ``spread`` gives per model
 class a slowdown factor per level; a level with no entry takes the nearest lower level's factor, and
-level 0 is always 1.
+level 0 is always 1. A configured ``spread`` replaces the built-in table whole: a class it does not list
+uses its ``default`` row, or runs at full speed when it has none (``{default: {1: 1}}`` counts spans
+without slowing anything).
 
 The built-in factors are measured, not guessed: Pollux's artifact (Qiao et al., OSDI '21,
 ``petuum/adaptdl`` ``simulator/traces/<app>/placements.csv``) records the step time of each
@@ -104,7 +106,8 @@ Table = Mapping[str, Mapping[tuple[str, "int | None"], float]]
 class SpeedModel:
     """The factors of the model (see the module doc); built by :func:`corral.sim.speed_config.speed_options`.
 
-    ``spread``: class -> ((level, factor), ...) ascending; ``throughputs``: worker type -> (job type,
+    ``spread``: class -> ((level, factor), ...) ascending (None: the built-in factors; a given table replaces them
+    whole); ``throughputs``: worker type -> (job type,
     scale factor or None) -> steps per second; ``elastic``: class -> ((pods ÷ minMember, speed-up), ...)
     ascending."""
 
@@ -119,7 +122,7 @@ class SpeedModel:
         elastic: Mapping[str, Curve] | None = None,
         source: str = "",
     ) -> None:
-        self.spread = {**SPREAD_DEFAULTS, **(spread or {})}
+        self.spread = dict(SPREAD_DEFAULTS if spread is None else spread)
         self.throughputs = throughputs or {}
         self.reference, self.label = reference, label
         self.elastic = dict(elastic or {})
@@ -142,12 +145,12 @@ class SpeedModel:
     __repr__ = __str__
 
     def spread_factor(self, klass: str, level: int) -> float:
-        """The slowdown of ``klass`` at ``level`` (1 at level 0; a level without an entry takes the
-        nearest lower one's)."""
+        """The slowdown of ``klass`` at ``level``: from its own row, else the ``default`` row, else none
+        (1); 1 at level 0, and a level without an entry takes the nearest lower one's."""
         if level <= 0:
             return 1.0
         factor = 1.0
-        for at, value in self.spread.get(klass) or self.spread[DEFAULT_CLASS]:
+        for at, value in self.spread.get(klass) or self.spread.get(DEFAULT_CLASS) or ():
             if at > level:
                 break
             factor = value

@@ -12,7 +12,8 @@
         elastic:                      # per model class: [pods / minMember, speed-up] points
           default: [[1, 1.0], [2, 1.8]]
 
-A class given in ``spread`` replaces the built-in factors of that class. Every key is checked: an
+A ``spread`` given replaces the built-in factors whole (a class it does not list takes its ``default``
+row, else full speed). Every key is checked: an
 unknown key or a bad value is one ConfigError naming the file and the field.
 """
 
@@ -44,7 +45,7 @@ def speed_options(simulation: Any, file: str = "") -> dict[str, Any]:
             field=where,
         )
     _only(raw, _KEYS, file, where)
-    spread = _spread(raw.get("spread"), file, f"{where}.spread")
+    spread = None if raw.get("spread") is None else _spread(raw["spread"], file, f"{where}.spread")
     table: dict[str, dict[tuple[str, int | None], float]] = {}
     reference, label, source = "v100", GPU_LABEL, ""
     if raw.get("throughputs") is not None:
