@@ -261,3 +261,17 @@ def test_a_gavel_trace_runs_at_its_job_types_speed_on_each_gpu_type(tmp_path: Pa
     for product, jct in (("Tesla-K80", 400.0), ("Tesla-V100-SXM2-16GB", 100.0)):
         got = _run(jobs, speed, nodes=1, tiers=(), labels={"nvidia.com/gpu.product": product})
         assert got["jobs"][jobs[0].name].jct == pytest.approx(jct)
+
+
+def test_the_example_configurations_differ_only_in_topology_awareness() -> None:
+    from corral.framework.config import load_config_file
+
+    folder = Path(__file__).resolve().parents[2] / "docs" / "examples" / "speed"
+    aware, blind = (load_config_file(folder / f"topology-{n}.yaml", REGISTRY) for n in ("aware", "blind"))
+    for config in (aware, blind):
+        check_simulation_section(config, config.source)
+        assert str(speed_options(config.simulation)["speed"]) == str(SpeedModel())
+    names = [[p.name for tier in c.tiers for p in tier] for c in (aware, blind)]
+    assert [n for n in names[0] if n != "network-topology-aware"] == names[1]
+    assert "network-topology-aware" in names[0]
+    assert [p.name for tier in default_config().tiers for p in tier] == names[0]

@@ -25,7 +25,7 @@ The built-in factors are measured, not guessed: Pollux's artifact (Qiao et al., 
 application at each placement and local batch size on nodes of 4 GPUs. The factor of a class is the
 median, over the measured batch sizes, of step time on four nodes × 1 GPU over step time on one node
 × 4 GPUs (placements ``1111`` and ``4``): ``imagenet`` (ResNet-50) 1.03, ``cifar10`` (ResNet-18)
-1.19, and 1.09 for every other class (the median of both applications' ratios together). The
+1.19, ``yolov3`` 1.39, ``bert`` 1.77, and 1.29 for every other class (the median of the four). The
 measurements are of one flat network, so the built-in factors are the same at every level above the
 node; a factor per tier is the configuration's to give. Tiresias' simulator does not model this at
 all (its README: it "can't simulate the performance impact from different placement schemes"), and
@@ -95,9 +95,11 @@ DEFAULT_CLASS = "default"
 GPU_LABEL = "nvidia.com/gpu.product"
 #: class -> ((level, slowdown), ...): Pollux's placements.csv, medians of step time 1111 / 4 (module doc)
 SPREAD_DEFAULTS: dict[str, tuple[tuple[int, float], ...]] = {
-    DEFAULT_CLASS: ((1, 1.09),),
+    DEFAULT_CLASS: ((1, 1.29),),
     "imagenet": ((1, 1.03),),
     "cifar10": ((1, 1.19),),
+    "yolov3": ((1, 1.39),),
+    "bert": ((1, 1.77),),
 }
 Curve = tuple[tuple[float, float], ...]
 Table = Mapping[str, Mapping[tuple[str, "int | None"], float]]

@@ -3,7 +3,7 @@
     simulation:
       speed:                          # {} turns the model on with its built-in (measured) factors
         spread:                       # per model class: slowdown by the level a gang spans
-          default: {1: 1.09}          #   level 1: several nodes in one tier-1 HyperNode (or no HyperNodes)
+          default: {1: 1.29}          #   level 1: several nodes in one tier-1 HyperNode (or no HyperNodes)
           imagenet: {1: 1.03, 3: 1.4}
         throughputs:                  # Gavel-style GPU-type matrix
           file: throughputs.json      #   relative to the configuration's folder
