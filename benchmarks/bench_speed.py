@@ -10,9 +10,13 @@ and with tiered factors (1.29 within a leaf switch, 1.5 across leaves of one spi
 the last two assumptions, to see how the result moves when crossing switches costs more). Prints mean and p95 JCT, mean wait, the GPU-hours lost to spread, how many
 gangs spanned each level, and the wall and CPU time of each run.
 
+``--philly`` also runs the Philly week of 1-8 October 2017 (bench_backlog.py's) on 80 nodes x 8 GPUs
+under leaf switches of 8 nodes, with the default configuration, the model off and with its built-in
+factors: the model's cost in CPU beside its effect.
+
 There is no pass/fail target: the JCT effect is the figure docs/simulator.md records.
 
-    .venv/bin/python benchmarks/bench_speed.py [--seed 0]
+    .venv/bin/python benchmarks/bench_speed.py [--seed 0] [--philly]
 """
 
 from __future__ import annotations
@@ -60,10 +64,42 @@ def run(name: str, factors: str, seed: int) -> dict:
     }
 
 
+def philly() -> None:
+    from bench_backlog import TRACE, week
+    from corral.registry import default_config
+    from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
+    from corral.sim.speed import SpeedModel
+
+    if not TRACE.exists():
+        print(f"skipped the Philly week: {TRACE} is absent")
+        return
+    jobs = week()
+    print("Philly week, 80 nodes x 8 GPUs, leaves of 8 nodes, default configuration")
+    for speed in (None, SpeedModel()):
+        spec = ClusterSpec((NodeShape("n", 80, gpus=8),), tiers=(8,))
+        cluster = from_spec(spec).instantiate(j.queue for j in jobs)
+        engine = Engine(
+            cluster, jobs, default_config(), options=SimOptions(schedule_period=10.0, speed=speed)
+        )
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = engine.run()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        jct = np.mean([r.jct for r in result.jobs if r.jct is not None]) / 3600
+        lost = placement_metrics(result.jobs).get("spread_gpu_hours", 0.0)
+        name = "built-in factors" if speed else "model off"
+        print(
+            f"  {name:>16}: JCT mean {jct:.3f} h, {engine.cycles:,} cycles, GPU-h lost to spread "
+            f"{lost:,.0f}, wall {wall:.1f} s, cpu {cpu:.1f} s"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="seed of the example's jobs")
+    parser.add_argument("--philly", action="store_true", help="also run the Philly week (model off / on)")
     args = parser.parse_args()
+    if args.philly:
+        philly()
     print(f"built-in example (seed {args.seed}): topology-aware vs topology-blind placement")
     head = f"{'factors':>9} {'config':>15} {'JCT mean':>9} {'JCT p95':>8} {'wait':>7} {'spread GPU-h':>13}"
     print(head + f" {'gangs by span (node/tier1/tier2/cluster)':>42} {'wall':>6} {'cpu':>6}")
