@@ -108,10 +108,9 @@ Table = Mapping[str, Mapping[tuple[str, "int | None"], float]]
 class SpeedModel:
     """The factors of the model (see the module doc); built by :func:`corral.sim.speed_config.speed_options`.
 
-    ``spread``: class -> ((level, factor), ...) ascending (None: the built-in factors; a given table replaces them
-    whole); ``throughputs``: worker type -> (job type,
-    scale factor or None) -> steps per second; ``elastic``: class -> ((pods ÷ minMember, speed-up), ...)
-    ascending."""
+    ``spread``: class -> ((level, factor), ...) ascending (None: the built-in factors; a given table
+    replaces them whole); ``throughputs``: worker type -> (job type, scale factor or None) -> steps per
+    second; ``elastic``: class -> ((pods ÷ minMember, speed-up), ...) ascending."""
 
     __slots__ = ("elastic", "label", "reference", "source", "spread", "throughputs")
 
