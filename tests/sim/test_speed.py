@@ -275,3 +275,29 @@ def test_the_example_configurations_differ_only_in_topology_awareness() -> None:
     assert [n for n in names[0] if n != "network-topology-aware"] == names[1]
     assert "network-topology-aware" in names[0]
     assert [p.name for tier in default_config().tiers for p in tier] == names[0]
+
+
+def test_factors_of_one_give_the_records_of_no_model_to_the_bit() -> None:
+    # the model's work accounting adds nothing of its own: with every factor 1, starts, ends, restarts
+    # and lost GPU-hours are those of a run without it, through node failures and checkpoints
+    from corral.sim.synthetic import SyntheticSpec, synthetic
+
+    spec = SyntheticSpec(n_jobs=150, arrival_rate=1 / 20, gang_sizes={1: 0.4, 2: 0.3, 4: 0.3})
+    flat = SpeedModel({"default": ((1, 1.0),)})
+
+    def once(speed: SpeedModel | None) -> list:
+        jobs = synthetic(5, spec)
+        cluster = from_spec(ClusterSpec((NodeShape("n", 8, gpus=8),), tiers=(2, 2))).instantiate(
+            j.queue for j in jobs
+        )
+        options = SimOptions(speed=speed, checkpoint_interval=300.0)
+        eng = Engine(cluster, jobs, default_config(), options=options)
+        for at, node in ((2000.0, "n-001"), (5000.0, "n-006"), (9000.0, "n-003")):
+            eng.node_down(at, node, 1500.0)
+        return eng.run().jobs
+
+    plain, flat_run = once(None), once(flat)
+    assert sum(r.restarts for r in plain) > 0
+    keys = ("first_start", "end", "restarts", "gpu_hours_lost", "status")
+    assert [[getattr(r, k) for k in keys] for r in plain] == [[getattr(r, k) for k in keys] for r in flat_run]
+    assert {r.span for r in flat_run if r.first_start is not None} >= {"node"}
