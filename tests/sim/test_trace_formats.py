@@ -163,6 +163,8 @@ def test_gavel_steps_over_throughputs(tmp_path):
     resnet, lm = jobs
     assert (resnet.duration, resnet.gpus, resnet.queue) == (100.0, 1, "0e4a51")
     assert (lm.submit, lm.duration, lm.num_pods, lm.gpus) == (30.5, 300.0, 2, 16)
+    # the job type is the model class the speed model reads (the throughput table's row)
+    assert lm.annotations == {"corral.io/model-class": "LM (batch size 20)"}
     with pytest.raises(InputError) as info:
         load_workload(path, f"gavel:throughputs={table},worker=k80", hints())
     assert info.value.obj == "row 1" and info.value.field == "job_type"
@@ -201,6 +203,7 @@ def test_pollux_durations_table(tmp_path):
         ("cifar10-0", 0.0, 600.0, 2, 6),
         ("imagenet-1", 3.0, 3600.0, 3, 12),
     ]
+    assert [j.annotations["corral.io/model-class"] for j in jobs] == ["cifar10", "imagenet"]
     short = write(tmp_path, "application,duration\ncifar10,600\n", "short.csv")
     with pytest.raises(InputError) as info:
         load_workload(path, f"pollux:durations={short}", hints())
@@ -225,6 +228,7 @@ def test_real_tiresias_trace():
     assert len(jobs) == 60 and detect(path) == "tiresias"
     assert Counter(int(j.gpus) for j in jobs) == {1: 30, 2: 10, 4: 10, 8: 10}  # the README's mix
     assert jobs[0].name == "tiresias-0" and jobs[0].duration == 164.0
+    assert jobs[0].annotations == {"corral.io/model-class": "vgg19"}  # model_name
     with pytest.raises(InputError, match="duplicate job name 'tiresias-10'"):
         load_trace(path.parent / "tf_job.csv", "tiresias")
 

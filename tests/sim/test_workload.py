@@ -97,6 +97,12 @@ z,2026-01-05T10:05:00.5+01:00,10
     assert [(j.name, j.submit) for j in load_corral_trace(path)] == [("x", 0.0), ("y", 120.0), ("z", 300.5)]
 
 
+def test_model_class_column_names_the_speed_model_row(tmp_path):
+    path = write(tmp_path, "name,submit,duration,model_class\nx,0,10,imagenet\ny,1,10,\n")
+    x, y = load_corral_trace(path)
+    assert x.annotations == {"corral.io/model-class": "imagenet"} and y.annotations == {}
+
+
 @pytest.mark.parametrize(
     "body, row, field, fragment",
     [

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ATTAINED_SERVICE", "COMPLETED_RUNTIME", "EXPECTED_RUNTIME"]
+__all__ = ["ATTAINED_SERVICE", "COMPLETED_RUNTIME", "EXPECTED_RUNTIME", "MODEL_CLASS"]
 
 #: The run time a job is expected to take (a duration), on the PodGroup or its pods.
 EXPECTED_RUNTIME = "corral.io/expected-runtime"
@@ -11,3 +11,6 @@ EXPECTED_RUNTIME = "corral.io/expected-runtime"
 COMPLETED_RUNTIME = "corral.io/completed-runtime"
 #: GPU-seconds a job received in its past runs (every run counted, lost work included).
 ATTAINED_SERVICE = "corral.io/attained-gpu-seconds"
+#: The model class of a job (e.g. a Gavel job type or a Pollux application), on the PodGroup: the row of
+#: the simulator's speed model (``simulation.speed``) the job's progress rate is read from.
+MODEL_CLASS = "corral.io/model-class"

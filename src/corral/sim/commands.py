@@ -230,6 +230,12 @@ def run_config(
     if costs:
         options = replace(options, **costs)
         meta["preemption"] = ", ".join(f"{k}={v}" for k, v in costs.items())
+    from corral.sim.speed_config import speed_options
+
+    speed = speed_options(getattr(config, "simulation", None), source)
+    if speed:
+        options = replace(options, **speed)
+        meta["speed"] = str(speed["speed"])
     every = sim_forecast_every(getattr(config, "simulation", None), source)
     if every is not None:
         options = replace(options, forecast_every=every)
@@ -252,17 +258,19 @@ def check_simulation_section(config: Any, file: str) -> None:
     from corral.sim.estimates import estimate_model
     from corral.sim.forecast import forecast_settings, sim_forecast_every
     from corral.sim.preemption import preemption_options
+    from corral.sim.speed_config import speed_options
 
-    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast", "preemption"})
+    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast", "preemption", "speed"})
     if unknown:
         raise ConfigError(
-            f"unknown key {unknown[0]!r} (allowed: estimates, forecast, preemption)",
+            f"unknown key {unknown[0]!r} (allowed: estimates, forecast, preemption, speed)",
             file=file,
             field=f"simulation.{unknown[0]}",
         )
     estimate_model(config.simulation, file)
     sim_forecast_every(config.simulation, file)
     preemption_options(config.simulation, file)
+    speed_options(config.simulation, file)
     forecast_settings(config.forecast, file)
 
 

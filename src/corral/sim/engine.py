@@ -22,7 +22,9 @@ running gang below its minimum restarts it: the progress since its last checkpoi
 the GPUs it held (``gpu_hours_lost``). With ``restart_policy="job"`` (the default, Volcano's RestartJob)
 its surviving pods stop too and the podgroup goes back to Pending (Inqueue without an ``enqueue``
 action); with ``"pods"`` the survivors keep their nodes and the job stays Inqueue until its evicted pods
-are placed again. Evicting a surplus pod of an elastic job does not restart it. Evicted pods hold their
+are placed again. Evicting a surplus pod of an elastic job does not restart it. With a speed model
+(``options.speed``, :mod:`corral.sim.speed`) progress is work done at a rate read from the job's
+placement, GPU type and elastic pods, read again whenever its running pods change. Evicted pods hold their
 node for ``eviction_grace`` seconds, then come back as Pending pods of their job. A node that fails loses
 its pods at once. Finished jobs leave the cluster, so a cycle costs what is active, not what has been.
 
@@ -59,6 +61,7 @@ from corral.sim.estimates import EstimateModel
 from corral.sim.jobspec import JobSpec
 from corral.sim.metrics import EngineMetrics, water_fill
 from corral.sim.result import SimResult
+from corral.sim.speed import SpeedModel, SpeedState, SpeedTracker
 
 __all__ = ["RESTART_POLICIES", "Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
 
@@ -102,6 +105,7 @@ class SimOptions:
     #: a job running again after a stop first spends this long restoring: ((up to GPUs, seconds), ...)
     resume_overhead: tuple[tuple[float, float], ...] = ()
     forecast_every: float | None = None  # seconds between expected-start forecasts (sim/forecast.py)
+    speed: SpeedModel | None = None  # the job-speed model (sim/speed.py); None: every job at rate 1
 
     def __post_init__(self) -> None:
         if self.restart_policy not in RESTART_POLICIES:
@@ -149,13 +153,14 @@ class SimJob:
         "run_from",
         "since",
         "spec",
+        "speed",
     )
 
     def __init__(self, spec: JobSpec, job: Job, gpus: float) -> None:
         self.spec, self.job, self.gpus = spec, job, gpus
         self.progress = 0.0  # seconds of progress before ``since``
         self.since: float | None = None  # running at >= minMember since
-        self.epoch = 0  # bumps on every stop: stale completion events are ignored
+        self.epoch = 0  # bumps on every stop and rate change: stale completion events are ignored
         self.first_start: float | None = None
         self.end: float | None = None
         self.restarts = self.evictions = self.preemptions = 0
@@ -163,6 +168,7 @@ class SimJob:
         self.overhead = 0.0  # GPU-seconds spent restoring after stops (resume_overhead)
         self.held_time = 0.0  # seconds the gang held its nodes at its minimum (restoring included)
         self.run_from: float | None = None  # the current run's start (``since`` is after its restore)
+        self.speed: SpeedState | None = None  # its rate and placement under the speed model
 
 
 class Engine(EngineMetrics):
@@ -218,6 +224,7 @@ class Engine(EngineMetrics):
         #: per job: what the configuration does not act on (framework/notices.py), for its record
         self._notes: dict[str, str] = {}
         self._topology = topology_provider(config, registry)
+        self._speed = SpeedTracker(self.options.speed, cluster) if self.options.speed else None
         self._dirty = False
         self._cycle_at: float | None = None
         self._beat_at: float | None = None
@@ -434,8 +441,17 @@ class Engine(EngineMetrics):
                 sim.first_start = self.now
             self._reasons.pop(uid, None)  # running again after a restart: no longer waiting
             self._running.add(uid)
-            self._push(sim.since + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
+            if self._speed is None:
+                finish = sim.since + max(sim.spec.duration - sim.progress, 0.0)
+            else:
+                finish = self._speed.begin(sim, self.now)
+            self._push(finish, COMPLETE, (sim, sim.epoch))
             self._changed = True
+        elif ok and sim.since is not None and self._speed is not None:
+            finish_at = self._speed.rerate(sim, self.now)  # its pods changed: so may its rate
+            if finish_at is not None:
+                sim.epoch += 1
+                self._push(finish_at, COMPLETE, (sim, sim.epoch))
         elif not ok and sim.since is not None:
             self._restart(sim, held_gpus, preempted)
 
@@ -461,7 +477,7 @@ class Engine(EngineMetrics):
         (Inqueue when no ``enqueue`` action is configured, as nothing would admit it)."""
         assert sim.since is not None  # only a job making progress restarts (see _update)
         ran = self._stop_run(sim)
-        sim.progress += ran
+        sim.progress += ran if self._speed is None else self._speed.end(sim, self.now)
         sim.since = None
         sim.epoch += 1
         self._running.discard(sim.job.uid)
@@ -525,6 +541,8 @@ class Engine(EngineMetrics):
         if epoch != sim.epoch or uid not in self._active or sim.since is None:
             return
         self._stop_run(sim)
+        if self._speed is not None:
+            self._speed.end(sim, self.now)
         sim.progress = sim.spec.duration
         sim.since, sim.end = None, self.now
         cluster = self.cluster

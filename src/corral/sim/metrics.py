@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from corral.framework.config import Config
     from corral.model import Cluster, Job, Nodes, Task
     from corral.sim.engine import SimJob, SimOptions
+    from corral.sim.speed import SpeedTracker
 
 __all__ = ["EngineMetrics", "water_fill"]
 
@@ -92,6 +93,7 @@ class EngineMetrics:
     _queues: list[str]
     _wall: float  # monotonic wall time at the start
     _sample_period: float
+    _speed: SpeedTracker | None  # the job-speed model's side of the run (None: off)
 
     if TYPE_CHECKING:  # the engine's own methods, used here
 
@@ -252,6 +254,9 @@ class EngineMetrics:
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
         rec.preemptions, rec.restore_gpu_hours = sim.preemptions, sim.overhead / 3600.0
+        if sim.speed is not None and self._speed is not None and sim.speed.widest is not None:
+            rec.span = self._speed.label(sim.speed.widest)
+            rec.spread_gpu_hours = self._speed.lost(sim, self.now) / 3600.0
         if rec.jct is not None:
             rec.queue_time = max(rec.jct - sim.held_time, 0.0)
         expected = self._expected.get(sim.job.uid)

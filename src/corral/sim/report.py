@@ -34,6 +34,7 @@ from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown
 from corral.sim.plots import comparison_plots, data_uri, report_plots
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
+from corral.sim.speed import placement_label, placement_metrics
 from corral.terminal import cell
 
 __all__ = [
@@ -216,7 +217,9 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
         time_average([s.time for s in cluster], [s.pending_gpus for s in cluster], end),
         time_average([s.time for s in cluster], [s.fragmented_gpus for s in cluster], end),
     ]
-    return {key: _sig(value) for key, value in zip(METRICS, values)}
+    out = {key: _sig(value) for key, value in zip(METRICS, values)}
+    out.update((k, _sig(v)) for k, v in placement_metrics(jobs).items())  # with the speed model only
+    return out
 
 
 def queue_summary(result: SimResult) -> list[dict[str, Any]]:
@@ -249,11 +252,18 @@ def queue_summary(result: SimResult) -> list[dict[str, Any]]:
     return rows
 
 
+def metric_label(key: str) -> str:
+    """A metric's label for a person (a placement metric of the speed model's, or the key itself)."""
+    return METRICS[key][0] if key in METRICS else placement_label(key) or key
+
+
 def format_metric(key: str, value: Any) -> str:
     """A value for a person: counts with separators, times in s/min/h, fractions as percentages."""
     if value is None:
         return "—"
-    kind = METRICS.get(key, ("", "number"))[1]
+    kind = METRICS.get(key, ("", "count" if key.startswith("gangs_span_") else "number"))[1]
+    if key == "spread_gpu_hours":
+        kind = "hours"
     if kind == "count":
         return f"{int(value):,}"
     if kind == "seconds":
@@ -544,7 +554,9 @@ def _run_page(
     groups: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     config = result.meta.get("config") or result.meta.get("config_name") or ""
-    metrics = _table(["metric", "value"], [(METRICS[k][0], format_metric(k, v)) for k, v in summary.items()])
+    metrics = _table(
+        ["metric", "value"], [(metric_label(k), format_metric(k, v)) for k, v in summary.items()]
+    )
     queue_rows = [[format_metric(_QUEUE_KINDS.get(c, ""), row[c]) for c in _QUEUE_COLUMNS] for row in queues]
     meta = _table(
         ["key", "value"],
@@ -581,9 +593,11 @@ def _comparison_page(
     groups: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> str:
     headers = ["metric"] + [str(r["config"]) for r in rows]
-    table = _table(
-        headers, [[label] + [format_metric(key, r[key]) for r in rows] for key, (label, _) in METRICS.items()]
-    )
+    keys = [
+        *METRICS,
+        *dict.fromkeys(k for r in rows for k in r if k not in METRICS and k not in ("config", "report")),
+    ]
+    table = _table(headers, [[metric_label(k)] + [format_metric(k, r.get(k)) for r in rows] for k in keys])
     links = "".join(
         f'<li><a href="{html.escape(r["report"])}/index.html">{html.escape(str(r["config"]))}</a></li>'
         for r in rows
@@ -608,7 +622,8 @@ def summary_table(
     summary: Mapping[str, Any] | Mapping[str, Mapping[str, Any]], title: str | None = None
 ) -> Table:
     """A rich Table of one summary (metric, value) or of several (config -> summary: one column per
-    config, side by side). Unknown keys are shown after the known ones, formatted plainly."""
+    config, side by side). Other keys (the speed model's placement metrics) follow the known ones in
+    the order the summaries give them."""
     several = bool(summary) and all(isinstance(v, Mapping) for v in summary.values())
     columns: dict[str, Mapping[str, Any]] = dict(summary) if several else {"value": summary}
     table = Table(title=cell(title) if title else None)
@@ -616,10 +631,9 @@ def summary_table(
     for name in columns:
         table.add_column(cell(name), justify="right")  # config names are shown, never read as markup
     keys = [k for k in METRICS if any(k in s for s in columns.values())]
-    keys += sorted({k for s in columns.values() for k in s if k not in METRICS})
+    keys += list(dict.fromkeys(k for s in columns.values() for k in s if k not in METRICS))
     for key in keys:
-        label = METRICS.get(key, (key, ""))[0]
-        table.add_row(label, *(format_metric(key, s.get(key)) for s in columns.values()))
+        table.add_row(metric_label(key), *(format_metric(key, s.get(key)) for s in columns.values()))
     return table
 
 

@@ -49,6 +49,11 @@ class JobRecord:
     #: (``jct`` minus the time it held its nodes at its minimum, restores included)
     queue_time: float | None = None
     notes: str = ""  # what the configuration did not act on (e.g. a topology no plugin enforced)
+    #: with the speed model (``simulation.speed``): the widest placement of any of its runs — ``node``,
+    #: ``tier<N>`` (one tier-N HyperNode held it) or ``cluster`` — and the GPU-hours its spread cost
+    #: (wall time x GPUs x (1 - 1 / slowdown)); "" and 0 without the model or before it ran
+    span: str = ""
+    spread_gpu_hours: float = 0.0
 
 
 @dataclass

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from corral.errors import InputError
+from corral.model.annotations import MODEL_CLASS
 from corral.model.quantity import MILLI, parse_quantity
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
 from corral.sim.tracefile import read_frame
@@ -60,6 +61,7 @@ CORRAL_COLUMNS = (
     "memory",
     "topology_mode",
     "topology_tier",
+    "model_class",
 )
 TOPOLOGY_MODES = ("hard", "soft")
 # Alibaba QoS class -> priority. Guaranteed is Kubernetes' strictest QoS class, so it ranks with LS.
@@ -344,7 +346,8 @@ def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
     1), ``min_member`` (integer 1..pods, default pods), ``gpu``, ``cpu``, ``memory`` (per pod; numbers
     in devices, cores and bytes, or Kubernetes quantities such as ``500m`` and ``4Gi``; defaults 0, 1,
     ``4Gi``), ``topology_mode`` (``hard``/``soft``; default ``hard`` when only a tier is given) and
-    ``topology_tier`` (integer >= 1; default 1 when only a mode is given). An unknown column is an error
+    ``topology_tier`` (integer >= 1; default 1 when only a mode is given) and ``model_class`` (the job's
+    model class for the speed model of ``simulation.speed``; default ``default``). An unknown column is an error
     (it is usually a misspelt one); a duplicate name is an error.
     """
     table = _read_table(path)
@@ -374,7 +377,19 @@ def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
     cpu = table.quantity("cpu", default=1.0, what="a non-negative number of cores or a quantity")
     memory = table.quantity("memory", default=4 * GIB, what="a non-negative quantity (bytes or 4Gi)")
     roles = _single_roles(pods, gpu, cpu, memory)
-    return _assemble(table, names, submit, duration, queues, priority, roles, min_member, _topology(table))
+    classes = table.text("model_class", "") if "model_class" in table.frame.columns else None
+    return _assemble(
+        table,
+        names,
+        submit,
+        duration,
+        queues,
+        priority,
+        roles,
+        min_member,
+        _topology(table),
+        annotations=None if classes is None else [{MODEL_CLASS: c} if c else {} for c in classes.tolist()],
+    )
 
 
 def _topology(table: _Table) -> list[tuple[str, int] | None]:

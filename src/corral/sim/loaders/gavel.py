@@ -10,7 +10,8 @@ factor). Options: ``throughputs=FILE`` (required) and ``worker=v100`` (the worke
 homogeneous Philly sweep simulates V100s). ``scale_factor`` GPUs form a rigid gang split over nodes like
 a Philly job; the queue is the file's name without extension (the VC id). Jobs with ``scale_factor`` 0
 are skipped (Gavel's parse_trace skips them too); ``command``, ``num_steps_arg`` and ``needs_data_dir``
-are not used.
+are not used. ``job_type`` is each job's model class (``corral.io/model-class``, read by the speed model
+of ``simulation.speed``: the same key as the throughput table's rows).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import numpy as np
 
 from corral.errors import InputError
 from corral.manifests.safe_load import read_text
+from corral.model.annotations import MODEL_CLASS
 from corral.sim.loaders.common import Hints, Options, gpu_gangs
 from corral.sim.tracefile import read_csv_rows
 from corral.sim.workload import JobList, _assemble, _Table
 
-__all__ = ["COLUMNS", "OPTIONS", "load_gavel", "read_throughputs"]
+__all__ = ["COLUMNS", "OPTIONS", "load_gavel", "read_all_throughputs", "read_throughputs"]
 
 COLUMNS = [
     "job_type",
@@ -46,6 +48,16 @@ OPTIONS = {
 
 def read_throughputs(path: Path, worker: str) -> dict[tuple[str, int | None], float]:
     """``{(job_type, scale_factor or None): steps per second}`` of ``worker`` in a Gavel table."""
+    tables = read_all_throughputs(path)
+    table = tables.get(worker)
+    if table is None:
+        raise InputError(f"no worker type {worker!r} (the table has: {', '.join(tables)})", file=str(path))
+    return table
+
+
+def read_all_throughputs(path: Path) -> dict[str, dict[tuple[str, int | None], float]]:
+    """Every worker type's ``{(job_type, scale_factor or None): steps per second}`` in a Gavel table
+    (the ``"null"`` entry of each job type: its throughput alone on the worker)."""
     where = str(path)
     try:
         raw = json.loads(read_text(path))
@@ -53,18 +65,21 @@ def read_throughputs(path: Path, worker: str) -> dict[tuple[str, int | None], fl
         raise InputError(f"not JSON: {exc}", file=where) from None
     if not isinstance(raw, Mapping) or not raw:
         raise InputError("expected a mapping of worker type -> job type -> throughputs", file=where)
-    table = raw.get(worker)
-    if not isinstance(table, Mapping):
-        raise InputError(f"no worker type {worker!r} (the table has: {', '.join(map(str, raw))})", file=where)
-    out: dict[tuple[str, int | None], float] = {}
-    for key, entry in table.items():
-        value = entry.get("null") if isinstance(entry, Mapping) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InputError(
-                "expected a number of steps per second under 'null'", file=where, field=f"{worker}.{key}"
-            )
-        out[_key(str(key))] = float(value)
-    return out
+    tables: dict[str, dict[tuple[str, int | None], float]] = {}
+    for worker, table in raw.items():
+        if not isinstance(table, Mapping):
+            raise InputError("expected a mapping of job type -> throughputs", file=where, field=str(worker))
+        out = tables[str(worker)] = {}
+        for key, entry in table.items():
+            value = entry.get("null") if isinstance(entry, Mapping) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(
+                    "expected a number of steps per second under 'null'",
+                    file=where,
+                    field=f"{worker}.{key}",
+                )
+            out[_key(str(key))] = float(value)
+    return tables
 
 
 def _key(text: str) -> tuple[str, int | None]:
@@ -111,5 +126,14 @@ def load_gavel(path: str | Path, options: Options | None = None, hints: Hints | 
     names = np.array([f"gavel-{row}" for row in table.rows.tolist()], dtype=object)
     queues = np.full(len(table), p.name.split(".")[0] or "default", dtype=object)
     return _assemble(
-        table, names, arrival, duration, queues, np.zeros(len(table)), roles, pods, skipped=skipped
+        table,
+        names,
+        arrival,
+        duration,
+        queues,
+        np.zeros(len(table)),
+        roles,
+        pods,
+        skipped=skipped,
+        annotations=[{MODEL_CLASS: kind} for kind in types.tolist()],
     )

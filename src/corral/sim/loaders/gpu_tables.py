@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from corral.model.annotations import MODEL_CLASS
 from corral.sim.jobspec import GPU, RoleSpec
 from corral.sim.loaders.common import Hints, Options, gpu_gangs
 from corral.sim.workload import GIB, JobList, _assemble, _read_table
@@ -19,7 +20,8 @@ def load_tiresias(path: str | Path, options: Options | None = None, hints: Hints
     interval``; its ``tf_job.csv`` layout also carries the four used columns). A job is named
     ``tiresias-<job_id>``, submits at ``submit_time``, runs ``duration`` seconds and asks for ``num_gpu``
     GPUs, a rigid gang split over nodes like a Philly job (4 cores and 32Gi per GPU: the trace records
-    neither). Queue ``default``. ``iterations``, ``model_name`` and ``interval`` are not used; a repeated
+    neither). Queue ``default``. ``model_name`` is the job's model class (``corral.io/model-class``, read by the
+    speed model of ``simulation.speed``); ``iterations`` and ``interval`` are not used; a repeated
     ``job_id`` is an error (``tf_job.csv`` lists job 10 twice)."""
     hints = hints or Hints()
     table = _read_table(path)
@@ -31,7 +33,11 @@ def load_tiresias(path: str | Path, options: Options | None = None, hints: Hints
     roles, pods = gpu_gangs(gpus, hints.gpus_per_node())
     names = np.array([f"tiresias-{i}" for i in ids.tolist()], dtype=object)
     queues = np.full(len(table), "default", dtype=object)
-    return _assemble(table, names, submit, duration, queues, np.zeros(len(table)), roles, pods)
+    models = table.text("model_name", "") if "model_name" in table.frame.columns else None
+    classes = None if models is None else [{MODEL_CLASS: m} if m else {} for m in models.tolist()]
+    return _assemble(
+        table, names, submit, duration, queues, np.zeros(len(table)), roles, pods, annotations=classes
+    )
 
 
 DLRM_COLUMNS = (

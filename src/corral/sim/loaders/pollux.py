@@ -7,7 +7,8 @@ corral needs a table ``durations=FILE`` (CSV ``application, duration`` and optio
 seconds the job runs uninterrupted; a row with ``num_replicas`` applies to jobs of that many replicas,
 a row without it to every other). ``num_replicas`` GPUs form a rigid gang split over nodes like a Philly
 job (Pollux's own jobs are elastic; corral replays the initial allocation). Queue ``default``;
-``batch_size`` is not used.
+``batch_size`` is not used. ``application`` is each job's model class (``corral.io/model-class``, read
+by the speed model of ``simulation.speed``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from corral.model.annotations import MODEL_CLASS
 from corral.sim.loaders.common import Hints, Options, gpu_gangs
 from corral.sim.workload import JobList, _assemble, _read_table
 
@@ -64,4 +66,7 @@ def load_pollux(path: str | Path, options: Options | None = None, hints: Hints |
     names = table.text("name", None)
     roles, pods = gpu_gangs(replicas, hints.gpus_per_node())
     queues = np.full(len(table), "default", dtype=object)
-    return _assemble(table, names, submit, duration, queues, np.zeros(len(table)), roles, pods)
+    classes = [{MODEL_CLASS: app} for app in apps.tolist()]
+    return _assemble(
+        table, names, submit, duration, queues, np.zeros(len(table)), roles, pods, annotations=classes
+    )
