@@ -210,8 +210,10 @@ def run_config(
     *,
     show_progress: bool = False,
     console: Console | None = None,
+    seed: int = 0,
 ) -> SimResult:
-    """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
+    """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster. ``seed`` (a sweep's cell)
+    is added to the seed of a noisy estimate model, so that each seed draws other estimates."""
     from corral.sim.engine import simulate
     from corral.sim.estimates import estimate_model
 
@@ -221,6 +223,8 @@ def run_config(
 
     source = getattr(config, "source", name)
     estimates = estimate_model(getattr(config, "simulation", None), source)
+    if estimates is not None and seed:
+        estimates = replace(estimates, seed=estimates.seed + seed)
     options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
     if estimates is not None:
         meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
@@ -237,9 +241,9 @@ def run_config(
     if not show_progress:
         return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
     from corral.sim.engine import Engine
-    from corral.sim.progress import SimProgress
+    from corral.sim.progress import sim_progress
 
-    with SimProgress(len(inputs.jobs), options.until, name, console=console) as bar:
+    with sim_progress(len(inputs.jobs), options.until, name, console) as bar:
         engine = Engine(cluster, inputs.jobs, config, options=options, meta=meta, progress=bar.update)
         bar.attach(engine)
         return engine.run()
@@ -341,7 +345,9 @@ _RESTART = typer.Option(
     "--restart-policy",
     help="a broken gang restarts all its pods (job) or only the evicted ones (pods)",
 )
-_NO_PROGRESS = typer.Option(False, "--no-progress", help="no progress bar")
+_NO_PROGRESS = typer.Option(
+    False, "--no-progress", help="no progress bar (or, when not on a terminal, no progress line every 10 s)"
+)
 _BUCKETS = typer.Option(
     "1,8,32",
     "--size-buckets",
@@ -396,9 +402,7 @@ def simulate_command(
             grace_period,
             restart_policy,
         )
-        result = run_config(
-            inputs, cfg, name, show_progress=not no_progress and console.is_terminal, console=console
-        )
+        result = run_config(inputs, cfg, name, show_progress=not no_progress, console=console)
         folder = write_report(result, output, buckets, force=force)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
         _fail(exc)
@@ -460,9 +464,7 @@ def compare_command(
             unique, n = name, 2
             while unique in results:
                 unique, n = f"{name}-{n}", n + 1
-            results[unique] = run_config(
-                inputs, cfg, unique, console=console, show_progress=not no_progress and console.is_terminal
-            )
+            results[unique] = run_config(inputs, cfg, unique, console=console, show_progress=not no_progress)
         folder = write_comparison(results, output, buckets, force=force)
     except BaseException as exc:  # noqa: BLE001
         _fail(exc)
@@ -477,6 +479,9 @@ def compare_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``simulate`` and ``compare`` to ``app``."""
+    """Add ``simulate``, ``compare`` and ``sweep`` (:mod:`corral.sim.sweep_cli`) to ``app``."""
+    from corral.sim.sweep_cli import sweep_command
+
     app.command("simulate")(simulate_command)
     app.command("compare")(compare_command)
+    app.command("sweep")(sweep_command)
