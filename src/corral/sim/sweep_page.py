@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from corral.sim.plots import _figure, _png, data_uri
+from corral.sim.plots import _figure, _png, _time_unit, data_uri
 from corral.sim.report import METRICS, format_metric
 from corral.sim.sweep_report import HEADLINE, PLOTTED, SCENARIO
 
@@ -24,8 +24,9 @@ __all__ = ["sweep_page"]
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:.5em 0}
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right;vertical-align:top}
-th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}
-td small{display:block;color:#666}tr.baseline td{background:#f7fbff}
+th:first-child,td:first-child,table.text td,table.text th{text-align:left}thead th{background:#f3f3f3}
+td small,th small{display:block;color:#666;font-weight:normal}td{white-space:nowrap}
+td:first-child{white-space:normal;min-width:8em}tr.baseline td{background:#f7fbff}
 figure{margin:.5em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{color:#444;font-size:.9em;max-width:60em}code{background:#f5f5f5;padding:0 .2em}"""
 
@@ -34,7 +35,9 @@ def _esc(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], classes: Sequence[str] = ()) -> str:
+def _table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], classes: Sequence[str] = (), kind: str = ""
+) -> str:
     """Cells are HTML already (escaped by the caller)."""
     head = "".join(f"<th>{h}</th>" for h in headers)
     body = "".join(
@@ -43,7 +46,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], classes: Seque
         + "</tr>\n"
         for i, row in enumerate(rows)
     )
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table></div>'
+    return f'<div class="scroll"><table class="{kind}"><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table></div>'
 
 
 def _missing(value: Any) -> bool:
@@ -85,92 +88,77 @@ def _what_ran(described: Mapping[str, Any], runs: pd.DataFrame) -> str:
     ]
     clusters = [[_esc(n), f"<code>{_esc(f)}</code>"] for n, f in described["clusters"].items()]
     options = ", ".join(f"{k}={v}" for k, v in described["options"].items() if v is not None)
+    options = f"options {options}; " if options else ""
     cpu = runs["cpu_time"].sum()
     return (
         f"<p>Spec <code>{_esc(described['spec'])}</code>: {len(runs)} runs — {len(described['configs'])} "
         f"configs × {sum(len(w['windows']) * len(w['scales']) for w in described['workloads'])} workload "
         f"variants × {len(described['clusters'])} clusters × {len(described['seeds'])} seeds "
-        f"({_esc(', '.join(map(str, described['seeds'])))}); {_esc(options)}; executor "
-        f"{_esc(described['executor'])} ({described['workers']} workers); {cpu:,.0f} s of CPU in the runs.</p>"
-        f"<h3>Configs</h3>{_table(['config', 'file'], configs)}"
-        f"<h3>Workloads</h3>{_table(['workload', 'file', 'format', 'windows', 'scales', 'queues'], workloads)}"
-        f"<h3>Clusters</h3>{_table(['cluster', 'file'], clusters)}"
+        f"({_esc(', '.join(map(str, described['seeds'])))}); {_esc(options)}executor "
+        f"{_esc(described['executor'])} ({described['workers']} at once); {cpu:,.0f} s of CPU in the runs.</p>"
+        f"<h3>Configs</h3>{_table(['config', 'file'], configs, kind='text')}"
+        f"<h3>Workloads</h3>{_table(['workload', 'file', 'format', 'windows', 'scales', 'queues'], workloads, kind='text')}"
+        f"<h3>Clusters</h3>{_table(['cluster', 'file'], clusters, kind='text')}"
     )
 
 
 def _bars(summary: pd.DataFrame, configs: Sequence[str]) -> bytes:
-    """Four panels, one bar per config: mean with its 95 % interval, the value written on the bar."""
+    """Four panels (2 × 2) of horizontal bars, one per config: the mean with its 95 % interval and the
+    value written beside the bar. Horizontal, so that any number of configs stays readable: the figure
+    grows in height, never in width."""
     from matplotlib.axes import Axes
 
-    fig, _ = _figure(width=max(8.0, 2.2 + 0.9 * len(configs)) * 1.6, height=3.4)
+    fig, _ = _figure(width=11.0, height=1.6 + 0.55 * len(configs))
     fig.clear()
-    axes: list[Axes] = [fig.add_subplot(1, len(PLOTTED), i + 1) for i in range(len(PLOTTED))]
-    x = np.arange(len(configs))
-    for ax, metric in zip(axes, PLOTTED):
+    axes: list[Axes] = [fig.add_subplot(2, 2, i + 1) for i in range(len(PLOTTED))]
+    y = np.arange(len(configs))
+    for i, (ax, metric) in enumerate(zip(axes, PLOTTED)):
         rows = summary[summary["metric"] == metric].set_index("config")
         got_mean = dict(zip(rows.index, rows["mean"].astype(float)))
         got_ci = dict(zip(rows.index, rows["ci95"].astype(float)))
         means = [got_mean.get(c, math.nan) for c in configs]
         cis = [got_ci.get(c, math.nan) for c in configs]
         kind = METRICS[metric][1]
-        scale = 100.0 if kind == "fraction" else 1.0
-        ax.bar(
-            x,
-            np.nan_to_num(np.asarray(means, float)) * scale,
-            color="#4c78a8",
-            yerr=np.nan_to_num(np.asarray(cis, float)) * scale,
-            capsize=3,
-        )
-        for xi, m in zip(x, means):
+        scale, unit = {"fraction": (100.0, " (%)")}.get(kind, (1.0, ""))
+        if kind == "seconds":
+            divisor, name = _time_unit(max((m for m in means if not _missing(m)), default=0.0))
+            scale, unit = 1.0 / divisor, f" ({name})"
+        values = np.nan_to_num(np.asarray(means, float)) * scale
+        errors = np.nan_to_num(np.asarray(cis, float)) * scale
+        ax.barh(y, values, xerr=errors, color="#4c78a8", capsize=3)
+        for yi, m, v, e in zip(y, means, values, errors):
             if not _missing(m):
-                ax.annotate(
-                    format_metric(metric, m),
-                    (xi, m * scale),
-                    ha="center",
-                    va="bottom",
-                    fontsize=7,
-                    xytext=(0, 2),
-                    textcoords="offset points",
-                )
-        unit = {"fraction": " (%)", "seconds": " (s)"}.get(kind, "")
-        ax.set_title(METRICS[metric][0] + unit, fontsize=9)
-        ax.set_xticks(
-            x,
-            [str(c) for c in configs],
-            rotation=30 if len(configs) > 3 else 0,
-            ha="right" if len(configs) > 3 else "center",
-            fontsize=8,
-        )
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.margins(y=0.15)
+                ax.annotate(format_metric(metric, m), (v + e, yi), va="center", fontsize=8,
+                            xytext=(3, 0), textcoords="offset points")  # fmt: skip
+        ax.set_title(METRICS[metric][0] + unit, fontsize=10)
+        ax.set_yticks(y, [str(c) if i % 2 == 0 else "" for c in configs], fontsize=8)
+        ax.invert_yaxis()  # the first config on top, as in the table
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.margins(x=0.25)
     return _png(fig, axes[0], empty=summary.empty)
 
 
 def _sizes(sizes: pd.DataFrame, configs: Sequence[str]) -> str:
+    """One row per config, one column per size bucket (configs grow downwards, as in every table)."""
     if sizes.empty:
         return ""
-    means = sizes.groupby(["size", "config"], sort=False)[["jobs", "wait_mean"]].mean()
+    means = sizes.groupby(["config", "size"], sort=False)[["jobs", "wait_mean"]].mean()
     order = list(dict.fromkeys(sizes["size"]))
+    jobs = sizes.groupby("size", sort=False)["jobs"].mean()
     rows = [
-        [
-            _esc(size),
-            _esc(
-                format_metric("jobs_total", means.loc[(size, configs[0]), "jobs"])
-                if (size, configs[0]) in means.index
-                else "—"
-            ),
-        ]
+        [_esc(c)]
         + [
-            _esc(format_metric("wait_mean", means.loc[(size, c), "wait_mean"]))
-            if (size, c) in means.index and not _missing(means.loc[(size, c), "wait_mean"])
+            _esc(format_metric("wait_mean", means.loc[(c, size), "wait_mean"]))
+            if (c, size) in means.index and not _missing(means.loc[(c, size), "wait_mean"])
             else "—"
-            for c in configs
+            for size in order
         ]
-        for size in order
+        for c in configs
     ]
-    return "<h3>Mean wait by job size (GPUs), mean over seeds</h3>" + _table(
-        ["size", "jobs", *map(_esc, configs)], rows
-    )
+    headers = ["config"] + [
+        f"{_esc(size)} <small>{format_metric('jobs_total', jobs[size])} jobs</small>" for size in order
+    ]
+    return "<h3>Mean wait by job size (GPUs), mean over seeds</h3>" + _table(headers, rows)
 
 
 def _scenario(
