@@ -196,6 +196,8 @@ def prepare(
         "workload": str(workload) if workload else f"built-in example (seed {seed})",
         "jobs": len(jobs),
     }
+    if start is not None or end is not None:
+        meta["window"] = {"start": start, "end": end}
     if skipped:
         meta["skipped_rows"] = skipped
     if moved:

@@ -30,14 +30,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import InputError
 
 if TYPE_CHECKING:
-    from corral.sim.sweep_spec import Cell, SweepSpec
+    from corral.sim.sweep_spec import Cell, SweepSpec, WorkloadSpec
 
 __all__ = ["SWEEP_MARKER", "CellStore", "check_sweep_folder", "run_cell", "run_sweep"]
 
@@ -63,7 +63,8 @@ def _inputs(cell: Cell) -> Any:
     from corral.sim.commands import prepare
 
     w, options = cell.workload, cell.options
-    key = (w, cell.window, cell.scale, cell.cluster_file, cell.seed, tuple(sorted(options.items())))
+    seed = cell.seed if _drawn(w) else None  # a trace is read once for every seed
+    key = (w, cell.window, cell.scale, cell.cluster_file, seed, tuple(sorted(options.items())))
     if key not in _INPUTS:
         if len(_INPUTS) >= 2:
             _INPUTS.pop(next(iter(_INPUTS)))
@@ -86,6 +87,16 @@ def _inputs(cell: Cell) -> Any:
     return _INPUTS[key]
 
 
+def _drawn(workload: WorkloadSpec) -> bool:
+    """Whether the workload's jobs depend on the seed: the built-in example and synthetic specs."""
+    from corral.sim.formats import detect, parse_format
+
+    if workload.file is None:
+        return True
+    name = parse_format(workload.format)[0] or detect(workload.file)
+    return name == "synthetic"
+
+
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell; return its figures (``key``, ``digest``, ``summary``, ``sizes``, ``run``, ``notes``)
     and ``jobs``, its per-job records as Parquet bytes. Picklable both ways (pool and Ray workers)."""
@@ -97,6 +108,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     inputs = _inputs(cell)
+    inputs = replace(inputs, meta={**inputs.meta, "seed": cell.seed})
     config = _config(cell.config_file)
     load_time = time.perf_counter() - t0
     wall, cpu = time.perf_counter(), time.process_time()
@@ -215,11 +227,28 @@ def _run_here(cells: Sequence[Cell], done: Done) -> None:
 
 def _run_pool(cells: Sequence[Cell], workers: int, done: Done) -> None:
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import ProcessPoolExecutor
 
     # cells are submitted as workers free up, in spec order, so that a cell's inputs cached in a
-    # worker are usually the next cell's too
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    # worker are usually the next cell's too. Each worker is one CPU, as a Ray task is (Ray sets
+    # OMP_NUM_THREADS=1 in its workers): numpy's BLAS threads in N workers would contend for N CPUs.
+    saved = {k: os.environ.get(k) for k in _ONE_THREAD}
+    os.environ.update({k: "1" for k, v in saved.items() if v is None})
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        _drain(pool, cells, workers, done)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+
+
+_ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _drain(pool: Any, cells: Sequence[Cell], workers: int, done: Done) -> None:
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     todo = list(cells)[::-1]
     running: dict[Any, Cell] = {}
     try:
