@@ -200,6 +200,7 @@ RUN_FILES = {
     "wait_cdf.png",
     "wait_by_size.png",
     "slowdown_by_size.png",
+    "interruptions.png",
     "reasons.csv",
     "longest_waits.csv",
     "index.html",
@@ -221,7 +222,7 @@ def test_write_report_files(tmp_path):
     assert len((folder / "queues.csv").read_text().splitlines()) == 5
     assert (folder / "utilisation.png").read_bytes().startswith(PNG_MAGIC)
     page = (folder / "index.html").read_text()
-    assert page.count("data:image/png;base64,") == 9
+    assert page.count("data:image/png;base64,") == 10
     assert "http://" not in page and "https://" not in page and "known" in page
     assert "35.0%" in page  # utilisation in the summary table
     assert sorted(p.name for p in folder.parent.iterdir()) == ["report"]  # no temporary leftovers
@@ -305,6 +306,8 @@ def test_write_comparison(tmp_path):
         "wait_cdf.png",
         "wait_by_size.png",
         "slowdown_by_size.png",
+        "evictions.png",
+        "restarts.png",
         "gang_preempt",
         "legacy_preempt",
         "index.html-2",
@@ -317,7 +320,7 @@ def test_write_comparison(tmp_path):
         table = list(csv.DictReader(handle))
     assert list(table[0]) == ["config", "report", *METRICS] and table[0]["report"] == "gang_preempt"
     page = (folder / "index.html").read_text()
-    assert "gang_preempt/index.html" in page and page.count("data:image/png;base64,") == 7
+    assert "gang_preempt/index.html" in page and page.count("data:image/png;base64,") == 9
     with pytest.raises(InputError):
         write_comparison({}, tmp_path / "none")
     with pytest.raises(InputError):

@@ -224,6 +224,7 @@ class Engine(EngineMetrics):
         self._stalled = None
         self._changed = True
         self._last_sample = None
+        self._evictions = self._restarts = 0
         self._demand = 0.0
         self._common_gpu = None
         self._samples = []
@@ -472,6 +473,7 @@ class Engine(EngineMetrics):
         sim.lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
+        self._restarts += 1
         self._changed_jobs.add(sim.job.uid)
         self._remember_run(sim, ran, held_gpus)
         self._changed = True
@@ -566,6 +568,8 @@ class Engine(EngineMetrics):
         for uid, group in by_job.items():
             sim = self._active[uid]
             sim.evictions += len(group)
+            self._evictions += len(group)
+            self._changed = True
             held = sum(
                 self._gpus(t)
                 for t in sim.job.tasks

@@ -43,6 +43,10 @@ CAPTIONS = {
     "fragmentation.png": "Free GPUs on nodes that cannot host one waiting pod of the most common GPU size: "
     "capacity lost to fragmentation.",
     "pending.png": "Jobs waiting and jobs running over the submission window.",
+    "interruptions.png": "Pods evicted (by the scheduler's preemption and reclaim, and by failed nodes) and gangs "
+    "restarted since the start, over the whole run: a steep step is a burst of evictions.",
+    "evictions.png": "Pods evicted since the start of the run, per configuration (whole run).",
+    "restarts.png": "Gangs restarted since the start of the run, per configuration (whole run).",
     "shares.png": "Each queue's allocated share of the GPUs (solid) against the share it deserves (dashed).",
     "jct_cdf.png": "Fraction of completed jobs whose completion time (submit to end) is at most x; "
     "logarithmic time axis.",
@@ -347,6 +351,12 @@ def report_plots(
             pending, title="Jobs pending and running", ylabel="jobs", end=end, window=window
         ),
         "shares.png": share_plot(queues, end, window),
+        "interruptions.png": step_plot(
+            {"pods evicted": _cluster(result, "evictions"), "gang restarts": _cluster(result, "restarts")},
+            title="Evictions and restarts so far",
+            ylabel="count",
+            end=end,
+        ),
         "jct_cdf.png": cdf_plot(
             {"JCT": _values(result, "jct")}, title="Job completion time (CDF)", xlabel="submit to end"
         ),
@@ -391,6 +401,18 @@ def comparison_plots(
             ylabel="GPUs",
             end=ends or None,
             window=window,
+        ),
+        "evictions.png": step_plot(
+            {n: _cluster(r, "evictions") for n, r in results.items()},
+            title="Pods evicted so far",
+            ylabel="pods",
+            end=ends or None,
+        ),
+        "restarts.png": step_plot(
+            {n: _cluster(r, "restarts") for n, r in results.items()},
+            title="Gangs restarted so far",
+            ylabel="gangs",
+            end=ends or None,
         ),
         "jct_cdf.png": cdf_plot(
             {n: _values(r, "jct") for n, r in results.items()},

@@ -433,6 +433,8 @@ _RESERVED = {
     "fragmentation.png",
     "wait_by_size.png",
     "slowdown_by_size.png",
+    "evictions.png",
+    "restarts.png",
     "reasons.csv",
     "longest_waits.csv",
 }

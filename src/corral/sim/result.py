@@ -68,7 +68,8 @@ class ClusterSample:
     """The cluster at one instant. ``pending_gpus``: GPUs asked for by the pods of active jobs that hold
     no node (the demand waiting beside the GPUs in use). ``fragmented_gpus``: free GPUs on live nodes
     that cannot host one whole waiting pod of the most common GPU size (the size is re-read on the queue
-    sampling grid; 0 while no pod waits)."""
+    sampling grid; 0 while no pod waits). ``evictions`` and ``restarts``: pods evicted and gangs
+    restarted since the start of the run (cumulative counts, so their plot shows when they happened)."""
 
     time: float
     gpu_used: float
@@ -78,6 +79,8 @@ class ClusterSample:
     running_jobs: int
     pending_gpus: float = 0.0
     fragmented_gpus: float = 0.0
+    evictions: int = 0
+    restarts: int = 0
 
 
 @dataclass
