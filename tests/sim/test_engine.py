@@ -435,3 +435,15 @@ def test_job_record_notes_an_unenforced_topology():
     assert r["plain"].notes == ""
     held = by_name(engine(jobs, nodes=4, tiers=(2,)).run())  # the built-in default holds it
     assert held["g"].notes == ""
+
+
+def test_a_gang_records_the_smallest_domain_that_held_it():
+    jobs = [job("small", 0, 100, 4, pods=2), job("wide", 0, 100, 8, pods=3), job("one", 0, 100, 8)]
+    r = by_name(engine(jobs, nodes=4, tiers=(2,)).run())
+    assert r["one"].placement == ""  # a job of one pod is not a gang
+    assert r["small"].placement == "node"  # two 4-GPU pods binpacked on one node
+    assert r["wide"].placement == "cluster"  # three nodes: more than a tier-1 domain of two holds
+    r = by_name(engine([job("pair", 0, 100, 8, pods=2)], nodes=4).run())
+    assert r["pair"].placement == "nodes"  # no hypernodes to measure against
+    r = by_name(engine([job("pair", 0, 100, 8, pods=2)], nodes=4, tiers=(2, 2)).run())
+    assert r["pair"].placement in ("tier 1", "tier 2")

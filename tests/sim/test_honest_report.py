@@ -91,6 +91,17 @@ def test_the_comparison_says_what_ran_and_how_each_config_differs(tmp_path: Path
     assert '+actions: "enqueue, allocate, backfill"' in what.replace("&quot;", '"')
 
 
+def test_placement_of_gangs_per_config(tmp_path: Path) -> None:
+    results = _results({"a": "built-in default", "b": "built-in default"})
+    results["a"].jobs[0].placement = results["a"].jobs[1].placement = "tier 1"
+    results["b"].jobs[0].placement, results["b"].jobs[1].placement = "node", "cluster"
+    page = (write_comparison(results, tmp_path / "cmp") / "index.html").read_text()
+    section = page.split("<h2>Placement of gangs</h2>")[1].split("<h2>")[0]
+    assert "<th>node</th><th>tier 1</th><th>cluster</th><th>gangs started</th>" in section
+    assert "<td>a</td><td>0</td><td>2</td><td>0</td><td>2</td>" in section
+    assert "<td>b</td><td>1</td><td>0</td><td>1</td><td>2</td>" in section
+
+
 def test_a_column_that_repeats_another_is_shown_once(tmp_path: Path) -> None:
     result = known_result()  # every job ran 10 s or more: slowdown and bounded slowdown agree
     page = (write_report(result, tmp_path / "r") / "index.html").read_text()

@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from corral.errors import InputError
 from corral.framework.config import Config, Registry
 from corral.framework.cycle import apply_decisions, run_cycle
@@ -142,6 +144,7 @@ class SimJob:
         "job",
         "lost",
         "overhead",
+        "placement",
         "preemptions",
         "progress",
         "restarts",
@@ -162,6 +165,7 @@ class SimJob:
         self.overhead = 0.0  # GPU-seconds spent restoring after stops (resume_overhead)
         self.held_time = 0.0  # seconds the gang held its nodes at its minimum (restoring included)
         self.run_from: float | None = None  # the current run's start (``since`` is after its restore)
+        self.placement = ""  # where a gang first ran: see JobRecord.placement
 
 
 class Engine(EngineMetrics):
@@ -430,12 +434,28 @@ class Engine(EngineMetrics):
             sim.run_from, sim.since = self.now, self.now + restore
             if sim.first_start is None:
                 sim.first_start = self.now
+                sim.placement = self._placement(sim.job)
             self._reasons.pop(uid, None)  # running again after a restart: no longer waiting
             self._running.add(uid)
             self._push(sim.since + max(sim.spec.duration - sim.progress, 0.0), COMPLETE, (sim, sim.epoch))
             self._changed = True
         elif not ok and sim.since is not None:
             self._restart(sim, held_gpus, preempted)
+
+    def _placement(self, job: Job) -> str:
+        """The smallest topology domain holding every placed pod of a gang of two or more pods: "node",
+        "tier N" (one hypernode of tier N, as network-topology-aware counts tiers), "cluster" (none
+        does), or "nodes" on a cluster without hypernodes; "" for a job of one pod."""
+        if len(job.tasks) < 2:
+            return ""
+        rows = np.unique(np.fromiter((t.node for t in job.tasks if t.node >= 0), dtype=np.int64))
+        if len(rows) <= 1:
+            return "node"
+        tree = self.cluster.hypernodes
+        if not tree:
+            return "nodes"
+        tier = tree.lca_tier(rows)
+        return "cluster" if tier is None else f"tier {tier}"
 
     def _resume_overhead(self, gpus: float) -> float:
         """Seconds a job of ``gpus`` GPUs restores before it progresses again (the first band it fits)."""

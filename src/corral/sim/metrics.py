@@ -267,6 +267,7 @@ class EngineMetrics:
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
         rec.preemptions, rec.restore_gpu_hours = sim.preemptions, sim.overhead / 3600.0
+        rec.placement = sim.placement
         if rec.jct is not None:
             rec.queue_time = max(rec.jct - sim.held_time, 0.0)
         expected = self._expected.get(sim.job.uid)

@@ -225,6 +225,40 @@ def _reasons(reasons: Sequence[Mapping[str, Any]], longest: Sequence[Mapping[str
     )
 
 
+def _placement_counts(result: SimResult) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for job in result.jobs:
+        if job.placement:
+            counts[job.placement] = counts.get(job.placement, 0) + 1
+    return counts
+
+
+def _placement_order(keys: Iterable[str]) -> list[str]:
+    def rank(key: str) -> tuple[int, int]:
+        if key == "node":
+            return (0, 0)
+        if key.startswith("tier "):
+            return (1, int(key.split()[1]))
+        return (2, 0)
+
+    return sorted(set(keys), key=rank)
+
+
+def _placement(results: Mapping[str, SimResult]) -> str:
+    """Gangs (jobs of two or more pods) by the smallest topology domain that held them at their first
+    start, one row per config: placement quality beside the waits it cost."""
+    counts = {n: _placement_counts(r) for n, r in results.items()}
+    columns = _placement_order(k for c in counts.values() for k in c)
+    if not columns:
+        return ""
+    rows = [[n, *(f"{c.get(k, 0):,}" for k in columns), f"{sum(c.values()):,}"] for n, c in counts.items()]
+    return (
+        '<h2>Placement of gangs</h2><p class="note">Jobs of two or more pods by the smallest topology domain '
+        "that held all their pods when they first started (one node; one hypernode of tier N; no hypernode: "
+        "spread over the cluster).</p>" + _table(["config", *columns, "gangs started"], rows)
+    )
+
+
 _WAIT_NOTE = (
     '<p class="note">Waits count every job that could run: a job still waiting when the run ended counts '
     "the wait it had by then (censored, so a policy that starves jobs is not rewarded for it); never-fit jobs "
@@ -271,6 +305,7 @@ def run_page(
         f"<h2>By job size (GPUs)</h2>{_breakdown_table(groups, 'size')}"
         f"<h2>By queue</h2>{_breakdown_table(groups, 'queue')}"
         f"{_reasons(reasons, longest)}"
+        f"{_placement({str(config) or 'run': result})}"
         f"<h2>Plots</h2>{_figures(plots)}"
         f"<h2>Queues</h2>{_table(list(_QUEUE_COLUMNS.values()), queue_rows)}"
         f"<h2>Run</h2>{meta}<p>Data: {files}</p>"
@@ -315,6 +350,7 @@ def comparison_page(
         f"<h2>Metrics</h2>{table}{_WAIT_NOTE}<h2>By job size (GPUs)</h2>{by_size}<h2>By queue</h2>{by_queue}"
         "<h2>Why jobs waited: the top three reasons of each config</h2>"
         + _table(["config", "reason", "jobs", "waiting time"], top)
+        + _placement(results)
         + f"<h2>Plots</h2>{_figures(plots)}"
         f"<h2>Reports</h2><ul>{links}</ul>"
         '<p>Data: <a href="comparison.csv"><code>comparison.csv</code></a>, '

@@ -49,6 +49,10 @@ class JobRecord:
     #: (``jct`` minus the time it held its nodes at its minimum, restores included)
     queue_time: float | None = None
     notes: str = ""  # what the configuration did not act on (e.g. a topology no plugin enforced)
+    #: where a gang (two or more pods) ran when it first started: the smallest topology domain holding
+    #: all its placed pods — "node", "tier 1", "tier 2", ... (hypernode tiers), "cluster" (no hypernode
+    #: holds them), "nodes" (a cluster without hypernodes); "" for a one-pod job or one never started
+    placement: str = ""
 
 
 @dataclass
