@@ -42,7 +42,7 @@ simulation:
 """
 
 
-def write_spec(folder: Path, nodes: int, seeds: int, configs: int) -> Path:
+def write_spec(folder: Path, nodes: int, seeds: int, configs: int, until: str | None = None) -> Path:
     (folder / "cluster.yaml").write_text(
         f"name: {nodes} x 8 GPUs\nnodes:\n- {{name: gpu, count: {nodes}, gpus: 8, cpu: 96, memory: 768Gi}}\n"
         "topology: {tiers: [32]}\nqueues: [{name: default}]\ndefault_queue: default\n"
@@ -63,6 +63,7 @@ def write_spec(folder: Path, nodes: int, seeds: int, configs: int) -> Path:
         ],
         "clusters": [{"name": f"{nodes}x8", "file": "cluster.yaml"}],
         "seeds": seeds,
+        "options": {"until": until},
     }
     path = folder / "sweep.yaml"
     path.write_text(json.dumps(spec, indent=2))  # JSON is YAML
@@ -95,6 +96,7 @@ def main() -> int:
     parser.add_argument("--configs", type=int, default=5, choices=range(1, 6))
     parser.add_argument("--nodes", type=int, default=80)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--until", help="stop each run's clock here (a quick look, e.g. 2d)")
     parser.add_argument("--keep", type=Path, help="write the sweeps here (default: a temporary folder)")
     args = parser.parse_args()
     if not TRACE.exists():
@@ -106,7 +108,7 @@ def main() -> int:
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     work.mkdir(parents=True, exist_ok=True)
-    spec = load_sweep_spec(write_spec(work, args.nodes, args.seeds, args.configs))
+    spec = load_sweep_spec(write_spec(work, args.nodes, args.seeds, args.configs, args.until))
     print(
         f"{len(spec.cells)} cells: {len(spec.configs)} configs x {len(spec.seeds)} seeds of the Philly week on {args.nodes} nodes"
     )
@@ -148,6 +150,12 @@ def main() -> int:
     if len(rows) > 2:
         print(f"wall time on Ray / sequential: {rows[2]['wall'] / rows[0]['wall']:.2f}")
     print(f"every cell the same bytes under every executor: {'yes' if same else 'NO'}")
+    for label, got in outputs.items():
+        for name, (record, jobs) in got.items():
+            if (record, jobs) != first[name]:
+                print(
+                    f"  {label} differs from sequential in {name}: figures {'same' if record == first[name][0] else 'differ'}, jobs {'same' if jobs == first[name][1] else 'differ'}"
+                )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0 if same else 1

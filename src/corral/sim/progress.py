@@ -205,7 +205,7 @@ class CellProgress:
         self.console, self.every, self.stream = console, every, stream
         self.start = self.last = time.monotonic()
         self.bar: Progress | None = None
-        self.state = (0, 0, 0)
+        self.state = self.printed = (0, 0, 0)
         if console is not None and console.is_terminal:
             self.bar = Progress(
                 TextColumn("sweep"),
@@ -236,7 +236,7 @@ class CellProgress:
 
     def _line(self) -> None:
         done, reused, total = self.state
-        self.last = time.monotonic()
+        self.last, self.printed = time.monotonic(), self.state
         print(
             f"sweep: {done}/{total} cells done ({reused} reused), {_wall(self.last - self.start)} elapsed, "
             f"ETA {_wall(self._eta(done, reused, total))}",
@@ -247,5 +247,5 @@ class CellProgress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
-        elif self.state[2]:
+        elif self.state[2] and self.state != self.printed:
             self._line()

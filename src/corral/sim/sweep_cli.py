@@ -15,7 +15,13 @@ from corral.terminal import cell, plain
 
 __all__ = ["sweep_command"]
 
-_SHOWN = ("wait_mean", "bounded_slowdown_mean", "gpu_utilisation", "jobs_completed")
+_SHOWN = (
+    "wait_mean",
+    "bounded_slowdown_mean",
+    "max_wait_largest_5pct",
+    "gpu_utilisation_window",
+    "jobs_completed",
+)
 
 
 def sweep_command(

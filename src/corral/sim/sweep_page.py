@@ -19,7 +19,7 @@ from corral.sim.plots import _figure, _png, _time_unit, data_uri
 from corral.sim.report import METRICS, format_metric
 from corral.sim.sweep_report import HEADLINE, PLOTTED, SCENARIO
 
-__all__ = ["sweep_page"]
+__all__ = ["scenario_plots", "sweep_page"]
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:.5em 0}
@@ -162,7 +162,13 @@ def _sizes(sizes: pd.DataFrame, configs: Sequence[str]) -> str:
 
 
 def _scenario(
-    key: Mapping[str, Any], summary: pd.DataFrame, sizes: pd.DataFrame, configs: Sequence[str], baseline: str
+    key: Mapping[str, Any],
+    summary: pd.DataFrame,
+    sizes: pd.DataFrame,
+    configs: Sequence[str],
+    baseline: str,
+    png: bytes,
+    file: str,
 ) -> str:
     index: dict[tuple[str, str], dict[str, Any]] = {
         (str(r["config"]), str(r["metric"])): {str(k): v for k, v in r.items()}
@@ -176,13 +182,20 @@ def _scenario(
         f"Mean over {n} seed(s) of each config; the whiskers are 95 % confidence intervals of the mean "
         "(Student's t; none from a single seed). GPU utilisation in percent."
     )
-    png = _bars(summary, configs)
     return (
         f"<h2>{_esc(title)}</h2>"
         + _table(["config", *(_esc(METRICS[m][0]) for m in HEADLINE)], rows, classes)
-        + f'<figure><img alt="{_esc(title)}" src="{data_uri(png)}"><figcaption>{_esc(caption)}</figcaption></figure>'
+        + f'<figure><img alt="{_esc(title)}" src="{data_uri(png)}"><figcaption>{_esc(caption)} (<a href="{_esc(file)}">{_esc(file)}</a>)</figcaption></figure>'
         + _sizes(sizes, configs)
     )
+
+
+def scenario_plots(summary: pd.DataFrame, runs: pd.DataFrame) -> dict[str, bytes]:
+    """One bar chart per scenario (workload, window, scale, cluster): file name -> PNG, the names
+    ``scenario-1.png``, ``scenario-2.png``, ... in the summary's order."""
+    configs = list(dict.fromkeys(runs["config"]))
+    groups = summary.groupby(list(SCENARIO), sort=False, dropna=False)
+    return {f"scenario-{i}.png": _bars(block, configs) for i, (_, block) in enumerate(groups, 1)}
 
 
 def sweep_page(
@@ -191,15 +204,21 @@ def sweep_page(
     sizes: pd.DataFrame,
     summary: pd.DataFrame,
     baseline: str,
+    plots: Mapping[str, bytes] | None = None,
 ) -> str:
+    """The page; ``plots`` (from :func:`scenario_plots`, drawn again when not given) holds one bar
+    chart per scenario, in the order of the summary's scenarios."""
     configs = list(dict.fromkeys(runs["config"]))
+    plots = plots if plots is not None else scenario_plots(summary, runs)
     parts = []
-    for key, block in summary.groupby(list(SCENARIO), sort=False, dropna=False):
+    for (key, block), (file, png) in zip(
+        summary.groupby(list(SCENARIO), sort=False, dropna=False), plots.items()
+    ):
         mine = dict(zip(SCENARIO, key))
         scenario_sizes = sizes
         for k, v in mine.items():
             scenario_sizes = scenario_sizes[scenario_sizes[k] == v]
-        parts.append(_scenario(mine, block, scenario_sizes, configs, baseline))
+        parts.append(_scenario(mine, block, scenario_sizes, configs, baseline, png, file))
     files = ", ".join(
         f'<a href="{n}"><code>{n}</code></a>'
         for n in (

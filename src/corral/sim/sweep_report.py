@@ -15,8 +15,9 @@ each file atomically (:func:`corral.files.atomic_write`):
   and ``vs_baseline`` (mean ÷ baseline mean − 1), and the paired difference from the baseline over the
   seeds both ran (``diff_mean``, ``diff_ci95``: seeds draw the same random numbers in every config, so
   the paired interval is the narrower honest one);
+* ``scenario-N.png``: per scenario, bar charts of four metrics with 95 % error bars;
 * ``index.html``: what ran, and per scenario the headline metrics side by side with their intervals and
-  bar charts with 95 % error bars.
+  those charts.
 """
 
 from __future__ import annotations
@@ -43,15 +44,16 @@ RUN = {"cpu_time": "CPU time (s)", "wall_time": "wall time (s)", "events": "even
 HEADLINE = (
     "wait_mean",
     "wait_p95",
+    "max_wait_largest_5pct",
     "bounded_slowdown_mean",
     "jct_mean",
-    "gpu_utilisation",
+    "gpu_utilisation_window",
     "makespan",
     "jobs_completed",
     "jobs_pending",
     "evictions",
 )
-PLOTTED = ("wait_mean", "bounded_slowdown_mean", "jct_mean", "gpu_utilisation")
+PLOTTED = ("wait_mean", "bounded_slowdown_mean", "max_wait_largest_5pct", "gpu_utilisation_window")
 
 # Student's t, 0.975 quantile, for 1..30 degrees of freedom
 _T975 = (
@@ -169,7 +171,10 @@ def write_sweep_outputs(
         atomic_write(folder / f"{name}.parquet", _parquet(frame))
         atomic_write(folder / f"{name}.csv", frame.to_csv(index=False, lineterminator="\n"))
     atomic_write(folder / "jobs.parquet", _jobs(folder, records))
-    from corral.sim.sweep_page import sweep_page
+    from corral.sim.sweep_page import scenario_plots, sweep_page
 
-    atomic_write(folder / "index.html", sweep_page(described, runs, sizes, summary, baseline))
+    plots = scenario_plots(summary, runs)
+    for name, png in plots.items():
+        atomic_write(folder / name, png)
+    atomic_write(folder / "index.html", sweep_page(described, runs, sizes, summary, baseline, plots))
     return summary
