@@ -177,6 +177,18 @@ def test_a_bad_spec_is_one_line_naming_the_key(files: Path, text: str, words: li
     assert not (files / "out").exists()
 
 
+def test_a_bad_config_or_cluster_is_refused_before_any_cell_runs(files: Path) -> None:
+    (files / "sjf.yaml").write_text("actions: allocate\ntiers: [{plugins: [{name: nosuch}]}]\n")
+    res = _sweep(files)
+    assert res.exit_code == 2 and "sjf.yaml" in res.stderr and "nosuch" in res.stderr
+    assert not (files / "out" / "cells").exists()
+    (files / "sjf.yaml").write_text(SJF_NOISY)
+    (files / "cluster.yaml").write_text("nodes:\n- {name: n, count: 2, gpus: 8, memory: 768}\n")
+    res = _sweep(files)
+    assert res.exit_code == 2 and "cluster.yaml" in res.stderr and "memory" in res.stderr
+    assert not (files / "out" / "cells").exists()
+
+
 def test_a_folder_that_is_not_a_sweep_is_refused(files: Path) -> None:
     (files / "out").mkdir()
     (files / "out" / "mine.txt").write_text("keep")

@@ -279,6 +279,7 @@ def run_sweep(
     executor = executor or spec.executor
     workers = workers or spec.workers
     check_sweep_folder(folder)
+    preflight(spec)
     folder.mkdir(parents=True, exist_ok=True)
     store = CellStore(folder)
     store.clean()
@@ -304,6 +305,20 @@ def run_sweep(
     else:
         _run_pool(todo, min(workers, len(todo)), done)
     return [store.load(c) for c in spec.cells]
+
+
+def preflight(spec: SweepSpec) -> None:
+    """Check every configuration (as ``corral compare`` does) and every cluster before any cell runs:
+    a bad one is its one-line error now, not after an hour of other cells. Workloads are read by the
+    cells themselves (reading a trace twice would cost more than it saves)."""
+    from corral.sim.clusters import load_cluster
+    from corral.sim.commands import _load_config
+
+    for path in spec.configs.values():
+        _load_config(path)
+    for path in spec.clusters.values():
+        if path is not None:
+            load_cluster(path)
 
 
 def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int) -> None:
