@@ -318,7 +318,7 @@ def _options(raw: Any, spec: Path) -> dict[str, Any]:
             out["grace_period"],
         )
     except CorralError as exc:
-        option = (exc.field or "").lstrip("-").replace("-", "_").replace("grace_period", "grace_period")
+        option = (exc.field or "").lstrip("-").replace("-", "_")  # --grace-period -> grace_period
         raise _err(spec, f"options.{option}", exc.message) from None
     return out
 
