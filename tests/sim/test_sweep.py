@@ -284,3 +284,79 @@ def test_progress_lines_when_not_on_a_terminal() -> None:
     bar.update(3, 1, 8)
     bar.close()
     assert cells.getvalue().splitlines()[0].startswith("sweep: 3/8 cells done (1 reused)")
+
+
+class FakeRay:
+    """Ray's API as run_on_ray uses it, running each task at once: what ray.init was asked for."""
+
+    class TaskError(Exception):
+        def __init__(self, cause: BaseException) -> None:
+            super().__init__(str(cause))
+            self.cause = cause
+
+    class Ref:
+        value = None
+        error = None
+
+    def __init__(self) -> None:
+        self.inits: list[dict] = []
+        self.up = False
+
+    def is_initialized(self) -> bool:
+        return self.up
+
+    def init(self, address=None, **kwargs) -> None:
+        self.inits.append({"address": address, **kwargs})
+        self.up = True
+
+    def shutdown(self) -> None:
+        self.up = False
+
+    def remote(self, **options):
+        def wrap(fn):
+            class Task:
+                @staticmethod
+                def remote(*args):
+                    ref = FakeRay.Ref()
+                    try:
+                        ref.value = fn(*args)
+                    except Exception as exc:
+                        ref.error = FakeRay.TaskError(exc)
+                    return ref
+
+            return Task
+
+        return wrap
+
+    def wait(self, refs, num_returns=1):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref):
+        if ref.error is not None:
+            raise ref.error
+        return ref.value
+
+    def cancel(self, ref) -> None:
+        pass
+
+
+def test_ray_is_started_locally_or_reached_where_asked(files: Path, monkeypatch) -> None:
+    import sys
+
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (files / "sweep.yaml").write_text(SMALL)
+    spec = load_sweep_spec(files / "sweep.yaml")
+    run_sweep(spec, files / "a", executor="ray", workers=3)
+    assert fake.inits[-1]["address"] is None and fake.inits[-1]["num_cpus"] == 3 and not fake.up
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    run_sweep(spec, files / "b", executor="ray", workers=3)
+    assert fake.inits[-1]["address"] is None and "num_cpus" not in fake.inits[-1]  # ray.init reads it
+    run_sweep(spec, files / "c", executor="ray", workers=3, address="ray://other:10001")
+    assert fake.inits[-1]["address"] == "ray://other:10001" and "num_cpus" not in fake.inits[-1]
+    assert _cells(files / "a") == _cells(files / "b") == _cells(files / "c")
+    # a task's own error comes back as itself: one line, exit code 2
+    (files / "w.csv").write_text("name,submit,duration,queue,pods,gpu\na,0,-5,q,1,8\n")
+    res = _sweep(files, "--executor", "ray")
+    assert res.exit_code == 2 and "w.csv" in res.stderr and res.stderr.count("\n") == 1, res.output

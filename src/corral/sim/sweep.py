@@ -48,15 +48,15 @@ RUN_FIELDS = ("cpu_time", "wall_time", "events", "cycles", "end_time", "load_tim
 # per worker process: the inputs and configurations its last cells used (a worker often runs the same
 # workload under every configuration, and every cell of one configuration)
 _INPUTS: dict[tuple[Any, ...], Any] = {}
-_CONFIGS: dict[Path | None, Any] = {}
+_CONFIGS: dict[tuple[Path | None, str], Any] = {}
 
 
-def _config(path: Path | None) -> Any:
-    if path not in _CONFIGS:
+def _config(path: Path | None, digest: str) -> Any:
+    if (path, digest) not in _CONFIGS:
         from corral.sim.commands import _load_config
 
-        _CONFIGS[path] = _load_config(path)[1]
-    return _CONFIGS[path]
+        _CONFIGS[(path, digest)] = _load_config(path)[1]
+    return _CONFIGS[(path, digest)]
 
 
 def _inputs(cell: Cell) -> Any:
@@ -64,7 +64,7 @@ def _inputs(cell: Cell) -> Any:
 
     w, options = cell.workload, cell.options
     seed = cell.seed if _drawn(w) else None  # a trace is read once for every seed
-    key = (w, cell.window, cell.scale, cell.cluster_file, seed, tuple(sorted(options.items())))
+    key = (w, cell.sources, cell.window, cell.scale, cell.cluster_file, seed, tuple(sorted(options.items())))
     if key not in _INPUTS:
         if len(_INPUTS) >= 2:
             _INPUTS.pop(next(iter(_INPUTS)))
@@ -109,7 +109,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     t0 = time.perf_counter()
     inputs = _inputs(cell)
     inputs = replace(inputs, meta={**inputs.meta, "seed": cell.seed})
-    config = _config(cell.config_file)
+    config = _config(cell.config_file, cell.digest)
     load_time = time.perf_counter() - t0
     wall, cpu = time.perf_counter(), time.process_time()
     result = run_config(inputs, config, cell.config, seed=cell.seed)

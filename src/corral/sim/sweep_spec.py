@@ -98,6 +98,9 @@ class Cell:
     options: Mapping[str, Any]
     size_buckets: tuple[float, ...]
     digest: str = ""
+    #: the bytes of the workload and cluster files, hashed: a worker's cached inputs are reused only
+    #: while they are the same
+    sources: str = ""
 
     @property
     def window_label(self) -> str:
@@ -451,5 +454,7 @@ def _with_cells(sweep: SweepSpec) -> SweepSpec:
                                 "buckets": list(sweep.size_buckets),
                             }
                             text = json.dumps(identity, sort_keys=True)
-                            cells.append(replace(cell, digest=hashlib.sha256(text.encode()).hexdigest()))
+                            sources = f"{identity['workload']}:{identity['cluster']}"
+                            digest = hashlib.sha256(text.encode()).hexdigest()
+                            cells.append(replace(cell, digest=digest, sources=sources))
     return replace(sweep, cells=tuple(cells))
