@@ -171,3 +171,11 @@ def test_a_comparison_of_many_configs_fits_the_window(tmp_path: Path) -> None:
             assert page.locator("figcaption").count() >= 5
         finally:
             browser.close()
+
+
+def test_reports_plot_the_submission_window_unless_asked_for_the_whole_run(tmp_path: Path, axes) -> None:
+    write_report(known_result(), tmp_path / "window")  # last submit at 20 s, the run ends at 100 s
+    assert axes[0].get_title() == "GPU utilisation" and axes[0].get_xlim() == (0.0, 20.0)
+    axes.clear()
+    write_report(known_result(), tmp_path / "whole", whole_run=True)
+    assert axes[0].get_xlim()[1] >= 100.0

@@ -355,6 +355,11 @@ _BUCKETS = typer.Option(
     "--size-buckets",
     help="upper edges of the job-size buckets of the report, in GPUs (1,8,32: 1 GPU, 2-8, 9-32, >32)",
 )
+_WHOLE = typer.Option(
+    False,
+    "--plot-whole-run",
+    help="plots over time to the end of the run (default: to the last submit or --until)",
+)
 _FORCE = typer.Option(False, "--force", help="replace --output even if it is not a previous corral report")
 
 
@@ -378,6 +383,7 @@ def simulate_command(
     no_progress: bool = _NO_PROGRESS,
     size_buckets: str = _BUCKETS,
     force: bool = _FORCE,
+    plot_whole_run: bool = _WHOLE,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     from corral.sim.breakdown import parse_buckets
@@ -405,7 +411,7 @@ def simulate_command(
             restart_policy,
         )
         result = run_config(inputs, cfg, name, show_progress=not no_progress, console=console)
-        folder = write_report(result, output, buckets, force=force)
+        folder = write_report(result, output, buckets, force=force, whole_run=plot_whole_run)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
         _fail(exc)
         return
@@ -435,6 +441,7 @@ def compare_command(
     no_progress: bool = _NO_PROGRESS,
     size_buckets: str = _BUCKETS,
     force: bool = _FORCE,
+    plot_whole_run: bool = _WHOLE,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     from corral.sim.breakdown import parse_buckets
@@ -467,7 +474,7 @@ def compare_command(
             while unique in results:
                 unique, n = f"{name}-{n}", n + 1
             results[unique] = run_config(inputs, cfg, unique, console=console, show_progress=not no_progress)
-        folder = write_comparison(results, output, buckets, force=force)
+        folder = write_comparison(results, output, buckets, force=force, whole_run=plot_whole_run)
     except BaseException as exc:  # noqa: BLE001
         _fail(exc)
         return

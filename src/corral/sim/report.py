@@ -371,7 +371,9 @@ def _breakdown_rows(result: SimResult, buckets: Sequence[float]) -> list[dict[st
     ]
 
 
-def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAULT_BUCKETS) -> dict[str, Any]:
+def _write_run(
+    result: SimResult, folder: Path, buckets: Sequence[float] = DEFAULT_BUCKETS, whole_run: bool = False
+) -> dict[str, Any]:
     """Every file of one run's report into an existing empty ``folder``; returns the summary."""
     from corral.sim.report_html import run_page
 
@@ -394,7 +396,7 @@ def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAU
     _write_csv(
         folder / "longest_waits.csv", _LONGEST_FIELDS, [{k: _sig(v) for k, v in r.items()} for r in longest]
     )
-    plots = report_plots(result, end, groups, window_end(result))
+    plots = report_plots(result, end, groups, None if whole_run else window_end(result))
     for name, png in plots.items():
         (folder / name).write_bytes(png)
     page = run_page(result, summary, queues, plots, groups, reasons, longest)
@@ -407,7 +409,12 @@ _LONGEST_FIELDS = ["job", "queue", "gpus", "submit", "wait", "still_waiting", "s
 
 
 def write_report(
-    result: SimResult, folder: str | Path, buckets: Sequence[float] = DEFAULT_BUCKETS, *, force: bool = False
+    result: SimResult,
+    folder: str | Path,
+    buckets: Sequence[float] = DEFAULT_BUCKETS,
+    *,
+    force: bool = False,
+    whole_run: bool = False,
 ) -> Path:
     """Write one run's report folder and return its path. Files: ``summary.json`` (:func:`summarize`),
     ``meta.json``, ``jobs.csv`` / ``jobs.json`` (one record per job), ``queues.csv`` (queue samples:
@@ -416,9 +423,10 @@ def write_report(
     slowdown by job size — ``buckets``, upper edges in GPUs — and by queue: :mod:`corral.sim.breakdown`),
     PNG plots (``utilisation``, ``demand``, ``fragmentation``, ``pending``, ``shares``, ``jct_cdf``,
     ``wait_cdf``, ``wait_by_size``, ``slowdown_by_size``) and ``index.html``, which embeds them and needs
-    no other file. An existing folder is replaced only once the new report is complete, and only if it
+    no other file. Plots over time stop at the end of the submission window (:func:`window_end`) unless
+    ``whole_run``. An existing folder is replaced only once the new report is complete, and only if it
     is a previous report or ``force`` is given (:func:`corral.files.atomic_folder`)."""
-    return atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets), force=force)
+    return atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets, whole_run), force=force)
 
 
 _RESERVED = {
@@ -460,6 +468,7 @@ def write_comparison(
     buckets: Sequence[float] = DEFAULT_BUCKETS,
     *,
     force: bool = False,
+    whole_run: bool = False,
 ) -> Path:
     """Write a comparison of several configs run on the same workload: ``comparison.json`` and
     ``comparison.csv`` (one row per config: ``config``, ``report`` subfolder, then every metric),
@@ -487,7 +496,7 @@ def write_comparison(
                 {
                     "config": name,
                     "report": subfolders[name],
-                    **_write_run(result, tmp / subfolders[name], buckets),
+                    **_write_run(result, tmp / subfolders[name], buckets, whole_run),
                 }
             )
             groups[name] = _breakdown_rows(result, buckets)
@@ -499,7 +508,7 @@ def write_comparison(
             ["config", "by", "group", *_BREAKDOWN_COLUMNS],
             [{"config": n, **g} for n, rs in groups.items() for g in rs],
         )
-        window = max(window_end(r) for r in results.values())
+        window = None if whole_run else max(window_end(r) for r in results.values())
         plots = comparison_plots(results, {n: run_end(r) for n, r in results.items()}, groups, window)
         for file_name, png in plots.items():
             (tmp / file_name).write_bytes(png)
