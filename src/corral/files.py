@@ -35,6 +35,8 @@ _REPORT_FILES = {
     "comparison.csv",
     "breakdown.csv",
     "breakdown.json",
+    "reasons.csv",
+    "longest_waits.csv",
     MARKER,
 }
 

@@ -76,7 +76,8 @@ def test_breakdown_by_size_and_queue_by_hand():
     assert (mid["jobs"], mid["completed"], mid["wait_mean"], mid["jct_mean"]) == (2, 1, 20.0, 110.0)
     assert mid["slowdown_mean"] == pytest.approx(1.1)
     huge = rows[("size", ">32")]
-    assert (huge["jobs"], huge["waiting"], huge["wait_mean"], huge["jct_mean"]) == (1, 1, None, None)
+    # never started: its wait counts up to the end of the run (100 s), censored, not left out
+    assert (huge["jobs"], huge["waiting"], huge["wait_mean"], huge["jct_mean"]) == (1, 1, 100.0, None)
     assert rows[("size", "0 GPU")]["bounded_slowdown_mean"] == 1.0
     qa = rows[("queue", "a")]  # s1, s2, l1, x1, c1
     assert (qa["jobs"], qa["completed"], qa["waiting"]) == (5, 4, 1)
@@ -102,3 +103,22 @@ def test_engine_samples_waiting_demand_and_fragmentation():
     seen = [(s.time, s.gpu_used, s.pending_gpus, s.fragmented_gpus) for s in result.cluster]
     assert seen[0] == (0, 6, 4, 2)
     assert seen[-2:] == [(100, 4, 0, 0), (150, 0, 0, 0)]
+
+
+def test_fractional_gpu_jobs_have_their_own_bucket():
+    result = small_result()
+    result.jobs += [rec("f1", 0.5, 0, 50, 60, 10), rec("f2", 0.25, 0, 70, 80, 10)]
+    rows = {(r["by"], r["group"]): r for r in breakdown(result)}
+    assert [g for by, g in rows if by == "size"][:3] == ["0 GPU", "fractional", "1 GPU"]
+    frac = rows[("size", "fractional")]
+    assert (frac["jobs"], frac["wait_mean"]) == (2, 60.0)
+    assert rows[("size", "1 GPU")]["jobs"] == 2  # the whole-GPU jobs alone
+
+
+def test_waits_of_jobs_still_waiting_are_censored_not_left_out():
+    s = summarize(small_result())
+    # started: 0, 20, 10, 30, 300, 1 ; x1 never started: 100 (the run's end) - 0
+    assert s["wait_mean"] == pytest.approx((0 + 20 + 10 + 30 + 300 + 1 + 100) / 7)
+    result = small_result()
+    result.jobs[5].status = "never_fits"  # a job that can never run is counted apart, not as a wait
+    assert summarize(result)["wait_mean"] == pytest.approx((0 + 20 + 10 + 30 + 300 + 1) / 6)

@@ -115,6 +115,17 @@ def test_injected_eviction_restarts_a_gang_and_loses_its_work():
     assert r.gpu_hours_lost == pytest.approx(50 * 16 / 3600)
 
 
+def test_cluster_samples_count_evictions_and_restarts_when_they_happen():
+    eng = engine([job("g", 0, 100, 8, pods=2)], checkpoint_interval=50)
+    eng.evict(75, ["g"])
+    samples = eng.run().cluster
+    before = [s for s in samples if s.time < 75]
+    after = [s for s in samples if s.time >= 75]
+    assert before and all((s.evictions, s.restarts) == (0, 0) for s in before)
+    assert after[0].time == 75 and (after[0].evictions, after[0].restarts) == (2, 1)
+    assert (samples[-1].evictions, samples[-1].restarts) == (2, 1)
+
+
 def test_eviction_grace_holds_the_node():
     eng = engine([job("g", 0, 100, 8, pods=2)], eviction_grace=25)
     eng.evict(50, ["g-0"])
@@ -424,3 +435,15 @@ def test_job_record_notes_an_unenforced_topology():
     assert r["plain"].notes == ""
     held = by_name(engine(jobs, nodes=4, tiers=(2,)).run())  # the built-in default holds it
     assert held["g"].notes == ""
+
+
+def test_a_gang_records_the_smallest_domain_that_held_it():
+    jobs = [job("small", 0, 100, 4, pods=2), job("wide", 0, 100, 8, pods=3), job("one", 0, 100, 8)]
+    r = by_name(engine(jobs, nodes=4, tiers=(2,)).run())
+    assert r["one"].placement == ""  # a job of one pod is not a gang
+    assert r["small"].placement == "node"  # two 4-GPU pods binpacked on one node
+    assert r["wide"].placement == "cluster"  # three nodes: more than a tier-1 domain of two holds
+    r = by_name(engine([job("pair", 0, 100, 8, pods=2)], nodes=4).run())
+    assert r["pair"].placement == "nodes"  # no hypernodes to measure against
+    r = by_name(engine([job("pair", 0, 100, 8, pods=2)], nodes=4, tiers=(2, 2)).run())
+    assert r["pair"].placement in ("tier 1", "tier 2")

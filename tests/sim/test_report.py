@@ -104,10 +104,13 @@ def test_summary_of_known_result():
     ) == (7, 5, 1, 1, 0)
     # JCTs 10, 20, 30, 40, 100: numpy's linear percentiles
     assert (s["jct_mean"], s["jct_p50"], s["jct_p95"], s["jct_p99"]) == (40.0, 30.0, 88.0, 97.6)
-    # waits 0, 5, 10, 20, 50, 1 (the running job has one, the pending one has none)
-    assert s["wait_mean"] == pytest.approx(86 / 6, rel=1e-5) and s["wait_p50"] == 7.5
+    # waits 0, 5, 10, 20, 50, 1, and 80 for the pending j7 (submitted at 20, still waiting at the end,
+    # 100: censored, not left out)
+    assert s["wait_mean"] == pytest.approx(166 / 7, rel=1e-5) and s["wait_p50"] == 10.0
     assert s["makespan"] == 100.0  # j5 ends at 100, first submit 0
+    assert s["submission_window"] == 20.0  # first submit 0, last 20
     assert s["gpu_utilisation"] == pytest.approx(0.35)  # (10*0.5 + 30*1 + 60*0) / 100
+    assert s["gpu_utilisation_window"] == pytest.approx(0.75)  # (10*0.5 + 10*1) / 20
     assert (s["broken_gangs"], s["evictions"], s["gpu_hours_lost"]) == (2, 4, 1.75)
     # queue a: allocated 0 for 50 s then 0.4 -> 0.2 of deserved 0.4 (x = 0.5); b: 0.3 of 0.3 (x = 1);
     # c deserves nothing and is left out: J = 1.5^2 / (2 * 1.25) = 0.9
@@ -197,6 +200,9 @@ RUN_FILES = {
     "wait_cdf.png",
     "wait_by_size.png",
     "slowdown_by_size.png",
+    "interruptions.png",
+    "reasons.csv",
+    "longest_waits.csv",
     "index.html",
 }
 
@@ -216,7 +222,7 @@ def test_write_report_files(tmp_path):
     assert len((folder / "queues.csv").read_text().splitlines()) == 5
     assert (folder / "utilisation.png").read_bytes().startswith(PNG_MAGIC)
     page = (folder / "index.html").read_text()
-    assert page.count("data:image/png;base64,") == 9
+    assert page.count("data:image/png;base64,") == 10
     assert "http://" not in page and "https://" not in page and "known" in page
     assert "35.0%" in page  # utilisation in the summary table
     assert sorted(p.name for p in folder.parent.iterdir()) == ["report"]  # no temporary leftovers
@@ -300,6 +306,8 @@ def test_write_comparison(tmp_path):
         "wait_cdf.png",
         "wait_by_size.png",
         "slowdown_by_size.png",
+        "evictions.png",
+        "restarts.png",
         "gang_preempt",
         "legacy_preempt",
         "index.html-2",
@@ -312,7 +320,7 @@ def test_write_comparison(tmp_path):
         table = list(csv.DictReader(handle))
     assert list(table[0]) == ["config", "report", *METRICS] and table[0]["report"] == "gang_preempt"
     page = (folder / "index.html").read_text()
-    assert "gang_preempt/index.html" in page and page.count("data:image/png;base64,") == 7
+    assert "gang_preempt/index.html" in page and page.count("data:image/png;base64,") == 9
     with pytest.raises(InputError):
         write_comparison({}, tmp_path / "none")
     with pytest.raises(InputError):

@@ -4,11 +4,15 @@
 A run's averages hide who paid for them: on a congested cluster the 1-GPU jobs may start at once while
 the 32-GPU jobs wait for hours. :func:`breakdown` groups the job records by size (total GPUs of the job,
 in buckets whose upper edges are configurable, default ``1, 8, 32``: "1 GPU", "2-8", "9-32", ">32"; jobs
-with no GPU form their own "0 GPU" group) and by queue, and gives per group:
+with no GPU form their own "0 GPU" group, and jobs asking for a fraction of a device — a total that is
+not a whole number of GPUs, as GPU sharing gives (docs/gpushare.md) — their own "fractional" group, so
+that shared-GPU jobs are not averaged in with whole-GPU ones) and by queue, and gives per group:
 
 * ``jobs``, ``completed``, ``waiting`` (never started by the end of the run, never-fit jobs included);
 * JCT (end − submit) mean and p95 over completed jobs; wait (first start − submit) mean, p95 and max
-  over started jobs;
+  over every job that could run: a job still waiting when the run ended counts with the wait it had
+  by then (end − submit, a censored wait — leaving it out would reward a policy for starving it);
+  never-fit jobs are counted apart;
 * the median error of the expected start a forecast gave the job while it waited (``simulation.forecast``,
   docs/forecast.md): |expected − actual first start| over the jobs that had both;
 * slowdown = JCT ÷ run time (the job's uninterrupted duration), and bounded slowdown
@@ -40,6 +44,7 @@ __all__ = [
     "size_label",
     "size_labels",
     "slowdown",
+    "waits",
 ]
 
 DEFAULT_BUCKETS: tuple[float, ...] = (1.0, 8.0, 32.0)
@@ -97,9 +102,14 @@ def size_labels(edges: Sequence[float]) -> list[str]:
     return labels + [f">{_num(edges[-1])}"]
 
 
+FRACTIONAL = "fractional"
+
+
 def size_label(gpus: float, edges: Sequence[float], labels: Sequence[str]) -> str:
     if gpus <= 0:
         return "0 GPU"
+    if not float(gpus).is_integer():
+        return FRACTIONAL
     for edge, label in zip(edges, labels):
         if gpus <= edge:
             return label
@@ -125,9 +135,17 @@ def _mean_p95(values: list[float]) -> tuple[float | None, float | None]:
     return float(array.mean()), float(np.percentile(array, 95))
 
 
-def _row(kind: str, group: str, jobs: list[JobRecord]) -> dict[str, Any]:
+def waits(jobs: Iterable[JobRecord], end: float) -> list[float]:
+    """Every job's wait, a job that never started counting until ``end`` (censored); never-fit jobs
+    are left out."""
+    return [
+        j.wait if j.wait is not None else max(0.0, end - j.submit) for j in jobs if j.status != "never_fits"
+    ]
+
+
+def _row(kind: str, group: str, jobs: list[JobRecord], end: float) -> dict[str, Any]:
     jct = [j.jct for j in jobs if j.jct is not None]
-    wait = [j.wait for j in jobs if j.wait is not None]
+    wait = waits(jobs, end)
     slow = [s for s in map(slowdown, jobs) if s is not None]
     bounded = [s for s in map(bounded_slowdown, jobs) if s is not None]
     jct_mean, jct_p95 = _mean_p95(jct)
@@ -174,8 +192,15 @@ def _groups(
 def breakdown(result: SimResult, edges: Sequence[float] = DEFAULT_BUCKETS) -> list[dict[str, Any]]:
     """Rows ``by="size"`` (buckets in size order, empty buckets left out) then ``by="queue"`` (by name);
     each row as the module docstring describes."""
+    from corral.sim.report import run_end
+
+    end = run_end(result)
     labels = size_labels(edges)
-    by_size = _groups(result.jobs, lambda j: size_label(j.gpus, edges, labels), ["0 GPU", *labels])
+    by_size = _groups(
+        result.jobs, lambda j: size_label(j.gpus, edges, labels), ["0 GPU", FRACTIONAL, *labels]
+    )
     queues = sorted({j.queue for j in result.jobs})
     by_queue = _groups(result.jobs, lambda j: j.queue, queues)
-    return [_row("size", g, jobs) for g, jobs in by_size] + [_row("queue", g, jobs) for g, jobs in by_queue]
+    return [_row("size", g, jobs, end) for g, jobs in by_size] + [
+        _row("queue", g, jobs, end) for g, jobs in by_queue
+    ]

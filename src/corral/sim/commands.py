@@ -196,6 +196,8 @@ def prepare(
         "workload": str(workload) if workload else f"built-in example (seed {seed})",
         "jobs": len(jobs),
     }
+    if start is not None or end is not None:
+        meta["window"] = {"start": start, "end": end}
     if skipped:
         meta["skipped_rows"] = skipped
     if moved:
@@ -210,8 +212,10 @@ def run_config(
     *,
     show_progress: bool = False,
     console: Console | None = None,
+    seed: int = 0,
 ) -> SimResult:
-    """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster."""
+    """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster. ``seed`` (a sweep's cell)
+    is added to the seed of a noisy estimate model, so that each seed draws other estimates."""
     from corral.sim.engine import simulate
     from corral.sim.estimates import estimate_model
 
@@ -221,6 +225,8 @@ def run_config(
 
     source = getattr(config, "source", name)
     estimates = estimate_model(getattr(config, "simulation", None), source)
+    if estimates is not None and seed:
+        estimates = replace(estimates, seed=estimates.seed + seed)
     options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
     if estimates is not None:
         meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
@@ -243,9 +249,9 @@ def run_config(
     if not show_progress:
         return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
     from corral.sim.engine import Engine
-    from corral.sim.progress import SimProgress
+    from corral.sim.progress import sim_progress
 
-    with SimProgress(len(inputs.jobs), options.until, name, console=console) as bar:
+    with sim_progress(len(inputs.jobs), options.until, name, console) as bar:
         engine = Engine(cluster, inputs.jobs, config, options=options, meta=meta, progress=bar.update)
         bar.attach(engine)
         return engine.run()
@@ -349,11 +355,18 @@ _RESTART = typer.Option(
     "--restart-policy",
     help="a broken gang restarts all its pods (job) or only the evicted ones (pods)",
 )
-_NO_PROGRESS = typer.Option(False, "--no-progress", help="no progress bar")
+_NO_PROGRESS = typer.Option(
+    False, "--no-progress", help="no progress bar (or, when not on a terminal, no progress line every 10 s)"
+)
 _BUCKETS = typer.Option(
     "1,8,32",
     "--size-buckets",
     help="upper edges of the job-size buckets of the report, in GPUs (1,8,32: 1 GPU, 2-8, 9-32, >32)",
+)
+_WHOLE = typer.Option(
+    False,
+    "--plot-whole-run",
+    help="plots over time to the end of the run (default: to the last submit or --until)",
 )
 _FORCE = typer.Option(False, "--force", help="replace --output even if it is not a previous corral report")
 
@@ -378,6 +391,7 @@ def simulate_command(
     no_progress: bool = _NO_PROGRESS,
     size_buckets: str = _BUCKETS,
     force: bool = _FORCE,
+    plot_whole_run: bool = _WHOLE,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     from corral.sim.breakdown import parse_buckets
@@ -404,10 +418,8 @@ def simulate_command(
             grace_period,
             restart_policy,
         )
-        result = run_config(
-            inputs, cfg, name, show_progress=not no_progress and console.is_terminal, console=console
-        )
-        folder = write_report(result, output, buckets, force=force)
+        result = run_config(inputs, cfg, name, show_progress=not no_progress, console=console)
+        folder = write_report(result, output, buckets, force=force, whole_run=plot_whole_run)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
         _fail(exc)
         return
@@ -437,6 +449,7 @@ def compare_command(
     no_progress: bool = _NO_PROGRESS,
     size_buckets: str = _BUCKETS,
     force: bool = _FORCE,
+    plot_whole_run: bool = _WHOLE,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     from corral.sim.breakdown import parse_buckets
@@ -468,10 +481,8 @@ def compare_command(
             unique, n = name, 2
             while unique in results:
                 unique, n = f"{name}-{n}", n + 1
-            results[unique] = run_config(
-                inputs, cfg, unique, console=console, show_progress=not no_progress and console.is_terminal
-            )
-        folder = write_comparison(results, output, buckets, force=force)
+            results[unique] = run_config(inputs, cfg, unique, console=console, show_progress=not no_progress)
+        folder = write_comparison(results, output, buckets, force=force, whole_run=plot_whole_run)
     except BaseException as exc:  # noqa: BLE001
         _fail(exc)
         return
@@ -485,6 +496,9 @@ def compare_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``simulate`` and ``compare`` to ``app``."""
+    """Add ``simulate``, ``compare`` and ``sweep`` (:mod:`corral.sim.sweep_cli`) to ``app``."""
+    from corral.sim.sweep_cli import sweep_command
+
     app.command("simulate")(simulate_command)
     app.command("compare")(compare_command)
+    app.command("sweep")(sweep_command)

@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from corral.errors import InputError
 from corral.framework.config import Config, Registry
 from corral.framework.cycle import apply_decisions, run_cycle
@@ -147,6 +149,7 @@ class SimJob:
         "job",
         "lost",
         "overhead",
+        "placement",
         "preemptions",
         "progress",
         "restarts",
@@ -169,6 +172,7 @@ class SimJob:
         self.held_time = 0.0  # seconds the gang held its nodes at its minimum (restoring included)
         self.run_from: float | None = None  # the current run's start (``since`` is after its restore)
         self.speed: SpeedState | None = None  # its rate and placement under the speed model
+        self.placement = ""  # where a gang first ran: see JobRecord.placement
 
 
 class Engine(EngineMetrics):
@@ -233,6 +237,7 @@ class Engine(EngineMetrics):
         self._stalled = None
         self._changed = True
         self._last_sample = None
+        self._evictions = self._restarts = 0
         self._demand = 0.0
         self._common_gpu = None
         self._samples = []
@@ -439,6 +444,7 @@ class Engine(EngineMetrics):
             sim.run_from, sim.since = self.now, self.now + restore
             if sim.first_start is None:
                 sim.first_start = self.now
+                sim.placement = self._placement(sim.job)
             self._reasons.pop(uid, None)  # running again after a restart: no longer waiting
             self._running.add(uid)
             if self._speed is None:
@@ -454,6 +460,21 @@ class Engine(EngineMetrics):
                 self._push(finish_at, COMPLETE, (sim, sim.epoch))
         elif not ok and sim.since is not None:
             self._restart(sim, held_gpus, preempted)
+
+    def _placement(self, job: Job) -> str:
+        """The smallest topology domain holding every placed pod of a gang of two or more pods: "node",
+        "tier N" (one hypernode of tier N, as network-topology-aware counts tiers), "cluster" (none
+        does), or "nodes" on a cluster without hypernodes; "" for a job of one pod."""
+        if len(job.tasks) < 2:
+            return ""
+        rows = np.unique(np.fromiter((t.node for t in job.tasks if t.node >= 0), dtype=np.int64))
+        if len(rows) <= 1:
+            return "node"
+        tree = self.cluster.hypernodes
+        if not tree:
+            return "nodes"
+        tier = tree.lca_tier(rows)
+        return "cluster" if tier is None else f"tier {tier}"
 
     def _resume_overhead(self, gpus: float) -> float:
         """Seconds a job of ``gpus`` GPUs restores before it progresses again (the first band it fits)."""
@@ -491,6 +512,7 @@ class Engine(EngineMetrics):
         sim.lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
+        self._restarts += 1
         self.history.changed(sim.job.uid)
         self._remember_run(sim, ran, held_gpus)
         self._changed = True
@@ -587,6 +609,8 @@ class Engine(EngineMetrics):
         for uid, group in by_job.items():
             sim = self._active[uid]
             sim.evictions += len(group)
+            self._evictions += len(group)
+            self._changed = True
             held = sum(
                 self._gpus(t)
                 for t in sim.job.tasks

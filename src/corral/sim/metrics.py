@@ -86,6 +86,8 @@ class EngineMetrics:
     _stalled: float | None  # when the policy was found to livelock
     _changed: bool  # something a cluster sample shows may have changed
     _last_sample: ClusterSample | None
+    _evictions: int  # pods evicted so far (scheduler's evictions and failed nodes)
+    _restarts: int  # gang restarts so far
     _demand: float  # GPUs asked for by the active jobs' pods
     _common_gpu: float | None  # most common waiting pod GPU size (milli)
     _samples: list[ClusterSample]
@@ -124,6 +126,8 @@ class EngineMetrics:
             running,
             pending,
             fragmented,
+            self._evictions,
+            self._restarts,
         )
         last = self._last_sample
         if last is not None and (
@@ -133,7 +137,18 @@ class EngineMetrics:
             last.running_jobs,
             last.pending_gpus,
             last.fragmented_gpus,
-        ) == (used, total, sample.pending_jobs, running, pending, fragmented):
+            last.evictions,
+            last.restarts,
+        ) == (
+            used,
+            total,
+            sample.pending_jobs,
+            running,
+            pending,
+            fragmented,
+            self._evictions,
+            self._restarts,
+        ):
             return
         if last is not None and last.time == self.now:
             self._samples[-1] = sample
@@ -257,6 +272,7 @@ class EngineMetrics:
         if sim.speed is not None and self._speed is not None and sim.speed.widest is not None:
             rec.span = self._speed.label(sim.speed.widest)
             rec.spread_gpu_hours = self._speed.lost(sim, self.now) / 3600.0
+        rec.placement = sim.placement
         if rec.jct is not None:
             rec.queue_time = max(rec.jct - sim.held_time, 0.0)
         expected = self._expected.get(sim.job.uid)

@@ -21,9 +21,42 @@ from matplotlib.figure import Figure
 
 from corral.sim.result import SimResult
 
-__all__ = ["bar_plot", "cdf_plot", "comparison_plots", "data_uri", "report_plots", "share_plot", "step_plot"]
+__all__ = [
+    "CAPTIONS",
+    "bar_plot",
+    "cdf_plot",
+    "comparison_plots",
+    "data_uri",
+    "report_plots",
+    "share_plot",
+    "step_plot",
+]
 
 Series = tuple[Sequence[float], Sequence[float]]
+
+#: what each plot shows, under it on the report pages
+CAPTIONS = {
+    "utilisation.png": "GPUs in use over GPUs of live nodes, over the submission window (the drain after the "
+    "last submission is left out; the summary gives both figures).",
+    "demand.png": "GPUs asked for by pods that wait, beside GPUs in use: demand above the line is the backlog "
+    "the policy left waiting.",
+    "fragmentation.png": "Free GPUs on nodes that cannot host one waiting pod of the most common GPU size: "
+    "capacity lost to fragmentation.",
+    "pending.png": "Jobs waiting and jobs running over the submission window.",
+    "interruptions.png": "Pods evicted (by the scheduler's preemption and reclaim, and by failed nodes) and gangs "
+    "restarted since the start, over the whole run: a steep step is a burst of evictions.",
+    "evictions.png": "Pods evicted since the start of the run, per configuration (whole run).",
+    "restarts.png": "Gangs restarted since the start of the run, per configuration (whole run).",
+    "shares.png": "Each queue's allocated share of the GPUs (solid) against the share it deserves (dashed).",
+    "jct_cdf.png": "Fraction of completed jobs whose completion time (submit to end) is at most x; "
+    "logarithmic time axis.",
+    "wait_cdf.png": "Fraction of jobs whose wait (submit to first start) is at most x, jobs still waiting at the "
+    "end counted with the wait they had by then; logarithmic time axis.",
+    "wait_by_size.png": "Mean wait by job size in GPUs (jobs per size under each bucket; waiting jobs counted "
+    "to the end of the run); a log axis when the bars span more than two decades.",
+    "slowdown_by_size.png": "Mean bounded slowdown — completion time over run time, run times under 10 s "
+    "counted as 10 s — by job size; 1 means no wait.",
+}
 
 
 def _time_unit(seconds: float) -> tuple[float, str]:
@@ -90,14 +123,19 @@ def step_plot(
     ylabel: str,
     end: float | Mapping[str, float] | None = None,
     ylim: tuple[float, float] | None = None,
+    window: float | None = None,
 ) -> bytes:
     """One step line per entry of ``series`` (label -> (times in seconds, values)); each sample holds
     until the next, the last until ``end`` (one time, or one per label). A legend appears when there
-    is more than one line."""
+    is more than one line. ``window``: the time axis stops there (the submission window), so the drain
+    after the last submission does not squeeze the part of the run the workload loads."""
     fig, ax = _figure()
     ends = end if isinstance(end, Mapping) else dict.fromkeys(series, end)
     extended = {label: _extend(t, v, ends.get(label)) for label, (t, v) in series.items()}
     span = max((t[-1] for t, _ in extended.values() if len(t)), default=0.0)
+    if window is not None and 0 < window < span:
+        span = window
+        ax.set_xlim(0, window / _time_unit(span)[0])
     scale, unit = _time_unit(span)
     drawn = [label for label, (t, _) in extended.items() if len(t)]
     for label in drawn:
@@ -114,7 +152,9 @@ def step_plot(
 
 
 def share_plot(
-    queues: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]], end: float | None = None
+    queues: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    end: float | None = None,
+    window: float | None = None,
 ) -> bytes:
     """Per queue, its allocated share (solid) and deserved share (dashed, same colour) over time;
     ``queues`` maps a queue name to (times, allocated shares, deserved shares)."""
@@ -123,6 +163,9 @@ def share_plot(
     colours = [cmap(i % cmap.N) for i in range(len(queues))]
     span = max((max(t) for t, _, _ in queues.values() if len(t)), default=0.0)
     span = max(span, end or 0.0)
+    if window is not None and 0 < window < span:
+        span = window
+        ax.set_xlim(0, window / _time_unit(span)[0])
     scale, unit = _time_unit(span)
     for colour, (name, (times, allocated, deserved)) in zip(colours, queues.items()):
         t, a = _extend(times, allocated, end)
@@ -172,9 +215,12 @@ def bar_plot(
     title: str,
     ylabel: str,
     seconds: bool = False,
+    counts: Sequence[int | None] | None = None,
 ) -> bytes:
     """Grouped bars: one group per entry of ``groups`` (x axis), one bar per entry of ``series`` (label
-    -> one value per group; None draws no bar). ``seconds`` picks a readable time unit."""
+    -> one value per group; None draws no bar). ``seconds`` picks a readable time unit. Each bar carries
+    its value; ``counts`` (jobs per group) go under the group's name; values spanning more than two
+    decades get a log axis (a 10-second bar beside a 10-hour one would be invisible)."""
     fig, ax = _figure()
     values = {k: np.array([np.nan if x is None else float(x) for x in v]) for k, v in series.items()}
     top = max((float(np.nanmax(v)) for v in values.values() if np.isfinite(v).any()), default=0.0)
@@ -182,8 +228,18 @@ def bar_plot(
     width = 0.8 / max(len(values), 1)
     x = np.arange(len(groups))
     for i, (label, v) in enumerate(values.items()):
-        ax.bar(x + (i - (len(values) - 1) / 2) * width, v / scale, width, label=label)
-    ax.set_xticks(x, list(groups))
+        bars = ax.bar(x + (i - (len(values) - 1) / 2) * width, v / scale, width, label=label)
+        texts = ["" if not np.isfinite(b) else f"{b / scale:.3g}" for b in v]
+        ax.bar_label(bars, labels=texts, fontsize=7, padding=1)
+    positive = [float(b) for v in values.values() for b in v if np.isfinite(b) and b > 0]
+    if positive and max(positive) / min(positive) > 100:
+        ax.set_yscale("log")
+        ylabel += ", log scale"
+    names = list(groups)
+    if counts is not None:
+        names = [f"{g}\n{c:,} jobs" if c is not None else g for g, c in zip(names, counts)]
+    ax.set_xticks(x, names)
+    ax.margins(y=0.12)
     ax.set_title(title)
     ax.set_xlabel("job size (GPUs)")
     ax.set_ylabel(f"{ylabel} ({unit})" if unit else ylabel)
@@ -201,15 +257,23 @@ def _size_bars(groups: Mapping[str, Sequence[Mapping]]) -> dict[str, bytes]:
         index = {(n, g["group"]): g[key] for n, rows in groups.items() for g in rows if g["by"] == "size"}
         return {n: [index.get((n, grp)) for grp in order] for n in groups}
 
+    jobs = {g["group"]: g["jobs"] for rows in groups.values() for g in rows if g["by"] == "size"}
+    counts = [jobs.get(grp) for grp in order]
     return {
         "wait_by_size.png": bar_plot(
-            order, column("wait_mean"), title="Mean wait by job size", ylabel="wait", seconds=True
+            order,
+            column("wait_mean"),
+            title="Mean wait by job size",
+            ylabel="wait",
+            seconds=True,
+            counts=counts,
         ),
         "slowdown_by_size.png": bar_plot(
             order,
             column("bounded_slowdown_mean"),
             title="Mean bounded slowdown by job size",
             ylabel="bounded slowdown",
+            counts=counts,
         ),
     }
 
@@ -231,12 +295,22 @@ def _values(result: SimResult, name: str) -> list[float]:
     return [getattr(j, name) for j in result.jobs if getattr(j, name) is not None]
 
 
+def _waits(result: SimResult, end: float | None) -> list[float]:
+    """Every wait, a job still waiting at ``end`` counting until then (censored)."""
+    from corral.sim.breakdown import waits
+
+    if end is None:
+        return _values(result, "wait")
+    return waits(result.jobs, end)
+
+
 def report_plots(
-    result: SimResult, end: float | None = None, groups: Sequence[Mapping] = ()
+    result: SimResult, end: float | None = None, groups: Sequence[Mapping] = (), window: float | None = None
 ) -> dict[str, bytes]:
     """The plots of one run, file name -> PNG: utilisation, GPU demand beside GPUs in use, fragmented
     GPUs and pending jobs over time, per-queue allocated vs deserved share, the CDFs of JCT and wait, and
-    (given the :mod:`~corral.sim.breakdown` rows ``groups``) mean wait and slowdown by job size."""
+    (given the :mod:`~corral.sim.breakdown` rows ``groups``) mean wait and slowdown by job size. Plots
+    over time stop at ``window`` (the submission window) when given."""
     queues: dict[str, tuple[list, list, list]] = {}
     for sample in sorted(result.queues, key=lambda s: (s.queue, s.time)):
         t, a, d = queues.setdefault(sample.queue, ([], [], []))
@@ -254,6 +328,7 @@ def report_plots(
             ylabel="GPUs in use / GPUs",
             end=end,
             ylim=(0, 1.05),
+            window=window,
         ),
         "demand.png": step_plot(
             {
@@ -263,20 +338,30 @@ def report_plots(
             title="GPU demand waiting beside GPUs in use",
             ylabel="GPUs",
             end=end,
+            window=window,
         ),
         "fragmentation.png": step_plot(
             {"": _cluster(result, "fragmented_gpus")},
             title="Free GPUs too few for a waiting pod of the most common size",
             ylabel="GPUs",
             end=end,
+            window=window,
         ),
-        "pending.png": step_plot(pending, title="Jobs pending and running", ylabel="jobs", end=end),
-        "shares.png": share_plot(queues, end),
+        "pending.png": step_plot(
+            pending, title="Jobs pending and running", ylabel="jobs", end=end, window=window
+        ),
+        "shares.png": share_plot(queues, end, window),
+        "interruptions.png": step_plot(
+            {"pods evicted": _cluster(result, "evictions"), "gang restarts": _cluster(result, "restarts")},
+            title="Evictions and restarts so far",
+            ylabel="count",
+            end=end,
+        ),
         "jct_cdf.png": cdf_plot(
             {"JCT": _values(result, "jct")}, title="Job completion time (CDF)", xlabel="submit to end"
         ),
         "wait_cdf.png": cdf_plot(
-            {"wait": _values(result, "wait")}, title="Wait (CDF)", xlabel="submit to first start"
+            {"wait": _waits(result, end)}, title="Wait (CDF)", xlabel="submit to first start"
         ),
         **_size_bars({"": groups}),
     }
@@ -286,6 +371,7 @@ def comparison_plots(
     results: Mapping[str, SimResult],
     ends: Mapping[str, float] | None = None,
     groups: Mapping[str, Sequence[Mapping]] | None = None,
+    window: float | None = None,
 ) -> dict[str, bytes]:
     """Overlaid plots of several runs, one line per config: utilisation, waiting GPU demand and
     fragmented GPUs over time, JCT and wait CDFs; and bars side by side of wait and slowdown by job size
@@ -293,7 +379,12 @@ def comparison_plots(
     end (``ends``)."""
     util = {name: _utilisation(r) for name, r in results.items()}
     util_png = step_plot(
-        util, title="GPU utilisation", ylabel="GPUs in use / GPUs", end=ends or None, ylim=(0, 1.05)
+        util,
+        title="GPU utilisation",
+        ylabel="GPUs in use / GPUs",
+        end=ends or None,
+        ylim=(0, 1.05),
+        window=window,
     )
     return {
         "utilisation.png": util_png,
@@ -302,11 +393,25 @@ def comparison_plots(
             title="GPUs asked for by waiting pods",
             ylabel="GPUs",
             end=ends or None,
+            window=window,
         ),
         "fragmentation.png": step_plot(
             {n: _cluster(r, "fragmented_gpus") for n, r in results.items()},
             title="Free GPUs too few for a waiting pod of the most common size",
             ylabel="GPUs",
+            end=ends or None,
+            window=window,
+        ),
+        "evictions.png": step_plot(
+            {n: _cluster(r, "evictions") for n, r in results.items()},
+            title="Pods evicted so far",
+            ylabel="pods",
+            end=ends or None,
+        ),
+        "restarts.png": step_plot(
+            {n: _cluster(r, "restarts") for n, r in results.items()},
+            title="Gangs restarted so far",
+            ylabel="gangs",
             end=ends or None,
         ),
         "jct_cdf.png": cdf_plot(
@@ -315,7 +420,7 @@ def comparison_plots(
             xlabel="submit to end",
         ),
         "wait_cdf.png": cdf_plot(
-            {n: _values(r, "wait") for n, r in results.items()},
+            {n: _waits(r, (ends or {}).get(n)) for n, r in results.items()},
             title="Wait (CDF)",
             xlabel="submit to first start",
         ),

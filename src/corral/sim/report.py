@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import html
 import json
 import math
 import operator
@@ -31,8 +30,9 @@ from rich.table import Table
 from corral.errors import InputError
 from corral.files import atomic_folder
 from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
-from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown
-from corral.sim.plots import comparison_plots, data_uri, report_plots
+from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown, waits
+from corral.sim.plots import comparison_plots, report_plots
+from corral.sim.reasons import longest_waits, reason_rows
 from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 from corral.sim.speed import placement_label, placement_metrics
 from corral.terminal import cell
@@ -46,6 +46,8 @@ __all__ = [
     "summarize",
     "summary_table",
     "time_average",
+    "window_average",
+    "window_end",
     "write_comparison",
     "write_report",
 ]
@@ -66,7 +68,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "wait_p95": ("wait p95", "seconds"),
     "wait_p99": ("wait p99", "seconds"),
     "makespan": ("makespan", "seconds"),
-    "gpu_utilisation": ("GPU utilisation", "fraction"),
+    "submission_window": ("submission window (first to last submit, or to --until)", "seconds"),
+    "gpu_utilisation": ("GPU utilisation, whole run", "fraction"),
+    "gpu_utilisation_window": ("GPU utilisation, submission window", "fraction"),
     "broken_gangs": ("broken gangs (restarts)", "count"),
     "evictions": ("evictions", "count"),
     "gpu_hours_lost": ("GPU-hours lost", "hours"),
@@ -122,6 +126,33 @@ def time_average(times: Sequence[float], values: Sequence[float], end: float | N
     if total <= 0:
         return float(v[-1])
     return float((widths * v).sum() / total)
+
+
+def window_end(result: SimResult) -> float:
+    """The end of the submission window: ``--until`` when the run had one, else the last submit. The
+    cluster drains after it — a utilisation averaged over the drain says more about the trace's tail
+    than about the policy."""
+    until = (result.meta.get("options") or {}).get("until")
+    if isinstance(until, (int, float)) and not isinstance(until, bool) and math.isfinite(until):
+        return float(until)
+    return max((j.submit for j in result.jobs), default=0.0)
+
+
+def window_average(times: Sequence[float], values: Sequence[float], lo: float, hi: float) -> float | None:
+    """Mean of the step function (as :func:`time_average`) over ``[lo, hi]``; before the first sample
+    it holds the first value. None without samples or for an empty window."""
+    if len(times) == 0 or hi <= lo:
+        return None
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(t, kind="stable")
+    t, v = t[order], v[order]
+    # the value in force at lo, then every change inside the window
+    at = max(int(np.searchsorted(t, lo, side="right")) - 1, 0)
+    inside = (t > lo) & (t < hi)
+    tt = np.concatenate(([lo], t[inside], [hi]))
+    vv = np.concatenate(([v[at]], v[inside]))
+    return float((np.diff(tt) * vv).sum() / (hi - lo))
 
 
 def _stats(values: list[float]) -> tuple[float | None, ...]:
@@ -182,9 +213,14 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
     """The run's metrics, keyed as :data:`METRICS` (in that order); floats rounded to 6 significant
     digits, None where there is nothing to measure.
 
-    JCT and wait statistics cover the jobs that have them (completed jobs; started jobs for wait).
-    ``makespan`` is the last end minus the first submit. ``gpu_utilisation`` is the time-weighted mean
-    of the cluster samples (:func:`time_average` up to :func:`run_end`). ``broken_gangs`` sums the jobs'
+    JCT statistics cover completed jobs; wait statistics every job but the never-fit ones, a job still
+    waiting at the end counting the wait it had by then (censored: :func:`corral.sim.breakdown.waits`).
+    ``makespan`` is the last end minus the first submit; ``submission_window`` the span the workload
+    loads the cluster, from the first submit to :func:`window_end`. ``gpu_utilisation`` is the
+    time-weighted mean of the cluster samples over the whole run (:func:`time_average` up to
+    :func:`run_end`), ``gpu_utilisation_window`` the same over the submission window
+    (:func:`window_average`): a run that drains a long tail after the last submission shows a low whole-run
+    figure whatever the policy did while jobs arrived. ``broken_gangs`` sums the jobs'
     restarts. ``max_wait_largest_5pct`` and ``jain_fairness`` are described at their helpers; the
     slowdowns (over completed jobs) in :mod:`corral.sim.breakdown`; ``pending_gpus_mean`` and
     ``fragmented_gpus_mean`` are time means of the cluster samples' fields of those names.
@@ -193,10 +229,13 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
     end = run_end(result)
     status = [j.status for j in jobs]
     jct = _stats([j.jct for j in jobs if j.jct is not None])
-    wait = _stats([j.wait for j in jobs if j.wait is not None])
+    wait = _stats(waits(jobs, end))
     ends = [j.end for j in jobs if j.end is not None]
-    makespan = max(ends) - min(j.submit for j in jobs) if ends else None
+    first = min((j.submit for j in jobs), default=0.0)
+    makespan = max(ends) - first if ends else None
     cluster = sorted(result.cluster, key=lambda s: s.time)
+    times, used = [s.time for s in cluster], [s.utilisation for s in cluster]
+    window = window_end(result)
     values = [
         len(jobs),
         status.count("completed"),
@@ -206,7 +245,9 @@ def summarize(result: SimResult) -> dict[str, int | float | None]:
         *jct,
         *wait,
         makespan,
-        time_average([s.time for s in cluster], [s.utilisation for s in cluster], end),
+        window - first if window > first else None,
+        time_average(times, used, end),
+        window_average(times, used, first, window),
         sum(j.restarts for j in jobs),
         sum(j.evictions for j in jobs),
         sum(j.gpu_hours_lost for j in jobs),
@@ -233,7 +274,7 @@ def queue_summary(result: SimResult) -> list[dict[str, Any]]:
     for queue, jobs in sorted(by_queue.items()):
         allocated, deserved = shares.get(queue, (None, None))
         jct = _stats([j.jct for j in jobs if j.jct is not None])
-        wait = _stats([j.wait for j in jobs if j.wait is not None])
+        wait = _stats(waits(jobs, end))
         row = {
             "queue": queue,
             "jobs": len(jobs),
@@ -340,8 +381,12 @@ def _breakdown_rows(result: SimResult, buckets: Sequence[float]) -> list[dict[st
     ]
 
 
-def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAULT_BUCKETS) -> dict[str, Any]:
+def _write_run(
+    result: SimResult, folder: Path, buckets: Sequence[float] = DEFAULT_BUCKETS, whole_run: bool = False
+) -> dict[str, Any]:
     """Every file of one run's report into an existing empty ``folder``; returns the summary."""
+    from corral.sim.report_html import run_page
+
     summary = summarize(result)
     groups = _breakdown_rows(result, buckets)
     _write_csv(folder / "breakdown.csv", ["by", "group", *_BREAKDOWN_COLUMNS], groups)
@@ -354,15 +399,32 @@ def _write_run(result: SimResult, folder: Path, buckets: Sequence[float] = DEFAU
     _write_csv(folder / "cluster.csv", _CLUSTER_FIELDS, result.cluster, records=True)
     queues = queue_summary(result)
     _write_csv(folder / "queue_summary.csv", list(_QUEUE_COLUMNS), queues)
-    plots = report_plots(result, run_end(result), groups)
+    end = run_end(result)
+    reasons = reason_rows(result, end, buckets)
+    longest = longest_waits(result, end)
+    _write_csv(folder / "reasons.csv", _REASON_FIELDS, [{k: _sig(v) for k, v in r.items()} for r in reasons])
+    _write_csv(
+        folder / "longest_waits.csv", _LONGEST_FIELDS, [{k: _sig(v) for k, v in r.items()} for r in longest]
+    )
+    plots = report_plots(result, end, groups, None if whole_run else window_end(result))
     for name, png in plots.items():
         (folder / name).write_bytes(png)
-    (folder / "index.html").write_text(_run_page(result, summary, queues, plots, groups), encoding="utf-8")
+    page = run_page(result, summary, queues, plots, groups, reasons, longest)
+    (folder / "index.html").write_text(page, encoding="utf-8")
     return summary
 
 
+_REASON_FIELDS = ["by", "group", "reason", "jobs", "jobs_share", "wait_hours", "wait_share"]
+_LONGEST_FIELDS = ["job", "queue", "gpus", "submit", "wait", "still_waiting", "status", "reason"]
+
+
 def write_report(
-    result: SimResult, folder: str | Path, buckets: Sequence[float] = DEFAULT_BUCKETS, *, force: bool = False
+    result: SimResult,
+    folder: str | Path,
+    buckets: Sequence[float] = DEFAULT_BUCKETS,
+    *,
+    force: bool = False,
+    whole_run: bool = False,
 ) -> Path:
     """Write one run's report folder and return its path. Files: ``summary.json`` (:func:`summarize`),
     ``meta.json``, ``jobs.csv`` / ``jobs.json`` (one record per job), ``queues.csv`` (queue samples:
@@ -371,9 +433,10 @@ def write_report(
     slowdown by job size — ``buckets``, upper edges in GPUs — and by queue: :mod:`corral.sim.breakdown`),
     PNG plots (``utilisation``, ``demand``, ``fragmentation``, ``pending``, ``shares``, ``jct_cdf``,
     ``wait_cdf``, ``wait_by_size``, ``slowdown_by_size``) and ``index.html``, which embeds them and needs
-    no other file. An existing folder is replaced only once the new report is complete, and only if it
+    no other file. Plots over time stop at the end of the submission window (:func:`window_end`) unless
+    ``whole_run``. An existing folder is replaced only once the new report is complete, and only if it
     is a previous report or ``force`` is given (:func:`corral.files.atomic_folder`)."""
-    return atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets), force=force)
+    return atomic_folder(folder, lambda tmp: _write_run(result, tmp, buckets, whole_run), force=force)
 
 
 _RESERVED = {
@@ -388,6 +451,10 @@ _RESERVED = {
     "fragmentation.png",
     "wait_by_size.png",
     "slowdown_by_size.png",
+    "evictions.png",
+    "restarts.png",
+    "reasons.csv",
+    "longest_waits.csv",
 }
 
 
@@ -411,6 +478,7 @@ def write_comparison(
     buckets: Sequence[float] = DEFAULT_BUCKETS,
     *,
     force: bool = False,
+    whole_run: bool = False,
 ) -> Path:
     """Write a comparison of several configs run on the same workload: ``comparison.json`` and
     ``comparison.csv`` (one row per config: ``config``, ``report`` subfolder, then every metric),
@@ -428,6 +496,7 @@ def write_comparison(
                 f"expected a SimResult, got {type(result).__name__}", file=str(folder), obj=str(name)
             )
     subfolders = _folder_names(results)
+    from corral.sim.report_html import comparison_page
 
     def fill(tmp: Path) -> None:
         rows, groups = [], {}
@@ -437,10 +506,11 @@ def write_comparison(
                 {
                     "config": name,
                     "report": subfolders[name],
-                    **_write_run(result, tmp / subfolders[name], buckets),
+                    **_write_run(result, tmp / subfolders[name], buckets, whole_run),
                 }
             )
             groups[name] = _breakdown_rows(result, buckets)
+        reasons = {n: reason_rows(r, run_end(r), buckets) for n, r in results.items()}
         (tmp / "comparison.json").write_text(_json_text(rows), encoding="utf-8")
         _write_csv(tmp / "comparison.csv", ["config", "report", *METRICS], rows)
         _write_csv(
@@ -448,15 +518,17 @@ def write_comparison(
             ["config", "by", "group", *_BREAKDOWN_COLUMNS],
             [{"config": n, **g} for n, rs in groups.items() for g in rs],
         )
-        plots = comparison_plots(results, {n: run_end(r) for n, r in results.items()}, groups)
+        window = None if whole_run else max(window_end(r) for r in results.values())
+        plots = comparison_plots(results, {n: run_end(r) for n, r in results.items()}, groups, window)
         for file_name, png in plots.items():
             (tmp / file_name).write_bytes(png)
-        (tmp / "index.html").write_text(_comparison_page(rows, plots, groups), encoding="utf-8")
+        page = comparison_page(rows, plots, groups, results, reasons)
+        (tmp / "index.html").write_text(page, encoding="utf-8")
 
     return atomic_folder(folder, fill, force=force)
 
 
-# -------------------------------------------------------------------------------------------- HTML
+# ------------------------------------------------------------------------------- queue summary columns
 
 _QUEUE_COLUMNS = {
     "queue": "queue",
@@ -485,136 +557,6 @@ _QUEUE_KINDS = {
     "evictions": "evictions",
     "gpu_hours_lost": "gpu_hours_lost",
 }
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
-table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}
-figure{display:inline-block;margin:.5em}img{max-width:100%;border:1px solid #eee}
-code{background:#f5f5f5;padding:0 .2em}"""
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>\n" for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
-
-
-def _figures(plots: Mapping[str, bytes]) -> str:
-    return "\n".join(
-        f'<figure><img alt="{html.escape(name)}" src="{data_uri(png)}">'
-        f"<figcaption>{html.escape(name)}</figcaption></figure>"
-        for name, png in plots.items()
-    )
-
-
-def _page(title: str, body: str) -> str:
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
-        f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
-    )
-
-
-def _breakdown_table(groups: Sequence[Mapping[str, Any]], by: str) -> str:
-    mine = [g for g in groups if g["by"] == by]
-    # a column no group has a value in (the expected-start error of a run without forecasts) is left out
-    columns = {c: v for c, v in _BREAKDOWN_COLUMNS.items() if any(g[c] is not None for g in mine)}
-    rows = [[g["group"]] + [format_metric(kind, g[c]) for c, (_, kind) in columns.items()] for g in mine]
-    return _table([by] + [label for label, _ in columns.values()], rows)
-
-
-def _breakdown_side_by_side(
-    groups: Mapping[str, Sequence[Mapping[str, Any]]],
-    by: str,
-    columns: Sequence[str] = ("jobs", "wait_mean", "wait_p95", "jct_mean", "bounded_slowdown_mean"),
-) -> str:
-    """One row per group, and per column one cell per config."""
-    names = list(groups)
-    order = list(dict.fromkeys(g["group"] for rs in groups.values() for g in rs if g["by"] == by))
-    index = {(n, g["group"]): g for n, rs in groups.items() for g in rs if g["by"] == by}
-    headers = [by] + [f"{_BREAKDOWN_COLUMNS[c][0]} · {n}" for c in columns for n in names]
-    rows = [
-        [grp]
-        + [
-            format_metric(_BREAKDOWN_COLUMNS[c][1], index[(n, grp)][c]) if (n, grp) in index else "—"
-            for c in columns
-            for n in names
-        ]
-        for grp in order
-    ]
-    return _table(headers, rows)
-
-
-def _run_page(
-    result: SimResult,
-    summary: Mapping[str, Any],
-    queues: list[dict[str, Any]],
-    plots: Mapping[str, bytes],
-    groups: Sequence[Mapping[str, Any]] = (),
-) -> str:
-    config = result.meta.get("config") or result.meta.get("config_name") or ""
-    metrics = _table(
-        ["metric", "value"], [(metric_label(k), format_metric(k, v)) for k, v in summary.items()]
-    )
-    queue_rows = [[format_metric(_QUEUE_KINDS.get(c, ""), row[c]) for c in _QUEUE_COLUMNS] for row in queues]
-    meta = _table(
-        ["key", "value"],
-        [(k, v if isinstance(v, str) else json.dumps(_plain(v))) for k, v in result.meta.items()],
-    )
-    files = ", ".join(
-        f'<a href="{n}"><code>{n}</code></a>'
-        for n in (
-            "summary.json",
-            "meta.json",
-            "jobs.csv",
-            "jobs.json",
-            "queues.csv",
-            "cluster.csv",
-            "queue_summary.csv",
-            "breakdown.csv",
-            "breakdown.json",
-        )
-    )
-    body = (
-        f"<h2>Summary</h2>{metrics}"
-        f"<h2>By job size (GPUs)</h2>{_breakdown_table(groups, 'size')}"
-        f"<h2>By queue</h2>{_breakdown_table(groups, 'queue')}"
-        f"<h2>Plots</h2>{_figures(plots)}"
-        f"<h2>Queues</h2>{_table(list(_QUEUE_COLUMNS.values()), queue_rows)}"
-        f"<h2>Run</h2>{meta}<p>Data: {files}</p>"
-    )
-    return _page(f"corral simulation report{': ' + str(config) if config else ''}", body)
-
-
-def _comparison_page(
-    rows: list[dict[str, Any]],
-    plots: Mapping[str, bytes],
-    groups: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-) -> str:
-    headers = ["metric"] + [str(r["config"]) for r in rows]
-    keys = [
-        *METRICS,
-        *dict.fromkeys(k for r in rows for k in r if k not in METRICS and k not in ("config", "report")),
-    ]
-    table = _table(headers, [[metric_label(k)] + [format_metric(k, r.get(k)) for r in rows] for k in keys])
-    links = "".join(
-        f'<li><a href="{html.escape(r["report"])}/index.html">{html.escape(str(r["config"]))}</a></li>'
-        for r in rows
-    )
-    by_size = _breakdown_side_by_side(groups or {}, "size")
-    by_queue = _breakdown_side_by_side(groups or {}, "queue")
-    body = (
-        f"<h2>Metrics</h2>{table}<h2>By job size (GPUs)</h2>{by_size}<h2>By queue</h2>{by_queue}"
-        f"<h2>Plots</h2>{_figures(plots)}"
-        f"<h2>Reports</h2><ul>{links}</ul>"
-        '<p>Data: <a href="comparison.csv"><code>comparison.csv</code></a>, '
-        '<a href="breakdown.csv"><code>breakdown.csv</code></a>, '
-        '<a href="comparison.json"><code>comparison.json</code></a></p>'
-    )
-    return _page("corral comparison", body)
-
-
 # ------------------------------------------------------------------------------------------ terminal
 
 

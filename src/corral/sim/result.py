@@ -54,6 +54,10 @@ class JobRecord:
     #: (wall time x GPUs x (1 - 1 / slowdown)); "" and 0 without the model or before it ran
     span: str = ""
     spread_gpu_hours: float = 0.0
+    #: where a gang (two or more pods) ran when it first started: the smallest topology domain holding
+    #: all its placed pods — "node", "tier 1", "tier 2", ... (hypernode tiers), "cluster" (no hypernode
+    #: holds them), "nodes" (a cluster without hypernodes); "" for a one-pod job or one never started
+    placement: str = ""
 
 
 @dataclass
@@ -73,7 +77,8 @@ class ClusterSample:
     """The cluster at one instant. ``pending_gpus``: GPUs asked for by the pods of active jobs that hold
     no node (the demand waiting beside the GPUs in use). ``fragmented_gpus``: free GPUs on live nodes
     that cannot host one whole waiting pod of the most common GPU size (the size is re-read on the queue
-    sampling grid; 0 while no pod waits)."""
+    sampling grid; 0 while no pod waits). ``evictions`` and ``restarts``: pods evicted and gangs
+    restarted since the start of the run (cumulative counts, so their plot shows when they happened)."""
 
     time: float
     gpu_used: float
@@ -83,6 +88,8 @@ class ClusterSample:
     running_jobs: int
     pending_gpus: float = 0.0
     fragmented_gpus: float = 0.0
+    evictions: int = 0
+    restarts: int = 0
 
 
 @dataclass

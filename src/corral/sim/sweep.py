@@ -1,0 +1,351 @@
+"""``corral sweep``: run every cell of a sweep spec (:mod:`corral.sim.sweep_spec`) in parallel, keep
+each finished cell on disk, and write the tables and the page of the whole sweep
+(:mod:`corral.sim.sweep_report`).
+
+How cells run, as the research simulators run their grids (Gavel's and Lucid's process pools, Sia on
+Ray):
+
+* ``local`` (default): a pool of ``workers`` processes (:class:`concurrent.futures.ProcessPoolExecutor`,
+  started with ``spawn``); with one worker the cells run in this process, one after another;
+* ``ray``: one Ray task per cell (:mod:`corral.sim.sweep_ray`) on a local instance of ``workers`` CPUs,
+  or on the cluster at ``--address`` / ``RAY_ADDRESS``.
+
+A cell is the same :func:`corral.sim.commands.run_config` that ``corral simulate`` runs, on inputs
+:func:`corral.sim.commands.prepare` built from the cell's workload, window, scale, cluster and seed; the
+seed draws a synthetic workload and is added to a noisy estimate model's seed (``simulation.estimates``),
+so seeds differ wherever the run draws random numbers. A worker returns the cell's figures and its
+per-job records; this process writes them into ``cells/<name>-<digest>/`` through a hidden temporary
+folder renamed into place, so a cell on disk is always whole, and a cell found there with the same
+digest is not run again (an interrupted sweep resumes where it stopped). The results of a cell do not
+depend on where or alongside what it ran: a sweep on two workers writes the same bytes as one on one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from corral.errors import InputError
+
+if TYPE_CHECKING:
+    from corral.sim.sweep_spec import Cell, SweepSpec, WorkloadSpec
+
+__all__ = ["SWEEP_MARKER", "CellStore", "check_sweep_folder", "run_cell", "run_sweep"]
+
+SWEEP_MARKER = "sweep.json"
+#: what a cell's run reports beside its metrics
+RUN_FIELDS = ("cpu_time", "wall_time", "events", "cycles", "end_time", "load_time")
+
+# per worker process: the inputs and configurations its last cells used (a worker often runs the same
+# workload under every configuration, and every cell of one configuration)
+_INPUTS: dict[tuple[Any, ...], Any] = {}
+_CONFIGS: dict[tuple[Path | None, str], Any] = {}
+
+
+def _config(path: Path | None, digest: str) -> Any:
+    if (path, digest) not in _CONFIGS:
+        from corral.sim.commands import _load_config
+
+        _CONFIGS[(path, digest)] = _load_config(path)[1]
+    return _CONFIGS[(path, digest)]
+
+
+def _inputs(cell: Cell) -> Any:
+    from corral.sim.commands import prepare
+
+    w, options = cell.workload, cell.options
+    seed = cell.seed if _drawn(w) else None  # a trace is read once for every seed
+    key = (w, cell.sources, cell.window, cell.scale, cell.cluster_file, seed, tuple(sorted(options.items())))
+    if key not in _INPUTS:
+        if len(_INPUTS) >= 2:
+            _INPUTS.pop(next(iter(_INPUTS)))
+        _INPUTS[key] = prepare(
+            cell.cluster_file,
+            w.file,
+            w.format,
+            cell.window[0],
+            cell.window[1],
+            list(w.queues),
+            None if cell.scale == 1.0 else cell.scale,
+            cell.seed,
+            options["until"],
+            options["schedule_period"],
+            options["checkpoint_interval"],
+            options["startup_delay"],
+            options["grace_period"],
+            options["restart_policy"],
+        )
+    return _INPUTS[key]
+
+
+def _drawn(workload: WorkloadSpec) -> bool:
+    """Whether the workload's jobs depend on the seed: the built-in example and synthetic specs."""
+    from corral.sim.formats import detect, parse_format
+
+    if workload.file is None:
+        return True
+    name = parse_format(workload.format)[0] or detect(workload.file)
+    return name == "synthetic"
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """Run one cell; return its figures (``key``, ``digest``, ``summary``, ``sizes``, ``run``, ``notes``)
+    and ``jobs``, its per-job records as Parquet bytes. Picklable both ways (pool and Ray workers)."""
+    import pandas as pd
+
+    from corral.sim.breakdown import breakdown
+    from corral.sim.commands import run_config
+    from corral.sim.report import _sig, summarize
+
+    t0 = time.perf_counter()
+    inputs = _inputs(cell)
+    inputs = replace(inputs, meta={**inputs.meta, "seed": cell.seed})
+    config = _config(cell.config_file, cell.digest)
+    load_time = time.perf_counter() - t0
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = run_config(inputs, config, cell.config, seed=cell.seed)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    meta = result.meta
+    sizes = [
+        {k: _sig(v) if k not in ("by", "group") else v for k, v in row.items() if k != "by"}
+        for row in breakdown(result, cell.size_buckets)
+        if row["by"] == "size"
+    ]
+    jobs = pd.DataFrame([asdict(j) for j in result.jobs])
+    buffer = io.BytesIO()
+    jobs.to_parquet(buffer, index=False)
+    notes = {
+        k: meta[k]
+        for k in ("skipped_rows", "queues_to_default", "stalled_at", "estimates", "preemption")
+        if meta.get(k)
+    }
+    notes["never_fits"] = len(meta.get("never_fits") or [])
+    return {
+        "key": cell.key,
+        "digest": cell.digest,
+        "summary": summarize(result),
+        "sizes": sizes,
+        "run": {
+            "cpu_time": round(cpu, 3),
+            "wall_time": round(wall, 3),
+            "events": meta.get("events"),
+            "cycles": meta.get("cycles"),
+            "end_time": meta.get("end_time"),
+            "load_time": round(load_time, 3),
+        },
+        "notes": notes,
+        "jobs": buffer.getvalue(),
+    }
+
+
+# ------------------------------------------------------------------------------------- the cell store
+
+
+class CellStore:
+    """The ``cells/`` folder of a sweep: one subfolder per finished cell, ``cell.json`` (everything but
+    the jobs) and ``jobs.parquet``, each cell renamed into place whole."""
+
+    def __init__(self, folder: Path) -> None:
+        self.root = folder / "cells"
+
+    def path(self, cell: Cell) -> Path:
+        return self.root / cell.folder_name
+
+    def done(self, cell: Cell) -> bool:
+        return (self.path(cell) / "cell.json").is_file()
+
+    def clean(self) -> None:
+        """Remove what an interrupted write left behind (hidden temporary folders)."""
+        if self.root.is_dir():
+            for p in self.root.glob(".tmp-*"):
+                shutil.rmtree(p, ignore_errors=True)
+
+    def save(self, cell: Cell, figures: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.root))
+        try:
+            record = {k: v for k, v in figures.items() if k != "jobs"}
+            (tmp / "jobs.parquet").write_bytes(figures["jobs"])
+            (tmp / "cell.json").write_text(json.dumps(_finite(record), indent=2) + "\n", encoding="utf-8")
+            os.chmod(tmp, 0o755)
+            target = self.path(cell)
+            if target.exists():  # a cell run twice at once (two sweeps in one folder): keep the first
+                shutil.rmtree(tmp)
+                return
+            os.rename(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def load(self, cell: Cell) -> dict[str, Any]:
+        record: dict[str, Any] = json.loads((self.path(cell) / "cell.json").read_text(encoding="utf-8"))
+        return {**record, "key": cell.key, "folder": cell.folder_name}
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def check_sweep_folder(folder: Path) -> None:
+    """A sweep writes into an empty or missing folder, or one an earlier sweep wrote (it holds
+    ``sweep.json``); anything else is refused."""
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise InputError("exists and is not a folder; choose another --output", file=str(folder))
+    if any(folder.iterdir()) and not (folder / SWEEP_MARKER).is_file():
+        raise InputError(
+            "exists and is not a corral sweep; choose another --output (a sweep resumes only in its own folder)",
+            file=str(folder),
+        )
+
+
+# ----------------------------------------------------------------------------------------- executors
+
+Done = Callable[["Cell", dict[str, Any]], None]
+
+
+def _run_here(cells: Sequence[Cell], done: Done) -> None:
+    for cell in cells:
+        done(cell, run_cell(cell))
+
+
+def _run_pool(cells: Sequence[Cell], workers: int, done: Done) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # cells are submitted as workers free up, in spec order, so that a cell's inputs cached in a
+    # worker are usually the next cell's too. Each worker is one CPU, as a Ray task is (Ray sets
+    # OMP_NUM_THREADS=1 in its workers): numpy's BLAS threads in N workers would contend for N CPUs.
+    saved = {k: os.environ.get(k) for k in _ONE_THREAD}
+    os.environ.update({k: "1" for k, v in saved.items() if v is None})
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        _drain(pool, cells, workers, done)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+
+
+_ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _drain(pool: Any, cells: Sequence[Cell], workers: int, done: Done) -> None:
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    todo = list(cells)[::-1]
+    running: dict[Any, Cell] = {}
+    try:
+        while todo or running:
+            while todo and len(running) < workers:
+                cell = todo.pop()
+                running[pool.submit(run_cell, cell)] = cell
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                cell = running.pop(future)
+                done(cell, future.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_sweep(
+    spec: SweepSpec,
+    folder: Path,
+    *,
+    executor: str | None = None,
+    workers: int | None = None,
+    address: str | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the cells of ``spec`` not yet in ``folder`` and return every cell's record, in spec order.
+    ``progress(done, reused, total)`` is called as cells finish. A cell's bad input stops the sweep
+    with that error (the cells finished so far are kept)."""
+    executor = executor or spec.executor
+    workers = workers or spec.workers
+    check_sweep_folder(folder)
+    preflight(spec)
+    folder.mkdir(parents=True, exist_ok=True)
+    store = CellStore(folder)
+    store.clean()
+    _write_marker(spec, folder, executor, workers)
+    todo = [c for c in spec.cells if not store.done(c)]
+    reused = len(spec.cells) - len(todo)
+    count = [reused]
+
+    def done(cell: Cell, figures: dict[str, Any]) -> None:
+        store.save(cell, figures)
+        count[0] += 1
+        if progress:
+            progress(count[0], reused, len(spec.cells))
+
+    if progress:
+        progress(reused, reused, len(spec.cells))
+    if executor == "ray":
+        from corral.sim.sweep_ray import run_on_ray
+
+        run_on_ray(todo, workers, address or spec.address, done)
+    elif workers <= 1 or len(todo) <= 1:
+        _run_here(todo, done)
+    else:
+        _run_pool(todo, min(workers, len(todo)), done)
+    return [store.load(c) for c in spec.cells]
+
+
+def preflight(spec: SweepSpec) -> None:
+    """Check every configuration (as ``corral compare`` does) and every cluster before any cell runs:
+    a bad one is its one-line error now, not after an hour of other cells. Workloads are read by the
+    cells themselves (reading a trace twice would cost more than it saves)."""
+    from corral.sim.clusters import load_cluster
+    from corral.sim.commands import _load_config
+
+    for path in spec.configs.values():
+        _load_config(path)
+    for path in spec.clusters.values():
+        if path is not None:
+            load_cluster(path)
+
+
+def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int) -> None:
+    from corral.files import atomic_write
+
+    described = {
+        "spec": str(spec.file),
+        "name": spec.name,
+        "configs": {k: str(v) if v else "default (built-in)" for k, v in spec.configs.items()},
+        "baseline": spec.baseline,
+        "workloads": [
+            {
+                "name": w.name,
+                "file": str(w.file) if w.file else "built-in example",
+                "format": w.format,
+                "windows": [list(x) for x in w.windows],
+                "scales": list(w.scales),
+                "queues": list(w.queues),
+            }
+            for w in spec.workloads
+        ],
+        "clusters": {k: str(v) if v else "built-in example" for k, v in spec.clusters.items()},
+        "seeds": list(spec.seeds),
+        "options": spec.options,
+        "size_buckets": list(spec.size_buckets),
+        "executor": executor,
+        "workers": workers,
+        "cells": len(spec.cells),
+    }
+    atomic_write(folder / SWEEP_MARKER, json.dumps(described, indent=2) + "\n")
