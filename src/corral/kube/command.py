@@ -195,7 +195,9 @@ def _make_runner(
 ) -> Runner:
     from corral.cli import _config, _now
     from corral.errors import InputError
+    from corral.extras import require
 
+    require("live", "corral run")  # the Kubernetes client and the exporter: pip install 'corral[live]'
     if log_format not in ("json", "text"):
         raise InputError(f"expected json or text, got {log_format!r}", field="--log-format")
     if log_level not in ("debug", "info", "warning", "error"):
