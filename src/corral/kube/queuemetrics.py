@@ -4,9 +4,10 @@
 conventions (base units, ``_total`` counters, ``_seconds`` histograms). docs/kubernetes.md maps every
 Volcano and KAI metric to its corral counterpart.
 
-Per queue (label ``queue_name``, Volcano's and KAI's), gauges set once a cycle from the rows ``corral
-queues`` shows (:func:`corral.queueview.queue_rows`, a session opened on the cycle's snapshot as the
-cycle opens one — the state at session open, where Volcano's proportion and capacity plugins set theirs):
+Per queue (label ``queue_name``, Volcano's and KAI's), gauges from the rows ``corral queues`` shows
+(:func:`corral.queueview.queue_rows`, a session of the queue plugins opened on a cycle's snapshot before
+the cycle's own — the state at session open, where Volcano's proportion and capacity plugins set theirs),
+recomputed once ``--queue-metrics-interval`` seconds passed (:class:`corral.kube.runner.Runner`):
 
 - resource vectors, one series per resource (labels ``resource`` and ``unit``, the kube-state-metrics
   shape of ``kube_node_status_allocatable``: cpu in cores (``core``), memory, ephemeral-storage and
@@ -21,14 +22,15 @@ cycle opens one — the state at session open, where Volcano's proportion and ca
   cycle could not start (its ``unschedulable`` decisions) and their pods still waiting at the cycle's
   end (the pods that get ``FailedScheduling``), by leaf queue.
 
-A queue that disappears leaves every series at once (each cycle replaces the whole set; a scrape sees one
-cycle's set, never a mix).
+The unschedulable counts are every cycle's own. Each update replaces the whole set (a queue that
+disappears leaves every series at once; a scrape sees one update's set, never a mix).
 
 Outcomes, counted as the applier writes them (a dry run writes nothing and counts nothing):
 ``corral_binds_total{queue_name,result}`` and ``corral_evictions_total{queue_name,action,result}``
 (result: ``done``, ``uncertain``, ``failed``, ``skipped``, ``refused``; action: the action that chose the
-victim, ``gang-release`` for the pods of a partly bound gang released), and ``corral_pod_scheduling_duration_seconds{queue_name}``, a histogram of the time from a pod's
-creation to the end of the apply phase that bound it, on the cycle's clock (kube-scheduler's
+victim, ``gang-release`` for the pods of a partly bound gang released), and
+``corral_pod_scheduling_duration_seconds{queue_name}``, a histogram of the time from a pod's creation to
+the end of the apply phase that bound it, on the cycle's clock (kube-scheduler's
 ``scheduler_pod_scheduling_sli_duration_seconds``, Volcano's ``task_scheduling_latency_milliseconds``).
 """
 
@@ -224,17 +226,17 @@ class QueueOutcomes:
 
     def observe(self, cluster: Cluster, decisions: Decisions, report: ApplyReport, end: float) -> None:
         """Count the outcomes of ``report``; ``end`` is the end of the apply phase on the cycle's clock."""
-        binds = {kind: report.outcomes.get(kind, {}) for kind in ("binds", "evictions")}
-        if not any(binds.values()):
+        written = {kind: report.outcomes.get(kind, {}) for kind in ("binds", "evictions")}
+        if not any(written.values()):
             return
-        wanted = {p for outcomes in binds.values() for pods in outcomes.values() for p in pods}
+        wanted = {p for outcomes in written.values() for pods in outcomes.values() for p in pods}
         tasks = {t.key: t for t in cluster.tasks.values() if t.key in wanted}
 
         def queue(pod: str) -> str:
             task = tasks.get(pod)
             return task.job.queue if task is not None and task.job is not None else ""
 
-        for result, pods in binds["binds"].items():
+        for result, pods in written["binds"].items():
             for pod in pods:
                 q = queue(pod)
                 self.binds.labels(q, result).inc()
@@ -242,6 +244,6 @@ class QueueOutcomes:
                 if result == "done" and task is not None and task.creation > 0:
                     self.latency.labels(q).observe(max(0.0, end - task.creation))
         action = {e.pod: e.action for e in decisions.evictions}
-        for result, pods in binds["evictions"].items():
+        for result, pods in written["evictions"].items():
             for pod in pods:
                 self.evictions.labels(queue(pod), action.get(pod, "gang-release"), result).inc()
