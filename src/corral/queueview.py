@@ -145,7 +145,7 @@ def view_config(config: Config) -> Config:
     switches: those that compute deserved shares (:class:`QueuePlugin`) and those that answer Overused.
     What they compute when a session opens reads the cluster alone, never another plugin, so the numbers
     are the full session's, without the cost of opening every other plugin (``corral run`` computes the
-    view every cycle)."""
+    view for its metrics while it schedules)."""
 
     def kept(name: str) -> bool:
         cls = REGISTRY.plugin_class(name)

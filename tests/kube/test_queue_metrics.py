@@ -209,3 +209,17 @@ def test_the_queue_gauges_are_recomputed_once_per_interval(server, runner_factor
     r.queue_rows_at -= 3600.0
     r.cycle(NOW + 2)
     assert value(scrape(r), "corral_queue_weight", queue_name="research") is None
+
+
+def test_the_interval_option(server) -> None:
+    """``--queue-metrics-interval`` reaches the runner (default 10 s); a negative value is refused."""
+    from typer.testing import CliRunner
+
+    from corral.cli import app
+    from corral.kube.command import _make_runner
+
+    args = (None, [], 1.0, True, 1, None, None, False, None, "corral", None, None, server.url, "json", "info")
+    assert _make_runner(*args).opts.queue_metrics_interval == 10.0
+    assert _make_runner(*args, 300.0, 2.5).opts.queue_metrics_interval == 2.5
+    res = CliRunner().invoke(app, ["run", "--server", server.url, "--queue-metrics-interval", "-1"])
+    assert res.exit_code == 2 and "--queue-metrics-interval" in res.output
