@@ -86,10 +86,13 @@ def _boundary() -> Iterator[None]:
 
 
 def _config(path: Path | None) -> Config:
+    from corral.extras import require_for_config
     from corral.framework.config import load_config_file
     from corral.registry import REGISTRY, default_config
 
-    return default_config() if path is None else load_config_file(path, REGISTRY)
+    config = default_config() if path is None else load_config_file(path, REGISTRY)
+    require_for_config(config)  # an action whose library this install leaves out: one line, exit 2
+    return config
 
 
 def _now(text: str | None) -> float:

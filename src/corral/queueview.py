@@ -3,29 +3,31 @@ expects, with what the fair-share plugin computes.
 
 Each row is one queue (children indented under their parent): its state, weight and priority; what it
 deserves, holds and its share of what it deserves; its guarantee and capability; the demand of its
-waiting pods; its running and waiting podgroups. Deserved and share come from the first plugin of the
-configuration that computes them (``proportion`` or ``capacity``, in tier order), read from a session
-opened on the snapshot exactly as a cycle opens one — so the numbers are the ones the cycle's decisions
-use. Without either plugin there is no deserved share: those columns are empty and the source says so.
+waiting pods; its running and waiting podgroups; whether it is overused. Deserved and share come from
+the first plugin of the configuration that computes them (``proportion`` or ``capacity``, in tier
+order), read from a session opened on the snapshot exactly as a cycle opens one — so the numbers are the
+ones the cycle's decisions use. Without either plugin there is no deserved share: those columns are
+empty and the source says so. ``corral run`` exports the same rows as its per-queue metrics
+(:mod:`corral.kube.queuemetrics`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from corral.framework.config import Config
 from corral.framework.session import Session
-from corral.model import Cluster, Job, TaskStatus
+from corral.model import Cluster, Job, Queue, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import PODS
 from corral.plugins.queues import QueuePlugin
 from corral.plugins.shares import job_usage, queue_usage
 from corral.registry import REGISTRY
 
-__all__ = ["COLUMNS", "QueueRow", "queue_rows", "queue_table_rows"]
+__all__ = ["COLUMNS", "QueueRow", "queue_rows", "queue_table_rows", "view_config"]
 
 #: the columns of :func:`queue_table_rows` (``corral queues`` and the operator's page)
 COLUMNS = (
@@ -63,6 +65,7 @@ class QueueRow:
     pending: np.ndarray  # requests of the queue's waiting pods (leaf queues; summed up the tree)
     running: int  # podgroups at their minimum (summed up the tree)
     waiting: int  # podgroups below it with pods waiting
+    overused: bool | None = None  # None: no plugin computes deserved shares
 
     def to_json(self, names: list[str]) -> dict[str, Any]:
         def vec(v: np.ndarray | None) -> dict[str, str] | None:
@@ -86,13 +89,14 @@ class QueueRow:
             "pending": vec(self.pending),
             "runningPodgroups": self.running,
             "waitingPodgroups": self.waiting,
+            "overused": self.overused,
         }
 
 
 def queue_rows(cluster: Cluster, config: Config, now: float) -> tuple[list[QueueRow], str]:
     """Every queue of ``cluster`` in tree order, and where deserved shares come from (a plugin name, or
     a sentence saying none is configured). A session is opened and discarded: nothing is decided."""
-    session = Session(cluster, config, REGISTRY, now, 1, explain=False)
+    session = Session(cluster, view_config(config), REGISTRY, now, 1, explain=False)
     plugin = next((p for p in session.plugins() if isinstance(p, QueuePlugin)), None)
     n = len(cluster.resources)
     if plugin is not None:
@@ -110,9 +114,10 @@ def queue_rows(cluster: Cluster, config: Config, now: float) -> tuple[list[Queue
     rows = []
     for name, depth in _tree_order(cluster):
         q = cluster.queues[name]
-        deserved = share = None
+        deserved = share = overused = None
         if plugin is not None and name in plugin.deserved:
             deserved, share = np.asarray(plugin.deserved[name], dtype=float), plugin.share(name)
+            overused = _overused(session, q, share)
         rows.append(
             QueueRow(
                 name=name,
@@ -129,9 +134,35 @@ def queue_rows(cluster: Cluster, config: Config, now: float) -> tuple[list[Queue
                 pending=pending.get(name, np.zeros(n)),
                 running=int(running.get(name, np.zeros(1))[0]),
                 waiting=int(waiting.get(name, np.zeros(1))[0]),
+                overused=overused,
             )
         )
     return rows, source
+
+
+def view_config(config: Config) -> Config:
+    """``config`` with only the plugins the view reads, in their tiers and with their arguments and
+    switches: those that compute deserved shares (:class:`QueuePlugin`) and those that answer Overused.
+    What they compute when a session opens reads the cluster alone, never another plugin, so the numbers
+    are the full session's, without the cost of opening every other plugin (``corral run`` computes the
+    view for its metrics while it schedules)."""
+
+    def kept(name: str) -> bool:
+        cls = REGISTRY.plugin_class(name)
+        return cls is not None and (issubclass(cls, QueuePlugin) or callable(getattr(cls, "overused", None)))
+
+    tiers = tuple(row for row in (tuple(pc for pc in tier if kept(pc.name)) for tier in config.tiers) if row)
+    return replace(config, tiers=tiers)
+
+
+def _overused(session: Session, queue: Queue, share: float) -> bool:
+    """Whether ``queue`` holds at least what it deserves, as the cycle's Overused check answers it
+    (``proportion``: every resource it deserves is held, Volcano's ``deserved.LessEqual(allocated)``).
+    Where no plugin of the configuration answers Overused (``capacity``), a share above 1, as Volcano's
+    capacity plugin reports ``volcano_queue_overused`` when its session closes."""
+    if session.fns("Overused"):
+        return session.overused(queue)
+    return share > 1.0
 
 
 def _demand(cluster: Cluster) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:

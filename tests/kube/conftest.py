@@ -14,7 +14,13 @@ from corral.kube.runner import Runner, RunOptions
 from corral.registry import default_config
 from tests.kube.fakeapi import FakeAPI
 
-FAST = {"backoff": (0.02, 0.2), "lease": (1.0, 0.6, 0.1), "watch_timeout": 30, "sync_timeout": 10.0}
+FAST = {
+    "backoff": (0.02, 0.2),
+    "lease": (1.0, 0.6, 0.1),
+    "watch_timeout": 30,
+    "sync_timeout": 10.0,
+    "queue_metrics_interval": 0.0,  # every cycle
+}
 
 
 @pytest.fixture

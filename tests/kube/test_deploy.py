@@ -119,8 +119,10 @@ def test_the_image_installs_only_what_corral_run_imports(server, tmp_path) -> No
     import sys
 
     dockerfile = (DEPLOY / "Dockerfile").read_text()
+    install = dockerfile.split("RUN pip", 1)[1].split("FROM", 1)[0]
+    assert '".[live]"' in install  # the extra tests/test_extras.py checks against the imports
     for heavy in ("pandas", "pyarrow", "matplotlib", "ortools", "rapidyaml"):
-        assert heavy not in dockerfile.split("RUN pip", 1)[1].split("FROM", 1)[0]
+        assert heavy not in install
     server.add_all(preempt_objects())
     blocked = (
         "import sys\nfor m in ('pandas', 'pyarrow', 'matplotlib', 'ortools', 'ryml'): sys.modules[m] = None\n"

@@ -79,6 +79,12 @@ def run(
     sync_timeout: float = typer.Option(
         300.0, "--sync-timeout", min=0.1, help="seconds to wait for the first list of every kind, then exit 1"
     ),
+    queue_metrics_interval: float = typer.Option(
+        10.0,
+        "--queue-metrics-interval",
+        min=0.0,
+        help="seconds between recomputations of the per-queue metrics (0: every cycle)",
+    ),
     log_format: str = typer.Option("json", "--log-format", help="json or text"),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
 ) -> None:
@@ -104,6 +110,7 @@ def run(
             log_format,
             log_level,
             sync_timeout,
+            queue_metrics_interval,
         )
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -184,10 +191,13 @@ def _make_runner(
     log_format: str,
     log_level: str,
     sync_timeout: float = 300.0,
+    queue_metrics_interval: float = 10.0,
 ) -> Runner:
     from corral.cli import _config, _now
     from corral.errors import InputError
+    from corral.extras import require
 
+    require("live", "corral run")  # the Kubernetes client and the exporter: pip install 'corral[live]'
     if log_format not in ("json", "text"):
         raise InputError(f"expected json or text, got {log_format!r}", field="--log-format")
     if log_level not in ("debug", "info", "warning", "error"):
@@ -213,6 +223,7 @@ def _make_runner(
         lease_name=lease_name,
         identity=identity,
         sync_timeout=sync_timeout,
+        queue_metrics_interval=queue_metrics_interval,
     )
     log = Log(fmt=log_format, level=log_level)
     api = KubeAPI(load_client(kubeconfig, context, server))

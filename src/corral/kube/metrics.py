@@ -5,7 +5,8 @@ Metrics (all prefixed ``corral_``): ``cycle_seconds`` (histogram, the whole cycl
 ``cycle_phase_seconds{phase}`` (snapshot, build, schedule, apply), ``decisions_total{kind}`` (binds,
 evictions, nominations, podgroups, node_locks, unschedulable), ``applied_total{kind,outcome}``,
 ``pending_pods``, ``api_errors_total{verb,resource,code}``, ``cache_objects{resource}``,
-``bad_objects``, ``watch_restarts_total{resource,reason}``, ``leader``.
+``bad_objects``, ``watch_restarts_total{resource,reason}``, ``leader``, ``model_builds_total{kind}``;
+and the per-queue gauges and the outcome counters of :mod:`corral.kube.queuemetrics`.
 
 ``/healthz`` (readiness) answers 200 while the cache is synced and the last cycle finished recently (or
 the replica is a standby), 503 otherwise, with a one-line reason; ``/livez`` (liveness) answers 200 while
@@ -24,6 +25,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from corral.kube.queuemetrics import QueueCollector, QueueOutcomes
 
 __all__ = ["Metrics", "serve"]
 
@@ -71,6 +74,9 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.queues = QueueCollector()
+        r.register(self.queues)
+        self.outcomes = QueueOutcomes(r)
         self.last_cycle = 0.0
 
     def render(self) -> bytes:

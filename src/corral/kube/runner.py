@@ -41,7 +41,10 @@ from corral.kube.cache import WatchCache
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.queuemetrics import unschedulable_by_queue
 from corral.manifests.fields import format_time
+from corral.model import Cluster
+from corral.queueview import QueueRow, queue_rows
 from corral.registry import REGISTRY
 
 __all__ = ["RunOptions", "Runner", "SyncTimeout", "dry_run_assume"]
@@ -74,6 +77,9 @@ class RunOptions:
     backoff: tuple[float, float] = (0.5, 30.0)
     lease: tuple[float, float, float] = (15.0, 10.0, 2.0)  # duration, renew deadline, retry
     workers: int = 16
+    #: seconds between recomputations of the per-queue gauges (a session of the queue plugins over every
+    #: pod: about half a steady cycle's scheduling at 50,000 pods); 0: every cycle
+    queue_metrics_interval: float = 10.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -177,6 +183,9 @@ class Runner:
         # what earlier cycles learned (framework/memo/): each cycle's cluster is a new object, so the
         # history does not track the jobs' changes; its skip memory outlives the clusters
         self.history = ClusterHistory()
+        self.queue_rows_failed = False
+        self.queue_rows_last: list[QueueRow] | None = None
+        self.queue_rows_at = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -299,10 +308,14 @@ class Runner:
                     reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}",
                 )
             pending = model.pending
+            tq = time.perf_counter()
+            rows = self._queue_rows(cluster, now)
+            times["queues"] = time.perf_counter() - tq
             t1, cpu1 = time.perf_counter(), time.process_time()
             decisions = run_cycle(cluster, self.config, REGISTRY, now, n, history=self.history)
             times["schedule"] = time.perf_counter() - t1
             times["schedule_cpu"] = time.process_time() - cpu1
+            unschedulable = unschedulable_by_queue(cluster, decisions)
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler
             self.log.error("cycle failed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             self.metrics.api_errors.labels("cycle", "scheduler", "fault").inc()
@@ -329,6 +342,10 @@ class Runner:
         times["total"] = time.perf_counter() - t
         times["total_cpu"] = time.process_time() - cpu
         self._observe(decisions, times, pending)
+        if rows is not None:
+            self.metrics.queues.update(rows, list(cluster.resources.names), unschedulable)
+        if report is not None:
+            self.metrics.outcomes.observe(cluster, decisions, report, now + times["total"])
         if self.opts.cycles is not None:  # kept for the caller of a bounded run; never grows unbounded
             self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
@@ -346,6 +363,24 @@ class Runner:
                 seconds={k: round(v, 4) for k, v in times.items()},
             )
         return result
+
+    def _queue_rows(self, cluster: Cluster, now: float) -> list[QueueRow] | None:
+        """The rows of ``corral queues`` for this cycle's snapshot (a session opened and discarded
+        before the cycle's own: the state its session opens on), recomputed once ``queue_metrics_interval``
+        seconds passed since the last time (the last rows meanwhile); None when they cannot be computed
+        (logged once; the cycle goes on without them)."""
+        mono = time.monotonic()
+        if self.queue_rows_last is not None and mono - self.queue_rows_at < self.opts.queue_metrics_interval:
+            return self.queue_rows_last
+        try:
+            rows, _ = queue_rows(cluster, self.config, now)
+        except Exception as exc:  # noqa: BLE001 - metrics never stop a cycle
+            if not self.queue_rows_failed:
+                self.log.error("queue metrics not computed", error=f"{type(exc).__name__}: {exc}")
+            self.queue_rows_failed = True
+            return None
+        self.queue_rows_last, self.queue_rows_at = rows, mono
+        return rows
 
     def _observe(self, decisions: Decisions, times: dict[str, float], pending: int) -> None:
         m = self.metrics

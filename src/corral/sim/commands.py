@@ -394,6 +394,13 @@ def simulate_command(
     plot_whole_run: bool = _WHOLE,
 ) -> None:
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
+    from corral.extras import require
+
+    try:
+        require("sim", "corral simulate")  # pandas, pyarrow, matplotlib, OR-Tools: pip install 'corral[sim]'
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
+        _fail(exc)
+        return
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_report
 
@@ -452,6 +459,13 @@ def compare_command(
     plot_whole_run: bool = _WHOLE,
 ) -> None:
     """Run several configurations on the same cluster and workload and lay the results side by side."""
+    from corral.extras import require
+
+    try:
+        require("sim", "corral compare")  # pandas, pyarrow, matplotlib, OR-Tools: pip install 'corral[sim]'
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
+        _fail(exc)
+        return
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_comparison
 
