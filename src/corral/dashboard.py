@@ -151,8 +151,10 @@ def render_page(
     now: float,
     estimates: Sequence[Any] | None = None,
     title: str = "corral",
+    refresh: int | None = None,
 ) -> str:
-    """The whole page for ``cluster`` (as the decisions left it) after ``decisions``."""
+    """The whole page for ``cluster`` (as the decisions left it) after ``decisions``; with ``refresh``
+    (seconds), the page reloads itself that often (``corral run --dashboard-port``)."""
     resources = list(cluster.resources.names)
     sections = [
         ("Queues", _queues(rows, resources, source)),
@@ -162,8 +164,9 @@ def render_page(
         ("Topology", _topology(cluster)),
     ]
     body = "".join(f"<h2>{_e(name)}</h2>\n{html_}\n" for name, html_ in sections)
+    reload = f"<meta http-equiv='refresh' content='{int(refresh)}'>" if refresh else ""
     return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>{reload}"
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{_e(title)}</h1><p class='muted' id='as-of'>as of {_e(format_time(now))}; "
         f"{len(cluster.nodes)} nodes, {len(cluster.jobs)} podgroups</p>\n{body}</body></html>\n"

@@ -25,6 +25,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -38,10 +39,12 @@ from corral.framework.reservation import lock_label_value
 from corral.kube.api import KubeAPI, NotLeader
 from corral.kube.apply import LOCK_LABEL, Applier, ApplyReport
 from corral.kube.cache import WatchCache
+from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.manifests.fields import format_time
+from corral.model import Cluster
 from corral.registry import REGISTRY
 
 __all__ = ["RunOptions", "Runner", "SyncTimeout", "dry_run_assume"]
@@ -74,6 +77,8 @@ class RunOptions:
     backoff: tuple[float, float] = (0.5, 30.0)
     lease: tuple[float, float, float] = (15.0, 10.0, 2.0)  # duration, renew deadline, retry
     workers: int = 16
+    #: expected starts (kube/expected.py); ``every`` 0 is off, the default of a runner built in code
+    forecast: LiveForecast = field(default_factory=lambda: LiveForecast(every=0))
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -177,6 +182,9 @@ class Runner:
         # what earlier cycles learned about jobs that fit nowhere (framework/skipcache.py): each cycle's
         # cluster is a new object, the memory outlives them
         self.skip_memory = skipcache.SkipMemory()
+        self.expected = _expected_starts(self)
+        #: called after each cycle with the cycle's cluster, decisions and time (the live dashboard)
+        self.after_cycle: Callable[[Cluster, Decisions, float], None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -330,6 +338,10 @@ class Runner:
         times["total"] = time.perf_counter() - t
         times["total_cpu"] = time.process_time() - cpu
         self._observe(decisions, times, pending)
+        if self.expected is not None and self.expected.due(n):
+            times["forecast"] = self.expected.run(cluster, decisions, now + self.opts.period)
+        if self.after_cycle is not None:
+            self.after_cycle(cluster, decisions, now)
         if self.opts.cycles is not None:  # kept for the caller of a bounded run; never grows unbounded
             self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
@@ -360,6 +372,26 @@ class Runner:
         m.pending.set(pending)
         m.leader.set(1 if self.is_leader() else 0)
         self.cache.count()
+
+
+def _expected_starts(runner: Runner) -> ExpectedStarts | None:
+    """The live forecast of ``runner`` (None when off): writes through the applier's guarded API and
+    pool, none with ``dry_run``."""
+    settings = runner.opts.forecast
+    if settings.every <= 0:
+        return None
+    applier = runner.applier
+    return ExpectedStarts(
+        settings,
+        runner.config,
+        runner.metrics.registry,
+        runner.log,
+        find=runner.cache.find,
+        patch=None if runner.opts.dry_run else applier.api.patch,
+        assume=runner.cache.assume,
+        pool=applier.pool,
+        observe=runner.metrics.phase.labels("forecast").observe,
+    )
 
 
 def _any(d: Decisions) -> bool:
