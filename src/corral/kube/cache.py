@@ -44,7 +44,7 @@ from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
 from corral.manifests.kinds import PodGroupRec, parse_object
 from corral.model import Cluster
 
-__all__ = ["PRESENT", "Backoff", "Informer", "WatchCache", "contains", "merge_patch"]
+__all__ = ["PRESENT", "Backoff", "Informer", "WatchCache", "contains", "list_pages", "merge_patch"]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -512,6 +512,26 @@ def _culprit(exc: InputError, rows: list, dropped: set) -> tuple[str, str] | Non
     return None
 
 
+def list_pages(api: KubeAPI, rtype: ResourceType, page: int = 5000) -> tuple[list[dict], str]:
+    """Every object of ``rtype`` by a paged list (``limit`` / ``continue``; an expired continue token
+    lists again from the start), and the list's ``resourceVersion``. Raises :class:`APIError`."""
+    items: list[dict] = []
+    cont = None
+    while True:
+        try:
+            data = api.get(rtype.collection(), limit=page, **({"continue": cont} if cont else {}))
+        except APIError as exc:
+            if exc.status == 410 and cont:  # the continue token expired: list again
+                items, cont = [], None
+                continue
+            raise
+        items.extend(data.get("items") or [])
+        meta = data.get("metadata") or {}
+        cont = meta.get("continue")
+        if not cont:
+            return items, str(meta.get("resourceVersion") or "")
+
+
 class Informer(threading.Thread):
     """List + watch of one resource type into the cache (client-go's reflector)."""
 
@@ -588,24 +608,7 @@ class Informer(threading.Thread):
     def _list(self) -> None:
         api = self.cache.api
         assert api is not None
-        items: list[dict] = []
-        cont = None
-        while True:
-            try:
-                data = api.get(
-                    self.rtype.collection(), limit=self.cache.page, **({"continue": cont} if cont else {})
-                )
-            except APIError as exc:
-                if exc.status == 410 and cont:  # the continue token expired: list again
-                    items, cont = [], None
-                    continue
-                raise
-            items.extend(data.get("items") or [])
-            meta = data.get("metadata") or {}
-            cont = meta.get("continue")
-            if not cont:
-                self.rv = str(meta.get("resourceVersion") or "")
-                break
+        items, self.rv = list_pages(api, self.rtype, self.cache.page)
         self.cache.replace(self.rtype, items)
         self.cache.log.debug("listed", resource=self.rtype.name, objects=len(items), resourceVersion=self.rv)
 

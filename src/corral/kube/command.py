@@ -21,7 +21,6 @@ import typer
 if TYPE_CHECKING:
     from http.server import ThreadingHTTPServer
 
-    from corral.kube.api import KubeAPI
     from corral.kube.runner import Runner
 
 __all__ = ["register"]
@@ -183,28 +182,6 @@ def _own_namespace() -> str:
         return "default"
 
 
-def _probe(api: KubeAPI) -> None:
-    """Fail fast, exit code 2, when no API server answers: any HTTP answer (even 401/403/404) counts."""
-    import time
-
-    from corral.errors import ConfigError
-    from corral.kube.api import APIError
-
-    for attempt in range(3):
-        try:
-            api.get("/version")
-            return
-        except APIError as exc:
-            if exc.status != 0:
-                return
-            if attempt == 2:
-                raise ConfigError(
-                    f"no Kubernetes API server reachable at {api.client.configuration.host}: {exc.message}; "
-                    "pass --kubeconfig FILE (or set $KUBECONFIG) and --context, or --server URL"
-                ) from None
-            time.sleep(1.0)
-
-
 def _make_runner(
     config: Path | None,
     scheduler_name: Sequence[str] | None,
@@ -237,6 +214,7 @@ def _make_runner(
     from corral.kube.expected import LiveForecast
     from corral.kube.logs import Log
     from corral.kube.metrics import Metrics
+    from corral.kube.oneshot import probe
     from corral.kube.runner import RUN_SCHEDULERS, Runner, RunOptions
 
     names = tuple(scheduler_name) if scheduler_name else RUN_SCHEDULERS
@@ -257,7 +235,7 @@ def _make_runner(
     )
     log = Log(fmt=log_format, level=log_level)
     api = KubeAPI(load_client(kubeconfig, context, server))
-    _probe(api)
+    probe(api)
     runner = Runner(api, cfg, opts, log, Metrics())
     log.info(
         "starting",
