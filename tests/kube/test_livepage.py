@@ -153,7 +153,11 @@ def test_read_only_rendered_only_while_looked_at() -> None:
         assert live.renders == 1
         code, _, body = _get(url + "/index.html")
         assert code == 200 and b"&lt;b&gt;v&lt;/b&gt;" in body and b"<b>v" not in body
-        live.after_cycle(cluster, Decisions(), 1.0)  # asked a moment ago: rendered again
+        live.after_cycle(cluster, Decisions(), 1.0)  # too soon: ten times the last render's cost
+        assert live.renders == 1 and live.due > time.monotonic()
+        time.sleep(max(0.0, live.due - time.monotonic()))
+        _get(url)
+        live.after_cycle(cluster, Decisions(), 1.0)  # asked a moment ago and due: rendered again
         assert live.renders == 2
         assert b"ns/boss" in _get(url)[2]  # recent evictions outlive the cycle that made them
         time.sleep(0.6)

@@ -3,9 +3,11 @@ cycles, written as PodGroup annotations and exported as a Prometheus gauge.
 
 **When.** After the apply phase of every ``every``-th cycle (``--forecast-every``, default 10; 0 turns it
 off), on a copy of the cycle's cluster with the cycle's decisions carried out, from the next cycle's
-time. The forward run stops at ``budget`` seconds of wall time (``--forecast-budget``): podgroups it has
-not started by then get no estimate that round, so a large backlog costs at most the budget every
-``every`` cycles, never a slower cycle in between. The time it takes is observed as
+time. The forward run stops once ``budget`` seconds of wall time have passed since it began
+(``--forecast-budget``; the first planned cycle always runs, so "fits now" is always answered):
+podgroups it has not started by then get no estimate that round. A deep backlog therefore costs at most
+the budget (plus one planned cycle) every ``every`` cycles, never a slower cycle in between; the copy
+before it grows with the cluster, not the backlog (``benchmarks/bench_live_forecast.py``). The time it takes is observed as
 ``corral_cycle_phase_seconds{phase="forecast"}``.
 
 **Annotations** (on the PodGroup object; a pod without a PodGroup gets the gauge only):
@@ -156,6 +158,7 @@ class ExpectedStarts:
         self.observe = observe
         self.latest: list[Estimate] = []  # the last forecast (the dashboard shows it)
         self.annotated: set[str] = set()  # podgroups that may carry corral's annotations
+        self.seconds: dict[str, float] = {}  # the last forecast's copy, plan and total times
 
     def due(self, cycle: int) -> bool:
         return self.settings.every > 0 and cycle % self.settings.every == 0
@@ -164,11 +167,14 @@ class ExpectedStarts:
         """One forecast of ``cluster`` after ``decisions``, from ``at``; never raises (a fault is logged
         and the last estimates stay). Returns the seconds it took."""
         t0 = time.perf_counter()
+        parts = self.seconds = {}
         try:
             plan = clone_cluster(cluster)
             # the decisions' record of changed pods names the original's objects: recount the copy
             apply_decisions(plan, dataclasses.replace(decisions, touched=None), at)
+            parts["copy"] = time.perf_counter() - t0
             estimates = forecast(plan, self.config, at, self.plan, self.settings.budget)
+            parts["plan"] = time.perf_counter() - t0 - parts["copy"]
             self.latest = estimates
             self._gauge(cluster, estimates)
             if self.patch is not None:
@@ -176,6 +182,13 @@ class ExpectedStarts:
         except Exception as exc:  # noqa: BLE001 - a forecast never stops the scheduler
             self.log.error("forecast failed", error=f"{type(exc).__name__}: {exc}")
         seconds = time.perf_counter() - t0
+        parts["total"] = seconds
+        self.log.debug(
+            "forecast",
+            waiting=len(self.latest),
+            estimated=sum(1 for e in self.latest if e.start is not None),
+            seconds={k: round(v, 3) for k, v in parts.items()},
+        )
         if self.observe is not None:
             self.observe(seconds)
         return seconds

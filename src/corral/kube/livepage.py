@@ -12,7 +12,9 @@ read-only over HTTP.
   ``X-Content-Type-Options: nosniff``, so even a name that slipped past the escaping could load or run
   nothing.
 - **When**: after a cycle, in the scheduling thread (the cluster is consistent then and no cycle
-  changes it meanwhile), at most once per ``refresh`` seconds, and only while someone looks: the page is
+  changes it meanwhile), at most once per ``refresh`` seconds and never sooner than ten times the last
+  render's cost after it began (on a cluster so large that a render takes a second, one every 10 s: a
+  render takes at most a tenth of the scheduler's time), and only while someone looks: the page is
   rendered when it was asked for in the last ``idle`` seconds (60), or when none was rendered yet. The
   queue view opens a session, so it runs on a copy of the cluster (a session keeps memories on the
   cluster it opens; the next cycle must not see them).
@@ -45,6 +47,7 @@ _WAITING = (
     "<title>corral</title></head><body><h1>corral</h1><p id='as-of'>waiting for the first cycle</p>"
     "</body></html>\n"
 )
+_SHARE = 10.0  # a render takes at most a tenth of the scheduler's time: the next waits 10x its cost
 _HEADERS = {
     "Content-Type": "text/html; charset=utf-8",
     "Cache-Control": "no-store",
@@ -71,6 +74,7 @@ class LivePage:
         self.evictions: deque[Eviction] = deque(maxlen=kept)
         self.body = _WAITING.format(r=max(1, round(refresh))).encode()
         self.rendered = 0.0  # monotonic time of the last render (0: none yet)
+        self.due = 0.0  # no render before this monotonic time
         self.asked = 0.0  # monotonic time of the last request
         self.renders = 0
         self.lock = threading.Lock()
@@ -79,15 +83,17 @@ class LivePage:
         """Keep the cycle's evictions; render when due. Never raises (a fault is logged)."""
         self.evictions.extendleft(decisions.evictions)
         mono = time.monotonic()
-        if self.rendered and (mono - self.rendered < self.refresh or mono - self.asked > self.idle):
+        if self.rendered and (mono < self.due or mono - self.asked > self.idle):
             return
         try:
             body = self.render(cluster, decisions, now).encode()
         except Exception as exc:  # noqa: BLE001 - the page never stops the scheduler
             self.log.error("dashboard render failed", error=f"{type(exc).__name__}: {exc}")
             return
+        done = time.monotonic()
         with self.lock:
-            self.body, self.rendered = body, time.monotonic()
+            self.body, self.rendered = body, done
+            self.due = mono + max(self.refresh, _SHARE * (done - mono))
             self.renders += 1
 
     def render(self, cluster: Cluster, decisions: Decisions, now: float) -> str:

