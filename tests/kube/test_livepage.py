@@ -124,6 +124,12 @@ def test_the_live_page_in_a_browser_shows_the_cluster_and_refreshes(server: Fake
                     )[-2:]
                 )
                 page.wait_for_selector("#waiting tbody tr:has-text('default/late')", timeout=20_000)
+                # the shares over time: one line per queue once two renders were sampled
+                line = page.locator("#shares polyline.share[data-queue='research']")
+                assert line.count() == 1 and len(line.get_attribute("points").split()) >= 2
+                assert page.locator("#shares polyline.share").count() == len(
+                    page.locator("#queues tbody tr").all()
+                )
             finally:
                 browser.close()
     finally:
@@ -167,3 +173,11 @@ def test_read_only_rendered_only_while_looked_at() -> None:
         assert _get(url + "/metrics")[0] == 404
     finally:
         http.shutdown()
+
+
+def test_the_shares_chart_escapes_queue_names() -> None:
+    from corral.dashboard import _shares_over_time
+
+    svg = _shares_over_time([(0.0, {'<q">': 0.5}), (60.0, {'<q">': 2.5})])
+    assert "<q" not in svg.replace("<polyline", "").replace("<line", "") and "&lt;q&quot;&gt;" in svg
+    assert _shares_over_time([(0.0, {"a": 1.0})]).startswith('<p class="muted" id="shares-empty">')

@@ -18,7 +18,9 @@ read-only over HTTP.
   rendered when it was asked for in the last ``idle`` seconds (60), or when none was rendered yet. The
   queue view opens a session, so it runs on a copy of the cluster (a session keeps memories on the
   cluster it opens; the next cycle must not see them).
-- **Content**: the cycle's waiting podgroups and reasons, the last forecast's expected starts (when the
+- **Content**: each queue's share (allocated over deserved, as ``corral queues`` shows it) over time, an
+  inline SVG chart of the last ``samples`` (360) renders — sampled when the page is rendered, so over
+  the time it was watched; the cycle's waiting podgroups and reasons, the last forecast's expected starts (when the
   live forecast runs), the evictions of the last ``kept`` (100) evictions of this process, newest
   first, the reservation and the topology as the cycle left them.
 """
@@ -66,12 +68,14 @@ class LivePage:
         refresh: float = 5.0,
         idle: float = 60.0,
         kept: int = 100,
+        samples: int = 360,
         estimates: Callable[[], Sequence[Any]] | None = None,
     ) -> None:
         self.config, self.log = config, log
         self.refresh, self.idle = refresh, idle
         self.estimates = estimates
         self.evictions: deque[Eviction] = deque(maxlen=kept)
+        self.history: deque[tuple[float, dict[str, float]]] = deque(maxlen=samples)
         self.body = _WAITING.format(r=max(1, round(refresh))).encode()
         self.rendered = 0.0  # monotonic time of the last render (0: none yet)
         self.due = 0.0  # no render before this monotonic time
@@ -99,9 +103,19 @@ class LivePage:
     def render(self, cluster: Cluster, decisions: Decisions, now: float) -> str:
         copy = clone_cluster(cluster)
         rows, source = queue_rows(copy, self.config, now)
+        self.history.append((now, {r.name: r.share for r in rows if r.share is not None}))
         shown = Decisions(unschedulable=list(decisions.unschedulable), evictions=list(self.evictions))
         estimates = self.estimates() if self.estimates is not None else None
-        return render_page(copy, shown, rows, source, now, estimates, refresh=max(1, round(self.refresh)))
+        return render_page(
+            copy,
+            shown,
+            rows,
+            source,
+            now,
+            estimates,
+            refresh=max(1, round(self.refresh)),
+            history=list(self.history),
+        )
 
     def page(self) -> bytes:
         with self.lock:
