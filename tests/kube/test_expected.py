@@ -14,7 +14,7 @@ from corral.manifests.fields import format_time
 from corral.registry import REGISTRY
 from tests.kube.fakeapi import FakeAPI
 from tests.kube.test_live import NOW, wait_for
-from tests.scenarios.expand import expand
+from tests.scenarios.expand import T0, expand
 
 HOUR = 3600.0
 CONFIG = parse_config(
@@ -163,3 +163,20 @@ def test_off_means_no_gauge_and_no_write(server: FakeAPI, runner_factory, every:
     r.cycle(NOW)
     assert r.expected is None and "corral_expected_start_time_seconds" not in r.metrics.render().decode()
     assert EXPECTED_BASIS not in annotations(server, "next")
+
+
+def test_a_new_replica_removes_what_an_earlier_one_left_on_a_started_podgroup(
+    server: FakeAPI, runner_factory
+) -> None:
+    docs = objects()
+    for d in docs:
+        if d["kind"] == "PodGroup" and d["metadata"]["name"] == "busy":
+            d["metadata"]["annotations"].update({EXPECTED_START: T0, EXPECTED_BASIS: "fits now; on n1"})
+    server.add_all(docs)
+    r = runner_factory(CONFIG, now=NOW, forecast=LiveForecast(every=1))
+    r.start()
+    assert r.cache.wait_synced(5)
+    r.cycle(NOW)
+    left = annotations(server, "busy")
+    assert EXPECTED_START not in left and EXPECTED_BASIS not in left
+    assert left["corral.io/expected-runtime"] == "2h"  # only corral's own keys are removed
