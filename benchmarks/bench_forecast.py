@@ -8,6 +8,9 @@ started. Run twice: with exact run-time estimates and with estimates off by up t
 (``simulation.estimates: {model: noisy, spread: 2}``). Prints, per size bucket, the jobs forecast and the
 median and p90 absolute error, with the wall and CPU time of each run.
 
+The whole week takes tens of minutes per run on a shared machine; ``--until 432000`` (the first five
+days, a few minutes per run) is the window docs/forecast.md compares exact and 2x-off estimates on.
+
 There is no pass/fail target: the error is the figure the issue asks to see (docs/forecast.md records
 it). Arrivals after a forecast are what it cannot know, so on a congested week the error grows with the
 wait.
