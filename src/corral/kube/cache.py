@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.errors import InputError
-from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType
+from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType, list_pages
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.model import LiveModel
@@ -44,7 +44,7 @@ from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
 from corral.manifests.kinds import PodGroupRec, parse_object
 from corral.model import Cluster
 
-__all__ = ["PRESENT", "Backoff", "Informer", "WatchCache", "contains", "list_pages", "merge_patch"]
+__all__ = ["PRESENT", "Backoff", "Informer", "WatchCache", "contains", "merge_patch"]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -510,26 +510,6 @@ def _culprit(exc: InputError, rows: list, dropped: set) -> tuple[str, str] | Non
         if k == kind and key == name and (k, key) not in dropped:
             return (k, key)
     return None
-
-
-def list_pages(api: KubeAPI, rtype: ResourceType, page: int = 5000) -> tuple[list[dict], str]:
-    """Every object of ``rtype`` by a paged list (``limit`` / ``continue``; an expired continue token
-    lists again from the start), and the list's ``resourceVersion``. Raises :class:`APIError`."""
-    items: list[dict] = []
-    cont = None
-    while True:
-        try:
-            data = api.get(rtype.collection(), limit=page, **({"continue": cont} if cont else {}))
-        except APIError as exc:
-            if exc.status == 410 and cont:  # the continue token expired: list again
-                items, cont = [], None
-                continue
-            raise
-        items.extend(data.get("items") or [])
-        meta = data.get("metadata") or {}
-        cont = meta.get("continue")
-        if not cont:
-            return items, str(meta.get("resourceVersion") or "")
 
 
 class Informer(threading.Thread):

@@ -14,8 +14,7 @@ from __future__ import annotations
 import time
 
 from corral.errors import ClusterAPIError, ConfigError
-from corral.kube.api import RESOURCES, APIError, KubeAPI, load_client
-from corral.kube.cache import list_pages
+from corral.kube.api import RESOURCES, APIError, KubeAPI, list_pages, load_client
 from corral.manifests.load import SourcedObject
 
 __all__ = ["live_objects", "probe"]
