@@ -180,3 +180,16 @@ def test_a_new_replica_removes_what_an_earlier_one_left_on_a_started_podgroup(
     left = annotations(server, "busy")
     assert EXPECTED_START not in left and EXPECTED_BASIS not in left
     assert left["corral.io/expected-runtime"] == "2h"  # only corral's own keys are removed
+
+
+def test_no_write_once_leadership_is_lost(server: FakeAPI, runner_factory) -> None:
+    server.add_all(objects())
+    r = runner_factory(CONFIG, now=NOW, forecast=LiveForecast(every=2))
+    r.start()
+    assert r.cache.wait_synced(5)
+    r.cycle(NOW)  # the cycle's own writes while leader; no forecast yet
+    r.applier.api.may_write = lambda: False  # the lease is lost before the forecast's writes
+    r.cycle(NOW + 1)  # the forecast runs (gauge set) and stops at its first write, without raising
+    assert gauge(r) == {"next": NOW + HOUR}
+    assert EXPECTED_BASIS not in annotations(server, "next")
+    assert any(rec["msg"] == "leadership lost: expected starts not written" for rec in r.log.records)
