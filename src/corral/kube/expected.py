@@ -28,8 +28,10 @@ already there. Writes go through the applier's leadership guard; ``--dry-run`` w
 **Gauge** ``corral_expected_start_time_seconds{namespace,podgroup,queue}``: the expected start (seconds
 since the epoch, as ``process_start_time_seconds`` and kube-state-metrics' ``kube_pod_start_time``), one
 series per waiting podgroup with an estimate, from the last forecast. A podgroup that starts, goes away
-or loses its estimate drops out at the next forecast; at most ``series`` (2,000) series, the earliest
-starts first, so the cardinality is bounded whatever the backlog.
+or loses its estimate drops out at the next forecast (Volcano's scheduler drops a job's per-job series,
+such as ``e2e_job_scheduling_duration{job_name,queue,job_namespace}``, the same way:
+``metrics.DeleteJobMetrics`` when the job leaves its cache); at most ``series`` (2,000) series, the
+earliest starts first, so the cardinality is bounded whatever the backlog.
 """
 
 from __future__ import annotations
