@@ -253,6 +253,36 @@ def schedule(
             print_estimates(estimates)
 
 
+_LIVE_HELP = "read the cluster from the API server (one list of each kind) instead of snapshot files"
+
+
+def _source(
+    snapshot: list[Path] | None,
+    live: bool,
+    kubeconfig: str | None,
+    context: str | None,
+    server: str | None,
+) -> tuple[list[Path], list[Any] | None]:
+    """The snapshot files to read, or (``--live``) the objects listed from the cluster with the flags
+    ``corral run`` takes (:func:`corral.kube.oneshot.live_objects`)."""
+    if live and snapshot:
+        raise InputError("give snapshot files or --live, not both", field="--live")
+    if not live:
+        if kubeconfig or context or server:
+            raise InputError(
+                "--kubeconfig, --context and --server read the live cluster: add --live", field="--live"
+            )
+        return (list(snapshot) if snapshot else [EXAMPLE]), None
+    from corral.kube.oneshot import live_objects
+
+    return [], live_objects(kubeconfig, context, server)
+
+
+_KUBECONFIG = typer.Option(None, "--kubeconfig", help="with --live: kubeconfig file (as corral run)")
+_CONTEXT = typer.Option(None, "--context", help="with --live: kubeconfig context")
+_SERVER = typer.Option(None, "--server", help="with --live: API server URL without authentication")
+
+
 @app.command()
 def whatif(
     job: Path = typer.Argument(..., help="the job to try: a PodGroup and its pods, or bare pods (YAML/JSON)"),
@@ -265,6 +295,10 @@ def whatif(
     scheduler_name: list[str] = typer.Option(
         None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
     ),
+    live: bool = typer.Option(False, "--live", help=_LIVE_HELP),
+    kubeconfig: str | None = _KUBECONFIG,
+    context: str | None = _CONTEXT,
+    server: str | None = _SERVER,
 ) -> None:
     """Would JOB schedule if submitted now? Admission, placement, evictions, expected start; writes
     nothing. Exit code 0: it would start in the next cycle; 3: it would wait."""
@@ -274,7 +308,9 @@ def whatif(
         from corral.whatif import what_if
 
         names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
-        answer = what_if(job, list(snapshot) if snapshot else [EXAMPLE], _config(config), _now(now), names)
+        cfg, at = _config(config), _now(now)
+        paths, objects = _source(snapshot, live, kubeconfig, context, server)
+        answer = what_if(job, paths, cfg, at, names, base=objects)
     if output == "json":
         sys.stdout.write(json.dumps(answer.to_json(), indent=1) + "\n")
     else:
@@ -295,16 +331,22 @@ def queues(
     scheduler_name: list[str] = typer.Option(
         None, "--scheduler-name", help="schedulerName values corral owns (repeatable)"
     ),
+    live: bool = typer.Option(False, "--live", help=_LIVE_HELP),
+    kubeconfig: str | None = _KUBECONFIG,
+    context: str | None = _CONTEXT,
+    server: str | None = _SERVER,
 ) -> None:
     """Show the queue tree: deserved, allocated, share, guarantee, capability, demand and podgroups."""
     with _boundary():
         _check_output(output)
-        from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
+        from corral.manifests.build import DEFAULT_SCHEDULERS, build_cluster, load_snapshot
         from corral.queueview import queue_rows
 
         names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
-        cluster = load_snapshot(list(snapshot) if snapshot else [EXAMPLE], names)
-        rows, source = queue_rows(cluster, _config(config), _now(now))
+        cfg, at = _config(config), _now(now)
+        paths, objects = _source(snapshot, live, kubeconfig, context, server)
+        cluster = load_snapshot(paths, names) if objects is None else build_cluster(objects, names)
+        rows, source = queue_rows(cluster, cfg, at)
     resources = list(cluster.resources.names)
     if output == "json":
         record = {"deservedFrom": source, "queues": [r.to_json(resources) for r in rows]}

@@ -100,6 +100,49 @@ def _waiting(decisions: Decisions, estimates: Sequence[Any] | None) -> str:
     return _table("waiting", headers, rows, "no podgroup is waiting")
 
 
+_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def _shares_over_time(history: Sequence[tuple[float, dict[str, float]]]) -> str:
+    """Each queue's share (allocated over deserved) at every sample of ``history`` as an inline SVG
+    line chart — drawn on the server, no script, no chart library; the dashed line is a share of 1."""
+    names = sorted({q for _, shares in history for q in shares})
+    if len(history) < 2 or not names:
+        return '<p class="muted" id="shares-empty">not enough samples yet</p>'
+    w, h, pad = 640, 200, 30
+    t0, t1 = history[0][0], history[-1][0]
+    top = max(1.5, *(v for _, shares in history for v in shares.values()))
+
+    def x(t: float) -> float:
+        return pad + (w - 2 * pad) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
+
+    def y(v: float) -> float:
+        return h - pad - (h - 2 * pad) * min(v, top) / top
+
+    lines = [
+        f'<line x1="{pad}" x2="{w - pad}" y1="{y(1.0):.1f}" y2="{y(1.0):.1f}" stroke="#999" '
+        'stroke-dasharray="4 3"/>',
+        f'<text x="2" y="{y(1.0) + 4:.1f}" font-size="10">1.0</text>',
+        f'<text x="2" y="{y(top) + 4:.1f}" font-size="10">{top:.1f}</text>',
+        f'<text x="2" y="{y(0.0) + 4:.1f}" font-size="10">0</text>',
+    ]
+    legend = []
+    for i, name in enumerate(names):
+        color = _COLORS[i % len(_COLORS)]
+        points = " ".join(f"{x(t):.1f},{y(sh[name]):.1f}" for t, sh in history if name in sh)
+        lines.append(
+            f'<polyline class="share" data-queue="{_e(name)}" fill="none" stroke="{color}" '
+            f'stroke-width="1.5" points="{points}"/>'
+        )
+        legend.append(f'<span style="color:{color}">&#9632;</span> {_e(name)}')
+    span = f"{_e(format_time(t0))} to {_e(format_time(t1))}, {len(history)} samples"
+    return (
+        f'<svg id="shares" width="{w}" height="{h}" role="img" aria-label="queue shares over time">'
+        + "".join(lines)
+        + f'</svg><p class="muted">{" &nbsp; ".join(legend)}<br>{span}</p>'
+    )
+
+
 def _reservation(cluster: Cluster) -> str:
     target = current_target(cluster)
     locked = [(n, j) for n, j in zip(cluster.nodes.names, cluster.nodes.locked_for) if j]
@@ -151,19 +194,26 @@ def render_page(
     now: float,
     estimates: Sequence[Any] | None = None,
     title: str = "corral",
+    refresh: int | None = None,
+    history: Sequence[tuple[float, dict[str, float]]] | None = None,
 ) -> str:
-    """The whole page for ``cluster`` (as the decisions left it) after ``decisions``."""
+    """The whole page for ``cluster`` (as the decisions left it) after ``decisions``; with ``refresh``
+    (seconds), the page reloads itself that often, and ``history`` (time, queue -> share samples) adds
+    the queues' shares over time (``corral run --dashboard-port``)."""
     resources = list(cluster.resources.names)
-    sections = [
-        ("Queues", _queues(rows, resources, source)),
+    sections = [("Queues", _queues(rows, resources, source))]
+    if history is not None:
+        sections.append(("Shares over time", _shares_over_time(history)))
+    sections += [
         ("Waiting podgroups", _waiting(decisions, estimates)),
         ("Reservation", _reservation(cluster)),
         ("Evictions", _evictions(decisions)),
         ("Topology", _topology(cluster)),
     ]
     body = "".join(f"<h2>{_e(name)}</h2>\n{html_}\n" for name, html_ in sections)
+    reload = f"<meta http-equiv='refresh' content='{int(refresh)}'>" if refresh else ""
     return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>{reload}"
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{_e(title)}</h1><p class='muted' id='as-of'>as of {_e(format_time(now))}; "
         f"{len(cluster.nodes)} nodes, {len(cluster.jobs)} podgroups</p>\n{body}</body></html>\n"

@@ -71,10 +71,16 @@ class WhatIf:
 
 
 def what_if(
-    job_file: Path, snapshot: list[Path], config: Config, now: float, schedulers: tuple[str, ...]
+    job_file: Path,
+    snapshot: list[Path],
+    config: Config,
+    now: float,
+    schedulers: tuple[str, ...],
+    base: list[SourcedObject] | None = None,
 ) -> WhatIf:
-    """Run the next cycle with ``job_file``'s objects submitted (module docstring)."""
-    base = read_objects(snapshot)
+    """Run the next cycle with ``job_file``'s objects submitted (module docstring); the cluster is
+    ``snapshot``'s files, or ``base`` when given (``--live``: the objects listed from the cluster)."""
+    base = read_objects(snapshot) if base is None else base
     extra = read_objects([job_file])
     before = set(build_cluster(base, schedulers).jobs)
     cluster = build_cluster(base + extra, schedulers)
@@ -82,7 +88,7 @@ def what_if(
     mine = {uid for uid in new if cluster.jobs[uid].tasks}
     if not mine:
         clash = sorted(_names(extra) & before)
-        why = f"podgroup {clash[0]} is already in the snapshot" if clash else "no pod corral would schedule"
+        why = f"podgroup {clash[0]} already exists" if clash else "no pod corral would schedule"
         raise InputError(f"expected a new job with pods: {why}", file=str(job_file))
     pods = {t.key: t.job.uid for uid in mine for t in cluster.jobs[uid].tasks}
     out = WhatIf(podgroups=sorted(mine))

@@ -24,7 +24,16 @@ from kubernetes.client.exceptions import ApiException
 from corral.errors import ClusterAPIError, ConfigError, InputError
 from corral.manifests.safe_load import load_json
 
-__all__ = ["RESOURCES", "APIError", "GuardedAPI", "KubeAPI", "NotLeader", "ResourceType", "load_client"]
+__all__ = [
+    "RESOURCES",
+    "APIError",
+    "GuardedAPI",
+    "KubeAPI",
+    "NotLeader",
+    "ResourceType",
+    "list_pages",
+    "load_client",
+]
 
 
 @dataclass(frozen=True)
@@ -346,3 +355,23 @@ class GuardedAPI:
     def put(self, path: str, body: dict) -> dict:
         self._check("PUT", path)
         return self.api.put(path, body)
+
+
+def list_pages(api: KubeAPI | GuardedAPI, rtype: ResourceType, page: int = 5000) -> tuple[list[dict], str]:
+    """Every object of ``rtype`` by a paged list (``limit`` / ``continue``; an expired continue token
+    lists again from the start), and the list's ``resourceVersion``. Raises :class:`APIError`."""
+    items: list[dict] = []
+    cont = None
+    while True:
+        try:
+            data = api.get(rtype.collection(), limit=page, **({"continue": cont} if cont else {}))
+        except APIError as exc:
+            if exc.status == 410 and cont:  # the continue token expired: list again
+                items, cont = [], None
+                continue
+            raise
+        items.extend(data.get("items") or [])
+        meta = data.get("metadata") or {}
+        cont = meta.get("continue")
+        if not cont:
+            return items, str(meta.get("resourceVersion") or "")

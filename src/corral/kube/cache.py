@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.errors import InputError
-from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType
+from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType, list_pages
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.model import LiveModel
@@ -588,24 +588,7 @@ class Informer(threading.Thread):
     def _list(self) -> None:
         api = self.cache.api
         assert api is not None
-        items: list[dict] = []
-        cont = None
-        while True:
-            try:
-                data = api.get(
-                    self.rtype.collection(), limit=self.cache.page, **({"continue": cont} if cont else {})
-                )
-            except APIError as exc:
-                if exc.status == 410 and cont:  # the continue token expired: list again
-                    items, cont = [], None
-                    continue
-                raise
-            items.extend(data.get("items") or [])
-            meta = data.get("metadata") or {}
-            cont = meta.get("continue")
-            if not cont:
-                self.rv = str(meta.get("resourceVersion") or "")
-                break
+        items, self.rv = list_pages(api, self.rtype, self.cache.page)
         self.cache.replace(self.rtype, items)
         self.cache.log.debug("listed", resource=self.rtype.name, objects=len(items), resourceVersion=self.rv)
 

@@ -14,12 +14,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 if TYPE_CHECKING:
-    from corral.kube.api import KubeAPI
+    from http.server import ThreadingHTTPServer
+
     from corral.kube.runner import Runner
 
 __all__ = ["register"]
@@ -87,12 +88,44 @@ def run(
     ),
     log_format: str = typer.Option("json", "--log-format", help="json or text"),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
+    forecast_every: int = typer.Option(
+        10,
+        "--forecast-every",
+        min=0,
+        help="forecast the waiting podgroups' expected starts every N cycles (annotation "
+        "corral.io/expected-start and gauge corral_expected_start_time_seconds); 0: off",
+    ),
+    forecast_budget: float = typer.Option(
+        2.0, "--forecast-budget", min=0.01, help="seconds of wall time a forecast may take"
+    ),
+    forecast_threshold: float = typer.Option(
+        300.0,
+        "--forecast-threshold",
+        min=0.0,
+        help="seconds an expected start must move before its annotation is written again",
+    ),
+    dashboard_port: int | None = typer.Option(
+        None,
+        "--dashboard-port",
+        min=0,
+        max=65535,
+        help="serve the operator's page (read-only HTML) on this port (0 picks one); default off",
+    ),
+    dashboard_address: str = typer.Option(
+        "127.0.0.1", "--dashboard-address", help="address the page listens on (default: this machine only)"
+    ),
+    dashboard_refresh: float = typer.Option(
+        5.0, "--dashboard-refresh", min=1.0, help="seconds between refreshes of the page"
+    ),
 ) -> None:
     """Schedule the live cluster: watch it, run a cycle every --period, apply the decisions."""
     from corral.cli import _fail
 
     try:
+        from corral.kube.expected import LiveForecast
+
         bind = _bind_address(metrics_bind_address, metrics_port)
+        live = LiveForecast(every=forecast_every, budget=forecast_budget, threshold=forecast_threshold)
         runner = _make_runner(
             config,
             scheduler_name,
@@ -111,13 +144,17 @@ def run(
             log_level,
             sync_timeout,
             queue_metrics_interval,
+            forecast=live,
         )
+        page = None
+        if dashboard_port is not None:
+            page = (dashboard_address.strip("[]") or "127.0.0.1", dashboard_port, dashboard_refresh)
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         _fail(exc)
         return
-    _serve_and_run(runner, bind)
+    _serve_and_run(runner, bind, page)
 
 
 def _bind_address(address: str, port: int | None) -> tuple[str, int] | None:
@@ -152,28 +189,6 @@ def _own_namespace() -> str:
         return "default"
 
 
-def _probe(api: KubeAPI) -> None:
-    """Fail fast, exit code 2, when no API server answers: any HTTP answer (even 401/403/404) counts."""
-    import time
-
-    from corral.errors import ConfigError
-    from corral.kube.api import APIError
-
-    for attempt in range(3):
-        try:
-            api.get("/version")
-            return
-        except APIError as exc:
-            if exc.status != 0:
-                return
-            if attempt == 2:
-                raise ConfigError(
-                    f"no Kubernetes API server reachable at {api.client.configuration.host}: {exc.message}; "
-                    "pass --kubeconfig FILE (or set $KUBECONFIG) and --context, or --server URL"
-                ) from None
-            time.sleep(1.0)
-
-
 def _make_runner(
     config: Path | None,
     scheduler_name: Sequence[str] | None,
@@ -192,6 +207,7 @@ def _make_runner(
     log_level: str,
     sync_timeout: float = 300.0,
     queue_metrics_interval: float = 10.0,
+    forecast: Any = None,
 ) -> Runner:
     from corral.cli import _config, _now
     from corral.errors import InputError
@@ -205,8 +221,10 @@ def _make_runner(
     cfg = _config(config)
     start = _now(now) if now is not None else None
     from corral.kube.api import KubeAPI, load_client
+    from corral.kube.expected import LiveForecast
     from corral.kube.logs import Log
     from corral.kube.metrics import Metrics
+    from corral.kube.oneshot import probe
     from corral.kube.runner import RUN_SCHEDULERS, Runner, RunOptions
 
     names = tuple(scheduler_name) if scheduler_name else RUN_SCHEDULERS
@@ -224,10 +242,11 @@ def _make_runner(
         identity=identity,
         sync_timeout=sync_timeout,
         queue_metrics_interval=queue_metrics_interval,
+        forecast=forecast if forecast is not None else LiveForecast(every=0),
     )
     log = Log(fmt=log_format, level=log_level)
     api = KubeAPI(load_client(kubeconfig, context, server))
-    _probe(api)
+    probe(api)
     runner = Runner(api, cfg, opts, log, Metrics())
     log.info(
         "starting",
@@ -242,13 +261,22 @@ def _make_runner(
     return runner
 
 
-def _serve_and_run(runner: Runner, bind: tuple[str, int] | None) -> None:
+def _serve_and_run(
+    runner: Runner, bind: tuple[str, int] | None, page: tuple[str, int, float] | None = None
+) -> None:
     from corral.cli import _fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
 
     _signals(runner)
     http = None
+    dashboard = None
+    if page is not None:
+        try:
+            dashboard = _serve_page(runner, *page)
+        except OSError as exc:
+            _fail(InputError(f"cannot listen on {page[0]}:{page[1]}: {exc}", field="--dashboard-port"))
+            return
     if bind is not None:
         try:
             http = serve(
@@ -274,12 +302,31 @@ def _serve_and_run(runner: Runner, bind: tuple[str, int] | None) -> None:
     runner.stop()
     if http is not None:
         http.shutdown()
+    if dashboard is not None:
+        dashboard.shutdown()
     opts = runner.opts
     if opts.dry_run and opts.cycles is not None:
         sys.stdout.write(json.dumps(total.to_json(opts.cycles), indent=1) + "\n")
     if runner.lost:
         runner.log.error("exiting: leadership lost")
         raise typer.Exit(1)
+
+
+def _serve_page(runner: Runner, host: str, port: int, refresh: float) -> ThreadingHTTPServer:
+    """The live operator's page (:mod:`corral.kube.livepage`), rendered after the runner's cycles."""
+    from corral.kube.livepage import LivePage, serve_page
+
+    expected = runner.expected
+    live = LivePage(
+        runner.config,
+        runner.log,
+        refresh=refresh,
+        estimates=(lambda: expected.latest) if expected is not None else None,
+    )
+    server = serve_page(live, host, port, runner.log)
+    runner.after_cycle = live.after_cycle
+    runner.log.info("serving the dashboard", address=f"{host}:{server.server_address[1]}")
+    return server
 
 
 def _signals(runner: Runner) -> None:

@@ -25,6 +25,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -38,6 +39,7 @@ from corral.framework.reservation import lock_label_value
 from corral.kube.api import KubeAPI, NotLeader
 from corral.kube.apply import LOCK_LABEL, Applier, ApplyReport
 from corral.kube.cache import WatchCache
+from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
@@ -80,6 +82,8 @@ class RunOptions:
     #: seconds between recomputations of the per-queue gauges (a session of the queue plugins over every
     #: pod: about half a steady cycle's scheduling at 50,000 pods); 0: every cycle
     queue_metrics_interval: float = 10.0
+    #: expected starts (kube/expected.py); ``every`` 0 is off, the default of a runner built in code
+    forecast: LiveForecast = field(default_factory=lambda: LiveForecast(every=0))
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -186,6 +190,9 @@ class Runner:
         self.queue_rows_failed = False
         self.queue_rows_last: list[QueueRow] | None = None
         self.queue_rows_at = 0.0
+        self.expected = _expected_starts(self)
+        #: called after each cycle with the cycle's cluster, decisions and time (the live dashboard)
+        self.after_cycle: Callable[[Cluster, Decisions, float], None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -346,6 +353,10 @@ class Runner:
             self.metrics.queues.update(rows, list(cluster.resources.names), unschedulable)
         if report is not None:
             self.metrics.outcomes.observe(cluster, decisions, report, now + times["total"])
+        if self.expected is not None and self.expected.due(n):
+            times["forecast"] = self.expected.run(cluster, decisions, now + self.opts.period)
+        if self.after_cycle is not None:
+            self.after_cycle(cluster, decisions, now)
         if self.opts.cycles is not None:  # kept for the caller of a bounded run; never grows unbounded
             self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
@@ -394,6 +405,26 @@ class Runner:
         m.pending.set(pending)
         m.leader.set(1 if self.is_leader() else 0)
         self.cache.count()
+
+
+def _expected_starts(runner: Runner) -> ExpectedStarts | None:
+    """The live forecast of ``runner`` (None when off): writes through the applier's guarded API and
+    pool, none with ``dry_run``."""
+    settings = runner.opts.forecast
+    if settings.every <= 0:
+        return None
+    applier = runner.applier
+    return ExpectedStarts(
+        settings,
+        runner.config,
+        runner.metrics.registry,
+        runner.log,
+        find=runner.cache.find,
+        patch=None if runner.opts.dry_run else applier.api.patch,
+        assume=runner.cache.assume,
+        pool=applier.pool,
+        observe=runner.metrics.phase.labels("forecast").observe,
+    )
 
 
 def _any(d: Decisions) -> bool:
