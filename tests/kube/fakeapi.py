@@ -71,6 +71,8 @@ TYPES: dict[str, tuple[str, str, bool]] = {
     "/apis/scheduling.run.ai/v2alpha2/podgroups": ("PodGroup", "scheduling.run.ai/v2alpha2", True),
     "/apis/topology.volcano.sh/v1alpha1/hypernodes": ("HyperNode", "topology.volcano.sh/v1alpha1", False),
     "/apis/kai.scheduler/v1alpha1/topologies": ("Topology", "kai.scheduler/v1alpha1", False),
+    # Kubernetes 1.37's gang API (its v1alpha2 PodGroups and v1alpha1 Workloads are gone: 404)
+    "/apis/scheduling.k8s.io/v1beta1/podgroups": ("PodGroup", "scheduling.k8s.io/v1beta1", True),
     "/apis/coordination.k8s.io/v1/leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 _BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}

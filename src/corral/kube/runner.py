@@ -41,6 +41,7 @@ from corral.kube.cache import WatchCache
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.native_status import native_conditions
 from corral.manifests.fields import format_time
 from corral.registry import REGISTRY
 
@@ -302,6 +303,7 @@ class Runner:
             pending = model.pending
             t1, cpu1 = time.perf_counter(), time.process_time()
             decisions = run_cycle(cluster, self.config, REGISTRY, now, n)
+            decisions.conditions.extend(native_conditions(cluster, decisions, n))
             times["schedule"] = time.perf_counter() - t1
             times["schedule_cpu"] = time.process_time() - cpu1
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler

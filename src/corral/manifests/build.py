@@ -31,6 +31,7 @@ from typing import Any, overload
 import numpy as np
 
 from corral.errors import InputError
+from corral.manifests.dra import dra_lines
 from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kai import (
     KAI_NON_PREEMPTIBLE_PRIORITY,
@@ -52,6 +53,14 @@ from corral.manifests.kinds import (
     parse_object,
 )
 from corral.manifests.load import SourcedObject, read_objects
+from corral.manifests.native import (
+    apply_native,
+    finish_native,
+    join_native,
+    native_topologies,
+    read_lines,
+    workload_podgroups,
+)
 from corral.manifests.notes import Notes
 from corral.manifests.selectors import LabelSelector
 from corral.manifests.workloads import expand_workloads
@@ -141,9 +150,24 @@ def parse_objects(
                 check_pending_pod(raw, f"Pod {rec.namespace}/{rec.name}", file, notes)
         else:
             skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
+    _report_read(by_kind, notes)
     if skipped:
         log.warning("%s", skipped_line(skipped))
     return by_kind
+
+
+def _report_read(by_kind: dict[str, list], notes: Notes) -> None:
+    """What ``corral validate`` reports having read of Kubernetes' gang API and of DRA objects."""
+    dra = [
+        r
+        for kind in ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+        for r in by_kind.get(kind, [])
+    ]
+    lines, warnings = dra_lines(dra)
+    for line in read_lines(by_kind) + lines:
+        notes.read(line)
+    for obj, path, message in warnings:
+        notes.warn(obj, path, message)
 
 
 def assemble_cluster(
@@ -154,6 +178,15 @@ def assemble_cluster(
     """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache
     (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
     by_kind: dict[str, list] = defaultdict(list, records)
+    if any(p.workload_ref is not None for p in by_kind["Pod"]):  # 1.35: groups named by pods
+        by_kind["PodGroup"] = by_kind["PodGroup"] + workload_podgroups(by_kind["Workload"], by_kind["Pod"])
+    label_topologies = native_topologies(by_kind["PodGroup"])
+    if label_topologies:
+        by_kind["Topology"] = by_kind["Topology"] + label_topologies
+        if hypernodes is not None and not {t.name for t in label_topologies} <= {
+            hn.family for hn in hypernodes.hypernodes.values()
+        }:
+            hypernodes = None  # a constraint on a label the kept tree has no domains of
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
     cluster = Cluster(resources=resources, nodes=nodes)
@@ -559,6 +592,8 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
         job.invalid_reason = f"queue {pg.queue!r} does not exist"
     if pg.kai:
         apply_podgroup(cluster, job, pg)
+    if pg.native is not None:
+        apply_native(cluster, job, pg)
     return job
 
 
@@ -625,6 +660,8 @@ def _jobs_and_tasks(
                 )
             cluster.jobs[uid] = job
         task.job = job
+        if rec.claims or rec.native_group or rec.workload_ref is not None:
+            join_native(cluster, job, rec)
         job.tasks.append(task)
         cluster.tasks[task.uid] = task
         if task.node < 0 and rec.node_name and task.status in OCCUPYING_STATES:
@@ -654,3 +691,5 @@ def _finish_job(cluster: Cluster, job: Job) -> None:
     if not job.preemptable:
         for t in job.tasks:
             t.preemptable = False
+    if cluster.native_groups:
+        finish_native(cluster, job)
