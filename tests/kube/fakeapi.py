@@ -77,7 +77,11 @@ TYPES: dict[str, tuple[str, str, bool]] = {
 }
 _BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}
 #: kinds whose CRD or type has a status subresource (a patch of the object leaves status alone)
-_STATUS_SUB = {"/apis/scheduling.run.ai/v2alpha2/podgroups", "/apis/scheduling.volcano.sh/v1beta1/queues"}
+_STATUS_SUB = {
+    "/apis/scheduling.run.ai/v2alpha2/podgroups",
+    "/apis/scheduling.volcano.sh/v1beta1/queues",
+    "/apis/scheduling.k8s.io/v1beta1/podgroups",  # a built-in kind: status is its subresource
+}
 _NO_STATUS = {"/apis/scheduling.volcano.sh/v1beta1/podgroups"}  # ``subresources: {}``: /status is 404
 
 _PATH = re.compile(
