@@ -374,13 +374,12 @@ def test_missing_crds_are_skipped_with_one_line(runner_factory) -> None:
         skipped = sorted(x["resource"] for x in r.log.matching("resource not served by the cluster: skipped"))
         assert skipped == [
             "hypernodes.topology.volcano.sh",
-            "podgroups.scheduling.k8s.io",  # v1alpha2 (Kubernetes 1.36): the fake serves 1.37's v1beta1
             "podgroups.scheduling.run.ai",
             "podgroups.scheduling.volcano.sh",
+            "podgroups.v1alpha2.scheduling.k8s.io",  # Kubernetes 1.36's: the fake serves 1.37's v1beta1
             "queues.scheduling.run.ai",
             "queues.scheduling.volcano.sh",
             "topologies.kai.scheduler",
-            "workloads.scheduling.k8s.io",
         ]
         r.cycle(NOW)
         assert r.cycle_no == 1

@@ -40,10 +40,14 @@ class ResourceType:
     #: there and ignored on the main resource. Volcano's PodGroup CRD declares none (``subresources: {}``),
     #: KAI's declares one.
     status_subresource: bool = False
+    #: the version is part of the name: a second watched version of a kind (names key the cache's records)
+    versioned: bool = False
 
     @property
     def name(self) -> str:
-        group = self.api_version.rpartition("/")[0]
+        group, _, version = self.api_version.rpartition("/")
+        if self.versioned:
+            return f"{self.plural}.{version}.{group}"
         return f"{self.plural}.{group}" if group else self.plural
 
     def base(self) -> str:
@@ -80,7 +84,13 @@ RESOURCES: tuple[ResourceType, ...] = (
         "PodGroup", "scheduling.k8s.io/v1beta1", "podgroups", True, optional=True, status_subresource=True
     ),
     ResourceType(
-        "PodGroup", "scheduling.k8s.io/v1alpha2", "podgroups", True, optional=True, status_subresource=True
+        "PodGroup",
+        "scheduling.k8s.io/v1alpha2",
+        "podgroups",
+        True,
+        optional=True,
+        status_subresource=True,
+        versioned=True,
     ),
     ResourceType("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, optional=True),
 )

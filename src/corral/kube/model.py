@@ -46,7 +46,7 @@ import numpy as np
 from corral.errors import InputError
 from corral.manifests.build import _hypernodes, _jobs_and_tasks, _nodes
 from corral.manifests.kinds import PodGroupRec, PodRec
-from corral.manifests.native import topology_family, workload_podgroups
+from corral.manifests.native import native_topologies, topology_family, workload_podgroups
 from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.resources import CPU, MEMORY, PODS
 
@@ -310,7 +310,8 @@ class LiveModel:
         for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
             np.copyto(target, built)
         self.nodes, self.locks, self.down = nodes, list(nodes.locked_for), nodes.down.copy()
-        self.hypernodes = _hypernodes(self.hyper_recs, nodes, self.topo_recs)
+        labels = native_topologies(list(self.groups.values()))  # domains of native groups' node labels
+        self.hypernodes = _hypernodes(self.hyper_recs, nodes, self.topo_recs + labels)
         self.rebuilt = 0
         return ""
 

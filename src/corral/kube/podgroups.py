@@ -113,8 +113,8 @@ class PodGroupWrites:
         ns, name = _split(uid)
         phase, annotations, cond = want.get("phase"), want.get("annotations") or {}, want.get("condition")
         native = rtype.api_version.startswith(NATIVE_GROUP + "/")
-        if native:
-            phase = None  # no phase in the API: the conditions say it
+        # no phase in the native API: the conditions say it; the phase is kept in the cache alone
+        write_phase = None if native else phase
 
         def status_of(cur: dict) -> dict:
             status: dict[str, Any] = {}
@@ -127,8 +127,8 @@ class PodGroupWrites:
                     conditions = merged_conditions(conditions, c) or conditions
                 if conditions is not have.get("conditions"):
                     status["conditions"] = conditions
-            if phase and have.get("phase") != phase:
-                status["phase"] = phase
+            if write_phase and have.get("phase") != write_phase:
+                status["phase"] = write_phase
             if cond is not None and rtype.api_version.startswith("scheduling.volcano.sh"):
                 conditions = merged_conditions(have.get("conditions"), cond)
                 if conditions is not None:
@@ -172,7 +172,7 @@ class PodGroupWrites:
                 ),
             )
             wrote = answer is not None or second is not None
-        if wrote:
+        if wrote or (native and phase):
             assumed: dict[str, Any] = {}
             if phase:
                 assumed["status"] = {"phase": phase}

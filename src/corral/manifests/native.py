@@ -44,7 +44,9 @@ describe it):
   ``kai.scheduler/queue`` (KAI's), else the queue ``default``.
 - **Phase** (the API has none): a group whose scheduled condition is True (``PodGroupScheduled`` in
   ``v1alpha2``, ``PodGroupInitiallyScheduled`` from ``v1alpha3``) is Running, else Pending (``enqueue``
-  admits it in the cycle).
+  admits it in the cycle). ``corral run`` keeps the phase its cycles decide in its cache only (an
+  assumption, never written to the object: the API server would drop it), as ``corral schedule
+  --cycles`` keeps it in its model.
 """
 
 from __future__ import annotations
@@ -249,7 +251,9 @@ def native_podgroup(o: Obj, api: str) -> PodGroupRec:
         priority_class=o.string(spec.get("priorityClassName"), "spec.priorityClassName"),
         topology_mode="",
         topology_tier=None,
-        phase="Running" if scheduled else "Pending",
+        # the API has no phase: corral's own decided phase, overlaid on its cache between cycles (never
+        # written to the object), else the scheduled condition's
+        phase="Running" if scheduled else (o.string(status.get("phase"), "status.phase") or "Pending"),
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         annotations=annotations,
         labels=labels,
