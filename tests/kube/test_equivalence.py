@@ -62,7 +62,7 @@ def test_dry_run_decides_as_schedule(path: Path, tmp_path: Path, shared_server: 
     # the API server serves a stored object in every version it serves: a v1alpha3 PodGroup is a v1beta1 one
     objects = [
         {**o, "apiVersion": "scheduling.k8s.io/v1beta1"}
-        if o.get("apiVersion") == "scheduling.k8s.io/v1alpha3"
+        if (o.get("kind"), o.get("apiVersion")) == ("PodGroup", "scheduling.k8s.io/v1alpha3")
         else o
         for o in objects
     ]

@@ -39,7 +39,6 @@ def test_gang_min_count_and_basic_policy() -> None:
             "spec.schedulingPolicy",
             "exactly one of gang and basic",
         ),
-        ({"parentCompositePodGroupName": "root"}, "spec.parentCompositePodGroupName", "composite pod groups"),
         (
             {"schedulingConstraints": {"topology": [{"key": "a"}, {"key": "b"}]}},
             "spec.schedulingConstraints.topology",
@@ -66,24 +65,67 @@ def test_disruption_mode_all_is_honoured_when_the_gang_is_every_pod() -> None:
         build_cluster(v1alpha2)
 
 
-def test_composite_kinds_are_refused() -> None:
-    composite = {
-        "apiVersion": "scheduling.k8s.io/v1alpha3",
-        "kind": "CompositePodGroup",
-        "metadata": {"name": "root", "namespace": "default"},
-        "spec": {"schedulingPolicy": {"gang": {"minGroupCount": 2}}},
-    }
-    with pytest.raises(InputError, match="composite pod groups are not supported"):
-        build_cluster([("s.yaml", composite)])
-    workload = {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "Workload",
-        "metadata": {"name": "w", "namespace": "default"},
-        "spec": {"compositePodGroupTemplates": [{"name": "root", "podGroupTemplates": []}]},
-    }
+def _composite(name: str = "root", parent: str = "", **spec: Any) -> tuple[str, dict]:
+    body: dict[str, Any] = {"schedulingPolicy": {"gang": {"minGroupCount": 1}}, **spec}
+    if parent:
+        body["parentCompositePodGroupName"] = parent
+    return (
+        "s.yaml",
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha3",
+            "kind": "CompositePodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": body,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"schedulingPolicy": {"basic": {}}}, "spec.schedulingPolicy.basic"),
+        ({"disruptionMode": {"all": {}}}, "spec.disruptionMode.all"),
+    ],
+)
+def test_composites_corral_cannot_keep_are_refused(spec: dict, field: str) -> None:
     with pytest.raises(InputError) as err:
-        build_cluster([("s.yaml", workload)])
-    assert err.value.field == "spec.compositePodGroupTemplates"
+        build_cluster([_composite(**spec)])
+    assert err.value.field == field and err.value.obj == "CompositePodGroup default/root"
+
+
+def test_a_composite_tree_is_one_job_of_sub_groups() -> None:
+    objects = _objects(podgroup_spec={"parentCompositePodGroupName": "mid"})
+    objects += [_composite("mid", parent="root"), _composite("root")]
+    cluster = build_cluster(objects)
+    assert "default/train" not in cluster.jobs
+    job = cluster.jobs["default/root"]
+    assert sorted(t.role for t in job.tasks) == ["train", "train"]
+    tree = job.subgroup_tree
+    assert (tree.groups["mid"].parent, tree.groups["train"].parent, tree.groups["train"].min_member) == (
+        "",
+        "mid",
+        2,
+    )
+    assert job.min_member == 2 and not job.invalid_reason
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ([], "composite pod group default/mid does not exist"),
+        ([_composite("mid", parent="mid")], "composite pod group cycle: mid -> mid"),
+        (
+            [_composite("mid", parent="l2"), _composite("l2", parent="l3"), _composite("l3", parent="l4")]
+            + [_composite("l4", parent="l5"), _composite("l5")],
+            "deeper than 4 levels",
+        ),
+    ],
+)
+def test_an_invalid_composite_layout_waits_with_its_reason(extra: list, reason: str) -> None:
+    objects = _objects(podgroup_spec={"parentCompositePodGroupName": "mid"}) + extra
+    cluster = build_cluster(objects)
+    reasons = [j.invalid_reason for j in cluster.jobs.values() if j.tasks]
+    assert len(reasons) == 1 and reason in reasons[0], reasons
 
 
 def test_queue_rule() -> None:

@@ -78,8 +78,8 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", False, optional=True),
     ResourceType("Topology", "kai.scheduler/v1alpha1", "topologies", False, optional=True),
     # Kubernetes' own gang API (manifests/native.py): PodGroups of 1.37 (v1beta1) and 1.36 (v1alpha2) —
-    # a cluster serves one of them, so no object is read twice — and 1.35's Workloads (v1alpha1), whose
-    # pod groups pods name by spec.workloadRef
+    # a cluster serves one of them, so no object is read twice —, 1.35's Workloads (v1alpha1), whose
+    # pod groups pods name by spec.workloadRef, and 1.37's CompositePodGroups (v1alpha3)
     ResourceType(
         "PodGroup", "scheduling.k8s.io/v1beta1", "podgroups", True, optional=True, status_subresource=True
     ),
@@ -93,6 +93,9 @@ RESOURCES: tuple[ResourceType, ...] = (
         versioned=True,
     ),
     ResourceType("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, optional=True),
+    ResourceType(
+        "CompositePodGroup", "scheduling.k8s.io/v1alpha3", "compositepodgroups", True, optional=True
+    ),
 )
 POD = RESOURCES[1]
 NODE = RESOURCES[0]

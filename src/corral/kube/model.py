@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -113,6 +113,7 @@ class LiveModel:
         self.hyper_recs: list[Any] = []  # HyperNode records, in the loader's order
         self.topo_recs: list[Any] = []  # KAI Topology records
         self.workloads: list[Any] = []  # scheduling.k8s.io Workload records (1.35's groups)
+        self.composites = False  # a CompositePodGroup is watched: its tree is assembled whole
         queued: set[str] = {CPU, MEMORY, PODS}  # columns every cluster has, and the queues'
         for r, key, _raw, (kind, rec) in rows:
             self.records[(r.name, key)] = rec
@@ -128,6 +129,8 @@ class LiveModel:
                 self.topo_recs.append(rec)
             elif kind == "Workload":
                 self.workloads.append(rec)
+            elif kind == "CompositePodGroup":
+                self.composites = True
             elif kind == "Queue":
                 for d in (rec.capability, rec.deserved, rec.guarantee):
                     queued.update(d or ())
@@ -232,6 +235,13 @@ class LiveModel:
         if self.dropped:
             self._full("objects were left out: the culprit search needs every object")
             return None
+        if self.composites or any(
+            getattr(getattr(rec, "native", None), "parent", "")
+            for r, _, rec in changes
+            if r.kind == "PodGroup"
+        ):
+            self._full("composite pod groups are assembled whole")
+            return None
         other = next((r.kind for r, _, _ in changes if r.kind not in _INCREMENTAL), None)
         if other is not None:
             self._full(f"a {other} changed")
@@ -283,10 +293,7 @@ class LiveModel:
             topologies=self.topologies,
             kai_gpu_shared=self.kai_gpu_shared,
             # copies: what a cycle's decisions set on a group (kube.native_status) does not outlive it
-            native_groups={
-                u: replace(n, conditions=dict(n.conditions), messages=dict(n.messages))
-                for u, n in self.native_groups.items()
-            },
+            native_groups={u: n.copy() for u, n in self.native_groups.items()},
         )
 
     def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:

@@ -13,6 +13,11 @@ As kube-scheduler's pod group scheduling cycle writes them (``scheduleOnePodGrou
 - a group whose pods corral evicts for another: ``DisruptionTarget=True``, reason
   ``PreemptionByScheduler``, the action and the preemptor as message.
 
+Under a composite (one job for the tree, :mod:`corral.manifests.native_composite`) the conditions go to
+each PodGroup of the tree, as kube-scheduler writes them (the root composite's status stays empty): when
+the tree is placed, every PodGroup at its minimum is Scheduled; while it cannot be, every PodGroup not yet
+Scheduled is Unschedulable with the tree's reason.
+
 A condition is listed only when it changes what the group says (as read from its status, then as
 written by earlier cycles), so a waiting backlog costs no records cycle after cycle. 1.35's groups
 (``v1alpha1`` Workloads) have no status: kube-scheduler writes none, corral neither.
@@ -21,13 +26,13 @@ written by earlier cycles), so a waiting backlog costs no records cycle after cy
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral.model import ALLOCATED_STATES, TaskStatus
 
 if TYPE_CHECKING:
     from corral.framework.decisions import Decisions
-    from corral.model import Cluster
+    from corral.model import Cluster, Job
 
 __all__ = ["DISRUPTION", "PodGroupCondition", "native_conditions"]
 
@@ -45,17 +50,41 @@ class PodGroupCondition:
     cycle: int
 
 
+@dataclass
+class _Target:
+    """A PodGroup that gets conditions: its job, its group, its pods' role ("" all) and minimum."""
+
+    job: Job
+    native: Any
+    role: str
+    minimum: int
+
+
+def _targets(cluster: Cluster) -> dict[str, _Target]:
+    out: dict[str, _Target] = {}
+    for uid, native in cluster.native_groups.items():
+        job = cluster.jobs.get(uid)
+        if job is None:
+            continue
+        if native.composite is not None:
+            for leaf, group in native.composite.leaves.items():
+                if group.condition:
+                    minimum = native.composite.nodes[leaf][2]
+                    out[f"{job.namespace}/{leaf}"] = _Target(job, group, leaf, minimum)
+        elif native.condition:
+            out[uid] = _Target(job, native, "", job.min_member)
+    return out
+
+
 def native_conditions(cluster: Cluster, decisions: Decisions, cycle: int) -> list[PodGroupCondition]:
     """The conditions ``decisions`` set on the cluster's native PodGroups; remembered in each group's
     :class:`~corral.manifests.native.NativeGroup` so that later cycles list only changes."""
     if not cluster.native_groups:
         return []
-    out: list[PodGroupCondition] = []
-    owner = {}
-    for uid, native in cluster.native_groups.items():
-        job = cluster.jobs.get(uid)
-        if native.condition and job is not None:
-            owner.update({t.key: uid for t in job.tasks})
+    targets = _targets(cluster)
+    owner: dict[str, str] = {}
+    for uid, target in targets.items():
+        owner.update({t.key: uid for t in target.job.tasks if not target.role or t.role == target.role})
     if not owner:
         return []
     evicted: dict[str, tuple[str, str]] = {}
@@ -63,25 +92,32 @@ def native_conditions(cluster: Cluster, decisions: Decisions, cycle: int) -> lis
         victim = owner.get(e.pod)
         if victim is not None and victim not in evicted:
             evicted[victim] = (e.action, e.preemptor)
-    placed: dict[str, int] = {}
-    decided: set[str] = set()
+    decided = {b.pod for b in decisions.binds}
+    placed: dict[str, int] = {}  # by target
+    jobs_placed: dict[str, int] = {}  # by job
     for b in decisions.binds:
-        decided.add(b.pod)
-        group = owner.get(b.pod)
-        if group is not None:
-            placed[group] = placed.get(group, 0) + 1
+        into = owner.get(b.pod)
+        if into is not None:
+            placed[into] = placed.get(into, 0) + 1
+            job_uid = targets[into].job.uid
+            jobs_placed[job_uid] = jobs_placed.get(job_uid, 0) + 1
     waiting = {u.podgroup: u.reason for u in decisions.unschedulable}
-    for uid in sorted(set(evicted) | set(placed) | (set(waiting) & set(owner.values()))):
-        native, job = cluster.native_groups[uid], cluster.jobs[uid]
+    out: list[PodGroupCondition] = []
+    for uid in sorted(targets):
+        target = targets[uid]
+        job, native = target.job, target.native
         new: list[tuple[str, str, str, str]] = []
         if uid in evicted:
             action, preemptor = evicted[uid]
             new.append((DISRUPTION, "True", "PreemptionByScheduler", f"evicted by {action} for {preemptor}"))
-        before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
-        if placed.get(uid) and before + placed[uid] >= job.min_member:
+        mine = [t for t in job.tasks if not target.role or t.role == target.role]
+        before = sum(1 for t in mine if t.key not in decided and t.status in _READY)
+        job_before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
+        job_ready = jobs_placed.get(job.uid, 0) and job_before + jobs_placed[job.uid] >= job.min_member
+        if job_ready and placed.get(uid) and before + placed[uid] >= target.minimum:
             new.append((native.condition, "True", "Scheduled", ""))
-        elif uid in waiting and native.conditions.get(native.condition) != "True":
-            new.append((native.condition, "False", "Unschedulable", waiting[uid]))
+        elif job.uid in waiting and native.conditions.get(native.condition) != "True":
+            new.append((native.condition, "False", "Unschedulable", waiting[job.uid]))
         for ctype, status, reason, message in new:
             if native.conditions.get(ctype) == status and (
                 status == "True" or native.messages.get(ctype) == message

@@ -61,6 +61,7 @@ from corral.manifests.native import (
     read_lines,
     workload_podgroups,
 )
+from corral.manifests.native_composite import assemble_composites
 from corral.manifests.notes import Notes
 from corral.manifests.selectors import LabelSelector
 from corral.manifests.workloads import expand_workloads
@@ -180,6 +181,10 @@ def assemble_cluster(
     by_kind: dict[str, list] = defaultdict(list, records)
     if any(p.workload_ref is not None for p in by_kind["Pod"]):  # 1.35: groups named by pods
         by_kind["PodGroup"] = by_kind["PodGroup"] + workload_podgroups(by_kind["Workload"], by_kind["Pod"])
+    if by_kind["CompositePodGroup"] or any(
+        g.native is not None and g.native.parent for g in by_kind["PodGroup"]
+    ):  # 1.37's composites: one job per tree
+        by_kind["PodGroup"] = assemble_composites(by_kind["CompositePodGroup"], by_kind["PodGroup"])
     label_topologies = native_topologies(by_kind["PodGroup"])
     if label_topologies:
         by_kind["Topology"] = by_kind["Topology"] + label_topologies
@@ -608,6 +613,13 @@ def _jobs_and_tasks(
             )
         cluster.jobs[job.uid] = job
     shapes: dict = {}
+    # a pod of a PodGroup under a composite joins the job of the composite's root
+    redirect = {
+        f"{g.namespace}/{leaf}": f"{g.namespace}/{g.name}"
+        for g in groups
+        if g.native is not None and g.native.composite is not None
+        for leaf in g.native.composite.leaves
+    }
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         task = _task(cluster, rec, shapes)
         if task.uid in cluster.tasks:  # foreign tasks are in cluster.tasks too
@@ -624,6 +636,7 @@ def _jobs_and_tasks(
         group = rec.group
         if group:
             uid = f"{rec.namespace}/{group}"
+            uid = redirect.get(uid, uid) if redirect else uid
             existing = cluster.jobs.get(uid)
             if existing is not None:
                 job = existing
@@ -636,8 +649,8 @@ def _jobs_and_tasks(
                     invalid_reason=f"podgroup {uid} does not exist",
                 )
                 cluster.jobs[uid] = job
-            if not join_subgroup(cluster, job, task):
-                continue
+            if job.uid not in cluster.native_groups and not join_subgroup(cluster, job, task):
+                continue  # (a native composite's sub-groups are joined by join_native below)
         else:
             uid = f"{rec.namespace}/{rec.name}"
             queue = rec.labels.get(KAI_QUEUE_LABEL) or "default"
@@ -661,7 +674,7 @@ def _jobs_and_tasks(
             cluster.jobs[uid] = job
         task.job = job
         if rec.claims or rec.native_group or rec.workload_ref is not None:
-            join_native(cluster, job, rec)
+            join_native(cluster, job, rec, task)
         job.tasks.append(task)
         cluster.tasks[task.uid] = task
         if task.node < 0 and rec.node_name and task.status in OCCUPYING_STATES:

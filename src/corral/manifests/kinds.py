@@ -30,10 +30,10 @@ from corral.manifests.native import (
     WORKLOAD_APIS,
     native_pod_group,
     native_podgroup,
-    parse_composite,
     parse_workload,
     workload_group_name,
 )
+from corral.manifests.native_composite import parse_composite
 from corral.manifests.notes import Notes
 from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
@@ -656,7 +656,7 @@ def _parse_known(file: str, raw: dict, kind: str, api: str, notes: Notes | None)
     if kind == "Workload":
         return kind, parse_workload(o, api)
     if kind == "CompositePodGroup":
-        parse_composite(o)
+        return kind, parse_composite(o, api)
     if kind in ("Queue", "PodGroup"):
         check_fields(o, kind, api, notes)
     if kind == "Node":

@@ -14,8 +14,8 @@ The API per Kubernetes release (the schemas of the ``kubernetes-validate`` packa
 - **1.36** (``v1alpha2``) and **1.37** (``v1alpha3``, ``v1beta1``): the ``Workload`` holds
   ``podGroupTemplates`` that controllers copy into runtime ``PodGroup`` objects; a pod names its
   PodGroup by ``spec.schedulingGroup.podGroupName``. The PodGroup is what kube-scheduler schedules,
-  so it is what corral reads; the Workload's templates are inert (its ``compositePodGroupTemplates``
-  are refused, as composite groups are).
+  so it is what corral reads; the Workload's templates are inert. 1.37's ``CompositePodGroup``
+  (``v1alpha3``) groups PodGroups into one gang: :mod:`corral.manifests.native_composite`.
 
 Decisions (each following kube-scheduler's gang scheduling as the KEP and the API documentation
 describe it):
@@ -34,8 +34,8 @@ describe it):
   corral's eviction keeps a gang at its minimum or evicts all of it, which is the whole group only when
   the minimum is every pod: a group of more pods than its minimum is refused by name (corral could
   evict part of it). ``single`` (``Pod``, the default): each pod on its own, as corral does.
-- Composite pod groups (``CompositePodGroup``, ``spec.parentCompositePodGroupName``) are refused by
-  name: corral would schedule each child on its own, not as the composite's gang.
+- A PodGroup under a composite (``spec.parentCompositePodGroupName``) is a sub-group of its root
+  composite's job (:mod:`corral.manifests.native_composite`).
 - Dynamic resource claims of a group (``spec.resourceClaims``) leave the job unschedulable with that
   reason (corral does not allocate devices; it never places a group as if its devices were not asked
   for).
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from corral.manifests.kai_kinds import TopologyRec
     from corral.manifests.kinds import PodGroupRec, PodRec
     from corral.model.cluster import Cluster
-    from corral.model.objects import Job
+    from corral.model.objects import Job, Task
 
 __all__ = [
     "COMPOSITE_APIS",
@@ -77,7 +77,6 @@ __all__ = [
     "native_pod_group",
     "native_podgroup",
     "native_topologies",
-    "parse_composite",
     "parse_workload",
     "read_lines",
     "scheduled_condition",
@@ -129,6 +128,19 @@ class NativeGroup:
     #: the Workload it was made from ("" when none is named)
     workload: str = ""
     file: str = ""
+    #: ``spec.parentCompositePodGroupName`` ("" for a group of its own)
+    parent: str = ""
+    #: a root composite's tree (manifests.native_composite.CompositeTree), None for a PodGroup
+    composite: Any = None
+
+    def copy(self) -> NativeGroup:
+        """A copy whose conditions (and its leaves') can change without changing this one's."""
+        out = replace(self, conditions=dict(self.conditions), messages=dict(self.messages))
+        if self.composite is not None:
+            out.composite = replace(
+                self.composite, leaves={n: g.copy() for n, g in self.composite.leaves.items()}
+            )
+        return out
 
 
 @dataclass
@@ -188,17 +200,6 @@ def _disruption_all(o: Obj, raw: Any, api: str) -> bool:
     return mode_map.get("all") is not None
 
 
-def _refuse_composite(o: Obj, spec: dict) -> None:
-    parent = spec.get("parentCompositePodGroupName")
-    if parent:
-        raise o.error(
-            f"composite pod groups are not supported (parent {parent!r}): corral would schedule this group "
-            "on its own, not as part of its composite's gang; schedule the workload with kube-scheduler or "
-            "write it as one PodGroup",
-            "spec.parentCompositePodGroupName",
-        )
-
-
 def _claims(o: Obj, raw: Any, path: str) -> tuple[str, ...]:
     names = []
     for i, c in enumerate(o.listof(raw, path)):
@@ -211,7 +212,6 @@ def native_podgroup(o: Obj, api: str) -> PodGroupRec:
     from corral.manifests.kinds import PodGroupRec
 
     spec, status = o.section("spec"), o.section("status")
-    _refuse_composite(o, spec)
     if spec.get("schedulingPolicy") is None:
         raise o.error("a PodGroup needs schedulingPolicy (gang or basic)", "spec.schedulingPolicy")
     minimum, _gang = _policy(o, spec["schedulingPolicy"], "spec.schedulingPolicy")
@@ -228,6 +228,7 @@ def native_podgroup(o: Obj, api: str) -> PodGroupRec:
     if spec.get("priority") is not None:
         native.priority = o.integer(spec["priority"], "spec.priority")
     native.claims = _claims(o, spec.get("resourceClaims"), "spec.resourceClaims")
+    native.parent = o.string(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
     ref = o.mapping(spec.get("workloadRef") or spec.get("podGroupTemplateRef"), "spec.workloadRef")
     if "workload" in ref:  # v1alpha2: podGroupTemplateRef.workload.workloadName
         ref = o.mapping(ref["workload"], "spec.podGroupTemplateRef.workload")
@@ -237,8 +238,7 @@ def native_podgroup(o: Obj, api: str) -> PodGroupRec:
         ctype = o.string(c.get("type"), f"status.conditions[{i}].type")
         native.conditions[ctype] = o.string(c.get("status"), f"status.conditions[{i}].status")
         native.messages[ctype] = o.string(c.get("message"), f"status.conditions[{i}].message")
-    labels = o.strmap(o.meta.get("labels"), "metadata.labels")
-    annotations = o.strmap(o.meta.get("annotations"), "metadata.annotations")
+    labels, annotations = _queue_keys(o)
     creation = o.meta.get("creationTimestamp")
     scheduled = native.condition and native.conditions.get(native.condition) == "True"
     return PodGroupRec(
@@ -262,6 +262,12 @@ def native_podgroup(o: Obj, api: str) -> PodGroupRec:
     )
 
 
+def _queue_keys(o: Obj) -> tuple[dict[str, str], dict[str, str]]:
+    return o.strmap(o.meta.get("labels"), "metadata.labels"), o.strmap(
+        o.meta.get("annotations"), "metadata.annotations"
+    )
+
+
 def _queue(labels: dict[str, str], annotations: dict[str, str]) -> str:
     return annotations.get(QUEUE_ANNOTATION) or labels.get(QUEUE_LABEL) or "default"
 
@@ -271,12 +277,6 @@ def parse_workload(o: Obj, api: str) -> WorkloadRec:
     the templates of later versions (inert: controllers copy them into PodGroups); composite templates
     are refused."""
     spec = o.section("spec")
-    if spec.get("compositePodGroupTemplates"):
-        raise o.error(
-            "composite pod groups are not supported: corral would schedule each child group on its own, "
-            "not as the composite's gang; schedule the workload with kube-scheduler or use podGroupTemplates",
-            "spec.compositePodGroupTemplates",
-        )
     groups: dict[str, tuple[int, bool]] = {}
     for i, g in enumerate(o.listof(spec.get("podGroups"), "spec.podGroups")):
         path = f"spec.podGroups[{i}]"
@@ -304,15 +304,6 @@ def parse_workload(o: Obj, api: str) -> WorkloadRec:
         annotations=o.strmap(o.meta.get("annotations"), "metadata.annotations"),
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         file=o.file,
-    )
-
-
-def parse_composite(o: Obj) -> None:
-    """A ``CompositePodGroup``: refused by name (see the module's decisions)."""
-    raise o.error(
-        "composite pod groups are not supported: corral would schedule each child PodGroup on its own, not "
-        "as this composite's gang; schedule the workload with kube-scheduler or write it as one PodGroup",
-        "kind",
     )
 
 
@@ -400,17 +391,21 @@ def native_topologies(groups: list[PodGroupRec]) -> list[TopologyRec]:
     (:func:`corral.manifests.kai.topology_domains`)."""
     from corral.manifests.kai_kinds import TopologyRec
 
-    keys = sorted({g.native.topology_key for g in groups if g.native is not None and g.native.topology_key})
-    return [TopologyRec(topology_family(k), [(k, "")]) for k in keys]
+    keys: set[str] = set()
+    for g in groups:
+        if g.native is not None:
+            keys.add(g.native.topology_key)
+            if g.native.composite is not None:
+                keys.update(key for _p, _k, _m, key in g.native.composite.nodes.values())
+    keys.discard("")
+    return [TopologyRec(topology_family(k), [(k, "")]) for k in sorted(keys)]
 
 
 def apply_native(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
     """What a native group adds to its job once it is made (before its pods join)."""
     # a copy: what the cycles' decisions set (kube.native_status) belongs to this cluster, not to the
     # record (corral run's cache keeps records across cycles; each cycle starts from the object's status)
-    native: NativeGroup = replace(
-        pg.native, conditions=dict(pg.native.conditions), messages=dict(pg.native.messages)
-    )
+    native: NativeGroup = pg.native.copy()
     cluster.native_groups[job.uid] = native
     if pg.invalid and not job.invalid_reason:
         job.invalid_reason = pg.invalid
@@ -423,11 +418,48 @@ def apply_native(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
         # a hard constraint at the only level of the label's topology (tier 1; its root is tier 2)
         job.topology_mode, job.topology_tier, job.topology_low_tier = "hard", 1, 1
         job.topology_family = topology_family(native.topology_key)
+    if native.composite is not None:
+        _composite_tree(job, native.composite)
 
 
-def join_native(cluster: Cluster, job: Job, rec: PodRec) -> None:
-    """Check that a pod naming a native group joins a native group's job, and leave the job unschedulable
-    when a pending pod of it asks for dynamic resource claims (:mod:`corral.manifests.dra`)."""
+def _composite_tree(job: Job, tree: Any) -> None:
+    """A root composite's tree as the job's sub-groups (KAI's model, :mod:`corral.model.subgroups`)."""
+    from corral.model.subgroups import SubGroup, SubGroupConstraint, SubGroupTree
+
+    groups: dict[str, SubGroup] = {}
+    for name, (parent, kind, minimum, key) in tree.nodes.items():
+        g = SubGroup(name, parent)
+        if kind == "leaf":
+            g.min_member = minimum
+        else:
+            g.min_subgroup = minimum
+        if key:
+            g.constraint = SubGroupConstraint(name, "hard", topology_family(key), 1, 1)
+        groups[name] = g
+    for name, g in groups.items():
+        if g.parent in groups:
+            groups[g.parent].children.append(name)
+    for g in groups.values():  # a set without groups under it: nothing can satisfy it
+        if g.min_subgroup is not None and not g.children and not job.invalid_reason:
+            job.invalid_reason = f"composite pod group {job.namespace}/{g.name} has no group under it"
+    sub_tree = SubGroupTree(groups, tree.root_min)
+    job.subgroup_tree = sub_tree
+    if sub_tree.all_required():
+        job.min_task_member = {n: groups[n].min_member or 0 for n in sub_tree.leaves()}
+        job.min_member = sum(job.min_task_member.values())
+    else:
+        job.subgroups = sub_tree
+        job.min_task_member = {}
+        job.min_member = sub_tree.fewest_pods()
+
+
+def join_native(cluster: Cluster, job: Job, rec: PodRec, task: Task) -> None:
+    """Check that a pod naming a native group joins a native group's job (a pod of a PodGroup under a
+    composite takes the PodGroup's name as its role), and leave the job unschedulable when a pending pod
+    of it asks for dynamic resource claims (:mod:`corral.manifests.dra`)."""
+    native = cluster.native_groups.get(job.uid)
+    if native is not None and native.composite is not None and rec.native_group in native.composite.leaves:
+        task.role = rec.native_group
     if rec.native and job.uid not in cluster.native_groups and not job.invalid_reason:
         raise InputError(
             f"names PodGroup {job.name!r}, which is not a scheduling.k8s.io PodGroup (a Volcano or KAI "
@@ -469,13 +501,17 @@ def read_lines(records: dict[str, list]) -> list[str]:
     """What ``corral validate`` reports it read of Kubernetes' own gang API."""
     groups = [g for g in records.get("PodGroup", []) if g.native is not None]
     workloads = records.get("Workload", [])
-    if not groups and not workloads:
+    composites = records.get("CompositePodGroup", [])
+    if not groups and not workloads and not composites:
         return []
-    versions = sorted({g.native.api for g in groups} | {w.api for w in workloads})
+    versions = sorted(
+        {g.native.api for g in groups} | {w.api for w in workloads} | {c.api for c in composites}
+    )
     gangs = sum(1 for g in groups if g.min_member > 1 or g.native.topology_key)
     v1 = [g for g in groups if not g.native.condition]
     return [
         f"read Kubernetes' gang API ({', '.join(versions)}): {len(workloads)} Workloads, "
-        f"{len(groups) - len(v1)} PodGroups, {len(v1)} pod groups of v1alpha1 Workloads named by pods' "
+        f"{len(groups) - len(v1)} PodGroups, {len(composites)} CompositePodGroups (each tree one gang), "
+        f"{len(v1)} pod groups of v1alpha1 Workloads named by pods' "
         f"spec.workloadRef; {gangs} with a gang minimum above 1 or a topology constraint"
     ]
