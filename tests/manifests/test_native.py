@@ -247,3 +247,16 @@ def test_validate_reports_what_it_read(tmp_path) -> None:
         "warning: DeviceClass gpu-as-extended: spec.extendedResourceName: Kubernetes serves requests for example.com/gpu"
         in out.output
     )
+
+
+def test_schedule_tables_show_the_conditions(tmp_path) -> None:
+    import yaml
+
+    from corral.cli import app
+
+    snap = tmp_path / "s.yaml"
+    snap.write_text(yaml.safe_dump_all([o for _, o in _objects()]))
+    out = CliRunner().invoke(app, ["schedule", str(snap), "--now", "2026-01-01T00:00:00Z"])
+    assert out.exit_code == 0, out.output
+    assert "PodGroup conditions (1)" in out.output and "PodGroupInitiallyScheduled" in out.output
+    assert out.output.rstrip().endswith("1 podgroup conditions")
