@@ -109,6 +109,31 @@ def test_a_composite_tree_is_one_job_of_sub_groups() -> None:
     assert job.min_member == 2 and not job.invalid_reason
 
 
+def test_a_tree_s_podgroups_keep_their_own_refusals_and_claims() -> None:
+    objects = _objects(
+        podgroup_spec={"parentCompositePodGroupName": "root", "disruptionMode": {"all": {}}}, minMember=1
+    )
+    with pytest.raises(InputError) as err:
+        build_cluster([*objects, _composite("root")])
+    assert err.value.obj == "PodGroup default/train" and err.value.field == "spec.disruptionMode"
+    claims = {
+        "parentCompositePodGroupName": "root",
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+    }
+    cluster = build_cluster([*_objects(podgroup_spec=claims), _composite("root")])
+    assert (
+        "shares dynamic resource claims (spec.resourceClaims: gpu)"
+        in cluster.jobs["default/root"].invalid_reason
+    )
+    own = {"parentCompositePodGroupName": "root", "priority": 7, "preemptionPolicy": "Never"}
+    cluster = build_cluster([*_objects(podgroup_spec=own), _composite("root")])
+    assert cluster.notes == [
+        "PodGroup default/train: spec.priority, spec.preemptionPolicy not used: the tree of composite "
+        "default/root takes its root's priority and preemption policy"
+    ]
+    assert not any(t.preempt_never for t in cluster.jobs["default/root"].tasks)
+
+
 @pytest.mark.parametrize(
     ("extra", "reason"),
     [

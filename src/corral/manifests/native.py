@@ -420,6 +420,13 @@ def apply_native(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
         job.topology_family = topology_family(native.topology_key)
     if native.composite is not None:
         _composite_tree(job, native.composite)
+        cluster.notes.extend(native.composite.notes)
+        for leaf, group in sorted(native.composite.leaves.items()):
+            if group.claims and not job.invalid_reason:
+                job.invalid_reason = (
+                    f"PodGroup {job.namespace}/{leaf} shares dynamic resource claims (spec.resourceClaims: "
+                    f"{', '.join(group.claims)}), which corral does not allocate"
+                )
 
 
 def _composite_tree(job: Job, tree: Any) -> None:
@@ -486,13 +493,29 @@ def finish_native(cluster: Cluster, job: Job) -> None:
     if native.preempt_never:
         for t in job.tasks:
             t.preempt_never = True
-    if native.disruption_all and job.min_member < len(job.tasks):
+    groups = [(job.uid, native, job.min_member, len(job.tasks))]
+    if native.composite is not None:  # the tree's PodGroups, each to its own minimum
+        groups = [
+            (
+                f"{job.namespace}/{leaf}",
+                group,
+                native.composite.nodes[leaf][2],
+                sum(1 for t in job.tasks if t.role == leaf),
+            )
+            for leaf, group in sorted(native.composite.leaves.items())
+        ]
+    for uid, group, minimum, pods in groups:
+        _check_disruption(uid, group, minimum, pods)
+
+
+def _check_disruption(uid: str, native: NativeGroup, minimum: int, pods: int) -> None:
+    if native.disruption_all and minimum < pods:
         raise InputError(
             f"disruptionMode all: the group may be disrupted only as a whole, but corral keeps a gang at its "
-            f"minimum ({job.min_member} of {len(job.tasks)} pods) and could evict part of it; set the gang's "
-            "minCount to every pod or use disruptionMode single",
+            f"minimum ({minimum} of {pods} pods) and could evict part of it; set the gang's minCount to "
+            "every pod or use disruptionMode single",
             file=native.file or None,
-            obj=f"PodGroup {job.uid}",
+            obj=f"PodGroup {uid}",
             field="spec.disruptionMode",
         )
 

@@ -18,7 +18,10 @@ Decisions:
   levels leave the job unschedulable with that reason (kube-scheduler keeps such groups waiting and
   marks the layout invalid);
 - the job's queue, priority and ``preemptionPolicy`` are the root composite's (kube-scheduler needs one
-  priority across the tree); the leaves' are not used;
+  priority across the tree); a PodGroup of the tree that gives its own is warned about (not used);
+- a PodGroup of the tree with ``spec.resourceClaims`` leaves the job unschedulable (corral does not
+  allocate devices), and one with ``disruptionMode`` ``all`` is refused unless its minimum is every pod
+  of it, as a PodGroup of its own;
 - kube-scheduler writes its conditions on the leaf PodGroups (the root's status stays empty in 1.37):
   so does corral (:mod:`corral.kube.native_status`).
 """
@@ -65,6 +68,8 @@ class CompositeTree:
     root_min: int
     nodes: dict[str, tuple[str, str, int, str]] = field(default_factory=dict)
     leaves: dict[str, NativeGroup] = field(default_factory=dict)
+    #: what the tree's PodGroups give that the tree does not use (``corral validate`` prints it)
+    notes: list[str] = field(default_factory=list)
 
 
 def parse_composite(o: Obj, api: str) -> CompositeRec:
@@ -212,6 +217,20 @@ def assemble_composites(composites: list[CompositeRec], groups: list[PodGroupRec
             g.native.topology_key,
         )
         tree.leaves[g.name] = g.native
+        unused = [
+            f
+            for f, given in (
+                ("spec.priority", g.native.priority is not None),
+                ("spec.priorityClassName", bool(g.priority_class)),
+                ("spec.preemptionPolicy", g.native.preempt_never),
+            )
+            if given
+        ]
+        if unused:
+            tree.notes.append(
+                f"PodGroup {g.namespace}/{g.name}: {', '.join(unused)} not used: the tree of composite "
+                f"{rec.namespace}/{rec.name} takes its root's priority and preemption policy"
+            )
         if g.creation and (not rec.creation or g.creation < rec.creation):
             rec.creation = min(rec.creation or g.creation, g.creation)
     for key, rec in roots.items():
