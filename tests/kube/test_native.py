@@ -74,3 +74,47 @@ def test_an_unplaceable_native_gang_gets_unschedulable_once(server: FakeAPI, run
         res2.decisions.unschedulable,
         res.decisions.unschedulable,
     )
+
+
+def test_a_composite_tree_s_podgroups_get_the_conditions(server: FakeAPI, runner_factory) -> None:
+    """The root composite is one job; kube-scheduler's conditions go to the tree's PodGroups (the
+    composite's own status stays empty, as in 1.37)."""
+    objects = expand(
+        {
+            "nodes": [{"name": "n1"}, {"name": "n2"}],
+            "jobs": [
+                {
+                    "name": name,
+                    "native": "v1beta1",
+                    "podgroup_spec": {"parentCompositePodGroupName": "pair"},
+                    "pods": [{"count": 1, "gpu": 8}],
+                }
+                for name in ("a", "b")
+            ],
+        }
+    )
+    objects.append(
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha3",
+            "kind": "CompositePodGroup",
+            "metadata": {"name": "pair", "namespace": "default"},
+            "spec": {
+                "workloadRef": {"workloadName": "w", "templateName": "pair"},
+                "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+            },
+        }
+    )
+    server.add_all(objects)
+    r = runner_factory(now=NOW)
+    r.start()
+    assert r.cache.wait_synced(5)
+    res = r.cycle(NOW)
+    assert sorted(b.pod for b in res.decisions.binds) == ["default/a-0", "default/b-0"]
+    for name in ("a", "b"):
+        [cond] = server.get("PodGroup", name, "default")["status"]["conditions"]
+        assert (cond["type"], cond["status"], cond["reason"]) == (
+            "PodGroupInitiallyScheduled",
+            "True",
+            "Scheduled",
+        )
+    assert not server.get("CompositePodGroup", "pair", "default").get("status")
