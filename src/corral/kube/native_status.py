@@ -76,6 +76,19 @@ def _targets(cluster: Cluster) -> dict[str, _Target]:
     return out
 
 
+def _gang_ready(job: Job, decided: set[str]) -> bool:
+    """Is ``job`` at its gang minimum with the cycle's binds (``decided``) counted: its sub-group tree when
+    some groups are optional (a composite's ``minGroupCount``), else its minimum and role minimums."""
+    counts: dict[str, int] = {}
+    for t in job.tasks:
+        if t.key in decided or t.status in _READY:
+            counts[t.role] = counts.get(t.role, 0) + 1
+    if job.subgroups is not None:
+        return bool(job.subgroups.satisfied(counts))
+    enough = all(counts.get(role, 0) >= n for role, n in job.min_task_member.items())
+    return enough and sum(counts.values()) >= job.min_member
+
+
 def native_conditions(cluster: Cluster, decisions: Decisions, cycle: int) -> list[PodGroupCondition]:
     """The conditions ``decisions`` set on the cluster's native PodGroups; remembered in each group's
     :class:`~corral.manifests.native.NativeGroup` so that later cycles list only changes."""
@@ -112,8 +125,7 @@ def native_conditions(cluster: Cluster, decisions: Decisions, cycle: int) -> lis
             new.append((DISRUPTION, "True", "PreemptionByScheduler", f"evicted by {action} for {preemptor}"))
         mine = [t for t in job.tasks if not target.role or t.role == target.role]
         before = sum(1 for t in mine if t.key not in decided and t.status in _READY)
-        job_before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
-        job_ready = jobs_placed.get(job.uid, 0) and job_before + jobs_placed[job.uid] >= job.min_member
+        job_ready = jobs_placed.get(job.uid, 0) and _gang_ready(job, decided)
         if job_ready and placed.get(uid) and before + placed[uid] >= target.minimum:
             new.append((native.condition, "True", "Scheduled", ""))
         elif job.uid in waiting and native.conditions.get(native.condition) != "True":
