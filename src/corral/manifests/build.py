@@ -31,7 +31,6 @@ from typing import Any, overload
 import numpy as np
 
 from corral.errors import InputError
-from corral.manifests.dra import dra_lines
 from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kai import (
     KAI_NON_PREEMPTIBLE_PRIORITY,
@@ -55,13 +54,12 @@ from corral.manifests.kinds import (
 from corral.manifests.load import SourcedObject, read_objects
 from corral.manifests.native import (
     apply_native,
+    composite_redirect,
     finish_native,
     join_native,
-    native_topologies,
-    read_lines,
-    workload_podgroups,
+    native_records,
+    report_read,
 )
-from corral.manifests.native_composite import assemble_composites
 from corral.manifests.notes import Notes
 from corral.manifests.selectors import LabelSelector
 from corral.manifests.workloads import expand_workloads
@@ -151,24 +149,10 @@ def parse_objects(
                 check_pending_pod(raw, f"Pod {rec.namespace}/{rec.name}", file, notes)
         else:
             skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
-    _report_read(by_kind, notes)
+    report_read(by_kind, notes)
     if skipped:
         log.warning("%s", skipped_line(skipped))
     return by_kind
-
-
-def _report_read(by_kind: dict[str, list], notes: Notes) -> None:
-    """What ``corral validate`` reports having read of Kubernetes' gang API and of DRA objects."""
-    dra = [
-        r
-        for kind in ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
-        for r in by_kind.get(kind, [])
-    ]
-    lines, warnings = dra_lines(dra)
-    for line in read_lines(by_kind) + lines:
-        notes.read(line)
-    for obj, path, message in warnings:
-        notes.warn(obj, path, message)
 
 
 def assemble_cluster(
@@ -179,19 +163,7 @@ def assemble_cluster(
     """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache
     (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
     by_kind: dict[str, list] = defaultdict(list, records)
-    if any(p.workload_ref is not None for p in by_kind["Pod"]):  # 1.35: groups named by pods
-        by_kind["PodGroup"] = by_kind["PodGroup"] + workload_podgroups(by_kind["Workload"], by_kind["Pod"])
-    if by_kind["CompositePodGroup"] or any(
-        g.native is not None and g.native.parent for g in by_kind["PodGroup"]
-    ):  # 1.37's composites: one job per tree
-        by_kind["PodGroup"] = assemble_composites(by_kind["CompositePodGroup"], by_kind["PodGroup"])
-    label_topologies = native_topologies(by_kind["PodGroup"])
-    if label_topologies:
-        by_kind["Topology"] = by_kind["Topology"] + label_topologies
-        if hypernodes is not None and not {t.name for t in label_topologies} <= {
-            hn.family for hn in hypernodes.hypernodes.values()
-        }:
-            hypernodes = None  # a constraint on a label the kept tree has no domains of
+    hypernodes = native_records(by_kind, hypernodes)  # Kubernetes' own gang API (manifests/native.py)
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
     cluster = Cluster(resources=resources, nodes=nodes)
@@ -613,13 +585,7 @@ def _jobs_and_tasks(
             )
         cluster.jobs[job.uid] = job
     shapes: dict = {}
-    # a pod of a PodGroup under a composite joins the job of the composite's root
-    redirect = {
-        f"{g.namespace}/{leaf}": f"{g.namespace}/{g.name}"
-        for g in groups
-        if g.native is not None and g.native.composite is not None
-        for leaf in g.native.composite.leaves
-    }
+    redirect = composite_redirect(groups)  # a PodGroup under a composite: its root's job
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         task = _task(cluster, rec, shapes)
         if task.uid in cluster.tasks:  # foreign tasks are in cluster.tasks too

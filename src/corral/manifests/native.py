@@ -60,7 +60,9 @@ from corral.manifests.fields import Obj
 if TYPE_CHECKING:
     from corral.manifests.kai_kinds import TopologyRec
     from corral.manifests.kinds import PodGroupRec, PodRec
+    from corral.manifests.notes import Notes
     from corral.model.cluster import Cluster
+    from corral.model.hypernodes import HyperNodeTree
     from corral.model.objects import Job, Task
 
 __all__ = [
@@ -72,13 +74,16 @@ __all__ = [
     "NativeGroup",
     "WorkloadRec",
     "apply_native",
+    "composite_redirect",
     "finish_native",
     "join_native",
     "native_pod_group",
     "native_podgroup",
+    "native_records",
     "native_topologies",
     "parse_workload",
     "read_lines",
+    "report_read",
     "scheduled_condition",
     "topology_family",
     "workload_group_name",
@@ -538,3 +543,48 @@ def read_lines(records: dict[str, list]) -> list[str]:
         f"{len(v1)} pod groups of v1alpha1 Workloads named by pods' "
         f"spec.workloadRef; {gangs} with a gang minimum above 1 or a topology constraint"
     ]
+
+
+def native_records(by_kind: dict[str, list], hypernodes: HyperNodeTree | None) -> HyperNodeTree | None:
+    """Ready the records of Kubernetes' gang API for the assembly (``by_kind`` is changed): the podgroup
+    records of 1.35's groups pods name, one record per composite tree, and a single-level topology per
+    node label a constraint names. Returns ``hypernodes``, or None when that kept tree has no domains of
+    such a label (it is built again)."""
+    from corral.manifests.native_composite import assemble_composites
+
+    if any(p.workload_ref is not None for p in by_kind["Pod"]):  # 1.35: groups named by pods
+        by_kind["PodGroup"] = by_kind["PodGroup"] + workload_podgroups(by_kind["Workload"], by_kind["Pod"])
+    if by_kind["CompositePodGroup"] or any(
+        g.native is not None and g.native.parent for g in by_kind["PodGroup"]
+    ):
+        by_kind["PodGroup"] = assemble_composites(by_kind["CompositePodGroup"], by_kind["PodGroup"])
+    labels = native_topologies(by_kind["PodGroup"])
+    if labels:
+        by_kind["Topology"] = by_kind["Topology"] + labels
+        if hypernodes is not None and not {t.name for t in labels} <= {
+            hn.family for hn in hypernodes.hypernodes.values()
+        }:
+            return None
+    return hypernodes
+
+
+def composite_redirect(groups: list[PodGroupRec]) -> dict[str, str]:
+    """``ns/<PodGroup>`` -> ``ns/<root composite>`` for every PodGroup under a composite (its pods join the
+    root's job)."""
+    return {
+        f"{g.namespace}/{leaf}": f"{g.namespace}/{g.name}"
+        for g in groups
+        if g.native is not None and g.native.composite is not None
+        for leaf in g.native.composite.leaves
+    }
+
+
+def report_read(by_kind: dict[str, list], notes: Notes) -> None:
+    """What ``corral validate`` reports having read of Kubernetes' gang API and of DRA objects."""
+    from corral.manifests.dra import DRA_KINDS, dra_lines
+
+    lines, warnings = dra_lines([r for kind in DRA_KINDS for r in by_kind.get(kind, [])])
+    for line in read_lines(by_kind) + lines:
+        notes.read(line)
+    for obj, path, message in warnings:
+        notes.warn(obj, path, message)
