@@ -134,6 +134,7 @@ def schedule_snapshot(
     from corral.framework.cycle import apply_decisions, run_cycle
     from corral.framework.decisions import Decisions
     from corral.framework.memo import ClusterHistory
+    from corral.kube.native_status import native_conditions
     from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
     from corral.registry import REGISTRY
 
@@ -157,6 +158,7 @@ def schedule_snapshot(
     try:
         for c in range(1, cycles + 1):
             decisions = run_cycle(cluster, config, REGISTRY, now, c, history=history)
+            decisions.conditions.extend(native_conditions(cluster, decisions, c))
             out.extend(decisions)
             if c < cycles or estimates is not None or after is not None:  # else it is not read again
                 apply_decisions(cluster, decisions, now)
@@ -384,8 +386,8 @@ def validate(
         + (f"; {len(notices)} warnings" if notices else "")
         + (f"; {off_nodes_line(cluster.off_nodes)}" if cluster.off_nodes else "")
     )
-    if notes is not None:  # what corral made from submitted workloads, then what it will not act on
-        for line in notes.expansion_lines() + notes.warning_lines():
+    if notes is not None:  # what it read of reported kinds, made from workloads, will not act on
+        for line in notes.readings + notes.expansion_lines() + notes.warning_lines():
             typer.echo(plain(line))
     for n in notices:
         typer.echo(n.line(), err=True)

@@ -20,6 +20,12 @@ _SECTIONS = (
     ("node_locks", "Node locks", ("cycle", "node", "job")),
     ("unschedulable", "Unschedulable podgroups", ("cycle", "podgroup", "reason")),
 )
+#: kube-scheduler's conditions of scheduling.k8s.io PodGroups (corral.kube.native_status)
+_CONDITIONS = (
+    "conditions",
+    "PodGroup conditions",
+    ("cycle", "podgroup", "type", "status", "reason", "message"),
+)
 
 
 def _console(pipe_width: int) -> Console:
@@ -34,7 +40,10 @@ def print_decisions(decisions: Decisions, cycles: int, console: Console | None =
     into a pipe or file they are up to 160 columns wide."""
     console = console or _console(160)
     counts = []
-    for attr, title, columns in _SECTIONS:
+    sections: tuple[tuple[str, str, tuple[str, ...]], ...] = _SECTIONS
+    if decisions.conditions:  # Kubernetes' own PodGroups only: listed when there are some
+        sections = (*_SECTIONS, _CONDITIONS)
+    for attr, title, columns in sections:
         rows = getattr(decisions, attr)
         counts.append(f"{len(rows)} {title.lower()}")
         if not rows:

@@ -71,11 +71,24 @@ TYPES: dict[str, tuple[str, str, bool]] = {
     "/apis/scheduling.run.ai/v2alpha2/podgroups": ("PodGroup", "scheduling.run.ai/v2alpha2", True),
     "/apis/topology.volcano.sh/v1alpha1/hypernodes": ("HyperNode", "topology.volcano.sh/v1alpha1", False),
     "/apis/kai.scheduler/v1alpha1/topologies": ("Topology", "kai.scheduler/v1alpha1", False),
+    # Kubernetes' gang API: 1.37's PodGroups and CompositePodGroups (1.36's v1alpha2 PodGroups are gone:
+    # 404) and, for the tests of 1.35's groups, its v1alpha1 Workloads
+    "/apis/scheduling.k8s.io/v1beta1/podgroups": ("PodGroup", "scheduling.k8s.io/v1beta1", True),
+    "/apis/scheduling.k8s.io/v1alpha1/workloads": ("Workload", "scheduling.k8s.io/v1alpha1", True),
+    "/apis/scheduling.k8s.io/v1alpha3/compositepodgroups": (
+        "CompositePodGroup",
+        "scheduling.k8s.io/v1alpha3",
+        True,
+    ),
     "/apis/coordination.k8s.io/v1/leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 _BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}
 #: kinds whose CRD or type has a status subresource (a patch of the object leaves status alone)
-_STATUS_SUB = {"/apis/scheduling.run.ai/v2alpha2/podgroups", "/apis/scheduling.volcano.sh/v1beta1/queues"}
+_STATUS_SUB = {
+    "/apis/scheduling.run.ai/v2alpha2/podgroups",
+    "/apis/scheduling.volcano.sh/v1beta1/queues",
+    "/apis/scheduling.k8s.io/v1beta1/podgroups",  # a built-in kind: status is its subresource
+}
 _NO_STATUS = {"/apis/scheduling.volcano.sh/v1beta1/podgroups"}  # ``subresources: {}``: /status is 404
 
 _PATH = re.compile(

@@ -59,6 +59,13 @@ def test_dry_run_decides_as_schedule(path: Path, tmp_path: Path, shared_server: 
     _reset(shared_server)
     # objects of kinds corral does not watch (another group's PodGroup, a Deployment) live in resources
     # the live scheduler never lists, as on a real API server; the snapshot path skips them too
+    # the API server serves a stored object in every version it serves: a v1alpha3 PodGroup is a v1beta1 one
+    objects = [
+        {**o, "apiVersion": "scheduling.k8s.io/v1beta1"}
+        if (o.get("kind"), o.get("apiVersion")) == ("PodGroup", "scheduling.k8s.io/v1alpha3")
+        else o
+        for o in objects
+    ]
     shared_server.add_all([o for o in objects if (o.get("kind"), o.get("apiVersion")) in SERVED_KINDS])
     runner = make_runner(
         shared_server,

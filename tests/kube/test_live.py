@@ -376,6 +376,7 @@ def test_missing_crds_are_skipped_with_one_line(runner_factory) -> None:
             "hypernodes.topology.volcano.sh",
             "podgroups.scheduling.run.ai",
             "podgroups.scheduling.volcano.sh",
+            "podgroups.v1alpha2.scheduling.k8s.io",  # Kubernetes 1.36's: the fake serves 1.37's v1beta1
             "queues.scheduling.run.ai",
             "queues.scheduling.volcano.sh",
             "topologies.kai.scheduler",

@@ -26,7 +26,24 @@ SCHEMAS = {
     "kai/kai.scheduler_topologies.yaml": "Topology",
 }
 
-_HEADING = re.compile(r"^###\s+(\w+)\s+—\s+`([^`]+)`\s*$")
+#: Kubernetes' own kinds (docs/compatibility.md, "Kubernetes' own gang API"): (kind, apiVersion) -> the
+#: release and file of their schema in the kubernetes-validate package
+NATIVE = {
+    ("Workload", "scheduling.k8s.io/v1alpha1"): ("1.35.0", "workload-scheduling-v1alpha1.json"),
+    ("Workload", "scheduling.k8s.io/v1alpha2"): ("1.36.0", "workload-scheduling-v1alpha2.json"),
+    ("PodGroup", "scheduling.k8s.io/v1alpha2"): ("1.36.0", "podgroup-scheduling-v1alpha2.json"),
+    ("Workload", "scheduling.k8s.io/v1alpha3"): ("1.37.0", "workload-scheduling-v1alpha3.json"),
+    ("Workload", "scheduling.k8s.io/v1beta1"): ("1.37.0", "workload-scheduling-v1beta1.json"),
+    ("PodGroup", "scheduling.k8s.io/v1alpha3"): ("1.37.0", "podgroup-scheduling-v1alpha3.json"),
+    ("PodGroup", "scheduling.k8s.io/v1beta1"): ("1.37.0", "podgroup-scheduling-v1beta1.json"),
+    ("CompositePodGroup", "scheduling.k8s.io/v1alpha3"): (
+        "1.37.0",
+        "compositepodgroup-scheduling-v1alpha3.json",
+    ),
+}
+
+#: a table's heading: "Kind — `group/version`", or several versions sharing one table
+_HEADING = re.compile(r"^###\s+(\w+)\s+—\s+(`[^`]+`(?:,\s*`[^`]+`)*)\s*$")
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([a-z]+)\s*\|(.*)\|\s*$")
 
 
@@ -37,7 +54,10 @@ def tables(text: str) -> dict[tuple[str, str], dict[str, tuple[str, str]]]:
     for line in text.splitlines():
         heading = _HEADING.match(line)
         if heading:
-            current = out.setdefault((heading.group(1), heading.group(2)), {})
+            current = {}
+            for version in re.findall(r"`([^`]+)`", heading.group(2)):
+                assert (heading.group(1), version) not in out, f"{version} twice"
+                out[(heading.group(1), version)] = current
             continue
         if line.startswith("#"):  # any other heading ends the table
             current = None
@@ -49,17 +69,26 @@ def tables(text: str) -> dict[tuple[str, str], dict[str, tuple[str, str]]]:
     return out
 
 
-def schema_paths(schema: dict, prefix: str = "") -> list[str]:
-    """Every property path of an openAPIV3Schema: ``.`` nests, ``[]`` list items, ``*`` map values."""
+def schema_paths(
+    schema: dict, prefix: str = "", defs: dict | None = None, seen: frozenset[str] = frozenset()
+) -> list[str]:
+    """Every property path of an openAPIV3Schema: ``.`` nests, ``[]`` list items, ``*`` map values.
+    With ``defs`` (a JSON schema's ``$defs``), ``$ref`` is followed, but for apimachinery's own types
+    (ObjectMeta, Condition, Quantity, Time: leaves, as a CRD's schema has them) and a type within itself."""
+    if defs is not None and "$ref" in schema:
+        name = schema["$ref"].rpartition("/")[2]
+        if name.startswith("io.k8s.apimachinery.") or name in seen:
+            return []
+        schema, seen = defs[name], seen | {name}
     out: list[str] = []
     for name, sub in (schema.get("properties") or {}).items():
         path = f"{prefix}.{name}" if prefix else name
         out.append(path)
-        out.extend(schema_paths(sub, path))
+        out.extend(schema_paths(sub, path, defs, seen))
     if isinstance(schema.get("items"), dict):
-        out.extend(schema_paths(schema["items"], prefix + "[]"))
+        out.extend(schema_paths(schema["items"], prefix + "[]", defs, seen))
     if isinstance(schema.get("additionalProperties"), dict):
-        out.extend(schema_paths(schema["additionalProperties"], prefix + ".*"))
+        out.extend(schema_paths(schema["additionalProperties"], prefix + ".*", defs, seen))
     return out
 
 
@@ -77,7 +106,7 @@ def covering(path: str, rows: dict[str, tuple[str, str]]) -> str | None:
 
 def test_every_row_has_a_known_status() -> None:
     found = tables(DOC.read_text())
-    assert len(found) == len(SCHEMAS)
+    assert len(found) == len(SCHEMAS) + len(NATIVE)
     for key, rows in found.items():
         assert rows, key
         for path, (status, text) in rows.items():
@@ -93,6 +122,40 @@ def test_the_parser_reads_its_own_format() -> None:
     rows = {"spec.t.**": ("honoured", "x"), "spec.t": ("honoured", "y")}
     assert covering("spec.t.spec.containers[].name", rows) == "spec.t.**"
     assert covering("spec.u", rows) is None
+
+
+def _check(key: tuple[str, str], paths: list[str]) -> None:
+    rows = tables(DOC.read_text()).get(key)
+    assert rows is not None, f"docs/compatibility.md has no table for {key}"
+    missing = [p for p in paths if covering(p, rows) is None]
+    assert not missing, f"{key}: fields without a status in docs/compatibility.md: {missing}"
+    stale = [r for r in rows if not r.endswith("**") and r not in paths]
+    stale += [r for r in rows if r.endswith("**") and not any(p.startswith(r[:-2]) for p in paths)]
+    assert not stale, f"{key}: rows naming no field of the schema: {stale}"
+
+
+@pytest.mark.parametrize(
+    "key", sorted(NATIVE), ids=[f"{k}-{v.rpartition('/')[2]}" for k, v in sorted(NATIVE)]
+)
+def test_every_native_schema_field_has_a_status(key: tuple[str, str]) -> None:
+    """Kubernetes' own kinds, per release, from the schemas of the kubernetes-validate package."""
+    import json
+
+    kv = pytest.importorskip("kubernetes_validate")
+    release, file = NATIVE[key]
+    folder = Path(kv.__file__).parent / "kubernetes-json-schema" / f"v{release}-local"
+    schema = json.loads((folder / file).read_text())
+    assert schema["x-kubernetes-group-version-kind"][0]["kind"] == key[0]
+    defs = json.loads((folder / "_definitions.json").read_text())["$defs"]
+    _check(key, schema_paths(schema, defs=defs))
+
+
+def test_the_walk_follows_references() -> None:
+    defs = {"a.B": {"properties": {"x": {"type": "string"}, "self": {"$ref": "#/$defs/a.B"}}}}
+    schema = {
+        "properties": {"spec": {"$ref": "#/$defs/a.B"}, "metadata": {"$ref": "#/$defs/io.k8s.apimachinery.M"}}
+    }
+    assert schema_paths(schema, defs=defs) == ["spec", "spec.x", "spec.self", "metadata"]
 
 
 @pytest.mark.skipif(not PEERS.is_dir(), reason="the peers' schemas (../shared/peers) are not here")

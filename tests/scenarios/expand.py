@@ -24,6 +24,10 @@ Shorthand:
   its podgroup as is;
 - KAI podgroups (``kai: true``): ``subGroups``, ``minSubGroup``, ``topologyConstraint``, ``preemptibility`` go into the
   spec as is, ``minMember: null`` leaves minMember out, ``podgroup_labels`` labels the podgroup.
+- Kubernetes' own groups (``native: v1beta1``, ``v1alpha3``, ``v1alpha2``, ``v1alpha1``): see
+  :func:`_native_group`; pods name it by ``spec.schedulingGroup`` (``spec.workloadRef`` for
+  ``v1alpha1``, a pod group's ``replicaKey`` as its ``podGroupReplicaKey``); a pod group's
+  ``resourceClaims`` goes into its pods' spec.
 """
 
 from __future__ import annotations
@@ -115,9 +119,12 @@ def _pods(job: dict, ns: str, created: str) -> list[dict]:
                 "labels": dict(group.get("labels") or {}),
                 "annotations": dict(group.get("annotations") or {}),
             }
+            native = job.get("native")
             if job.get("kai"):
                 meta["labels"]["pod-group-name"] = job.get("group", job["name"])
-            elif not job.get("bare"):
+            elif native or job.get("bare"):
+                pass
+            else:
                 meta["annotations"]["scheduling.k8s.io/group-name"] = job.get("group", job["name"])
             if group.get("role"):
                 meta["annotations"]["volcano.sh/task-spec"] = group["role"]
@@ -128,9 +135,16 @@ def _pods(job: dict, ns: str, created: str) -> list[dict]:
             prio = group.get("priority", job.get("priority"))
             if prio is not None:
                 spec["priorityClassName"] = f"p{prio}"
-            for key in ("nodeSelector", "affinity", "tolerations", "preemptionPolicy"):
+            for key in ("nodeSelector", "affinity", "tolerations", "preemptionPolicy", "resourceClaims"):
                 if key in group:
                     spec[key] = group[key]
+            if native == "v1alpha1":  # Kubernetes 1.35: the Workload's pod group by workloadRef
+                ref = {"name": job["name"], "podGroup": "main"}
+                if group.get("replicaKey"):
+                    ref["podGroupReplicaKey"] = group["replicaKey"]
+                spec["workloadRef"] = ref
+            elif native:  # 1.36 on: the PodGroup by name
+                spec["schedulingGroup"] = {"podGroupName": job.get("group", job["name"])}
             status: dict[str, Any] = {"phase": "Pending"}
             if i < len(nodes) and nodes[i]:
                 spec["nodeName"] = nodes[i]
@@ -154,7 +168,9 @@ def expand(case: dict) -> list[dict]:
         for p in [job.get("priority")] + [g.get("priority") for g in job.get("pods") or []]:
             if p is not None:
                 prios.add(int(p))
-        if not job.get("bare") and not job.get("no_group"):
+        if job.get("native") and not job.get("no_group"):
+            docs.append(_native_group(job, ns, created))
+        elif not job.get("bare") and not job.get("no_group"):
             spec: dict[str, Any] = {
                 "minMember": job.get(
                     "minMember",
@@ -211,6 +227,32 @@ def expand(case: dict) -> list[dict]:
     docs += [_pdb(b) for b in case.get("pdbs") or []]
     docs += case.get("objects") or []
     return docs
+
+
+def _native_group(job: dict, ns: str, created: str) -> dict:
+    """Kubernetes' own group of a job with ``native: <version>``: a PodGroup (``v1alpha2`` on) or, for
+    ``v1alpha1``, a Workload with one pod group ``main``; ``policy: basic`` or a gang of ``minMember``
+    (default: all pods); ``queue`` as the annotation ``scheduling.volcano.sh/queue-name``;
+    ``podgroup_spec`` and ``podgroup_status`` as is."""
+    count = sum(g.get("count", len(g.get("nodes") or []) or 1) for g in job.get("pods") or [])
+    policy: dict[str, Any] = (
+        {"basic": {}} if job.get("policy") == "basic" else {"gang": {"minCount": job.get("minMember", count)}}
+    )
+    meta: dict[str, Any] = {"name": job["name"], "namespace": ns, "creationTimestamp": created}
+    if job.get("queue"):
+        meta["annotations"] = {"scheduling.volcano.sh/queue-name": job["queue"]}
+    api = f"scheduling.k8s.io/{job['native']}"
+    if job["native"] == "v1alpha1":
+        spec: dict[str, Any] = {"podGroups": [{"name": "main", "policy": policy}]}
+        return {"apiVersion": api, "kind": "Workload", "metadata": meta, "spec": spec}
+    spec = {"schedulingPolicy": policy}
+    if job.get("priority") is not None:
+        spec["priorityClassName"] = f"p{job['priority']}"
+    spec.update(job.get("podgroup_spec") or {})
+    out = {"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}
+    if job.get("podgroup_status"):
+        out["status"] = job["podgroup_status"]
+    return out
 
 
 def _pdb(b: dict) -> dict:

@@ -47,7 +47,7 @@ def _norm(record: dict, expected: dict) -> dict:
 
 
 def check(out: dict, expect: dict) -> None:
-    for section in ("binds", "evictions", "nominations", "podgroups", "node_locks", "warnings"):
+    for section in ("binds", "evictions", "nominations", "podgroups", "node_locks", "warnings", "conditions"):
         if section not in expect:
             continue
         want = expect[section] or []

@@ -82,6 +82,9 @@ class Decisions:
     node_locks: list[NodeLock] = field(default_factory=list)
     unschedulable: list[Unschedulable] = field(default_factory=list)
     warnings: list[FieldWarning] = field(default_factory=list)
+    #: conditions of Kubernetes' own PodGroups (scheduling.k8s.io), as kube-scheduler writes them; added by
+    #: the front ends after the cycle (corral.kube.native_status), not by the session
+    conditions: list[Any] = field(default_factory=list)
     #: the pods the cycle's operations changed, with their state (status, nomination) before the first
     #: change, set by ``Session.close`` (None: unknown); lets ``apply_decisions`` and the simulator's
     #: change test look at what changed instead of every pod. Never part of the JSON.
@@ -96,6 +99,7 @@ class Decisions:
             "node_locks",
             "unschedulable",
             "warnings",
+            "conditions",
         ):
             getattr(self, name).extend(getattr(other, name))
 
@@ -110,6 +114,7 @@ class Decisions:
             "node_locks": _records(self.node_locks),
             "unschedulable": _records(self.unschedulable),
             "warnings": _records(self.warnings),
+            "conditions": _records(self.conditions),
         }
 
 

@@ -49,10 +49,14 @@ class ResourceType:
     #: there and ignored on the main resource. Volcano's PodGroup CRD declares none (``subresources: {}``),
     #: KAI's declares one.
     status_subresource: bool = False
+    #: the version is part of the name: a second watched version of a kind (names key the cache's records)
+    versioned: bool = False
 
     @property
     def name(self) -> str:
-        group = self.api_version.rpartition("/")[0]
+        group, _, version = self.api_version.rpartition("/")
+        if self.versioned:
+            return f"{self.plural}.{version}.{group}"
         return f"{self.plural}.{group}" if group else self.plural
 
     def base(self) -> str:
@@ -82,6 +86,25 @@ RESOURCES: tuple[ResourceType, ...] = (
     ),
     ResourceType("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", False, optional=True),
     ResourceType("Topology", "kai.scheduler/v1alpha1", "topologies", False, optional=True),
+    # Kubernetes' own gang API (manifests/native.py): PodGroups of 1.37 (v1beta1) and 1.36 (v1alpha2) —
+    # a cluster serves one of them, so no object is read twice —, 1.35's Workloads (v1alpha1), whose
+    # pod groups pods name by spec.workloadRef, and 1.37's CompositePodGroups (v1alpha3)
+    ResourceType(
+        "PodGroup", "scheduling.k8s.io/v1beta1", "podgroups", True, optional=True, status_subresource=True
+    ),
+    ResourceType(
+        "PodGroup",
+        "scheduling.k8s.io/v1alpha2",
+        "podgroups",
+        True,
+        optional=True,
+        status_subresource=True,
+        versioned=True,
+    ),
+    ResourceType("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, optional=True),
+    ResourceType(
+        "CompositePodGroup", "scheduling.k8s.io/v1alpha3", "compositepodgroups", True, optional=True
+    ),
 )
 POD = RESOURCES[1]
 NODE = RESOURCES[0]

@@ -46,6 +46,7 @@ import numpy as np
 from corral.errors import InputError
 from corral.manifests.build import _hypernodes, _jobs_and_tasks, _nodes
 from corral.manifests.kinds import PodGroupRec, PodRec
+from corral.manifests.native import native_topologies, topology_family, workload_podgroups
 from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.resources import CPU, MEMORY, PODS
 
@@ -111,6 +112,8 @@ class LiveModel:
         self.node_recs: dict[str, Any] = {}  # cache key -> Node record
         self.hyper_recs: list[Any] = []  # HyperNode records, in the loader's order
         self.topo_recs: list[Any] = []  # KAI Topology records
+        self.workloads: list[Any] = []  # scheduling.k8s.io Workload records (1.35's groups)
+        self.composites = False  # a CompositePodGroup is watched: its tree is assembled whole
         queued: set[str] = {CPU, MEMORY, PODS}  # columns every cluster has, and the queues'
         for r, key, _raw, (kind, rec) in rows:
             self.records[(r.name, key)] = rec
@@ -124,6 +127,10 @@ class LiveModel:
                 self.hyper_recs.append(rec)
             elif kind == "Topology":
                 self.topo_recs.append(rec)
+            elif kind == "Workload":
+                self.workloads.append(rec)
+            elif kind == "CompositePodGroup":
+                self.composites = True
             elif kind == "Queue":
                 for d in (rec.capability, rec.deserved, rec.guarantee):
                     queued.update(d or ())
@@ -132,6 +139,7 @@ class LiveModel:
         self.resources, self.nodes = cluster.resources, cluster.nodes
         self.queues, self.hypernodes = cluster.queues, cluster.hypernodes
         self.topologies, self.kai_gpu_shared = cluster.topologies, cluster.kai_gpu_shared
+        self.native_groups: dict[str, Any] = dict(cluster.native_groups)
         self.priority_classes, self.pdbs = cluster.priority_classes, cluster.pdbs
         self.jobs: dict[str, Job] = dict(cluster.jobs)
         self.tasks: dict[str, Task] = dict(cluster.tasks)
@@ -227,9 +235,19 @@ class LiveModel:
         if self.dropped:
             self._full("objects were left out: the culprit search needs every object")
             return None
+        if self.composites or any(
+            getattr(getattr(rec, "native", None), "parent", "")
+            for r, _, rec in changes
+            if r.kind == "PodGroup"
+        ):
+            self._full("composite pod groups are assembled whole")
+            return None
         other = next((r.kind for r, _, _ in changes if r.kind not in _INCREMENTAL), None)
         if other is not None:
             self._full(f"a {other} changed")
+            return None
+        if any(_new_topology(rec, self.topologies) for r, _, rec in changes if r.kind == "PodGroup"):
+            self._full("a PodGroup constrains a node label the topology has no domains of")
             return None
         nodes = [c for c in changes if c[0].kind == "Node"]
         try:
@@ -274,6 +292,8 @@ class LiveModel:
             foreign=self.foreign,
             topologies=self.topologies,
             kai_gpu_shared=self.kai_gpu_shared,
+            # copies: what a cycle's decisions set on a group (kube.native_status) does not outlive it
+            native_groups={u: n.copy() for u, n in self.native_groups.items()},
         )
 
     def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:
@@ -297,7 +317,8 @@ class LiveModel:
         for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
             np.copyto(target, built)
         self.nodes, self.locks, self.down = nodes, list(nodes.locked_for), nodes.down.copy()
-        self.hypernodes = _hypernodes(self.hyper_recs, nodes, self.topo_recs)
+        labels = native_topologies(list(self.groups.values()))  # domains of native groups' node labels
+        self.hypernodes = _hypernodes(self.hyper_recs, nodes, self.topo_recs + labels)
         self.rebuilt = 0
         return ""
 
@@ -432,7 +453,11 @@ class LiveModel:
         )
         pods = [self.pods[k] for k in self.members.get(b, ())]
         groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []
+        if not groups and any(p.workload_ref is not None for p in pods):  # a 1.35 Workload's group
+            groups = workload_podgroups(self.workloads, pods)
         _jobs_and_tasks(part, groups, pods, self.served)
+        self.native_groups.pop(b[1], None)
+        self.native_groups.update(part.native_groups)
         self.kai_gpu_shared = self.kai_gpu_shared or part.kai_gpu_shared
         if any(uid != b[1] for uid in part.jobs) or (b[0] == "pod" and part.jobs):
             return None
@@ -452,6 +477,14 @@ class LiveModel:
                 if t is not None and t.job is not None and t.job.uid not in out:
                     out[t.job.uid] = t.job
         self.jobs = out
+
+
+def _new_topology(rec: Any, topologies: dict[str, Any]) -> bool:
+    """A native PodGroup record whose topology key has no domains in the model yet."""
+    native = getattr(rec, "native", None)
+    return bool(
+        native is not None and native.topology_key and topology_family(native.topology_key) not in topologies
+    )
 
 
 def _count(counts: dict[str, int], names: Iterable[str], step: int) -> None:

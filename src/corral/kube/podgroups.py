@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from corral.framework.decisions import Decisions
 from corral.kube.api import APIError
 from corral.kube.conventions import gang_condition, kai_conditions, merged_conditions
+from corral.manifests.fields import format_time
+from corral.manifests.native import NATIVE_GROUP
 from corral.model import ALLOCATED_STATES, Cluster, TaskStatus
 
 if TYPE_CHECKING:
@@ -78,9 +80,11 @@ class PodGroupWrites:
         for update in decisions.podgroups:
             want[update.podgroup] = {"phase": update.phase, "annotations": dict(update.annotations or {})}
         transition = f"corral-{now:.0f}"
+        for c in decisions.conditions:  # Kubernetes' own PodGroups: kube-scheduler's conditions
+            want.setdefault(c.podgroup, {}).setdefault("native", []).append(native_condition(c, now))
         for u in decisions.unschedulable:
             job = cluster.jobs.get(u.podgroup)
-            if job is not None and not job.synthetic:
+            if job is not None and not job.synthetic and u.podgroup not in cluster.native_groups:
                 ready = job.ready_count()
                 msg = f"{len(job.tasks) - ready}/{len(job.tasks)} tasks in gang unschedulable: {u.reason}"
                 want.setdefault(u.podgroup, {})["condition"] = gang_condition(False, msg, transition, now)
@@ -94,7 +98,7 @@ class PodGroupWrites:
         for uid, n in placed.items():
             job = cluster.jobs[uid]
             before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
-            if not job.synthetic and before + n >= job.min_member:
+            if not job.synthetic and before + n >= job.min_member and uid not in cluster.native_groups:
                 want.setdefault(uid, {})["condition"] = gang_condition(True, "", transition, now)
         return [
             ("podgroups", uid, functools.partial(self._podgroup, uid, w, report)) for uid, w in want.items()
@@ -108,12 +112,23 @@ class PodGroupWrites:
         rtype, raw = found
         ns, name = _split(uid)
         phase, annotations, cond = want.get("phase"), want.get("annotations") or {}, want.get("condition")
+        native = rtype.api_version.startswith(NATIVE_GROUP + "/")
+        # no phase in the native API: the conditions say it; the phase is kept in the cache alone
+        write_phase = None if native else phase
 
         def status_of(cur: dict) -> dict:
             status: dict[str, Any] = {}
             have = cur.get("status") or {}
-            if phase and have.get("phase") != phase:
-                status["phase"] = phase
+            if native:
+                conditions = have.get("conditions")
+                generation = (cur.get("metadata") or {}).get("generation")
+                for c in want.get("native") or []:
+                    c = {**c, "observedGeneration": generation} if generation is not None else c
+                    conditions = merged_conditions(conditions, c) or conditions
+                if conditions is not have.get("conditions"):
+                    status["conditions"] = conditions
+            if write_phase and have.get("phase") != write_phase:
+                status["phase"] = write_phase
             if cond is not None and rtype.api_version.startswith("scheduling.volcano.sh"):
                 conditions = merged_conditions(have.get("conditions"), cond)
                 if conditions is not None:
@@ -157,7 +172,7 @@ class PodGroupWrites:
                 ),
             )
             wrote = answer is not None or second is not None
-        if wrote:
+        if wrote or (native and phase):
             assumed: dict[str, Any] = {}
             if phase:
                 assumed["status"] = {"phase": phase}
@@ -166,6 +181,17 @@ class PodGroupWrites:
             if assumed:
                 self.cache.assume("PodGroup", uid, assumed, assumed)
         self._count(report, "podgroups", "done" if wrote else "skipped", uid)
+
+
+def native_condition(c: Any, now: float) -> dict:
+    """A ``metav1.Condition`` of a :class:`~corral.kube.native_status.PodGroupCondition`."""
+    return {
+        "type": c.type,
+        "status": c.status,
+        "reason": c.reason,
+        "message": c.message,
+        "lastTransitionTime": format_time(now),
+    }
 
 
 def merge_with_rv(patch: dict, rv: Any) -> dict:

@@ -39,10 +39,13 @@ from corral.framework.reservation import lock_label_value
 from corral.kube.api import KubeAPI, NotLeader
 from corral.kube.apply import LOCK_LABEL, Applier, ApplyReport
 from corral.kube.cache import WatchCache
+from corral.kube.conventions import merged_conditions
 from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.native_status import native_conditions
+from corral.kube.podgroups import native_condition
 from corral.kube.queuemetrics import unschedulable_by_queue
 from corral.manifests.fields import format_time
 from corral.model import Cluster
@@ -128,6 +131,13 @@ def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
                 None,
                 forever,
             )
+    for c in decisions.conditions:  # Kubernetes' own PodGroups: the conditions kube-scheduler writes
+        found = cache.find("PodGroup", c.podgroup)
+        if found is not None:
+            have = (found[1].get("status") or {}).get("conditions")
+            merged = merged_conditions(have, native_condition(c, now))
+            if merged is not None:
+                cache.assume("PodGroup", c.podgroup, {"status": {"conditions": merged}}, None, forever)
     for lock in decisions.node_locks:
         cache.assume(
             "Node",
@@ -320,6 +330,7 @@ class Runner:
             times["queues"] = time.perf_counter() - tq
             t1, cpu1 = time.perf_counter(), time.process_time()
             decisions = run_cycle(cluster, self.config, REGISTRY, now, n, history=self.history)
+            decisions.conditions.extend(native_conditions(cluster, decisions, n))
             times["schedule"] = time.perf_counter() - t1
             times["schedule_cpu"] = time.process_time() - cpu1
             unschedulable = unschedulable_by_queue(cluster, decisions)

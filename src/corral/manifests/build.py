@@ -52,6 +52,14 @@ from corral.manifests.kinds import (
     parse_object,
 )
 from corral.manifests.load import SourcedObject, read_objects
+from corral.manifests.native import (
+    apply_native,
+    composite_redirect,
+    finish_native,
+    join_native,
+    native_records,
+    report_read,
+)
 from corral.manifests.notes import Notes
 from corral.manifests.selectors import LabelSelector
 from corral.manifests.workloads import expand_workloads
@@ -141,6 +149,7 @@ def parse_objects(
                 check_pending_pod(raw, f"Pod {rec.namespace}/{rec.name}", file, notes)
         else:
             skipped[f"{raw.get('kind')} ({raw.get('apiVersion')})"].append(_name_of(raw))
+    report_read(by_kind, notes)
     if skipped:
         log.warning("%s", skipped_line(skipped))
     return by_kind
@@ -154,6 +163,7 @@ def assemble_cluster(
     """The cluster from parsed records; the one assembly step of snapshots and of ``corral run``'s cache
     (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
     by_kind: dict[str, list] = defaultdict(list, records)
+    hypernodes = native_records(by_kind, hypernodes)  # Kubernetes' own gang API (manifests/native.py)
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
     cluster = Cluster(resources=resources, nodes=nodes)
@@ -559,6 +569,8 @@ def _job_from_group(cluster: Cluster, pg: PodGroupRec) -> Job:
         job.invalid_reason = f"queue {pg.queue!r} does not exist"
     if pg.kai:
         apply_podgroup(cluster, job, pg)
+    if pg.native is not None:
+        apply_native(cluster, job, pg)
     return job
 
 
@@ -573,6 +585,7 @@ def _jobs_and_tasks(
             )
         cluster.jobs[job.uid] = job
     shapes: dict = {}
+    redirect = composite_redirect(groups)  # a PodGroup under a composite: its root's job
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         task = _task(cluster, rec, shapes)
         if task.uid in cluster.tasks:  # foreign tasks are in cluster.tasks too
@@ -589,6 +602,7 @@ def _jobs_and_tasks(
         group = rec.group
         if group:
             uid = f"{rec.namespace}/{group}"
+            uid = redirect.get(uid, uid) if redirect else uid
             existing = cluster.jobs.get(uid)
             if existing is not None:
                 job = existing
@@ -601,8 +615,8 @@ def _jobs_and_tasks(
                     invalid_reason=f"podgroup {uid} does not exist",
                 )
                 cluster.jobs[uid] = job
-            if not join_subgroup(cluster, job, task):
-                continue
+            if job.uid not in cluster.native_groups and not join_subgroup(cluster, job, task):
+                continue  # (a native composite's sub-groups are joined by join_native below)
         else:
             uid = f"{rec.namespace}/{rec.name}"
             queue = rec.labels.get(KAI_QUEUE_LABEL) or "default"
@@ -625,6 +639,8 @@ def _jobs_and_tasks(
                 )
             cluster.jobs[uid] = job
         task.job = job
+        if rec.claims or rec.native_group or rec.workload_ref is not None:
+            join_native(cluster, job, rec, task)
         job.tasks.append(task)
         cluster.tasks[task.uid] = task
         if task.node < 0 and rec.node_name and task.status in OCCUPYING_STATES:
@@ -654,3 +670,5 @@ def _finish_job(cluster: Cluster, job: Job) -> None:
     if not job.preemptable:
         for t in job.tasks:
             t.preemptable = False
+    if cluster.native_groups:
+        finish_native(cluster, job)

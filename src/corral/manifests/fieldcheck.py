@@ -131,7 +131,8 @@ _POD_FIELDS = (
     ),
     (
         "spec.resourceClaims",
-        "dynamic resource claims are not allocated: the pod is placed by its container requests alone",
+        "dynamic resource claims are not allocated by corral: the pod is not scheduled, its podgroup is "
+        "reported unschedulable (it never runs as if its devices were not asked for)",
     ),
 )
 

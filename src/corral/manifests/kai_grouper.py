@@ -340,6 +340,8 @@ def is_bare_kai_pod(raw: dict) -> bool:
     spec, meta = raw.get("spec"), raw.get("metadata")
     if not isinstance(spec, dict) or spec.get("schedulerName") != KAI_SCHEDULER or not isinstance(meta, dict):
         return False
+    if spec.get("schedulingGroup") or spec.get("workloadRef"):  # in a Kubernetes gang (manifests/native.py)
+        return False
     labels, annotations = meta.get("labels"), meta.get("annotations")
     for notes in (labels, annotations):
         if isinstance(notes, dict) and (notes.get(KAI_GROUP_KEY) or notes.get(GROUP_ANNOTATION)):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.errors import InputError
+from corral.manifests.dra import DRA_APIS, DRA_KINDS, NAMESPACED, claim_names, parse_dra
 from corral.manifests.fieldcheck import check_fields
 from corral.manifests.fields import Obj
 from corral.manifests.kai_kinds import (
@@ -23,6 +24,16 @@ from corral.manifests.kai_kinds import (
     kai_podgroup,
     topology,
 )
+from corral.manifests.native import (
+    COMPOSITE_APIS,
+    PODGROUP_APIS,
+    WORKLOAD_APIS,
+    native_pod_group,
+    native_podgroup,
+    parse_workload,
+    workload_group_name,
+)
+from corral.manifests.native_composite import parse_composite
 from corral.manifests.notes import Notes
 from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
@@ -61,7 +72,10 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Pod": ("v1",),
     "PriorityClass": ("scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"),
     "PodDisruptionBudget": ("policy/v1",),
-    "PodGroup": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2alpha2"),
+    "PodGroup": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2alpha2", *PODGROUP_APIS),
+    "Workload": WORKLOAD_APIS,
+    "CompositePodGroup": COMPOSITE_APIS,
+    **dict.fromkeys(DRA_KINDS, DRA_APIS),
     "Queue": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2"),
     "HyperNode": ("topology.volcano.sh/v1alpha1",),
     "Topology": ("kai.scheduler/v1alpha1",),
@@ -129,11 +143,25 @@ class PodRec:
     start_time: float | None
     file: str = ""
     gpu_share: tuple[int, float, float] | None = None
+    #: Kubernetes' own gang API: ``spec.schedulingGroup.podGroupName`` (1.36 on) and ``spec.workloadRef``
+    #: (1.35: workload, pod group, replica key), see :mod:`corral.manifests.native`
+    native_group: str = ""
+    workload_ref: tuple[str, str, str] | None = None
+    #: the names of ``spec.resourceClaims`` (dynamic resource claims, :mod:`corral.manifests.dra`)
+    claims: tuple[str, ...] = ()
+
+    @property
+    def native(self) -> bool:
+        return bool(self.native_group) or self.workload_ref is not None
 
     @property
     def group(self) -> str:
+        """The podgroup the pod names: Kubernetes' own field first, then Volcano's and KAI's keys."""
+        if self.workload_ref is not None:
+            return workload_group_name(self.workload_ref)
         return (
-            self.annotations.get(GROUP_ANNOTATION)
+            self.native_group
+            or self.annotations.get(GROUP_ANNOTATION)
             or self.labels.get(KAI_GROUP_KEY)
             or self.annotations.get(KAI_GROUP_KEY)
             or ""
@@ -170,6 +198,10 @@ class PodGroupRec:
     preemptible: bool | None = None
     topology_tier_name: str = ""
     subgroup_policies: tuple = ()
+    #: a ``scheduling.k8s.io`` group (manifests.native.NativeGroup), None for Volcano's and KAI's
+    native: Any = None
+    #: valid input that cannot be honoured (a 1.35 pod group whose Workload is missing): the job's reason
+    invalid: str = ""
 
 
 @dataclass
@@ -298,6 +330,9 @@ def _pod(o: Obj) -> PodRec:
         if GPU_FRACTION in annotations or GPU_MEMORY_MIB in annotations
         else None
     )
+    native_group, workload_ref = (
+        native_pod_group(o, spec) if "schedulingGroup" in spec or "workloadRef" in spec else ("", None)
+    )
     if share is not None and share[1] > 0:
         # KAI charges a fraction to the GPU resource (``GpuResourceRequirement.GPUs``: portion x devices)
         requests["nvidia.com/gpu"] = round(share[1] * 100) * share[0] * 10.0
@@ -323,6 +358,9 @@ def _pod(o: Obj) -> PodRec:
         start_time=o.time(start, "status.startTime") if start else None,
         file=o.file,
         gpu_share=share,
+        native_group=native_group,
+        workload_ref=workload_ref,
+        claims=claim_names(o, spec["resourceClaims"]) if spec.get("resourceClaims") else (),
     )
 
 
@@ -394,6 +432,8 @@ def subgroup_policies(o: Obj, raw: Any) -> tuple[SubGroupPolicy, ...]:
 
 
 def _podgroup(o: Obj, api: str) -> PodGroupRec:
+    if api in PODGROUP_APIS:  # Kubernetes' own (scheduling.k8s.io): manifests/native.py
+        return native_podgroup(o, api)
     spec, status = o.section("spec"), o.section("status")
     kai = api.startswith("scheduling.run.ai")
     min_member = o.integer(spec.get("minMember", 1), "spec.minMember", minimum=0)
@@ -602,8 +642,21 @@ def parse_object(file: str, raw: dict, notes: Notes | None = None) -> tuple[str,
 
 
 def _parse_known(file: str, raw: dict, kind: str, api: str, notes: Notes | None) -> tuple[str, Any]:
-    namespaced = kind in ("Pod", "PodGroup", "PodDisruptionBudget")
+    namespaced = kind in (
+        "Pod",
+        "PodGroup",
+        "PodDisruptionBudget",
+        "Workload",
+        "CompositePodGroup",
+        *NAMESPACED,
+    )
     o = Obj(raw, file, kind, namespaced)
+    if kind in DRA_KINDS:
+        return kind, parse_dra(o)
+    if kind == "Workload":
+        return kind, parse_workload(o, api)
+    if kind == "CompositePodGroup":
+        return kind, parse_composite(o, api)
     if kind in ("Queue", "PodGroup"):
         check_fields(o, kind, api, notes)
     if kind == "Node":

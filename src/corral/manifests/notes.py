@@ -32,6 +32,8 @@ class Notes:
 
     warnings: list[Note] = field(default_factory=list)
     expansions: list[Note] = field(default_factory=list)
+    #: what was read of kinds corral reports on (Kubernetes' gang API, DRA objects), one line each
+    readings: list[str] = field(default_factory=list)
     _seen: set[Note] = field(default_factory=set, repr=False)
 
     def warn(self, obj: str, field_path: str, message: str, file: str = "") -> None:
@@ -39,6 +41,9 @@ class Notes:
         if note not in self._seen:
             self._seen.add(note)
             self.warnings.append(note)
+
+    def read(self, line: str) -> None:
+        self.readings.append(line)
 
     def made(self, obj: str, message: str, file: str = "") -> None:
         self.expansions.append(Note(obj, "", message, file))

@@ -68,6 +68,9 @@ class Cluster:
     #: what reading the input noted for the user (corral.manifests.notes.Notes: warnings about fields
     #: accepted but not acted on, workloads expanded); None for a cluster not read from manifests
     input_notes: Any = None
+    #: jobs of Kubernetes' own gang API (``scheduling.k8s.io``), by uid: what their group adds
+    #: (corral.manifests.native.NativeGroup: API version, the condition kube-scheduler writes, ...)
+    native_groups: dict[str, Any] = field(default_factory=dict)
 
     def account(self) -> None:
         """Recompute the node columns from task states (after loading or applying decisions): what
