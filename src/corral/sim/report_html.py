@@ -20,8 +20,9 @@ from typing import Any
 
 from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.plots import CAPTIONS, data_uri
-from corral.sim.report import _QUEUE_COLUMNS, _QUEUE_KINDS, METRICS, _plain, format_metric
+from corral.sim.report import _QUEUE_COLUMNS, _QUEUE_KINDS, METRICS, _plain, format_metric, metric_label
 from corral.sim.result import SimResult
+from corral.sim.speed import placement_label
 
 __all__ = ["comparison_page", "run_page"]
 
@@ -279,7 +280,7 @@ def run_page(
     config = result.meta.get("config") or result.meta.get("config_name") or ""
     keys = list(summary)
     same = repeated(keys, lambda k: [summary[k]])
-    labels = {k: METRICS[k][0] if k in METRICS else k for k in keys}
+    labels = {k: metric_label(k) for k in keys}
     for b, a in same.items():
         labels[a] = f"{labels[a]} = {labels.pop(b)}"
     metrics = _table(
@@ -324,13 +325,16 @@ def comparison_page(
     many), what ran, each config's diff against the first, the breakdowns, top reasons, plots."""
     results = results or {}
     headers = ["metric"] + [str(r["config"]) for r in rows]
-    keys = list(METRICS)
-    same = repeated(keys, lambda k: [r[k] for r in rows])
-    labels = {k: label for k, (label, _) in METRICS.items()}
+    # the known metrics, then any other key the rows give (the speed model's placement metrics)
+    keys = list(METRICS) + list(
+        dict.fromkeys(k for r in rows for k in r if k not in METRICS and placement_label(k))
+    )
+    same = repeated(keys, lambda k: [r.get(k) for r in rows])
+    labels = {k: metric_label(k) for k in keys}
     for b, a in same.items():
         labels[a] = f"{labels[a]} = {labels.pop(b)}"
     table = _table(
-        headers, [[labels[k]] + [format_metric(k, r[k]) for r in rows] for k in keys if k in labels]
+        headers, [[labels[k]] + [format_metric(k, r.get(k)) for r in rows] for k in keys if k in labels]
     )
     links = "".join(
         f'<li><a href="{html.escape(r["report"])}/index.html">{html.escape(str(r["config"]))}</a></li>'
