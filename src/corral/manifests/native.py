@@ -51,11 +51,21 @@ describe it):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from corral.errors import InputError
 from corral.manifests.fields import Obj
+
+
+class _Named(Protocol):
+    name: str
+    namespace: str
+    file: str
+
+
+R = TypeVar("R", bound=_Named)
 
 if TYPE_CHECKING:
     from corral.manifests.kai_kinds import TopologyRec
@@ -341,16 +351,7 @@ def workload_podgroups(workloads: list[WorkloadRec], pods: list[PodRec]) -> list
     does not list, leaves the job unschedulable with that reason (kube-scheduler keeps such pods waiting)."""
     from corral.manifests.kinds import PodGroupRec
 
-    by_name: dict[tuple[str, str], WorkloadRec] = {}
-    for w in workloads:
-        if (w.namespace, w.name) in by_name:
-            raise InputError(
-                "duplicate workload",
-                file=w.file or None,
-                obj=f"Workload {w.namespace}/{w.name}",
-                field="metadata.name",
-            )
-        by_name[(w.namespace, w.name)] = w
+    by_name = unique_by_name(workloads, "workload", "Workload")
     out: dict[tuple[str, str], PodGroupRec] = {}
     for pod in pods:
         if pod.workload_ref is None or (pod.namespace, workload_group_name(pod.workload_ref)) in out:
@@ -588,3 +589,19 @@ def report_read(by_kind: dict[str, list], notes: Notes) -> None:
         notes.read(line)
     for obj, path, message in warnings:
         notes.warn(obj, path, message)
+
+
+def unique_by_name(records: Iterable[R], what: str, kind: str) -> dict[tuple[str, str], R]:
+    """``records`` by (namespace, name); a second object of the same name is an input error."""
+    out: dict[tuple[str, str], R] = {}
+    for r in records:
+        key = (r.namespace, r.name)
+        if key in out:
+            raise InputError(
+                f"duplicate {what}",
+                file=r.file or None,
+                obj=f"{kind} {key[0]}/{key[1]}",
+                field="metadata.name",
+            )
+        out[key] = r
+    return out

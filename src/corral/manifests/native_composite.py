@@ -137,18 +137,9 @@ def assemble_composites(composites: list[CompositeRec], groups: list[PodGroupRec
     """``groups`` with the PodGroups under composites replaced by one record per root composite (its
     :class:`CompositeTree` in ``native.composite``)."""
     from corral.manifests.kinds import PodGroupRec
-    from corral.manifests.native import NativeGroup, _queue
+    from corral.manifests.native import NativeGroup, _queue, unique_by_name
 
-    by_key: dict[tuple[str, str], CompositeRec] = {}
-    for c in composites:
-        if (c.namespace, c.name) in by_key:
-            raise InputError(
-                "duplicate composite pod group",
-                file=c.file or None,
-                obj=f"CompositePodGroup {c.namespace}/{c.name}",
-                field="metadata.name",
-            )
-        by_key[(c.namespace, c.name)] = c
+    by_key = unique_by_name(composites, "composite pod group", "CompositePodGroup")
     roots: dict[tuple[str, str], PodGroupRec] = {}
     problems: dict[tuple[str, str], str] = {}
 

@@ -44,6 +44,13 @@ def _wall(seconds: float | None) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+def _span_of(engine: Engine) -> float:
+    """The simulated time a run's progress is measured against: its ``until``, else the last submit."""
+    if engine.options.until is not None:
+        return engine.options.until
+    return engine.specs[-1].submit if engine.specs else 0.0
+
+
 class _Rate:
     """Jobs done and events over the last :attr:`WINDOW` seconds of wall time, and the ETA they give."""
 
@@ -102,11 +109,7 @@ class SimProgress:
     def attach(self, engine: Engine) -> None:
         self.engine = engine
         if self.span is None:
-            self.span = (
-                engine.options.until
-                if engine.options.until is not None
-                else (engine.specs[-1].submit if engine.specs else 0.0)
-            )
+            self.span = _span_of(engine)
 
     def update(self, now: float, done: int, total: int) -> None:
         events = self.engine.events if self.engine is not None else 0
@@ -154,11 +157,7 @@ class LogProgress:
     def attach(self, engine: Engine) -> None:
         self.engine = engine
         if self.span is None:
-            self.span = (
-                engine.options.until
-                if engine.options.until is not None
-                else (engine.specs[-1].submit if engine.specs else 0.0)
-            )
+            self.span = _span_of(engine)
 
     def update(self, now: float, done: int, total: int) -> None:
         events = self.engine.events if self.engine is not None else 0
