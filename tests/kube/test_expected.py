@@ -51,6 +51,11 @@ def objects(runtime: str = "2h") -> list[dict]:
     )
 
 
+def live(**settings) -> LiveForecast:
+    """A forecast with a budget no loaded test machine exhausts: the estimates must not depend on speed."""
+    return LiveForecast(**{"budget": 600.0, **settings})
+
+
 def annotations(server: FakeAPI, name: str) -> dict:
     return (server.get("PodGroup", name, "default") or {})["metadata"].get("annotations") or {}
 
@@ -65,7 +70,7 @@ def patches(server: FakeAPI, name: str) -> int:
 
 def test_annotations_and_gauge_follow_the_estimate(server: FakeAPI, runner_factory) -> None:
     server.add_all(objects())
-    r = runner_factory(CONFIG, now=NOW, period=10.0, forecast=LiveForecast(every=1, threshold=300))
+    r = runner_factory(CONFIG, now=NOW, period=10.0, forecast=live(every=1, threshold=300))
     r.start()
     assert r.cache.wait_synced(5)
     r.cycle(NOW)
@@ -111,7 +116,7 @@ def test_annotations_and_gauge_follow_the_estimate(server: FakeAPI, runner_facto
 
 def test_a_move_within_the_threshold_is_not_written(server: FakeAPI, runner_factory) -> None:
     server.add_all(objects())
-    r = runner_factory(CONFIG, now=NOW, period=10.0, forecast=LiveForecast(every=1, threshold=2 * HOUR))
+    r = runner_factory(CONFIG, now=NOW, period=10.0, forecast=live(every=1, threshold=2 * HOUR))
     r.start()
     assert r.cache.wait_synced(5)
     r.cycle(NOW)
@@ -133,7 +138,7 @@ def test_a_move_within_the_threshold_is_not_written(server: FakeAPI, runner_fact
 
 def test_every_n_cycles_and_nothing_written_in_a_dry_run(server: FakeAPI, runner_factory) -> None:
     server.add_all(objects())
-    r = runner_factory(CONFIG, now=NOW, dry_run=True, forecast=LiveForecast(every=2))
+    r = runner_factory(CONFIG, now=NOW, dry_run=True, forecast=live(every=2))
     r.start()
     assert r.cache.wait_synced(5)
     r.cycle(NOW)
@@ -157,7 +162,7 @@ def test_the_time_budget_stops_the_forecast(server: FakeAPI, runner_factory) -> 
 @pytest.mark.parametrize("every", [0])
 def test_off_means_no_gauge_and_no_write(server: FakeAPI, runner_factory, every: int) -> None:
     server.add_all(objects())
-    r = runner_factory(CONFIG, now=NOW, forecast=LiveForecast(every=every))
+    r = runner_factory(CONFIG, now=NOW, forecast=live(every=every))
     r.start()
     assert r.cache.wait_synced(5)
     r.cycle(NOW)
@@ -173,7 +178,7 @@ def test_a_new_replica_removes_what_an_earlier_one_left_on_a_started_podgroup(
         if d["kind"] == "PodGroup" and d["metadata"]["name"] == "busy":
             d["metadata"]["annotations"].update({EXPECTED_START: T0, EXPECTED_BASIS: "fits now; on n1"})
     server.add_all(docs)
-    r = runner_factory(CONFIG, now=NOW, forecast=LiveForecast(every=1))
+    r = runner_factory(CONFIG, now=NOW, forecast=live(every=1))
     r.start()
     assert r.cache.wait_synced(5)
     r.cycle(NOW)
@@ -184,7 +189,7 @@ def test_a_new_replica_removes_what_an_earlier_one_left_on_a_started_podgroup(
 
 def test_no_write_once_leadership_is_lost(server: FakeAPI, runner_factory) -> None:
     server.add_all(objects())
-    r = runner_factory(CONFIG, now=NOW, forecast=LiveForecast(every=2))
+    r = runner_factory(CONFIG, now=NOW, forecast=live(every=2))
     r.start()
     assert r.cache.wait_synced(5)
     r.cycle(NOW)  # the cycle's own writes while leader; no forecast yet
