@@ -241,7 +241,7 @@ def test_validate_reports_what_it_read(tmp_path) -> None:
     from corral.cli import app
     from tests.scenarios.test_scenarios import CASES
 
-    case = next(p for p in CASES if p.stem == "native_dra_claims_wait")
+    case = next(p for p in CASES if p.stem == "native_dra_gang_claims")
     docs = expand(yaml.safe_load(case.read_text()))
     docs.append(
         {

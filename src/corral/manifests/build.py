@@ -30,6 +30,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from corral.dra.pods import inventory_of
 from corral.errors import InputError
 from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kai import (
@@ -164,9 +165,10 @@ def assemble_cluster(
     (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
     by_kind: dict[str, list] = defaultdict(list, records)
     hypernodes = native_records(by_kind, hypernodes)  # Kubernetes' own gang API (manifests/native.py)
+    dra = inventory_of(by_kind, set(schedulers))  # devices charged to pods and nodes (corral.dra)
     resources = _resource_index(by_kind)
     nodes = _nodes(by_kind["Node"], resources)
-    cluster = Cluster(resources=resources, nodes=nodes)
+    cluster = Cluster(resources=resources, nodes=nodes, dra=dra)
     for name, value, default in by_kind["PriorityClass"]:
         cluster.priority_classes[name] = PriorityClass(name, value, default)
     for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
@@ -515,6 +517,8 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
     sub = rec.labels.get(SUBGROUP_LABEL)
     if sub is not None or rec.gpu_share is not None:  # both change what the plugins allow
         klass = (*klass, sub or "", rec.gpu_share)
+    if rec.dra_key is not None:  # so do its resource claims (plugins/dra.py)
+        klass = (*klass, rec.dra_key)
     return Task(
         uid=rec.uid,
         name=rec.name,
