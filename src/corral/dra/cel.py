@@ -105,15 +105,18 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 def _library() -> Any:
-    try:
-        import cel
-    except ImportError:  # pragma: no cover - the extra is part of every test install
+    """The CEL library; a snapshot with claims on an install without it is refused in one line (exit 2)
+    naming the install that adds it (:mod:`corral.extras`)."""
+    from corral.extras import missing
+
+    gone = missing("dra")
+    if gone:
         raise InputError(
-            "CEL selectors of Dynamic Resource Allocation need the CEL library: install corral[dra] "
-            "(pip install 'corral[dra]')",
-            obj="DeviceClass/ResourceClaim",
-            field="selectors[].cel.expression",
-        ) from None
+            f"the snapshot's resource claims need {', '.join(gone)} to evaluate CEL device selectors, "
+            "which this install of corral leaves out: pip install 'corral[dra]'"
+        )
+    import cel
+
     return cel
 
 

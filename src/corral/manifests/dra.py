@@ -107,8 +107,10 @@ def dra_lines(recs: list[DraRec]) -> tuple[list[str], list[tuple[str, str, str]]
                     f"DeviceClass {c.name}",
                     "spec.extendedResourceName",
                     f"Kubernetes serves requests for {c.extended_resource} from this class's devices; "
-                    "corral counts only what nodes advertise in status.allocatable, so such pods may "
-                    "wait in corral where kube-scheduler would place them",
+                    f"corral counts the class's devices as {c.extended_resource} only for claims that use "
+                    "the class, and gives a pod that asks for it as an extended resource (no claim) only "
+                    "what nodes advertise in status.allocatable: such pods may wait in corral where "
+                    "kube-scheduler would place them",
                 )
             )
     return lines, warnings
