@@ -84,6 +84,11 @@ class Inventory:
     allocations: dict[str, tuple[int, tuple[tuple[str, int], ...]]] = field(default_factory=dict)
     #: claims allocated in the snapshot that some pod outside corral's view may use: never freed
     pinned: set[str] = field(default_factory=set)
+    #: devices charged as resources (milli, by resource name): to a pod's request, to a node's allocatable
+    pod_extra: dict[str, dict[str, float]] = field(default_factory=dict)
+    node_extra: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: pod uid -> what its claims add to its class (equivalence of predicate masks)
+    pod_key: dict[str, Any] = field(default_factory=dict)
     _match: dict[SubRequest, tuple[np.ndarray, str]] = field(default_factory=dict)
 
     def device_index(self) -> dict[tuple[str, str, str], int]:

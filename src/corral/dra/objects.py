@@ -27,10 +27,12 @@ field, what to do), or documented as inert (docs/kubernetes.md, "Dynamic Resourc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.manifests.fields import Obj
 from corral.model.quantity import parse_quantity
+
+if TYPE_CHECKING:  # the manifests package imports this one: only the type here
+    from corral.manifests.fields import Obj
 
 __all__ = [
     "ALL",

@@ -26,8 +26,8 @@ def attach_pods(
     templates: dict[tuple[str, str], ClaimSpec],
     served: set[str],
 ) -> None:
-    """Resolve the claims of ``pods`` (PodRecs), record the snapshot's allocations, and charge devices
-    into the pods' ``requests`` and the nodes' ``allocatable`` (both replaced by new dicts)."""
+    """Resolve the claims of ``pods`` (PodRecs), record the snapshot's allocations, and work out the
+    devices charged to pod requests and node allocatable (``inv.pod_extra``, ``inv.node_extra``)."""
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         if not rec.claim_refs:
             continue
@@ -55,8 +55,10 @@ def attach_pods(
             row = int(inv.dev_node[devs[0][1]])
         inv.allocations[key] = (row, devs)
         reserved = [by_name.get((claim.namespace, n)) for n in claim.reserved_for]
-        if not claim.reserved_for or any(r is None or r.scheduler not in served for r in reserved):
-            inv.pinned.add(key)  # in use by pods corral does not see or serve: a fact
+        if any(r is not None and r.scheduler not in served for r in reserved):
+            inv.pinned.add(key)  # in use by pods of another scheduler: a fact
+        # reserved only for pods the snapshot no longer has (deleted: the resourceclaim controller drops
+        # them and frees the claim), or for none: held while a consumer in the snapshot holds a node
     _charge(inv, by_uid, nodes)
 
 
@@ -114,6 +116,8 @@ def _claim_counts(inv: Inventory, claim: Claim) -> dict[str, float]:
 
 
 def _charge(inv: Inventory, by_uid: dict[str, Any], nodes: list[Any]) -> None:
+    """Fill ``inv.pod_extra`` and ``inv.node_extra`` (records are never changed: the watch cache of
+    ``corral run`` assembles the same records again and again)."""
     used_classes: set[str] = set()
     for key, uids in sorted(inv.consumers.items()):
         claim = inv.claims[key]
@@ -123,38 +127,27 @@ def _charge(inv: Inventory, by_uid: dict[str, Any], nodes: list[Any]) -> None:
         payer = (reserved or holding or sorted(uids, key=lambda u: (by_uid[u].namespace, by_uid[u].name)))[0]
         if key in inv.allocations and not (reserved or holding):
             continue  # allocated for pods not in the snapshot: the node's books hold it (pinned)
-        counts = _claim_counts(inv, claim)
-        if counts:
-            rec = by_uid[payer]
-            requests = dict(rec.requests)
-            for name, milli in counts.items():
-                requests[name] = requests.get(name, 0.0) + milli
-            rec.requests = requests
+        extra = inv.pod_extra.setdefault(payer, {})
+        for name, milli in _claim_counts(inv, claim).items():
+            extra[name] = extra.get(name, 0.0) + milli
     # the class of every allocation in force counts on its node too
     for key in inv.allocations:
         claim = inv.claims[key]
         used_classes.update(s.device_class for r in claim.spec.requests for s in r.alternatives)
     counts_by_class = class_counts(inv, {c for c in used_classes if c in inv.classes})
-    rows = {n: i for i, n in enumerate(inv.node_names)}
-    for node in nodes:
-        row = rows.get(node.name)
-        if row is None:
-            continue
-        extra: dict[str, float] = {}
-        for name, per_node in counts_by_class.items():
+    for row, name in enumerate(inv.node_names):
+        extra = {}
+        for cname, per_node in counts_by_class.items():
             if per_node[row] > 0:
-                rname = resource_name(inv.classes[name], name)
+                rname = resource_name(inv.classes[cname], cname)
                 extra[rname] = max(extra.get(rname, 0.0), float(per_node[row]) * 1000.0)
         if extra:
-            alloc = dict(node.allocatable)
-            for rname, milli in extra.items():
-                alloc[rname] = alloc.get(rname, 0.0) + milli
-            node.allocatable = alloc
+            inv.node_extra[name] = extra
 
 
 def inventory_of(by_kind: dict[str, list], served: set[str]) -> Inventory | None:
     """The DRA inventory of a snapshot's records (``Cluster.dra``), or None when no pod has claims and no
-    claim is allocated; charges devices into pod requests and node allocatable (module docstring)."""
+    claim is allocated; with the devices charged to pod requests and node allocatable."""
     from corral.dra.inventory import build_inventory
 
     pods = by_kind.get("Pod", [])
@@ -184,7 +177,7 @@ def inventory_of(by_kind: dict[str, list], served: set[str]) -> Inventory | None
         refs = inv.pod_claims.get(p.uid)
         if refs:
             # the pod's class: a claim made from a template is the template's shape; a named claim is itself
-            p.dra_key = tuple(
+            inv.pod_key[p.uid] = tuple(
                 ("template", inv.claims[r.claim].namespace, inv.claims[r.claim].template)
                 if inv.claims[r.claim].template
                 else ("claim", r.claim)

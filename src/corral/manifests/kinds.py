@@ -161,8 +161,6 @@ class PodRec:
     #: ``status.resourceClaimStatuses`` (entry -> claim name): :mod:`corral.dra.pods`
     claim_refs: tuple[tuple[str, str, str], ...] = ()
     claim_statuses: dict[str, str] = field(default_factory=dict)
-    #: what the pod's claims add to its class (set when the claims are resolved)
-    dra_key: Any = None
 
     @property
     def native(self) -> bool:
