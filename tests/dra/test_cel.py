@@ -34,14 +34,14 @@ def test_kubernetes_selectors_evaluate(expr: str, want: bool) -> None:
     env = CelEnv()
     env.compile(expr, obj="DeviceClass x", field="spec.selectors[0].cel.expression")
     dev = _device(model="A100", driverVersion="1.12.1")
-    assert env.matches(expr, ("sig",), dev) is want
+    assert env.matches(expr, ("sig",), lambda i: dev, 0) is want
 
 
 def test_a_missing_attribute_is_a_runtime_error_not_a_match() -> None:
     env = CelEnv()
     expr = "device.attributes['gpu.example.com'].memoryType == 'HBM'"
     env.compile(expr, obj="DeviceClass x", field="f")
-    got = env.matches(expr, ("sig",), _device(model="A100"))
+    got = env.matches(expr, ("sig",), lambda i: _device(model="A100"), 0)
     assert isinstance(got, str) and got.startswith("CEL runtime error")
 
 
@@ -49,10 +49,10 @@ def test_results_are_cached_per_signature() -> None:
     env = CelEnv()
     expr = "device.attributes['gpu.example.com'].model == 'A100'"
     env.compile(expr, obj="DeviceClass x", field="f")
-    assert env.matches(expr, ("same",), _device(model="A100")) is True
+    assert env.matches(expr, ("same",), lambda i: _device(model="A100"), 0) is True
     # same signature: the cached answer (a real device with this signature has the same attributes)
-    assert env.matches(expr, ("same",), _device(model="H100")) is True
-    assert env.matches(expr, ("other",), _device(model="H100")) is False
+    assert env.matches(expr, ("same",), lambda i: _device(model="H100"), 0) is True
+    assert env.matches(expr, ("other",), lambda i: _device(model="H100"), 0) is False
 
 
 @pytest.mark.parametrize(

@@ -63,17 +63,16 @@ class _Search:
 
     def _add(self, ci: int, sub: SubRequest, dev: int) -> bool:
         ks = self._constrained(ci, sub)
-        attrs = self.inv.dev_attrs[dev]
         spec = self.claims[ci].spec
         for k in ks:
-            value = attrs.get(spec.constraints[k].attribute)
+            value = self.inv.attribute(dev, spec.constraints[k].attribute)
             if value is None:
                 return False
             if self.constraint_counts[ci][k] and self.constraint_values[ci][k] != value:
                 return False
         for k in ks:
             if not self.constraint_counts[ci][k]:
-                self.constraint_values[ci][k] = attrs.get(spec.constraints[k].attribute)
+                self.constraint_values[ci][k] = self.inv.attribute(dev, spec.constraints[k].attribute)
             self.constraint_counts[ci][k] += 1
         return True
 

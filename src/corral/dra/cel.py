@@ -16,15 +16,18 @@ with ``semver("1.2.3")``, ``isSemver`` and ``compareTo``/``isGreaterThan``/``isL
 them by semantic version. (Kubernetes' quantity ``add``/``sub`` are not offered: an expression using
 them fails to compile, and the object is refused.)
 
-Results are cached per expression and per device *signature* (driver, attributes, capacity): a cluster
-of identical GPUs costs one evaluation per expression, whatever its size (kube-scheduler caches the
-compiled expression and each device/request match, ``structured/allocator.go``).
+Results are cached per expression and per device *signature*: the parts of the device the expression
+reads (``device.driver``, ``device.attributes``, ``device.capacity`` — all of them when it uses
+``device`` any other way). A cluster of identical GPUs costs one evaluation per expression whatever its
+size, and so does a class that selects by driver alone even when every device has its own uuid
+(kube-scheduler caches the compiled expression and each device/request match,
+``structured/allocator.go``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from corral.errors import InputError
@@ -120,6 +123,21 @@ def _library() -> Any:
     return cel
 
 
+_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
+_USE = re.compile(r"\bdevice\b(\s*\.\s*(\w+))?")
+
+
+def fields_read(expression: str) -> tuple[str, ...]:
+    """The parts of ``device`` an expression reads (all of them unless each use names one)."""
+    used = set()
+    for m in _USE.finditer(expression):
+        name = m.group(2)
+        if name not in _FIELDS:
+            return _FIELDS
+        used.add(name)
+    return tuple(f for f in _FIELDS if f in used)
+
+
 class CelEnv:
     """Compiles selectors once and answers ``matches(expression, device)`` with a cache per device
     signature. ``device`` is the plain dict of the CEL environment (``driver``, ``attributes``,
@@ -128,6 +146,7 @@ class CelEnv:
     def __init__(self) -> None:
         self._cel = _library()
         self._programs: dict[str, Any] = {}
+        self._fields: dict[str, tuple[str, ...]] = {}
         self._results: dict[tuple[str, Any], bool | str] = {}
 
     def compile(self, expression: str, *, obj: str, field: str, file: str | None = None) -> None:
@@ -157,13 +176,22 @@ class CelEnv:
                 field=field,
             )
         self._programs[expression] = program
+        self._fields[expression] = fields_read(expression)
 
-    def matches(self, expression: str, signature: Any, device: dict[str, Any]) -> bool | str:
-        """True/False, or the text of a runtime error (the device then does not match)."""
+    def fields(self, expression: str) -> tuple[str, ...]:
+        """The parts of the device ``expression`` reads (:func:`fields_read`), for its signature."""
+        return self._fields[expression]
+
+    def matches(
+        self, expression: str, signature: Sequence[Any] | Any, view: Callable[[int], dict[str, Any]], i: int
+    ) -> bool | str:
+        """True/False, or the text of a runtime error (the device then does not match). ``signature``
+        must tell apart the devices that differ in what the expression reads; ``view(i)`` builds the
+        device's CEL value when the signature is new."""
         key = (expression, signature)
         got = self._results.get(key)
         if got is None:
-            got = self._evaluate(expression, device)
+            got = self._evaluate(expression, view(i))
             self._results[key] = got
         return got
 

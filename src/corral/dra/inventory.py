@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from corral.dra.cel import CelEnv
-from corral.dra.objects import ALL, Claim, ClaimSpec, DeviceClass, Slice, SubRequest
+from corral.dra.objects import ALL, Claim, ClaimSpec, Device, DeviceClass, Slice, SubRequest
 from corral.errors import InputError
 
 __all__ = ["ClaimRef", "Inventory", "build_inventory", "resource_name"]
@@ -71,9 +71,8 @@ class Inventory:
     node_names: list[str]
     dev_node: np.ndarray  # device -> node row
     dev_id: list[tuple[str, str, str]]  # (driver, pool, device)
-    dev_view: list[dict[str, Any]]  # the CEL environment's ``device``
-    dev_sig: list[Any]
-    dev_attrs: list[dict[str, Any]]  # fully qualified attribute -> value
+    devices: list[Device]  # as the slices give them
+    domains: tuple[str, ...]  # every attribute and capacity domain, and every driver, of the slices
     node_devices: list[list[int]]  # per node row, in allocation order
     node_bad_pool: dict[int, str]  # node row -> why some pool of it is incomplete or invalid
     pod_claims: dict[str, tuple[ClaimRef, ...]] = field(default_factory=dict)  # pod uid -> its claims
@@ -90,6 +89,7 @@ class Inventory:
     #: pod uid -> what its claims add to its class (equivalence of predicate masks)
     pod_key: dict[str, Any] = field(default_factory=dict)
     _match: dict[SubRequest, tuple[np.ndarray, str]] = field(default_factory=dict)
+    _by_expression: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)
 
     def device_index(self) -> dict[tuple[str, str, str], int]:
         return {d: i for i, d in enumerate(self.dev_id)}
@@ -99,22 +99,70 @@ class Inventory:
         got = self._match.get(sub)
         if got is None:
             klass = self.classes.get(sub.device_class)
-            n = len(self.dev_id)
-            mask = np.zeros(n, dtype=bool)
+            mask = np.zeros(len(self.dev_id), dtype=bool)
             error = ""
             if klass is not None:
-                exprs = klass.selectors + sub.selectors
-                for i in range(n):
-                    ok = True
-                    for e in exprs:
-                        r = self.env.matches(e, self.dev_sig[i], self.dev_view[i])
-                        if r is not True:
-                            if isinstance(r, str) and not error:
-                                error = f"{r} (device {'/'.join(self.dev_id[i])}, selector {e!r})"
-                            ok = False
-                            break
-                    mask[i] = ok
+                mask[:] = True
+                for e in klass.selectors + sub.selectors:
+                    selected, err = self._expression(e)
+                    mask &= selected
+                    error = error or err
             got = self._match[sub] = (mask, error)
+        return got
+
+    def view(self, i: int) -> dict[str, Any]:
+        """Device ``i`` as the CEL environment's ``device`` (built only when an expression is evaluated:
+        signatures make that rare). Every domain of the snapshot is a key, empty when the device has
+        nothing in it, as Kubernetes' lazy maps answer."""
+        d = self.devices[i]
+        attrs: dict[str, dict[str, Any]] = {dom: {} for dom in self.domains}
+        caps: dict[str, dict[str, Any]] = {dom: {} for dom in self.domains}
+        for k, v in d.attributes:
+            dom, ident = k.split("/", 1)
+            attrs[dom][ident] = v
+        for k, q in d.capacity:
+            dom, ident = k.split("/", 1)
+            caps[dom][ident] = q
+        return {
+            "driver": self.dev_id[i][0],
+            "attributes": attrs,
+            "capacity": caps,
+            "allowMultipleAllocations": False,
+        }
+
+    def attribute(self, i: int, name: str) -> Any:
+        """The value of fully qualified attribute ``name`` of device ``i``, or None."""
+        for k, v in self.devices[i].attributes:
+            if k == name:
+                return v
+        return None
+
+    def _expression(self, expression: str) -> tuple[np.ndarray, str]:
+        """The devices one selector selects, and the first runtime error it met: evaluated once per
+        distinct signature of what it reads (:mod:`corral.dra.cel`)."""
+        got = self._by_expression.get(expression)
+        if got is None:
+            fields = self.env.fields(expression)
+            out = np.zeros(len(self.dev_id), dtype=bool)
+            error = ""
+            for i, d in enumerate(self.devices):
+                driver = self.dev_id[i][0]
+                sig = tuple(
+                    driver
+                    if f == "driver"
+                    else d.attributes
+                    if f == "attributes"
+                    else d.capacity
+                    if f == "capacity"
+                    else False
+                    for f in fields
+                )
+                r = self.env.matches(expression, sig, self.view, i)
+                if r is True:
+                    out[i] = True
+                elif r is not False and not error:
+                    error = f"{r} (device {'/'.join(self.dev_id[i])}, selector {expression!r})"
+            got = self._by_expression[expression] = (out, error)
         return got
 
 
@@ -183,9 +231,7 @@ def build_inventory(
     per_node, bad = _pools(slices, rows)
     dev_node: list[int] = []
     dev_id: list[tuple[str, str, str]] = []
-    dev_view: list[dict[str, Any]] = []
-    dev_sig: list[Any] = []
-    dev_attrs: list[dict[str, Any]] = []
+    devices: list[Device] = []
     node_devices: list[list[int]] = [[] for _ in node_names]
     domains: set[str] = set()
     for s in slices:
@@ -194,23 +240,10 @@ def build_inventory(
             domains.update(k.split("/", 1)[0] for k, _ in d.attributes + d.capacity)
     for row, offered in enumerate(per_node):
         for s, i in offered:
-            d = s.devices[i]
-            attrs: dict[str, dict[str, Any]] = {dom: {} for dom in domains}
-            caps: dict[str, dict[str, Any]] = {dom: {} for dom in domains}
-            for k, v in d.attributes:
-                dom, ident = k.split("/", 1)
-                attrs[dom][ident] = v
-            for k, q in d.capacity:
-                dom, ident = k.split("/", 1)
-                caps[dom][ident] = q
             node_devices[row].append(len(dev_id))
             dev_node.append(row)
-            dev_id.append((s.driver, s.pool, d.name))
-            dev_view.append(
-                {"driver": s.driver, "attributes": attrs, "capacity": caps, "allowMultipleAllocations": False}
-            )
-            dev_sig.append((s.driver, d.attributes, d.capacity))
-            dev_attrs.append(dict(d.attributes))
+            dev_id.append((s.driver, s.pool, s.devices[i].name))
+            devices.append(s.devices[i])
     return Inventory(
         env=env,
         classes=by_class,
@@ -218,9 +251,8 @@ def build_inventory(
         node_names=list(node_names),
         dev_node=np.asarray(dev_node, dtype=np.int64),
         dev_id=dev_id,
-        dev_view=dev_view,
-        dev_sig=dev_sig,
-        dev_attrs=dev_attrs,
+        devices=devices,
+        domains=tuple(sorted(domains)),
         node_devices=node_devices,
         node_bad_pool=bad,
     )

@@ -34,13 +34,11 @@ No arguments. Pods without claims pass every node, so the plugin is part of the 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from corral.dra.allocator import allocate
 from corral.dra.inventory import Inventory
-from corral.dra.objects import ALL, EXACT, Claim
+from corral.dra.objects import ALL, EXACT, Claim, SubRequest
 from corral.dra.records import ClaimAllocation, devices_of
 from corral.framework.plugin import Plugin
 from corral.model import Task, TaskStatus
@@ -50,6 +48,15 @@ __all__ = ["DraPlugin"]
 _ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
 NOT_ON_NODE = "resourceclaim not available on the node"
 CANNOT = "cannot allocate all claims"
+
+
+def _plain(claim: Claim) -> bool:
+    """One request of one device class, ExactCount, no constraint, no admin access."""
+    spec = claim.spec
+    if len(spec.requests) != 1 or spec.constraints or len(spec.requests[0].alternatives) != 1:
+        return False
+    sub = spec.requests[0].alternatives[0]
+    return sub.mode == EXACT and not sub.admin
 
 
 def _where(task: Task) -> int:
@@ -74,8 +81,10 @@ class DraPlugin(Plugin):
         self._everywhere = np.ones(n, dtype=bool)
         self.held: dict[str, tuple[int, tuple[tuple[str, int], ...]]] = {}
         self.memory: dict[str, dict[int, tuple[tuple[str, int], ...]]] = {}
-        self.version = 0
-        self._counts: dict[Any, np.ndarray] = {}
+        self._counts: dict[SubRequest, np.ndarray] = {}  # free selected devices per node, kept current
+        self._all: dict[SubRequest, np.ndarray] = {}  # selected devices per node
+        self._masks: dict[SubRequest, np.ndarray] = {}
+        self._node_devs: dict[int, np.ndarray] = {}
         self._admin_of: dict[str, frozenset[str]] = {}
         if self.inv is None:
             self.in_use = np.zeros(0, dtype=bool)
@@ -139,9 +148,8 @@ class DraPlugin(Plugin):
         admin = self._admin(key)
         for request, d in devs:
             if request not in admin:  # admin access takes a device without making it in use
-                self.in_use[d] = True
+                self._mark(d, True)
         self.memory.setdefault(key, {})[row] = devs
-        self.version += 1
 
     def _admin(self, key: str) -> frozenset[str]:
         """The request names of claim ``key`` with admin access."""
@@ -161,8 +169,7 @@ class DraPlugin(Plugin):
         admin = self._admin(key)
         for request, d in got[1]:
             if request not in admin:  # a device is never given twice: no other claim holds it
-                self.in_use[d] = False
-        self.version += 1
+                self._mark(d, False)
 
     def _take(self, task: Task, row: int) -> None:
         """Allocate ``task``'s pending claims on node ``row`` (the devices they last had there first)."""
@@ -177,6 +184,11 @@ class DraPlugin(Plugin):
             for c, m in zip(pending, remembered, strict=True):
                 assert m is not None
                 self._hold(c.key, row, m)
+            return
+        if len(pending) == 1 and _plain(pending[0]):
+            devs = self._first_fit(pending[0], row)
+            if devs is not None:
+                self._hold(pending[0].key, row, devs)
             return
         got = allocate(inv, row, pending, self.in_use)
         for c in pending:
@@ -204,18 +216,51 @@ class DraPlugin(Plugin):
             self._give_back(task)
 
     # -- placement -----------------------------------------------------------------------------
-    def _free_counts(self, sub: Any, use_state: bool) -> np.ndarray:
+    def _mark(self, d: int, used: bool) -> None:
+        """Device ``d`` taken or given back: the free counts of every request shape follow it."""
+        self.in_use[d] = used
         assert self.inv is not None
-        key = (sub, use_state, self.version if use_state else -1)
-        got = self._counts.get(key)
+        node = int(self.inv.dev_node[d])
+        step = -1 if used else 1
+        for sub, counts in self._counts.items():
+            if self._selected(sub)[d]:
+                counts[node] += step
+
+    def _selected(self, sub: SubRequest) -> np.ndarray:
+        got = self._masks.get(sub)
         if got is None:
-            if len(self._counts) > 4096:
-                self._counts.clear()
-            mask, _ = self.inv.match(sub)
-            if use_state:
-                mask = mask & ~self.in_use if not sub.admin else mask
-            got = self._counts[key] = np.bincount(self.inv.dev_node[mask], minlength=self.n)
+            assert self.inv is not None
+            got = self._masks[sub] = self.inv.match(sub)[0]
         return got
+
+    def _free_counts(self, sub: SubRequest, use_state: bool) -> np.ndarray:
+        """Per node, the devices ``sub`` selects that are free (all of them without ``use_state``, or for
+        admin access): kept up to date device by device (:meth:`_mark`)."""
+        assert self.inv is not None
+        mask = self._selected(sub)
+        if not use_state or sub.admin:
+            got = self._all.get(sub)
+            if got is None:
+                got = self._all[sub] = np.bincount(self.inv.dev_node[mask], minlength=self.n)
+            return got
+        got = self._counts.get(sub)
+        if got is None:
+            got = self._counts[sub] = np.bincount(self.inv.dev_node[mask & ~self.in_use], minlength=self.n)
+        return got
+
+    def _first_fit(self, claim: Claim, row: int) -> tuple[tuple[str, int], ...] | None:
+        """The allocator's answer for a claim of one plain request (one device class, ExactCount, no
+        constraint, no admin access): the first free selected devices of the node in allocation order
+        — what its search finds first — without the search."""
+        assert self.inv is not None
+        sub = claim.spec.requests[0].alternatives[0]
+        devs = self._node_devs.get(row)
+        if devs is None:
+            devs = self._node_devs[row] = np.asarray(self.inv.node_devices[row], dtype=np.int64)
+        free = devs[self._selected(sub)[devs] & ~self.in_use[devs]]
+        if len(free) < sub.count:
+            return None
+        return tuple((sub.name, d) for d in free[: sub.count].tolist())
 
     def _mask(self, task: Task, use_state: bool = True) -> tuple[np.ndarray, str]:
         claims = self._claims(task)
