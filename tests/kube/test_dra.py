@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from corral.kube.dra_status import FINALIZER
@@ -51,6 +52,8 @@ def test_the_claim_is_allocated_and_reserved_before_the_bind(server: FakeAPI, ru
     assert alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n2"]
     [reserved] = claim["status"]["reservedFor"]
     assert (reserved["resource"], reserved["name"]) == ("pods", "train-0")
+    kv = pytest.importorskip("kubernetes_validate")
+    kv.validate(claim, "1.37.0", strict=True)  # the status is shaped as the API server takes it
     writes = [(m, p) for m, p in server.requests if m in ("PATCH", "POST")]
     status = writes.index(
         ("PATCH", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/train-0-gpu-x7k2p/status")

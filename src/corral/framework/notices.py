@@ -113,7 +113,21 @@ def cluster_notices(cluster: Cluster, config: Config, registry: Any) -> list[Not
     """Every podgroup's notices, in the cluster's job order."""
     provider = topology_provider(config, registry)
     has_tree = bool(cluster.hypernodes)
-    return [n for job in cluster.jobs.values() for n in job_notices(job, provider, has_tree)]
+    out = [n for job in cluster.jobs.values() for n in job_notices(job, provider, has_tree)]
+    dra = cluster.dra
+    if dra is not None and dra.pod_claims and not any(pc.name == "dra" for t in config.tiers for pc in t):
+        for job in cluster.jobs.values():  # claims and no dra plugin: devices are not allocated
+            if any(dra.pod_claims.get(t.uid) for t in job.tasks):
+                out.append(
+                    Notice(
+                        f"PodGroup {job.uid}",
+                        "pods' spec.resourceClaims",
+                        "not allocated: the configuration has no dra plugin (nor predicates' "
+                        "predicate.DynamicResourceAllocationEnable), so pods are placed without devices, "
+                        "as Volcano places them without DRA; add the dra plugin",
+                    )
+                )
+    return out
 
 
 def config_notices(config: Config) -> list[Notice]:

@@ -1,0 +1,50 @@
+"""The configurations around DRA: Volcano's DRA predicate switch calls for the dra plugin, and a
+configuration without it says, per podgroup, that its claims are not allocated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from corral.cli import schedule_snapshot
+from corral.framework.config import parse_config
+from corral.manifests.fields import parse_time
+from corral.registry import REGISTRY
+from tests.scenarios.expand import T0, expand
+
+CASE = Path(__file__).parents[1] / "scenarios" / "cases" / "dra_two_pods_never_share_a_device.yaml"
+
+
+def _config(predicates: dict) -> dict:
+    return {
+        "actions": "enqueue, allocate",
+        "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, predicates]}],
+    }
+
+
+def test_volcano_s_dra_predicate_switch_brings_the_dra_plugin() -> None:
+    on = parse_config(
+        _config({"name": "predicates", "arguments": {"predicate.DynamicResourceAllocationEnable": True}}),
+        REGISTRY,
+    )
+    assert "dra" in [p.name for tier in on.tiers for p in tier]
+    off = parse_config(_config({"name": "predicates"}), REGISTRY)
+    assert "dra" not in [p.name for tier in off.tiers for p in tier]
+
+
+def test_without_the_dra_plugin_claims_are_named_as_not_allocated(tmp_path: Path) -> None:
+    snap = tmp_path / "s.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(yaml.safe_load(CASE.read_text()))))
+    config = parse_config(_config({"name": "predicates"}), REGISTRY)
+    out = schedule_snapshot([snap], config, parse_time(T0), 1, 1.0).to_json(1)
+    warned = {w["podgroup"] for w in out["warnings"] if w["field"] == "pods' spec.resourceClaims"}
+    assert warned == {"default/first-0", "default/second-0"}
+    assert not out["claim_allocations"]
+    with_dra = parse_config(
+        _config({"name": "predicates", "arguments": {"predicate.DynamicResourceAllocationEnable": True}}),
+        REGISTRY,
+    )
+    out = schedule_snapshot([snap], with_dra, parse_time(T0), 1, 1.0).to_json(1)
+    assert not [w for w in out["warnings"] if w["field"] == "pods' spec.resourceClaims"]
+    assert [b["pod"] for b in out["binds"]] == ["default/first-0"]
