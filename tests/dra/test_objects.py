@@ -84,3 +84,8 @@ def test_v1beta1_shapes_are_read() -> None:
     [d] = s.devices
     assert dict(d.attributes) == {"gpu.example.com/model": "A100"}
     assert dict(d.capacity)["gpu.example.com/memory"] == 80 * 2**30 * 1000
+
+
+def test_list_attributes_are_cel_lists() -> None:
+    s = slice_("n1", [{"name": "g0", "attributes": {"links": {"ints": [0, 1]}}}])
+    assert dict(s.devices[0].attributes) == {"gpu.example.com/links": (0, 1)}

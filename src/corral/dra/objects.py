@@ -146,17 +146,25 @@ def _qualify(driver: str, key: str) -> str:
     return key if "/" in key else f"{driver}/{key}"
 
 
+def _scalar(o: Obj, kind: str, v: Any, path: str) -> Any:
+    if kind == "int":
+        return v if isinstance(v, int) and not isinstance(v, bool) else o.integer(v, path)
+    if kind == "bool":
+        return o.boolean(v, path, False)
+    return o.string(v, path)
+
+
 def _attr_value(o: Obj, raw: Any, path: str) -> Any:
+    """An attribute's value; the list forms (``ints``, ``bools``, ``strings``, ``versions``) are CEL lists
+    (a tuple here, so that devices stay hashable)."""
     m = o.mapping(raw, path)
     for kind in ("int", "bool", "string", "version"):
         if kind in m:
-            v = m[kind]
-            if kind == "int":
-                return o.integer(v, f"{path}.int") if not isinstance(v, int) or isinstance(v, bool) else v
-            if kind == "bool":
-                return o.boolean(v, f"{path}.bool", False)
-            return o.string(v, f"{path}.{kind}")
-    raise o.error("expected one of int, bool, string, version", path)
+            return _scalar(o, kind, m[kind], f"{path}.{kind}")
+        if f"{kind}s" in m:
+            items = o.listof(m[f"{kind}s"], f"{path}.{kind}s")
+            return tuple(_scalar(o, kind, v, f"{path}.{kind}s[{i}]") for i, v in enumerate(items))
+    raise o.error("expected one of int, bool, string, version (or their lists)", path)
 
 
 def _device(o: Obj, raw: Any, driver: str, path: str) -> Device:
@@ -172,6 +180,7 @@ def _device(o: Obj, raw: Any, driver: str, path: str) -> Device:
         ("nodeName", "per-device node selection"),
         ("nodeSelector", "per-device node selection"),
         ("allNodes", "per-device node selection"),
+        ("nodeAllocatableResources", "devices that feed node allocatable (nodeAllocatableResources)"),
     ):
         if body.get(key):
             _refuse(o, f"{base}.{key}", what)
@@ -203,6 +212,7 @@ def parse_slice(o: Obj) -> Slice:
         ("nodeSelector", "devices reachable from several nodes"),
         ("perDeviceNodeSelection", "per-device node selection"),
         ("sharedCounters", "partitionable devices (sharedCounters, e.g. MIG)"),
+        ("partitionTypeAttribute", "partitionable devices (partitionTypeAttribute)"),
     ):
         if spec.get(key):
             _refuse(o, f"spec.{key}", what)
@@ -250,6 +260,8 @@ def parse_class(o: Obj) -> DeviceClass:
 def _sub(o: Obj, r: dict, name: str, path: str) -> SubRequest:
     if r.get("capacity"):
         _refuse(o, f"{path}.capacity", "consumable capacity requests")
+    if r.get("derivedAttributes"):
+        _refuse(o, f"{path}.derivedAttributes", "derived attributes")
     mode = o.string(r.get("allocationMode"), f"{path}.allocationMode") or EXACT
     if mode not in (EXACT, ALL):
         raise o.error(f"allocationMode must be {EXACT} or {ALL}, got {mode!r}", f"{path}.allocationMode")
