@@ -48,3 +48,17 @@ def test_without_the_dra_plugin_claims_are_named_as_not_allocated(tmp_path: Path
     out = schedule_snapshot([snap], with_dra, parse_time(T0), 1, 1.0).to_json(1)
     assert not [w for w in out["warnings"] if w["field"] == "pods' spec.resourceClaims"]
     assert [b["pod"] for b in out["binds"]] == ["default/first-0"]
+
+
+def test_the_table_output_lists_claim_allocations(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from corral.cli import app
+
+    case = Path(__file__).parents[1] / "scenarios" / "cases" / "dra_claim_on_node_with_device.yaml"
+    snap = tmp_path / "s.yaml"
+    snap.write_text(yaml.safe_dump_all(expand(yaml.safe_load(case.read_text()))))
+    out = CliRunner().invoke(app, ["schedule", str(snap), "--now", T0])
+    assert out.exit_code == 0, out.output
+    assert "Claim allocations (1)" in out.output
+    assert "gpu=gpu.example.com/n2/gpu-1" in out.output and "1 claim allocations" in out.output
