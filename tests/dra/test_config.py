@@ -62,3 +62,48 @@ def test_the_table_output_lists_claim_allocations(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "Claim allocations (1)" in out.output
     assert "gpu=gpu.example.com/n2/gpu-1" in out.output and "1 claim allocations" in out.output
+
+
+def test_the_simulator_counts_a_dra_cluster_s_gpus(tmp_path: Path) -> None:
+    """A snapshot whose nodes publish their GPUs as ResourceSlices (class extendedResourceName
+    nvidia.com/gpu, no claims, nodes advertising no nvidia.com/gpu) is a simulator cluster with them."""
+    from corral.sim.clusters import load_cluster
+
+    nodes = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": n},
+            "status": {"allocatable": {"cpu": "64"}},
+        }
+        for n in ("n1", "n2")
+    ]
+    klass = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {
+            "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+            "extendedResourceName": "nvidia.com/gpu",
+        },
+    }
+    slices = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{n}-gpus"},
+            "spec": {
+                "driver": "gpu.nvidia.com",
+                "nodeName": n,
+                "pool": {"name": n, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"gpu-{k}"} for k in range(k_)],
+            },
+        }
+        for n, k_ in (("n1", 8), ("n2", 4))
+    ]
+    snap = tmp_path / "cluster.yaml"
+    snap.write_text(yaml.safe_dump_all([*nodes, klass, *slices]))
+    template = load_cluster(snap)
+    c = template.cluster
+    assert list(c.nodes.allocatable[:, c.resources.pos("nvidia.com/gpu")] / 1000) == [8.0, 4.0]
+    assert "12 GPUs" in template.description

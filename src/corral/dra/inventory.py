@@ -86,6 +86,8 @@ class Inventory:
     #: devices charged as resources (milli, by resource name): to a pod's request, to a node's allocatable
     pod_extra: dict[str, dict[str, float]] = field(default_factory=dict)
     node_extra: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: extended resource name -> per node row, the devices (milli) of the classes that stand for it
+    extended_counts: dict[str, np.ndarray] = field(default_factory=dict)
     #: pod uid -> what its claims add to its class (equivalence of predicate masks)
     pod_key: dict[str, Any] = field(default_factory=dict)
     _match: dict[SubRequest, tuple[np.ndarray, str]] = field(default_factory=dict)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
+
 from corral.dra.inventory import ClaimRef, Inventory, class_counts, resource_name
 from corral.dra.objects import EXACT, Claim, ClaimSpec
 from corral.errors import InputError
@@ -55,11 +57,20 @@ def attach_pods(
             row = int(inv.dev_node[devs[0][1]])
         inv.allocations[key] = (row, devs)
         reserved = [by_name.get((claim.namespace, n)) for n in claim.reserved_for]
-        if any(r is not None and r.scheduler not in served for r in reserved):
-            inv.pinned.add(key)  # in use by pods of another scheduler: a fact
+        if any(
+            r is not None and (r.scheduler not in served or key not in _named_claims(inv, r))
+            for r in reserved
+        ):
+            # in use by pods of another scheduler, or by a pod that does not name it (the claim
+            # kube-scheduler makes for an extended-resource request, KEP-5004): a fact
+            inv.pinned.add(key)
         # reserved only for pods the snapshot no longer has (deleted: the resourceclaim controller drops
         # them and frees the claim), or for none: held while a consumer in the snapshot holds a node
     _charge(inv, by_uid, nodes)
+
+
+def _named_claims(inv: Inventory, rec: Any) -> set[str]:
+    return {r.claim for r in inv.pod_claims.get(rec.uid, ())}
 
 
 def _resolve(
@@ -135,6 +146,15 @@ def _charge(inv: Inventory, by_uid: dict[str, Any], nodes: list[Any]) -> None:
         claim = inv.claims[key]
         used_classes.update(s.device_class for r in claim.spec.requests for s in r.alternatives)
     counts_by_class = class_counts(inv, {c for c in used_classes if c in inv.classes})
+    # what the classes that stand for an extended resource select on each node, claims or not (the
+    # simulator counts a DRA cluster's GPUs this way: corral.sim.clusters)
+    extended = class_counts(inv, {n for n, c in inv.classes.items() if c.extended_resource})
+    for cname, per_node in extended.items():
+        rname = inv.classes[cname].extended_resource
+        have = inv.extended_counts.get(rname)
+        inv.extended_counts[rname] = (
+            per_node * 1000.0 if have is None else np.maximum(have, per_node * 1000.0)
+        )
     for row, name in enumerate(inv.node_names):
         extra = {}
         for cname, per_node in counts_by_class.items():
@@ -152,7 +172,8 @@ def inventory_of(by_kind: dict[str, list], served: set[str]) -> Inventory | None
 
     pods = by_kind.get("Pod", [])
     claims = [r.obj for r in by_kind.get("ResourceClaim", [])]
-    if not any(p.claim_refs for p in pods) and not any(c.allocated for c in claims):
+    extended = any(r.obj.extended_resource for r in by_kind.get("DeviceClass", []))
+    if not any(p.claim_refs for p in pods) and not any(c.allocated for c in claims) and not extended:
         return None
     templates = {}
     for r in by_kind.get("ResourceClaimTemplate", []):
