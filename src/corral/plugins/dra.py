@@ -40,6 +40,16 @@ from corral.dra.allocator import allocate
 from corral.dra.inventory import Inventory
 from corral.dra.objects import ALL, EXACT, Claim, SubRequest
 from corral.dra.records import ClaimAllocation, devices_of
+from corral.framework.extension import (
+    EventHandler,
+    Predicate,
+    PredicateReason,
+    Resolvable,
+    SimulateAddTask,
+    SimulatePredicate,
+    SimulateRemoveTask,
+)
+from corral.framework.hints import BaseSigned
 from corral.framework.plugin import Plugin
 from corral.model import Task, TaskStatus
 
@@ -67,12 +77,22 @@ def _where(task: Task) -> int:
     return -1
 
 
-class DraPlugin(Plugin):
-    """Device allocation for pods with ResourceClaims (kube-scheduler's DynamicResources)."""
+class DraPlugin(
+    Plugin,
+    Predicate,
+    PredicateReason,
+    Resolvable,
+    SimulateAddTask,
+    SimulateRemoveTask,
+    SimulatePredicate,
+    EventHandler,
+    BaseSigned,
+):
+    """Device allocation for pods with ResourceClaims (kube-scheduler's DynamicResources). Its answers
+    depend on the pod's base signature — which holds its claims (``Task.klass``) — and the device books
+    (the nodes' state), so it signs nothing more (:class:`~corral.framework.hints.BaseSigned`)."""
 
     name = "dra"
-    #: the mask is a function of the pod's class (its claims are part of it) and of the device books
-    predicate_by_class = True
 
     def on_session_open(self) -> None:
         cluster = self.session.cluster
