@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import random
 import resource
@@ -31,6 +32,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +48,7 @@ from corral.kube.runner import Runner, RunOptions  # noqa: E402
 from corral.registry import default_config  # noqa: E402
 
 GPUS, NODES, PERIOD = 8, 8, 0.2
+LEASE = (1.0, 0.6, 0.1)  # duration, renew deadline, retry
 
 
 class Killed(BaseException):
@@ -63,7 +66,7 @@ class Replica:
             identity=ident,
             lease_namespace="default",
             period=PERIOD,
-            lease=(1.0, 0.6, 0.1),
+            lease=LEASE,
             backoff=(0.02, 0.5),
             watch_timeout=30,
             sync_timeout=30.0,
@@ -80,6 +83,19 @@ class Replica:
         self.runner.applier.retry_backoff = (0.01, 0.05)
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"replica-{ident}")
         self.dead = False
+        #: (start, end) of every cycle this replica finished as leader (a cycle stopped mid-apply, or
+        #: failed, is not one)
+        self.cycles: list[tuple[float, float]] = []
+        run_one = self.runner.cycle
+
+        def cycle(now: float):  # noqa: ANN202
+            start = time.monotonic()
+            res = run_one(now)
+            if res is not None and not self.dead:
+                self.cycles.append((start, time.monotonic()))
+            return res
+
+        self.runner.cycle = cycle  # type: ignore[method-assign]
 
     def _run(self) -> None:
         try:
@@ -116,8 +132,10 @@ class Soak:
         self.violations: Counter = Counter()
         self.partial_since: dict[str, float] = {}
         self.longest_partial = 0.0
-        self.kills: list[float] = []
-        self.recoveries: list[float] = []
+        self.partial_flagged: set[str] = set()
+        self.t0 = time.monotonic()
+        self.kills: list[tuple[float, float]] = []  # (when, when the killed leader's lease ran out)
+        self.recoveries: list[tuple[float, float, float]] = []  # see recovered()
         self.checked_writes = 0
         self.pod_serial = 0
 
@@ -179,20 +197,27 @@ class Soak:
             ("POST", r"/eviction$"),
             ("PATCH", r"/podgroups/"),
             ("PATCH", r"/pods/[^/]+/status$"),
+            ("POST", r"/events$"),
+            ("PUT", r"/leases/"),  # a renewal that fails
+            ("GET", r"/pods/[^/]+$"),  # a read back that fails
+            ("GET", r"/pods\?"),  # a list that fails (the informer backs off and lists again)
         ]
+        # the answers of the server: one queued at a time per kind of request, so they hit a fraction of
+        # the requests (counted by the server when they meet one), never a pile-up failing every request
         if roll < 0.35:
             method, path = rng.choice(writes)
-            srv.fail(method, path, rng.choice([500, 503, 504]), after=rng.random() < 0.5)
-            self.faults["5xx"] += 1
+            if not srv.pending(method, path):
+                srv.fail(method, path, rng.choice([500, 503, 504]), after=rng.random() < 0.5)
         elif roll < 0.45:
-            srv.fail("POST", r"/eviction$", 429)
-            self.faults["429"] += 1
+            if not srv.pending("POST", r"/eviction$"):
+                srv.fail("POST", r"/eviction$", 429)
         elif roll < 0.55:
-            srv.fail("POST", r"/binding$", 409)
-            self.faults["409"] += 1
+            if not srv.pending("POST", r"/binding$"):
+                srv.fail("POST", r"/binding$", 409)
         elif roll < 0.70:
-            srv.slow(rng.choice(["GET", "POST", "PATCH", "PUT"]), r".", rng.uniform(0.05, 0.4))
-            self.faults["latency"] += 1
+            method = rng.choice(["GET", "POST", "PATCH", "PUT"])
+            if not srv.pending(method, r"."):
+                srv.slow(method, r".", rng.uniform(0.05, 0.4))
         elif roll < 0.78:
             srv.drop_watches()
             self.faults["dropped watches"] += 1
@@ -209,14 +234,19 @@ class Soak:
                 self.faults["leader pause"] += 1
         elif roll < 0.90:
             lead = self.leader()
-            if lead is not None:
+            if lead is not None and lead.runner.applier.after_evictions is None:
                 if rng.random() < 0.5:
-                    lead.runner.applier.after_evictions = lambda: (_ for _ in ()).throw(Killed())
-                    self.faults["kill between evictions and binds"] += 1
+
+                    def die() -> None:
+                        self.kills.append((time.monotonic(), self.lease_expiry()))
+                        self.faults["kill between evictions and binds"] += 1
+                        raise Killed()
+
+                    lead.runner.applier.after_evictions = die  # at its next apply phase
                 else:
                     lead.kill()
                     self.faults["kill"] += 1
-                self.kills.append(time.monotonic())
+                    self.kills.append((time.monotonic(), self.lease_expiry()))
         elif roll < 0.905:
             bad = expand(
                 {
@@ -232,10 +262,34 @@ class Soak:
             srv.add_all(bad)
             self.faults["unreadable object"] += 1
 
+    def recovered(self) -> None:
+        """Each kill is recovered from when a leader finishes a cycle after it: (seconds from the kill to
+        that cycle's end, from the lease's expiry to the new leader's acquisition, from the acquisition
+        to the end of its first cycle)."""
+        for killed, expiry in list(self.kills):
+            ends = [(e, r) for r in self.replicas for _s, e in r.cycles if e > killed]
+            if ends:
+                end, r = min(ends, key=lambda x: x[0])
+                assert r.runner.elector is not None
+                got = r.runner.elector.acquired_at
+                self.recoveries.append((end - killed, got - expiry, end - max(got, killed)))
+                self.kills.remove((killed, expiry))
+
+    def lease_expiry(self) -> float:
+        """When (on this clock) the lease, as last renewed, runs out: no standby may lead before."""
+        spec = (self.srv.get("Lease", "corral", "default") or {}).get("spec") or {}
+        renewed = datetime.strptime(spec["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        return time.monotonic() - (time.time() - renewed.timestamp()) + float(spec["leaseDurationSeconds"])
+
     # -- invariants ----------------------------------------------------------------------------------
+    def cycles_between(self, after: float, before: float) -> int:
+        """Cycles a leader started after ``after`` and finished before ``before``."""
+        return sum(1 for r in self.replicas for s, e in r.cycles if s > after and e < before)
+
     def check(self, now: float) -> None:
         used: Counter = Counter()
         groups: dict[str, int] = Counter()
+        now = time.monotonic()  # the instant the server's state is read
         for p in self.pods():
             node = p["spec"].get("nodeName")
             group = (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name")
@@ -250,8 +304,14 @@ class Soak:
             if 0 < bound < info["min"] and not info["done"]:
                 since = self.partial_since.setdefault(name, now)
                 self.longest_partial = max(self.longest_partial, now - since)
+                if name not in self.partial_flagged and self.cycles_between(since, now) >= 1:
+                    self.partial_flagged.add(name)  # one violation per episode
+                    self.violations["gang below its minimum beyond one cycle"] += 1
+                    if os.environ.get("SOAK_DEBUG"):
+                        self.explain_partial(name, since, now)
             else:
                 self.partial_since.pop(name, None)
+                self.partial_flagged.discard(name)
         bindings = Counter(p for p, _n in self.srv.bindings)
         self.violations["pod bound twice"] = sum(1 for c in bindings.values() if c > 1)
         self.violations["eviction of a terminating pod"] = len(self.srv.repeated_evictions)
@@ -261,12 +321,31 @@ class Soak:
             1 for who, holders, _m, _p in new if who not in holders
         )
 
+    def explain_partial(self, name: str, since: float, now: float) -> None:
+        t = lambda x: round(x - self.t0, 2)  # noqa: E731
+        print(f"--- {name} partly bound since {t(since)}, still at {t(now)}", file=sys.stderr)
+        for p in self.pods():
+            if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name") == name:
+                print(
+                    "   ",
+                    p["metadata"]["name"],
+                    p["spec"].get("nodeName"),
+                    p["metadata"].get("deletionTimestamp"),
+                    file=sys.stderr,
+                )
+        for r in self.replicas:
+            cyc = [(t(s), t(e)) for s, e in r.cycles if e > since - 1]
+            print("  ", r.ident, "dead" if r.dead else "", "cycles", cyc[:6], file=sys.stderr)
+            for x in r.runner.log.records:
+                if name in json.dumps(x, default=str) or "leader" in x["msg"]:
+                    print("     ", x, file=sys.stderr)
+
     # -- the run ----------------------------------------------------------------------------------------
     def run(self) -> dict:
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         self.spawn()
         self.spawn()
-        start = time.monotonic()
+        start, cpu0 = time.monotonic(), time.process_time()
         end = start + self.seconds
         last_submit = 0.0
         while time.monotonic() < end:
@@ -282,16 +361,25 @@ class Soak:
                 self.spawn()
             self.complete_and_recreate(now)
             self.check(now)
-            if self.kills and len(self.recoveries) < len(self.kills):
-                lead = self.leader()
-                if (
-                    lead is not None
-                    and lead.runner.cycle_no > 0
-                    and lead.runner.last_cycle_end > self.kills[-1]
-                ):
-                    self.recoveries.append(lead.runner.last_cycle_end - self.kills[-1])
+            self.recovered()
             time.sleep(0.05)
         # faults stop: every job must run
+        churn = {
+            "wall s": time.monotonic() - start,
+            "cpu s": time.process_time() - cpu0,
+            "binds": len(self.srv.bindings),
+            "cycles": sorted(e - s for r in self.replicas for s, e in r.cycles),
+        }
+        with self.srv.lock:
+            self.srv.faults, self.srv.delays = [], []
+        for r in self.replicas:
+            r.runner.applier.after_evictions = None
+        for answer, n in self.srv.fired.items():
+            status = answer.split()[0]
+            kind = "5xx" if status.startswith("5") else status
+            if answer.endswith("after"):
+                kind += " after the write (it landed)"
+            self.faults[kind] += n
         drain_end = time.monotonic() + 60
         while time.monotonic() < drain_end and not all(i["done"] for i in self.jobs.values()):
             if len([r for r in self.replicas if not r.dead]) < 1:
@@ -335,12 +423,6 @@ class Soak:
                     "partial gangs": len(ap.partial),
                     "log records": len(r.runner.log.records),
                 }
-        binds = len(self.srv.bindings)
-        cycles = [
-            r.runner.metrics.cycle._sum.get() / r.runner.cycle_no  # noqa: SLF001
-            for r in self.replicas
-            if r.runner.cycle_no
-        ]
         if os.environ.get("SOAK_DEBUG"):
             for r in self.replicas:
                 msgs = Counter(x["msg"] for x in r.runner.log.records if x["level"] in ("warning", "error"))
@@ -356,10 +438,11 @@ class Soak:
             "faults": dict(self.faults),
             "violations": dict(self.violations),
             "jobs": len(self.jobs),
-            "binds/s": binds / (time.monotonic() - start),
-            "cycle s": statistics.median(cycles) if cycles else 0.0,
+            "requests": len(self.srv.requests),
+            "answers faulted": sum(self.srv.fired.values()),
+            "churn": churn,
             "longest partial gang s": self.longest_partial,
-            "recovery after kill s": max(self.recoveries) if self.recoveries else None,
+            "recoveries": sorted(self.recoveries),
             "records": records,
             "rss growth KiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0,
             "replicas started": self.next_id,
@@ -377,16 +460,41 @@ def main() -> int:
     soak = Soak(args.seconds, args.seed, faults=True).run()
     total = sum(soak["faults"].values())
     print(f"faults injected: {total}")
+    share = soak["answers faulted"] / max(1, soak["requests"])
+    print(
+        f"  (of {soak['requests']} requests, {soak['answers faulted']} answered late or with an error: "
+        f"{share:.1%})"
+    )
     for k, v in sorted(soak["faults"].items()):
         print(f"  {k}: {v}")
+    rec = soak["recoveries"]
+    if any(first > 2 * PERIOD for _k, _t, first in rec):
+        soak["violations"]["first cycle of a new leader later than two periods"] = sum(
+            1 for _k, _t, first in rec if first > 2 * PERIOD
+        )
     print("invariant violations:")
     for k, v in sorted(soak["violations"].items()):
         print(f"  {k}: {v}")
     print(f"jobs: {soak['jobs']} (fault-free run: {clean['jobs']})")
-    print(f"binds/s: {soak['binds/s']:.1f} (fault-free: {clean['binds/s']:.1f})")
-    print(f"median cycle: {soak['cycle s'] * 1000:.1f} ms (fault-free: {clean['cycle s'] * 1000:.1f} ms)")
+    for name, run in (("under faults", soak), ("fault-free", clean)):
+        c = run["churn"]
+        cyc = c["cycles"] or [0.0]
+        print(
+            f"{name}: {c['binds'] / c['wall s']:.1f} binds/s over {c['wall s']:.0f} s wall, "
+            f"{c['binds'] / c['cpu s']:.1f} per CPU second ({c['cpu s']:.1f} s CPU: the API server, the "
+            f"replicas and the checker share the process); cycle median {statistics.median(cyc) * 1000:.0f} "
+            f"ms, p90 {cyc[int(0.9 * (len(cyc) - 1))] * 1000:.0f} ms wall over {len(c['cycles'])} cycles"
+        )
     print(f"longest time a gang stayed partly bound: {soak['longest partial gang s']:.2f} s")
-    print(f"slowest recovery after a kill (to the next cycle): {soak['recovery after kill s']} s")
+    if rec:
+        print(
+            f"recovery after {len(rec)} kills (to a leader's next finished cycle): median "
+            f"{statistics.median(k for k, _t, _f in rec):.2f} s, slowest {max(k for k, _t, _f in rec):.2f} s "
+            f"from the kill; the lease taken over at most {max(t for _k, t, _f in rec):.2f} s after the "
+            f"killed leader's lease ran out (a standby waits the lease duration, {LEASE[0]:g} s, from the "
+            f"last renewal it saw); the new leader's first cycle finished at most "
+            f"{max(f for _k, _t, f in rec):.2f} s after it took over (bar: two periods, {2 * PERIOD:.1f} s)"
+        )
     print(f"replicas started: {soak['replicas started']}; scheduler records at the end: {soak['records']}")
     print(f"process max RSS growth: {soak['rss growth KiB']} KiB")
     return 1 if any(soak["violations"].values()) else 0

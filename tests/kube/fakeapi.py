@@ -31,7 +31,8 @@ What it implements, as the real API server does:
 
 Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a status, before or, with
 ``after=True``, after carrying the request out: an ambiguous answer), :meth:`slow` (delay answers),
-:meth:`drop_watches`, :meth:`compact`, :meth:`finish_deletions`, and ``requests`` (what came in).
+:meth:`drop_watches`, :meth:`compact`, :meth:`finish_deletions`; ``requests`` (what came in),
+``fired`` (the faults and delays that met a request) and :meth:`pending` (those still queued).
 
 Differences from a real kube-apiserver that remain: no authentication or authorization, no admission
 (defaults, webhooks, quotas), field validation only of names and labels, no field selectors, label
@@ -148,6 +149,9 @@ class FakeAPI:
         self.bookmark_interval = bookmark_interval
         self.evict_deletes = evict_deletes
         self.faults: list[list] = []  # [method, path regex, status, count, after]
+        #: faults that met a request: "<status>" (before the request is carried out), "<status> after"
+        #: (after it: the write landed), "latency"
+        self.fired: dict[str, int] = {}
         self.requests: list[tuple[str, str]] = []
         self.times: list[tuple[float, str, str]] = []  # (monotonic arrival, method, path)
         #: writes but the lease's: (the X-Corral-Replica header, the lease holders at that instant, ...)
@@ -199,11 +203,20 @@ class FakeAPI:
         """Answer the next ``count`` requests matching ``method`` and ``path_regex`` (searched in the path
         and query) with ``status``; ``after``: carry the request out first (the answer lies)."""
         with self.lock:
+            self.faults = [f for f in self.faults if f[3] > 0]
             self.faults.append([method, re.compile(path_regex), status, count, after])
+
+    def pending(self, method: str, path_regex: str) -> int:
+        """Requests still to be answered by the faults and delays queued for ``method`` ``path_regex``."""
+        with self.lock:
+            return sum(
+                f[3] for f in self.faults + self.delays if f[0] == method and f[1].pattern == path_regex
+            )
 
     def slow(self, method: str, path_regex: str, seconds: float, count: int = 1) -> None:
         """Delay the answer of the next ``count`` matching requests by ``seconds``."""
         with self.lock:
+            self.delays = [d for d in self.delays if d[3] > 0]
             self.delays.append([method, re.compile(path_regex), seconds, count])
 
     def drop_watches(self) -> None:
@@ -465,10 +478,13 @@ class _Handler(BaseHTTPRequestHandler):
                     if d[3] > 0 and d[0] == method and d[1].search(self.path):
                         d[3] -= 1
                         delay = d[2]
+                        fake.fired["latency"] = fake.fired.get("latency", 0) + 1
                         break
                 for f in fake.faults:
                     if f[3] > 0 and f[0] == method and f[1].search(self.path):
                         f[3] -= 1
+                        fired = f"{f[2]} after" if f[4] else str(f[2])
+                        fake.fired[fired] = fake.fired.get(fired, 0) + 1
                         reply = _Reply(
                             f[2],
                             _status(f[2], "Injected", f"injected {f[2]}"),

@@ -225,6 +225,8 @@ class Runner:
     def _lost(self) -> None:
         self.lost = True
         self.stopping.set()
+        if self.elector is not None:
+            self.elector.stopping.set()  # no new bid for the lease: the process exits as a candidate
 
     def stop(self) -> None:
         self.stopping.set()
@@ -275,9 +277,25 @@ class Runner:
                 if self.opts.cycles is not None and self.cycle_no >= self.opts.cycles:
                     break
             wait = self.opts.period - (time.monotonic() - start)
-            if wait > 0:
+            if wait > 0 and self.elector is not None and not self.is_leader():
+                self._standby(wait)
+            elif wait > 0:
                 self.stopping.wait(wait)
         return self.total
+
+    def _standby(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds as a standby; back at once when this replica becomes leader
+        (its first cycle starts then, not a period later) or is stopped."""
+        assert self.elector is not None
+        end = time.monotonic() + timeout
+        while not self.stopping.is_set() and not self.is_leader():
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            if self.elector.leading.is_set():  # leading, but its renewal is too old: no busy loop
+                self.stopping.wait(min(0.05, left))
+            else:
+                self.elector.leading.wait(min(0.05, left))
 
     def _wait_synced(self, t0: float) -> bool:
         """Wait for the first list of every kind; False when stopped meanwhile; SyncTimeout past
