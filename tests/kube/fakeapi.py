@@ -18,7 +18,8 @@ What it implements, as the real API server does:
   from an older version gets the 410 a real API server sends routinely; bookmarks every
   ``bookmark_interval`` seconds (about a minute, as the API server's watch cache sends them);
 - validation a real API server applies: object names (DNS subdomain), label keys and values (63
-  characters, alphanumeric ends), a 422 Invalid otherwise;
+  characters, alphanumeric ends), an Event's namespace against its object's, a Lease's duration and
+  transitions; a 422 Invalid otherwise;
 - the Binding's ``metadata.uid`` precondition (409 when the pod was replaced) and the
   ``PodScheduled=True`` condition the binding sets; a strategic merge patch merges a pod's
   ``status.conditions`` by ``type``;
@@ -35,7 +36,7 @@ Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a 
 ``fired`` (the faults and delays that met a request) and :meth:`pending` (those still queued).
 
 Differences from a real kube-apiserver that remain: no authentication or authorization, no admission
-(defaults, webhooks, quotas), field validation only of names and labels, no field selectors, label
+(defaults, webhooks, quotas), field validation only of names, labels, Events' namespaces and Leases, no field selectors, label
 selectors of budgets by ``matchLabels`` only, no server-side apply, no Table output, one global
 resourceVersion counter per server (as etcd's), and watch windows counted in events rather than time.
 """
@@ -55,7 +56,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from tests.kube.fakerules import Refused, check_budgets, strategic_patch, validate_meta
+from tests.kube.fakerules import Refused, check_budgets, strategic_patch, validate_fields, validate_meta
 
 __all__ = ["TYPES", "FakeAPI"]
 
@@ -320,6 +321,7 @@ class FakeAPI:
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         key = (ns if namespaced else "", meta.get("name", ""))
         validate_meta(kind, meta)
+        validate_fields(kind, obj)
         if key in self.store[path]:
             raise _Reply(409, _status(409, "AlreadyExists", f"{kind} {key[1]!r} already exists"))
         self.rv += 1
@@ -335,6 +337,7 @@ class FakeAPI:
 
     def _write(self, path: str, key: tuple[str, str], obj: dict) -> dict:
         validate_meta(TYPES[path][0], obj.get("metadata") or {})
+        validate_fields(TYPES[path][0], obj)
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.store[path][key] = obj

@@ -261,3 +261,20 @@ def test_a_standby_runs_its_first_cycle_as_soon_as_it_leads(server: FakeAPI, run
     assert wait_for(lambda: b.cycle_no >= 1, timeout=20)
     b.stopping.set()
     t.join(5)
+
+
+def test_no_bind_starts_when_the_lease_is_about_to_run_out(server: FakeAPI, runner_factory) -> None:
+    """Still leader, but for less than the renewal interval: the gang's binds are put off (to this or the
+    next leader's next cycle) rather than risk the lease running out between two of them."""
+    server.add_all(gang_objects(count=2, nodes=2))
+    r = _leader(runner_factory)
+    el = r.elector
+    el.stopping.set()
+    el.join(2)
+    renewed = el.last_renew
+    el.clock = lambda: renewed + 0.55  # renew deadline 0.6 s, renewal interval 0.1 s
+    assert r.is_leader() and el.valid_for() < 0.1
+    res = r.cycle(NOW)
+    assert res is not None and not server.bindings
+    assert sorted(res.report.get("binds", "skipped")) == ["default/train-0", "default/train-1"]
+    assert r.log.matching("binds put off: the lease runs out before they could all go out")

@@ -17,6 +17,9 @@ node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`
   retried ``retries`` times with exponential backoff (the answer's ``Retry-After`` when shorter than the
   cap), then left to the next cycle, never recorded as a refusal. A pod that already carries a
   ``deletionTimestamp`` is not evicted again.
+- A gang's binds are not started when the lease has less than ``bind_margin`` seconds left (the
+  runner's renewal interval): a lease that runs out stops the apply phase at once, and must not do so
+  between two binds of a gang. The cycle's binds are put off to the next leader's cycle.
 - Binding goes through the Binding subresource with the pod's uid as precondition. A pod is never bound
   twice: a pod the cache shows on a node or deleting is skipped, and a successful bind is assumed in the
   cache until the watch shows it. A 409 is re-read: bound to the same node counts as done; not bound yet
@@ -115,10 +118,16 @@ class Applier(PodGroupWrites, PartialGangs):
         events_per_cycle: int = 100,
         event_repeat: float = 600.0,
         may_write: Callable[[], bool] | None = None,
+        lease_left: Callable[[], float] | None = None,
+        bind_margin: float = 0.0,
         retries: int = 3,
         retry_backoff: tuple[float, float] = (0.5, 5.0),
     ) -> None:
         self.api = GuardedAPI(api, may_write or (lambda: True))
+        #: seconds this replica may still act as leader; no gang's binds start with less than
+        #: ``bind_margin`` left, so a lease running out does not stop them halfway
+        self.lease_left: Callable[[], float] = lease_left or (lambda: float("inf"))
+        self.bind_margin = bind_margin
         self.cache = cache
         self.log = log
         self.metrics = metrics
@@ -336,6 +345,16 @@ class Applier(PodGroupWrites, PartialGangs):
         """Issue the cycle's binds; the (pod, node) binds that landed, and the pods of each gang whose
         binds partly failed."""
         if not decisions.binds:
+            return [], {}
+        left = self.lease_left()
+        if left < self.bind_margin:
+            self.log.warning(
+                "binds put off: the lease runs out before they could all go out",
+                binds=len(decisions.binds),
+                lease_left=round(left, 3),
+            )
+            for b in decisions.binds:
+                self._count(report, "binds", "skipped", b.pod)
             return [], {}
         wanted = {b.pod for b in decisions.binds}
         job_of = {t.key: job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}

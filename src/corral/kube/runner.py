@@ -184,6 +184,8 @@ class Runner:
             identity=options.identity,
             workers=options.workers,
             may_write=self.is_leader,
+            lease_left=self._lease_left,
+            bind_margin=options.lease[2] if options.leader_elect else 0.0,
         )
         self.applier.sleep = self.stopping.wait
         self.elector: LeaderElector | None = None
@@ -250,6 +252,9 @@ class Runner:
         if not self.cache.is_synced():
             return True, "ok (waiting for the cache to sync)"
         return self.health()
+
+    def _lease_left(self) -> float:
+        return float("inf") if self.elector is None else self.elector.valid_for()
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
