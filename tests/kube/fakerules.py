@@ -7,7 +7,15 @@ import copy
 import re
 from typing import Any
 
-__all__ = ["Refused", "check_budgets", "strategic_patch", "validate_fields", "validate_meta"]
+__all__ = [
+    "Refused",
+    "Reply",
+    "check_budgets",
+    "status",
+    "strategic_patch",
+    "validate_fields",
+    "validate_meta",
+]
 
 
 class Refused(Exception):  # noqa: N818 - an answer, not a fault
@@ -16,6 +24,27 @@ class Refused(Exception):  # noqa: N818 - an answer, not a fault
     def __init__(self, code: int, reason: str, message: str, causes: list | None = None) -> None:
         super().__init__(message)
         self.code, self.reason, self.message, self.causes = code, reason, message, causes or []
+
+
+class Reply(Exception):  # noqa: N818 - an answer, not a fault
+    """An answer the server sends at once: ``code``, a Status ``body``, ``headers``."""
+
+    def __init__(self, code: int, body: dict, headers: dict | None = None) -> None:
+        super().__init__(code)
+        self.code, self.body, self.headers = code, body, headers or {}
+
+
+def status(code: int, reason: str, message: str) -> dict:
+    """A failure Status object, as the API server writes one."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 _CORE_NAMES = {"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Lease"}

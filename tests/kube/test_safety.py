@@ -96,7 +96,7 @@ def test_an_ambiguous_bind_whose_read_back_fails_is_resolved_before_the_next_cyc
 ) -> None:
     server.add_all(gang_objects(count=1, gpu=8, nodes=1))
     server.fail("POST", r"/pods/train-0/binding$", 504)  # not carried out
-    server.fail("GET", r"/pods/train-0$", 503)  # and the read back fails
+    server.fail("GET", r"/pods/train-0$", 503, count=2)  # and the read back fails, twice
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)

@@ -25,8 +25,8 @@ node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`
   cache until the watch shows it. A 409 is re-read: bound to the same node counts as done; not bound yet
   is retried once.
 - Ambiguous answers (a 5xx, or no answer: a timeout or a dropped connection) may hide a write that
-  landed: the object is read back at once (found not to have landed, the write is sent once more: a
-  bind, or an eviction within its ``retries``); when that read fails too, the write is assumed to have landed
+  landed: the object is read back at once, twice if need be (found not to have landed, the write is sent
+  once more: a bind, or an eviction within its ``retries``); when both reads fail, the write is assumed to have landed
   (a bind holds its node, so nothing is placed on capacity that may be taken) and read back again before
   the next cycle's cluster is built, until an answer settles it.
 - A gang's binds are issued together; a gang whose binds partly fail is reported (log, Event on the
@@ -249,16 +249,19 @@ class Applier(PodGroupWrites, PartialGangs):
 
     def _read_back(self, pod: str, what: str, node: str, exc: APIError) -> tuple[str, str]:
         """After an ambiguous answer: ``done`` when the write landed, ``failed`` when it did not,
-        ``uncertain`` (assumed landed, read again before the next cycle) when the read fails too."""
+        ``uncertain`` (assumed landed, read again before the next cycle) when the read fails twice."""
         ns, name = _split(pod)
-        try:
-            fresh = self.api.get(POD.item(name, ns))
-        except APIError as again:
-            self._api_error("get", "pods", again)
-            if again.status == 404:
-                return "skipped", "pod is gone"
-            self._assume_landed(pod, what, node)
-            return "uncertain", f"{exc.status} {exc.message}; read back failed: {again.status}"
+        for attempt in (1, 2):
+            try:
+                fresh = self.api.get(POD.item(name, ns))
+                break
+            except APIError as again:
+                self._api_error("get", "pods", again)
+                if again.status == 404:
+                    return "skipped", "pod is gone"
+                if attempt == 2:
+                    self._assume_landed(pod, what, node)
+                    return "uncertain", f"{exc.status} {exc.message}; read back failed: {again.status}"
         if self._landed(fresh, what, node):
             return "done", f"landed despite {exc.status}"
         if what == "bind" and (fresh.get("spec") or {}).get("nodeName"):
