@@ -496,7 +496,8 @@ def main() -> int:
         print(
             f"recovery after {len(rec)} kills (to a leader's next finished cycle): median "
             f"{statistics.median(r[0] for r in rec):.2f} s, slowest {max(r[0] for r in rec):.2f} s from the "
-            f"kill. The lease taken over at most {max(r[1] for r in rec):.2f} s after the killed leader's "
+            f"kill. The lease taken over {statistics.median(r[1] for r in rec):.2f} s (median), at most "
+            f"{max(r[1] for r in rec):.2f} s after the killed leader's "
             f"lease ran out (a standby waits the lease duration, {LEASE[0]:g} s, from the last renewal it "
             f"saw); the new leader's first cycle started at most {max(r[2] for r in rec):.2f} s after it "
             f"took over (bar: two periods, {2 * PERIOD:.1f} s) and took at most {max(r[3] for r in rec):.2f} s"
