@@ -26,9 +26,9 @@ node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`
   is retried once.
 - Ambiguous answers (a 5xx, or no answer: a timeout or a dropped connection) may hide a write that
   landed: the object is read back at once, twice if need be (found not to have landed, the write is sent
-  once more: a bind, or an eviction within its ``retries``); when both reads fail, the write is assumed to have landed
-  (a bind holds its node, so nothing is placed on capacity that may be taken) and read back again before
-  the next cycle's cluster is built, until an answer settles it.
+  once more: a bind, or an eviction within its ``retries``); when both reads fail, the write is assumed
+  to have landed (a bind holds its node, so nothing is placed on capacity that may be taken) and read
+  back again before the next cycle's cluster is built, until an answer settles it.
 - A gang's binds are issued together; a gang whose binds partly fail is reported (log, Event on the
   podgroup) and decided again next cycle. A gang found below its minimum at the start of a cycle (its
   binds partly failed, or a replica died between them) is completed in that cycle or released in it:
