@@ -389,3 +389,27 @@ def test_an_address_where_no_cluster_answers_is_one_line_not_a_hang(files: Path,
     res = _sweep(files, "--executor", "ray")
     assert res.exit_code == 2 and "field RAY_ADDRESS" in res.stderr and "ray://127.0.0.1:" in res.stderr
     assert fake.inits == [] and not (files / "out" / "cells").exists()
+
+
+def test_a_cluster_whose_workers_lack_corral_is_one_line(files: Path, monkeypatch) -> None:
+    """Ray reports a worker that cannot import corral as a RayTaskError whose cause is a RaySystemError
+    ``System error: No module named 'corral'`` (seen on a head whose workers could not import it): one
+    line naming the cell and what the cluster needs, exit code 2, not an internal error."""
+    import sys
+
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    def no_corral(cell):
+        raise RuntimeError(
+            "System error: No module named 'corral'\ntraceback: Traceback (most recent call last):"
+        )
+
+    monkeypatch.setattr(sweep_module, "run_cell", no_corral)
+    (files / "sweep.yaml").write_text(SMALL)
+    res = _sweep(files, "--executor", "ray")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert (
+        "cannot import corral" in res.stderr and "every node" in res.stderr and "default__tiny" in res.stderr
+    )

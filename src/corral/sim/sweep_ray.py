@@ -85,11 +85,22 @@ def _reach_error(exc: BaseException) -> str:
     return first
 
 
-def _unwrap(exc: BaseException) -> BaseException:
-    """A task's CorralError as itself (Ray wraps what a task raised in a RayTaskError)."""
+_NO_CORRAL = re.compile(r"No module named '?corral\b")
+
+
+def _unwrap(exc: BaseException, cell: Cell) -> BaseException:
+    """A task's CorralError as itself (Ray wraps what a task raised in a RayTaskError). A worker that
+    cannot import corral (a cluster node without it: Ray reports the task's function or argument as
+    not deserialisable, ``No module named 'corral'``) is one line saying what the cluster needs."""
     cause = getattr(exc, "cause", None)
     if isinstance(cause, CorralError):
         return cause
+    if _NO_CORRAL.search(f"{exc} {cause}"):
+        return InputError(
+            f"cell {cell.folder_name}: a Ray worker cannot import corral (No module named 'corral'); "
+            "install corral, the same version, on every node of the cluster",
+            field="--executor",
+        )
     return exc
 
 
@@ -129,7 +140,7 @@ def run_on_ray(
                 try:
                     figures = ray.get(ready[0])
                 except Exception as exc:  # noqa: BLE001 - a task's own error, re-raised unwrapped
-                    raise _unwrap(exc) from None
+                    raise _unwrap(exc, cell) from None
                 done(cell, figures)
         finally:
             for ref in pending:
