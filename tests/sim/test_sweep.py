@@ -413,3 +413,27 @@ def test_a_cluster_whose_workers_lack_corral_is_one_line(files: Path, monkeypatc
     assert (
         "cannot import corral" in res.stderr and "every node" in res.stderr and "default__tiny" in res.stderr
     )
+
+
+def test_an_address_asks_for_ray_and_is_refused_beside_the_local_executor(files: Path, monkeypatch) -> None:
+    """An address only means something to Ray: given without an executor it runs the sweep on Ray; beside
+    the local executor it is refused (never silently unused)."""
+    import socket
+    import sys
+
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (files / "sweep.yaml").write_text(SMALL.replace("workers: 1\n", ""))
+    with socket.create_server(("127.0.0.1", 0)) as head:
+        address = f"127.0.0.1:{head.getsockname()[1]}"
+        assert _sweep(files, "--address", address).exit_code == 0
+        assert [i["address"] for i in fake.inits] == [address]
+        res = _sweep(files, "--address", address, "--executor", "local")
+        assert res.exit_code == 2 and "field --address" in res.stderr and "--executor ray" in res.stderr
+        (files / "sweep.yaml").write_text(SMALL + f"address: {address}\n")
+        assert load_sweep_spec(files / "sweep.yaml").executor == "ray"
+        (files / "sweep.yaml").write_text(SMALL + f"address: {address}\nexecutor: local\n")
+        res = _sweep(files)
+        assert res.exit_code == 2 and "field address" in res.stderr and "executor: ray" in res.stderr
+    assert len(fake.inits) == 1

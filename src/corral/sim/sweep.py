@@ -274,9 +274,16 @@ def run_sweep(
     progress: Callable[[int, int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the cells of ``spec`` not yet in ``folder`` and return every cell's record, in spec order.
-    ``progress(done, reused, total)`` is called as cells finish. A cell's bad input stops the sweep
+    ``executor``, ``workers`` and ``address`` (the command line's) win over the spec's; an ``address``
+    asks for the Ray executor (refused beside ``executor="local"``). ``RAY_ADDRESS`` is read only by the
+    Ray executor. ``progress(done, reused, total)`` is called as cells finish. A cell's bad input stops the sweep
     with that error (the cells finished so far are kept)."""
-    executor = executor or spec.executor
+    if address is not None and executor == "local":
+        raise InputError(
+            "a Ray cluster's address needs the Ray executor: use --executor ray, or drop --address",
+            field="--address",
+        )
+    executor = executor or ("ray" if address is not None else spec.executor)
     workers = workers or spec.workers
     check_sweep_folder(folder)
     preflight(spec)
