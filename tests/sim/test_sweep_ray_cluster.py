@@ -7,6 +7,7 @@ is not installed."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -130,6 +131,10 @@ def test_a_sweep_runs_on_a_ray_cluster_by_address_and_by_ray_address(files: Path
     assert "Connecting to existing Ray cluster" in by_flag.stderr + by_env.stderr
     assert len(_drivers(session)) == 2
     assert list((session / "logs").glob("worker-*.out"))
+    # what ran says where: sweep.json and the page name the cluster
+    for out in ("flag", "env"):
+        assert json.loads((files / out / "sweep.json").read_text())["address"] == address
+        assert f"ray, on the cluster at <code>{address}</code>" in (files / out / "index.html").read_text()
 
 
 def test_a_driver_without_the_token_a_cluster_asks_for_is_one_line(files: Path) -> None:

@@ -290,7 +290,8 @@ def run_sweep(
     folder.mkdir(parents=True, exist_ok=True)
     store = CellStore(folder)
     store.clean()
-    _write_marker(spec, folder, executor, workers)
+    where = address or spec.address or os.environ.get("RAY_ADDRESS") or None
+    _write_marker(spec, folder, executor, workers, where if executor == "ray" else None)
     todo = [c for c in spec.cells if not store.done(c)]
     reused = len(spec.cells) - len(todo)
     count = [reused]
@@ -328,7 +329,7 @@ def preflight(spec: SweepSpec) -> None:
             load_cluster(path)
 
 
-def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int) -> None:
+def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int, address: str | None) -> None:
     from corral.files import atomic_write
 
     described = {
@@ -353,6 +354,7 @@ def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int) ->
         "size_buckets": list(spec.size_buckets),
         "executor": executor,
         "workers": workers,
+        "address": address,  # the Ray cluster the cells ran on (None: a local pool or instance)
         "cells": len(spec.cells),
     }
     atomic_write(folder / SWEEP_MARKER, json.dumps(described, indent=2) + "\n")
