@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -68,17 +67,18 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture()
-def ray_head() -> Iterator[tuple[str, Path]]:
-    """A one-node Ray cluster of 2 CPUs: its GCS address and its session folder. The temporary folder
-    is short: Ray's Unix sockets live under it and a socket path is limited to 107 bytes."""
+@contextlib.contextmanager
+def _head(cpus: int, **env: str) -> Iterator[tuple[str, Path]]:
+    """A one-node Ray cluster started as a cluster's head is (``ray start --head``), stopped at the end:
+    its GCS address and its session folder. The temporary folder is short: Ray's Unix sockets live
+    under it and a socket path is limited to 107 bytes."""
     ray = _ray_cli()
     temp = Path(tempfile.mkdtemp(prefix="corral-ray-"))
     log = (temp / "head.log").open("w")
     head = subprocess.Popen(
-        [ray, "start", "--head", "--block", "--port=0", f"--temp-dir={temp}", "--num-cpus=2"]
+        [ray, "start", "--head", "--block", "--port=0", f"--temp-dir={temp}", f"--num-cpus={cpus}"]
         + ["--include-dashboard=false", "--disable-usage-stats"],
-        env=_env(),
+        env=_env(**env),
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -95,6 +95,13 @@ def ray_head() -> Iterator[tuple[str, Path]]:
         _stop(head)
         log.close()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture()
+def ray_head() -> Iterator[tuple[str, Path]]:
+    """A cluster of 2 CPUs without token authentication."""
+    with _head(2) as head:
+        yield head
 
 
 def _corral(folder: Path, out: str, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -137,18 +144,34 @@ def test_a_sweep_runs_on_a_ray_cluster_by_address_and_by_ray_address(files: Path
         assert f"ray, on the cluster at <code>{address}</code>" in (files / out / "index.html").read_text()
 
 
-def test_a_driver_without_the_token_a_cluster_asks_for_is_one_line(files: Path) -> None:
-    """Ray's token authentication: a driver told to use a token it does not have is refused by Ray
-    before it connects; corral says so in one line with what to set (exit code 2, no traceback). (A
-    listening socket stands for the head: Ray refuses before it sends anything.)"""
-    _ray_cli()
-    home = files / "home"
+ONE_CELL = "configs: [default]\nworkloads: [w.csv]\nclusters: [cluster.yaml]\n"
+
+
+def test_a_cluster_with_token_authentication(files: Path) -> None:
+    """Ray's token authentication (Ray turns it on for ``ray start --head`` when the machine holds a
+    token): a driver without the token is refused by the cluster, which corral says in one line with
+    what to set; given the token as Ray documents (RAY_AUTH_MODE=token, RAY_AUTH_TOKEN), the sweep runs
+    there. (RAY_NUM_REDIS_GET_RETRIES=1: Ray retries a refused connection 20 times, a second apart.)"""
+    (files / "sweep.yaml").write_text(ONE_CELL)
+    token = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+    home = files / "home"  # no ~/.ray/auth_token for the driver to find
     home.mkdir()
-    env = {"RAY_AUTH_MODE": "token", "HOME": str(home), "RAY_AUTH_TOKEN_PATH": str(home / "no-token")}
-    with socket.create_server(("127.0.0.1", 0)) as head:
-        res = _corral(files, "auth", "--address", f"127.0.0.1:{head.getsockname()[1]}", **env)
-    assert res.returncode == 2, res.stderr
-    error = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert len(error) == 1 and "Traceback" not in res.stderr, res.stderr
-    assert "field --address" in error[0] and "RAY_AUTH_MODE=token" in error[0], error
-    assert not (files / "auth" / "cells").exists()
+    with _head(1, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token) as (address, _):
+        refused = _corral(
+            files, "refused", "--address", address, HOME=str(home), RAY_NUM_REDIS_GET_RETRIES="1"
+        )
+        admitted = _corral(
+            files,
+            "admitted",
+            "--address",
+            address,
+            HOME=str(home),
+            RAY_AUTH_MODE="token",
+            RAY_AUTH_TOKEN=token,
+        )
+    assert refused.returncode == 2, refused.stderr
+    error = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "token authentication" in error[0] and "RAY_AUTH_MODE=token" in error[0], error
+    assert admitted.returncode == 0, admitted.stderr
+    assert len(list((files / "admitted" / "cells").iterdir())) == 1
