@@ -11,7 +11,7 @@ store is written only here, as with the process pool. Where Ray runs:
   :data:`PROBE_SECONDS`): ``ray.init`` retries an address where nothing listens for many minutes
   (20 attempts of about 40 s each in Ray 2.60) before it gives up, so a mistyped address would look like
   a hung sweep. A cluster that asks for a token (Ray's token authentication) and a driver without one
-  is one line saying so;
+  is one line saying so, and so is a worker that cannot import corral;
 * neither: a local instance started here with ``workers`` CPUs and stopped at the end (no dashboard).
 
 If Ray was already initialised (a notebook, a test), that instance is used and left running.
