@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from corral.framework.extension import JobOrderKey
+from corral.framework.points import declares
 
 if TYPE_CHECKING:
     from corral.framework.ledger import Ledger
@@ -61,7 +62,7 @@ class Ordering:
     def _keyed(self) -> list[Any] | None:
         """The JobOrder plugins in tier order when every one is keyed, else None."""
         plugins = [p for tier in self.members["JobOrder"] for p in tier]
-        if len(plugins) != len(self.fns("JobOrder")) or not all(isinstance(p, JobOrderKey) for p in plugins):
+        if len(plugins) != len(self.fns("JobOrder")) or not all(declares(p, JobOrderKey) for p in plugins):
             return None
         return plugins
 

@@ -17,10 +17,16 @@ from corral.errors import PluginError
 from corral.framework.extension import POINTS, Point
 from corral.framework.plugin import Plugin
 
-__all__ = ["check_plugin_class", "declared_points", "layout"]
+__all__ = ["check_plugin_class", "declared_points", "declares", "layout"]
 
 #: The public methods every plugin has from :class:`~corral.framework.plugin.Plugin`.
 BASE_METHODS = frozenset(n for n, v in vars(Plugin).items() if not n.startswith("_") and callable(v))
+
+
+def declares(plugin: Any, protocol: type) -> bool:
+    """Does ``plugin`` declare ``protocol`` among its bases? (Nominal, and far cheaper than an
+    ``isinstance`` check against a runtime-checkable Protocol, which compares every method.)"""
+    return protocol in type(plugin).__mro__
 
 
 def declared_points(cls: type) -> list[Point]:
