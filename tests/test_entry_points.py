@@ -85,7 +85,9 @@ def test_a_package_that_breaks_the_contract_is_refused_in_one_line(on_path: Path
 
 def test_an_entry_point_must_not_take_a_built_in_name(on_path: Path) -> None:
     _distribution(
-        on_path, "corral_zone_preference", "[corral.plugins]\ngang = corral_zone_preference:ZonePreferencePlugin\n"
+        on_path,
+        "corral_zone_preference",
+        "[corral.plugins]\ngang = corral_zone_preference:ZonePreferencePlugin\n",
     )
     with pytest.raises(ConfigError, match=r"the class is named 'zone-preference'; name the entry point"):
         make_registry().plugin_names()
