@@ -10,7 +10,10 @@ wall time is about half the sequential one; and checks that every cell's figures
 the same bytes whichever executor ran it.
 
     .venv/bin/python benchmarks/bench_sweep.py [--workers 2] [--seeds 4] [--configs 5] [--nodes 80]
-                                               [--no-ray] [--keep DIR]
+                                               [--no-ray] [--address HOST:PORT] [--keep DIR]
+
+``--address`` adds a run on that Ray cluster (started with ``ray start --head``; its nodes need corral
+and the trace at the same paths), checked byte for byte like the others.
 
 Skips with a message when the trace is absent; the Ray run is skipped when Ray is not installed.
 """
@@ -96,6 +99,7 @@ def main() -> int:
     parser.add_argument("--configs", type=int, default=5, choices=range(1, 6))
     parser.add_argument("--nodes", type=int, default=80)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--address", help="also run on the Ray cluster at this address")
     parser.add_argument("--until", help="stop each run's clock here (a quick look, e.g. 2d)")
     parser.add_argument("--keep", type=Path, help="write the sweeps here (default: a temporary folder)")
     args = parser.parse_args()
@@ -112,22 +116,27 @@ def main() -> int:
     print(
         f"{len(spec.cells)} cells: {len(spec.configs)} configs x {len(spec.seeds)} seeds of the Philly week on {args.nodes} nodes"
     )
-    runs = [("sequential", "local", 1), (f"{args.workers} workers", "local", args.workers)]
+    runs: list[tuple[str, str, int, str | None]] = [
+        ("sequential", "local", 1, None),
+        (f"{args.workers} workers", "local", args.workers, None),
+    ]
     try:
         import ray  # noqa: F401
 
         if not args.no_ray:
-            runs.append((f"Ray, {args.workers} CPUs", "ray", args.workers))
+            runs.append((f"Ray, {args.workers} CPUs", "ray", args.workers, None))
+        if args.address:
+            runs.append(("Ray cluster", "ray", args.workers, args.address))
     except ImportError:
-        print("Ray is not installed: its run is skipped (pip install 'corral[ray]')")
+        print("Ray is not installed: its runs are skipped (pip install 'corral[ray]')")
     rows, outputs = [], {}
-    for label, executor, workers in runs:
+    for label, executor, workers, address in runs:
         out = work / label.split(",")[0].replace(" ", "-").lower()
         shutil.rmtree(out, ignore_errors=True)
         records: list = []
 
-        def go(out=out, executor=executor, workers=workers, records=records) -> None:
-            records.extend(run_sweep(spec, out, executor=executor, workers=workers))
+        def go(out=out, executor=executor, workers=workers, address=address, records=records) -> None:
+            records.extend(run_sweep(spec, out, executor=executor, workers=workers, address=address))
 
         row = timed(label, go)
         row["runs_cpu"] = sum(r["run"]["cpu_time"] for r in records)
@@ -147,8 +156,8 @@ def main() -> int:
         f"wall time with {args.workers} workers / sequential: {ratio:.2f} (target: about {TARGET}: "
         f"{'met' if ratio <= TARGET * 1.15 else 'not met'})"
     )
-    if len(rows) > 2:
-        print(f"wall time on Ray / sequential: {rows[2]['wall'] / rows[0]['wall']:.2f}")
+    for row in rows[2:]:
+        print(f"wall time on {row['label']} / sequential: {row['wall'] / rows[0]['wall']:.2f}")
     print(f"every cell the same bytes under every executor: {'yes' if same else 'NO'}")
     for label, got in outputs.items():
         for name, (record, jobs) in got.items():

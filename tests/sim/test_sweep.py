@@ -341,6 +341,7 @@ class FakeRay:
 
 
 def test_ray_is_started_locally_or_reached_where_asked(files: Path, monkeypatch) -> None:
+    import socket
     import sys
 
     fake = FakeRay()
@@ -350,13 +351,89 @@ def test_ray_is_started_locally_or_reached_where_asked(files: Path, monkeypatch)
     spec = load_sweep_spec(files / "sweep.yaml")
     run_sweep(spec, files / "a", executor="ray", workers=3)
     assert fake.inits[-1]["address"] is None and fake.inits[-1]["num_cpus"] == 3 and not fake.up
-    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
-    run_sweep(spec, files / "b", executor="ray", workers=3)
-    assert fake.inits[-1]["address"] is None and "num_cpus" not in fake.inits[-1]  # ray.init reads it
-    run_sweep(spec, files / "c", executor="ray", workers=3, address="ray://other:10001")
-    assert fake.inits[-1]["address"] == "ray://other:10001" and "num_cpus" not in fake.inits[-1]
+    with socket.create_server(("127.0.0.1", 0)) as head:  # something answers there, as a head does
+        port = head.getsockname()[1]
+        monkeypatch.setenv("RAY_ADDRESS", f"ray://127.0.0.1:{port}")
+        run_sweep(spec, files / "b", executor="ray", workers=3)
+        assert fake.inits[-1]["address"] is None and "num_cpus" not in fake.inits[-1]  # ray.init reads it
+        run_sweep(spec, files / "c", executor="ray", workers=3, address=f"127.0.0.1:{port}")
+        assert fake.inits[-1]["address"] == f"127.0.0.1:{port}" and "num_cpus" not in fake.inits[-1]
+    monkeypatch.delenv("RAY_ADDRESS")
     assert _cells(files / "a") == _cells(files / "b") == _cells(files / "c")
     # a task's own error comes back as itself: one line, exit code 2
     (files / "w.csv").write_text("name,submit,duration,queue,pods,gpu\na,0,-5,q,1,8\n")
     res = _sweep(files, "--executor", "ray")
     assert res.exit_code == 2 and "w.csv" in res.stderr and res.stderr.count("\n") == 1, res.output
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        return s.getsockname()[1]
+
+
+def test_an_address_where_no_cluster_answers_is_one_line_not_a_hang(files: Path, monkeypatch) -> None:
+    """``ray.init`` retries an address where nothing listens for many minutes: the address is probed
+    first, and refused in one line naming where it came from."""
+    import sys
+
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (files / "sweep.yaml").write_text(SMALL)
+    res = _sweep(files, "--executor", "ray", "--address", f"127.0.0.1:{_closed_port()}")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert "field --address" in res.stderr and "no Ray cluster answers at 127.0.0.1:" in res.stderr
+    monkeypatch.setenv("RAY_ADDRESS", f"ray://127.0.0.1:{_closed_port()}")
+    res = _sweep(files, "--executor", "ray")
+    assert res.exit_code == 2 and "field RAY_ADDRESS" in res.stderr and "ray://127.0.0.1:" in res.stderr
+    assert fake.inits == [] and not (files / "out" / "cells").exists()
+
+
+def test_a_cluster_whose_workers_lack_corral_is_one_line(files: Path, monkeypatch) -> None:
+    """Ray reports a worker that cannot import corral as a RayTaskError whose cause is a RaySystemError
+    ``System error: No module named 'corral'`` (seen on a head whose workers could not import it): one
+    line naming the cell and what the cluster needs, exit code 2, not an internal error."""
+    import sys
+
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    def no_corral(cell):
+        raise RuntimeError(
+            "System error: No module named 'corral'\ntraceback: Traceback (most recent call last):"
+        )
+
+    monkeypatch.setattr(sweep_module, "run_cell", no_corral)
+    (files / "sweep.yaml").write_text(SMALL)
+    res = _sweep(files, "--executor", "ray")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert (
+        "cannot import corral" in res.stderr and "every node" in res.stderr and "default__tiny" in res.stderr
+    )
+
+
+def test_an_address_asks_for_ray_and_is_refused_beside_the_local_executor(files: Path, monkeypatch) -> None:
+    """An address only means something to Ray: given without an executor it runs the sweep on Ray; beside
+    the local executor it is refused (never silently unused)."""
+    import socket
+    import sys
+
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (files / "sweep.yaml").write_text(SMALL.replace("workers: 1\n", ""))
+    with socket.create_server(("127.0.0.1", 0)) as head:
+        address = f"127.0.0.1:{head.getsockname()[1]}"
+        assert _sweep(files, "--address", address).exit_code == 0
+        assert [i["address"] for i in fake.inits] == [address]
+        res = _sweep(files, "--address", address, "--executor", "local")
+        assert res.exit_code == 2 and "field --address" in res.stderr and "--executor ray" in res.stderr
+        (files / "sweep.yaml").write_text(SMALL + f"address: {address}\n")
+        assert load_sweep_spec(files / "sweep.yaml").executor == "ray"
+        (files / "sweep.yaml").write_text(SMALL + f"address: {address}\nexecutor: local\n")
+        res = _sweep(files)
+        assert res.exit_code == 2 and "field address" in res.stderr and "executor: ray" in res.stderr
+    assert len(fake.inits) == 1

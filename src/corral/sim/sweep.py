@@ -274,16 +274,24 @@ def run_sweep(
     progress: Callable[[int, int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the cells of ``spec`` not yet in ``folder`` and return every cell's record, in spec order.
-    ``progress(done, reused, total)`` is called as cells finish. A cell's bad input stops the sweep
+    ``executor``, ``workers`` and ``address`` (the command line's) win over the spec's; an ``address``
+    asks for the Ray executor (refused beside ``executor="local"``). ``RAY_ADDRESS`` is read only by the
+    Ray executor. ``progress(done, reused, total)`` is called as cells finish. A cell's bad input stops the sweep
     with that error (the cells finished so far are kept)."""
-    executor = executor or spec.executor
+    if address is not None and executor == "local":
+        raise InputError(
+            "a Ray cluster's address needs the Ray executor: use --executor ray, or drop --address",
+            field="--address",
+        )
+    executor = executor or ("ray" if address is not None else spec.executor)
     workers = workers or spec.workers
     check_sweep_folder(folder)
     preflight(spec)
     folder.mkdir(parents=True, exist_ok=True)
     store = CellStore(folder)
     store.clean()
-    _write_marker(spec, folder, executor, workers)
+    where = address or spec.address or os.environ.get("RAY_ADDRESS") or None
+    _write_marker(spec, folder, executor, workers, where if executor == "ray" else None)
     todo = [c for c in spec.cells if not store.done(c)]
     reused = len(spec.cells) - len(todo)
     count = [reused]
@@ -321,7 +329,7 @@ def preflight(spec: SweepSpec) -> None:
             load_cluster(path)
 
 
-def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int) -> None:
+def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int, address: str | None) -> None:
     from corral.files import atomic_write
 
     described = {
@@ -346,6 +354,7 @@ def _write_marker(spec: SweepSpec, folder: Path, executor: str, workers: int) ->
         "size_buckets": list(spec.size_buckets),
         "executor": executor,
         "workers": workers,
+        "address": address,  # the Ray cluster the cells ran on (None: a local pool or instance)
         "cells": len(spec.cells),
     }
     atomic_write(folder / SWEEP_MARKER, json.dumps(described, indent=2) + "\n")

@@ -35,10 +35,14 @@ def sweep_command(
         None, "--workers", min=1, max=1024, help="cells at once (default: the spec's, else the CPUs)"
     ),
     executor: str | None = typer.Option(
-        None, "--executor", help="local (a process pool) or ray (default: the spec's, else local)"
+        None,
+        "--executor",
+        help="local (a process pool) or ray (default: the spec's, else ray with an address, else local)",
     ),
     address: str | None = typer.Option(
-        None, "--address", help="a Ray cluster to run on (default: RAY_ADDRESS, else a local instance)"
+        None,
+        "--address",
+        help="a Ray cluster to run on; asks for --executor ray (default: the spec's, else RAY_ADDRESS)",
     ),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar or progress lines"),
 ) -> None:

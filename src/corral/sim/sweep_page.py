@@ -31,6 +31,18 @@ figure{margin:.5em 0}figure img{max-width:100%;height:auto;border:1px solid #eee
 figcaption{color:#444;font-size:.9em;max-width:60em}code{background:#f5f5f5;padding:0 .2em}"""
 
 
+def _executor(described: Mapping[str, Any]) -> str:
+    """Where the cells ran: a local pool of N processes, a local Ray instance of N CPUs, or the Ray
+    cluster at an address (whose size, not ``workers``, set how many ran at once)."""
+    workers = described["workers"]
+    if described["executor"] != "ray":
+        return f"local ({workers} at once)"
+    address = described.get("address")
+    if address:
+        return f"ray, on the cluster at <code>{_esc(address)}</code>"
+    return f"ray, a local instance of {workers} CPUs"
+
+
 def _esc(value: Any) -> str:
     return html.escape(str(value))
 
@@ -95,7 +107,7 @@ def _what_ran(described: Mapping[str, Any], runs: pd.DataFrame) -> str:
         f"configs × {sum(len(w['windows']) * len(w['scales']) for w in described['workloads'])} workload "
         f"variants × {len(described['clusters'])} clusters × {len(described['seeds'])} seeds "
         f"({_esc(', '.join(map(str, described['seeds'])))}); {_esc(options)}executor "
-        f"{_esc(described['executor'])} ({described['workers']} at once); {cpu:,.0f} s of CPU in the runs.</p>"
+        f"{_executor(described)}; {cpu:,.0f} s of CPU in the runs.</p>"
         f"<h3>Configs</h3>{_table(['config', 'file'], configs, kind='text')}"
         f"<h3>Workloads</h3>{_table(['workload', 'file', 'format', 'windows', 'scales', 'queues'], workloads, kind='text')}"
         f"<h3>Clusters</h3>{_table(['cluster', 'file'], clusters, kind='text')}"

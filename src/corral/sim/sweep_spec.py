@@ -19,9 +19,9 @@
     seeds: 4                        # 0, 1, 2, 3; or a list [0, 7]; default [0]
     options: {until: 7d, schedule_period: 10}   # the simulate options shared by every cell
     size_buckets: [1, 8, 32]
-    executor: local                 # or ray
+    executor: local                 # or ray (default: ray when an address is given, else local)
     workers: 2                      # local processes (default: the CPUs)
-    address: null                   # a Ray cluster (default: RAY_ADDRESS, else a local instance)
+    address: null                   # a Ray cluster: asks for executor ray (default: RAY_ADDRESS, else a local instance)
 
 Relative file paths are read from the spec's folder. Every key is checked before any run: an unknown key,
 a missing file, a wrong type or a bad duration is one :class:`~corral.errors.ConfigError` naming the spec
@@ -375,6 +375,10 @@ def load_sweep_spec(path: str | Path) -> SweepSpec:
     address = raw.get("address")
     if address is not None and not isinstance(address, str):
         raise _err(spec, "address", f"expected a Ray address such as ray://host:10001, got {address!r}")
+    if address is not None and "executor" not in raw:
+        executor = "ray"  # an address is where Ray runs: it asks for the Ray executor
+    elif address is not None and executor != "ray":
+        raise _err(spec, "address", "a Ray cluster's address needs executor: ray (or remove the address)")
     sweep = SweepSpec(
         file=spec,
         name=_name(raw.get("name", spec.stem), spec, "name"),
