@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
+from corral.actions.consolidate import ConsolidateAction
 from corral.actions.elect import ElectAction
 from corral.actions.enqueue import EnqueueAction
 from corral.actions.flow import FlowAction
@@ -75,6 +76,7 @@ _ACTION_CLASSES: tuple[type[Action], ...] = (
     ElectAction,
     ReserveAction,
     FlowAction,
+    ConsolidateAction,
     *INERT_ACTION_CLASSES,
 )
 _PLUGIN_CLASSES: tuple[type[Plugin], ...] = (
@@ -106,6 +108,7 @@ REGISTRY = Registry(
     aliases={
         "gang-preempt": "gangpreempt",
         "gang-reclaim": "gangreclaim",
+        "consolidation": "consolidate",
         "network-topology": "network-topology-aware",
     },
 )
