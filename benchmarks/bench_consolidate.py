@@ -42,6 +42,9 @@ NOW = 1767225600.0  # 2026-01-01T00:00:00Z
 GPU_NODE = {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
 RACK, PER_SPINE = 8, 4
 
+#: consolidate's ``maxMovedJobs`` (its default), given to the oracle too
+MAX_JOBS = 16
+
 CONFIG = {
     "actions": "allocate, consolidate",
     "tiers": [
@@ -56,9 +59,11 @@ CONFIG = {
             "plugins": [
                 {"name": "predicates"},
                 {"name": "proportion"},
+                # every allowed rack offered for eviction (the plugin's top 8 by default): consolidate ranks
+                # them itself and plans the best maxDomains
                 {
                     "name": "network-topology-aware",
-                    "arguments": {"hypernode.binpack.normal-pod.enable": False},
+                    "arguments": {"hypernode.binpack.normal-pod.enable": False, "evictDomains": 1000},
                 },
                 {"name": "nodeorder"},
                 {"name": "binpack"},
@@ -272,7 +277,9 @@ def _run_action(sc: Scenario, pristine: Cluster) -> Outcome:
 
 
 def run_oracle(sc: Scenario, pristine: Cluster, time_limit: float, workers: int) -> Outcome:
-    res = solve_moves(pristine, pristine.jobs[sc.gang], now=NOW, time_limit=time_limit, workers=workers)
+    res = solve_moves(
+        pristine, pristine.jobs[sc.gang], now=NOW, time_limit=time_limit, workers=workers, max_jobs=MAX_JOBS
+    )
     return Outcome(
         placed=res.placed, cost=res.cost, moved=len(res.moved), ms=res.wall * 1000.0, status=res.status
     )

@@ -37,6 +37,7 @@ so only real pods remain in the cluster.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,7 +72,12 @@ class ConsolidateArgs:
         "--max-consolidation-preemptees defaults to 16 too, counted over the jobs it tries)",
         minimum=-1,
     )
-    max_domains: int = arg("maxDomains", 8, "domains tried per gang, in the search-space order", minimum=1)
+    max_domains: int = arg(
+        "maxDomains",
+        8,
+        "domains planned per gang, those whose cheapest one-slot moves cost least first",
+        minimum=1,
+    )
 
 
 class ConsolidateAction(Action):
@@ -119,17 +125,28 @@ class ConsolidateAction(Action):
             return not victims[k].breaks(pods)
 
         plans: list[tuple[tuple[float, int, int], MovePlan, Domain]] = []
-        domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
-        for i, domain in enumerate(domains):
+        domains = session.gang_search_space(job, Purpose.EVICT)
+        union = np.zeros(len(gang_ok), dtype=bool)
+        for d in domains:
+            union |= d.mask
+        guess = MovePlanner(free, tasks, gang_ok & union, dest, units, allowed, self.args.max_moved_jobs)
+        estimate = guess.estimate([d.mask for d in domains])
+        if min(estimate, default=1.0) <= 0.0:
+            return False  # the gang fits without a move: allocate's business, not a move's
+        order = sorted(range(len(domains)), key=lambda i: (estimate[i], i))
+        best = math.inf
+        for i in order[: self.args.max_domains]:
+            if math.isfinite(estimate[i]) and estimate[i] >= best:
+                break  # no better plan expected further down
+            domain = domains[i]
             planner = MovePlanner(
                 free, tasks, gang_ok & domain.mask, dest, units, allowed, self.args.max_moved_jobs
             )
             plan = planner.plan()
-            if plan is None:
+            if plan is None or not plan.units:
                 continue
-            if not plan.units:
-                return False  # the gang fits without a move: allocate's business, not a move's
             plans.append(((plan.cost, plan.pods, i), plan, domain))
+            best = min(best, plan.cost)
         for _, plan, domain in sorted(plans, key=lambda p: p[0]):
             if self.attempt(session, job, plan, domain, dest):
                 return True

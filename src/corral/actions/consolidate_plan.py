@@ -11,19 +11,20 @@ predicates), which nodes may hold each movable pod — and on **units**, what ma
   all its pods — the cost model of gang eviction (:mod:`corral.actions.bundles`), where a gang pushed
   below its minimum loses everything it has done since its last checkpoint.
 
-Steps:
+A *slot* is room for one more of the gang's pods (its largest request) on a node where it may go.
+Moving a unit frees its pods' room where they run and takes room where they land; each moved pod lands
+where it costs the gang fewest slots, then where it fits tightest (never on the node it leaves). The
+steps:
 
-1. **greedy** — the unit that opens most slots for the gang per unit of work lost (a slot: room for one
-   more of the gang's pods — its largest request — on a node of the domain), or, for less than that
-   rate would charge for the rest, the cheapest unit that alone completes the gang; the rates are kept
-   from one pick to the next and only the best measured again (a lazy greedy); at most ``max_jobs``
-   jobs move;
-2. **placement** (:meth:`MovePlanner.place`) — the gang's pods go first, each to the node of the domain
-   where it leaves fewest slots unused (the freed holes), then the moved pods, largest first, each to
-   the node where it fits tightest — never back to the node it leaves; if that fails, the moved pods go
-   first, nodes outside the domain preferred. A moved pod that finds no node bans its unit and the
-   greedy runs again (at most :data:`RETRIES` times);
-3. **reprieve** — units whose move turns out not to be needed are given back, dearest first.
+1. **greedy** — candidate *steps* are, per node, the cheapest set of units there that opens one more
+   slot (a covering knapsack on the column that lacks most, exact over the units on that node), and
+   each job unit spanning several nodes. A step is priced by the work it loses per slot it opens, net
+   of the slots its moved pods take where they land (measured when the step is first in line: a lazy
+   greedy), counting at most the slots still lacking — so a unit that alone completes the gang for
+   less wins. At most ``max_jobs`` jobs move. A moved pod with nowhere to go makes its step fail;
+2. **reprieve** — units whose move turns out not to be needed are given back, dearest first (the
+   plan is made again without each, its pods landing anew);
+3. **the gang's pods** go, each, to the node of the domain where it leaves fewest slots unused.
 
 The plan is an estimate over capacity columns; the caller's dry run through a Statement decides.
 """
@@ -31,6 +32,7 @@ The plan is an estimate over capacity columns; the caller's dry run through a St
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -39,10 +41,10 @@ import numpy as np
 from corral.model import Task
 from corral.model.resources import EPS
 
-__all__ = ["RETRIES", "MovePlan", "MovePlanner", "Unit"]
+__all__ = ["RESTARTS", "MovePlan", "MovePlanner", "Unit"]
 
-#: Plans made again after a moved pod found no node (its unit banned).
-RETRIES = 4
+#: Plans made again, each without one of the dearest units of the best plan.
+RESTARTS = 2
 #: Slots counted per node at most (an unlimited resource would count infinitely many).
 _MOST = 1 << 20
 
@@ -81,8 +83,20 @@ class _State:
     slots: np.ndarray
     total: int
     taken: list[Unit] = field(default_factory=list)
-    pods: set[int] = field(default_factory=set)  # ids of the pods moved
-    jobs: dict[int, int] = field(default_factory=dict)  # job index -> units taken
+    moved: set[int] = field(default_factory=set)  # ids of the pods moved
+    moves: list[tuple[Task, int]] = field(default_factory=list)
+    jobs: set[int] = field(default_factory=set)
+
+    def copy(self) -> _State:
+        return _State(
+            self.free.copy(),
+            self.slots.copy(),
+            self.total,
+            list(self.taken),
+            set(self.moved),
+            list(self.moves),
+            set(self.jobs),
+        )
 
 
 class MovePlanner:
@@ -111,32 +125,32 @@ class MovePlanner:
         self.allowed = allowed
         self.max_jobs = max_jobs
         self.units = [u for u in units if any(gang_ok[t.node] for t in u.pods)]
-        self.cheap = sorted(self.units, key=lambda u: (u.cost, len(u.pods), u.order))
-        self._nowhere: dict[int, bool] = {}
+        self._pods: dict[int, tuple] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
+        self.at: dict[int, list[Unit]] = {}  # node row -> units with a pod there
+        for u in self.units:
+            for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
+                self.at.setdefault(r, []).append(u)
 
     # -- slots -------------------------------------------------------------------------------------
-    def _slots(self, free: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        f = free if rows is None else free[rows]
-        ok = self.gang_ok if rows is None else self.gang_ok[rows]
-        n = np.floor((f[:, self.cols] + EPS) / self.req[self.cols]).min(axis=1)
-        return np.where(ok, np.clip(n, 0, _MOST), 0).astype(np.int64)
+    def _slots(self, free: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        f = free[rows][:, self.cols]
+        n = np.floor((f + EPS) / self.req[self.cols]).min(axis=1)
+        return np.where(self.gang_ok[rows], np.clip(n, 0, _MOST), 0).astype(np.int64)
 
-    def _gain(self, st: _State, u: Unit) -> int:
-        """Slots for the gang that moving ``u`` (what of it is not moved yet) opens."""
-        pods = [t for t in u.pods if id(t) not in st.pods and self.gang_ok[t.node]]
-        if not pods:
-            return 0
-        rows = sorted({t.node for t in pods})
-        at = {r: i for i, r in enumerate(rows)}
-        f = st.free[rows].copy()
-        for t in pods:
-            f[at[t.node]] += t.request
-        new = np.floor((f[:, self.cols] + EPS) / self.req[self.cols]).min(axis=1)
-        return int(np.clip(new, 0, _MOST).sum() - st.slots[rows].sum())
+    def _fresh(self) -> _State:
+        free = self.base.copy()
+        rows = np.arange(len(free))
+        slots = self._slots(free, rows)
+        return _State(free, slots, int(slots.sum()))
 
-    def _may(self, st: _State, u: Unit, banned: set[int]) -> bool:
-        if u.order in banned or self.nowhere(u):
-            return False
+    def _touch(self, st: _State, rows: set[int]) -> None:
+        r = np.array(sorted(rows), dtype=np.int64)
+        new = self._slots(st.free, r)
+        st.total += int(new.sum() - st.slots[r].sum())
+        st.slots[r] = new
+
+    # -- moving a unit --------------------------------------------------------------------------------
+    def _may(self, st: _State, u: Unit) -> bool:
         if self.max_jobs >= 0 and u.job not in st.jobs and len(st.jobs) >= self.max_jobs:
             return False
         mine = [x for x in st.taken if x.job == u.job]
@@ -144,198 +158,243 @@ class MovePlanner:
             return False  # the job moves whole already
         if u.whole:
             return True
-        return all(id(t) not in st.pods for t in u.pods) and self.allowed(
+        return id(u.pods[0]) not in st.moved and self.allowed(
             u.job, [t for x in mine for t in x.pods] + u.pods
         )
 
-    def nowhere(self, u: Unit) -> bool:
-        """Has a pod of ``u`` no node to go to even before anything moves (its predicates, the room
-        free now, not its own node)?"""
-        got = self._nowhere.get(u.order)
-        if got is None:
-            got = False
-            for t in u.pods:
-                cols = np.flatnonzero(t.request > 0)
-                fits = (self.base[:, cols] >= t.request[cols] - EPS).all(axis=1) & self.dest(t)
-                fits[t.node] = False
-                if not fits.any():
-                    got = True
-                    break
-            self._nowhere[u.order] = got
-        return got
-
-    def _take(self, st: _State, u: Unit) -> None:
-        if u.whole:  # the job's pod units fold into it
-            st.taken = [x for x in st.taken if x.job != u.job]
-        st.taken.append(u)
-        st.jobs[u.job] = st.jobs.get(u.job, 0) + 1
-        rows = set()
-        for t in u.pods:
-            if id(t) in st.pods:
-                continue
-            st.pods.add(id(t))
-            st.free[t.node] += t.request
-            rows.add(t.node)
-        if rows:
-            r = np.array(sorted(rows))
-            new = self._slots(st.free, r)
-            st.total += int(new.sum() - st.slots[r].sum())
-            st.slots[r] = new
-
-    # -- 1. the greedy -------------------------------------------------------------------------------
-    def _greedy(self, banned: set[int]) -> _State | None:
-        free = self.base.copy()
-        slots = self._slots(free)
-        st = _State(free, slots, int(slots.sum()))
-        n = len(self.gang)
-        heap = []
-        for u in self.units:
-            if self._may(st, u, banned):
-                g = self._gain(st, u)
-                if g > 0:
-                    heap.append((self._key(u, g, n - st.total), u.order, u))
-        heapq.heapify(heap)
-        while st.total < n:
-            lack = n - st.total
-            best: Unit | None = None
-            rate = 0.0
-            while heap:
-                _, _, u = heapq.heappop(heap)
-                if not self._may(st, u, banned):
-                    continue
-                g = self._gain(st, u)
-                if g <= 0:
-                    continue
-                key = self._key(u, g, lack)
-                if heap and key > heap[0][0]:
-                    heapq.heappush(heap, (key, u.order, u))
-                    continue
-                best, rate = u, key[0]
-                break
-            if best is None:
-                return None
-            for u in self.cheap:  # the cheapest unit that alone completes the gang, for less
-                if u.cost > rate * lack + 1e-12:
-                    break
-                if u is not best and self._may(st, u, banned) and self._gain(st, u) >= lack:
-                    heapq.heappush(heap, (self._key(best, 1, lack), best.order, best))
-                    best = u
-                    break
-            self._take(st, best)
-        return st
-
-    @staticmethod
-    def _key(u: Unit, gain: int, lack: int) -> tuple[float, float, int]:
-        g = min(gain, lack)
-        return (u.cost / g, len(u.pods) / g, u.order)
-
-    # -- 2. placement --------------------------------------------------------------------------------
-    def place(self, units: list[Unit]) -> tuple[list[tuple[Task, int]], list[tuple[Task, int]]] | list[Task]:
-        """(gang placements, moves) for moving ``units``; or the moved pods that found no node."""
-        free = self.base.copy()
-        moved: list[Task] = []
-        seen: set[int] = set()
+    def _move(self, st: _State, units: list[Unit]) -> bool:
+        """Move ``units`` in ``st`` (in place): free their pods' room, land each (largest first) where it
+        costs fewest slots, then tightest. False when a pod has nowhere to go (``st`` is then spoilt)."""
+        pods: list[Task] = []
+        rows: set[int] = set()
         for u in units:
+            if u.whole:  # the job's pod units fold into it
+                st.taken = [x for x in st.taken if x.job != u.job]
+            st.taken.append(u)
+            st.jobs.add(u.job)
             for t in u.pods:
-                if id(t) not in seen:
-                    seen.add(id(t))
-                    moved.append(t)
-                    free[t.node] += t.request
-        moved.sort(key=lambda t: (-float((t.request[self.cols] / self.req[self.cols]).sum()), t.node))
-        stuck: list[Task] = []
-        for gang_first in (True, False):
-            f = free.copy()
-            got = self._place_all(f, moved, gang_first)
-            if isinstance(got, tuple):
-                return got
-            if not stuck:
-                stuck = got
-        return stuck
-
-    def _place_all(
-        self, f: np.ndarray, moved: list[Task], gang_first: bool
-    ) -> tuple[list[tuple[Task, int]], list[tuple[Task, int]]] | list[Task]:
-        gang: list[tuple[Task, int]] = []
-        moves: list[tuple[Task, int]] = []
-        stuck: list[Task] = []
-
-        def put_gang() -> bool:
-            for t in self.gang:
-                row = self._tightest(f, t, self.gang_ok, slots=True)
-                if row < 0:
-                    return False
-                f[row] -= t.request
-                gang.append((t, row))
-            return True
-
-        def put_moved() -> None:
-            for t in moved:
-                mask = self.dest(t).copy()
-                mask[t.node] = False
-                row = self._tightest(f, t, mask, slots=False, outside=not gang_first)
-                if row < 0:
-                    stuck.append(t)
+                if id(t) in st.moved:
                     continue
-                f[row] -= t.request
-                moves.append((t, row))
+                st.moved.add(id(t))
+                st.free[t.node] += t.request
+                rows.add(t.node)
+                pods.append(t)
+        self._touch(st, rows)
+        scale = self.req[self.cols]
+        pods.sort(key=lambda t: (-float((t.request[self.cols] / scale).sum()), t.node))
+        for t in pods:
+            row = self._land(st, t)
+            if row < 0:
+                return False
+            st.free[row] -= t.request
+            st.moves.append((t, row))
+            self._touch(st, {row})
+        return True
 
-        if gang_first:
-            if not put_gang():
-                return []
-            put_moved()
-        else:
-            put_moved()
-            if not stuck and not put_gang():
-                return []
-        return stuck if stuck else (gang, moves)
-
-    def _tightest(
-        self, f: np.ndarray, t: Task, mask: np.ndarray, *, slots: bool, outside: bool = False
-    ) -> int:
-        """The row of ``mask`` where ``t`` fits leaving least room: for the gang's pods, fewest of its
-        slots; for a moved pod, the smallest share of the node left over (``outside``: nodes where the
-        gang may not go first); ties to the lowest row. -1 when it fits nowhere."""
-        cols = np.flatnonzero(t.request > 0)
-        fits = mask & (f[:, cols] >= t.request[cols] - EPS).all(axis=1)
-        rows = np.flatnonzero(fits)
+    def _land(self, st: _State, t: Task) -> int:
+        """Where moved pod ``t`` goes: outside the gang's nodes if it can, then fewest gang slots lost, then
+        the smallest share of the node left over, then the lowest row; -1 when it fits nowhere."""
+        info = self._pods.get(id(t))
+        if info is None:
+            cols = np.flatnonzero(t.request > 0)
+            first = int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
+            dest = self.dest(t).copy()
+            dest[t.node] = False
+            info = self._pods[id(t)] = (cols, t.request[cols], first, float(t.request[first]), dest)
+        cols, req, first, need, dest = info
+        rows = np.flatnonzero(st.free[:, first] >= need - EPS)  # the column it needs most, first
+        if len(cols) > 1 and len(rows):
+            rows = rows[(st.free[rows][:, cols] >= req - EPS).all(axis=1)]
+        rows = rows[dest[rows]]
         if not len(rows):
             return -1
-        left = f[rows] - t.request
-        if slots:
-            score = np.floor((left[:, self.cols] + EPS) / self.req[self.cols]).min(axis=1)
-        else:
-            scale = np.where(t.request[cols] > 0, t.request[cols], 1.0)
-            score = (left[:, cols] / scale).sum(axis=1)
-        if outside:
-            score = score + np.where(self.gang_ok[rows], 1e12, 0.0)
-        return int(rows[int(np.argmin(score))])
+        left = st.free[rows] - t.request
+        after = np.floor((left[:, self.cols] + EPS) / self.req[self.cols]).min(axis=1)
+        lost = st.slots[rows] - np.where(self.gang_ok[rows], np.clip(after, 0, _MOST), 0)
+        spare = (left[:, cols] / req).sum(axis=1)
+        return int(rows[np.lexsort((rows, spare, lost, self.gang_ok[rows]))[0]])
 
-    # -- the plan ------------------------------------------------------------------------------------
-    def plan(self) -> MovePlan | None:
-        """The cheapest plan the search finds (None: none; a plan without units when the gang fits
-        already)."""
-        banned: set[int] = set()
-        for _ in range(RETRIES + 1):
-            st = self._greedy(banned)
-            if st is None:
-                return None
-            got = self.place(st.taken)
-            if isinstance(got, list):
-                if not got:
-                    return None  # the gang's own pods do not fit: the estimate was wrong
-                ids = {id(t) for t in got}
-                banned |= {u.order for u in st.taken if any(id(t) in ids for t in u.pods)}
+    # -- 1. the greedy --------------------------------------------------------------------------------
+    def _step(self, st: _State, p: int, banned: frozenset[int] = frozenset()) -> list[Unit] | None:
+        """The cheapest units on node ``p`` that together open one more slot there (module doc)."""
+        cands = [u for u in self.at.get(p, ()) if u.order not in banned and self._may(st, u)]
+        if not cands:
+            return None
+        free = st.free[p][self.cols]
+        lack = self.req[self.cols] * (st.slots[p] + 1) - free
+        if not self.gang_ok[p] or (lack <= EPS).all():
+            return None
+        freed = []
+        for u in cands:
+            f = np.zeros(len(self.cols))
+            for t in u.pods:
+                if t.node == p and id(t) not in st.moved:
+                    f += t.request[self.cols]
+            freed.append(f)
+        c = int(np.argmax(lack / self.req[self.cols]))  # the column that lacks most
+        unit = self.req[self.cols][c]
+        need = math.ceil((lack[c] - EPS) / unit * 8)  # in eighths of a slot
+        best: dict[int, tuple[float, list[int]]] = {0: (0.0, [])}
+        for i, u in enumerate(cands):
+            a = int((freed[i][c] + EPS) / unit * 8)
+            if a <= 0:
                 continue
-            return self._reprieve(st.taken, got)
-        return None
+            for have, (cost, items) in list(best.items()):
+                got = min(have + a, need)
+                new = (cost + u.cost, items + [i])
+                old = best.get(got)
+                if old is None or (new[0], len(new[1])) < (old[0], len(old[1])):
+                    best[got] = new
+        if need not in best:
+            return None
+        picked = [cands[i] for i in best[need][1]]
+        total = free + sum((freed[cands.index(u)] for u in picked), np.zeros(len(self.cols)))
+        for i in sorted(range(len(cands)), key=lambda i: (cands[i].cost, cands[i].order)):
+            if (total >= self.req[self.cols] * (st.slots[p] + 1) - EPS).all():
+                break
+            if cands[i] not in picked:  # another column lacks too: the cheapest others
+                picked.append(cands[i])
+                total = total + freed[i]
+        return picked if self._may_all(st, picked) else None
 
-    def _reprieve(
-        self, units: list[Unit], placed: tuple[list[tuple[Task, int]], list[tuple[Task, int]]]
-    ) -> MovePlan:
-        """Give back the units not needed, dearest first."""
+    def _may_all(self, st: _State, units: list[Unit]) -> bool:
+        """May ``units`` move together (each may, their pods of one job together, the job cap)?"""
+        if not all(self._may(st, u) for u in units):
+            return False
+        by_job: dict[int, list[Task]] = {}
+        for u in units:
+            if not u.whole:
+                by_job.setdefault(u.job, []).extend(u.pods)
+        for j, pods in by_job.items():
+            if len(pods) > 1 and not self.allowed(
+                j, [t for x in st.taken if x.job == j for t in x.pods] + pods
+            ):
+                return False
+        return self.max_jobs < 0 or len(st.jobs | {u.job for u in units}) <= self.max_jobs
+
+    def estimate(self, domains: list[np.ndarray]) -> list[float]:
+        """Per domain (a node mask within ``gang_ok``): the work of opening the slots it lacks by the
+        cheapest one-slot steps of its nodes, as things stand (0: the gang fits there already; inf: no
+        step opens enough) — the order in which :meth:`plan` is worth asking, domain by domain."""
+        st = self._fresh()
+        cost = {p: sum(u.cost for u in s) for p in self.at if (s := self._step(st, p)) is not None}
+        out = []
+        for mask in domains:
+            lack = len(self.gang) - int(st.slots[mask].sum())
+            if lack <= 0:
+                out.append(0.0)
+                continue
+            steps = sorted(c for p, c in cost.items() if mask[p])
+            out.append(sum(steps[:lack]) if len(steps) >= lack else math.inf)
+        return out
+
+    def _greedy(self, banned: frozenset[int] = frozenset(), by_jobs: bool = False) -> _State | None:
+        """The greedy of the module doc; ``banned``: units (by order) left out; ``by_jobs``: rank steps
+        by the jobs they add per slot first (when ``max_jobs`` binds), then by work."""
+        st = self._fresh()
+        n = len(self.gang)
+        heap: list[tuple[tuple[float, ...], int, list[Unit]]] = []
+        seq = 0
+
+        def key(units: list[Unit], gain: int) -> tuple[float, ...]:
+            g = max(min(gain, n - st.total), 1)
+            cost = sum(u.cost for u in units) / g
+            pods = sum(len(u.pods) for u in units) / g
+            first = min(u.order for u in units)
+            if by_jobs:
+                return (len({u.job for u in units} - st.jobs) / g, cost, pods, first)
+            return (cost, pods, first)
+
+        def push(units: list[Unit], gain: int) -> None:
+            nonlocal seq
+            if any(u.order in banned for u in units):
+                return
+            heapq.heappush(heap, (key(units, gain), seq, units))
+            seq += 1
+
+        def steps(rows: set[int]) -> None:
+            for p in sorted(rows):
+                s = self._step(st, p, banned)
+                if s is not None:
+                    push(s, 1)
+
+        steps(set(self.at))
+        for u in self.units:
+            if u.whole and len({t.node for t in u.pods}) > 1 and self._may(st, u):
+                push([u], len({t.node for t in u.pods if self.gang_ok[t.node]}))
+        while st.total < n:
+            if not heap:
+                return None
+            _, _, units = heapq.heappop(heap)
+            if not self._may_all(st, units):
+                continue
+            trial = st.copy()
+            if not self._move(trial, units):
+                continue
+            gain = trial.total - st.total
+            if gain <= 0:
+                continue
+            exact = key(units, gain)
+            if heap and exact > heap[0][0]:
+                heapq.heappush(heap, (exact, seq, units))
+                seq += 1
+                continue
+            touched = {t.node for u in units for t in u.pods} | {r for _, r in trial.moves[len(st.moves) :]}
+            st = trial
+            steps({r for r in touched if r in self.at})
+        return st
+
+    # -- 2. the reprieve, 3. the gang ---------------------------------------------------------------
+    def _rebuild(self, units: list[Unit]) -> _State | None:
+        st = self._fresh()
+        if not self._move(st, units):
+            return None
+        return st if st.total >= len(self.gang) else None
+
+    def _place_gang(self, st: _State) -> list[tuple[Task, int]] | None:
+        f = st.free.copy()
+        out = []
+        for t in self.gang:
+            cols = np.flatnonzero(t.request > 0)
+            rows = np.flatnonzero(self.gang_ok & (f[:, cols] >= t.request[cols] - EPS).all(axis=1))
+            if not len(rows):
+                return None
+            left = np.floor((f[rows][:, self.cols] - t.request[self.cols] + EPS) / self.req[self.cols]).min(
+                axis=1
+            )
+            row = int(rows[np.lexsort((rows, left))[0]])
+            f[row] -= t.request
+            out.append((t, row))
+        return out
+
+    def plan(self) -> MovePlan | None:
+        """The cheapest plan the search finds (None: none): the greedy, and — when the job cap stopped
+        it — the greedy that adds fewest jobs first; then the best made again without each of its
+        :data:`RESTARTS` dearest units; each with its reprieve."""
+        found = [st for st in (self._greedy(),) if st is not None]
+        if self.max_jobs >= 0 and (not found or len(found[0].jobs) >= self.max_jobs):
+            found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
+        plans = [p for p in (self._finish(st) for st in found) if p is not None]
+        if not plans:
+            return None
+        best = min(plans, key=lambda p: (p.cost, p.pods))
+        for u in sorted(best.units, key=lambda u: (-u.cost, -len(u.pods), -u.order))[:RESTARTS]:
+            st = self._greedy(banned=frozenset({u.order}))
+            other = self._finish(st) if st is not None else None
+            if other is not None and (other.cost, other.pods) < (best.cost, best.pods):
+                best = other
+        return best
+
+    def _finish(self, st: _State) -> MovePlan | None:
+        """The reprieve (units given back, dearest first, when the gang fits without them), then the
+        gang's pods placed."""
+        units = list(st.taken)
         for u in sorted(units, key=lambda u: (-u.cost, -len(u.pods), -u.order)):
             rest = [x for x in units if x is not u]
-            got = self.place(rest)
-            if isinstance(got, tuple):
-                units, placed = rest, got
-        return MovePlan(units, placed[1], placed[0], sum(u.cost for u in units), len({u.job for u in units}))
+            again = self._rebuild(rest)
+            if again is not None:
+                units, st = rest, again
+        gang = self._place_gang(st)
+        if gang is None:
+            return None
+        return MovePlan(units, st.moves, gang, sum(u.cost for u in units), len({u.job for u in units}))

@@ -124,9 +124,11 @@ def solve_moves(
     node_mask: Callable[[Task], np.ndarray] | None = None,
     movable: Callable[[Task], bool] | None = None,
     workers: int = 1,
+    max_jobs: int | None = None,
 ) -> MoveResult:
     """The moves of least work lost with which ``job`` fits in one allowed domain (module doc).
-    ``cluster`` is read only; ``node_mask(task)``: where a pod (waiting or moved) may go."""
+    ``cluster`` is read only; ``node_mask(task)``: where a pod (waiting or moved) may go;
+    ``max_jobs``: most jobs whose pods move (``consolidate``'s ``maxMovedJobs``; None: no limit)."""
     from ortools.sat.python import cp_model
 
     t0 = time.perf_counter()
@@ -211,6 +213,17 @@ def solve_moves(
     for j, (_, idx) in enumerate(mclasses):
         model.add(sum(z for (jj, _), z in land.items() if jj == j) == sum(move[i] for i in idx))
 
+    if max_jobs is not None and max_jobs >= 0:
+        per_job: dict[int, list[int]] = {}
+        for i, t in enumerate(pods):
+            per_job.setdefault(id(t.job), []).append(i)
+        touched = []
+        for k, idx in enumerate(per_job.values()):
+            y = model.new_bool_var(f"j{k}")
+            for i in idx:
+                model.add(y >= gone[i])
+            touched.append(y)
+        model.add(sum(touched) <= max_jobs)
     cost = _cost_terms(model, cluster, pods, move, kill, gone, now, kill_factor)
     weight = len(pods) + 1
     model.minimize(weight * sum(cost) + sum(gone))
