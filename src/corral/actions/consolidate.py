@@ -45,18 +45,20 @@ import numpy as np
 
 from corral.actions.allocate import schedulable_jobs
 from corral.actions.bundles import CostModel, VictimJob
-from corral.actions.consolidate_plan import MovePlan, MovePlanner, Unit
+from corral.actions.consolidate_plan import Budget, MovePlan, MovePlanner, Unit
 from corral.actions.evict import VICTIM_STATES
 from corral.actions.gang_evict import needed_tasks
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import Session
-from corral.model import Job, Task, TaskStatus
+from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.resources import EPS, PODS
-from corral.model.work import checkpoint
+from corral.model.work import checkpoint, run_hours
 
 __all__ = ["MOVED", "ConsolidateAction", "ConsolidateArgs"]
+
+_READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 
 #: The uid suffix of a moved pod's stand-in (the pod its controller creates again), which carries the
 #: nomination to its new node during the session.
@@ -71,6 +73,13 @@ class ConsolidateArgs:
         "most jobs one decision moves (0 turns the action off, -1 no limit; KAI's "
         "--max-consolidation-preemptees defaults to 16 too, counted over the jobs it tries)",
         minimum=-1,
+    )
+    max_trials: int = arg(
+        "maxTrials",
+        256,
+        "the search budget of one decision: move sets evaluated (their pods landed) over all domains; "
+        "a count, so the same input gives the same decisions",
+        minimum=1,
     )
     max_domains: int = arg(
         "maxDomains",
@@ -129,18 +138,30 @@ class ConsolidateAction(Action):
         union = np.zeros(len(gang_ok), dtype=bool)
         for d in domains:
             union |= d.mask
-        guess = MovePlanner(free, tasks, gang_ok & union, dest, units, allowed, self.args.max_moved_jobs)
+        first: dict[int, list[Unit] | None] = {}  # the nodes' first steps, shared by the planners
+        budget = Budget(self.args.max_trials)
+        guess = MovePlanner(
+            free, tasks, gang_ok & union, dest, units, allowed, self.args.max_moved_jobs, first
+        )
         estimate = guess.estimate([d.mask for d in domains])
         if min(estimate, default=1.0) <= 0.0:
             return False  # the gang fits without a move: allocate's business, not a move's
         order = sorted(range(len(domains)), key=lambda i: (estimate[i], i))
         best = math.inf
         for i in order[: self.args.max_domains]:
-            if math.isfinite(estimate[i]) and estimate[i] >= best:
+            if budget.spent() or (math.isfinite(estimate[i]) and estimate[i] >= best):
                 break  # no better plan expected further down
             domain = domains[i]
             planner = MovePlanner(
-                free, tasks, gang_ok & domain.mask, dest, units, allowed, self.args.max_moved_jobs
+                free,
+                tasks,
+                gang_ok & domain.mask,
+                dest,
+                units,
+                allowed,
+                self.args.max_moved_jobs,
+                first,
+                budget,
             )
             plan = planner.plan()
             if plan is None or not plan.units:
@@ -195,13 +216,18 @@ class ConsolidateAction(Action):
         order = sorted(by_job.values(), key=lambda p: (-p[0].job.creation, p[0].job.uid))
         units: list[Unit] = []
         victims: dict[int, VictimJob] = {}
+        mine = [[t for t in pods[0].job.tasks if t.status in ALLOCATED_STATES] for pods in order]
+        flat = [t for ts in mine for t in ts]
+        since = [checkpoint(pods[0].job) for pods in order]
+        hours = [run_hours(t, costs.now, since[k]) for k, ts in enumerate(mine) for t in ts]
+        sizes = (np.array([t.request for t in flat]) @ costs.inv).tolist() if flat else []
+        work = {id(t): a * h for t, a, h in zip(flat, sizes, hours)}
         for k, pods in enumerate(order):
             j = pods[0].job
-            vj = victims[k] = costs.victim(j, 0.0)
-            since = checkpoint(j)
+            vj = victims[k] = _state(j, sum(work[id(t)] for t in mine[k]))
             if not vj.healthy or vj.surplus > 0:
                 for t in pods:
-                    units.append(Unit([t], costs.pod_work(t, since), k, False, len(units)))
+                    units.append(Unit([t], work[id(t)], k, False, len(units)))
             held = [t for t in j.tasks if t.status in VICTIM_STATES and t.node >= 0]
             placed_now = any(t.status is TaskStatus.ALLOCATED for t in j.tasks)
             if vj.healthy and not placed_now and all(id(t) in ids for t in held):
@@ -278,6 +304,22 @@ class ConsolidateAction(Action):
             return True
         victim_jobs = list({id(v.job): v.job for v in moved}.values())
         return session.scenario_valid(job, victim_jobs, moved, self.name)
+
+
+def _state(job: Job, held: float) -> VictimJob:
+    """The job's state as :meth:`CostModel.victim` gives it (its work ``held`` already summed)."""
+    ready = 0
+    counts: dict[str, int] = {}
+    for t in job.tasks:
+        if t.status in _READY:
+            ready += 1
+            counts[t.role] = counts.get(t.role, 0) + 1
+    enforce = bool(job.min_task_member) and not job.elastic
+    roles = {r: counts.get(r, 0) - n for r, n in job.min_task_member.items()} if enforce else None
+    healthy = ready >= job.min_member and (roles is None or min(roles.values(), default=0) >= 0)
+    if not healthy:
+        return VictimJob(job, False, 1 << 30, None, 0.0, 0.0)
+    return VictimJob(job, True, ready - job.min_member, roles, held, 0.0)
 
 
 def _release(session: Session, stand_ins: list[Task]) -> None:

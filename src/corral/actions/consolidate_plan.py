@@ -35,13 +35,14 @@ import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from corral.model import Task
 from corral.model.resources import EPS
 
-__all__ = ["RESTARTS", "MovePlan", "MovePlanner", "Unit"]
+__all__ = ["RESTARTS", "Budget", "MovePlan", "MovePlanner", "Unit"]
 
 #: Plans made again, each without one of the dearest units of the best plan.
 RESTARTS = 2
@@ -78,6 +79,18 @@ class MovePlan:
 
 
 @dataclass
+class Budget:
+    """The per-decision search budget: steps tried (a moved set evaluated with its pods landed). When
+    it is spent the greedy stops (no plan, or the best so far), so a decision's time is bounded; a
+    count, not a clock, so the same input gives the same decisions."""
+
+    left: int = 1 << 30
+
+    def spent(self) -> bool:
+        return self.left <= 0
+
+
+@dataclass
 class _State:
     free: np.ndarray
     slots: np.ndarray
@@ -104,7 +117,8 @@ class MovePlanner:
     ``gang``: the waiting pods to place, in order; ``gang_ok``: rows where they may go; ``dest``:
     a movable pod's allowed rows (its predicates, live nodes); ``units``: what may move;
     ``allowed(job, pods)``: may these pods of job ``job`` move together without breaking it (pod
-    units of one job add up); ``max_jobs``: most jobs moved (-1: no limit)."""
+    units of one job add up); ``max_jobs``: most jobs moved (-1: no limit); ``first``: the steps of
+    nodes before anything moves, shared between planners of the same ``free`` and ``units``."""
 
     def __init__(
         self,
@@ -115,8 +129,14 @@ class MovePlanner:
         units: list[Unit],
         allowed: Callable[[int, list[Task]], bool],
         max_jobs: int = -1,
+        first: dict[int, list[Unit] | None] | None = None,
+        budget: Budget | None = None,
     ) -> None:
+        self.budget = budget or Budget()
         self.base = free
+        #: each node's step before anything moves, shared by the planners of one decision (a node's
+        #: step depends on the node alone)
+        self.first = first if first is not None else {}
         self.gang = gang
         self.req = np.max(np.array([t.request for t in gang]), axis=0)
         self.cols = np.flatnonzero(self.req > 0)
@@ -125,7 +145,7 @@ class MovePlanner:
         self.allowed = allowed
         self.max_jobs = max_jobs
         self.units = [u for u in units if any(gang_ok[t.node] for t in u.pods)]
-        self._pods: dict[int, tuple] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
+        self._pods: dict[int, tuple[Any, ...]] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
         self.at: dict[int, list[Unit]] = {}  # node row -> units with a pod there
         for u in self.units:
             for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
@@ -218,6 +238,29 @@ class MovePlanner:
     def _step(self, st: _State, p: int, banned: frozenset[int] = frozenset()) -> list[Unit] | None:
         """The cheapest units on node ``p`` that together open one more slot there (module doc)."""
         cands = [u for u in self.at.get(p, ()) if u.order not in banned and self._may(st, u)]
+        # per job, the pod units that may move together (cheapest first, within its surplus); a job
+        # whose pods here may all move so frees as much here as moving whole, which costs all its work:
+        # its whole unit is left out
+        singles: dict[int, list[Unit]] = {}
+        for u in sorted(cands, key=lambda u: (u.cost, u.order)):
+            if not u.whole:
+                singles.setdefault(u.job, []).append(u)
+        kept: list[Unit] = []
+        for j, units in singles.items():
+            prior = [t for x in st.taken if x.job == j for t in x.pods]
+            for u in units:
+                if not self.allowed(j, prior + u.pods):
+                    break
+                prior = prior + u.pods
+                kept.append(u)
+        count = {j: sum(1 for u in kept if u.job == j) for j in singles}
+        cands = kept + [
+            u
+            for u in cands
+            if u.whole
+            and count.get(u.job, 0) < sum(1 for t in u.pods if t.node == p and id(t) not in st.moved)
+        ]
+        cands.sort(key=lambda u: u.order)
         if not cands:
             return None
         free = st.free[p][self.cols]
@@ -255,6 +298,8 @@ class MovePlanner:
             if cands[i] not in picked:  # another column lacks too: the cheapest others
                 picked.append(cands[i])
                 total = total + freed[i]
+        whole = {u.job for u in picked if u.whole}
+        picked = [u for u in picked if u.whole or u.job not in whole]  # the whole unit moves them too
         return picked if self._may_all(st, picked) else None
 
     def _may_all(self, st: _State, units: list[Unit]) -> bool:
@@ -272,12 +317,20 @@ class MovePlanner:
                 return False
         return self.max_jobs < 0 or len(st.jobs | {u.job for u in units}) <= self.max_jobs
 
+    def _first(self, st: _State, p: int, banned: frozenset[int] = frozenset()) -> list[Unit] | None:
+        """Node ``p``'s step before anything moves (``st`` fresh), from the shared cache."""
+        if banned and any(u.order in banned for u in self.at.get(p, ())):
+            return self._step(st, p, banned)
+        if p not in self.first:
+            self.first[p] = self._step(st, p)
+        return self.first[p]
+
     def estimate(self, domains: list[np.ndarray]) -> list[float]:
         """Per domain (a node mask within ``gang_ok``): the work of opening the slots it lacks by the
         cheapest one-slot steps of its nodes, as things stand (0: the gang fits there already; inf: no
         step opens enough) — the order in which :meth:`plan` is worth asking, domain by domain."""
         st = self._fresh()
-        cost = {p: sum(u.cost for u in s) for p in self.at if (s := self._step(st, p)) is not None}
+        cost = {p: sum(u.cost for u in s) for p in self.at if (s := self._first(st, p)) is not None}
         out = []
         for mask in domains:
             lack = len(self.gang) - int(st.slots[mask].sum())
@@ -318,17 +371,21 @@ class MovePlanner:
                 if s is not None:
                     push(s, 1)
 
-        steps(set(self.at))
+        for p in sorted(self.at):
+            s = self._first(st, p, banned)
+            if s is not None:
+                push(s, 1)
         for u in self.units:
             if u.whole and len({t.node for t in u.pods}) > 1 and self._may(st, u):
                 push([u], len({t.node for t in u.pods if self.gang_ok[t.node]}))
         while st.total < n:
-            if not heap:
+            if not heap or self.budget.spent():
                 return None
             _, _, units = heapq.heappop(heap)
             if not self._may_all(st, units):
                 continue
             trial = st.copy()
+            self.budget.left -= 1
             if not self._move(trial, units):
                 continue
             gain = trial.total - st.total
@@ -379,6 +436,8 @@ class MovePlanner:
             return None
         best = min(plans, key=lambda p: (p.cost, p.pods))
         for u in sorted(best.units, key=lambda u: (-u.cost, -len(u.pods), -u.order))[:RESTARTS]:
+            if self.budget.spent():
+                break
             st = self._greedy(banned=frozenset({u.order}))
             other = self._finish(st) if st is not None else None
             if other is not None and (other.cost, other.pods) < (best.cost, best.pods):
