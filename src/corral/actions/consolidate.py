@@ -12,15 +12,17 @@ but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first), one search:
    are; ``priority`` lets any job move, as KAI's consolidation takes victims of every priority and
    queue) and whose move alone breaks no PodDisruptionBudget (a move goes through the Eviction API,
    which refuses those);
-2. **units** and the **plan** (:mod:`corral.actions.consolidate_plan`) — per domain of the gang's
-   search space (purpose Evict, at most ``maxDomains``: the whole cluster, or for a topology-bound gang
-   the HyperNodes it may use, so that pods move out of a domain into others and the domain holds the
-   gang whole): a pod of a job that keeps its minimums without it moves alone; a job that would fall
-   below a minimum moves whole (every running pod of it, re-placed in the same decision: the gang
-   restarts on its new nodes and is never left bound below its minimum); at most ``maxMovedJobs``
-   jobs move. The cost is the work lost since the last checkpoint, by gang eviction's cost model: a pod
-   moved alone loses its own work, a job moved whole all of its pods'. The plans of the domains rank by
-   work lost, pods moved, then the search-space order;
+2. **units** and the **plan** (:mod:`corral.actions.consolidate_plan`): a pod of a job that keeps its
+   minimums without it moves alone; a job that would fall below a minimum moves whole (every running
+   pod of it, re-placed in the same decision: the gang restarts on its new nodes and is never left bound
+   below its minimum); at most ``maxMovedJobs`` jobs move. The cost is the work lost since the last
+   checkpoint, by gang eviction's cost model: a pod moved alone loses its own work, a job moved whole
+   all of its pods'. The domains are the gang's search space (purpose Evict: the whole cluster, or for
+   a topology-bound gang the HyperNodes it may use, so that pods move out of a domain into others and
+   the domain holds the gang whole), ranked by the cost of the cheapest one-slot moves they lack; the
+   first ``maxDomains`` are planned (stopping when that estimate reaches the best plan's cost), within
+   one search budget of ``maxTrials`` move sets per decision. Plans rank by work lost, pods moved,
+   then the domain;
 3. **dry run and commit** — through one Statement: the moved pods evicted (``action: consolidate``,
    ``preemptor``: the gang), each nominated on its new node (a nomination of the same pod name: the
    pod its controller creates again), the gang's pods nominated where the plan put them
@@ -143,7 +145,8 @@ class ConsolidateAction(Action):
         guess = MovePlanner(
             free, tasks, gang_ok & union, dest, units, allowed, self.args.max_moved_jobs, first
         )
-        estimate = guess.estimate([d.mask for d in domains])
+        # one domain (no topology): nothing to rank
+        estimate = guess.estimate([d.mask for d in domains]) if len(domains) > 1 else [math.inf]
         if min(estimate, default=1.0) <= 0.0:
             return False  # the gang fits without a move: allocate's business, not a move's
         order = sorted(range(len(domains)), key=lambda i: (estimate[i], i))

@@ -140,6 +140,7 @@ class MovePlanner:
         self.gang = gang
         self.req = np.max(np.array([t.request for t in gang]), axis=0)
         self.cols = np.flatnonzero(self.req > 0)
+        self._colreq = [(int(c), float(self.req[c])) for c in self.cols]
         self.gang_ok = gang_ok
         self.dest = dest
         self.allowed = allowed
@@ -164,6 +165,15 @@ class MovePlanner:
         return _State(free, slots, int(slots.sum()))
 
     def _touch(self, st: _State, rows: set[int]) -> None:
+        if len(rows) == 1:  # one row (a pod landed): plain floats
+            (p,) = rows
+            free = st.free[p]
+            new1 = 0
+            if self.gang_ok[p]:
+                new1 = min(_MOST, max(0, min(int((free[c] + EPS) // q) for c, q in self._colreq)))
+            st.total += new1 - int(st.slots[p])
+            st.slots[p] = new1
+            return
         r = np.array(sorted(rows), dtype=np.int64)
         new = self._slots(st.free, r)
         st.total += int(new.sum() - st.slots[r].sum())
@@ -346,8 +356,10 @@ class MovePlanner:
         by the jobs they add per slot first (when ``max_jobs`` binds), then by work."""
         st = self._fresh()
         n = len(self.gang)
-        heap: list[tuple[tuple[float, ...], int, list[Unit]]] = []
+        heap: list[tuple[tuple[float, ...], int, list[Unit], int, int]] = []
         seq = 0
+        version: dict[int, int] = {}  # node row -> bumped when the greedy changes it: its steps are stale
+        expanded: set[int] = set()  # rows whose step has been worked out
 
         def key(units: list[Unit], gain: int) -> tuple[float, ...]:
             g = max(min(gain, n - st.total), 1)
@@ -358,32 +370,46 @@ class MovePlanner:
                 return (len({u.job for u in units} - st.jobs) / g, cost, pods, first)
             return (cost, pods, first)
 
-        def push(units: list[Unit], gain: int) -> None:
+        def push(units: list[Unit], gain: int, node: int = -1) -> None:
             nonlocal seq
             if any(u.order in banned for u in units):
                 return
-            heapq.heappush(heap, (key(units, gain), seq, units))
+            heapq.heappush(heap, (key(units, gain), seq, units, node, version.get(node, 0)))
             seq += 1
 
         def steps(rows: set[int]) -> None:
             for p in sorted(rows):
+                expanded.add(p)
                 s = self._step(st, p, banned)
                 if s is not None:
-                    push(s, 1)
+                    push(s, 1, p)
 
+        # a node's step is worked out only when the cheapest unit there could beat what is in line:
+        # a step costs at least that much per slot (a lazy greedy)
+        nodes: list[tuple[tuple[float, ...], int, int]] = []
         for p in sorted(self.at):
-            s = self._first(st, p, banned)
-            if s is not None:
-                push(s, 1)
+            cheap = min((u.cost for u in self.at[p] if u.order not in banned), default=None)
+            if cheap is not None:
+                nodes.append(((cheap, 0.0, -1) if not by_jobs else (0.0, cheap, 0.0, -1), p, p))
+        heapq.heapify(nodes)
         for u in self.units:
             if u.whole and len({t.node for t in u.pods}) > 1 and self._may(st, u):
                 push([u], len({t.node for t in u.pods if self.gang_ok[t.node]}))
+        changed: set[int] = set()  # rows the greedy changed: their first steps are stale
         while st.total < n:
+            while nodes and (not heap or nodes[0][0] < heap[0][0]):
+                _, _, p = heapq.heappop(nodes)
+                if p in expanded:
+                    continue
+                expanded.add(p)
+                step = self._step(st, p, banned) if p in changed else self._first(st, p, banned)
+                if step is not None:
+                    push(step, 1, p)
             if not heap or self.budget.spent():
                 return None
-            _, _, units = heapq.heappop(heap)
-            if not self._may_all(st, units):
-                continue
+            _, _, units, node, ver = heapq.heappop(heap)
+            if (node >= 0 and version.get(node, 0) != ver) or not self._may_all(st, units):
+                continue  # a step of a node changed since (its new step is in line), or no longer allowed
             trial = st.copy()
             self.budget.left -= 1
             if not self._move(trial, units):
@@ -392,22 +418,19 @@ class MovePlanner:
             if gain <= 0:
                 continue
             exact = key(units, gain)
-            if heap and exact > heap[0][0]:
-                heapq.heappush(heap, (exact, seq, units))
+            if (heap and exact > heap[0][0]) or (nodes and exact > nodes[0][0]):
+                heapq.heappush(heap, (exact, seq, units, node, ver))
                 seq += 1
                 continue
             touched = {t.node for u in units for t in u.pods} | {r for _, r in trial.moves[len(st.moves) :]}
             st = trial
+            changed |= touched
+            for r in touched:
+                version[r] = version.get(r, 0) + 1
             steps({r for r in touched if r in self.at})
         return st
 
     # -- 2. the reprieve, 3. the gang ---------------------------------------------------------------
-    def _rebuild(self, units: list[Unit]) -> _State | None:
-        st = self._fresh()
-        if not self._move(st, units):
-            return None
-        return st if st.total >= len(self.gang) else None
-
     def _place_gang(self, st: _State) -> list[tuple[Task, int]] | None:
         f = st.free.copy()
         out = []
@@ -445,15 +468,35 @@ class MovePlanner:
         return best
 
     def _finish(self, st: _State) -> MovePlan | None:
-        """The reprieve (units given back, dearest first, when the gang fits without them), then the
-        gang's pods placed."""
-        units = list(st.taken)
-        for u in sorted(units, key=lambda u: (-u.cost, -len(u.pods), -u.order)):
-            rest = [x for x in units if x is not u]
-            again = self._rebuild(rest)
+        """The reprieve (units given back, dearest first, while the gang still fits without them),
+        then the gang's pods placed."""
+        for u in sorted(st.taken, key=lambda u: (-u.cost, -len(u.pods), -u.order)):
+            again = self._give_back(st, u)
             if again is not None:
-                units, st = rest, again
+                st = again
         gang = self._place_gang(st)
         if gang is None:
             return None
+        units = st.taken
         return MovePlan(units, st.moves, gang, sum(u.cost for u in units), len({u.job for u in units}))
+
+    def _give_back(self, st: _State, u: Unit) -> _State | None:
+        """``st`` without moving ``u`` — its pods back where they run, the others where they landed —
+        when every node still holds what it has and the gang still fits; else None."""
+        back = st.copy()
+        mine = {id(t) for t in u.pods}
+        rows: set[int] = set()
+        for t, r in st.moves:
+            if id(t) in mine:
+                back.free[r] += t.request
+                back.free[t.node] -= t.request
+                rows |= {r, t.node}
+        for r in rows:
+            if (back.free[r] < -EPS).any():
+                return None  # another moved pod landed in the room this one would take back
+        back.moves = [(t, r) for t, r in st.moves if id(t) not in mine]
+        back.moved -= mine
+        back.taken = [x for x in st.taken if x is not u]
+        back.jobs = {x.job for x in back.taken}
+        self._touch(back, rows)
+        return back if back.total >= len(self.gang) else None
