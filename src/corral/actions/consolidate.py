@@ -132,49 +132,51 @@ class ConsolidateAction(Action):
             gang_ok = gang_ok & session.predicate(t)
         dest = self._dest(session)
 
-        def allowed(k: int, pods: list[Task]) -> bool:
-            return not victims[k].breaks(pods)
-
-        plans: list[tuple[tuple[float, int, int], MovePlan, Domain]] = []
-        domains = session.gang_search_space(job, Purpose.EVICT)
-        union = np.zeros(len(gang_ok), dtype=bool)
-        for d in domains:
-            union |= d.mask
-        first: dict[int, list[Unit] | None] = {}  # the nodes' first steps, shared by the planners
-        budget = Budget(self.args.max_trials)
-        guess = MovePlanner(
-            free, tasks, gang_ok & union, dest, units, allowed, self.args.max_moved_jobs, first
-        )
-        # one domain (no topology): nothing to rank
-        estimate = guess.estimate([d.mask for d in domains]) if len(domains) > 1 else [math.inf]
-        if min(estimate, default=1.0) <= 0.0:
-            return False  # the gang fits without a move: allocate's business, not a move's
-        order = sorted(range(len(domains)), key=lambda i: (estimate[i], i))
-        best = math.inf
-        for i in order[: self.args.max_domains]:
-            if budget.spent() or (math.isfinite(estimate[i]) and estimate[i] >= best):
-                break  # no better plan expected further down
-            domain = domains[i]
-            planner = MovePlanner(
+        def planner(mask: np.ndarray) -> MovePlanner:
+            return MovePlanner(
                 free,
                 tasks,
-                gang_ok & domain.mask,
+                gang_ok & mask,
                 dest,
                 units,
-                allowed,
+                lambda k, pods: not victims[k].breaks(pods),
                 self.args.max_moved_jobs,
                 first,
                 budget,
             )
-            plan = planner.plan()
-            if plan is None or not plan.units:
-                continue
-            plans.append(((plan.cost, plan.pods, i), plan, domain))
-            best = min(best, plan.cost)
+
+        first: dict[int, list[Unit] | None] = {}  # the nodes' first steps, shared by the planners
+        budget = Budget(self.args.max_trials)
+        plans = self.plans(session.gang_search_space(job, Purpose.EVICT), planner)
         for _, plan, domain in sorted(plans, key=lambda p: p[0]):
             if self.attempt(session, job, plan, domain, dest):
                 return True
         return False
+
+    def plans(
+        self, domains: list[Domain], planner: Callable[[np.ndarray], MovePlanner]
+    ) -> list[tuple[tuple[float, int, int], MovePlan, Domain]]:
+        """Each domain's plan with its rank (work, pods moved, domain index): the domains ranked by the
+        cost of the cheapest one-slot moves they lack (:meth:`MovePlanner.estimate`; with one domain
+        nothing to rank), the first ``maxDomains`` planned, stopping when that estimate reaches the
+        best plan's cost or the budget is spent. None at all when the gang fits somewhere unmoved."""
+        union = np.zeros(len(domains[0].mask), dtype=bool) if domains else np.zeros(0, dtype=bool)
+        for d in domains:
+            union |= d.mask
+        estimate = planner(union).estimate([d.mask for d in domains]) if len(domains) > 1 else [math.inf]
+        if min(estimate, default=1.0) <= 0.0:
+            return []  # the gang fits without a move: allocate's business, not a move's
+        out: list[tuple[tuple[float, int, int], MovePlan, Domain]] = []
+        best = math.inf
+        for i in sorted(range(len(domains)), key=lambda i: (estimate[i], i))[: self.args.max_domains]:
+            pl = planner(domains[i].mask)
+            if pl.budget.spent() or (math.isfinite(estimate[i]) and estimate[i] >= best):
+                break  # no better plan expected further down
+            plan = pl.plan()
+            if plan is not None and plan.units:
+                out.append(((plan.cost, plan.pods, i), plan, domains[i]))
+                best = min(best, plan.cost)
+        return out
 
     def candidates(self, session: Session, job: Job, task: Task) -> list[Task]:
         """The pods that may move (step 1 of the module docstring), in the cluster's order."""

@@ -247,10 +247,38 @@ class MovePlanner:
     # -- 1. the greedy --------------------------------------------------------------------------------
     def _step(self, st: _State, p: int, banned: frozenset[int] = frozenset()) -> list[Unit] | None:
         """The cheapest units on node ``p`` that together open one more slot there (module doc)."""
+        cands = self._here(st, p, banned)
+        free = st.free[p][self.cols]
+        want = self.req[self.cols] * (st.slots[p] + 1)
+        if not cands or not self.gang_ok[p] or (want - free <= EPS).all():
+            return None
+        freed = []
+        for u in cands:
+            f = np.zeros(len(self.cols))
+            for t in u.pods:
+                if t.node == p and id(t) not in st.moved:
+                    f += t.request[self.cols]
+            freed.append(f)
+        picked = _cover(cands, freed, want - free, self.req[self.cols])
+        if picked is None:
+            return None
+        total = free + sum((freed[i] for i in picked), np.zeros(len(self.cols)))
+        for i in sorted(range(len(cands)), key=lambda i: (cands[i].cost, cands[i].order)):
+            if (total >= want - EPS).all():
+                break
+            if i not in picked:  # another column lacks too: the cheapest others
+                picked.append(i)
+                total = total + freed[i]
+        units = [cands[i] for i in picked]
+        whole = {u.job for u in units if u.whole}
+        units = [u for u in units if u.whole or u.job not in whole]  # the whole unit moves them too
+        return units if self._may_all(st, units) else None
+
+    def _here(self, st: _State, p: int, banned: frozenset[int]) -> list[Unit]:
+        """The units a step on node ``p`` may take: per job, its pod units that may move together
+        (cheapest first, within its surplus); its whole unit only when those cannot free all its pods
+        here (moving whole frees no more here and costs all its work)."""
         cands = [u for u in self.at.get(p, ()) if u.order not in banned and self._may(st, u)]
-        # per job, the pod units that may move together (cheapest first, within its surplus); a job
-        # whose pods here may all move so frees as much here as moving whole, which costs all its work:
-        # its whole unit is left out
         singles: dict[int, list[Unit]] = {}
         for u in sorted(cands, key=lambda u: (u.cost, u.order)):
             if not u.whole:
@@ -264,53 +292,13 @@ class MovePlanner:
                 prior = prior + u.pods
                 kept.append(u)
         count = {j: sum(1 for u in kept if u.job == j) for j in singles}
-        cands = kept + [
+        out = kept + [
             u
             for u in cands
             if u.whole
             and count.get(u.job, 0) < sum(1 for t in u.pods if t.node == p and id(t) not in st.moved)
         ]
-        cands.sort(key=lambda u: u.order)
-        if not cands:
-            return None
-        free = st.free[p][self.cols]
-        lack = self.req[self.cols] * (st.slots[p] + 1) - free
-        if not self.gang_ok[p] or (lack <= EPS).all():
-            return None
-        freed = []
-        for u in cands:
-            f = np.zeros(len(self.cols))
-            for t in u.pods:
-                if t.node == p and id(t) not in st.moved:
-                    f += t.request[self.cols]
-            freed.append(f)
-        c = int(np.argmax(lack / self.req[self.cols]))  # the column that lacks most
-        unit = self.req[self.cols][c]
-        need = math.ceil((lack[c] - EPS) / unit * 8)  # in eighths of a slot
-        best: dict[int, tuple[float, list[int]]] = {0: (0.0, [])}
-        for i, u in enumerate(cands):
-            a = int((freed[i][c] + EPS) / unit * 8)
-            if a <= 0:
-                continue
-            for have, (cost, items) in list(best.items()):
-                got = min(have + a, need)
-                new = (cost + u.cost, items + [i])
-                old = best.get(got)
-                if old is None or (new[0], len(new[1])) < (old[0], len(old[1])):
-                    best[got] = new
-        if need not in best:
-            return None
-        picked = [cands[i] for i in best[need][1]]
-        total = free + sum((freed[cands.index(u)] for u in picked), np.zeros(len(self.cols)))
-        for i in sorted(range(len(cands)), key=lambda i: (cands[i].cost, cands[i].order)):
-            if (total >= self.req[self.cols] * (st.slots[p] + 1) - EPS).all():
-                break
-            if cands[i] not in picked:  # another column lacks too: the cheapest others
-                picked.append(cands[i])
-                total = total + freed[i]
-        whole = {u.job for u in picked if u.whole}
-        picked = [u for u in picked if u.whole or u.job not in whole]  # the whole unit moves them too
-        return picked if self._may_all(st, picked) else None
+        return sorted(out, key=lambda u: u.order)
 
     def _may_all(self, st: _State, units: list[Unit]) -> bool:
         """May ``units`` move together (each may, their pods of one job together, the job cap)?"""
@@ -354,81 +342,26 @@ class MovePlanner:
     def _greedy(self, banned: frozenset[int] = frozenset(), by_jobs: bool = False) -> _State | None:
         """The greedy of the module doc; ``banned``: units (by order) left out; ``by_jobs``: rank steps
         by the jobs they add per slot first (when ``max_jobs`` binds), then by work."""
-        st = self._fresh()
+        line = _Line(self, self._fresh(), banned, by_jobs)
         n = len(self.gang)
-        heap: list[tuple[tuple[float, ...], int, list[Unit], int, int]] = []
-        seq = 0
-        version: dict[int, int] = {}  # node row -> bumped when the greedy changes it: its steps are stale
-        expanded: set[int] = set()  # rows whose step has been worked out
-
-        def key(units: list[Unit], gain: int) -> tuple[float, ...]:
-            g = max(min(gain, n - st.total), 1)
-            cost = sum(u.cost for u in units) / g
-            pods = sum(len(u.pods) for u in units) / g
-            first = min(u.order for u in units)
-            if by_jobs:
-                return (len({u.job for u in units} - st.jobs) / g, cost, pods, first)
-            return (cost, pods, first)
-
-        def push(units: list[Unit], gain: int, node: int = -1) -> None:
-            nonlocal seq
-            if any(u.order in banned for u in units):
-                return
-            heapq.heappush(heap, (key(units, gain), seq, units, node, version.get(node, 0)))
-            seq += 1
-
-        def steps(rows: set[int]) -> None:
-            for p in sorted(rows):
-                expanded.add(p)
-                s = self._step(st, p, banned)
-                if s is not None:
-                    push(s, 1, p)
-
-        # a node's step is worked out only when the cheapest unit there could beat what is in line:
-        # a step costs at least that much per slot (a lazy greedy)
-        nodes: list[tuple[tuple[float, ...], int, int]] = []
-        for p in sorted(self.at):
-            cheap = min((u.cost for u in self.at[p] if u.order not in banned), default=None)
-            if cheap is not None:
-                nodes.append(((cheap, 0.0, -1) if not by_jobs else (0.0, cheap, 0.0, -1), p, p))
-        heapq.heapify(nodes)
-        for u in self.units:
-            if u.whole and len({t.node for t in u.pods}) > 1 and self._may(st, u):
-                push([u], len({t.node for t in u.pods if self.gang_ok[t.node]}))
-        changed: set[int] = set()  # rows the greedy changed: their first steps are stale
-        while st.total < n:
-            while nodes and (not heap or nodes[0][0] < heap[0][0]):
-                _, _, p = heapq.heappop(nodes)
-                if p in expanded:
-                    continue
-                expanded.add(p)
-                step = self._step(st, p, banned) if p in changed else self._first(st, p, banned)
-                if step is not None:
-                    push(step, 1, p)
-            if not heap or self.budget.spent():
+        while line.st.total < n:
+            got = line.next()
+            if got is None or self.budget.spent():
                 return None
-            _, _, units, node, ver = heapq.heappop(heap)
-            if (node >= 0 and version.get(node, 0) != ver) or not self._may_all(st, units):
+            units, node, ver = got
+            st = line.st
+            if (node >= 0 and line.version.get(node, 0) != ver) or not self._may_all(st, units):
                 continue  # a step of a node changed since (its new step is in line), or no longer allowed
             trial = st.copy()
             self.budget.left -= 1
-            if not self._move(trial, units):
+            if not self._move(trial, units) or trial.total <= st.total:
+                continue  # a moved pod has nowhere to go, or where they land costs what they free
+            exact = line.key(units, trial.total - st.total)
+            if line.ahead(exact):
+                line.push(units, exact, node, ver)  # dearer than measured: its turn later
                 continue
-            gain = trial.total - st.total
-            if gain <= 0:
-                continue
-            exact = key(units, gain)
-            if (heap and exact > heap[0][0]) or (nodes and exact > nodes[0][0]):
-                heapq.heappush(heap, (exact, seq, units, node, ver))
-                seq += 1
-                continue
-            touched = {t.node for u in units for t in u.pods} | {r for _, r in trial.moves[len(st.moves) :]}
-            st = trial
-            changed |= touched
-            for r in touched:
-                version[r] = version.get(r, 0) + 1
-            steps({r for r in touched if r in self.at})
-        return st
+            line.accept(trial, units)
+        return line.st
 
     # -- 2. the reprieve, 3. the gang ---------------------------------------------------------------
     def _place_gang(self, st: _State) -> list[tuple[Task, int]] | None:
@@ -500,3 +433,100 @@ class MovePlanner:
         back.jobs = {x.job for x in back.taken}
         self._touch(back, rows)
         return back if back.total >= len(self.gang) else None
+
+
+class _Line:
+    """The steps in line for :meth:`MovePlanner._greedy`, cheapest per slot first (a lazy greedy): a
+    node's step is worked out only when the cheapest unit there could beat what is in line (a step costs
+    at least that per slot), and again whenever the greedy changes the node (``version``: older steps of
+    it are stale); each job moved whole across nodes is in line from the start."""
+
+    def __init__(self, planner: MovePlanner, st: _State, banned: frozenset[int], by_jobs: bool) -> None:
+        self.pl, self.st, self.banned, self.by_jobs = planner, st, banned, by_jobs
+        self.heap: list[tuple[tuple[float, ...], int, list[Unit], int, int]] = []
+        self.seq = 0
+        self.version: dict[int, int] = {}
+        self.expanded: set[int] = set()  # rows whose step has been worked out
+        self.changed: set[int] = set()  # rows the greedy changed: their first steps are stale
+        self.nodes: list[tuple[tuple[float, ...], int, int]] = []
+        for p in sorted(planner.at):
+            cheap = min((u.cost for u in planner.at[p] if u.order not in banned), default=None)
+            if cheap is not None:
+                self.nodes.append(((0.0, cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p))
+        heapq.heapify(self.nodes)
+        for u in planner.units:
+            rows = {t.node for t in u.pods}
+            if u.whole and len(rows) > 1 and planner._may(st, u):
+                self.push([u], self.key([u], sum(1 for r in rows if planner.gang_ok[r])))
+
+    def key(self, units: list[Unit], gain: int) -> tuple[float, ...]:
+        """Work (then pods) per slot, the slots counted up to those still lacking; ``by_jobs``: the
+        jobs it adds per slot first."""
+        g = max(min(gain, len(self.pl.gang) - self.st.total), 1)
+        cost = sum(u.cost for u in units) / g
+        pods = sum(len(u.pods) for u in units) / g
+        first = min(u.order for u in units)
+        if self.by_jobs:
+            return (len({u.job for u in units} - self.st.jobs) / g, cost, pods, first)
+        return (cost, pods, first)
+
+    def push(self, units: list[Unit], key: tuple[float, ...], node: int = -1, ver: int | None = None) -> None:
+        if any(u.order in self.banned for u in units):
+            return
+        v = self.version.get(node, 0) if ver is None else ver
+        heapq.heappush(self.heap, (key, self.seq, units, node, v))
+        self.seq += 1
+
+    def ahead(self, key: tuple[float, ...]) -> bool:
+        """Is something in line (or a node not worked out yet) cheaper than ``key``?"""
+        return bool(self.heap and key > self.heap[0][0]) or bool(self.nodes and key > self.nodes[0][0])
+
+    def next(self) -> tuple[list[Unit], int, int] | None:
+        """The cheapest step in line (units, node or -1, its node's version), or None."""
+        heap, nodes = self.heap, self.nodes
+        while nodes and (not heap or nodes[0][0] < heap[0][0]):
+            _, _, p = heapq.heappop(nodes)
+            if p not in self.expanded:
+                self._expand(p)
+        if not heap:
+            return None
+        _, _, units, node, ver = heapq.heappop(heap)
+        return units, node, ver
+
+    def _expand(self, p: int) -> None:
+        self.expanded.add(p)
+        pl = self.pl
+        step = pl._step(self.st, p, self.banned) if p in self.changed else pl._first(self.st, p, self.banned)
+        if step is not None:
+            self.push(step, self.key(step, 1), p)
+
+    def accept(self, trial: _State, units: list[Unit]) -> None:
+        """Take the step: ``trial`` is the state with it; the nodes it changed get their steps anew."""
+        touched = {t.node for u in units for t in u.pods} | {r for _, r in trial.moves[len(self.st.moves) :]}
+        self.st = trial
+        self.changed |= touched
+        for r in touched:
+            self.version[r] = self.version.get(r, 0) + 1
+        for p in sorted(r for r in touched if r in self.pl.at):
+            self._expand(p)
+
+
+def _cover(cands: list[Unit], freed: list[np.ndarray], lack: np.ndarray, req: np.ndarray) -> list[int] | None:
+    """The cheapest of ``cands`` (by index) whose ``freed`` room covers ``lack`` in the column that
+    lacks most (relative to ``req``): a covering knapsack in eighths of a slot, exact over the
+    candidates; ties to fewer units. None when all of them do not cover it."""
+    c = int(np.argmax(lack / req))
+    unit = req[c]
+    need = math.ceil((lack[c] - EPS) / unit * 8)
+    best: dict[int, tuple[float, list[int]]] = {0: (0.0, [])}
+    for i, u in enumerate(cands):
+        a = int((freed[i][c] + EPS) / unit * 8)
+        if a <= 0:
+            continue
+        for have, (cost, items) in list(best.items()):
+            got = min(have + a, need)
+            new = (cost + u.cost, items + [i])
+            old = best.get(got)
+            if old is None or (new[0], len(new[1])) < (old[0], len(old[1])):
+                best[got] = new
+    return list(best[need][1]) if need in best else None

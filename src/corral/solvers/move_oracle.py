@@ -132,110 +132,34 @@ def solve_moves(
     from ortools.sat.python import cp_model
 
     t0 = time.perf_counter()
-    nodes = cluster.nodes
     missing, role_missing = _needed(job)
     if missing == 0 and not role_missing:
         return MoveResult("NOTHING_TO_DO", True, wall=time.perf_counter() - t0)
     domains = allowed_domains(cluster, job)
     if not domains:
         return MoveResult("NO_DOMAIN", False, wall=time.perf_counter() - t0)
-    live = ~nodes.down & ~nodes.unschedulable
+    live = ~cluster.nodes.down & ~cluster.nodes.unschedulable
 
     def where(t: Task) -> np.ndarray:
         return live & node_mask(t) if node_mask is not None else live.copy()
 
-    gang: dict[tuple, list[Task]] = {}
-    for t in sorted(waiting_pods(job), key=lambda t: (-t.priority, t.creation, t.name)):
-        gang.setdefault((t.role, tuple(np.round(t.request, 6))), []).append(t)
-    gk = list(gang.values())
-    gmask = [where(p[0]) for p in gk]
-    pods = movable_pods(cluster, job, movable)
-    mk: dict[tuple, list[int]] = {}
-    masks: dict[tuple, np.ndarray] = {}
-    seen: dict[object, np.ndarray] = {}
-    for i, t in enumerate(pods):
-        ck = t.klass or t.uid
-        if ck not in seen:
-            seen[ck] = where(t)
-        key = (tuple(np.round(t.request, 6)), seen[ck].tobytes())
-        masks.setdefault(key, seen[ck])
-        mk.setdefault(key, []).append(i)
-    mclasses = list(mk.items())
-    reqs = [k[0].request for k in gk] + [pods[idx[0]].request for _, idx in mclasses]
-    cols = [int(c) for c in np.flatnonzero(np.any(reqs, axis=0))] if reqs else []
-    units = {c: _scale([r[c] for r in reqs]) for c in cols}
-    free = nodes.future_idle
-
-    model = cp_model.CpModel()
-    move: list[Any] = [model.new_bool_var(f"m{i}") for i in range(len(pods))]
-    kill: list[Any] = [
-        model.new_bool_var(f"k{i}") if kill_factor is not None else None for i in range(len(pods))
-    ]
-    gone: list[Any] = []
-    for i in range(len(pods)):
-        if kill[i] is None:
-            gone.append(move[i])
-        else:
-            model.add(move[i] + kill[i] <= 1)
-            gone.append(move[i] + kill[i])
-    doms = [(name, m, model.new_bool_var(f"d{j}")) for j, (name, m) in enumerate(domains)]
-    model.add_exactly_one(d for _, _, d in doms)
-    on: dict[int, list[int]] = {}
-    for i, t in enumerate(pods):
-        on.setdefault(t.node, []).append(i)
-    place: dict[tuple[int, int], Any] = {}
-    land: dict[tuple[int, int], Any] = {}
-    for r in np.flatnonzero(live).tolist():
-        terms: dict[int, list[tuple[Any, int]]] = {c: [] for c in cols}
-        for k, p in enumerate(gk):
-            if gmask[k][r]:
-                x = place[(k, r)] = model.new_int_var(0, len(p), f"x{k}_{r}")
-                inside = [d for _, m, d in doms if m[r]]
-                model.add(x <= len(p) * sum(inside)) if inside else model.add(x == 0)
-                for c in cols:
-                    terms[c].append((x, int(round(p[0].request[c] / units[c]))))
-        for j, (key, idx) in enumerate(mclasses):
-            if masks[key][r]:
-                z = land[(j, r)] = model.new_int_var(0, len(idx), f"z{j}_{r}")
-                for c in cols:
-                    terms[c].append((z, int(round(pods[idx[0]].request[c] / units[c]))))
-        for c in cols:
-            used = [(v, q) for v, q in terms[c] if q > 0]
-            if not used:
-                continue
-            base = math.floor((free[r, c] + EPS) / units[c])
-            freed = [(gone[i], int(round(pods[i].request[c] / units[c]))) for i in on.get(r, [])]
-            model.add(sum(q * v for v, q in used) <= base + sum(q * g for g, q in freed if q))
-    totals = [sum(x for (kk, _), x in place.items() if kk == k) for k in range(len(gk))]
-    model.add(sum(totals) >= missing)
-    for role, n in role_missing.items():
-        model.add(sum(tot for k, tot in enumerate(totals) if gk[k][0].role == role) >= n)
-    for j, (_, idx) in enumerate(mclasses):
-        model.add(sum(z for (jj, _), z in land.items() if jj == j) == sum(move[i] for i in idx))
-
-    if max_jobs is not None and max_jobs >= 0:
-        per_job: dict[int, list[int]] = {}
-        for i, t in enumerate(pods):
-            per_job.setdefault(id(t.job), []).append(i)
-        touched = []
-        for k, idx in enumerate(per_job.values()):
-            y = model.new_bool_var(f"j{k}")
-            for i in idx:
-                model.add(y >= gone[i])
-            touched.append(y)
-        model.add(sum(touched) <= max_jobs)
-    cost = _cost_terms(model, cluster, pods, move, kill, gone, now, kill_factor)
-    weight = len(pods) + 1
-    model.minimize(weight * sum(cost) + sum(gone))
+    m = _Model(cp_model.CpModel(), cluster, job, movable, where, kill_factor)
+    doms = [(name, mask, m.model.new_bool_var(f"d{j}")) for j, (name, mask) in enumerate(domains)]
+    m.model.add_exactly_one(d for _, _, d in doms)
+    m.capacity(live, doms)
+    m.counts(missing, role_missing, max_jobs)
+    cost = _cost_terms(m.model, cluster, m.pods, m.move, m.kill, m.gone, now, kill_factor)
+    weight = len(m.pods) + 1
+    m.model.minimize(weight * sum(cost) + sum(m.gone))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = max(int(workers), 1)
-    code = solver.solve(model)
-    res = MoveResult(solver.status_name(code), False, candidates=len(pods))
+    code = solver.solve(m.model)
+    res = MoveResult(solver.status_name(code), False, candidates=len(m.pods))
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         res.placed = True
-        res.moved = [t for i, t in enumerate(pods) if solver.value(move[i])]
-        res.killed = [t for i, t in enumerate(pods) if kill[i] is not None and solver.value(kill[i])]
+        res.moved = [t for i, t in enumerate(m.pods) if solver.value(m.move[i])]
+        res.killed = [t for i, t in enumerate(m.pods) if m.kill[i] is not None and solver.value(m.kill[i])]
         res.cost = math.floor(solver.objective_value / weight + 1e-9) / 3600.0
         res.bound = math.floor(solver.best_objective_bound / weight + 1e-9) / 3600.0
         res.domain = next(name for name, _, d in doms if solver.value(d))
@@ -243,6 +167,109 @@ def solve_moves(
         res.bound = math.inf
     res.wall = time.perf_counter() - t0
     return res
+
+
+class _Model:
+    """The CP-SAT model of :func:`solve_moves` being built: the gang's pods by class (role, request),
+    the movable pods by class (request, where they may go), their move (and kill) switches."""
+
+    def __init__(
+        self,
+        model: Any,
+        cluster: Cluster,
+        job: Job,
+        movable: Callable[[Task], bool] | None,
+        where: Callable[[Task], np.ndarray],
+        kill_factor: float | None,
+    ) -> None:
+        self.model, self.cluster = model, cluster
+        gang: dict[tuple[Any, ...], list[Task]] = {}
+        for t in sorted(waiting_pods(job), key=lambda t: (-t.priority, t.creation, t.name)):
+            gang.setdefault((t.role, tuple(np.round(t.request, 6))), []).append(t)
+        self.gk = list(gang.values())
+        self.gmask = [where(p[0]) for p in self.gk]
+        self.pods = movable_pods(cluster, job, movable)
+        mk: dict[tuple[Any, ...], list[int]] = {}
+        self.masks: dict[tuple[Any, ...], np.ndarray] = {}
+        seen: dict[object, np.ndarray] = {}
+        for i, t in enumerate(self.pods):
+            ck = t.klass or t.uid
+            if ck not in seen:
+                seen[ck] = where(t)
+            key = (tuple(np.round(t.request, 6)), seen[ck].tobytes())
+            self.masks.setdefault(key, seen[ck])
+            mk.setdefault(key, []).append(i)
+        self.mclasses = list(mk.items())
+        reqs = [k[0].request for k in self.gk] + [self.pods[idx[0]].request for _, idx in self.mclasses]
+        self.cols = [int(c) for c in np.flatnonzero(np.any(reqs, axis=0))] if reqs else []
+        self.units = {c: _scale([r[c] for r in reqs]) for c in self.cols}
+        n = len(self.pods)
+        self.move: list[Any] = [model.new_bool_var(f"m{i}") for i in range(n)]
+        self.kill: list[Any] = [
+            model.new_bool_var(f"k{i}") if kill_factor is not None else None for i in range(n)
+        ]
+        self.gone: list[Any] = []
+        for i in range(n):
+            if self.kill[i] is None:
+                self.gone.append(self.move[i])
+            else:
+                model.add(self.move[i] + self.kill[i] <= 1)
+                self.gone.append(self.move[i] + self.kill[i])
+        self.place: dict[tuple[int, int], Any] = {}
+        self.land: dict[tuple[int, int], Any] = {}
+
+    def _q(self, t: Task, c: int) -> int:
+        return int(round(t.request[c] / self.units[c]))
+
+    def capacity(self, live: np.ndarray, doms: list[tuple[str, np.ndarray, Any]]) -> None:
+        """Per live node and column: the gang's pods placed there (inside the chosen domain) and the
+        moved pods landing there fit in its future idle plus what the pods leaving it hold."""
+        model, free = self.model, self.cluster.nodes.future_idle
+        on: dict[int, list[int]] = {}
+        for i, t in enumerate(self.pods):
+            on.setdefault(t.node, []).append(i)
+        for r in np.flatnonzero(live).tolist():
+            terms: dict[int, list[tuple[Any, int]]] = {c: [] for c in self.cols}
+            for k, p in enumerate(self.gk):
+                if self.gmask[k][r]:
+                    x = self.place[(k, r)] = model.new_int_var(0, len(p), f"x{k}_{r}")
+                    inside = [d for _, m, d in doms if m[r]]
+                    model.add(x <= len(p) * sum(inside)) if inside else model.add(x == 0)
+                    for c in self.cols:
+                        terms[c].append((x, self._q(p[0], c)))
+            for j, (key, idx) in enumerate(self.mclasses):
+                if self.masks[key][r]:
+                    z = self.land[(j, r)] = model.new_int_var(0, len(idx), f"z{j}_{r}")
+                    for c in self.cols:
+                        terms[c].append((z, self._q(self.pods[idx[0]], c)))
+            for c in self.cols:
+                used = [(v, q) for v, q in terms[c] if q > 0]
+                if used:
+                    base = math.floor((free[r, c] + EPS) / self.units[c])
+                    freed = [(self.gone[i], self._q(self.pods[i], c)) for i in on.get(r, [])]
+                    model.add(sum(q * v for v, q in used) <= base + sum(q * g for g, q in freed if q))
+
+    def counts(self, missing: int, role_missing: dict[str, int], max_jobs: int | None) -> None:
+        """Enough of the gang's pods placed (minMember, role minimums); as many moved pods land as
+        move; at most ``max_jobs`` jobs touched."""
+        model = self.model
+        totals = [sum(x for (kk, _), x in self.place.items() if kk == k) for k in range(len(self.gk))]
+        model.add(sum(totals) >= missing)
+        for role, n in role_missing.items():
+            model.add(sum(tot for k, tot in enumerate(totals) if self.gk[k][0].role == role) >= n)
+        for j, (_, idx) in enumerate(self.mclasses):
+            model.add(sum(z for (jj, _), z in self.land.items() if jj == j) == sum(self.move[i] for i in idx))
+        if max_jobs is not None and max_jobs >= 0:
+            per_job: dict[int, list[int]] = {}
+            for i, t in enumerate(self.pods):
+                per_job.setdefault(id(t.job), []).append(i)
+            touched = []
+            for k, idx in enumerate(per_job.values()):
+                y = model.new_bool_var(f"j{k}")
+                for i in idx:
+                    model.add(y >= self.gone[i])
+                touched.append(y)
+            model.add(sum(touched) <= max_jobs)
 
 
 def _cost_terms(
