@@ -42,10 +42,8 @@ import numpy as np
 from corral.model import Task
 from corral.model.resources import EPS
 
-__all__ = ["RESTARTS", "Budget", "MovePlan", "MovePlanner", "Unit"]
+__all__ = ["Budget", "MovePlan", "MovePlanner", "Unit"]
 
-#: Plans made again, each without one of the dearest units of the best plan.
-RESTARTS = 2
 #: Slots counted per node at most (an unlimited resource would count infinitely many).
 _MOST = 1 << 20
 
@@ -245,9 +243,9 @@ class MovePlanner:
         return int(rows[np.lexsort((rows, spare, lost, self.gang_ok[rows]))[0]])
 
     # -- 1. the greedy --------------------------------------------------------------------------------
-    def _step(self, st: _State, p: int, banned: frozenset[int] = frozenset()) -> list[Unit] | None:
+    def _step(self, st: _State, p: int) -> list[Unit] | None:
         """The cheapest units on node ``p`` that together open one more slot there (module doc)."""
-        cands = self._here(st, p, banned)
+        cands = self._here(st, p)
         free = st.free[p][self.cols]
         want = self.req[self.cols] * (st.slots[p] + 1)
         if not cands or not self.gang_ok[p] or (want - free <= EPS).all():
@@ -274,11 +272,11 @@ class MovePlanner:
         units = [u for u in units if u.whole or u.job not in whole]  # the whole unit moves them too
         return units if self._may_all(st, units) else None
 
-    def _here(self, st: _State, p: int, banned: frozenset[int]) -> list[Unit]:
+    def _here(self, st: _State, p: int) -> list[Unit]:
         """The units a step on node ``p`` may take: per job, its pod units that may move together
         (cheapest first, within its surplus); its whole unit only when those cannot free all its pods
         here (moving whole frees no more here and costs all its work)."""
-        cands = [u for u in self.at.get(p, ()) if u.order not in banned and self._may(st, u)]
+        cands = [u for u in self.at.get(p, ()) if self._may(st, u)]
         singles: dict[int, list[Unit]] = {}
         for u in sorted(cands, key=lambda u: (u.cost, u.order)):
             if not u.whole:
@@ -315,10 +313,8 @@ class MovePlanner:
                 return False
         return self.max_jobs < 0 or len(st.jobs | {u.job for u in units}) <= self.max_jobs
 
-    def _first(self, st: _State, p: int, banned: frozenset[int] = frozenset()) -> list[Unit] | None:
+    def _first(self, st: _State, p: int) -> list[Unit] | None:
         """Node ``p``'s step before anything moves (``st`` fresh), from the shared cache."""
-        if banned and any(u.order in banned for u in self.at.get(p, ())):
-            return self._step(st, p, banned)
         if p not in self.first:
             self.first[p] = self._step(st, p)
         return self.first[p]
@@ -339,10 +335,10 @@ class MovePlanner:
             out.append(sum(steps[:lack]) if len(steps) >= lack else math.inf)
         return out
 
-    def _greedy(self, banned: frozenset[int] = frozenset(), by_jobs: bool = False) -> _State | None:
-        """The greedy of the module doc; ``banned``: units (by order) left out; ``by_jobs``: rank steps
+    def _greedy(self, by_jobs: bool = False) -> _State | None:
+        """The greedy of the module doc; ``by_jobs``: rank steps
         by the jobs they add per slot first (when ``max_jobs`` binds), then by work."""
-        line = _Line(self, self._fresh(), banned, by_jobs)
+        line = _Line(self, self._fresh(), by_jobs)
         n = len(self.gang)
         while line.st.total < n:
             got = line.next()
@@ -382,23 +378,12 @@ class MovePlanner:
 
     def plan(self) -> MovePlan | None:
         """The cheapest plan the search finds (None: none): the greedy, and — when the job cap stopped
-        it — the greedy that adds fewest jobs first; then the best made again without each of its
-        :data:`RESTARTS` dearest units; each with its reprieve."""
+        it — the greedy that adds fewest jobs first; each with its reprieve."""
         found = [st for st in (self._greedy(),) if st is not None]
         if self.max_jobs >= 0 and (not found or len(found[0].jobs) >= self.max_jobs):
             found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
         plans = [p for p in (self._finish(st) for st in found) if p is not None]
-        if not plans:
-            return None
-        best = min(plans, key=lambda p: (p.cost, p.pods))
-        for u in sorted(best.units, key=lambda u: (-u.cost, -len(u.pods), -u.order))[:RESTARTS]:
-            if self.budget.spent():
-                break
-            st = self._greedy(banned=frozenset({u.order}))
-            other = self._finish(st) if st is not None else None
-            if other is not None and (other.cost, other.pods) < (best.cost, best.pods):
-                best = other
-        return best
+        return min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
 
     def _finish(self, st: _State) -> MovePlan | None:
         """The reprieve (units given back, dearest first, while the gang still fits without them),
@@ -441,8 +426,8 @@ class _Line:
     at least that per slot), and again whenever the greedy changes the node (``version``: older steps of
     it are stale); each job moved whole across nodes is in line from the start."""
 
-    def __init__(self, planner: MovePlanner, st: _State, banned: frozenset[int], by_jobs: bool) -> None:
-        self.pl, self.st, self.banned, self.by_jobs = planner, st, banned, by_jobs
+    def __init__(self, planner: MovePlanner, st: _State, by_jobs: bool) -> None:
+        self.pl, self.st, self.by_jobs = planner, st, by_jobs
         self.heap: list[tuple[tuple[float, ...], int, list[Unit], int, int]] = []
         self.seq = 0
         self.version: dict[int, int] = {}
@@ -450,7 +435,7 @@ class _Line:
         self.changed: set[int] = set()  # rows the greedy changed: their first steps are stale
         self.nodes: list[tuple[tuple[float, ...], int, int]] = []
         for p in sorted(planner.at):
-            cheap = min((u.cost for u in planner.at[p] if u.order not in banned), default=None)
+            cheap = min((u.cost for u in planner.at[p]), default=None)
             if cheap is not None:
                 self.nodes.append(((0.0, cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p))
         heapq.heapify(self.nodes)
@@ -471,8 +456,6 @@ class _Line:
         return (cost, pods, first)
 
     def push(self, units: list[Unit], key: tuple[float, ...], node: int = -1, ver: int | None = None) -> None:
-        if any(u.order in self.banned for u in units):
-            return
         v = self.version.get(node, 0) if ver is None else ver
         heapq.heappush(self.heap, (key, self.seq, units, node, v))
         self.seq += 1
@@ -496,7 +479,7 @@ class _Line:
     def _expand(self, p: int) -> None:
         self.expanded.add(p)
         pl = self.pl
-        step = pl._step(self.st, p, self.banned) if p in self.changed else pl._first(self.st, p, self.banned)
+        step = pl._step(self.st, p) if p in self.changed else pl._first(self.st, p)
         if step is not None:
             self.push(step, self.key(step, 1), p)
 
