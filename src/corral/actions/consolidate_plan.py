@@ -13,17 +13,19 @@ predicates), which nodes may hold each movable pod — and on **units**, what ma
 
 A *slot* is room for one more of the gang's pods (its largest request) on a node where it may go.
 Moving a unit frees its pods' room where they run and takes room where they land; each moved pod lands
-where it costs the gang fewest slots, then where it fits tightest (never on the node it leaves). The
-steps:
+outside the domain if it can, then where it costs the gang fewest slots, then where it fits tightest
+(never on the node it leaves). The steps:
 
 1. **greedy** — candidate *steps* are, per node, the cheapest set of units there that opens one more
    slot (a covering knapsack on the column that lacks most, exact over the units on that node), and
    each job unit spanning several nodes. A step is priced by the work it loses per slot it opens, net
    of the slots its moved pods take where they land (measured when the step is first in line: a lazy
    greedy), counting at most the slots still lacking — so a unit that alone completes the gang for
-   less wins. At most ``max_jobs`` jobs move. A moved pod with nowhere to go makes its step fail;
-2. **reprieve** — units whose move turns out not to be needed are given back, dearest first (the
-   plan is made again without each, its pods landing anew);
+   less wins. At most ``max_jobs`` jobs move (when that cap stops the greedy, it runs once more
+   ranking steps by the jobs they add first). A moved pod with nowhere to go makes its step fail. The
+   move sets evaluated count against the decision's :class:`Budget`;
+2. **reprieve** — units whose move turns out not to be needed are given back, dearest first: its
+   pods back where they run, when the room there is still free and the gang still fits;
 3. **the gang's pods** go, each, to the node of the domain where it leaves fewest slots unused.
 
 The plan is an estimate over capacity columns; the caller's dry run through a Statement decides.
