@@ -24,8 +24,8 @@ but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first), one search:
    one search budget of ``maxTrials`` move sets per decision. Plans rank by work lost, pods moved,
    then the domain;
 3. **dry run and commit** — through one Statement: the moved pods evicted (``action: consolidate``,
-   ``preemptor``: the gang), each nominated on its new node (a nomination of the same pod name: the
-   pod its controller creates again), the gang's pods nominated where the plan put them
+   ``preemptor``: the gang), each nominated on its new node (a nomination of the same pod name, which
+   holds that room for the rest of the cycle), the gang's pods nominated where the plan put them
    (Allocatable asked for each, as ``allocate`` does); the Statement commits when the gang is
    pipelined (JobPipelined) and no PodDisruptionBudget nor ScenarioValidator refuses the moves, and
    is discarded otherwise — nothing moves unless every moved pod has a node and the gang fits.
@@ -62,7 +62,7 @@ __all__ = ["MOVED", "ConsolidateAction", "ConsolidateArgs"]
 
 _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 
-#: The uid suffix of a moved pod's stand-in (the pod its controller creates again), which carries the
+#: The uid suffix of a moved pod's stand-in (where the plan re-places it), which carries the
 #: nomination to its new node during the session.
 MOVED = "~moved"
 
