@@ -170,7 +170,8 @@ class MovePlanner:
             free = st.free[p]
             new1 = 0
             if self.gang_ok[p]:
-                new1 = min(_MOST, max(0, min(int((free[c] + EPS) // q) for c, q in self._colreq)))
+                most = min((free[c] + EPS) // q for c, q in self._colreq)  # may be inf: unlimited
+                new1 = int(min(max(most, 0.0), _MOST))
             st.total += new1 - int(st.slots[p])
             st.slots[p] = new1
             return
