@@ -1,8 +1,9 @@
 """``consolidate`` (alias ``consolidation``, KAI-Scheduler's name): move running pods to other nodes so
 that a waiting gang fits, losing only what the moves cost (issue 33; KAI's ``consolidation`` action).
 
-For each starving job (QueueOrder, JobOrder) whose waiting pods have free room enough in the cluster
-but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first), one search:
+For each starving job (QueueOrder, JobOrder; a preemptible one, as KAI consolidates for those only, and
+none whose waiting pods have ``preemptionPolicy: Never``) whose waiting pods have free room enough in
+the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first), one search:
 
 1. **candidates** — running or bound pods of other jobs that may move: preemptable (KAI's
    ``IsPreemptibleJob``), managed by corral, not sharing a GPU, of a job without a hard topology
