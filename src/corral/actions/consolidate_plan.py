@@ -46,6 +46,8 @@ from corral.model.resources import EPS
 
 __all__ = ["Budget", "MovePlan", "MovePlanner", "Unit"]
 
+#: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
+CHAIN = 32
 #: Slots counted per node at most (an unlimited resource would count infinitely many).
 _MOST = 1 << 20
 
@@ -147,6 +149,8 @@ class MovePlanner:
         self.max_jobs = max_jobs
         self.units = [u for u in units if any(gang_ok[t.node] for t in u.pods)]
         self._pods: dict[int, tuple[Any, ...]] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
+        #: units of one pod, cheapest first: those that may make room for a pod with nowhere to go
+        self._singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
         self.at: dict[int, list[Unit]] = {}  # node row -> units with a pod there
         for u in self.units:
             for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
@@ -193,9 +197,11 @@ class MovePlanner:
             u.job, [t for x in mine for t in x.pods] + u.pods
         )
 
-    def _move(self, st: _State, units: list[Unit]) -> bool:
+    def _move(self, st: _State, units: list[Unit], chain: bool = True) -> bool:
         """Move ``units`` in ``st`` (in place): free their pods' room, land each (largest first) where it
-        costs fewest slots, then tightest. False when a pod has nowhere to go (``st`` is then spoilt)."""
+        costs fewest slots, then tightest; a pod with nowhere to go lands where one cheap pod moves away
+        for it (``chain``, :meth:`_make_room`). False when a pod has nowhere to go (``st`` is then
+        spoilt)."""
         pods: list[Task] = []
         rows: set[int] = set()
         for u in units:
@@ -215,12 +221,37 @@ class MovePlanner:
         pods.sort(key=lambda t: (-float((t.request[self.cols] / scale).sum()), t.node))
         for t in pods:
             row = self._land(st, t)
+            if row < 0 and chain:
+                row = self._make_room(st, t)
             if row < 0:
                 return False
             st.free[row] -= t.request
             st.moves.append((t, row))
             self._touch(st, {row})
         return True
+
+    def _make_room(self, st: _State, t: Task) -> int:
+        """A node for moved pod ``t`` that has none: the cheapest single-pod unit (of the first
+        :data:`CHAIN` that could) whose pod, moved away to where it lands itself, leaves room for ``t``
+        where it was; that unit is moved in ``st``. The row, or -1."""
+        cols = np.flatnonzero(t.request > 0)
+        dest = self.dest(t)
+        tried = 0
+        for u in self._singles:
+            v = u.pods[0]
+            q = v.node
+            if q == t.node or id(v) in st.moved or not dest[q]:
+                continue
+            if not ((st.free[q, cols] + v.request[cols]) >= t.request[cols] - EPS).all():
+                continue
+            tried += 1
+            if tried > CHAIN:
+                break
+            if not self._may_all(st, [u]) or self._land(st, v) < 0:
+                continue
+            self._move(st, [u], chain=False)
+            return q
+        return -1
 
     def _land(self, st: _State, t: Task) -> int:
         """Where moved pod ``t`` goes: outside the gang's nodes if it can, then fewest gang slots lost, then
@@ -355,11 +386,12 @@ class MovePlanner:
             self.budget.left -= 1
             if not self._move(trial, units) or trial.total <= st.total:
                 continue  # a moved pod has nowhere to go, or where they land costs what they free
-            exact = line.key(units, trial.total - st.total)
+            taken = [u for u in trial.taken if not any(u is x for x in st.taken)]  # with any chained
+            exact = line.key(taken, trial.total - st.total)
             if line.ahead(exact):
                 line.push(units, exact, node, ver)  # dearer than measured: its turn later
                 continue
-            line.accept(trial, units)
+            line.accept(trial, taken)
         return line.st
 
     # -- 2. the reprieve, 3. the gang ---------------------------------------------------------------
