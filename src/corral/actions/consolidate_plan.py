@@ -14,7 +14,8 @@ predicates), which nodes may hold each movable pod — and on **units**, what ma
 A *slot* is room for one more of the gang's pods (its largest request) on a node where it may go.
 Moving a unit frees its pods' room where they run and takes room where they land; each moved pod lands
 outside the domain if it can, then where it costs the gang fewest slots, then where it fits tightest
-(never on the node it leaves). The steps:
+(never on the node it leaves); a pod with nowhere to go lands where one cheap single-pod unit moves away
+for it (a chain of two moves). The steps:
 
 1. **greedy** — candidate *steps* are, per node, the cheapest set of units there that opens one more
    slot (a covering knapsack on the column that lacks most, exact over the units on that node), and
