@@ -27,6 +27,7 @@ from corral.framework.ledger import Ledger
 from corral.framework.memo import ClusterHistory
 from corral.framework.ordering import Ordering
 from corral.framework.points import declares, layout
+from corral.framework.queries import Queries
 from corral.framework.statement import Statement
 from corral.model import Cluster, Task, TaskStatus
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["PENDING_LIKE", "Session"]
 
 
-class Session(Dispatch, Ordering):
+class Session(Dispatch, Ordering, Queries):
     """One cycle. ``now`` is seconds since the epoch; ``cycle`` numbers the decisions.
 
     The session dispatches: it asks the plugins at each extension point and combines their answers.
@@ -99,6 +100,7 @@ class Session(Dispatch, Ordering):
             self.tiers.append(row)
         self.members: dict[str, list[list[Any]]] = {}
         self._implementers: dict[str, list[Any]] = {}
+        self._memo: dict[str, Any] = {}  # the queries' answers (framework/queries.py)
         self.points: dict[str, list[list[Callable[..., Any]]]] = {}
         rows_of = layout(self.tiers)
         for point in POINTS:  # ``points`` binds the first method of each point's Protocol
