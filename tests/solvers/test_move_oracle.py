@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.actions.consolidate_plan import MovePlanner, Unit
+from corral.actions.common.consolidate_plan import MovePlanner, Unit
 from corral.manifests.build import build_cluster
 from corral.solvers.move_oracle import move_cost, solve_moves
 from tests.solvers.test_oracle import NOW, Snap

@@ -13,8 +13,8 @@ the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first),
    are; ``priority`` lets any job move, as KAI's consolidation takes victims of every priority and
    queue) and whose move alone breaks no PodDisruptionBudget (a move goes through the Eviction API,
    which refuses those);
-2. **units** and the **plan** (:mod:`corral.actions.consolidate_plan`): a pod of a job that keeps its
-   minimums without it moves alone; a job that would fall below a minimum moves whole (every running
+2. **units** and the **plan** (:mod:`corral.actions.common.consolidate_plan`): a pod of a job that
+   keeps its minimums without it moves alone; a job that would fall below a minimum moves whole (every running
    pod of it, re-placed in the same decision: the gang restarts on its new nodes and is never left bound
    below its minimum); at most ``maxMovedJobs`` jobs move. The cost is the work lost since the last
    checkpoint, by gang eviction's cost model: a pod moved alone loses its own work, a job moved whole
@@ -46,11 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from corral.actions.allocate import schedulable_jobs
-from corral.actions.bundles import CostModel, VictimJob
-from corral.actions.consolidate_plan import Budget, MovePlan, MovePlanner, Unit
-from corral.actions.evict import VICTIM_STATES
-from corral.actions.gang_evict import needed_tasks
+from corral.actions.common.bundles import CostModel, VictimJob
+from corral.actions.common.consolidate_plan import Budget, MovePlan, MovePlanner, Unit
+from corral.actions.common.evict import VICTIM_STATES
+from corral.actions.common.gang_evict import needed_tasks
+from corral.actions.common.jobs import schedulable_jobs
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -212,7 +212,7 @@ class ConsolidateAction(Action):
     def units(
         self, session: Session, costs: CostModel, pool: list[Task]
     ) -> tuple[list[Unit], dict[int, VictimJob]]:
-        """What may move together (:class:`~corral.actions.consolidate_plan.Unit`), numbered in the
+        """What may move together (:class:`~corral.actions.common.consolidate_plan.Unit`), numbered in the
         victim order — the newest job first (as gang eviction's bundle order among equals), then the
         uid —, and each unit's job state by job index."""
         by_job: dict[int, list[Task]] = {}

@@ -8,7 +8,7 @@ predicates), which nodes may hold each movable pod — and on **units**, what ma
 * a *pod unit*: one pod of a job that stays at or above its minimums without it (its surplus; a job
   already below a minimum gives any pod). The pod restarts on its new node and loses its own work;
 * a *job unit*: every running pod of a job, which restarts whole on its new nodes and loses the work of
-  all its pods — the cost model of gang eviction (:mod:`corral.actions.bundles`), where a gang pushed
+  all its pods — the cost model of gang eviction (:mod:`corral.actions.common.bundles`), where a gang pushed
   below its minimum loses everything it has done since its last checkpoint.
 
 A *slot* is room for one more of the gang's pods (its largest request) on a node where it may go.
