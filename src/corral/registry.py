@@ -9,6 +9,7 @@ from typing import Any
 
 from corral.actions.allocate import AllocateAction
 from corral.actions.backfill import BackfillAction
+from corral.actions.consolidate import ConsolidateAction
 from corral.actions.elect import ElectAction
 from corral.actions.enqueue import EnqueueAction
 from corral.actions.flow import FlowAction
@@ -170,6 +171,7 @@ _ACTION_CLASSES: tuple[type[Action], ...] = (
     ElectAction,
     ReserveAction,
     FlowAction,
+    ConsolidateAction,
     *INERT_ACTION_CLASSES,
 )
 _PLUGIN_CLASSES: tuple[type[Plugin], ...] = (
@@ -207,6 +209,7 @@ def make_registry(entry_points: bool = True) -> Registry:
         aliases={
             "gang-preempt": "gangpreempt",
             "gang-reclaim": "gangreclaim",
+            "consolidation": "consolidate",
             "network-topology": "network-topology-aware",
         },
     )

@@ -45,6 +45,8 @@ def close(session: Session) -> Decisions:
     """Nominate held pipelined placements, emit podgroup updates and unschedulable reasons."""
     ledger = session.ledger
     names, cycle = session.cluster.nodes.names, session.cycle
+    for fn in ledger.closers:
+        fn()
     for stmt in ledger.kept:
         for op in stmt.ops:
             t = op.task  # still where the held placement put it (a later action may move it)

@@ -46,6 +46,8 @@ class Ledger:
         self.lock_version = 0  # bumps whenever node locks change (seed 001)
         #: nominations of earlier cycles this session has not placed again: id(task) -> task
         self.open_nominations = open_nominations
+        #: called first when the session closes (``consolidate`` releases its moved pods' stand-ins)
+        self.closers: list[Callable[[], None]] = []
 
     def counted(self, task: Task) -> bool:
         """Does ``task`` hold resources for its job and queue (what the events report)?"""

@@ -52,5 +52,8 @@ class PriorityPlugin(Plugin, KeyedJobOrder, TaskOrder, JobStarving, Preemptable,
         return out
 
     def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
-        """Gang-preempt: only jobs of lower priority (as Preemptable); gang-reclaim: every candidate."""
-        return list(candidates) if action.endswith("reclaim") else self.preemptable(preemptor, candidates)
+        """Gang-preempt: only jobs of lower priority (as Preemptable); gang-reclaim and consolidate: every
+        candidate."""
+        if action.endswith("reclaim") or action == "consolidate":  # a move loses no priority order (KAI)
+            return list(candidates)
+        return self.preemptable(preemptor, candidates)

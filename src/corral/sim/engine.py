@@ -148,6 +148,8 @@ class SimJob:
         "held_time",
         "job",
         "lost",
+        "moved_lost",
+        "moves",
         "overhead",
         "placement",
         "preemptions",
@@ -167,6 +169,8 @@ class SimJob:
         self.first_start: float | None = None
         self.end: float | None = None
         self.restarts = self.evictions = self.preemptions = 0
+        self.moves = 0  # pods moved away by ``consolidate``
+        self.moved_lost = 0.0  # GPU-seconds of progress lost to restarts the moves caused
         self.lost = 0.0  # GPU-seconds lost to restarts
         self.overhead = 0.0  # GPU-seconds spent restoring after stops (resume_overhead)
         self.held_time = 0.0  # seconds the gang held its nodes at its minimum (restoring included)
@@ -434,9 +438,11 @@ class Engine(EngineMetrics):
             return all(counts.get(r, 0) >= n for r, n in job.min_task_member.items())
         return True
 
-    def _update(self, sim: SimJob, held_gpus: float = 0.0, preempted: bool = False) -> None:
+    def _update(
+        self, sim: SimJob, held_gpus: float = 0.0, preempted: bool = False, moved: bool = False
+    ) -> None:
         """Start or stop ``sim``'s progress after its pods changed; a stop is a restart (``preempted``:
-        caused by the scheduler's evictions)."""
+        caused by the scheduler's evictions; ``moved``: by ``consolidate``'s moves)."""
         ok = self._meets(sim.job)
         uid = sim.job.uid
         if ok and sim.since is None:
@@ -459,7 +465,7 @@ class Engine(EngineMetrics):
                 sim.epoch += 1
                 self._push(finish_at, COMPLETE, (sim, sim.epoch))
         elif not ok and sim.since is not None:
-            self._restart(sim, held_gpus, preempted)
+            self._restart(sim, held_gpus, preempted, moved)
 
     def _placement(self, job: Job) -> str:
         """The smallest topology domain holding every placed pod of a gang of two or more pods: "node",
@@ -491,7 +497,7 @@ class Engine(EngineMetrics):
         sim.held_time += self.now - sim.run_from
         return max(self.now - sim.since, 0.0)
 
-    def _restart(self, sim: SimJob, held_gpus: float, preempted: bool = False) -> None:
+    def _restart(self, sim: SimJob, held_gpus: float, preempted: bool = False, moved: bool = False) -> None:
         """The gang fell below its minimum: roll back to the last checkpoint. Policy ``pods``: the
         surviving pods keep their nodes and the job stays admitted (Inqueue) until its evicted pods are
         placed again; policy ``job``: the survivors are stopped too and the podgroup goes back to Pending
@@ -510,6 +516,8 @@ class Engine(EngineMetrics):
             if self.options.checkpoint_on_preempt:  # a checkpoint taken as it is stopped
                 saved = sim.progress
         sim.lost += (sim.progress - saved) * held_gpus
+        if moved:
+            sim.moved_lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
         self._restarts += 1
@@ -600,15 +608,19 @@ class Engine(EngineMetrics):
             self._mark_releasing(task)
         self._evicted(victims, self.options.eviction_grace)
 
-    def _evicted(self, tasks: Sequence[Task], grace: float, preempted: bool = False) -> None:
+    def _evicted(
+        self, tasks: Sequence[Task], grace: float, preempted: bool = False, moved: bool = False
+    ) -> None:
         """Count evictions (tasks are Releasing now), restart gangs that fell below their minimum and
-        let the pods go after ``grace``. ``preempted``: the scheduler's own decisions evicted them."""
+        let the pods go after ``grace``. ``preempted``: the scheduler's own decisions evicted them;
+        ``moved``: ``consolidate`` moved them (they come back as Pending pods, as every evicted pod)."""
         by_job: dict[str, list[Task]] = {}
         for task in tasks:
             by_job.setdefault(task.job.uid, []).append(task)
         for uid, group in by_job.items():
             sim = self._active[uid]
             sim.evictions += len(group)
+            sim.moves += len(group) if moved else 0
             self._evictions += len(group)
             self._changed = True
             held = sum(
@@ -618,7 +630,7 @@ class Engine(EngineMetrics):
             )
             for task in group:
                 self._started.discard(task.uid)
-            self._update(sim, held, preempted)
+            self._update(sim, held, preempted, moved)
         for task in tasks:
             self._let_go(task, grace)
         self._changed = True
@@ -741,9 +753,11 @@ class Engine(EngineMetrics):
                 self._run_task(task)
             else:
                 self._push(self.now + self.options.startup_delay, START, (task, task.start_time))
-        self._evicted(
-            [tasks[e.pod] for e in decisions.evictions], self.options.eviction_grace, preempted=True
-        )
+        moves = [tasks[e.pod] for e in decisions.evictions if e.action == "consolidate"]
+        kills = [tasks[e.pod] for e in decisions.evictions if e.action != "consolidate"]
+        self._evicted(kills, self.options.eviction_grace, preempted=True)
+        if moves:
+            self._evicted(moves, self.options.eviction_grace, preempted=True, moved=True)
         for sim in touched.values():
             self._update(sim)
         for record in decisions.unschedulable:

@@ -273,6 +273,7 @@ class EngineMetrics:
         rec.jct = None if sim.end is None else sim.end - spec.submit
         rec.restarts, rec.evictions, rec.gpu_hours_lost = sim.restarts, sim.evictions, sim.lost / 3600.0
         rec.preemptions, rec.restore_gpu_hours = sim.preemptions, sim.overhead / 3600.0
+        rec.moves, rec.gpu_hours_lost_to_moves = sim.moves, sim.moved_lost / 3600.0
         if sim.speed is not None and self._speed is not None and sim.speed.widest is not None:
             rec.span = self._speed.label(sim.speed.widest)
             rec.spread_gpu_hours = self._speed.lost(sim, self.now) / 3600.0

@@ -36,6 +36,10 @@ class JobRecord:
     evictions: int = 0
     gpu_hours_lost: float = 0.0
     status: str = "pending"
+    #: pods of this job ``consolidate`` moved (of ``evictions``), and the GPU-hours of progress the
+    #: restarts they caused lost (of ``gpu_hours_lost``)
+    moves: int = 0
+    gpu_hours_lost_to_moves: float = 0.0
     reason: str = ""  # the last reason it waited (e.g. a node locked for another job)
     #: the first expected start a forecast gave it while it waited, and when that forecast was made
     #: (``simulation.forecast``; None without one)

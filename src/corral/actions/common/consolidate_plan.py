@@ -1,0 +1,551 @@
+"""The move plan of ``consolidate`` (:mod:`corral.actions.consolidate`): which running pods to move, and
+where, so that a waiting gang fits inside one domain — at the least work lost.
+
+The planner works on plain arrays — each node's free capacity once releasing pods are gone (future idle,
+``free``: nodes × resources), which nodes may hold the gang's pods (``gang_ok``: the domain and the
+predicates), which nodes may hold each movable pod — and on **units**, what may move together:
+
+* a *pod unit*: one pod of a job that stays at or above its minimums without it (its surplus; a job
+  already below a minimum gives any pod). The pod restarts on its new node and loses its own work;
+* a *job unit*: every running pod of a job, which restarts whole on its new nodes and loses the work of
+  all its pods — the cost model of gang eviction (:mod:`corral.actions.common.bundles`), where a gang pushed
+  below its minimum loses everything it has done since its last checkpoint.
+
+A *slot* is room for one more of the gang's pods (its largest request) on a node where it may go.
+Moving a unit frees its pods' room where they run and takes room where they land; each moved pod lands
+outside the domain if it can, then where it costs the gang fewest slots, then where it fits tightest
+(never on the node it leaves); a pod with nowhere to go lands where one cheap single-pod unit moves away
+for it (a chain of two moves). The steps:
+
+1. **greedy** — candidate *steps* are, per node, the cheapest set of units there that opens one more
+   slot (a covering knapsack on the column that lacks most, exact over the units on that node), and
+   each job unit spanning several nodes. A step is priced by the work it loses per slot it opens, net
+   of the slots its moved pods take where they land (measured when the step is first in line: a lazy
+   greedy), counting at most the slots still lacking — so a unit that alone completes the gang for
+   less wins. At most ``max_jobs`` jobs move (when that cap stops the greedy, it runs once more
+   ranking steps by the jobs they add first). A moved pod with nowhere to go makes its step fail. The
+   move sets evaluated count against the decision's :class:`Budget`;
+2. **reprieve** — units whose move turns out not to be needed are given back, dearest first: its
+   pods back where they run, when the room there is still free and the gang still fits;
+3. **the gang's pods** go, each, to the node of the domain where it leaves fewest slots unused.
+
+The plan is an estimate over capacity columns; the caller's dry run through a Statement decides.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from corral.model import Task
+from corral.model.resources import EPS
+
+__all__ = ["Budget", "MovePlan", "MovePlanner", "Unit"]
+
+#: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
+CHAIN = 32
+#: Slots counted per node at most (an unlimited resource would count infinitely many).
+_MOST = 1 << 20
+
+
+@dataclass
+class Unit:
+    """Pods that move together (see the module docstring); ``job``: the index of their job, ``whole``:
+    every running pod of it; ``order``: ties between equal rates (the victim order)."""
+
+    pods: list[Task]
+    cost: float
+    job: int
+    whole: bool
+    order: int
+
+
+@dataclass
+class MovePlan:
+    """Units to move, each moved pod's new node row (``moves``: (pod, row)), the gang's pods' rows
+    (``gang``: (task, row)), and the work the moves lose."""
+
+    units: list[Unit]
+    moves: list[tuple[Task, int]]
+    gang: list[tuple[Task, int]]
+    cost: float = 0.0
+    jobs: int = 0
+
+    @property
+    def pods(self) -> int:
+        return len(self.moves)
+
+
+@dataclass
+class Budget:
+    """The per-decision search budget: steps tried (a moved set evaluated with its pods landed). When
+    it is spent the greedy stops (no plan, or the best so far), so a decision's time is bounded; a
+    count, not a clock, so the same input gives the same decisions."""
+
+    left: int = 1 << 30
+
+    def spent(self) -> bool:
+        return self.left <= 0
+
+
+@dataclass
+class _State:
+    free: np.ndarray
+    slots: np.ndarray
+    total: int
+    taken: list[Unit] = field(default_factory=list)
+    moved: set[int] = field(default_factory=set)  # ids of the pods moved
+    moves: list[tuple[Task, int]] = field(default_factory=list)
+    jobs: set[int] = field(default_factory=set)
+
+    def copy(self) -> _State:
+        return _State(
+            self.free.copy(),
+            self.slots.copy(),
+            self.total,
+            list(self.taken),
+            set(self.moved),
+            list(self.moves),
+            set(self.jobs),
+        )
+
+
+class MovePlanner:
+    """Plans for one domain (:meth:`plan`). ``free``: future idle per node row (not modified);
+    ``gang``: the waiting pods to place, in order; ``gang_ok``: rows where they may go; ``dest``:
+    a movable pod's allowed rows (its predicates, live nodes); ``units``: what may move;
+    ``allowed(job, pods)``: may these pods of job ``job`` move together without breaking it (pod
+    units of one job add up); ``max_jobs``: most jobs moved (-1: no limit); ``first``: the steps of
+    nodes before anything moves, shared between planners of the same ``free`` and ``units``."""
+
+    def __init__(
+        self,
+        free: np.ndarray,
+        gang: list[Task],
+        gang_ok: np.ndarray,
+        dest: Callable[[Task], np.ndarray],
+        units: list[Unit],
+        allowed: Callable[[int, list[Task]], bool],
+        max_jobs: int = -1,
+        first: dict[int, list[Unit] | None] | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.budget = budget or Budget()
+        self.base = free
+        #: each node's step before anything moves, shared by the planners of one decision (a node's
+        #: step depends on the node alone)
+        self.first = first if first is not None else {}
+        self.gang = gang
+        self.req = np.max(np.array([t.request for t in gang]), axis=0)
+        self.cols = np.flatnonzero(self.req > 0)
+        self._colreq = [(int(c), float(self.req[c])) for c in self.cols]
+        self.gang_ok = gang_ok
+        self.dest = dest
+        self.allowed = allowed
+        self.max_jobs = max_jobs
+        self.units = [u for u in units if any(gang_ok[t.node] for t in u.pods)]
+        self._pods: dict[int, tuple[Any, ...]] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
+        #: units of one pod, cheapest first: those that may make room for a pod with nowhere to go
+        self._singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
+        self.at: dict[int, list[Unit]] = {}  # node row -> units with a pod there
+        for u in self.units:
+            for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
+                self.at.setdefault(r, []).append(u)
+
+    # -- slots -------------------------------------------------------------------------------------
+    def _slots(self, free: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        f = free[rows][:, self.cols]
+        n = np.floor((f + EPS) / self.req[self.cols]).min(axis=1)
+        return np.where(self.gang_ok[rows], np.clip(n, 0, _MOST), 0).astype(np.int64)
+
+    def _fresh(self) -> _State:
+        free = self.base.copy()
+        rows = np.arange(len(free))
+        slots = self._slots(free, rows)
+        return _State(free, slots, int(slots.sum()))
+
+    def _touch(self, st: _State, rows: set[int]) -> None:
+        if len(rows) == 1:  # one row (a pod landed): plain floats
+            (p,) = rows
+            free = st.free[p]
+            new1 = 0
+            if self.gang_ok[p]:
+                most = min((free[c] + EPS) // q for c, q in self._colreq)  # may be inf: unlimited
+                new1 = int(min(max(most, 0.0), _MOST))
+            st.total += new1 - int(st.slots[p])
+            st.slots[p] = new1
+            return
+        r = np.array(sorted(rows), dtype=np.int64)
+        new = self._slots(st.free, r)
+        st.total += int(new.sum() - st.slots[r].sum())
+        st.slots[r] = new
+
+    # -- moving a unit --------------------------------------------------------------------------------
+    def _may(self, st: _State, u: Unit) -> bool:
+        if self.max_jobs >= 0 and u.job not in st.jobs and len(st.jobs) >= self.max_jobs:
+            return False
+        mine = [x for x in st.taken if x.job == u.job]
+        if any(x.whole for x in mine):
+            return False  # the job moves whole already
+        if u.whole:
+            return True
+        return id(u.pods[0]) not in st.moved and self.allowed(
+            u.job, [t for x in mine for t in x.pods] + u.pods
+        )
+
+    def _move(self, st: _State, units: list[Unit], chain: bool = True) -> bool:
+        """Move ``units`` in ``st`` (in place): free their pods' room, land each (largest first) where it
+        costs fewest slots, then tightest; a pod with nowhere to go lands where one cheap pod moves away
+        for it (``chain``, :meth:`_make_room`). False when a pod has nowhere to go (``st`` is then
+        spoilt)."""
+        pods: list[Task] = []
+        rows: set[int] = set()
+        for u in units:
+            if u.whole:  # the job's pod units fold into it
+                st.taken = [x for x in st.taken if x.job != u.job]
+            st.taken.append(u)
+            st.jobs.add(u.job)
+            for t in u.pods:
+                if id(t) in st.moved:
+                    continue
+                st.moved.add(id(t))
+                st.free[t.node] += t.request
+                rows.add(t.node)
+                pods.append(t)
+        self._touch(st, rows)
+        scale = self.req[self.cols]
+        pods.sort(key=lambda t: (-float((t.request[self.cols] / scale).sum()), t.node))
+        for t in pods:
+            row = self._land(st, t)
+            if row < 0 and chain:
+                row = self._make_room(st, t)
+            if row < 0:
+                return False
+            st.free[row] -= t.request
+            st.moves.append((t, row))
+            self._touch(st, {row})
+        return True
+
+    def _make_room(self, st: _State, t: Task) -> int:
+        """A node for moved pod ``t`` that has none: the cheapest single-pod unit (of the first
+        :data:`CHAIN` that could) whose pod, moved away to where it lands itself, leaves room for ``t``
+        where it was; that unit is moved in ``st``. The row, or -1."""
+        cols = np.flatnonzero(t.request > 0)
+        dest = self.dest(t)
+        tried = 0
+        for u in self._singles:
+            v = u.pods[0]
+            q = v.node
+            if q == t.node or id(v) in st.moved or not dest[q]:
+                continue
+            if not ((st.free[q, cols] + v.request[cols]) >= t.request[cols] - EPS).all():
+                continue
+            tried += 1
+            if tried > CHAIN:
+                break
+            if not self._may_all(st, [u]) or self._land(st, v) < 0:
+                continue
+            self._move(st, [u], chain=False)
+            return q
+        return -1
+
+    def _land(self, st: _State, t: Task) -> int:
+        """Where moved pod ``t`` goes: outside the gang's nodes if it can, then fewest gang slots lost, then
+        the smallest share of the node left over, then the lowest row; -1 when it fits nowhere."""
+        info = self._pods.get(id(t))
+        if info is None:
+            cols = np.flatnonzero(t.request > 0)
+            first = int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
+            dest = self.dest(t).copy()
+            dest[t.node] = False
+            info = self._pods[id(t)] = (cols, t.request[cols], first, float(t.request[first]), dest)
+        cols, req, first, need, dest = info
+        rows = np.flatnonzero(st.free[:, first] >= need - EPS)  # the column it needs most, first
+        if len(cols) > 1 and len(rows):
+            rows = rows[(st.free[rows][:, cols] >= req - EPS).all(axis=1)]
+        rows = rows[dest[rows]]
+        if not len(rows):
+            return -1
+        left = st.free[rows] - t.request
+        after = np.floor((left[:, self.cols] + EPS) / self.req[self.cols]).min(axis=1)
+        lost = st.slots[rows] - np.where(self.gang_ok[rows], np.clip(after, 0, _MOST), 0)
+        spare = (left[:, cols] / req).sum(axis=1)
+        return int(rows[np.lexsort((rows, spare, lost, self.gang_ok[rows]))[0]])
+
+    # -- 1. the greedy --------------------------------------------------------------------------------
+    def _step(self, st: _State, p: int) -> list[Unit] | None:
+        """The cheapest units on node ``p`` that together open one more slot there (module doc)."""
+        cands = self._here(st, p)
+        free = st.free[p][self.cols]
+        want = self.req[self.cols] * (st.slots[p] + 1)
+        if not cands or not self.gang_ok[p] or (want - free <= EPS).all():
+            return None
+        freed = []
+        for u in cands:
+            f = np.zeros(len(self.cols))
+            for t in u.pods:
+                if t.node == p and id(t) not in st.moved:
+                    f += t.request[self.cols]
+            freed.append(f)
+        picked = _cover(cands, freed, want - free, self.req[self.cols])
+        if picked is None:
+            return None
+        total = free + sum((freed[i] for i in picked), np.zeros(len(self.cols)))
+        for i in sorted(range(len(cands)), key=lambda i: (cands[i].cost, cands[i].order)):
+            if (total >= want - EPS).all():
+                break
+            if i not in picked:  # another column lacks too: the cheapest others
+                picked.append(i)
+                total = total + freed[i]
+        units = [cands[i] for i in picked]
+        whole = {u.job for u in units if u.whole}
+        units = [u for u in units if u.whole or u.job not in whole]  # the whole unit moves them too
+        return units if self._may_all(st, units) else None
+
+    def _here(self, st: _State, p: int) -> list[Unit]:
+        """The units a step on node ``p`` may take: per job, its pod units that may move together
+        (cheapest first, within its surplus); its whole unit only when those cannot free all its pods
+        here (moving whole frees no more here and costs all its work)."""
+        cands = [u for u in self.at.get(p, ()) if self._may(st, u)]
+        singles: dict[int, list[Unit]] = {}
+        for u in sorted(cands, key=lambda u: (u.cost, u.order)):
+            if not u.whole:
+                singles.setdefault(u.job, []).append(u)
+        kept: list[Unit] = []
+        for j, units in singles.items():
+            prior = [t for x in st.taken if x.job == j for t in x.pods]
+            for u in units:
+                if not self.allowed(j, prior + u.pods):
+                    break
+                prior = prior + u.pods
+                kept.append(u)
+        count = {j: sum(1 for u in kept if u.job == j) for j in singles}
+        out = kept + [
+            u
+            for u in cands
+            if u.whole
+            and count.get(u.job, 0) < sum(1 for t in u.pods if t.node == p and id(t) not in st.moved)
+        ]
+        return sorted(out, key=lambda u: u.order)
+
+    def _may_all(self, st: _State, units: list[Unit]) -> bool:
+        """May ``units`` move together (each may, their pods of one job together, the job cap)?"""
+        if not all(self._may(st, u) for u in units):
+            return False
+        by_job: dict[int, list[Task]] = {}
+        for u in units:
+            if not u.whole:
+                by_job.setdefault(u.job, []).extend(u.pods)
+        for j, pods in by_job.items():
+            if len(pods) > 1 and not self.allowed(
+                j, [t for x in st.taken if x.job == j for t in x.pods] + pods
+            ):
+                return False
+        return self.max_jobs < 0 or len(st.jobs | {u.job for u in units}) <= self.max_jobs
+
+    def _first(self, st: _State, p: int) -> list[Unit] | None:
+        """Node ``p``'s step before anything moves (``st`` fresh), from the shared cache."""
+        if p not in self.first:
+            self.first[p] = self._step(st, p)
+        return self.first[p]
+
+    def estimate(self, domains: list[np.ndarray]) -> list[float]:
+        """Per domain (a node mask within ``gang_ok``): the work of opening the slots it lacks by the
+        cheapest one-slot steps of its nodes, as things stand (0: the gang fits there already; inf: no
+        step opens enough) — the order in which :meth:`plan` is worth asking, domain by domain."""
+        st = self._fresh()
+        cost = {p: sum(u.cost for u in s) for p in self.at if (s := self._first(st, p)) is not None}
+        out = []
+        for mask in domains:
+            lack = len(self.gang) - int(st.slots[mask].sum())
+            if lack <= 0:
+                out.append(0.0)
+                continue
+            steps = sorted(c for p, c in cost.items() if mask[p])
+            out.append(sum(steps[:lack]) if len(steps) >= lack else math.inf)
+        return out
+
+    def _greedy(self, by_jobs: bool = False) -> _State | None:
+        """The greedy of the module doc; ``by_jobs``: rank steps
+        by the jobs they add per slot first (when ``max_jobs`` binds), then by work."""
+        line = _Line(self, self._fresh(), by_jobs)
+        n = len(self.gang)
+        while line.st.total < n:
+            got = line.next()
+            if got is None or self.budget.spent():
+                return None
+            units, node, ver = got
+            st = line.st
+            if (node >= 0 and line.version.get(node, 0) != ver) or not self._may_all(st, units):
+                continue  # a step of a node changed since (its new step is in line), or no longer allowed
+            trial = st.copy()
+            self.budget.left -= 1
+            if not self._move(trial, units) or trial.total <= st.total:
+                continue  # a moved pod has nowhere to go, or where they land costs what they free
+            taken = [u for u in trial.taken if not any(u is x for x in st.taken)]  # with any chained
+            exact = line.key(taken, trial.total - st.total)
+            if line.ahead(exact):
+                line.push(units, exact, node, ver)  # dearer than measured: its turn later
+                continue
+            line.accept(trial, taken)
+        return line.st
+
+    # -- 2. the reprieve, 3. the gang ---------------------------------------------------------------
+    def _place_gang(self, st: _State) -> list[tuple[Task, int]] | None:
+        f = st.free.copy()
+        out = []
+        for t in self.gang:
+            cols = np.flatnonzero(t.request > 0)
+            rows = np.flatnonzero(self.gang_ok & (f[:, cols] >= t.request[cols] - EPS).all(axis=1))
+            if not len(rows):
+                return None
+            left = np.floor((f[rows][:, self.cols] - t.request[self.cols] + EPS) / self.req[self.cols]).min(
+                axis=1
+            )
+            row = int(rows[np.lexsort((rows, left))[0]])
+            f[row] -= t.request
+            out.append((t, row))
+        return out
+
+    def plan(self) -> MovePlan | None:
+        """The cheapest plan the search finds (None: none): the greedy, and — when the job cap stopped
+        it — the greedy that adds fewest jobs first; each with its reprieve."""
+        found = [st for st in (self._greedy(),) if st is not None]
+        if self.max_jobs >= 0 and (not found or len(found[0].jobs) >= self.max_jobs):
+            found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
+        plans = [p for p in (self._finish(st) for st in found) if p is not None]
+        return min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
+
+    def _finish(self, st: _State) -> MovePlan | None:
+        """The reprieve (units given back, dearest first, while the gang still fits without them),
+        then the gang's pods placed."""
+        for u in sorted(st.taken, key=lambda u: (-u.cost, -len(u.pods), -u.order)):
+            again = self._give_back(st, u)
+            if again is not None:
+                st = again
+        gang = self._place_gang(st)
+        if gang is None:
+            return None
+        units = st.taken
+        return MovePlan(units, st.moves, gang, sum(u.cost for u in units), len({u.job for u in units}))
+
+    def _give_back(self, st: _State, u: Unit) -> _State | None:
+        """``st`` without moving ``u`` — its pods back where they run, the others where they landed —
+        when every node still holds what it has and the gang still fits; else None."""
+        back = st.copy()
+        mine = {id(t) for t in u.pods}
+        rows: set[int] = set()
+        for t, r in st.moves:
+            if id(t) in mine:
+                back.free[r] += t.request
+                back.free[t.node] -= t.request
+                rows |= {r, t.node}
+        for r in rows:
+            if (back.free[r] < -EPS).any():
+                return None  # another moved pod landed in the room this one would take back
+        back.moves = [(t, r) for t, r in st.moves if id(t) not in mine]
+        back.moved -= mine
+        back.taken = [x for x in st.taken if x is not u]
+        back.jobs = {x.job for x in back.taken}
+        self._touch(back, rows)
+        return back if back.total >= len(self.gang) else None
+
+
+class _Line:
+    """The steps in line for :meth:`MovePlanner._greedy`, cheapest per slot first (a lazy greedy): a
+    node's step is worked out only when the cheapest unit there could beat what is in line (a step costs
+    at least that per slot), and again whenever the greedy changes the node (``version``: older steps of
+    it are stale); each job moved whole across nodes is in line from the start."""
+
+    def __init__(self, planner: MovePlanner, st: _State, by_jobs: bool) -> None:
+        self.pl, self.st, self.by_jobs = planner, st, by_jobs
+        self.heap: list[tuple[tuple[float, ...], int, list[Unit], int, int]] = []
+        self.seq = 0
+        self.version: dict[int, int] = {}
+        self.expanded: set[int] = set()  # rows whose step has been worked out
+        self.changed: set[int] = set()  # rows the greedy changed: their first steps are stale
+        self.nodes: list[tuple[tuple[float, ...], int, int]] = []
+        for p in sorted(planner.at):
+            cheap = min((u.cost for u in planner.at[p]), default=None)
+            if cheap is not None:
+                self.nodes.append(((0.0, cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p))
+        heapq.heapify(self.nodes)
+        for u in planner.units:
+            rows = {t.node for t in u.pods}
+            if u.whole and len(rows) > 1 and planner._may(st, u):
+                self.push([u], self.key([u], sum(1 for r in rows if planner.gang_ok[r])))
+
+    def key(self, units: list[Unit], gain: int) -> tuple[float, ...]:
+        """Work (then pods) per slot, the slots counted up to those still lacking; ``by_jobs``: the
+        jobs it adds per slot first."""
+        g = max(min(gain, len(self.pl.gang) - self.st.total), 1)
+        cost = sum(u.cost for u in units) / g
+        pods = sum(len(u.pods) for u in units) / g
+        first = min(u.order for u in units)
+        if self.by_jobs:
+            return (len({u.job for u in units} - self.st.jobs) / g, cost, pods, first)
+        return (cost, pods, first)
+
+    def push(self, units: list[Unit], key: tuple[float, ...], node: int = -1, ver: int | None = None) -> None:
+        v = self.version.get(node, 0) if ver is None else ver
+        heapq.heappush(self.heap, (key, self.seq, units, node, v))
+        self.seq += 1
+
+    def ahead(self, key: tuple[float, ...]) -> bool:
+        """Is something in line (or a node not worked out yet) cheaper than ``key``?"""
+        return bool(self.heap and key > self.heap[0][0]) or bool(self.nodes and key > self.nodes[0][0])
+
+    def next(self) -> tuple[list[Unit], int, int] | None:
+        """The cheapest step in line (units, node or -1, its node's version), or None."""
+        heap, nodes = self.heap, self.nodes
+        while nodes and (not heap or nodes[0][0] < heap[0][0]):
+            _, _, p = heapq.heappop(nodes)
+            if p not in self.expanded:
+                self._expand(p)
+        if not heap:
+            return None
+        _, _, units, node, ver = heapq.heappop(heap)
+        return units, node, ver
+
+    def _expand(self, p: int) -> None:
+        self.expanded.add(p)
+        pl = self.pl
+        step = pl._step(self.st, p) if p in self.changed else pl._first(self.st, p)
+        if step is not None:
+            self.push(step, self.key(step, 1), p)
+
+    def accept(self, trial: _State, units: list[Unit]) -> None:
+        """Take the step: ``trial`` is the state with it; the nodes it changed get their steps anew."""
+        touched = {t.node for u in units for t in u.pods} | {r for _, r in trial.moves[len(self.st.moves) :]}
+        self.st = trial
+        self.changed |= touched
+        for r in touched:
+            self.version[r] = self.version.get(r, 0) + 1
+        for p in sorted(r for r in touched if r in self.pl.at):
+            self._expand(p)
+
+
+def _cover(cands: list[Unit], freed: list[np.ndarray], lack: np.ndarray, req: np.ndarray) -> list[int] | None:
+    """The cheapest of ``cands`` (by index) whose ``freed`` room covers ``lack`` in the column that
+    lacks most (relative to ``req``): a covering knapsack in eighths of a slot, exact over the
+    candidates; ties to fewer units. None when all of them do not cover it."""
+    c = int(np.argmax(lack / req))
+    unit = req[c]
+    need = math.ceil((lack[c] - EPS) / unit * 8)
+    best: dict[int, tuple[float, list[int]]] = {0: (0.0, [])}
+    for i, u in enumerate(cands):
+        a = int((freed[i][c] + EPS) / unit * 8)
+        if a <= 0:
+            continue
+        for have, (cost, items) in list(best.items()):
+            got = min(have + a, need)
+            new = (cost + u.cost, items + [i])
+            old = best.get(got)
+            if old is None or (new[0], len(new[1])) < (old[0], len(old[1])):
+                best[got] = new
+    return list(best[need][1]) if need in best else None
