@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from corral.framework.config import Config
-    from corral.sim.clusters import ClusterTemplate
+    from corral.sim.cluster_template import ClusterTemplate
     from corral.sim.engine import SimOptions
     from corral.sim.jobspec import JobSpec
     from corral.sim.loaders.common import Hints
