@@ -86,7 +86,7 @@ def sweep_command(
 def _print(console: Any, summary: Any, baseline: str) -> None:
     from rich.table import Table
 
-    from corral.sim.report import METRICS, format_metric
+    from corral.sim.report_format import METRICS, format_metric
     from corral.sim.sweep_report import SCENARIO
 
     for key, block in summary.groupby(list(SCENARIO), sort=False, dropna=False):

@@ -4,7 +4,7 @@ From the records of every cell (:func:`corral.sim.sweep.run_cell`) :func:`write_
 each file atomically (:func:`corral.files.atomic_write`):
 
 * ``results.parquet`` / ``results.csv``: one row per run — the cell's key (config, workload, window,
-  scale, cluster, seed), its folder, every metric of :data:`corral.sim.report.METRICS`, and the run's
+  scale, cluster, seed), its folder, every metric of :data:`corral.sim.report_format.METRICS`, and the run's
   CPU time, wall time, events and cycles;
 * ``results_by_size.parquet`` / ``.csv``: one row per run and job-size bucket (the columns of
   :mod:`corral.sim.breakdown`);
@@ -33,7 +33,7 @@ import pandas as pd
 
 from corral.files import atomic_write
 from corral.sim.breakdown import COLUMNS as SIZE_COLUMNS
-from corral.sim.report import METRICS
+from corral.sim.report_format import METRICS
 
 __all__ = ["HEADLINE", "KEYS", "SCENARIO", "summarize_sweep", "t_quantile", "write_sweep_outputs"]
 
