@@ -87,7 +87,7 @@ def _print(console: Any, summary: Any, baseline: str) -> None:
     from rich.table import Table
 
     from corral.sim.report_format import METRICS, format_metric
-    from corral.sim.sweep_report import SCENARIO
+    from corral.sim.sweep_columns import SCENARIO
 
     for key, block in summary.groupby(list(SCENARIO), sort=False, dropna=False):
         table = Table(title=cell("sweep: " + ", ".join(f"{k} {v}" for k, v in zip(SCENARIO, key))))
