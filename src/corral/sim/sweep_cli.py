@@ -44,13 +44,13 @@ def sweep_command(
 ) -> None:
     """Run a grid of configs × workloads × clusters × seeds in parallel; resumable."""
     from corral.errors import InputError
-    from corral.sim.commands import _console
+    from corral.sim.command_common import wide_console
     from corral.sim.progress import CellProgress
     from corral.sim.sweep import SWEEP_MARKER, run_sweep
     from corral.sim.sweep_report import write_sweep_outputs
     from corral.sim.sweep_spec import EXECUTORS, load_sweep_spec
 
-    console = _console()
+    console = wide_console()
     progress = None
     try:
         if executor is not None and executor not in EXECUTORS:

@@ -1,6 +1,6 @@
 """The tables and the page of a sweep (``corral sweep``, :mod:`corral.sim.sweep`).
 
-From the records of every cell (:func:`corral.sim.sweep.run_cell`) :func:`write_sweep_outputs` writes,
+From the records of every cell (:func:`corral.sim.sweep_cell.run_cell`) :func:`write_sweep_outputs` writes,
 each file atomically (:func:`corral.files.atomic_write`):
 
 * ``results.parquet`` / ``results.csv``: one row per run — the cell's key (config, workload, window,
