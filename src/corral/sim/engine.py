@@ -60,12 +60,12 @@ from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
 from corral.sim.jobspec import JobSpec
 from corral.sim.metrics import EngineMetrics, water_fill
-from corral.sim.options import RESTART_POLICIES, SimOptions
+from corral.sim.options import SimOptions
 from corral.sim.result import SimResult
 from corral.sim.simjob import SimJob
 from corral.sim.speed import SpeedTracker
 
-__all__ = ["RESTART_POLICIES", "Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
+__all__ = ["Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
 
 from corral.sim.events import (  # noqa: F401
     _HOLDING,
