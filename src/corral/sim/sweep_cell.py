@@ -12,6 +12,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from corral.sim.command_common import load_config, prepare, run_config
+
 if TYPE_CHECKING:
     from corral.sim.sweep_spec import Cell, WorkloadSpec
 
@@ -28,15 +30,11 @@ _CONFIGS: dict[tuple[Path | None, str], Any] = {}
 
 def _config(path: Path | None, digest: str) -> Any:
     if (path, digest) not in _CONFIGS:
-        from corral.sim.command_common import load_config
-
         _CONFIGS[(path, digest)] = load_config(path)[1]
     return _CONFIGS[(path, digest)]
 
 
 def _inputs(cell: Cell) -> Any:
-    from corral.sim.command_common import prepare
-
     w, options = cell.workload, cell.options
     seed = cell.seed if _drawn(w) else None  # a trace is read once for every seed
     key = (w, cell.sources, cell.window, cell.scale, cell.cluster_file, seed, tuple(sorted(options.items())))
@@ -78,7 +76,6 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     import pandas as pd
 
     from corral.sim.breakdown import breakdown
-    from corral.sim.command_common import run_config
     from corral.sim.report import _sig, summarize
 
     t0 = time.perf_counter()
