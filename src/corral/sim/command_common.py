@@ -1,7 +1,8 @@
 """What the simulator's commands share (``corral simulate`` and ``corral compare``:
 :mod:`corral.sim.commands`; ``corral sweep``: :mod:`corral.sim.sweep_cli`, whose cells
 :mod:`corral.sim.sweep_cell` runs): times given on the command line, the checks of the run options,
-preparing a run's inputs, running one configuration on them, loading a configuration, and a console for wide tables.
+preparing a run's inputs, running one configuration on them, loading a configuration, and a console
+for wide tables.
 
 The simulator (engine, workloads with pandas, reports with matplotlib) and rich's console are imported by
 the functions that use them: registering the commands must not cost ``corral --help`` or ``corral
@@ -22,9 +23,9 @@ if TYPE_CHECKING:
 
     from corral.framework.config import Config
     from corral.sim.cluster_template import ClusterTemplate
-    from corral.sim.engine import SimOptions
     from corral.sim.jobspec import JobSpec
     from corral.sim.loaders.common import Hints
+    from corral.sim.options import SimOptions
     from corral.sim.result import SimResult
 
 __all__ = [
@@ -146,8 +147,8 @@ def prepare(
     its three queues for the example, with the workload's own queues otherwise)."""
     from corral.sim.cluster_keys import route_queues
     from corral.sim.clusters import from_spec, load_cluster
-    from corral.sim.engine import SimOptions
     from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
+    from corral.sim.options import SimOptions
     from corral.sim.workload import filter_jobs, scale_arrivals
 
     check_options(scale, schedule_period, checkpoint_interval, startup_delay, eviction_grace)
