@@ -16,6 +16,7 @@ from corral.actions.reclaim import ReclaimAction
 from corral.actions.reserve import ReserveAction
 from corral.framework.config import Config, parse_config
 from corral.framework.plugin import Action, Plugin
+from corral.framework.points import check_plugin_class
 from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
@@ -39,9 +40,15 @@ __all__ = ["DEFAULT_CONFIG", "REGISTRY", "Registry", "default_config"]
 
 
 class Registry:
+    """Actions and plugins by name. Every plugin class is checked when the registry is made
+    (:func:`corral.framework.points.check_plugin_class`): a public method of no declared point, or a
+    point method with the wrong signature, is refused at start-up."""
+
     def __init__(
         self, actions: dict[str, type[Action]], plugins: dict[str, type[Plugin]], aliases: dict[str, str]
     ) -> None:
+        for cls in plugins.values():
+            check_plugin_class(cls)
         self.actions = actions
         self.plugins = plugins
         self.aliases = aliases
