@@ -1,7 +1,7 @@
 """Which plugin extends which point: a plugin class lists the points it implements as its bases (the
 Protocols of :mod:`corral.framework.extension` and :mod:`corral.framework.hints`), the registry checks
-each class when it is registered (:func:`check_plugin_class`), and a session asks :func:`layout` which
-of its plugins extend each point, tier by tier.
+each class when it is registered (:func:`check_plugin_class`), and a session asks
+:func:`corral.framework.layout.layout` which of its plugins extend each point, tier by tier.
 
 The check closes the contract (a misspelt method would otherwise never be called): every public method
 of a plugin belongs to a point it declares or to :class:`~corral.framework.plugin.Plugin` itself, and
@@ -17,7 +17,7 @@ from corral.errors import PluginError
 from corral.framework.extension import POINTS, Point
 from corral.framework.plugin import Plugin
 
-__all__ = ["check_plugin_class", "declared_points", "layout"]
+__all__ = ["check_plugin_class", "declared_points"]
 
 #: The public methods every plugin has from :class:`~corral.framework.plugin.Plugin`.
 BASE_METHODS = frozenset(n for n, v in vars(Plugin).items() if not n.startswith("_") and callable(v))
@@ -73,29 +73,3 @@ def _check_method(cls: type, label: str, point: Point, method: str) -> None:
             f"{label}: {method}() must accept ({shown}) as {point.name} passes them; "
             f"it has {inspect.signature(impl)}"
         )
-
-
-_LAYOUTS: dict[tuple[Any, ...], dict[str, list[tuple[int, list[int]]]]] = {}
-
-
-def layout(tiers: list[list[Any]]) -> dict[str, list[tuple[int, list[int]]]]:
-    """Per point, the plugins that extend it as ``[(tier, [index in tier])]``, for ``tiers`` of
-    ``(plugin, PluginConf)`` pairs: a plugin extends a point when it declares it and its configuration
-    does not switch it off. Worked out once per configuration shape (plugin classes and switches)."""
-    key = tuple(tuple((type(p), tuple(sorted(pc.switches.items()))) for p, pc in row) for row in tiers)
-    got = _LAYOUTS.get(key)
-    if got is None:
-        got = {}
-        for point in POINTS:
-            rows = []
-            for ti, row in enumerate(tiers):
-                idx = [
-                    pi
-                    for pi, (p, pc) in enumerate(row)
-                    if point.protocol in type(p).__mro__ and pc.enabled(point.switch)
-                ]
-                if idx:
-                    rows.append((ti, idx))
-            got[point.name] = rows
-        _LAYOUTS[key] = got
-    return got

@@ -23,10 +23,10 @@ from corral.framework.decisions import Decisions
 from corral.framework.dispatch import Dispatch
 from corral.framework.extension import POINTS
 from corral.framework.hints import ROW, CacheHints
+from corral.framework.layout import layout
 from corral.framework.ledger import Ledger
 from corral.framework.memo import ClusterHistory
 from corral.framework.ordering import Ordering
-from corral.framework.points import layout
 from corral.framework.statement import Statement
 from corral.model import Cluster, Task, TaskStatus
 
