@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from corral.framework.declared import declares
 from corral.framework.extension import (
     AllocatableReason,
     Domain,
@@ -32,13 +33,17 @@ class Dispatch:
     cluster: Cluster
     points: dict[str, list[list[Callable[..., Any]]]]
     members: dict[str, list[list[Any]]]
+    _implementers: dict[str, list[Any]]
 
     def fns(self, point: str) -> list[Callable[..., Any]]:
         raise NotImplementedError  # the Session's
 
     def implementers(self, point: str) -> list[Any]:
-        """The plugins that extend ``point``, in tier order."""
-        return [p for tier in self.members[point] for p in tier]
+        """The plugins that extend ``point``, in tier order (do not modify the returned list)."""
+        got = self._implementers.get(point)
+        if got is None:
+            got = self._implementers[point] = [p for tier in self.members[point] for p in tier]
+        return got
 
     # -- gates ---------------------------------------------------------------------------------------
     def job_valid(self, job: Job) -> str | None:
@@ -99,7 +104,7 @@ class Dispatch:
         for plugin in self.implementers("Allocatable"):
             if plugin.allocatable(queue, task):
                 continue
-            why = plugin.allocatable_refusal(queue, task) if isinstance(plugin, AllocatableReason) else None
+            why = plugin.allocatable_refusal(queue, task) if declares(plugin, AllocatableReason) else None
             return why or f"queue {queue.name!r} may not take pod {task.name} ({plugin.name})"
         return None
 
@@ -114,7 +119,7 @@ class Dispatch:
         for plugin in self.implementers("Overused"):
             if not plugin.overused(queue):
                 continue
-            if isinstance(plugin, OverusedReason):
+            if declares(plugin, OverusedReason):
                 return plugin.overused_reason(queue, task)
             return f"queue {queue.name!r} already holds its deserved share"
         return None
@@ -227,9 +232,9 @@ class Dispatch:
         left to the dry run; any other plugin's predicate mask applies as is."""
         mask = ~self.cluster.nodes.down
         for p in self.implementers("Predicate"):
-            if isinstance(p, Resolvable):
+            if declares(p, Resolvable):
                 mask = mask & p.resolvable(task)
-            elif not isinstance(p, SimulatePredicate):
+            elif not declares(p, SimulatePredicate):
                 mask = mask & p.predicate(task)
         return mask
 
@@ -263,7 +268,7 @@ class Dispatch:
         GangSearchSpace plugin that is also a SubGroupSearchSpace with a non-empty answer defines them
         (Volcano ``HyperNodeGradientForSubJobFn``); with none, ``within`` is the one domain."""
         for plugin in self.implementers("GangSearchSpace"):
-            if isinstance(plugin, SubGroupSearchSpace):
+            if declares(plugin, SubGroupSearchSpace):
                 got = plugin.subgroup_search_space(job, subjob, within)
                 if got:
                     return list(got)

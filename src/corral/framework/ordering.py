@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from corral.framework.declared import declares
 from corral.framework.extension import JobOrderKey
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class Ordering:
     def _keyed(self) -> list[Any] | None:
         """The JobOrder plugins in tier order when every one is keyed, else None."""
         plugins = [p for tier in self.members["JobOrder"] for p in tier]
-        if len(plugins) != len(self.fns("JobOrder")) or not all(isinstance(p, JobOrderKey) for p in plugins):
+        if len(plugins) != len(self.fns("JobOrder")) or not all(declares(p, JobOrderKey) for p in plugins):
             return None
         return plugins
 

@@ -1,7 +1,7 @@
 """Which plugin extends which point: a plugin class lists the points it implements as its bases (the
 Protocols of :mod:`corral.framework.extension` and :mod:`corral.framework.hints`), the registry checks
 each class when it is registered (:func:`check_plugin_class`), and a session asks
-:func:`corral.framework.layout.layout` which of its plugins extend each point, tier by tier.
+:mod:`corral.framework.declared` which of its plugins extend each point, tier by tier.
 
 The check closes the contract (a misspelt method would otherwise never be called): every public method
 of a plugin belongs to a point it declares or to :class:`~corral.framework.plugin.Plugin` itself, and

@@ -20,10 +20,10 @@ from corral.framework import closing
 from corral.framework.capacity import CapacityView
 from corral.framework.closing import PENDING_LIKE
 from corral.framework.decisions import Decisions
+from corral.framework.declared import declares, layout
 from corral.framework.dispatch import Dispatch
 from corral.framework.extension import POINTS
 from corral.framework.hints import ROW, CacheHints
-from corral.framework.layout import layout
 from corral.framework.ledger import Ledger
 from corral.framework.memo import ClusterHistory
 from corral.framework.ordering import Ordering
@@ -98,6 +98,7 @@ class Session(Dispatch, Ordering):
                 row.append((cls(self, pc.args, dict(pc.switches)), pc))
             self.tiers.append(row)
         self.members: dict[str, list[list[Any]]] = {}
+        self._implementers: dict[str, list[Any]] = {}
         self.points: dict[str, list[list[Callable[..., Any]]]] = {}
         rows_of = layout(self.tiers)
         for point in POINTS:  # ``points`` binds the first method of each point's Protocol
@@ -169,7 +170,7 @@ class Session(Dispatch, Ordering):
             return self._signatures[key]
         sig: tuple[Any, ...] | None = task.klass or None
         for p in self.implementers(point):
-            frag = p.sign_pod(task) if sig is not None and isinstance(p, CacheHints) else None
+            frag = p.sign_pod(task) if sig is not None and declares(p, CacheHints) else None
             if frag is None:
                 sig = None
                 break
@@ -204,4 +205,4 @@ class Session(Dispatch, Ordering):
 
     def predicates_signed(self) -> bool:
         """Does every Predicate plugin give cache hints (so that some pods may be signed)?"""
-        return all(isinstance(p, CacheHints) for p in self.implementers("Predicate"))
+        return all(declares(p, CacheHints) for p in self.implementers("Predicate"))

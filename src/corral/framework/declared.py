@@ -1,7 +1,8 @@
-"""Which of a session's plugins extend each point (:data:`corral.framework.extension.POINTS`): a plugin
-extends a point when its class declares the point's Protocol (:mod:`corral.framework.points`) and its
-configuration does not switch the point off. Apart from :mod:`corral.framework.points`, which imports
-the plugin base class, so that the Session can ask without importing it."""
+"""What a session asks at run time about the points its plugins declare (:mod:`corral.framework.points`
+checks the declarations at start-up): :func:`declares` (one plugin, one point) and :func:`layout` (per
+point, the plugins that extend it, tier by tier). Kept apart from :mod:`corral.framework.points`, which
+imports the plugin base class, so that the Session and its parts ask without importing that class (the
+base class refers to the Session: importing it here would close a circle)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from typing import Any
 
 from corral.framework.extension import POINTS
 
-__all__ = ["layout"]
+__all__ = ["declares", "layout"]
+
+
+def declares(plugin: Any, protocol: type) -> bool:
+    """Does ``plugin`` declare ``protocol`` among its bases? (Nominal, and far cheaper than an
+    ``isinstance`` check against a runtime-checkable Protocol, which compares every method.)"""
+    return protocol in type(plugin).__mro__
 
 
 _LAYOUTS: dict[tuple[Any, ...], dict[str, list[tuple[int, list[int]]]]] = {}
