@@ -20,11 +20,11 @@ import numpy as np
 
 from corral.framework.config import Config
 from corral.framework.extension import Overused, QueueReport
+from corral.framework.queries import job_usage, queue_usage
 from corral.framework.session import Session
 from corral.model import Cluster, Job, Queue, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import PODS
-from corral.plugins.shares import job_usage, queue_usage
 from corral.registry import REGISTRY
 
 __all__ = ["COLUMNS", "QueueRow", "queue_rows", "queue_table_rows", "view_config"]

@@ -19,8 +19,8 @@ from corral.actions.reclaim import ReclaimAction
 from corral.actions.reserve import ReserveAction
 from corral.errors import ConfigError, PluginError
 from corral.framework.config import Config, parse_config
+from corral.framework.contract import check_plugin_class
 from corral.framework.plugin import Action, Plugin
-from corral.framework.points import check_plugin_class
 from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
 from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
@@ -58,7 +58,7 @@ ACTION_GROUP = "corral.actions"
 
 class Registry:
     """Actions and plugins by name. Every plugin class is checked when it is registered
-    (:func:`corral.framework.points.check_plugin_class`): a public method of no declared point, or a
+    (:func:`corral.framework.contract.check_plugin_class`): a public method of no declared point, or a
     point method with the wrong signature, is refused at start-up.
 
     With ``entry_points`` (the built-in :data:`REGISTRY`), the plugins and actions of installed

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from corral.errors import PluginError
+from corral.framework.contract import check_plugin_class
 from corral.framework.extension import POINTS, JobOrder, NodeOrder, Predicate
 from corral.framework.hints import ROW, CacheHints
 from corral.framework.plugin import Plugin
-from corral.framework.points import check_plugin_class, declared_points
+from corral.framework.points import declared_points
 from corral.framework.session import Session
 from corral.model import Job, Task
 from corral.registry import REGISTRY

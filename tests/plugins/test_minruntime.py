@@ -283,7 +283,7 @@ def test_corral_start_time_annotation_and_precedence() -> None:
 
 def test_start_stamped_during_the_cycle_protects_at_once() -> None:
     """allocate stamps jobs it starts; a later action in the same cycle sees the stamp."""
-    from corral.actions.allocate import LAST_START as written
+    from corral.actions.common.jobs import LAST_START as written
 
     assert written == LAST_START
     s = _session(

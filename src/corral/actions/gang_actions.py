@@ -1,5 +1,5 @@
 """The two gang-aware eviction actions (seed 000 §3.4, SPEC.md §3.3): which pods each may evict, and
-the policy that ranks its victims. The search is :class:`~corral.actions.gang_evict.GangEvictAction`."""
+the policy that ranks its victims. The search is :class:`~corral.actions.common.gang_evict.GangEvictAction`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from corral.actions.gang_evict import GangEvictAction, needed_tasks
+from corral.actions.common.gang_evict import GangEvictAction, needed_tasks
 from corral.framework.extension import QueueLimit
 from corral.framework.session import Session
 from corral.model import Job, Task

@@ -10,7 +10,7 @@ counting the victims allowed before it, still holds more than it deserves in som
 ``!allocated.LessEqual(deserved)``), on the victim's leaf queue and, with capacity's
 ``ancestorReclaimLevel``, that many ancestors below the lowest common ancestor with the reclaimer (see
 :mod:`corral.plugins.queues`), counting cumulatively along the candidates in the victim order — and the
-VictimFilter. A gang the victims push below a minimum is evicted whole (:mod:`corral.actions.broken`). The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
+VictimFilter. A gang the victims push below a minimum is evicted whole (:mod:`corral.actions.common.broken`). The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
 sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in tier 1, as in
 Volcano's default configuration) would otherwise decide alone (SPEC.md §3.2); a queue plugin configured
 with ``enableReclaimable: false`` is left out.
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.evict import Evictor, reversed_key
-from corral.actions.preempt import EvictionAction
+from corral.actions.common.evict import Evictor, reversed_key
+from corral.actions.common.eviction import EvictionAction
 from corral.framework.session import Session
 from corral.model import Job, Task
 

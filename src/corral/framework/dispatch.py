@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.framework.declared import declares
 from corral.framework.extension import (
     AllocatableReason,
     Domain,
@@ -22,6 +21,7 @@ from corral.framework.extension import (
     SubGroupSearchSpace,
     Vote,
 )
+from corral.framework.points import declares
 
 if TYPE_CHECKING:
     from corral.model import Cluster, Job, Queue, Task

@@ -14,8 +14,8 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from corral.framework.declared import declares
 from corral.framework.extension import JobOrderKey
+from corral.framework.points import declares
 
 if TYPE_CHECKING:
     from corral.framework.ledger import Ledger

@@ -1,26 +1,21 @@
 """Which plugin extends which point: a plugin class lists the points it implements as its bases (the
-Protocols of :mod:`corral.framework.extension` and :mod:`corral.framework.hints`), the registry checks
-each class when it is registered (:func:`check_plugin_class`), and a session asks
-:mod:`corral.framework.declared` which of its plugins extend each point, tier by tier.
-
-The check closes the contract (a misspelt method would otherwise never be called): every public method
-of a plugin belongs to a point it declares or to :class:`~corral.framework.plugin.Plugin` itself, and
-every method of a declared point is implemented with a signature that accepts the point's arguments.
-"""
+Protocols of :mod:`corral.framework.extension` and :mod:`corral.framework.hints`; the registry checks
+that it keeps to them, :mod:`corral.framework.contract`), and a session asks :func:`layout` which of
+its plugins extend each point, tier by tier."""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-from corral.errors import PluginError
 from corral.framework.extension import POINTS, Point
-from corral.framework.plugin import Plugin
 
-__all__ = ["check_plugin_class", "declared_points"]
+__all__ = ["declared_points", "declares", "layout"]
 
-#: The public methods every plugin has from :class:`~corral.framework.plugin.Plugin`.
-BASE_METHODS = frozenset(n for n, v in vars(Plugin).items() if not n.startswith("_") and callable(v))
+
+def declares(plugin: Any, protocol: type) -> bool:
+    """Does ``plugin`` declare ``protocol`` among its bases? (Nominal, and far cheaper than an
+    ``isinstance`` check against a runtime-checkable Protocol, which compares every method.)"""
+    return protocol in type(plugin).__mro__
 
 
 def declared_points(cls: type) -> list[Point]:
@@ -29,47 +24,27 @@ def declared_points(cls: type) -> list[Point]:
     return [p for p in POINTS if p.protocol in mro]
 
 
-def check_plugin_class(cls: Any, origin: str = "") -> None:
-    """Refuse a plugin class that is not a :class:`Plugin` with a name, that has a public method of no
-    declared point, or that implements a declared point's method with the wrong signature (one line
-    naming the plugin, the method and what to do; ``origin`` says where it came from)."""
-    where = f" ({origin})" if origin else ""
-    if not (isinstance(cls, type) and issubclass(cls, Plugin)):
-        raise PluginError(f"plugin {cls!r}{where} is not a subclass of corral.framework.plugin.Plugin")
-    label = f"plugin {cls.name or cls.__qualname__!r} ({cls.__module__}.{cls.__qualname__}){where}"
-    if not cls.name:
-        raise PluginError(f"{label} has no name: set the class attribute 'name'")
-    points = declared_points(cls)
-    allowed = set(BASE_METHODS)
-    for point in points:
-        allowed.update(point.methods)
-        for method in point.methods:
-            _check_method(cls, label, point, method)
-    for name in dir(cls):
-        if name.startswith("_") or name in allowed:
-            continue
-        if inspect.isfunction(inspect.getattr_static(cls, name)):
-            raise PluginError(
-                f"{label}: public method {name!r} belongs to no extension point the plugin declares; "
-                "add the point's Protocol (corral.framework.extension) to its bases, fix the name, or "
-                f"make it private ('_{name}')"
-            )
+_LAYOUTS: dict[tuple[Any, ...], dict[str, list[tuple[int, list[int]]]]] = {}
 
 
-def _check_method(cls: type, label: str, point: Point, method: str) -> None:
-    impl = inspect.getattr_static(cls, method, None)
-    stub = vars(point.protocol)[method]
-    if impl is None or impl is stub or not callable(impl):
-        raise PluginError(f"{label} declares {point.name} but does not implement {method}()")
-    want = len(inspect.signature(stub).parameters) - 1  # without self
-    params = list(inspect.signature(impl).parameters.values())[1:]
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
-    kw_required = [p for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    if len(required) > want or (len(positional) < want and not varargs) or kw_required:
-        shown = ", ".join(["self", *list(inspect.signature(stub).parameters)[1:]])
-        raise PluginError(
-            f"{label}: {method}() must accept ({shown}) as {point.name} passes them; "
-            f"it has {inspect.signature(impl)}"
-        )
+def layout(tiers: list[list[Any]]) -> dict[str, list[tuple[int, list[int]]]]:
+    """Per point, the plugins that extend it as ``[(tier, [index in tier])]``, for ``tiers`` of
+    ``(plugin, PluginConf)`` pairs: a plugin extends a point when it declares it and its configuration
+    does not switch it off. Worked out once per configuration shape (plugin classes and switches)."""
+    key = tuple(tuple((type(p), tuple(sorted(pc.switches.items()))) for p, pc in row) for row in tiers)
+    got = _LAYOUTS.get(key)
+    if got is None:
+        got = {}
+        for point in POINTS:
+            rows = []
+            for ti, row in enumerate(tiers):
+                idx = [
+                    pi
+                    for pi, (p, pc) in enumerate(row)
+                    if point.protocol in type(p).__mro__ and pc.enabled(point.switch)
+                ]
+                if idx:
+                    rows.append((ti, idx))
+            got[point.name] = rows
+        _LAYOUTS[key] = got
+    return got

@@ -20,13 +20,14 @@ from corral.framework import closing
 from corral.framework.capacity import CapacityView
 from corral.framework.closing import PENDING_LIKE
 from corral.framework.decisions import Decisions
-from corral.framework.declared import declares, layout
 from corral.framework.dispatch import Dispatch
 from corral.framework.extension import POINTS
 from corral.framework.hints import ROW, CacheHints
 from corral.framework.ledger import Ledger
 from corral.framework.memo import ClusterHistory
 from corral.framework.ordering import Ordering
+from corral.framework.points import declares, layout
+from corral.framework.queries import Queries
 from corral.framework.statement import Statement
 from corral.model import Cluster, Task, TaskStatus
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["PENDING_LIKE", "Session"]
 
 
-class Session(Dispatch, Ordering):
+class Session(Dispatch, Ordering, Queries):
     """One cycle. ``now`` is seconds since the epoch; ``cycle`` numbers the decisions.
 
     The session dispatches: it asks the plugins at each extension point and combines their answers.
@@ -99,6 +100,7 @@ class Session(Dispatch, Ordering):
             self.tiers.append(row)
         self.members: dict[str, list[list[Any]]] = {}
         self._implementers: dict[str, list[Any]] = {}
+        self._memo: dict[str, Any] = {}  # the queries' answers (framework/queries.py)
         self.points: dict[str, list[list[Callable[..., Any]]]] = {}
         rows_of = layout(self.tiers)
         for point in POINTS:  # ``points`` binds the first method of each point's Protocol

@@ -26,7 +26,6 @@ from corral.framework.extension import (
 from corral.framework.plugin import Plugin
 from corral.model import Job, Queue, Task
 from corral.model.resources import PODS
-from corral.plugins.shares import job_usage, once_per_session
 
 __all__ = ["DrfPlugin"]
 
@@ -41,7 +40,7 @@ class DrfPlugin(Plugin, KeyedJobOrder, QueueOrder, Preemptable, Reclaimable, Eve
         total = cluster.total_allocatable().astype(float)
         total[cluster.resources.pos(PODS)] = 0.0  # pods count is not a resource to share fairly
         self.inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-        self.usage = dict(once_per_session(self.session, job_usage))
+        self.usage = dict(self.session.job_usage())
         self._shares: dict[str, float] = {}  # cache, dropped for a job when its usage changes
         self.hierarchy = self.switch("enableHierarchy", False)
         if self.hierarchy:

@@ -114,17 +114,11 @@ class PredicatesPlugin(
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._explain: dict[tuple[Any, ...], list[tuple[np.ndarray, str]]] = {}
         # placed pods by row, only those that matter for inter-pod terms, then kept by the events; when
-        # the session's job index says no pod in the cluster has required anti-affinity, built only if a
+        # the session says no pod in the cluster has required anti-affinity, built only if a
         # pod with inter-pod terms of its own asks (its hits are a set: the walk's order does not matter)
         self._placed: dict[int, tuple[Task, int]] | None = None
         self._anti: dict[int, tuple[Task, int]] = {}
-        index = self.session.index
-        cluster = self.session.cluster
-        self._anti_possible = (
-            index is None
-            or bool(index.sets["anti"])
-            or any(t.affinity is not None and t.affinity.pod_anti_affinity for t in cluster.foreign)
-        )
+        self._anti_possible = self.session.anti_affinity_possible()
         if self._anti_possible:
             self._build_placed()  # at once: the order of ``anti`` is the order reasons are listed in
 

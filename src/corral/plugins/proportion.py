@@ -17,7 +17,6 @@ from corral.framework.extension import Allocatable, JobEnqueueable, Overused, Ov
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS
 from corral.plugins.queues import QueuePlugin
-from corral.plugins.shares import once_per_session, queue_requests
 
 __all__ = ["ProportionPlugin"]
 
@@ -28,7 +27,7 @@ class ProportionPlugin(QueuePlugin, JobEnqueueable, Allocatable, Overused, Overu
     def _compute_deserved(self) -> dict[str, np.ndarray]:
         cluster = self.session.cluster
         leaves = [q for q in sorted(self.queues.values(), key=lambda q: q.name) if not q.children]
-        request = {n: v * self.cols for n, v in once_per_session(self.session, queue_requests).items()}
+        request = {n: v * self.cols for n, v in self.session.queue_requests().items()}
         for name, q in self.queues.items():  # requests of children roll up to a parent
             if not q.children:
                 for parent in cluster.queue_chain(name)[1:]:

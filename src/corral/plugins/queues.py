@@ -53,7 +53,6 @@ from corral.framework.memo.jobindex import exact_sum
 from corral.framework.plugin import Plugin
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS, PODS
-from corral.plugins.shares import job_usage, once_per_session, queue_usage
 
 __all__ = ["QueuePlugin"]
 
@@ -88,7 +87,7 @@ class QueuePlugin(
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self._capped: dict[str, bool] = {}  # queue -> any capability on its chain
-        usage = queue_usage(cluster, once_per_session(self.session, job_usage), self.session.index)
+        usage = self.session.queue_usage()
         self.allocated = {name: v * self.cols for name, v in usage.items()}
         for name, q in self.queues.items():  # leaf usage summed into every ancestor
             if q.children:
@@ -104,17 +103,11 @@ class QueuePlugin(
     def _admitted_not_started(self) -> dict[str, np.ndarray]:
         """Per queue (every ancestor included), the minResources of its admitted podgroups that have
         not reached their minimum yet, summed exactly (the same bits in any job order, so the session's
-        kept job index can hand over just those podgroups)."""
-        cluster, index = self.session.cluster, self.session.index
-        jobs = cluster.jobs
-        walk = (
-            (jobs[u] for u in index.candidates(self.session.ledger.since_open(), "inqueue"))
-            if index is not None
-            else jobs.values()
-        )
+        session can hand over just those podgroups: ``Session.admitted_unstarted``)."""
+        cluster = self.session.cluster
         rows: dict[str, list[np.ndarray]] = {name: [] for name in self.queues}
-        for job in walk:
-            if job.queue in self.queues and job.admitted_unstarted():
+        for job in self.session.admitted_unstarted():
+            if job.queue in self.queues:
                 for name in cluster.queue_chain(job.queue):
                     rows[name].append(job.min_resources * self.cols)
         width = len(self.total)

@@ -13,7 +13,7 @@ queue order for reclaim), then the work, then the pods.
 
 What is modelled
 ----------------
-* **Victims** — running or bound pods (:data:`~corral.actions.evict.VICTIM_STATES`) of other jobs,
+* **Victims** — running or bound pods (:data:`~corral.actions.common.evict.VICTIM_STATES`) of other jobs,
   managed by corral, preemptable (pod or PodGroup annotation/label), not in ``kube-system`` nor of a
   system-critical priority class (the ``conformance`` plugin), on a node of an allowed domain:
 
@@ -94,7 +94,7 @@ __all__ = [
     "work_lost",
 ]
 
-#: Pods that can be victims (as in ``corral.actions.evict``): running, or bound by an earlier cycle.
+#: Pods that can be victims (as in ``corral.actions.common.evict``): running, or bound by an earlier cycle.
 VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 _HAVE = _READY | {TaskStatus.PIPELINED}

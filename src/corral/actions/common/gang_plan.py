@@ -1,6 +1,6 @@
 """The plan of one domain for gang-aware eviction (seed 000 §3.1–3.2, SPEC.md §3.3): which victims let
 the gang's waiting pods fit inside the domain, at the least cost under the cost model of
-:mod:`corral.actions.bundles`.
+:mod:`corral.actions.common.bundles`.
 
 A plan is built for a *level* — only victim jobs whose policy rank is at most the level — and with or
 without breaking healthy gangs:
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.bundles import CostModel, VictimJob
+from corral.actions.common.bundles import CostModel, VictimJob
 from corral.framework.extension import Domain, QueueLimit
 from corral.framework.session import Session
 from corral.model import Task
