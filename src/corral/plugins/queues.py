@@ -49,8 +49,8 @@ from corral.framework.extension import (
     SimulateRemoveTask,
     UnifiedEvictable,
 )
-from corral.framework.memo.jobindex import exact_sum
 from corral.framework.plugin import Plugin
+from corral.framework.queries import exact_sum
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS, PODS
 
