@@ -373,12 +373,16 @@ def test_missing_crds_are_skipped_with_one_line(runner_factory) -> None:
         assert r.cache.wait_synced(5)
         skipped = sorted(x["resource"] for x in r.log.matching("resource not served by the cluster: skipped"))
         assert skipped == [
+            "deviceclasses.resource.k8s.io",  # a cluster without DRA (before 1.34): no devices, no claims
             "hypernodes.topology.volcano.sh",
             "podgroups.scheduling.run.ai",
             "podgroups.scheduling.volcano.sh",
             "podgroups.v1alpha2.scheduling.k8s.io",  # Kubernetes 1.36's: the fake serves 1.37's v1beta1
             "queues.scheduling.run.ai",
             "queues.scheduling.volcano.sh",
+            "resourceclaims.resource.k8s.io",
+            "resourceclaimtemplates.resource.k8s.io",
+            "resourceslices.resource.k8s.io",
             "topologies.kai.scheduler",
         ]
         r.cycle(NOW)

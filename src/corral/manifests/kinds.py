@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from corral.errors import InputError
-from corral.manifests.dra import DRA_APIS, DRA_KINDS, NAMESPACED, claim_names, parse_dra
+from corral.manifests.dra import (
+    DRA_APIS,
+    DRA_KINDS,
+    NAMESPACED,
+    claim_names,
+    claim_refs,
+    claim_statuses,
+    parse_dra,
+)
 from corral.manifests.fieldcheck import check_fields
 from corral.manifests.fields import Obj
 from corral.manifests.kai_kinds import (
@@ -230,6 +238,10 @@ def _pod(o: Obj) -> PodRec:
         native_group=native_group,
         workload_ref=workload_ref,
         claims=claim_names(o, spec["resourceClaims"]) if spec.get("resourceClaims") else (),
+        claim_refs=claim_refs(o, spec["resourceClaims"]) if spec.get("resourceClaims") else (),
+        claim_statuses=claim_statuses(o, status.get("resourceClaimStatuses"))
+        if status.get("resourceClaimStatuses")
+        else {},
     )
 
 

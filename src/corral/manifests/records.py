@@ -101,6 +101,10 @@ class PodRec:
     workload_ref: tuple[str, str, str] | None = None
     #: the names of ``spec.resourceClaims`` (dynamic resource claims, :mod:`corral.manifests.dra`)
     claims: tuple[str, ...] = ()
+    #: ``(entry, resourceClaimName, resourceClaimTemplateName)`` per claim, and the generated claims of
+    #: ``status.resourceClaimStatuses`` (entry -> claim name): :mod:`corral.dra.pods`
+    claim_refs: tuple[tuple[str, str, str], ...] = ()
+    claim_statuses: dict[str, str] = field(default_factory=dict)
 
     @property
     def native(self) -> bool:
