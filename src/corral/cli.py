@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import json
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from corral.cli_errors import OneLineErrors, fail
+from corral.cli_inputs import load_config, parse_now
 from corral.errors import InputError
 from corral.terminal import plain
 
@@ -83,29 +83,6 @@ def _boundary() -> Iterator[None]:
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         _fail(exc)
         raise  # fail always raises; kept for the type checker
-
-
-def _config(path: Path | None) -> Config:
-    from corral.extras import require_for_config
-    from corral.framework.config import load_config_file
-    from corral.registry import REGISTRY, default_config
-
-    config = default_config() if path is None else load_config_file(path, REGISTRY)
-    require_for_config(config)  # an action whose library this install leaves out: one line, exit 2
-    return config
-
-
-def _now(text: str | None) -> float:
-    if text is None:
-        return float(int(time.time()))
-    from corral.manifests.fields import parse_time
-
-    try:
-        return parse_time(text)
-    except Exception:
-        raise InputError(
-            f"expected an RFC 3339 time such as 2026-01-01T00:00:00Z, got {text!r}", field="--now"
-        ) from None
 
 
 def schedule_snapshot(
@@ -208,7 +185,7 @@ def schedule(
         paths = list(snapshot) if snapshot else [EXAMPLE]
         names = tuple(scheduler_name) if scheduler_name else None  # None: DEFAULT_SCHEDULERS
         estimates: list[Any] | None = [] if expected_starts else None
-        cfg = _config(config)
+        cfg = load_config(config)
         page: dict[str, Any] = {}
 
         def keep(cluster: Cluster, at: float) -> None:
@@ -220,7 +197,7 @@ def schedule(
         decisions = schedule_snapshot(
             paths,
             cfg,
-            _now(now),
+            parse_now(now),
             cycles,
             period,
             names,
@@ -310,7 +287,7 @@ def whatif(
         from corral.whatif import what_if
 
         names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
-        cfg, at = _config(config), _now(now)
+        cfg, at = load_config(config), parse_now(now)
         paths, objects = _source(snapshot, live, kubeconfig, context, server)
         answer = what_if(job, paths, cfg, at, names, base=objects)
     if output == "json":
@@ -345,7 +322,7 @@ def queues(
         from corral.queueview import queue_rows
 
         names = tuple(scheduler_name) if scheduler_name else DEFAULT_SCHEDULERS
-        cfg, at = _config(config), _now(now)
+        cfg, at = load_config(config), parse_now(now)
         paths, objects = _source(snapshot, live, kubeconfig, context, server)
         cluster = load_snapshot(paths, names) if objects is None else build_cluster(objects, names)
         rows, source = queue_rows(cluster, cfg, at)
@@ -368,7 +345,7 @@ def validate(
     with _boundary():
         from corral.manifests.build import load_snapshot, off_nodes_line
 
-        cfg = _config(config)
+        cfg = load_config(config)
         cluster = load_snapshot(list(snapshot))
         from corral.framework.notices import cluster_notices, config_notices, queue_notices
         from corral.registry import REGISTRY

@@ -7,6 +7,8 @@ with the right code: 2 for bad input or configuration, 1 for an internal fault.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ClusterAPIError",
     "CommitError",
@@ -14,6 +16,7 @@ __all__ = [
     "CorralError",
     "InputError",
     "PluginError",
+    "short_repr",
 ]
 
 
@@ -62,3 +65,9 @@ class CommitError(CorralError):
 
 class ClusterAPIError(CorralError):
     """The Kubernetes API server refused or failed a request (exit code 1)."""
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)``, cut short: a hostile value must not flood the one-line message."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:50]}... ({len(text)} characters)"

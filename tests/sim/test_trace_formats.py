@@ -13,10 +13,10 @@ import pytest
 
 from corral.errors import InputError
 from corral.model.annotations import EXPECTED_RUNTIME
-from corral.sim.formats import FORMATS, detect, load_workload, parse_format
+from corral.sim.formats import FORMATS, detect, load_trace, load_workload, parse_format
 from corral.sim.jobspec import GPU
 from corral.sim.loaders.common import Hints
-from corral.sim.workload import load_corral_trace, load_trace
+from corral.sim.workload import load_corral_trace
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 GIB = 2**30

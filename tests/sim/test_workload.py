@@ -12,18 +12,17 @@ import pandas as pd
 import pytest
 
 from corral.errors import InputError
+from corral.sim.formats import load_trace
 from corral.sim.jobspec import GPU
+from corral.sim.synthetic import SyntheticSpec, synthetic
 from corral.sim.workload import (
     CORRAL_COLUMNS,
     JobList,
-    SyntheticSpec,
     filter_jobs,
     load_alibaba,
     load_corral_trace,
     load_philly,
-    load_trace,
     scale_arrivals,
-    synthetic,
 )
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

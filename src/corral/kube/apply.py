@@ -45,16 +45,15 @@ node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from corral.framework.decisions import Decisions
 from corral.framework.reservation import LOCK_LABEL, lock_label_value
 from corral.kube.api import NODE, POD, APIError, GuardedAPI, KubeAPI
+from corral.kube.apply_report import ApplyReport
 from corral.kube.cache import PRESENT, WatchCache
 from corral.kube.conventions import Recorder
 from corral.kube.dra_status import write_claims
@@ -65,7 +64,7 @@ from corral.kube.podgroups import PodGroupWrites
 from corral.manifests.fields import format_time
 from corral.model import Cluster
 
-__all__ = ["LOCK_LABEL", "Applier", "ApplyReport", "ambiguous", "lock_patch"]
+__all__ = ["LOCK_LABEL", "Applier", "ambiguous", "lock_patch"]
 
 
 def ambiguous(exc: APIError) -> bool:
@@ -77,26 +76,6 @@ def lock_patch(job: str) -> dict:
     """The node patch of a lock for ``job`` ("" releases it): the label and the full-name annotation."""
     value = lock_label_value(job) if job else None
     return {"metadata": {"labels": {LOCK_LABEL: value}, "annotations": {LOCK_LABEL: job or None}}}
-
-
-@dataclass
-class ApplyReport:
-    """What happened to each kind of decision: ``done`` / ``skipped`` / ``refused`` / ``failed`` /
-    ``uncertain`` lists; gangs partly bound, and gangs released."""
-
-    outcomes: dict[str, dict[str, list[str]]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(list))
-    )
-    partial_gangs: dict[str, list[str]] = field(default_factory=dict)
-    released: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, kind: str, outcome: str, what: str) -> None:
-        with self.lock:
-            self.outcomes[kind][outcome].append(what)
-
-    def get(self, kind: str, outcome: str) -> list[str]:
-        return list(self.outcomes.get(kind, {}).get(outcome, []))
 
 
 def _split(key: str) -> tuple[str, str]:

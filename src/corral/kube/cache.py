@@ -38,7 +38,8 @@ from corral.kube.metrics import Metrics
 from corral.kube.model import LiveModel
 from corral.kube.patches import PRESENT, contains, merge_patch, merge_patches
 from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
-from corral.manifests.kinds import PodGroupRec, parse_object
+from corral.manifests.kinds import parse_object
+from corral.manifests.records import PodGroupRec
 from corral.model import Cluster
 
 __all__ = ["PRESENT", "WatchCache", "key_of"]

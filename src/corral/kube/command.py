@@ -119,7 +119,7 @@ def run(
     ),
 ) -> None:
     """Schedule the live cluster: watch it, run a cycle every --period, apply the decisions."""
-    from corral.cli import _fail
+    from corral.cli_errors import fail
 
     try:
         from corral.kube.expected import LiveForecast
@@ -152,7 +152,7 @@ def run(
     except BaseException as exc:  # noqa: BLE001 - the CLI boundary
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        _fail(exc)
+        fail(exc)
         return
     _serve_and_run(runner, bind, page)
 
@@ -209,7 +209,7 @@ def _make_runner(
     queue_metrics_interval: float = 10.0,
     forecast: Any = None,
 ) -> Runner:
-    from corral.cli import _config, _now
+    from corral.cli_inputs import load_config, parse_now
     from corral.errors import InputError
     from corral.extras import require
 
@@ -218,8 +218,8 @@ def _make_runner(
         raise InputError(f"expected json or text, got {log_format!r}", field="--log-format")
     if log_level not in ("debug", "info", "warning", "error"):
         raise InputError(f"expected debug, info, warning or error, got {log_level!r}", field="--log-level")
-    cfg = _config(config)
-    start = _now(now) if now is not None else None
+    cfg = load_config(config)
+    start = parse_now(now) if now is not None else None
     from corral.kube.api import KubeAPI, load_client
     from corral.kube.expected import LiveForecast
     from corral.kube.logs import Log
@@ -264,7 +264,7 @@ def _make_runner(
 def _serve_and_run(
     runner: Runner, bind: tuple[str, int] | None, page: tuple[str, int, float] | None = None
 ) -> None:
-    from corral.cli import _fail
+    from corral.cli_errors import fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
 
@@ -275,7 +275,7 @@ def _serve_and_run(
         try:
             dashboard = _serve_page(runner, *page)
         except OSError as exc:
-            _fail(InputError(f"cannot listen on {page[0]}:{page[1]}: {exc}", field="--dashboard-port"))
+            fail(InputError(f"cannot listen on {page[0]}:{page[1]}: {exc}", field="--dashboard-port"))
             return
     if bind is not None:
         try:
@@ -286,7 +286,7 @@ def _serve_and_run(
                 "serving /metrics, /healthz and /livez", address=f"{bind[0]}:{http.server_address[1]}"
             )
         except OSError as exc:
-            _fail(InputError(f"cannot listen on {bind[0]}:{bind[1]}: {exc}", field="--metrics-bind-address"))
+            fail(InputError(f"cannot listen on {bind[0]}:{bind[1]}: {exc}", field="--metrics-bind-address"))
             return
     try:
         runner.start()
@@ -295,7 +295,7 @@ def _serve_and_run(
         runner.stop()
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        _fail(exc)
+        fail(exc)
         return
     if runner.stop_signal:
         runner.log.info("stop signal: stopping", signal=runner.stop_signal)

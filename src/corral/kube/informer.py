@@ -1,5 +1,5 @@
 """The reflector of ``corral run``'s watch cache: one thread per resource type lists it and watches it
-into the cache (:class:`corral.kube.cache.WatchCache`), as client-go's reflector does.
+into the cache (a :class:`Store`: :class:`corral.kube.cache.WatchCache`), as client-go's reflector does.
 
 A paged list (``limit`` / ``continue``) gives the store and a ``resourceVersion``; a watch from it with
 bookmarks moves that version on; a dropped or timed-out watch is re-opened from the last version; a 410
@@ -11,14 +11,36 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.kube.api import APIError, ResourceType, list_pages
 
 if TYPE_CHECKING:
-    from corral.kube.cache import WatchCache
+    from corral.kube.api import KubeAPI
+    from corral.kube.logs import Log
+    from corral.kube.metrics import Metrics
 
-__all__ = ["Backoff", "Informer"]
+__all__ = ["Backoff", "Informer", "Store"]
+
+
+class Store(Protocol):
+    """What a reflector fills and reads: the watch cache (:class:`corral.kube.cache.WatchCache`), as
+    client-go's reflector fills a ``cache.Store`` it is handed. The stores by resource type, with the
+    settings of the list and the watch."""
+
+    api: KubeAPI | None
+    log: Log
+    metrics: Metrics | None
+    page: int
+    watch_timeout: int
+    backoff: tuple[float, float]
+    synced: set[ResourceType]
+
+    def replace(self, rtype: ResourceType, items: list[dict]) -> None: ...
+
+    def event(self, rtype: ResourceType, etype: str, raw: dict) -> None: ...
+
+    def mark_absent(self, rtype: ResourceType) -> None: ...
 
 
 class Backoff:
@@ -47,7 +69,7 @@ def _rv(raw: dict) -> str:
 class Informer(threading.Thread):
     """List + watch of one resource type into the cache (client-go's reflector)."""
 
-    def __init__(self, cache: WatchCache, rtype: ResourceType) -> None:
+    def __init__(self, cache: Store, rtype: ResourceType) -> None:
         super().__init__(daemon=True, name=f"corral-watch-{rtype.name}")
         self.cache = cache
         self.rtype = rtype

@@ -47,8 +47,8 @@ import numpy as np
 
 from corral.errors import InputError
 from corral.manifests.build import _hypernodes, _jobs_and_tasks, _nodes
-from corral.manifests.kinds import PodGroupRec, PodRec
 from corral.manifests.native import native_topologies, topology_family, workload_podgroups
+from corral.manifests.records import PodGroupRec, PodRec
 from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.resources import CPU, MEMORY, PODS
 

@@ -36,7 +36,7 @@ from corral.kube.api import POD, APIError
 from corral.model import Cluster, Job, TaskStatus
 
 if TYPE_CHECKING:
-    from corral.kube.apply import ApplyReport
+    from corral.kube.apply_report import ApplyReport
 
 __all__ = ["PartialGangs"]
 

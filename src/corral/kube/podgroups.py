@@ -19,17 +19,15 @@ import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from corral.framework.decisions import Decisions
 from corral.kube.api import APIError
+from corral.kube.apply_report import ApplyReport
 from corral.kube.conventions import gang_condition, kai_conditions, merged_conditions
 from corral.manifests.fields import format_time
 from corral.manifests.native import NATIVE_GROUP
 from corral.model import ALLOCATED_STATES, Cluster, TaskStatus
-
-if TYPE_CHECKING:
-    from corral.kube.apply import ApplyReport
 
 __all__ = ["PodGroupWrites", "merge_with_rv"]
 

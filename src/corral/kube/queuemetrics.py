@@ -50,7 +50,7 @@ from corral.model import TaskStatus
 
 if TYPE_CHECKING:
     from corral.framework.decisions import Decisions
-    from corral.kube.apply import ApplyReport
+    from corral.kube.apply_report import ApplyReport
     from corral.model import Cluster
     from corral.queueview import QueueRow
 

@@ -37,7 +37,8 @@ from corral.framework.decisions import Decisions
 from corral.framework.memo import ClusterHistory
 from corral.framework.reservation import lock_label_value
 from corral.kube.api import KubeAPI, NotLeader
-from corral.kube.apply import LOCK_LABEL, Applier, ApplyReport
+from corral.kube.apply import LOCK_LABEL, Applier
+from corral.kube.apply_report import ApplyReport
 from corral.kube.cache import WatchCache
 from corral.kube.conventions import merged_conditions
 from corral.kube.expected import ExpectedStarts, LiveForecast

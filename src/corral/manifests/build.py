@@ -40,28 +40,12 @@ from corral.manifests.kai import (
     join_subgroup,
     topology_domains,
 )
-from corral.manifests.kinds import (
-    KAI_QUEUE_LABEL,
-    PREEMPTABLE_KEY,
-    TASK_SPEC_KEY,
-    HyperNodeRec,
-    NodeRec,
-    PodGroupRec,
-    PodRec,
-    QueueRec,
-    TopologyRec,
-    parse_object,
-)
+from corral.manifests.kinds import KAI_QUEUE_LABEL, PREEMPTABLE_KEY, TASK_SPEC_KEY, parse_object
 from corral.manifests.load import SourcedObject, read_objects
-from corral.manifests.native import (
-    apply_native,
-    composite_redirect,
-    finish_native,
-    join_native,
-    native_records,
-    report_read,
-)
+from corral.manifests.native import apply_native, finish_native, join_native
+from corral.manifests.native_assembly import composite_redirect, native_records, report_read
 from corral.manifests.notes import Notes
+from corral.manifests.records import HyperNodeRec, NodeRec, PodGroupRec, PodRec, QueueRec, TopologyRec
 from corral.manifests.selectors import LabelSelector
 from corral.manifests.workloads import expand_workloads
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass

@@ -33,7 +33,7 @@ from corral.model.objects import TaskStatus
 from corral.model.subgroups import SUBGROUP_LABEL, SubGroup, SubGroupConstraint, SubGroupTree
 
 if TYPE_CHECKING:
-    from corral.manifests.kinds import PodGroupRec, TopologyRec
+    from corral.manifests.records import PodGroupRec, TopologyRec
     from corral.model.cluster import Cluster
     from corral.model.nodes import Nodes
     from corral.model.objects import Job, Task

@@ -49,9 +49,10 @@ from __future__ import annotations
 from typing import Any
 
 from corral.manifests.fields import Obj
-from corral.manifests.kinds import GROUP_ANNOTATION, KAI_GROUP_KEY, TASK_SPEC_KEY
+from corral.manifests.kinds import TASK_SPEC_KEY
 from corral.manifests.load import SourcedObject
 from corral.manifests.notes import Notes
+from corral.manifests.records import GROUP_ANNOTATION, KAI_GROUP_KEY
 from corral.manifests.workload_common import Existing, Made, check_pod_count, pod_from_template
 
 __all__ = [

@@ -5,21 +5,16 @@ resolves them against the snapshot."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from corral.manifests.fields import Obj
-
-if TYPE_CHECKING:
-    from corral.manifests.kinds import PodGroupRec
+from corral.manifests.records import PodGroupRec, SubGroupRec, TopologyRec
 
 __all__ = [
     "GPU_FRACTION",
     "GPU_FRACTION_DEVICES",
     "GPU_MEMORY_MIB",
     "KAI_QUEUE_LABEL",
-    "SubGroupRec",
-    "TopologyRec",
     "kai_gpu_share",
     "kai_podgroup",
     "topology",
@@ -31,29 +26,6 @@ KAI_QUEUE_LABEL = "kai.scheduler/queue"
 GPU_FRACTION = "gpu-fraction"
 GPU_MEMORY_MIB = "gpu-memory"
 GPU_FRACTION_DEVICES = "gpu-fraction-num-devices"
-
-
-@dataclass
-class SubGroupRec:
-    """One entry of a KAI PodGroup's ``spec.subGroups`` as written."""
-
-    name: str
-    parent: str
-    min_member: int | None
-    min_subgroup: int | None
-    topology_name: str
-    required_level: str
-    preferred_level: str
-
-
-@dataclass
-class TopologyRec:
-    """A KAI ``Topology`` (kai.scheduler/v1alpha1): levels from the highest (widest) to the lowest,
-    each a node label and an optional alias."""
-
-    name: str
-    levels: list[tuple[str, str]]
-    file: str = ""
 
 
 def _topology_constraint(o: Obj, raw: Any, path: str) -> tuple[str, str, str]:

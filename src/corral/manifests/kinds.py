@@ -1,4 +1,5 @@
-"""One parser per snapshot kind (SPEC.md §1.1), from a manifest dict to a plain record.
+"""One parser per snapshot kind (SPEC.md §1.1), from a manifest dict to a plain record
+(:mod:`corral.manifests.records`).
 
 Records keep resource amounts as ``{name: milli}`` dicts; :mod:`build` turns them into vectors once the
 set of resource names of the whole snapshot is known.
@@ -6,7 +7,6 @@ set of resource names of the whole snapshot is known.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from corral.errors import InputError
@@ -26,8 +26,6 @@ from corral.manifests.kai_kinds import (
     GPU_FRACTION_DEVICES,
     GPU_MEMORY_MIB,
     KAI_QUEUE_LABEL,
-    SubGroupRec,
-    TopologyRec,
     kai_gpu_share,
     kai_podgroup,
     topology,
@@ -39,11 +37,17 @@ from corral.manifests.native import (
     native_pod_group,
     native_podgroup,
     parse_workload,
-    workload_group_name,
 )
 from corral.manifests.native_composite import parse_composite
 from corral.manifests.notes import Notes
-from corral.manifests.selectors import Affinity, LabelSelector, parse_affinity, parse_label_selector
+from corral.manifests.records import (
+    HyperNodeRec,
+    NodeRec,
+    PodGroupRec,
+    PodRec,
+    QueueRec,
+)
+from corral.manifests.selectors import LabelSelector, parse_affinity, parse_label_selector
 from corral.model.objects import Taint, Toleration
 from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity
@@ -53,24 +57,13 @@ __all__ = [
     "GPU_FRACTION",
     "GPU_FRACTION_DEVICES",
     "GPU_MEMORY_MIB",
-    "GROUP_ANNOTATION",
-    "KAI_GROUP_KEY",
     "KAI_QUEUE_LABEL",
     "KNOWN_KINDS",
     "PREEMPTABLE_KEY",
     "TASK_SPEC_KEY",
-    "HyperNodeRec",
-    "NodeRec",
-    "PodGroupRec",
-    "PodRec",
-    "QueueRec",
-    "SubGroupRec",
-    "TopologyRec",
     "parse_object",
 ]
 
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-KAI_GROUP_KEY = "pod-group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 
@@ -115,134 +108,6 @@ def _max_into(acc: dict[str, float], other: dict[str, float]) -> None:
     for k, v in other.items():
         if v > acc.get(k, 0.0):
             acc[k] = v
-
-
-@dataclass
-class NodeRec:
-    name: str
-    labels: dict[str, str]
-    taints: tuple[Taint, ...]
-    unschedulable: bool
-    allocatable: dict[str, float]
-    annotations: dict[str, str]
-    file: str = ""
-
-
-@dataclass
-class PodRec:
-    name: str
-    namespace: str
-    uid: str
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    creation: float
-    deleting: bool
-    scheduler: str
-    node_name: str
-    priority: int | None
-    priority_class: str
-    preempt_never: bool
-    requests: dict[str, float]
-    node_selector: dict[str, str]
-    affinity: Affinity | None
-    tolerations: tuple[Toleration, ...]
-    phase: str
-    nominated: str
-    start_time: float | None
-    file: str = ""
-    gpu_share: tuple[int, float, float] | None = None
-    #: Kubernetes' own gang API: ``spec.schedulingGroup.podGroupName`` (1.36 on) and ``spec.workloadRef``
-    #: (1.35: workload, pod group, replica key), see :mod:`corral.manifests.native`
-    native_group: str = ""
-    workload_ref: tuple[str, str, str] | None = None
-    #: the names of ``spec.resourceClaims`` (dynamic resource claims, :mod:`corral.manifests.dra`)
-    claims: tuple[str, ...] = ()
-    #: ``(entry, resourceClaimName, resourceClaimTemplateName)`` per claim, and the generated claims of
-    #: ``status.resourceClaimStatuses`` (entry -> claim name): :mod:`corral.dra.pods`
-    claim_refs: tuple[tuple[str, str, str], ...] = ()
-    claim_statuses: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def native(self) -> bool:
-        return bool(self.native_group) or self.workload_ref is not None
-
-    @property
-    def group(self) -> str:
-        """The podgroup the pod names: Kubernetes' own field first, then Volcano's and KAI's keys."""
-        if self.workload_ref is not None:
-            return workload_group_name(self.workload_ref)
-        return (
-            self.native_group
-            or self.annotations.get(GROUP_ANNOTATION)
-            or self.labels.get(KAI_GROUP_KEY)
-            or self.annotations.get(KAI_GROUP_KEY)
-            or ""
-        )
-
-
-@dataclass
-class PodGroupRec:
-    name: str
-    namespace: str
-    min_member: int
-    min_task_member: dict[str, int]
-    min_resources: dict[str, float] | None
-    queue: str
-    priority_class: str
-    topology_mode: str
-    topology_tier: int | None
-    phase: str
-    creation: float
-    annotations: dict[str, str]
-    labels: dict[str, str]
-    file: str = ""
-    #: KAI only: the podgroup's topologyConstraint (topology name, required, preferred level), its
-    #: sub-groups and minSubGroup; ``queue_given``: spec.queue or the queue label was set
-    kai: bool = False
-    topology_name: str = ""
-    required_level: str = ""
-    preferred_level: str = ""
-    subgroups: list[SubGroupRec] = field(default_factory=list)
-    min_subgroup: int | None = None
-    min_member_given: bool = False
-    preemptibility: str = ""  # KAI spec.preemptibility as given
-    #: KAI's ``spec.preemptibility`` read as a victim flag (None: unset, the labels and annotations decide)
-    preemptible: bool | None = None
-    topology_tier_name: str = ""
-    subgroup_policies: tuple = ()
-    #: a ``scheduling.k8s.io`` group (manifests.native.NativeGroup), None for Volcano's and KAI's
-    native: Any = None
-    #: valid input that cannot be honoured (a 1.35 pod group whose Workload is missing): the job's reason
-    invalid: str = ""
-
-
-@dataclass
-class QueueRec:
-    name: str
-    source: str
-    weight: float = 1.0
-    capability: dict[str, float] | None = None
-    deserved: dict[str, float] | None = None
-    guarantee: dict[str, float] | None = None
-    reclaimable: bool = True
-    parent: str | None = None
-    priority: int = 0
-    state: str = "Open"
-    preempt_min_runtime: float | None = None
-    reclaim_min_runtime: float | None = None
-    annotations: dict[str, str] = field(default_factory=dict)
-    creation: float = 0.0
-    file: str = ""
-
-
-@dataclass
-class HyperNodeRec:
-    name: str
-    tier: int
-    #: (member type ``Node``/``HyperNode``, ``exact``/``regex``/``label``, name, pattern or selector)
-    members: list[tuple[str, str, str | LabelSelector]]
-    file: str = ""
-    tier_name: str = ""
 
 
 def _node(o: Obj) -> NodeRec:

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from corral.errors import InputError
 from corral.manifests.fields import Obj
+from corral.manifests.records import PodGroupRec, PodRec, TopologyRec, workload_group_name
 
 
 class _Named(Protocol):
@@ -68,11 +69,7 @@ class _Named(Protocol):
 R = TypeVar("R", bound=_Named)
 
 if TYPE_CHECKING:
-    from corral.manifests.kai_kinds import TopologyRec
-    from corral.manifests.kinds import PodGroupRec, PodRec
-    from corral.manifests.notes import Notes
     from corral.model.cluster import Cluster
-    from corral.model.hypernodes import HyperNodeTree
     from corral.model.objects import Job, Task
 
 __all__ = [
@@ -84,19 +81,14 @@ __all__ = [
     "NativeGroup",
     "WorkloadRec",
     "apply_native",
-    "composite_redirect",
     "finish_native",
     "join_native",
     "native_pod_group",
     "native_podgroup",
-    "native_records",
     "native_topologies",
     "parse_workload",
-    "read_lines",
-    "report_read",
     "scheduled_condition",
     "topology_family",
-    "workload_group_name",
     "workload_podgroups",
 ]
 
@@ -224,8 +216,6 @@ def _claims(o: Obj, raw: Any, path: str) -> tuple[str, ...]:
 
 def native_podgroup(o: Obj, api: str) -> PodGroupRec:
     """A ``scheduling.k8s.io`` PodGroup (``v1alpha2``, ``v1alpha3``, ``v1beta1``) as a podgroup record."""
-    from corral.manifests.kinds import PodGroupRec
-
     spec, status = o.section("spec"), o.section("status")
     if spec.get("schedulingPolicy") is None:
         raise o.error("a PodGroup needs schedulingPolicy (gang or basic)", "spec.schedulingPolicy")
@@ -339,18 +329,10 @@ def native_pod_group(o: Obj, spec: dict) -> tuple[str, tuple[str, str, str] | No
     return name, (workload, podgroup, key)
 
 
-def workload_group_name(ref: tuple[str, str, str]) -> str:
-    """The name of the job of a ``v1alpha1`` workload's pod group (one per replica key)."""
-    workload, podgroup, key = ref
-    return f"{workload}:{podgroup}:{key}" if key else f"{workload}:{podgroup}"
-
-
 def workload_podgroups(workloads: list[WorkloadRec], pods: list[PodRec]) -> list[PodGroupRec]:
     """The podgroup records of the ``v1alpha1`` groups pods join by ``spec.workloadRef``, one per
     (workload, pod group, replica key) some pod names. A missing Workload, or a pod group the Workload
     does not list, leaves the job unschedulable with that reason (kube-scheduler keeps such pods waiting)."""
-    from corral.manifests.kinds import PodGroupRec
-
     by_name = unique_by_name(workloads, "workload", "Workload")
     out: dict[tuple[str, str], PodGroupRec] = {}
     for pod in pods:
@@ -395,8 +377,6 @@ def native_topologies(groups: list[PodGroupRec]) -> list[TopologyRec]:
     """One single-level topology per node label a native group's constraint names (its domains: the
     nodes sharing a value of the label), built with KAI's Topology domains
     (:func:`corral.manifests.kai.topology_domains`)."""
-    from corral.manifests.kai_kinds import TopologyRec
-
     keys: set[str] = set()
     for g in groups:
         if g.native is not None:
@@ -522,71 +502,6 @@ def _check_disruption(uid: str, native: NativeGroup, minimum: int, pods: int) ->
             obj=f"PodGroup {uid}",
             field="spec.disruptionMode",
         )
-
-
-def read_lines(records: dict[str, list]) -> list[str]:
-    """What ``corral validate`` reports it read of Kubernetes' own gang API."""
-    groups = [g for g in records.get("PodGroup", []) if g.native is not None]
-    workloads = records.get("Workload", [])
-    composites = records.get("CompositePodGroup", [])
-    if not groups and not workloads and not composites:
-        return []
-    versions = sorted(
-        {g.native.api for g in groups} | {w.api for w in workloads} | {c.api for c in composites}
-    )
-    gangs = sum(1 for g in groups if g.min_member > 1 or g.native.topology_key)
-    v1 = [g for g in groups if not g.native.condition]
-    return [
-        f"read Kubernetes' gang API ({', '.join(versions)}): {len(workloads)} Workloads, "
-        f"{len(groups) - len(v1)} PodGroups, {len(composites)} CompositePodGroups (each tree one gang), "
-        f"{len(v1)} pod groups of v1alpha1 Workloads named by pods' "
-        f"spec.workloadRef; {gangs} with a gang minimum above 1 or a topology constraint"
-    ]
-
-
-def native_records(by_kind: dict[str, list], hypernodes: HyperNodeTree | None) -> HyperNodeTree | None:
-    """Ready the records of Kubernetes' gang API for the assembly (``by_kind`` is changed): the podgroup
-    records of 1.35's groups pods name, one record per composite tree, and a single-level topology per
-    node label a constraint names. Returns ``hypernodes``, or None when that kept tree has no domains of
-    such a label (it is built again)."""
-    from corral.manifests.native_composite import assemble_composites
-
-    if any(p.workload_ref is not None for p in by_kind["Pod"]):  # 1.35: groups named by pods
-        by_kind["PodGroup"] = by_kind["PodGroup"] + workload_podgroups(by_kind["Workload"], by_kind["Pod"])
-    if by_kind["CompositePodGroup"] or any(
-        g.native is not None and g.native.parent for g in by_kind["PodGroup"]
-    ):
-        by_kind["PodGroup"] = assemble_composites(by_kind["CompositePodGroup"], by_kind["PodGroup"])
-    labels = native_topologies(by_kind["PodGroup"])
-    if labels:
-        by_kind["Topology"] = by_kind["Topology"] + labels
-        if hypernodes is not None and not {t.name for t in labels} <= {
-            hn.family for hn in hypernodes.hypernodes.values()
-        }:
-            return None
-    return hypernodes
-
-
-def composite_redirect(groups: list[PodGroupRec]) -> dict[str, str]:
-    """``ns/<PodGroup>`` -> ``ns/<root composite>`` for every PodGroup under a composite (its pods join the
-    root's job)."""
-    return {
-        f"{g.namespace}/{leaf}": f"{g.namespace}/{g.name}"
-        for g in groups
-        if g.native is not None and g.native.composite is not None
-        for leaf in g.native.composite.leaves
-    }
-
-
-def report_read(by_kind: dict[str, list], notes: Notes) -> None:
-    """What ``corral validate`` reports having read of Kubernetes' gang API and of DRA objects."""
-    from corral.manifests.dra import DRA_KINDS, dra_lines
-
-    lines, warnings = dra_lines([r for kind in DRA_KINDS for r in by_kind.get(kind, [])])
-    for line in read_lines(by_kind) + lines:
-        notes.read(line)
-    for obj, path, message in warnings:
-        notes.warn(obj, path, message)
 
 
 def unique_by_name(records: Iterable[R], what: str, kind: str) -> dict[tuple[str, str], R]:

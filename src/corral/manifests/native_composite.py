@@ -29,14 +29,18 @@ Decisions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from corral.errors import InputError
 from corral.manifests.fields import Obj
-
-if TYPE_CHECKING:
-    from corral.manifests.kinds import PodGroupRec
-    from corral.manifests.native import NativeGroup
+from corral.manifests.native import (
+    NativeGroup,
+    _policy,
+    _queue,
+    _queue_keys,
+    _topology_key,
+    unique_by_name,
+)
+from corral.manifests.records import PodGroupRec
 
 __all__ = ["MAX_DEPTH", "CompositeRec", "CompositeTree", "assemble_composites", "parse_composite"]
 
@@ -73,8 +77,6 @@ class CompositeTree:
 
 
 def parse_composite(o: Obj, api: str) -> CompositeRec:
-    from corral.manifests.native import _policy, _queue_keys, _topology_key
-
     spec = o.section("spec")
     if spec.get("schedulingPolicy") is None:
         raise o.error("a CompositePodGroup needs schedulingPolicy (gang or basic)", "spec.schedulingPolicy")
@@ -136,9 +138,6 @@ def _root_of(c: CompositeRec, by_key: dict[tuple[str, str], CompositeRec]) -> tu
 def assemble_composites(composites: list[CompositeRec], groups: list[PodGroupRec]) -> list[PodGroupRec]:
     """``groups`` with the PodGroups under composites replaced by one record per root composite (its
     :class:`CompositeTree` in ``native.composite``)."""
-    from corral.manifests.kinds import PodGroupRec
-    from corral.manifests.native import NativeGroup, _queue, unique_by_name
-
     by_key = unique_by_name(composites, "composite pod group", "CompositePodGroup")
     roots: dict[tuple[str, str], PodGroupRec] = {}
     problems: dict[tuple[str, str], str] = {}

@@ -32,8 +32,9 @@ from __future__ import annotations
 from typing import Any
 
 from corral.manifests.fields import Obj
-from corral.manifests.kinds import GROUP_ANNOTATION, PREEMPTABLE_KEY, TASK_SPEC_KEY, parse_object
+from corral.manifests.kinds import PREEMPTABLE_KEY, TASK_SPEC_KEY, parse_object
 from corral.manifests.notes import Notes
+from corral.manifests.records import GROUP_ANNOTATION
 from corral.manifests.workload_common import Existing, Made, check_pod_count, pod_from_template, quantity_text
 from corral.model.annotations import EXPECTED_RUNTIME
 

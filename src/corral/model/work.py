@@ -9,7 +9,7 @@ gang that is broken loses its pods' work.
 
 from __future__ import annotations
 
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.model.objects import Job, Task
 
 __all__ = ["CHECKPOINT", "checkpoint", "run_hours"]

@@ -44,7 +44,7 @@ _HOME = {
     "write_report": "report",
     "SimResult": "result",
     "filter_jobs": "workload",
-    "load_trace": "workload",
+    "load_trace": "formats",
     "scale_arrivals": "workload",
 }
 

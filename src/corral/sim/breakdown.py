@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from corral.errors import InputError
-from corral.sim.result import JobRecord, SimResult
+from corral.sim.result import JobRecord, SimResult, run_end
 
 __all__ = [
     "BOUNDED_FLOOR",
@@ -50,7 +50,7 @@ __all__ = [
 DEFAULT_BUCKETS: tuple[float, ...] = (1.0, 8.0, 32.0)
 #: Run times below this many seconds count as this long in the bounded slowdown.
 BOUNDED_FLOOR = 10.0
-#: column -> (label, metric kind of :data:`corral.sim.report.METRICS` used to format it)
+#: column -> (label, metric kind of :data:`corral.sim.report_format.METRICS` used to format it)
 COLUMNS: dict[str, tuple[str, str]] = {
     "jobs": ("jobs", "jobs_total"),
     "completed": ("completed", "jobs_total"),
@@ -192,8 +192,6 @@ def _groups(
 def breakdown(result: SimResult, edges: Sequence[float] = DEFAULT_BUCKETS) -> list[dict[str, Any]]:
     """Rows ``by="size"`` (buckets in size order, empty buckets left out) then ``by="queue"`` (by name);
     each row as the module docstring describes."""
-    from corral.sim.report import run_end
-
     end = run_end(result)
     labels = size_labels(edges)
     by_size = _groups(

@@ -15,16 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from corral.errors import InputError
+from corral.sim.cluster_template import ClusterTemplate
 from corral.sim.jobspec import GPU, JobSpec
 from corral.sim.machines import MACHINE_FORMATS, read_machines
 from corral.sim.tracefile import read_csv_rows
 from corral.sim.workload import _Table
-
-if TYPE_CHECKING:
-    from corral.sim.clusters import ClusterTemplate, QueueSpec
 
 __all__ = ["SPEC_KEYS", "route_queues"]
 
@@ -122,7 +120,9 @@ def _relative(name: Any, file: str, field: str) -> Path:
     return path
 
 
-def _default_queue(raw: Any, queues: Sequence[QueueSpec] | None, file: str) -> str | None:
+def _default_queue(raw: Any, queues: Sequence[str] | None, file: str) -> str | None:
+    """``default_queue``: one of ``queues`` (the names the spec lists; None: it lists none) or
+    ``default``."""
     if raw is None:
         return None
     if not isinstance(raw, str) or not raw:
@@ -133,7 +133,7 @@ def _default_queue(raw: Any, queues: Sequence[QueueSpec] | None, file: str) -> s
             file=file,
             field="default_queue",
         )
-    names = {q.name for q in queues} | {"default"}
+    names = {*queues, "default"}
     if raw not in names:
         raise InputError(
             f"{raw!r} is not a queue of the spec (queues: {', '.join(sorted(names))})",

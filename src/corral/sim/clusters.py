@@ -42,13 +42,13 @@ from corral.model import Cluster, HyperNode, HyperNodeTree, Nodes, Queue
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, EPS, GPU, MEMORY, PODS, ResourceIndex
 from corral.sim.cluster_keys import SPEC_KEYS, _default_queue, _machine_shapes, _memory_hint, _quota_queues
+from corral.sim.cluster_template import ClusterTemplate
 from corral.sim.jobspec import JobSpec
 from corral.sim.machines import detect_machines
 
 __all__ = [
     "GPU_ALIASES",
     "ClusterSpec",
-    "ClusterTemplate",
     "NodeShape",
     "QueueSpec",
     "build_cluster",
@@ -141,7 +141,9 @@ class ClusterSpec:
         weights = {
             str(k): _num(v, file, f"queue_weights.{k}", 0.0, open_low=True) for k, v in weights.items()
         }
-        default = _default_queue(raw.get("default_queue"), queues, file)
+        default = _default_queue(
+            raw.get("default_queue"), None if queues is None else [q.name for q in queues], file
+        )
         return cls(nodes, tiers, queues, weights, str(raw.get("name") or "generated"), default)
 
     def describe(self) -> str:
@@ -326,38 +328,6 @@ def _tree(nodes: Nodes, tiers: Sequence[int]) -> HyperNodeTree:
             level.append((name, mask))
         below = level
     return HyperNodeTree(hns)
-
-
-@dataclass
-class ClusterTemplate:
-    """A cluster to run workloads on, before its queues are known. ``explicit_queues``: the source
-    lists its queues, so a job naming another queue is an error; otherwise :meth:`instantiate` creates
-    one queue per name the workload uses."""
-
-    cluster: Cluster
-    explicit_queues: bool
-    description: str
-    queue_weights: Mapping[str, float] = field(default_factory=dict)
-    default_queue: str | None = None  # where jobs of queues the cluster does not list run
-
-    def instantiate(self, queue_names: Iterable[str] = ()) -> Cluster:
-        """A fresh copy (the engine mutates the cluster it runs on) with the workload's queues added
-        when the template does not list its own."""
-        cluster = copy.deepcopy(self.cluster)
-        if not self.explicit_queues:
-            for name in sorted(set(queue_names)):
-                if name not in cluster.queues:
-                    cluster.queues[name] = Queue(
-                        name=name, weight=float(self.queue_weights.get(name, 1.0)), source="implicit"
-                    )
-        return cluster
-
-    def gpus_per_node(self) -> int:
-        """The largest GPU count of a node (how the Philly loader splits large jobs into pods)."""
-        pos = self.cluster.resources.get(GPU)
-        if pos is None or not len(self.cluster.nodes):
-            return 8
-        return max(1, int(self.cluster.nodes.allocatable[:, pos].max() // MILLI))
 
 
 def from_spec(spec: ClusterSpec, file: str = _WHERE) -> ClusterTemplate:

@@ -10,16 +10,21 @@ shows the traceback). A report folder is written whole or not at all (``report.w
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from corral.cli_errors import fail
-from corral.errors import InputError
 from corral.files import check_output_folder
+from corral.sim.command_common import (
+    check_simulation_section,
+    load_config,
+    parse_seconds,
+    prepare,
+    run_config,
+    wide_console,
+)
 from corral.terminal import plain
 
 # The simulator (engine, workloads with pandas, reports with matplotlib) and rich's console are imported
@@ -28,14 +33,11 @@ from corral.terminal import plain
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from corral.framework.config import Config
-    from corral.sim.clusters import ClusterTemplate
-    from corral.sim.engine import SimOptions
-    from corral.sim.jobspec import JobSpec
-    from corral.sim.loaders.common import Hints
     from corral.sim.result import SimResult
 
-__all__ = ["FORMATS", "RunInputs", "parse_seconds", "prepare", "register", "run_config"]
+# check_simulation_section, parse_seconds, prepare and run_config live in corral.sim.command_common
+# (shared with ``corral sweep``); callers of the simulator's commands also find them here.
+__all__ = ["FORMATS", "check_simulation_section", "parse_seconds", "prepare", "register", "run_config"]
 
 # The --format names of the registry (corral.sim.formats, which imports pandas: not at registration).
 FORMATS = (
@@ -51,257 +53,7 @@ FORMATS = (
     "synthetic",
     "manifests",
 )
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_seconds(text: str | None, option: str) -> float | None:
-    """``3600``, ``90m``, ``36h``, ``7d`` or ``1d12h`` as seconds; None stays None; anything else (or a
-    negative number) is an InputError naming the option."""
-    if text is None:
-        return None
-    s = str(text).strip()
-    try:
-        value = float(s)
-    except ValueError:
-        parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", s)
-        if not parts or "".join(n + u for n, u in parts) != s:
-            raise InputError(
-                f"expected seconds or a duration such as 90m, 36h, 7d, got {text!r}", field=option
-            ) from None
-        value = sum(float(n) * _UNITS[u] for n, u in parts)
-    if not 0 <= value <= MAX_SECONDS:
-        raise InputError(
-            f"expected a number of seconds from 0 to {MAX_SECONDS:g}, got {text!r}", field=option
-        )
-    return value
-
-
-# Simulated times stay within three centuries and steps at least a millisecond: a float64 clock near
-# 1e10 s still moves by 1e-3 s, so no cycle can stop the clock (a step that vanishes in rounding would
-# loop for ever), and every time has an RFC 3339 form.
-MAX_SECONDS = 1e10
-MIN_STEP = 1e-3
-
-
-def _check_options(
-    scale: float | None,
-    schedule_period: float,
-    checkpoint_interval: float | None,
-    startup_delay: float,
-    eviction_grace: float,
-) -> None:
-    for option, value, low in (
-        ("--schedule-period", schedule_period, MIN_STEP),
-        ("--checkpoint-interval", checkpoint_interval, MIN_STEP),
-        ("--startup-delay", startup_delay, 0.0),
-        ("--grace-period", eviction_grace, 0.0),
-    ):
-        if value is not None and not low <= value <= MAX_SECONDS:
-            raise InputError(f"expected seconds from {low:g} to {MAX_SECONDS:g}, got {value!r}", field=option)
-    if scale is not None and not 1e-6 <= scale <= 1e6:
-        raise InputError(f"expected a factor from 1e-06 to 1e+06, got {scale!r}", field="--scale")
-
-
-@dataclass
-class RunInputs:
-    """What every configuration of one ``simulate``/``compare`` run shares."""
-
-    template: ClusterTemplate
-    jobs: list[JobSpec]
-    options: SimOptions
-    meta: dict[str, Any]
-
-
-def _hints(template: ClusterTemplate) -> Hints:
-    """What a loader may read from the cluster: the most of a resource one node holds."""
-    from corral.model.quantity import MILLI
-    from corral.sim.loaders.common import Hints
-
-    cluster = template.cluster
-
-    def per_node(resource: str) -> float | None:
-        pos = cluster.resources.get(resource)
-        if pos is None or not len(cluster.nodes):
-            return None
-        most = float(cluster.nodes.allocatable[:, pos].max()) / MILLI
-        return most or None
-
-    return Hints(per_node)
-
-
-def _load_workload(path: Path, fmt: str | None, template: ClusterTemplate, seed: int) -> list[JobSpec]:
-    from corral.sim.formats import load_workload
-
-    jobs: list[JobSpec] = load_workload(path, fmt, _hints(template), seed)
-    return jobs
-
-
-def prepare(
-    cluster: Path | None = None,
-    workload: Path | None = None,
-    fmt: str | None = None,
-    start: str | None = None,
-    end: str | None = None,
-    queues: list[str] | None = None,
-    scale: float | None = None,
-    seed: int = 0,
-    until: str | None = None,
-    schedule_period: float = 10.0,
-    checkpoint_interval: float | None = None,
-    startup_delay: float = 0.0,
-    eviction_grace: float = 0.0,
-    restart_policy: str = "job",
-) -> RunInputs:
-    """Read the cluster and the workload and shape the workload (window, queues, arrival scale).
-    Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
-    its three queues for the example, with the workload's own queues otherwise)."""
-    from corral.sim.cluster_keys import route_queues
-    from corral.sim.clusters import from_spec, load_cluster
-    from corral.sim.engine import SimOptions
-    from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
-    from corral.sim.workload import filter_jobs, scale_arrivals
-
-    _check_options(scale, schedule_period, checkpoint_interval, startup_delay, eviction_grace)
-    if cluster is not None:
-        template = load_cluster(cluster)
-    elif workload is None:
-        template = example_cluster()
-    else:
-        template = from_spec(
-            replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"), "built-in example cluster"
-        )
-    jobs = example_workload(seed) if workload is None else _load_workload(workload, fmt, template, seed)
-    skipped = dict(getattr(jobs, "skipped", None) or {})
-    lo, hi = parse_seconds(start, "--start"), parse_seconds(end, "--end")
-    if lo is not None or hi is not None or queues:
-        jobs = filter_jobs(jobs, lo, hi, queues or None)
-    if scale is not None:
-        jobs = scale_arrivals(jobs, scale)
-    if not jobs:
-        raise InputError(
-            "the workload has no jobs (check --start/--end/--queue)", file=str(workload) if workload else None
-        )
-    jobs, moved = route_queues(template, list(jobs))
-    options = SimOptions(
-        schedule_period=schedule_period,
-        startup_delay=startup_delay,
-        eviction_grace=eviction_grace,
-        checkpoint_interval=checkpoint_interval,
-        until=parse_seconds(until, "--until"),
-        restart_policy=restart_policy,
-    )
-    meta = {
-        "cluster": template.description,
-        "seed": seed,
-        "workload": str(workload) if workload else f"built-in example (seed {seed})",
-        "jobs": len(jobs),
-    }
-    if start is not None or end is not None:
-        meta["window"] = {"start": start, "end": end}
-    if skipped:
-        meta["skipped_rows"] = skipped
-    if moved:
-        meta["queues_to_default"] = {"queue": template.default_queue, "jobs": moved}
-    return RunInputs(template, list(jobs), options, meta)
-
-
-def run_config(
-    inputs: RunInputs,
-    config: Config,
-    name: str,
-    *,
-    show_progress: bool = False,
-    console: Console | None = None,
-    seed: int = 0,
-) -> SimResult:
-    """Simulate ``inputs`` under ``config`` on a fresh copy of the cluster. ``seed`` (a sweep's cell)
-    is added to the seed of a noisy estimate model, so that each seed draws other estimates."""
-    from corral.sim.engine import simulate
-    from corral.sim.estimates import estimate_model
-
-    cluster = inputs.template.instantiate(j.queue for j in inputs.jobs)
-    meta = {"config": name, "config_source": getattr(config, "source", name), **inputs.meta}
-    from corral.sim.forecast import sim_forecast_every
-
-    source = getattr(config, "source", name)
-    estimates = estimate_model(getattr(config, "simulation", None), source)
-    if estimates is not None and seed:
-        estimates = replace(estimates, seed=estimates.seed + seed)
-    options = inputs.options if estimates is None else replace(inputs.options, estimates=estimates)
-    if estimates is not None:
-        meta["estimates"] = f"{estimates.model} (spread {estimates.spread:g}, seed {estimates.seed})"
-    from corral.sim.preemption import preemption_options
-
-    costs = preemption_options(getattr(config, "simulation", None), source)
-    if costs:
-        options = replace(options, **costs)
-        meta["preemption"] = ", ".join(f"{k}={v}" for k, v in costs.items())
-    from corral.sim.speed_config import speed_options
-
-    speed = speed_options(getattr(config, "simulation", None), source)
-    if speed:
-        options = replace(options, **speed)
-        meta["speed"] = str(speed["speed"])
-    every = sim_forecast_every(getattr(config, "simulation", None), source)
-    if every is not None:
-        options = replace(options, forecast_every=every)
-        meta["forecast_every"] = every
-    if not show_progress:
-        return simulate(cluster, inputs.jobs, config, options=options, meta=meta)
-    from corral.sim.engine import Engine
-    from corral.sim.progress import sim_progress
-
-    with sim_progress(len(inputs.jobs), options.until, name, console) as bar:
-        engine = Engine(cluster, inputs.jobs, config, options=options, meta=meta, progress=bar.update)
-        bar.attach(engine)
-        return engine.run()
-
-
-def check_simulation_section(config: Any, file: str) -> None:
-    """The configuration's ``simulation`` section and ``forecast`` section, checked before any run: an
-    unknown key or a bad value is one error naming the file and field."""
-    from corral.errors import ConfigError
-    from corral.sim.estimates import estimate_model
-    from corral.sim.forecast import forecast_settings, sim_forecast_every
-    from corral.sim.preemption import preemption_options
-    from corral.sim.speed_config import speed_options
-
-    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast", "preemption", "speed"})
-    if unknown:
-        raise ConfigError(
-            f"unknown key {unknown[0]!r} (allowed: estimates, forecast, preemption, speed)",
-            file=file,
-            field=f"simulation.{unknown[0]}",
-        )
-    estimate_model(config.simulation, file)
-    sim_forecast_every(config.simulation, file)
-    preemption_options(config.simulation, file)
-    speed_options(config.simulation, file)
-    forecast_settings(config.forecast, file)
-
-
-def _load_config(path: Path | None) -> tuple[str, Config]:
-    from corral.framework.config import load_config_file
-    from corral.registry import REGISTRY, default_config
-
-    if path is None or (str(path) == "default" and not path.exists()):
-        return "default", default_config()
-    config = load_config_file(path, REGISTRY)
-    check_simulation_section(config, str(path))  # a bad simulation section fails before any run
-    return path.stem or str(path), config
-
-
 _fail = fail
-
-
-def _console() -> Console:
-    """A console that does not wrap tables into narrow columns when output is not a terminal."""
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
-    return console
 
 
 def _notes(result: SimResult, console: Console) -> None:
@@ -404,11 +156,11 @@ def simulate_command(
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_report
 
-    console = _console()
+    console = wide_console()
     try:
         buckets = parse_buckets(size_buckets)
         check_output_folder(output, force)
-        name, cfg = _load_config(config)
+        name, cfg = load_config(config)
         inputs = prepare(
             cluster,
             workload,
@@ -469,11 +221,11 @@ def compare_command(
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_comparison
 
-    console = _console()
+    console = wide_console()
     try:
         buckets = parse_buckets(size_buckets)
         check_output_folder(output, force)
-        loaded = [_load_config(path) for path in configs]  # every config is checked before any run
+        loaded = [load_config(path) for path in configs]  # every config is checked before any run
         inputs = prepare(
             cluster,
             workload,

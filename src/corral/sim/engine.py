@@ -42,7 +42,6 @@ import heapq
 import math
 import time as _time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,13 +58,14 @@ from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECT
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
-from corral.sim.estimates import EstimateModel
 from corral.sim.jobspec import JobSpec
 from corral.sim.metrics import EngineMetrics, water_fill
+from corral.sim.options import SimOptions
 from corral.sim.result import SimResult
-from corral.sim.speed import SpeedModel, SpeedState, SpeedTracker
+from corral.sim.simjob import SimJob
+from corral.sim.speed import SpeedTracker
 
-__all__ = ["RESTART_POLICIES", "Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
+__all__ = ["Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
 
 from corral.sim.events import (  # noqa: F401
     _HOLDING,
@@ -82,101 +82,6 @@ from corral.sim.events import (  # noqa: F401
 
 ProgressFn = Callable[[float, int, int], None]
 _STALL_CYCLES = 100
-#: ``job``: a broken gang stops all its pods and is rescheduled whole (Volcano's RestartJob policy);
-#: ``pods``: only the evicted pods are rescheduled while the survivors wait on their nodes.
-RESTART_POLICIES = ("job", "pods")
-
-
-@dataclass(frozen=True)
-class SimOptions:
-    """How the simulated world behaves. Times in simulated seconds. ``sample_period`` None picks
-    1/500 of the run's span (at least ``schedule_period``)."""
-
-    schedule_period: float = 10.0
-    startup_delay: float = 0.0
-    eviction_grace: float = 0.0
-    checkpoint_interval: float | None = None
-    until: float | None = None
-    sample_period: float | None = None
-    heartbeat: float | None = None
-    restart_policy: str = "job"
-    namespace: str = "default"
-    estimates: EstimateModel | None = None  # writes corral.io/expected-runtime
-    #: the scheduler's evictions (preempt, reclaim, ...) checkpoint the gang they stop: no progress is lost
-    checkpoint_on_preempt: bool = False
-    #: a job running again after a stop first spends this long restoring: ((up to GPUs, seconds), ...)
-    resume_overhead: tuple[tuple[float, float], ...] = ()
-    forecast_every: float | None = None  # seconds between expected-start forecasts (sim/forecast.py)
-    speed: SpeedModel | None = None  # the job-speed model (sim/speed.py); None: every job at rate 1
-
-    def __post_init__(self) -> None:
-        if self.restart_policy not in RESTART_POLICIES:
-            raise InputError(
-                f"expected one of {', '.join(RESTART_POLICIES)}, got {self.restart_policy!r}",
-                obj="simulation",
-                field="restart_policy",
-            )
-        for name in (
-            "schedule_period",
-            "checkpoint_interval",
-            "sample_period",
-            "heartbeat",
-            "forecast_every",
-        ):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
-                raise InputError(
-                    f"expected a positive number of seconds, got {value!r}", obj="simulation", field=name
-                )
-        for name in ("startup_delay", "eviction_grace", "until"):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and 0 <= value < math.inf):
-                raise InputError(
-                    f"expected a number of seconds >= 0, got {value!r}", obj="simulation", field=name
-                )
-
-
-class SimJob:
-    """The engine's side of one job: its model Job and what it has lived through."""
-
-    __slots__ = (
-        "end",
-        "epoch",
-        "evictions",
-        "first_start",
-        "gpus",
-        "held_time",
-        "job",
-        "lost",
-        "moved_lost",
-        "moves",
-        "overhead",
-        "placement",
-        "preemptions",
-        "progress",
-        "restarts",
-        "run_from",
-        "since",
-        "spec",
-        "speed",
-    )
-
-    def __init__(self, spec: JobSpec, job: Job, gpus: float) -> None:
-        self.spec, self.job, self.gpus = spec, job, gpus
-        self.progress = 0.0  # seconds of progress before ``since``
-        self.since: float | None = None  # running at >= minMember since
-        self.epoch = 0  # bumps on every stop and rate change: stale completion events are ignored
-        self.first_start: float | None = None
-        self.end: float | None = None
-        self.restarts = self.evictions = self.preemptions = 0
-        self.moves = 0  # pods moved away by ``consolidate``
-        self.moved_lost = 0.0  # GPU-seconds of progress lost to restarts the moves caused
-        self.lost = 0.0  # GPU-seconds lost to restarts
-        self.overhead = 0.0  # GPU-seconds spent restoring after stops (resume_overhead)
-        self.held_time = 0.0  # seconds the gang held its nodes at its minimum (restoring included)
-        self.run_from: float | None = None  # the current run's start (``since`` is after its restore)
-        self.speed: SpeedState | None = None  # its rate and placement under the speed model
-        self.placement = ""  # where a gang first ran: see JobRecord.placement
 
 
 class Engine(EngineMetrics):

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from corral.sim.clusters import ClusterSpec, ClusterTemplate, NodeShape, QueueSpec, from_spec
+from corral.sim.cluster_template import ClusterTemplate
+from corral.sim.clusters import ClusterSpec, NodeShape, QueueSpec, from_spec
 from corral.sim.jobspec import JobSpec
 from corral.sim.synthetic import SyntheticSpec, synthetic
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from corral.errors import InputError
+from corral.sim.jobspec import JobSpec
 from corral.sim.loaders.common import Hints, Options
 
-__all__ = ["FORMATS", "TraceFormat", "detect", "format_names", "load_workload", "parse_format"]
+__all__ = ["FORMATS", "TraceFormat", "detect", "format_names", "load_trace", "load_workload", "parse_format"]
 
 
 def _swf(path: Path, options: Options, hints: Hints) -> Any:
@@ -220,3 +221,16 @@ def load_workload(path: Path, fmt: str | None, hints: Hints | None = None, seed:
     if name == "synthetic":
         return _synthetic(path, options, hints or Hints(), seed)
     return spec.load(path, options, hints or Hints())
+
+
+def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
+    """Load any trace file format of the registry (``corral``, ``philly``, ``alibaba``,
+    ``alibaba-dlrm``, ``swf``, ``gavel``, ``pollux``, ``tiresias``, ``helios``, with options as
+    ``NAME:key=value,...``); ``None`` recognises the format from the content. Gangs are split for nodes
+    of 8 GPUs (the simulator passes the cluster's own)."""
+    name = (kind or "").partition(":")[0]
+    if kind is not None and (name not in FORMATS or name == "synthetic"):
+        allowed = ", ".join(f for f in FORMATS if f != "synthetic")
+        raise InputError(f"unknown trace kind {kind!r} (allowed: {allowed})", file=str(path), field="kind")
+    jobs: list[JobSpec] = load_workload(Path(path), kind, Hints())
+    return jobs

@@ -24,7 +24,8 @@ from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 if TYPE_CHECKING:
     from corral.framework.config import Config
     from corral.model import Cluster, Job, Nodes, Task
-    from corral.sim.engine import SimJob, SimOptions
+    from corral.sim.options import SimOptions
+    from corral.sim.simjob import SimJob
     from corral.sim.speed import SpeedTracker
 
 __all__ = ["EngineMetrics", "water_fill"]

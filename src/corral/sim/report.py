@@ -33,13 +33,13 @@ from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.breakdown import DEFAULT_BUCKETS, bounded_slowdown, breakdown, slowdown, waits
 from corral.sim.plots import comparison_plots, report_plots
 from corral.sim.reasons import longest_waits, reason_rows
-from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
-from corral.sim.speed import placement_label, placement_metrics
+from corral.sim.report_format import METRICS, QUEUE_COLUMNS, format_metric, metric_label, plain
+from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult, run_end
+from corral.sim.speed import placement_metrics
 from corral.terminal import cell
 
 __all__ = [
     "METRICS",
-    "format_metric",
     "queue_summary",
     "run_end",
     "size_table",
@@ -52,37 +52,6 @@ __all__ = [
     "write_report",
 ]
 
-# metric key -> (label, kind); the kind decides how a value is shown to a person.
-METRICS: dict[str, tuple[str, str]] = {
-    "jobs_total": ("jobs", "count"),
-    "jobs_completed": ("completed", "count"),
-    "jobs_running": ("running at end", "count"),
-    "jobs_pending": ("pending at end", "count"),
-    "jobs_never_fits": ("never fit", "count"),
-    "jct_mean": ("JCT mean", "seconds"),
-    "jct_p50": ("JCT p50", "seconds"),
-    "jct_p95": ("JCT p95", "seconds"),
-    "jct_p99": ("JCT p99", "seconds"),
-    "wait_mean": ("wait mean", "seconds"),
-    "wait_p50": ("wait p50", "seconds"),
-    "wait_p95": ("wait p95", "seconds"),
-    "wait_p99": ("wait p99", "seconds"),
-    "makespan": ("makespan", "seconds"),
-    "submission_window": ("submission window (first to last submit, or to --until)", "seconds"),
-    "gpu_utilisation": ("GPU utilisation, whole run", "fraction"),
-    "gpu_utilisation_window": ("GPU utilisation, submission window", "fraction"),
-    "broken_gangs": ("broken gangs (restarts)", "count"),
-    "evictions": ("evictions", "count"),
-    "gpu_hours_lost": ("GPU-hours lost", "hours"),
-    "moves": ("pods moved (consolidate)", "count"),
-    "gpu_hours_lost_to_moves": ("GPU-hours lost to moves", "hours"),
-    "max_wait_largest_5pct": ("max wait, largest 5% of jobs", "seconds"),
-    "jain_fairness": ("Jain fairness across queues", "index"),
-    "slowdown_mean": ("slowdown mean (JCT / run time)", "index"),
-    "bounded_slowdown_mean": ("bounded slowdown mean (10 s floor)", "index"),
-    "pending_gpus_mean": ("pending GPU demand, time mean", "gpus"),
-    "fragmented_gpus_mean": ("fragmented free GPUs, time mean", "gpus"),
-}
 _JOB_FIELDS = [f.name for f in dataclasses.fields(JobRecord)]
 _QUEUE_FIELDS = [f.name for f in dataclasses.fields(QueueSample)]
 _CLUSTER_FIELDS = [f.name for f in dataclasses.fields(ClusterSample)]
@@ -100,16 +69,6 @@ def _sig(value: Any) -> Any:
     if not math.isfinite(value):
         return None
     return float(f"{value:.6g}") + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def run_end(result: SimResult) -> float:
-    """When the run ended: ``meta["end_time"]`` when set, else the latest time the result mentions."""
-    end = result.meta.get("end_time")
-    if isinstance(end, (int, float)) and not isinstance(end, bool) and math.isfinite(end):
-        return float(end)
-    times = [s.time for s in result.cluster] + [s.time for s in result.queues]
-    times += [j.end for j in result.jobs if j.end is not None] + [j.submit for j in result.jobs]
-    return max(times, default=0.0)
 
 
 def time_average(times: Sequence[float], values: Sequence[float], end: float | None) -> float | None:
@@ -297,61 +256,11 @@ def queue_summary(result: SimResult) -> list[dict[str, Any]]:
     return rows
 
 
-def metric_label(key: str) -> str:
-    """A metric's label for a person (a placement metric of the speed model's, or the key itself)."""
-    return METRICS[key][0] if key in METRICS else placement_label(key) or key
-
-
-def format_metric(key: str, value: Any) -> str:
-    """A value for a person: counts with separators, times in s/min/h, fractions as percentages."""
-    if value is None:
-        return "—"
-    kind = METRICS.get(key, ("", "count" if key.startswith("gangs_span_") else "number"))[1]
-    if key == "spread_gpu_hours":
-        kind = "hours"
-    if kind == "count":
-        return f"{int(value):,}"
-    if kind == "seconds":
-        seconds = float(value)
-        if abs(seconds) < 120:
-            return f"{seconds:.1f} s"
-        if abs(seconds) < 7200:
-            return f"{seconds / 60:.1f} min"
-        return f"{seconds / 3600:,.2f} h"
-    if kind == "fraction":
-        return f"{float(value):.1%}"
-    if kind == "hours":
-        return f"{float(value):,.2f} GPU-h"
-    if kind == "gpus":
-        return f"{float(value):,.1f} GPUs"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 # -------------------------------------------------------------------------------------- file writers
 
 
-def _plain(value: Any) -> Any:
-    """A JSON-safe copy: numpy scalars to Python, non-finite floats to None, paths and others to str."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
-        return [_plain(v) for v in items]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _plain(dataclasses.asdict(value))
-    return str(value)
-
-
 def _json_text(value: Any) -> str:
-    return json.dumps(_plain(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return json.dumps(plain(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _write_records_json(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -364,7 +273,7 @@ def _json_line(row: Mapping[str, Any]) -> str:
     try:  # records are plain numbers and strings: the fast path almost always holds
         return json.dumps(row, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
-        return json.dumps(_plain(row), ensure_ascii=False, allow_nan=False)
+        return json.dumps(plain(row), ensure_ascii=False, allow_nan=False)
 
 
 def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Any], *, records: bool = False) -> None:
@@ -402,7 +311,7 @@ def _write_run(
     _write_csv(folder / "queues.csv", _QUEUE_FIELDS, result.queues, records=True)
     _write_csv(folder / "cluster.csv", _CLUSTER_FIELDS, result.cluster, records=True)
     queues = queue_summary(result)
-    _write_csv(folder / "queue_summary.csv", list(_QUEUE_COLUMNS), queues)
+    _write_csv(folder / "queue_summary.csv", list(QUEUE_COLUMNS), queues)
     end = run_end(result)
     reasons = reason_rows(result, end, buckets)
     longest = longest_waits(result, end)
@@ -532,35 +441,6 @@ def write_comparison(
     return atomic_folder(folder, fill, force=force)
 
 
-# ------------------------------------------------------------------------------- queue summary columns
-
-_QUEUE_COLUMNS = {
-    "queue": "queue",
-    "jobs": "jobs",
-    "completed": "completed",
-    "pending": "pending",
-    "jct_mean": "JCT mean",
-    "wait_mean": "wait mean",
-    "wait_p95": "wait p95",
-    "allocated_share": "allocated share",
-    "deserved_share": "deserved share",
-    "share_ratio": "allocated / deserved",
-    "evictions": "evictions",
-    "gpu_hours_lost": "GPU-hours lost",
-}
-_QUEUE_KINDS = {
-    "jobs": "jobs_total",
-    "completed": "jobs_total",
-    "pending": "jobs_total",
-    "jct_mean": "jct_mean",
-    "wait_mean": "wait_mean",
-    "wait_p95": "wait_mean",
-    "allocated_share": "gpu_utilisation",
-    "deserved_share": "gpu_utilisation",
-    "share_ratio": "jain_fairness",
-    "evictions": "evictions",
-    "gpu_hours_lost": "gpu_hours_lost",
-}
 # ------------------------------------------------------------------------------------------ terminal
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from corral.sim.breakdown import COLUMNS as _BREAKDOWN_COLUMNS
 from corral.sim.plots import CAPTIONS, data_uri
-from corral.sim.report import _QUEUE_COLUMNS, _QUEUE_KINDS, METRICS, _plain, format_metric, metric_label
+from corral.sim.report_format import METRICS, QUEUE_COLUMNS, QUEUE_KINDS, format_metric, metric_label, plain
 from corral.sim.result import SimResult
 from corral.sim.speed import placement_label
 
@@ -286,10 +286,10 @@ def run_page(
     metrics = _table(
         ["metric", "value"], [(labels[k], format_metric(k, summary[k])) for k in keys if k in labels]
     )
-    queue_rows = [[format_metric(_QUEUE_KINDS.get(c, ""), row[c]) for c in _QUEUE_COLUMNS] for row in queues]
+    queue_rows = [[format_metric(QUEUE_KINDS.get(c, ""), row[c]) for c in QUEUE_COLUMNS] for row in queues]
     meta = _table(
         ["key", "value"],
-        [(k, v if isinstance(v, str) else json.dumps(_plain(v))) for k, v in result.meta.items()],
+        [(k, v if isinstance(v, str) else json.dumps(plain(v))) for k, v in result.meta.items()],
         kind="text",
     )
     files = ", ".join(
@@ -308,7 +308,7 @@ def run_page(
         f"{_reasons(reasons, longest)}"
         f"{_placement({str(config) or 'run': result})}"
         f"<h2>Plots</h2>{_figures(plots)}"
-        f"<h2>Queues</h2>{_table(list(_QUEUE_COLUMNS.values()), queue_rows)}"
+        f"<h2>Queues</h2>{_table(list(QUEUE_COLUMNS.values()), queue_rows)}"
         f"<h2>Run</h2>{meta}<p>Data: {files}</p>"
     )
     return _page(f"corral simulation report{': ' + str(config) if config else ''}", body)

@@ -6,10 +6,11 @@ start of the run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClusterSample", "JobRecord", "QueueSample", "SimResult"]
+__all__ = ["ClusterSample", "JobRecord", "QueueSample", "SimResult", "run_end"]
 
 
 @dataclass
@@ -105,3 +106,13 @@ class SimResult:
     queues: list[QueueSample] = field(default_factory=list)
     cluster: list[ClusterSample] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def run_end(result: SimResult) -> float:
+    """When the run ended: ``meta["end_time"]`` when set, else the latest time the result mentions."""
+    end = result.meta.get("end_time")
+    if isinstance(end, (int, float)) and not isinstance(end, bool) and math.isfinite(end):
+        return float(end)
+    times = [s.time for s in result.cluster] + [s.time for s in result.queues]
+    times += [j.end for j in result.jobs if j.end is not None] + [j.submit for j in result.jobs]
+    return max(times, default=0.0)

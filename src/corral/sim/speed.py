@@ -73,10 +73,10 @@ from corral.model import TaskStatus
 from corral.model.annotations import MODEL_CLASS
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
+from corral.sim.simjob import SimJob, SpeedState
 
 if TYPE_CHECKING:
     from corral.model import Cluster, Job
-    from corral.sim.engine import SimJob
     from corral.sim.result import JobRecord
 
 __all__ = [
@@ -84,7 +84,6 @@ __all__ = [
     "GPU_LABEL",
     "SPREAD_DEFAULTS",
     "SpeedModel",
-    "SpeedState",
     "SpeedTracker",
     "placement_label",
     "placement_metrics",
@@ -208,22 +207,9 @@ def _squash(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch not in "-_ ")
 
 
-class SpeedState:
-    """One job's current run under the model: its rate since ``mark`` (the end of its restore), the work
-    done in the run before ``mark``, the placement the rate was read from, and the run's totals."""
-
-    __slots__ = ("done", "gpus", "level", "lost", "mark", "rate", "spread", "widest")
-
-    def __init__(self) -> None:
-        self.rate, self.mark, self.done = 1.0, 0.0, 0.0
-        self.spread, self.gpus, self.level = 1.0, 0.0, 0
-        self.widest: int | None = None  # the widest level of any run (None: never ran)
-        self.lost = 0.0  # GPU-seconds lost to spread, every run
-
-
 class SpeedTracker:
     """The engine's side of the model on one cluster: it reads placements and keeps each job's
-    :class:`SpeedState` (``SimJob.speed``). Times are the engine's clock."""
+    :class:`~corral.sim.simjob.SpeedState` (``SimJob.speed``). Times are the engine's clock."""
 
     def __init__(self, model: SpeedModel, cluster: Cluster) -> None:
         self.model, self.cluster = model, cluster

@@ -48,13 +48,13 @@ def sweep_command(
 ) -> None:
     """Run a grid of configs × workloads × clusters × seeds in parallel; resumable."""
     from corral.errors import InputError
-    from corral.sim.commands import _console
+    from corral.sim.command_common import wide_console
     from corral.sim.progress import CellProgress
     from corral.sim.sweep import SWEEP_MARKER, run_sweep
     from corral.sim.sweep_report import write_sweep_outputs
     from corral.sim.sweep_spec import EXECUTORS, load_sweep_spec
 
-    console = _console()
+    console = wide_console()
     progress = None
     try:
         if executor is not None and executor not in EXECUTORS:
@@ -90,8 +90,8 @@ def sweep_command(
 def _print(console: Any, summary: Any, baseline: str) -> None:
     from rich.table import Table
 
-    from corral.sim.report import METRICS, format_metric
-    from corral.sim.sweep_report import SCENARIO
+    from corral.sim.report_format import METRICS, format_metric
+    from corral.sim.sweep_columns import SCENARIO
 
     for key, block in summary.groupby(list(SCENARIO), sort=False, dropna=False):
         table = Table(title=cell("sweep: " + ", ".join(f"{k} {v}" for k, v in zip(SCENARIO, key))))

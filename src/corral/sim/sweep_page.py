@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from corral.sim.plots import _figure, _png, _time_unit, data_uri
-from corral.sim.report import METRICS, format_metric
-from corral.sim.sweep_report import HEADLINE, PLOTTED, SCENARIO
+from corral.sim.report_format import METRICS, format_metric
+from corral.sim.sweep_columns import HEADLINE, PLOTTED, SCENARIO
 
 __all__ = ["scenario_plots", "sweep_page"]
 

@@ -1,6 +1,6 @@
 """The Ray executor of ``corral sweep`` (``--executor ray``; the optional extra ``corral[ray]``).
 
-Each cell is one Ray task of one CPU running :func:`corral.sim.sweep.run_cell`; this process waits for
+Each cell is one Ray task of one CPU running :func:`corral.sim.sweep_cell.run_cell`; this process waits for
 them one at a time (``ray.wait``) and hands each finished cell to ``done``, which writes it, so the cell
 store is written only here, as with the process pool. Where Ray runs:
 
@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import CorralError, InputError
+from corral.sim.sweep_cell import run_cell
 
 if TYPE_CHECKING:
     from corral.sim.sweep_spec import Cell
@@ -114,8 +115,6 @@ def run_on_ray(
     failed stops the sweep with its error; tasks still queued are cancelled."""
     if not cells:
         return
-    from corral.sim.sweep import run_cell
-
     ray = _ray()
     started = not ray.is_initialized()
     if started:

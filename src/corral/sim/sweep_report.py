@@ -1,10 +1,10 @@
 """The tables and the page of a sweep (``corral sweep``, :mod:`corral.sim.sweep`).
 
-From the records of every cell (:func:`corral.sim.sweep.run_cell`) :func:`write_sweep_outputs` writes,
+From the records of every cell (:func:`corral.sim.sweep_cell.run_cell`) :func:`write_sweep_outputs` writes,
 each file atomically (:func:`corral.files.atomic_write`):
 
 * ``results.parquet`` / ``results.csv``: one row per run — the cell's key (config, workload, window,
-  scale, cluster, seed), its folder, every metric of :data:`corral.sim.report.METRICS`, and the run's
+  scale, cluster, seed), its folder, every metric of :data:`corral.sim.report_format.METRICS`, and the run's
   CPU time, wall time, events and cycles;
 * ``results_by_size.parquet`` / ``.csv``: one row per run and job-size bucket (the columns of
   :mod:`corral.sim.breakdown`);
@@ -33,27 +33,10 @@ import pandas as pd
 
 from corral.files import atomic_write
 from corral.sim.breakdown import COLUMNS as SIZE_COLUMNS
-from corral.sim.report import METRICS
+from corral.sim.report_format import METRICS
+from corral.sim.sweep_columns import KEYS, RUN, SCENARIO
 
-__all__ = ["HEADLINE", "KEYS", "SCENARIO", "summarize_sweep", "t_quantile", "write_sweep_outputs"]
-
-KEYS = ("config", "workload", "window", "scale", "cluster", "seed")
-SCENARIO = ("workload", "window", "scale", "cluster")
-RUN = {"cpu_time": "CPU time (s)", "wall_time": "wall time (s)", "events": "events", "cycles": "cycles"}
-#: the metrics the page shows per scenario (all of them are in the tables)
-HEADLINE = (
-    "wait_mean",
-    "wait_p95",
-    "max_wait_largest_5pct",
-    "bounded_slowdown_mean",
-    "jct_mean",
-    "gpu_utilisation_window",
-    "makespan",
-    "jobs_completed",
-    "jobs_pending",
-    "evictions",
-)
-PLOTTED = ("wait_mean", "bounded_slowdown_mean", "max_wait_largest_5pct", "gpu_utilisation_window")
+__all__ = ["summarize_sweep", "t_quantile", "write_sweep_outputs"]
 
 # Student's t, 0.975 quantile, for 1..30 degrees of freedom
 _T975 = (

@@ -199,7 +199,7 @@ def _named_files(raw: Any, spec: Path, key: str) -> dict[str, Path | None]:
 
 
 def _durations(value: Any, spec: Path, key: str) -> str | None:
-    from corral.sim.commands import parse_seconds
+    from corral.sim.command_common import parse_seconds
 
     if value is None:
         return None
@@ -290,7 +290,7 @@ def _seeds(raw: Any, spec: Path) -> tuple[int, ...]:
 
 
 def _options(raw: Any, spec: Path) -> dict[str, Any]:
-    from corral.sim.commands import _check_options, parse_seconds
+    from corral.sim.command_common import check_options, parse_seconds
 
     if raw is None:
         raw = {}
@@ -313,7 +313,7 @@ def _options(raw: Any, spec: Path) -> dict[str, Any]:
                 raise _err(spec, where, f"expected seconds or a duration, got {value!r}") from None
             out[key] = seconds
     try:
-        _check_options(
+        check_options(
             None,
             out["schedule_period"],
             out["checkpoint_interval"],

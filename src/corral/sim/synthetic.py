@@ -1,8 +1,5 @@
 """The seeded synthetic workload generator (SPEC.md §1.3): Poisson arrivals, gang sizes, GPUs per pod,
 lognormal durations, queues, priorities and topology constraints drawn from one numpy Generator.
-
-Moved out of :mod:`corral.sim.workload`, which still re-exports :class:`SyntheticSpec` and
-:func:`synthetic` so that existing imports keep working.
 """
 
 from __future__ import annotations

@@ -34,14 +34,11 @@ from corral.sim.tracefile import read_frame
 __all__ = [
     "CORRAL_COLUMNS",
     "JobList",
-    "SyntheticSpec",  # noqa: F822 - re-exported lazily by __getattr__ (PEP 562)
     "filter_jobs",
     "load_alibaba",
     "load_corral_trace",
     "load_philly",
-    "load_trace",
     "scale_arrivals",
-    "synthetic",  # noqa: F822 - re-exported lazily by __getattr__ (PEP 562)
 ]
 
 log = logging.getLogger(__name__)
@@ -504,22 +501,6 @@ def load_alibaba(path: str | Path | _Table) -> list[JobSpec]:
     )
 
 
-def load_trace(path: str | Path, kind: str | None = None) -> list[JobSpec]:
-    """Load any trace file format of the registry (:mod:`corral.sim.formats`: ``corral``, ``philly``,
-    ``alibaba``, ``alibaba-dlrm``, ``swf``, ``gavel``, ``pollux``, ``tiresias``, ``helios``, with options
-    as ``NAME:key=value,...``); ``None`` recognises the format from the content. Gangs are split for
-    nodes of 8 GPUs (the simulator passes the cluster's own)."""
-    from corral.sim.formats import FORMATS, load_workload
-    from corral.sim.loaders.common import Hints
-
-    name = (kind or "").partition(":")[0]
-    if kind is not None and (name not in FORMATS or name == "synthetic"):
-        allowed = ", ".join(f for f in FORMATS if f != "synthetic")
-        raise InputError(f"unknown trace kind {kind!r} (allowed: {allowed})", file=str(path), field="kind")
-    jobs: list[JobSpec] = load_workload(Path(path), kind, Hints())
-    return jobs
-
-
 # ----------------------------------------------------------------------------------------- shaping
 
 
@@ -567,13 +548,3 @@ def scale_arrivals(jobs: Iterable[JobSpec], factor: float) -> list[JobSpec]:
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor < math.inf):
         raise InputError(f"expected a positive number, got {factor!r}", obj="arrival scaling", field="factor")
     return JobList([replace(j, submit=j.submit * factor) for j in jobs], getattr(jobs, "skipped", None))
-
-
-def __getattr__(name: str) -> Any:
-    """``SyntheticSpec`` and ``synthetic`` live in :mod:`corral.sim.synthetic`; they are re-exported here
-    lazily (PEP 562), because that module builds on this one."""
-    if name in ("SyntheticSpec", "synthetic"):
-        from corral.sim import synthetic as module
-
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

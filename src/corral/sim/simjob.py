@@ -1,0 +1,69 @@
+"""The engine's side of one job (:class:`SimJob`) and of its current run under the job-speed model
+(:class:`SpeedState`, :mod:`corral.sim.speed`): the state the engine (:mod:`corral.sim.engine`) keeps and
+its observers (:mod:`corral.sim.metrics`, :class:`~corral.sim.speed.SpeedTracker`) read."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from corral.model import Job
+    from corral.sim.jobspec import JobSpec
+
+__all__ = ["SimJob", "SpeedState"]
+
+
+class SimJob:
+    """The engine's side of one job: its model Job and what it has lived through."""
+
+    __slots__ = (
+        "end",
+        "epoch",
+        "evictions",
+        "first_start",
+        "gpus",
+        "held_time",
+        "job",
+        "lost",
+        "moved_lost",
+        "moves",
+        "overhead",
+        "placement",
+        "preemptions",
+        "progress",
+        "restarts",
+        "run_from",
+        "since",
+        "spec",
+        "speed",
+    )
+
+    def __init__(self, spec: JobSpec, job: Job, gpus: float) -> None:
+        self.spec, self.job, self.gpus = spec, job, gpus
+        self.progress = 0.0  # seconds of progress before ``since``
+        self.since: float | None = None  # running at >= minMember since
+        self.epoch = 0  # bumps on every stop and rate change: stale completion events are ignored
+        self.first_start: float | None = None
+        self.end: float | None = None
+        self.restarts = self.evictions = self.preemptions = 0
+        self.moves = 0  # pods moved away by ``consolidate``
+        self.moved_lost = 0.0  # GPU-seconds of progress lost to restarts the moves caused
+        self.lost = 0.0  # GPU-seconds lost to restarts
+        self.overhead = 0.0  # GPU-seconds spent restoring after stops (resume_overhead)
+        self.held_time = 0.0  # seconds the gang held its nodes at its minimum (restoring included)
+        self.run_from: float | None = None  # the current run's start (``since`` is after its restore)
+        self.speed: SpeedState | None = None  # its rate and placement under the speed model
+        self.placement = ""  # where a gang first ran: see JobRecord.placement
+
+
+class SpeedState:
+    """One job's current run under the model: its rate since ``mark`` (the end of its restore), the work
+    done in the run before ``mark``, the placement the rate was read from, and the run's totals."""
+
+    __slots__ = ("done", "gpus", "level", "lost", "mark", "rate", "spread", "widest")
+
+    def __init__(self) -> None:
+        self.rate, self.mark, self.done = 1.0, 0.0, 0.0
+        self.spread, self.gpus, self.level = 1.0, 0.0, 0
+        self.widest: int | None = None  # the widest level of any run (None: never ran)
+        self.lost = 0.0  # GPU-seconds lost to spread, every run
