@@ -14,6 +14,7 @@ from corral.actions.inert import INERT_ACTION_CLASSES
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.actions.reserve import ReserveAction
+from corral.actions.timeslice import TimesliceAction
 from corral.framework.config import Config, parse_config
 from corral.framework.plugin import Action, Plugin
 from corral.plugins.baselines import FifoPlugin, LasPlugin, SjfPlugin, SrtfPlugin
@@ -75,6 +76,7 @@ _ACTION_CLASSES: tuple[type[Action], ...] = (
     ElectAction,
     ReserveAction,
     FlowAction,
+    TimesliceAction,
     *INERT_ACTION_CLASSES,
 )
 _PLUGIN_CLASSES: tuple[type[Plugin], ...] = (

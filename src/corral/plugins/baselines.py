@@ -18,7 +18,7 @@ order), while a job that is invalid (JobValid refuses it, missing queue) never d
 ``sjf`` / ``srtf`` — shortest job first, shortest remaining time first, by the expected run time of the
 PodGroup annotation ``corral.io/expected-runtime`` (a duration; the first pod's annotation when the
 PodGroup has none). ``srtf`` subtracts the work a job has already kept (annotation
-``corral.io/completed-runtime``, which the simulator writes when a job stops; in a snapshot, the time its
+``corral.io/completed-runtime``, which the simulator writes when a job stops, plus the time its running
 pods have been running). Jobs with no estimate come after every job with one and leave their order to the
 next plugin. Both are ordering-only, as SJF is in the schedulers the studies compare (no preemption: see
 below). References: SJF/SRTF as in Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
@@ -217,10 +217,9 @@ class SrtfPlugin(_RuntimeOrder):
         total = expected_runtime(job)
         if total is None:
             return None
-        done = annotated_duration(COMPLETED_RUNTIME, job.annotations)
-        if done is None:
-            runs = _running_since(job, self.session.now)
-            done = max((run for _, run in runs), default=0.0)
+        # the work kept from past runs plus the current run's (a resumed job counts both)
+        done = annotated_duration(COMPLETED_RUNTIME, job.annotations) or 0.0
+        done += max((run for _, run in _running_since(job, self.session.now)), default=0.0)
         return max(total - done, 0.0)
 
 

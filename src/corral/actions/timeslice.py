@@ -1,0 +1,238 @@
+"""``timeslice``: order-driven preemption and time-slicing, as Tiresias and Lucid schedule (issue 29).
+
+Every cycle (the scheduling interval: Lucid's Tiresias re-ranks every 60 s, its SRTF every second) the
+action ranks the running jobs and the waiting jobs **together** by the session's JobOrder — the ``las``
+plugin gives Tiresias' discretised least-attained-service, ``srtf`` the shortest remaining time — and
+walks them best first against what the cluster holds (the summed allocatable of the live, schedulable
+nodes, over every resource a job requests; the nodes' fragmentation is left to placement, as Lucid's
+and Tiresias' quota walk leaves it to their placer). A job that still fits in what is left takes its
+share; a running job that no longer fits is **stopped**: every pod it holds is evicted in one decision
+(gangs whole, SPEC.md §5), and the waiting jobs that fit take the room when the next action
+(``allocate``) places them, in the same JobOrder. This follows the loop of Lucid's
+``simulation/policy/tiresias.py`` and ``srtf.py`` (``quota = total GPUs``; ``if gpu_num <= quota:
+quota -= gpu_num`` and start it if pending; ``elif status == "run": preempt``) and of Tiresias'
+``dlas_sim_jobs`` (SymbioticLab/Tiresias ``simulator/run_sim.py``). Running jobs are stopped only when
+some waiting job is among those that fit (otherwise nothing would take their place).
+
+Which running jobs may be stopped (the others keep their room first, before the walk):
+
+- every pod they hold is a possible victim: managed by corral, not ``volcano.sh/preemptable: "false"``,
+  not in ``kube-system`` nor of a system-critical priority class (the rule of ``conformance``), and
+  running or bound by an earlier cycle (a job placed in this cycle is not stopped in it);
+- **minimum lease** (argument ``minLease``, a duration, default 0s): a job whose current run started
+  less than this long ago keeps running (anti-thrashing; the run starts when its earliest held pod
+  started);
+- **min-runtime** (SPEC.md §3.4): the VictimFilter point (the ``minruntime`` plugin) is asked with the
+  best-ranked waiting job as the preemptor; a protected job keeps running.
+
+The priority rule of ``preempt`` (SPEC.md §5) does not apply here: the JobOrder decides, and this action
+does not ask the Preemptable/Reclaimable points (the ``priority`` and ``drf`` plugins' rules for
+``preempt``/``reclaim``). Put a ``priority`` plugin before ``las``/``srtf`` in the tiers to rank
+priority classes first. Queues are not consulted: all jobs of the cluster are ranked together, as
+Tiresias ranks one cluster and Lucid one virtual cluster.
+
+**Starvation promotion** (argument ``starvationFactor``, default 0: off): Tiresias' ``solve_starvation``
+— a waiting job that has run, sits in a ``las`` queue below the first and has waited at least
+``starvationFactor`` × its executed time (its attained GPU-seconds over its GPUs) goes back to the
+first queue, its attained service set to zero (``corral.io/attained-gpu-seconds: 0s``, a podgroup
+update). Tiresias counts the pending time accumulated since the last promotion; corral counts the wait
+since the job was last stopped by this action (``corral.io/timeslice-stopped-at``, written on the
+PodGroup when it stops a job). Without a ``las`` plugin the factor has no effect.
+
+Each evicted pod's reason names the best-ranked waiting job that fits (its ``preemptor``). Configure
+``timeslice`` before ``allocate`` (``actions: "timeslice, allocate, backfill"``) and without
+``enqueue``: a podgroup enqueue has not admitted cannot take a stopped job's room.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from corral.actions.allocate import schedulable_jobs, waiting_tasks
+from corral.actions.broken import healthy
+from corral.framework.config import arg
+from corral.framework.plugin import Action
+from corral.framework.session import Session
+from corral.manifests.fields import annotated_duration, format_time, parse_time
+from corral.model import Job, Task, TaskStatus
+from corral.model.annotations import ATTAINED_SERVICE
+from corral.model.quantity import MILLI
+from corral.model.resources import EPS, GPU
+
+__all__ = ["STOPPED_AT", "TimesliceAction", "TimesliceArgs", "rank_and_walk"]
+
+#: When ``timeslice`` last stopped the job (RFC 3339), on its PodGroup: the start of its wait.
+STOPPED_AT = "corral.io/timeslice-stopped-at"
+_HELD = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+_CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+@dataclass(frozen=True)
+class TimesliceArgs:
+    min_lease: float = arg(
+        "minLease",
+        0.0,
+        "a job whose current run started less than this long ago is not stopped (anti-thrashing)",
+        kind="duration",
+        minimum=0.0,
+    )
+    starvation_factor: float = arg(
+        "starvationFactor",
+        0.0,
+        "Tiresias' starvation promotion: a stopped job waiting this many times its executed time goes "
+        "back to the first las queue (0: off)",
+        minimum=0.0,
+    )
+
+
+@dataclass
+class Walk:
+    """The outcome of one ranking: the running jobs to stop and the waiting jobs that fit."""
+
+    stop: list[Job]
+    start: list[Job]
+
+
+def _victim(task: Task) -> bool:
+    return (
+        task.managed
+        and task.preemptable
+        and task.namespace != "kube-system"
+        and task.priority_class not in _CRITICAL
+    )
+
+
+def _held(job: Job) -> list[Task]:
+    return [t for t in job.tasks if t.status in _HELD and t.node >= 0]
+
+
+def _demand(tasks: list[Task], width: int) -> np.ndarray:
+    out = np.zeros(width)
+    for t in tasks:
+        out += t.request
+    return out
+
+
+def _running(session: Session) -> list[Job]:
+    """Jobs running at or above their minimums whose pods hold nodes and none is leaving or placed in
+    this cycle."""
+    out = []
+    for job in session.cluster.jobs.values():
+        held = _held(job)
+        if not held or not healthy(job):
+            continue
+        if any(t.status in (TaskStatus.RELEASING, TaskStatus.ALLOCATED) for t in job.tasks):
+            continue
+        out.append(job)
+    return out
+
+
+def _run_start(job: Job) -> float | None:
+    starts = [t.start_time for t in _held(job) if t.start_time is not None]
+    return min(starts) if starts else None
+
+
+def _stoppable(session: Session, job: Job, top: Job | None, lease: float) -> bool:
+    if top is None or not all(_victim(t) for t in job.tasks if t.status in _HELD):
+        return False
+    start = _run_start(job)
+    if start is None or session.now - start < lease:
+        return False
+    return session.victim_filter(top, job, TimesliceAction.name)
+
+
+def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
+    """Rank running and waiting jobs together by JobOrder and walk them against the cluster's room (see
+    the module docstring)."""
+    cluster = session.cluster
+    nodes = cluster.nodes
+    live = ~(nodes.down | nodes.unschedulable)
+    room = nodes.future_idle[live].sum(axis=0)
+    width = len(cluster.resources)
+    key = session.job_key()
+    waiting = [
+        j
+        for j in schedulable_jobs(session, quiet=True)
+        if session.job_starving(j) and not (_held(j) and healthy(j))
+    ]
+    waiting.sort(key=key)
+    top = waiting[0] if waiting else None
+    ranked: list[tuple[Job, bool, np.ndarray]] = []
+    for job in _running(session):
+        if _stoppable(session, job, top, min_lease):
+            held = _demand(_held(job), width)
+            room = room + held
+            ranked.append((job, True, held))
+    for job in waiting:  # what it holds already is in use: it needs its waiting pods
+        ranked.append((job, False, _demand(waiting_tasks(job), width)))
+    ranked.sort(key=lambda r: key(r[0]))
+    stop: list[Job] = []
+    start: list[Job] = []
+    for job, running, need in ranked:
+        if bool(np.all(need <= room + EPS)):
+            room = room - need
+            if not running:
+                start.append(job)
+        elif running:
+            stop.append(job)
+    return Walk(stop if start else [], start)
+
+
+class TimesliceAction(Action):
+    """Order-driven preemption and time-slicing (see the module docstring)."""
+
+    name = "timeslice"
+    Args = TimesliceArgs
+
+    def execute(self, session: Session) -> None:
+        if self.args.starvation_factor > 0:
+            promote_starving(session, self.args.starvation_factor)
+        walk = rank_and_walk(session, self.args.min_lease)
+        if not walk.stop:
+            return
+        preemptor = walk.start[0].uid
+        stamp = format_time(session.now)
+        for job in walk.stop:
+            with session.statement() as stmt:
+                for task in sorted(_held(job), key=lambda t: t.name):
+                    stmt.evict(
+                        task,
+                        f"{self.name}: {job.uid} ranks below {preemptor} and the GPUs it holds are needed",
+                        action=self.name,
+                        preemptor=preemptor,
+                    )
+                stmt.commit()
+            session.ledger.annotate(job, STOPPED_AT, stamp)
+
+
+def _las_limits(session: Session) -> list[float] | None:
+    """The ``las`` plugin's thresholds in GPU-seconds, or None without the plugin."""
+    pc = session.config.plugin("las")
+    if pc is None:
+        return None
+    return [float(v) * 3600.0 for v in str(pc.args.thresholds).split(",") if v.strip()]
+
+
+def promote_starving(session: Session, factor: float) -> None:
+    """Tiresias' starvation promotion (see the module docstring): waiting jobs stopped by this action
+    that waited ``factor`` × their executed time go back to the first ``las`` queue."""
+    limits = _las_limits(session)
+    gpu = session.cluster.resources.get(GPU)
+    if not limits or gpu is None:
+        return
+    for job in schedulable_jobs(session, quiet=True):
+        stopped = job.annotations.get(STOPPED_AT)
+        if not stopped or _held(job):
+            continue
+        attained = annotated_duration(ATTAINED_SERVICE, job.annotations) or 0.0
+        if attained <= 0 or bisect.bisect_right(limits, attained) == 0:
+            continue
+        gpus = sum(float(t.request[gpu]) for t in job.tasks) / MILLI
+        if gpus <= 0:
+            continue
+        since = parse_time(stopped, obj=f"PodGroup {job.uid}", field=f"metadata.annotations.{STOPPED_AT}")
+        if session.now - since >= factor * attained / gpus:
+            session.ledger.annotate(job, ATTAINED_SERVICE, "0s")
