@@ -79,6 +79,14 @@ class TimesliceArgs:
         kind="duration",
         minimum=0.0,
     )
+    interval: float = arg(
+        "interval",
+        60.0,
+        "the simulator runs a cycle at least this often while jobs wait (time alone changes a job's rank "
+        "under las); the action itself ranks at every cycle",
+        kind="duration",
+        minimum=0.0,
+    )
     starvation_factor: float = arg(
         "starvationFactor",
         0.0,
@@ -158,10 +166,14 @@ def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
         for j in schedulable_jobs(session, quiet=True)
         if session.job_starving(j) and not (_held(j) and healthy(j))
     ]
-    waiting.sort(key=key)
-    top = waiting[0] if waiting else None
+    if not waiting:
+        return Walk([], [])
+    top = min(waiting, key=key)
+    running = [j for j in _running(session) if key(j) > key(top)]
+    if not running:  # every running job ranks above every waiting one: all keep their room
+        return Walk([], [])
     ranked: list[tuple[Job, bool, np.ndarray]] = []
-    for job in _running(session):
+    for job in running:
         if _stoppable(session, job, top, min_lease):
             held = _demand(_held(job), width)
             room = room + held

@@ -233,8 +233,10 @@ class Engine(EngineMetrics):
         self._dirty = False
         # a time-slicing action re-ranks by time alone (attained service, remaining time): it needs a
         # cycle every period while jobs wait, even when no event happened (the period is its interval)
-        slicing = any(a.name == "timeslice" for a in config.actions)
-        self._heartbeat = self.options.heartbeat or (self.options.schedule_period if slicing else None)
+        slicing = [a.args.interval for a in config.actions if a.name == "timeslice"]
+        self._heartbeat = self.options.heartbeat or (
+            max(slicing[0], self.options.schedule_period) if slicing else None
+        )
         self._follow_at: float | None = None
         self._cycle_at: float | None = None
         self._beat_at: float | None = None
