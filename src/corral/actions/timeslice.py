@@ -47,7 +47,9 @@ Each evicted pod's reason names the best-ranked waiting job that fits (its ``pre
 from __future__ import annotations
 
 import bisect
+import heapq
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -172,23 +174,38 @@ def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
     running = [j for j in _running(session) if key(j) > key(top)]
     if not running:  # every running job ranks above every waiting one: all keep their room
         return Walk([], [])
-    ranked: list[tuple[Job, bool, np.ndarray]] = []
+    stoppable: list[tuple[Any, Job, np.ndarray]] = []
     for job in running:
         if _stoppable(session, job, top, min_lease):
             held = _demand(_held(job), width)
             room = room + held
-            ranked.append((job, True, held))
-    for job in waiting:  # what it holds already is in use: it needs its waiting pods
-        ranked.append((job, False, _demand(waiting_tasks(job), width)))
-    ranked.sort(key=lambda r: key(r[0]))
+            stoppable.append((key(job), job, held))
+    if not stoppable:
+        return Walk([], [])
+    stoppable.sort(key=lambda r: r[0])
+    # the waiting jobs are taken from a heap as the walk reaches them: once every stoppable job is
+    # decided and one waiting job fits, the rest of the order changes nothing (a congested cluster
+    # has thousands waiting; a full sort each cycle would cost what waits, not what changed)
+    heap = [(key(j), i) for i, j in enumerate(waiting)]
+    heapq.heapify(heap)
     stop: list[Job] = []
     start: list[Job] = []
-    for job, running, need in ranked:
+    at = 0
+    while at < len(stoppable) or (heap and not start):
+        if at < len(stoppable) and (not heap or stoppable[at][0] < heap[0][0]):
+            _, job, need = stoppable[at]
+            at += 1
+            running_job = True
+        else:
+            job = waiting[heapq.heappop(heap)[1]]
+            # what it holds already is in use: it needs its waiting pods
+            need = _demand(waiting_tasks(job), width)
+            running_job = False
         if bool(np.all(need <= room + EPS)):
             room = room - need
-            if not running:
+            if not running_job:
                 start.append(job)
-        elif running:
+        elif running_job:
             stop.append(job)
     return Walk(stop if start else [], start)
 
