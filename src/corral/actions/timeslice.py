@@ -55,9 +55,11 @@ import numpy as np
 
 from corral.actions.allocate import schedulable_jobs, waiting_tasks
 from corral.actions.broken import healthy
+from corral.actions.placement import best_node
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session
+from corral.framework.statement import Statement
 from corral.manifests.fields import annotated_duration, format_time, parse_time
 from corral.model import Job, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE
@@ -222,19 +224,54 @@ class TimesliceAction(Action):
         walk = rank_and_walk(session, self.args.min_lease)
         if not walk.stop:
             return
-        preemptor = walk.start[0].uid
-        stamp = format_time(session.now)
+        with session.statement() as stmt:
+            preemptor = _beneficiary(session, stmt, walk)
+            if preemptor is None:
+                return  # the room would go unused (fragmentation): stopping would only thrash
+            stamp = format_time(session.now)
+            _stop(stmt, walk.stop, preemptor.uid, self.name)
+            stmt.commit()
         for job in walk.stop:
-            with session.statement() as stmt:
-                for task in sorted(_held(job), key=lambda t: t.name):
-                    stmt.evict(
-                        task,
-                        f"{self.name}: {job.uid} ranks below {preemptor} and the GPUs it holds are needed",
-                        action=self.name,
-                        preemptor=preemptor,
-                    )
-                stmt.commit()
             session.ledger.annotate(job, STOPPED_AT, stamp)
+
+
+def _stop(stmt: Statement, jobs: list[Job], preemptor: str, action: str) -> None:
+    for job in jobs:
+        for task in sorted(_held(job), key=lambda t: t.name):
+            stmt.evict(
+                task,
+                f"{action}: {job.uid} ranks below {preemptor} and the room it holds is needed",
+                action=action,
+                preemptor=preemptor,
+            )
+
+
+def _place(session: Session, stmt: Statement, job: Job) -> bool:
+    """Dry-run: place every waiting pod of ``job`` (onto capacity being released where nothing is free);
+    all or nothing."""
+    mark = stmt.save()
+    for task in sorted(waiting_tasks(job), key=session.task_key()):
+        row, later = best_node(session, task)
+        if row < 0:
+            stmt.restore(mark)
+            return False
+        if later:
+            stmt.pipeline(task, row)
+        else:
+            stmt.allocate(task, row)
+    return True
+
+
+def _beneficiary(session: Session, stmt: Statement, walk: Walk) -> Job | None:
+    """The best-ranked waiting job that can be placed once the jobs to stop are gone but not before, or
+    None (the whole dry run is undone either way). Lucid stops the jobs even when its placer then fails;
+    corral does not stop jobs whose room no waiting job could use, or allocate would restart them and
+    the next cycle stop them again."""
+    rest = [j for j in walk.start if not _place(session, stmt, j)]
+    _stop(stmt, walk.stop, "", TimesliceAction.name)
+    found = next((j for j in rest if _place(session, stmt, j)), None)
+    stmt.restore(0)
+    return found
 
 
 def _las_limits(session: Session) -> list[float] | None:
