@@ -18,7 +18,7 @@ from corral.sim.estimates import estimate_model
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
 
 
-def _config(order: dict[str, Any], actions: str = "timeslice, allocate, backfill", **args: Any) -> Any:
+def _config(order: dict[str, Any], actions: str = "allocate, timeslice, backfill", **args: Any) -> Any:
     raw: dict[str, Any] = {
         "actions": actions,
         "tiers": [

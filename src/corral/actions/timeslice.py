@@ -40,7 +40,7 @@ since the job was last stopped by this action (``corral.io/timeslice-stopped-at`
 PodGroup when it stops a job). Without a ``las`` plugin the factor has no effect.
 
 Each evicted pod's reason names the best-ranked waiting job that fits (its ``preemptor``). Configure
-``timeslice`` before ``allocate`` (``actions: "timeslice, allocate, backfill"``) and without
+``timeslice`` before ``allocate`` (``actions: "allocate, timeslice, backfill"``) and without
 ``enqueue``: a podgroup enqueue has not admitted cannot take a stopped job's room.
 """
 
@@ -225,53 +225,42 @@ class TimesliceAction(Action):
         if not walk.stop:
             return
         with session.statement() as stmt:
-            preemptor = _beneficiary(session, stmt, walk)
-            if preemptor is None:
+            # the jobs that fit without the stops are nominated first (allocate would place them anyway)
+            rest = [j for j in walk.start if not _nominate(session, stmt, j)]
+            mark = stmt.save()
+            _stop(stmt, walk.stop, self.name)
+            placed = [j for j in rest if _nominate(session, stmt, j)]
+            if not placed:
                 return  # the room would go unused (fragmentation): stopping would only thrash
-            stamp = format_time(session.now)
-            _stop(stmt, walk.stop, preemptor.uid, self.name)
+            for op in stmt.ops[mark:]:
+                if op.kind == "evict":
+                    op.preemptor = placed[0].uid
+                    op.reason = f"{self.name}: ranks below {placed[0].uid}, which takes its room"
             stmt.commit()
+        stamp = format_time(session.now)
         for job in walk.stop:
             session.ledger.annotate(job, STOPPED_AT, stamp)
 
 
-def _stop(stmt: Statement, jobs: list[Job], preemptor: str, action: str) -> None:
+def _stop(stmt: Statement, jobs: list[Job], action: str) -> None:
+    """Evict every pod the ``jobs`` hold (gangs whole)."""
     for job in jobs:
         for task in sorted(_held(job), key=lambda t: t.name):
-            stmt.evict(
-                task,
-                f"{action}: {job.uid} ranks below {preemptor} and the room it holds is needed",
-                action=action,
-                preemptor=preemptor,
-            )
+            stmt.evict(task, f"{action}: stopped", action=action)
 
 
-def _place(session: Session, stmt: Statement, job: Job) -> bool:
-    """Dry-run: place every waiting pod of ``job`` (onto capacity being released where nothing is free);
-    all or nothing."""
+def _nominate(session: Session, stmt: Statement, job: Job) -> bool:
+    """Nominate every waiting pod of ``job`` to the best node whose capacity is free or being freed
+    (``allocate`` binds a nominated pod to its node in the next cycle); all or nothing. Nominations
+    hold their room, so ``allocate`` does not give it to a job ranked lower (or to a stopped one)."""
     mark = stmt.save()
     for task in sorted(waiting_tasks(job), key=session.task_key()):
-        row, later = best_node(session, task)
+        row, _ = best_node(session, task)
         if row < 0:
             stmt.restore(mark)
             return False
-        if later:
-            stmt.pipeline(task, row)
-        else:
-            stmt.allocate(task, row)
+        stmt.pipeline(task, row)
     return True
-
-
-def _beneficiary(session: Session, stmt: Statement, walk: Walk) -> Job | None:
-    """The best-ranked waiting job that can be placed once the jobs to stop are gone but not before, or
-    None (the whole dry run is undone either way). Lucid stops the jobs even when its placer then fails;
-    corral does not stop jobs whose room no waiting job could use, or allocate would restart them and
-    the next cycle stop them again."""
-    rest = [j for j in walk.start if not _place(session, stmt, j)]
-    _stop(stmt, walk.stop, "", TimesliceAction.name)
-    found = next((j for j in rest if _place(session, stmt, j)), None)
-    stmt.restore(0)
-    return found
 
 
 def _las_limits(session: Session) -> list[float] | None:
