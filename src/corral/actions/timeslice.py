@@ -6,13 +6,20 @@ plugin gives Tiresias' discretised least-attained-service, ``srtf`` the shortest
 walks them best first against what the cluster holds (the summed allocatable of the live, schedulable
 nodes, over every resource a job requests; the nodes' fragmentation is left to placement, as Lucid's
 and Tiresias' quota walk leaves it to their placer). A job that still fits in what is left takes its
-share; a running job that no longer fits is **stopped**: every pod it holds is evicted in one decision
-(gangs whole, SPEC.md §5), and the waiting jobs that fit take the room when the next action
-(``allocate``) places them, in the same JobOrder. This follows the loop of Lucid's
+share; a running job that no longer fits is to be **stopped**. This follows the loop of Lucid's
 ``simulation/policy/tiresias.py`` and ``srtf.py`` (``quota = total GPUs``; ``if gpu_num <= quota:
 quota -= gpu_num`` and start it if pending; ``elif status == "run": preempt``) and of Tiresias'
-``dlas_sim_jobs`` (SymbioticLab/Tiresias ``simulator/run_sim.py``). Running jobs are stopped only when
-some waiting job is among those that fit (otherwise nothing would take their place).
+``dlas_sim_jobs`` (SymbioticLab/Tiresias ``simulator/run_sim.py``).
+
+The stops go through one Statement, as ``preempt``'s do: the waiting jobs that fit are nominated
+(pipelined, all of a job's waiting pods or none) in rank order — first those that fit without the stops,
+then, after every pod of the jobs to stop is evicted (gangs whole, SPEC.md §5), the others. The
+Statement commits only when at least one waiting job is nominated into the room the stops free; else it
+is discarded and nothing is stopped (Lucid stops the jobs even when its placer then fails; in corral
+``allocate`` would restart them in the idle room and the next cycle stop them again). The nominations
+hold the room, so it goes to the jobs the order chose; ``allocate`` binds them in the next cycle — the
+simulator runs that cycle at the same instant when evicted pods leave at once. Each evicted pod's
+``preemptor`` is the best-ranked job nominated into the freed room.
 
 Which running jobs may be stopped (the others keep their room first, before the walk):
 
@@ -39,9 +46,11 @@ update). Tiresias counts the pending time accumulated since the last promotion; 
 since the job was last stopped by this action (``corral.io/timeslice-stopped-at``, written on the
 PodGroup when it stops a job). Without a ``las`` plugin the factor has no effect.
 
-Each evicted pod's reason names the best-ranked waiting job that fits (its ``preemptor``). Configure
-``timeslice`` before ``allocate`` (``actions: "allocate, timeslice, backfill"``) and without
-``enqueue``: a podgroup enqueue has not admitted cannot take a stopped job's room.
+Configure ``timeslice`` after ``allocate`` (``actions: "allocate, timeslice, backfill"``: ``allocate``
+places what fits first and binds the nominations of the cycle before) and without ``enqueue``: a
+podgroup ``enqueue`` has not admitted cannot take a stopped job's room. The argument ``interval`` is
+the simulator's: it runs a cycle at least that often while jobs wait (under ``las`` time alone changes
+a rank); elsewhere cycles run every period anyway and it has no effect.
 """
 
 from __future__ import annotations
