@@ -115,7 +115,7 @@ def main() -> int:
     evictor_holder = {}
 
     # time each preemptor: wrap the Evictor's best() call
-    from corral.actions import evict as evict_mod
+    from corral.actions.common import evict as evict_mod
 
     original = evict_mod.Evictor.best
 

@@ -147,7 +147,7 @@ def test_the_views_session_computes_what_the_cycles_session_does(tmp_path: Path)
                 continue
             assert np.array_equal(row.deserved, plugin.deserved[row.name]), (path.stem, row.name)
             assert np.array_equal(row.allocated, plugin.allocated[row.name]), (path.stem, row.name)
-            assert row.share == plugin.share(row.name), (path.stem, row.name)
+            assert row.share == plugin._share(row.name), (path.stem, row.name)
             if full.fns("Overused"):
                 assert row.overused == full.overused(cluster.queues[row.name]), (path.stem, row.name)
         checked += 1

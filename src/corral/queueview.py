@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from corral.framework.config import Config
+from corral.framework.extension import Overused, QueueReport
+from corral.framework.queries import job_usage, queue_usage
 from corral.framework.session import Session
 from corral.model import Cluster, Job, Queue, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import PODS
-from corral.plugins.queues import QueuePlugin
-from corral.plugins.shares import job_usage, queue_usage
 from corral.registry import REGISTRY
 
 __all__ = ["COLUMNS", "QueueRow", "queue_rows", "queue_table_rows", "view_config"]
@@ -97,10 +97,11 @@ def queue_rows(cluster: Cluster, config: Config, now: float) -> tuple[list[Queue
     """Every queue of ``cluster`` in tree order, and where deserved shares come from (a plugin name, or
     a sentence saying none is configured). A session is opened and discarded: nothing is decided."""
     session = Session(cluster, view_config(config), REGISTRY, now, 1, explain=False)
-    plugin = next((p for p in session.plugins() if isinstance(p, QueuePlugin)), None)
+    plugin = next(iter(session.implementers("QueueReport")), None)
     n = len(cluster.resources)
+    report = plugin.queue_report() if plugin is not None else {}
     if plugin is not None:
-        allocated = {name: np.asarray(v, dtype=float) for name, v in plugin.allocated.items()}
+        allocated = {name: np.asarray(r.allocated, dtype=float) for name, r in report.items()}
         source = next(pc.name for row in session.tiers for p, pc in row if p is plugin)
     else:
         allocated = _summed_up(cluster, queue_usage(cluster, job_usage(cluster)))
@@ -115,8 +116,9 @@ def queue_rows(cluster: Cluster, config: Config, now: float) -> tuple[list[Queue
     for name, depth in _tree_order(cluster):
         q = cluster.queues[name]
         deserved = share = overused = None
-        if plugin is not None and name in plugin.deserved:
-            deserved, share = np.asarray(plugin.deserved[name], dtype=float), plugin.share(name)
+        got = report.get(name)
+        if got is not None and got.deserved is not None:
+            deserved, share = np.asarray(got.deserved, dtype=float), got.share
             overused = _overused(session, q, share)
         rows.append(
             QueueRow(
@@ -142,14 +144,14 @@ def queue_rows(cluster: Cluster, config: Config, now: float) -> tuple[list[Queue
 
 def view_config(config: Config) -> Config:
     """``config`` with only the plugins the view reads, in their tiers and with their arguments and
-    switches: those that compute deserved shares (:class:`QueuePlugin`) and those that answer Overused.
+    switches: those that report deserved shares (QueueReport) and those that answer Overused.
     What they compute when a session opens reads the cluster alone, never another plugin, so the numbers
     are the full session's, without the cost of opening every other plugin (``corral run`` computes the
     view for its metrics while it schedules)."""
 
     def kept(name: str) -> bool:
         cls = REGISTRY.plugin_class(name)
-        return cls is not None and (issubclass(cls, QueuePlugin) or callable(getattr(cls, "overused", None)))
+        return cls is not None and (issubclass(cls, QueueReport) or issubclass(cls, Overused))
 
     tiers = tuple(row for row in (tuple(pc for pc in tier if kept(pc.name)) for tier in config.tiers) if row)
     return replace(config, tiers=tiers)

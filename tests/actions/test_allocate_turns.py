@@ -4,8 +4,9 @@ becomes ready, and the candidate clamp of the eviction actions."""
 
 from __future__ import annotations
 
-from corral.actions.allocate import AllocateAction, Pending, continue_allocating, waiting_tasks
-from corral.actions.evict import Evictor
+from corral.actions.allocate import AllocateAction
+from corral.actions.common.evict import Evictor
+from corral.actions.common.jobs import Pending, continue_allocating, waiting_tasks
 from corral.framework.session import Session
 from corral.manifests import build_cluster, parse_time
 from corral.registry import REGISTRY, default_config

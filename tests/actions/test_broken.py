@@ -1,9 +1,9 @@
-"""Unit tests of :mod:`corral.actions.broken` (SPEC.md §5: a broken gang is evicted whole) and of the
+"""Unit tests of :mod:`corral.actions.common.broken` (SPEC.md §5: a broken gang is evicted whole) and of the
 victim side of capacity's queue rule with ``ancestorReclaimLevel``."""
 
 from __future__ import annotations
 
-from corral.actions.broken import breaks, healthy, whole_gangs
+from corral.actions.common.broken import breaks, healthy, whole_gangs
 from corral.framework.config import parse_config
 from corral.framework.session import Session
 from corral.manifests import build_cluster, parse_time

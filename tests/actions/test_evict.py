@@ -1,4 +1,4 @@
-"""The pieces of the shared :class:`~corral.actions.evict.Evictor` (seed 003, SPEC.md §3.2): candidate
+"""The pieces of the shared :class:`~corral.actions.common.evict.Evictor` (seed 003, SPEC.md §3.2): candidate
 nodes and their lower bound, the per-node dry run (removal in victim order, the reprieve, nominations,
 state restored), the plan ranking and the early stop of ``best``; the ``pdb`` budgets it consults, and
 the queue rule ``reclaim`` filters victims with."""
@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from corral.actions.evict import Evictor, Plan
-from corral.actions.preempt import EvictArgs, PreemptAction
+from corral.actions.common.evict import Evictor, Plan
+from corral.actions.common.eviction import EvictArgs
+from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.framework.config import parse_config
 from corral.framework.session import Session

@@ -1,5 +1,5 @@
-"""Unit tests of gang-aware eviction's cost model (corral.actions.bundles) and planner
-(corral.actions.gang_plan), and of the UnifiedEvictable answers of the plugins (issue: gang eviction
+"""Unit tests of gang-aware eviction's cost model (corral.actions.common.bundles) and planner
+(corral.actions.common.gang_plan), and of the UnifiedEvictable answers of the plugins (issue: gang eviction
 asks its own filter point)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from corral.actions.bundles import CostModel
-from corral.actions.gang_evict import needed_tasks
-from corral.actions.gang_plan import DomainPlanner, Room
+from corral.actions.common.bundles import CostModel
+from corral.actions.common.gang_evict import needed_tasks
+from corral.actions.common.gang_plan import DomainPlanner, Room
 from corral.errors import InputError
 from corral.framework.config import parse_config
 from corral.framework.extension import Domain
@@ -177,7 +177,7 @@ def test_unified_evictable_answers():
 
 
 def test_queue_limit_counts_the_crossing_pod():
-    from corral.actions.gang_plan import QueueLimit
+    from corral.actions.common.gang_plan import QueueLimit
 
     inf = float("inf")
     lim = QueueLimit(above=[-inf, 4.0], keep=[inf, inf])  # 4 above the line in resource 1

@@ -253,7 +253,7 @@ def lines(case: dict) -> tuple[dict[str, np.ndarray], np.ndarray]:
     resources the plugin counts."""
     cfg = parse_config(config(case["queue_plugin"], case["gang_preemptable"]), REGISTRY, "property")
     plugin = Session(_cluster(case), cfg, REGISTRY, T_NOW).plugin(case["queue_plugin"])
-    return {name: plugin.reclaim_line(name).copy() for name in plugin.queues}, plugin.cols.copy()
+    return {name: plugin._reclaim_line(name).copy() for name in plugin.queues}, plugin.cols.copy()
 
 
 @settings(max_examples=100, **SETTINGS)

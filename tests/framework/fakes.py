@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.framework.config import arg, parse_config
+from corral.framework.extension import POINTS
 from corral.framework.plugin import Action, Plugin
 from corral.manifests.build import build_cluster
 from corral.registry import Registry
@@ -45,7 +46,8 @@ class WaitAction(Action):
 
 def make_plugin(name: str, **methods: Callable) -> type:
     """A Plugin class called ``name`` whose extension-point methods are the given callables (without
-    ``self``). Calls are recorded on the class in ``calls`` as (method, args)."""
+    ``self``), declaring every point whose methods are all given. Calls are recorded on the class in
+    ``calls`` as (method, args)."""
     calls: list[tuple[str, tuple]] = []
 
     def wrap(meth: str, fn: Callable) -> Callable:
@@ -56,7 +58,8 @@ def make_plugin(name: str, **methods: Callable) -> type:
         return bound
 
     body = {"name": name, "calls": calls, **{m: wrap(m, f) for m, f in methods.items()}}
-    return type(f"Fake_{name}", (Plugin,), body)
+    bases = tuple(p.protocol for p in POINTS if all(m in methods for m in p.methods))
+    return type(f"Fake_{name}", (Plugin, *bases), body)
 
 
 def registry(*plugins: type, actions: tuple[type, ...] = (NoopAction, WaitAction)) -> Registry:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from corral.errors import PluginError
 from corral.framework.extension import Domain, Purpose, Vote
 from corral.framework.session import Session
 from tests.framework.fakes import NOW, cluster, config, make_plugin, node, pod, podgroup, queue, registry
@@ -296,8 +297,9 @@ def test_event_handlers_hear_apply_and_revert() -> None:
     assert [m for m, _ in Both.calls] == ["on_allocate", "on_deallocate"]
 
 
-def test_a_plugin_with_only_on_allocate_is_not_an_event_handler() -> None:
+def test_a_plugin_with_only_on_allocate_is_refused_at_start_up() -> None:
+    """Half an EventHandler is no point at all: the registry refuses the method (it would never be
+    called)."""
     Half = make_plugin("half", on_allocate=lambda t: None)
-    s = session(["half"], plugins=(Half,))
-    with s.statement() as stmt:
-        stmt.allocate(s.cluster.jobs["default/a"].tasks[0], 0)
+    with pytest.raises(PluginError, match=r"public method 'on_allocate' belongs to no extension point"):
+        session(["half"], plugins=(Half,))

@@ -18,7 +18,8 @@ What it implements, as the real API server does:
   from an older version gets the 410 a real API server sends routinely; bookmarks every
   ``bookmark_interval`` seconds (about a minute, as the API server's watch cache sends them);
 - validation a real API server applies: object names (DNS subdomain), label keys and values (63
-  characters, alphanumeric ends), a 422 Invalid otherwise;
+  characters, alphanumeric ends), an Event's namespace against its object's, a Lease's duration and
+  transitions; a 422 Invalid otherwise;
 - the Binding's ``metadata.uid`` precondition (409 when the pod was replaced) and the
   ``PodScheduled=True`` condition the binding sets; a strategic merge patch merges a pod's
   ``status.conditions`` by ``type``;
@@ -29,32 +30,34 @@ What it implements, as the real API server does:
 - status subresources as the CRDs declare them: Volcano's PodGroup has none (``/status`` is 404 and a
   patch of the object writes its status), KAI's PodGroup has one (a patch of the object ignores status).
 
+The state and its rules live here (the rules themselves in :mod:`tests.kube.fakerules`), the wire protocol
+in :mod:`tests.kube.fakehttp`.
+
 Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a status, before or, with
 ``after=True``, after carrying the request out: an ambiguous answer), :meth:`slow` (delay answers),
-:meth:`drop_watches`, :meth:`compact`, :meth:`finish_deletions`, and ``requests`` (what came in).
+:meth:`drop_watches`, :meth:`compact`, :meth:`finish_deletions`; ``requests`` (what came in),
+``fired`` (the faults and delays that met a request) and :meth:`pending` (those still queued).
 
 Differences from a real kube-apiserver that remain: no authentication or authorization, no admission
-(defaults, webhooks, quotas), field validation only of names and labels, no field selectors, label
+(defaults, webhooks, quotas), field validation only of names, labels, Events' namespaces and Leases, no field selectors, label
 selectors of budgets by ``matchLabels`` only, no server-side apply, no Table output, one global
 resourceVersion counter per server (as etcd's), and watch windows counted in events rather than time.
 """
 
 from __future__ import annotations
 
-import bisect
 import copy
-import json
 import re
-import socket
 import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
-from tests.kube.fakerules import Refused, check_budgets, strategic_patch, validate_meta
+from tests.kube.fakerules import Refused, check_budgets, validate_fields, validate_meta
+from tests.kube.fakerules import Reply as _Reply
+from tests.kube.fakerules import status as _status
 
 __all__ = ["TYPES", "FakeAPI"]
 
@@ -114,18 +117,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _status(code: int, reason: str, message: str) -> dict:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-
-
 class FakeAPI:
     """The server's state and controls; :meth:`start` serves it on an ephemeral localhost port."""
 
@@ -148,6 +139,9 @@ class FakeAPI:
         self.bookmark_interval = bookmark_interval
         self.evict_deletes = evict_deletes
         self.faults: list[list] = []  # [method, path regex, status, count, after]
+        #: faults that met a request: "<status>" (before the request is carried out), "<status> after"
+        #: (after it: the write landed), "latency"
+        self.fired: dict[str, int] = {}
         self.requests: list[tuple[str, str]] = []
         self.times: list[tuple[float, str, str]] = []  # (monotonic arrival, method, path)
         #: writes but the lease's: (the X-Corral-Replica header, the lease holders at that instant, ...)
@@ -162,6 +156,8 @@ class FakeAPI:
 
     # -- controls ---------------------------------------------------------------------------------
     def start(self) -> FakeAPI:
+        from tests.kube.fakehttp import Handler as _Handler  # the wire protocol, over this state
+
         api = self
 
         class Handler(_Handler):
@@ -199,11 +195,20 @@ class FakeAPI:
         """Answer the next ``count`` requests matching ``method`` and ``path_regex`` (searched in the path
         and query) with ``status``; ``after``: carry the request out first (the answer lies)."""
         with self.lock:
+            self.faults = [f for f in self.faults if f[3] > 0]
             self.faults.append([method, re.compile(path_regex), status, count, after])
+
+    def pending(self, method: str, path_regex: str) -> int:
+        """Requests still to be answered by the faults and delays queued for ``method`` ``path_regex``."""
+        with self.lock:
+            return sum(
+                f[3] for f in self.faults + self.delays if f[0] == method and f[1].pattern == path_regex
+            )
 
     def slow(self, method: str, path_regex: str, seconds: float, count: int = 1) -> None:
         """Delay the answer of the next ``count`` matching requests by ``seconds``."""
         with self.lock:
+            self.delays = [d for d in self.delays if d[3] > 0]
             self.delays.append([method, re.compile(path_regex), seconds, count])
 
     def drop_watches(self) -> None:
@@ -307,6 +312,7 @@ class FakeAPI:
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         key = (ns if namespaced else "", meta.get("name", ""))
         validate_meta(kind, meta)
+        validate_fields(kind, obj)
         if key in self.store[path]:
             raise _Reply(409, _status(409, "AlreadyExists", f"{kind} {key[1]!r} already exists"))
         self.rv += 1
@@ -322,6 +328,7 @@ class FakeAPI:
 
     def _write(self, path: str, key: tuple[str, str], obj: dict) -> dict:
         validate_meta(TYPES[path][0], obj.get("metadata") or {})
+        validate_fields(TYPES[path][0], obj)
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.store[path][key] = obj
@@ -402,285 +409,3 @@ class FakeAPI:
             c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"
         ] + [{"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": _now()}]
         self._write("/api/v1/pods", key, pod)
-
-
-class _Reply(Exception):
-    def __init__(self, code: int, body: dict, headers: dict | None = None) -> None:
-        super().__init__(code)
-        self.code, self.body, self.headers = code, body, headers or {}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeAPI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms delayed-ACK stalls
-
-    after: _Reply | None = None
-
-    def _send(self, code: int, body: Any, headers: dict | None = None) -> None:
-        if self.after is not None and 200 <= code < 300:  # done, but the answer says otherwise
-            code, body, headers = self.after.code, self.after.body, self.after.headers
-        self.after = None
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _body(self) -> Any:
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError:
-            raise _Reply(400, _status(400, "BadRequest", "body is not JSON")) from None
-
-    def _handle(self, method: str) -> None:
-        fake = self.fake
-        url = urlparse(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        body = self._body() if method in ("POST", "PUT", "PATCH") else None
-        try:
-            delay, after = 0.0, None
-            with fake.lock:
-                fake.requests.append((method, url.path))
-                fake.full_requests.append((method, self.path))
-                fake.times.append((time.monotonic(), method, url.path))
-                if method != "GET" and "/leases" not in url.path:
-                    holders = [
-                        (lease.get("spec") or {}).get("holderIdentity") or ""
-                        for lease in fake.store["/apis/coordination.k8s.io/v1/leases"].values()
-                    ]
-                    fake.writes.append((self.headers.get("X-Corral-Replica", ""), holders, method, url.path))
-                for d in fake.delays:
-                    if d[3] > 0 and d[0] == method and d[1].search(self.path):
-                        d[3] -= 1
-                        delay = d[2]
-                        break
-                for f in fake.faults:
-                    if f[3] > 0 and f[0] == method and f[1].search(self.path):
-                        f[3] -= 1
-                        reply = _Reply(
-                            f[2],
-                            _status(f[2], "Injected", f"injected {f[2]}"),
-                            {"Retry-After": "1"} if f[2] == 429 else None,
-                        )
-                        if not f[4]:
-                            raise reply
-                        after = reply
-                        break
-            if delay:
-                time.sleep(delay)
-            self.after = after
-            m = _PATH.match(url.path)
-            if not m:
-                raise _Reply(
-                    404, _status(404, "NotFound", "the server could not find the requested resource")
-                )
-            ns, name, sub = m["ns"] or "", m["name"], m["sub"]
-            tpath = f"{m['base']}/{m['plural']}"
-            if tpath not in TYPES or (
-                fake.served is not None
-                and m["base"].startswith("/apis/")
-                and m["base"].split("/")[2] not in fake.served
-            ):
-                raise _Reply(
-                    404, _status(404, "NotFound", "the server could not find the requested resource")
-                )
-            if name is None:
-                self._collection(method, tpath, ns, query, body)
-            else:
-                self._item(method, tpath, ns, name, sub, body)
-        except _Reply as r:
-            self._send(r.code, r.body, r.headers)
-        except Refused as r:
-            body = _status(r.code, r.reason, r.message)
-            if r.causes:
-                body["details"] = {"causes": r.causes}
-            self._send(r.code, body)
-
-    def _collection(self, method: str, tpath: str, ns: str, query: dict, body: Any) -> None:
-        fake = self.fake
-        if method == "POST":
-            with fake.lock:
-                obj = fake._create(tpath, body or {}, ns)
-                self._send(201, obj)
-            return
-        if method != "GET":
-            raise _Reply(405, _status(405, "MethodNotAllowed", method))
-        if query.get("watch") in ("true", "1"):
-            self._watch(tpath, ns, query)
-            return
-        with fake.lock:
-            items = sorted((k, o) for k, o in fake.store[tpath].items() if not ns or k[0] == ns)
-            rv = str(fake.rv)
-            if query.get("continue"):
-                start, rv = query["continue"].split(":", 1)
-                items = [(k, o) for k, o in items if f"{k[0]}/{k[1]}" > start]
-            limit = int(query.get("limit") or 0)
-            more = limit and len(items) > limit
-            items = items[:limit] if limit else items
-            out = []
-            for _k, o in items:
-                o = dict(o)
-                o.pop("kind", None)
-                o.pop("apiVersion", None)
-                out.append(o)
-            kind, api, _ = TYPES[tpath]
-            meta: dict = {"resourceVersion": rv}
-            if more:
-                meta["continue"] = f"{items[-1][0][0]}/{items[-1][0][1]}:{rv}"
-            payload = json.dumps({"kind": f"{kind}List", "apiVersion": api, "metadata": meta, "items": out})
-        data = payload.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _chunk(self, obj: dict) -> None:
-        data = json.dumps(obj).encode() + b"\n"
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def _watch(self, tpath: str, ns: str, query: dict) -> None:
-        fake = self.fake
-        since = int(query.get("resourceVersion") or 0)
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        kind, api, _ = TYPES[tpath]
-        try:
-            with fake.lock:
-                gen = fake.generation
-                if since and (since < fake.oldest - 1 or since < fake.trimmed[tpath]):
-                    self._chunk(
-                        {
-                            "type": "ERROR",
-                            "object": _status(410, "Expired", f"too old resource version: {since}"),
-                        }
-                    )
-                    self.wfile.write(b"0\r\n\r\n")
-                    return
-            last_bookmark = time.monotonic()
-            pos = since
-            while time.monotonic() < deadline:
-                with fake.lock:
-                    if fake.generation != gen:
-                        break  # dropped: end the stream with no terminator
-                    hist = fake.history[tpath]
-                    start = bisect.bisect_right(hist, pos, key=lambda e: e[0])
-                    batch = [
-                        (rv, t, o)
-                        for rv, t, o in hist[start:]
-                        if not ns or o["metadata"].get("namespace") == ns
-                    ]
-                    current = fake.rv
-                    if not batch:
-                        fake.lock.wait(0.05)
-                        if fake.generation != gen:
-                            break
-                for rv, etype, obj in batch:
-                    self._chunk({"type": etype, "object": obj})
-                    pos = rv
-                if batch:
-                    continue
-                pos = max(pos, current)
-                if bookmarks and time.monotonic() - last_bookmark >= fake.bookmark_interval:
-                    self._chunk(
-                        {
-                            "type": "BOOKMARK",
-                            "object": {
-                                "kind": kind,
-                                "apiVersion": api,
-                                "metadata": {"resourceVersion": str(pos)},
-                            },
-                        }
-                    )
-                    last_bookmark = time.monotonic()
-            else:
-                self.wfile.write(b"0\r\n\r\n")
-                return
-            self.close_connection = True
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def _item(self, method: str, tpath: str, ns: str, name: str, sub: str | None, body: Any) -> None:
-        fake = self.fake
-        kind, _, namespaced = TYPES[tpath]
-        key = (ns if namespaced else "", name)
-        with fake.lock:
-            if sub == "binding" and method == "POST" and kind == "Pod":
-                fake._bind(key, body)
-                self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
-                return
-            if sub == "eviction" and method == "POST" and kind == "Pod":
-                fake._evict(key)
-                self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
-                return
-            if sub not in (None, "status") or (sub == "status" and tpath in _NO_STATUS):
-                raise _Reply(404, _status(404, "NotFound", f"no subresource {sub}"))
-            obj = fake.store[tpath].get(key)
-            if obj is None:
-                raise _Reply(404, _status(404, "NotFound", f'{kind.lower()}s "{name}" not found'))
-            if method == "GET":
-                self._send(200, obj)
-                return
-            if method == "DELETE":
-                self._send(200, fake._delete(tpath, key))
-                return
-            if method not in ("PUT", "PATCH"):
-                raise _Reply(405, _status(405, "MethodNotAllowed", method))
-            want = ((body or {}).get("metadata") or {}).get("resourceVersion")
-            if want and want != obj["metadata"]["resourceVersion"]:
-                raise _Reply(
-                    409,
-                    _status(
-                        409,
-                        "Conflict",
-                        f"Operation cannot be fulfilled on {kind.lower()}s "
-                        f'"{name}": the object has been modified; please '
-                        f"apply your changes to the latest version and try again",
-                    ),
-                )
-            if method == "PUT":
-                new = copy.deepcopy(body)
-                new["metadata"] = {**obj["metadata"], **(body.get("metadata") or {})}
-                new["kind"], new["apiVersion"] = obj["kind"], obj["apiVersion"]
-            else:
-                patch = copy.deepcopy(body or {})
-                (patch.get("metadata") or {}).pop("resourceVersion", None)
-                if sub == "status":
-                    patch = {"status": patch.get("status")} if "status" in patch else {}
-                elif tpath in _STATUS_SUB and "status" in patch:
-                    patch.pop("status")  # CRDs with a status subresource ignore status here
-                strategic = "strategic" in (self.headers.get("Content-Type") or "")
-                new = strategic_patch(obj, patch) if strategic else merge_patch(obj, patch)
-            self._send(200, fake._write(tpath, key, new))
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._handle("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._handle("POST")
-
-    def do_PUT(self) -> None:  # noqa: N802
-        self._handle("PUT")
-
-    def do_PATCH(self) -> None:  # noqa: N802
-        self._handle("PATCH")
-
-    def do_DELETE(self) -> None:  # noqa: N802
-        self._handle("DELETE")

@@ -7,7 +7,15 @@ import copy
 import re
 from typing import Any
 
-__all__ = ["Refused", "check_budgets", "strategic_patch", "validate_meta"]
+__all__ = [
+    "Refused",
+    "Reply",
+    "check_budgets",
+    "status",
+    "strategic_patch",
+    "validate_fields",
+    "validate_meta",
+]
 
 
 class Refused(Exception):  # noqa: N818 - an answer, not a fault
@@ -16,6 +24,27 @@ class Refused(Exception):  # noqa: N818 - an answer, not a fault
     def __init__(self, code: int, reason: str, message: str, causes: list | None = None) -> None:
         super().__init__(message)
         self.code, self.reason, self.message, self.causes = code, reason, message, causes or []
+
+
+class Reply(Exception):  # noqa: N818 - an answer, not a fault
+    """An answer the server sends at once: ``code``, a Status ``body``, ``headers``."""
+
+    def __init__(self, code: int, body: dict, headers: dict | None = None) -> None:
+        super().__init__(code)
+        self.code, self.body, self.headers = code, body, headers or {}
+
+
+def status(code: int, reason: str, message: str) -> dict:
+    """A failure Status object, as the API server writes one."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 _CORE_NAMES = {"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Lease"}
@@ -46,6 +75,32 @@ def validate_meta(kind: str, meta: dict) -> None:
                 f"metadata.labels: Invalid value: {value!r}: must be no more than 63 characters"
                 " and begin and end with an alphanumeric character"
             )
+    if errors:
+        raise Refused(422, "Invalid", f"{kind} {name!r} is invalid: " + "; ".join(errors))
+
+
+def validate_fields(kind: str, obj: dict) -> None:
+    """The API server's field validation of the kinds ``corral run`` writes beyond names and labels
+    (``pkg/apis/core/validation`` ``legacyValidateEvent``, ``pkg/apis/coordination/validation``
+    ``ValidateLeaseSpec``): an Event about a namespaced object lives in that object's namespace, one about
+    a cluster-scoped object in ``default`` (or no namespace); a Lease's duration is above 0 and its
+    transitions not negative. A 422 Invalid otherwise."""
+    errors = []
+    name = (obj.get("metadata") or {}).get("name") or ""
+    if kind == "Event" and not obj.get("eventTime"):
+        ns = (obj.get("metadata") or {}).get("namespace") or ""
+        about = (obj.get("involvedObject") or {}).get("namespace") or ""
+        if (about and ns != about) or (not about and ns not in ("", "default")):
+            errors.append(
+                f"involvedObject.namespace: Invalid value: {about!r}: does not match event.namespace"
+            )
+    if kind == "Lease":
+        spec = obj.get("spec") or {}
+        duration = spec.get("leaseDurationSeconds")
+        if duration is not None and (not isinstance(duration, int) or duration <= 0):
+            errors.append(f"spec.leaseDurationSeconds: Invalid value: {duration!r}: must be greater than 0")
+        if int(spec.get("leaseTransitions") or 0) < 0:
+            errors.append("spec.leaseTransitions: Invalid value: must be greater than or equal to 0")
     if errors:
         raise Refused(422, "Invalid", f"{kind} {name!r} is invalid: " + "; ".join(errors))
 

@@ -112,3 +112,30 @@ def test_a_refusal_names_the_budget_cause_and_pending_pods_skip_budgets(small: F
     assert err.value.status == 429 and err.value.causes == ("DisruptionBudget",)
     small.update("Pod", "app-1", "default", {"status": {"phase": "Pending"}})
     assert _evict(api, "app-1") == 201
+
+
+def test_event_namespaces_and_lease_fields_are_validated(small: FakeAPI) -> None:
+    api = _api(small)
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": "x.", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "x", "namespace": "team-a"},
+        "reason": "FailedScheduling",
+        "message": "no",
+        "type": "Warning",
+    }
+    with pytest.raises(APIError) as exc:
+        api.post("/api/v1/namespaces/default/events", event)
+    assert exc.value.status == 422 and "does not match event.namespace" in exc.value.message
+    event["involvedObject"]["namespace"] = "default"
+    api.post("/api/v1/namespaces/default/events", event)
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "corral", "namespace": "default"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 0},
+    }
+    with pytest.raises(APIError) as exc:
+        api.post("/apis/coordination.k8s.io/v1/namespaces/default/leases", lease)
+    assert exc.value.status == 422 and "leaseDurationSeconds" in exc.value.message

@@ -224,7 +224,7 @@ def test_pdb_refusal_is_reported_not_retried(server: FakeAPI, runner_factory) ->
 
 def test_partial_gang_bind_is_reported_and_finished_next_cycle(server: FakeAPI, runner_factory) -> None:
     server.add_all(gang_objects())
-    server.fail("POST", r"/pods/train-2/binding$", 500)
+    server.fail("POST", r"/pods/train-2/binding$", 500, count=2)  # read back, not bound: tried once more
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)

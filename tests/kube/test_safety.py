@@ -96,7 +96,7 @@ def test_an_ambiguous_bind_whose_read_back_fails_is_resolved_before_the_next_cyc
 ) -> None:
     server.add_all(gang_objects(count=1, gpu=8, nodes=1))
     server.fail("POST", r"/pods/train-0/binding$", 504)  # not carried out
-    server.fail("GET", r"/pods/train-0$", 503)  # and the read back fails
+    server.fail("GET", r"/pods/train-0$", 503, count=2)  # and the read back fails, twice
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)
@@ -108,9 +108,9 @@ def test_an_ambiguous_bind_whose_read_back_fails_is_resolved_before_the_next_cyc
     assert node_of(server, "train-0") == "n1" and len(server.bindings) == 1
 
 
-def test_a_partly_bound_gang_is_released_after_bounded_cycles(server: FakeAPI, runner_factory) -> None:
-    """One bind of a 4-pod gang fails; another job takes the freed node; the gang cannot complete: after
-    ``partial_cycles`` cycles its bound pods are evicted, never left holding three nodes idle."""
+def test_a_partly_bound_gang_is_released_in_the_next_cycle(server: FakeAPI, runner_factory) -> None:
+    """One bind of a 4-pod gang fails; another job takes the freed node; the gang cannot complete: the
+    next cycle evicts its bound pods, never leaves them holding three nodes idle."""
     server.add_all(gang_objects())
     server.fail("POST", r"/pods/train-2/binding$", 409)  # a definite refusal
     server.fail("POST", r"/pods/train-2/binding$", 409)
@@ -122,11 +122,7 @@ def test_a_partly_bound_gang_is_released_after_bounded_cycles(server: FakeAPI, r
     free = next(n for n in ("n1", "n2", "n3", "n4") if n not in {x for _p, x in server.bindings})
     server.add_all(expand({"jobs": [{"name": "other", "pods": [{"count": 1, "gpu": 8, "nodes": [free]}]}]}))
     assert wait_for(lambda: r.cache.find("Pod", "default/other-0") is not None)
-    released = []
-    for k in range(1, 5):
-        res = r.cycle(NOW + k)
-        released += res.report.released
-    assert released == ["default/train"]
+    assert r.cycle(NOW + 1).report.released == ["default/train"]
     evicted = sorted(server.evictions)
     assert evicted == sorted(p for p, _n in server.bindings if p.startswith("default/train"))
     assert any(e["reason"] == "GangReleased" for e in server.objects("Event"))
@@ -213,7 +209,7 @@ def test_the_record_of_emitted_events_is_pruned(server: FakeAPI, runner_factory)
 
 def test_a_gang_partly_bound_before_a_restart_is_released(server: FakeAPI, runner_factory) -> None:
     """A replica died after binding one pod of a 2-pod gang; the capacity for the other is taken. The
-    replica that takes over never saw the bind fail, yet the gang is released within bounded cycles."""
+    replica that takes over never saw the bind fail, yet its first cycle releases the gang."""
     server.add_all(
         expand(
             {
@@ -229,7 +225,56 @@ def test_a_gang_partly_bound_before_a_restart_is_released(server: FakeAPI, runne
     r = runner_factory(now=NOW)
     r.start()
     assert r.cache.wait_synced(5)
-    released = []
-    for k in range(4):
-        released += r.cycle(NOW + k).report.released
-    assert released == ["default/gang"] and server.evictions == ["default/gang-0"]
+    assert r.cycle(NOW).report.released == ["default/gang"] and server.evictions == ["default/gang-0"]
+
+
+def test_an_ambiguous_write_read_back_unapplied_is_sent_once_more(server: FakeAPI, runner_factory) -> None:
+    """A 503 before the bind (and the eviction) was carried out: the read back shows it did not land, so
+    the same cycle sends it again, and the gang is not left partly bound for a cycle."""
+    server.add_all(gang_objects(count=2, nodes=2))
+    server.fail("POST", r"/pods/train-1/binding$", 503)
+    r = runner_factory(now=NOW)
+    r.start()
+    assert r.cache.wait_synced(5)
+    res = r.cycle(NOW)
+    assert not res.report.partial_gangs and sorted(res.report.get("binds", "done")) == [
+        "default/train-0",
+        "default/train-1",
+    ]
+    posts = [p for m, p in server.requests if m == "POST" and p.endswith("train-1/binding")]
+    assert len(posts) == 2 and len(server.bindings) == 2
+
+
+def test_a_standby_runs_its_first_cycle_as_soon_as_it_leads(server: FakeAPI, runner_factory) -> None:
+    """The leader steps down (its lease released); the standby's first cycle starts when it takes the
+    lease over, not a period later (here 60 s)."""
+    server.add_all(gang_objects(count=1, gpu=1, nodes=1))
+    a = _leader(runner_factory)
+    b = runner_factory(leader_elect=True, identity="b", lease_namespace="default", period=60.0)
+    b.start()
+    assert b.cache.wait_synced(5)
+    t = threading.Thread(target=b.run, daemon=True)
+    t.start()
+    time.sleep(0.3)  # b waits as a standby
+    assert b.cycle_no == 0
+    a.stop()  # releases the lease
+    assert wait_for(lambda: b.cycle_no >= 1, timeout=20)
+    b.stopping.set()
+    t.join(5)
+
+
+def test_no_bind_starts_when_the_lease_is_about_to_run_out(server: FakeAPI, runner_factory) -> None:
+    """Still leader, but for less than the renewal interval: the gang's binds are put off (to this or the
+    next leader's next cycle) rather than risk the lease running out between two of them."""
+    server.add_all(gang_objects(count=2, nodes=2))
+    r = _leader(runner_factory)
+    el = r.elector
+    el.stopping.set()
+    el.join(2)
+    renewed = el.last_renew
+    el.clock = lambda: renewed + 0.55  # renew deadline 0.6 s, renewal interval 0.1 s
+    assert r.is_leader() and el.valid_for() < 0.1
+    res = r.cycle(NOW)
+    assert res is not None and not server.bindings
+    assert sorted(res.report.get("binds", "skipped")) == ["default/train-0", "default/train-1"]
+    assert r.log.matching("binds put off: the lease runs out before they could all go out")

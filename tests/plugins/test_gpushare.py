@@ -195,7 +195,7 @@ def test_devices_from_label_annotation_total_and_gpu_number() -> None:
     for name, (count, size) in want.items():
         r = row(s, name)
         assert p.devices[r] == count, name
-        assert list(p.device_free(r)) == [size * GI] * count, name
+        assert list(p._device_free(r)) == [size * GI] * count, name
 
 
 def test_loader_advertises_gpu_memory_from_the_per_device_label() -> None:
@@ -240,11 +240,11 @@ def test_open_honours_gpu_index_then_first_fit_by_creation_then_name() -> None:
     p = plugin(s)
     r = row(s, "n1")
     # pinned takes GPU 1 first; then early-a (2Gi) and early-b (4Gi) fill GPU 0; late fits nowhere -> freest
-    assert p.device_of(task(s, "pinned")) == (r, 1)
-    assert p.device_of(task(s, "early-a")) == (r, 0)
-    assert p.device_of(task(s, "early-b")) == (r, 0)
-    assert p.device_of(task(s, "late")) == (r, 0)
-    assert list(p.device_free(r)) == [-2 * GI, 2 * GI]
+    assert p._device_of(task(s, "pinned")) == (r, 1)
+    assert p._device_of(task(s, "early-a")) == (r, 0)
+    assert p._device_of(task(s, "early-b")) == (r, 0)
+    assert p._device_of(task(s, "late")) == (r, 0)
+    assert list(p._device_free(r)) == [-2 * GI, 2 * GI]
 
 
 def test_open_counts_nominations_not_releasing_pods_and_bad_index_falls_back() -> None:
@@ -258,11 +258,11 @@ def test_open_counts_nominations_not_releasing_pods_and_bad_index_falls_back() -
     )
     p = plugin(s)
     r = row(s, "n1")
-    assert task(s, "gone").status is TaskStatus.RELEASING and p.device_of(task(s, "gone")) is None
+    assert task(s, "gone").status is TaskStatus.RELEASING and p._device_of(task(s, "gone")) is None
     assert task(s, "nom").status is TaskStatus.PIPELINED
     # running pods go before nominations: run (index 7 out of range) first fit on GPU 0, nom on GPU 1
-    assert p.device_of(task(s, "run")) == (r, 0)
-    assert p.device_of(task(s, "nom")) == (r, 1)
+    assert p._device_of(task(s, "run")) == (r, 0)
+    assert p._device_of(task(s, "nom")) == (r, 1)
     # the nominated pod passes on its own node (its own share counts as free), others do not
     assert p.predicate(task(s, "nom"))[r]
     assert p.simulate_predicate(task(s, "nom"), r)
@@ -321,10 +321,10 @@ def test_allocate_binpacks_onto_the_fullest_device_and_discard_releases() -> Non
     before = p.free.copy()
     stmt = s.statement()
     stmt.allocate(task(s, "new"), r)
-    assert p.device_of(task(s, "new")) == (r, 2)  # 3Gi free on GPU 2 is the fullest that fits
-    assert list(p.device_free(r)) == [6 * GI, 8 * GI, 0.0]
+    assert p._device_of(task(s, "new")) == (r, 2)  # 3Gi free on GPU 2 is the fullest that fits
+    assert list(p._device_free(r)) == [6 * GI, 8 * GI, 0.0]
     stmt.discard()
-    assert p.device_of(task(s, "new")) is None
+    assert p._device_of(task(s, "new")) is None
     assert np.array_equal(p.free, before)
 
 
@@ -338,10 +338,10 @@ def test_reverted_eviction_restores_the_same_device() -> None:
     before = p.free.copy()
     stmt = s.statement()
     stmt.evict(task(s, "a"), "test")
-    assert p.device_of(task(s, "a")) is None
-    assert list(p.device_free(r)) == [8 * GI, 6 * GI]
+    assert p._device_of(task(s, "a")) is None
+    assert list(p._device_free(r)) == [8 * GI, 6 * GI]
     stmt.discard()
-    assert p.device_of(task(s, "a")) == (r, 0)
+    assert p._device_of(task(s, "a")) == (r, 0)
     assert np.array_equal(p.free, before)
 
 
@@ -359,16 +359,16 @@ def test_reverted_move_restores_the_first_device() -> None:
     t = task(s, "p")
     stmt = s.statement()
     stmt.pipeline(t, n1)
-    assert p.device_of(t) == (n1, 1)  # binpack: next to x
+    assert p._device_of(t) == (n1, 1)  # binpack: next to x
     mark = stmt.save()
     stmt.allocate(t, n2)
-    assert p.device_of(t) == (n2, 0)
-    assert list(p.device_free(n1)) == [8 * GI, 4 * GI]
+    assert p._device_of(t) == (n2, 0)
+    assert list(p._device_free(n1)) == [8 * GI, 4 * GI]
     stmt.restore(mark)
-    assert p.device_of(t) == (n1, 1)
+    assert p._device_of(t) == (n1, 1)
     stmt.discard()
-    assert p.device_of(t) is None
-    assert list(p.device_free(n1)) == [8 * GI, 4 * GI]
+    assert p._device_of(t) is None
+    assert list(p._device_free(n1)) == [8 * GI, 4 * GI]
 
 
 def test_clearing_an_earlier_nomination_frees_its_device_and_reverting_restores_it() -> None:
@@ -383,15 +383,15 @@ def test_clearing_an_earlier_nomination_frees_its_device_and_reverting_restores_
     p = plugin(s)
     r = row(s, "n1")
     nom, c = task(s, "nom"), task(s, "c")
-    assert p.device_of(nom) == (r, 0)
+    assert p._device_of(nom) == (r, 0)
     assert not p.predicate(c)[r]
     stmt = s.statement()
     stmt.clear_nomination(nom)  # fires no event: the plugin notices by version
     assert p.predicate(c)[r]
-    assert p.device_of(nom) is None
+    assert p._device_of(nom) is None
     stmt.discard()
     assert not p.predicate(c)[r]
-    assert p.device_of(nom) == (r, 0)
+    assert p._device_of(nom) == (r, 0)
 
 
 # --- simulation points: the seed's story ------------------------------------------------------------
@@ -402,10 +402,10 @@ def test_seed_story_keep_device_makes_preemption_necessary() -> None:
     a, c = task(s, "a"), task(s, "c")
     assert not s.simulate_predicate(c, r)  # 4Gi free on each GPU
     s.simulate_remove(a, r)
-    assert p.device_of(a) is None
+    assert p._device_of(a) is None
     assert s.simulate_predicate(c, r)  # GPU 0 is whole again
     s.simulate_add(a, r)
-    assert p.device_of(a) == (r, 0)  # topology preserved
+    assert p._device_of(a) == (r, 0)  # topology preserved
     assert not s.simulate_predicate(c, r)  # so A must go: preemption is necessary
 
 
@@ -417,7 +417,7 @@ def test_seed_story_binpack_readd_moves_a_and_preemption_looks_unnecessary() -> 
     s.simulate_remove(a, r)
     assert s.simulate_predicate(c, r)
     s.simulate_add(a, r)
-    assert p.device_of(a) == (r, 1)  # binpack: the fuller GPU, beside B
+    assert p._device_of(a) == (r, 1)  # binpack: the fuller GPU, beside B
     assert s.simulate_predicate(c, r)  # C "still fits": judged unnecessary
 
 
@@ -427,12 +427,12 @@ def test_simulate_add_without_history_binpacks_and_is_idempotent() -> None:
     r = row(s, "n1")
     t = task(s, "p")
     s.simulate_add(t, r)
-    assert p.device_of(t) == (r, 1)
+    assert p._device_of(t) == (r, 1)
     s.simulate_add(t, r)
-    assert list(p.device_free(r)) == [8 * GI, 0.0]
+    assert list(p._device_free(r)) == [8 * GI, 0.0]
     s.simulate_remove(t, r)
     s.simulate_remove(t, r)
-    assert list(p.device_free(r)) == [8 * GI, 2 * GI]
+    assert list(p._device_free(r)) == [8 * GI, 2 * GI]
 
 
 def test_keep_device_even_when_it_now_overflows() -> None:
@@ -444,8 +444,8 @@ def test_keep_device_even_when_it_now_overflows() -> None:
     s.simulate_remove(a, r)
     s.simulate_add(q, r)  # binpack: both 8Gi free -> GPU 0
     s.simulate_add(a, r)
-    assert p.device_of(a) == (r, 0)
-    assert list(p.device_free(r)) == [-2 * GI, 8 * GI]
+    assert p._device_of(a) == (r, 0)
+    assert list(p._device_free(r)) == [-2 * GI, 8 * GI]
 
 
 # --- whole cycles ------------------------------------------------------------------------------------
@@ -491,15 +491,15 @@ def test_device_annotation_carries_the_binpack_choice_to_the_next_cycle() -> Non
     apply_decisions(c, d, NOW)
     assert c.tasks["p"].status is TaskStatus.RUNNING and c.tasks["p"].annotations[GPU_INDEX] == "1"
     s = Session(c, cfg, REG, NOW + 1, 2)
-    assert plugin(s).device_of(c.tasks["p"]) == (0, 1)
-    assert list(plugin(s).device_free(0)) == [8 * GI, 0.0]
+    assert plugin(s)._device_of(c.tasks["p"]) == (0, 1)
+    assert list(plugin(s)._device_free(0)) == [8 * GI, 0.0]
 
 
 def test_scenario_file_shape_runs_through_load_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "snap.yaml"
     path.write_text(yaml.safe_dump_all(SEED_OBJECTS))
     s = Session(load_snapshot([path]), config(), REG, NOW)
-    assert plugin(s).device_of(s.cluster.tasks["b"]) == (0, 1)
+    assert plugin(s)._device_of(s.cluster.tasks["b"]) == (0, 1)
 
 
 # --- configuration -----------------------------------------------------------------------------------

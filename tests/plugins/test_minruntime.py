@@ -247,12 +247,12 @@ def test_seed_examples_protect_until_the_end(tree, preemptor, victim, action, wa
         s = _session(objs)
         pre, vic = s.cluster.jobs["default/pre"], s.cluster.jobs["default/vic"]
         plugin = s.plugin("minruntime")
-        assert plugin.min_runtime(pre, vic, action) == want
+        assert plugin._min_runtime(pre, vic, action) == want
         assert s.victim_filter(pre, vic, action) is allowed, (offset, allowed)
         assert s.victim_filter(pre, vic, "gang" + action) is allowed
         # the validator agrees for the non-elastic victim
         assert s.scenario_valid(pre, [vic], list(vic.tasks), action) is allowed
-        until = plugin.protected_until(pre, vic, action)
+        until = plugin._protected_until(pre, vic, action)
         assert (until is None) is allowed
         if until is not None:
             assert until == NOW - offset + want
@@ -283,7 +283,7 @@ def test_corral_start_time_annotation_and_precedence() -> None:
 
 def test_start_stamped_during_the_cycle_protects_at_once() -> None:
     """allocate stamps jobs it starts; a later action in the same cycle sees the stamp."""
-    from corral.actions.allocate import LAST_START as written
+    from corral.actions.common.jobs import LAST_START as written
 
     assert written == LAST_START
     s = _session(
@@ -358,7 +358,7 @@ def _elastic(started: float, running: int = 4, min_member: int = 2):
 def test_elastic_victim_passes_the_filter_even_when_protected() -> None:
     s, pre, vic = _elastic(started=60)
     assert is_elastic(vic)
-    assert s.plugin("minruntime").protected(pre, vic, "preempt")
+    assert s.plugin("minruntime")._protected(pre, vic, "preempt")
     assert s.victim_filter(pre, vic, "preempt")
 
 

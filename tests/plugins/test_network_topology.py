@@ -206,8 +206,8 @@ def test_entry_costs() -> None:
         ]
     )
     p, job = plugin(s), s.cluster.jobs["default/g"]
-    doms = p.allowed_domains(job)
-    assert p.entry_costs(job, doms, p.need(job)) == [pytest.approx(1.0 * W), float("inf")]
+    doms = p._allowed_domains(job)
+    assert p._entry_costs(job, doms, p._need(job)) == [pytest.approx(1.0 * W), float("inf")]
     assert names(s.gang_search_space(job, Purpose.EVICT)) == ["s1", "s2"]
 
 
@@ -224,7 +224,7 @@ def test_entry_costs_count_free_room_surplus_and_spread() -> None:
         ]
     )
     p, job = plugin(s), s.cluster.jobs["default/g"]
-    assert p.entry_costs(job, p.allowed_domains(job), p.need(job)) == [0.0, 0.0]  # n1, n3, n4 are free
+    assert p._entry_costs(job, p._allowed_domains(job), p._need(job)) == [0.0, 0.0]  # n1, n3, n4 are free
     jobs = [
         gang(count=1),
         {
@@ -242,7 +242,9 @@ def test_entry_costs_count_free_room_surplus_and_spread() -> None:
     ]
     s = session(jobs, nodes=[{"name": f"n{i}"} for i in range(1, 7)], hypernodes=tree(6))
     p, job = plugin(s), s.cluster.jobs["default/g"]
-    costs = dict(zip(names(p.allowed_domains(job)), p.entry_costs(job, p.allowed_domains(job), p.need(job))))
+    costs = dict(
+        zip(names(p._allowed_domains(job)), p._entry_costs(job, p._allowed_domains(job), p._need(job)))
+    )
     # s1 lacks 8 - 4 (free on n1) = 4 GPUs: one surplus pod of el makes them up, free (seed 000: SAFE)
     assert costs["s1"] == 0.0
     # s2 and s3 lack 8: wide frees 16 there but destroys all its 32 GPUs
@@ -269,7 +271,9 @@ def test_entry_costs_count_work_not_resources() -> None:
         ]
     )
     p, job = plugin(s), s.cluster.jobs["default/g"]
-    costs = dict(zip(names(p.allowed_domains(job)), p.entry_costs(job, p.allowed_domains(job), p.need(job))))
+    costs = dict(
+        zip(names(p._allowed_domains(job)), p._entry_costs(job, p._allowed_domains(job), p._need(job)))
+    )
     assert costs["s1"] == pytest.approx(72.0) and costs["s2"] == pytest.approx(10 / 60)
     assert names(s.gang_search_space(job, Purpose.EVICT))[:2] == ["s2", "s1"]
 
@@ -291,8 +295,8 @@ def test_evict_order_counts_surplus_node_by_node() -> None:
     ]
     s = session(jobs)
     p, job = plugin(s), s.cluster.jobs["default/g"]
-    doms = p.allowed_domains(job)
-    assert names(doms) == ["s1", "s2"] and p.safe_fits(job, doms).tolist() == [True, False]
+    doms = p._allowed_domains(job)
+    assert names(doms) == ["s1", "s2"] and p._safe_fits(job, doms).tolist() == [True, False]
     # the same with s1 and s2 swapped: the order follows the fit, not the name
     jobs[2:] = [fill("n1", 4, name="f1"), fill("n2", 4, name="f2")]
     s = session(jobs)
@@ -330,7 +334,7 @@ def test_evict_estimate_counts_only_the_asking_actions_victims() -> None:
         s.action = action
         assert names(s.gang_search_space(job, Purpose.EVICT))[0] == first
         assert (
-            np.isinf(plugin(s).entry_costs(job, plugin(s).allowed_domains(job), plugin(s).need(job))).sum()
+            np.isinf(plugin(s)._entry_costs(job, plugin(s)._allowed_domains(job), plugin(s)._need(job))).sum()
             == 1
         )
 
@@ -395,7 +399,7 @@ def test_down_nodes_do_not_count() -> None:
 def test_hypernode_order_is_the_used_share_of_gpus() -> None:
     s = session([gang(), fill("n1", 4), fill("n3", 8)])
     job = s.cluster.jobs["default/g"]
-    space = plugin(s).allowed_domains(job)
+    space = plugin(s)._allowed_domains(job)
     assert list(plugin(s).hypernode_order(job, space)) == pytest.approx([25.0, 50.0])
     assert list(s.hypernode_scores(job, space)) == pytest.approx([25.0, 50.0])
 

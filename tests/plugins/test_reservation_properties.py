@@ -134,7 +134,7 @@ def _after_reserve(session: Session, args: dict):
     locked = owners == target.uid
     if not locked.any():
         return None
-    plan = plugin.plan() if args["plan"] else None
+    plan = plugin._plan_of() if args["plan"] else None
     return target, locked, (None if plan is None else (plan.start, plan.spare.copy()))
 
 

@@ -5,7 +5,7 @@ best-effort pods never binds below minMember (SPEC.md §5)."""
 
 from __future__ import annotations
 
-from corral.actions.placement import no_fit_reason, pick
+from corral.actions.common.placement import no_fit_reason, pick
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.model import PodGroupPhase

@@ -20,20 +20,20 @@ reserve`` (v1.1.0); ``elect`` must come before ``allocate`` and before ``reserve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.errors import ConfigError
+from corral.actions.common.checks import check_order
 from corral.framework.plugin import Action
-from corral.framework.reservation import TARGET_SINCE, elected_at, parse_lock_nodes, waiting
+from corral.framework.reservation import TARGET_SINCE, elected_at, waiting
 from corral.framework.session import Session
 from corral.manifests.fields import format_time
 from corral.model import Job, PodGroupPhase
 from corral.model.resources import EPS
 
 if TYPE_CHECKING:
-    from corral.framework.config import Config
+    pass
 
 __all__ = ["ElectAction", "check_order", "fits_now"]
 
@@ -64,39 +64,6 @@ def fits_now(session: Session, job: Job) -> bool:
         take = np.minimum(slots, np.maximum(len(group) - (np.cumsum(slots) - slots), 0))
         free[:, cols] -= take[:, None] * amounts
     return True
-
-
-def check_order(config: Config, file: str) -> None:
-    """Reject an action order under which the reservation cannot work, naming the file and the rule."""
-    names = [a.name for a in config.actions]
-
-    def fail(rule: str) -> NoReturn:
-        raise ConfigError(
-            f"{rule} (actions: {', '.join(names)}; Volcano's orders: 'elect, enqueue, reserve, "
-            "allocate, backfill' or 'enqueue, elect, allocate, backfill, reserve')",
-            file=file,
-            field="actions",
-        )
-
-    plugin = config.plugin("reservation")
-    if plugin is None:
-        fail("elect and reserve need the reservation plugin in the tiers")
-    lock_nodes = getattr(plugin.args, "lock_nodes", "")
-    try:
-        parse_lock_nodes(lock_nodes, 1)
-    except ValueError:
-        raise ConfigError(
-            f"expected a node count N or a percentage N% (0-100), got {lock_nodes!r}",
-            file=file,
-            field="reservation.arguments.lockNodes",
-        ) from None
-    if "reserve" in names and "elect" not in names:
-        fail("reserve needs elect before it")
-    if "elect" in names and "reserve" in names and names.index("reserve") < names.index("elect"):
-        fail("reserve must come after elect")
-    for placer in ("allocate", "flow"):  # flow takes allocate's place (seed 004)
-        if "elect" in names and placer in names and names.index("elect") > names.index(placer):
-            fail(f"elect must come before {placer}")
 
 
 class ElectAction(Action):

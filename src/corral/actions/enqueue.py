@@ -285,13 +285,11 @@ def _within_budget(
 
 
 def _refusal(session: Session, job: Job, need: np.ndarray) -> str:
-    """The reason of the first plugin that explains its JobEnqueueable rejection (``enqueue_refusal``),
-    else the queue's capability."""
-    for p in session.plugins():
-        explain = getattr(p, "enqueue_refusal", None)
-        why = explain(job) if callable(explain) else None
-        if why:
-            return why
+    """The reason of the first plugin that explains its JobEnqueueable rejection (EnqueueReason), else
+    the queue's capability."""
+    why = session.enqueue_refusal(job)
+    if why:
+        return why
     return (
         f"not admitted: queue {job.queue!r} capability cannot hold minResources "
         f"({session.cluster.resources.describe(need)})"

@@ -2,7 +2,7 @@
 ``004_04addbe79614e988.txt``, SPEC.md §3.6; Firmament/Poseidon), in place of ``allocate``
 (``actions: "enqueue, flow, backfill"``).
 
-The network (:mod:`corral.actions.flow_build`, :mod:`corral.solvers.flow_network`) sends each job's
+The network (:mod:`corral.actions.common.flow_build`, :mod:`corral.solvers.flow_network`) sends each job's
 waiting pods, grouped in equivalence classes, through aggregators to the nodes where they fit, or to the
 job's unscheduled aggregator at a cost that grows with the job's priority and wait. Several classes may
 share a node and together oversubscribe it (multi-resource fit is not one commodity), so the answer is
@@ -43,9 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from corral.actions.allocate import LAST_START, schedulable_jobs, waiting_tasks
-from corral.actions.flow_build import Built, build_network
-from corral.actions.placement import no_fit_reason, overused_reason
+from corral.actions.common.flow_build import Built, build_network
+from corral.actions.common.jobs import LAST_START, schedulable_jobs, waiting_tasks
+from corral.actions.common.placement import no_fit_reason, overused_reason
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session

@@ -1,5 +1,5 @@
 """The two gang-aware eviction actions (seed 000 §3.4, SPEC.md §3.3): which pods each may evict, and
-the policy that ranks its victims. The search is :class:`~corral.actions.gang_evict.GangEvictAction`."""
+the policy that ranks its victims. The search is :class:`~corral.actions.common.gang_evict.GangEvictAction`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from corral.actions.gang_evict import GangEvictAction, needed_tasks
-from corral.actions.gang_plan import QueueLimit
-from corral.actions.reclaim import queue_rules
+from corral.actions.common.gang_evict import GangEvictAction, needed_tasks
+from corral.framework.extension import QueueLimit
 from corral.framework.session import Session
 from corral.model import Job, Task
 
@@ -77,7 +76,7 @@ class GangReclaimAction(GangEvictAction):
         line —, whichever point carries it (UnifiedEvictable too); the candidates are not cut by it
         (the action lists them with ``Session.listing_victims`` set): the plan keeps within it,
         :meth:`limits`."""
-        rules = queue_rules(session) if final else ()
+        rules = session.queue_rules() if final else ()
         if final:  # plan order for the cumulative rule, whichever point carries it
             total = np.maximum(session.cluster.total_allocatable(), 1.0)
             pods = sorted(pods, key=lambda t: float((t.request / total).sum()))
@@ -88,34 +87,12 @@ class GangReclaimAction(GangEvictAction):
         return allowed
 
     def limits(self, session: Session) -> dict[str, QueueLimit] | None:
-        """The queue rule of proportion/capacity per victim queue (:class:`QueueLimit`: held less its
-        reclaim line, held less its guarantee where capacity keeps it), for the plan to keep within;
-        with two such plugins, the tighter of the two in each resource."""
-        out: dict[str, QueueLimit] = {}
-        for rule in queue_rules(session):
-            p = rule.__self__
-            if not hasattr(p, "reclaim_line"):  # hierarchical drf: no amount to bound
-                continue
-            for name, q in p.queues.items():
-                held = p.allocated[name]
-                above = np.where(p.cols, held - p.reclaim_line(name), -np.inf).tolist()
-                keep = (
-                    np.where(p.cols, held - p.guarantee(q), np.inf)
-                    if p.keeps_guarantee
-                    else np.full(len(held), np.inf)
-                ).tolist()
-                old = out.get(name)
-                if old is not None:
-                    above = [min(a, b) for a, b in zip(above, old.above)]
-                    keep = [min(a, b) for a, b in zip(keep, old.keep)]
-                out[name] = QueueLimit(above, keep)
-        return out or None
+        """The queue rules' amounts per victim queue (:class:`QueueLimit`: held less its reclaim line,
+        held less its guarantee where capacity keeps it; ``Session.queue_limits``), for the plan to
+        keep within; with two such plugins, the tighter of the two in each resource."""
+        return session.queue_limits()
 
     def chain(self, session: Session, job: Job) -> Callable[[str], list[str]] | None:
         """The queues a victim's eviction draws on: its side of the queue tree below the lowest common
         ancestor with the gang's queue (as the queue rule checks)."""
-        for rule in queue_rules(session):
-            p = rule.__self__
-            if hasattr(p, "reclaim_line") and hasattr(p, "victim_side"):
-                return lambda q: p.victim_side(q, job.queue)
-        return None
+        return session.victim_side(job.queue)

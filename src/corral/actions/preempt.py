@@ -1,7 +1,7 @@
 """``preempt`` (SPEC.md §3.2, seed 003; Volcano ``actions/preempt``): inside a queue, by priority.
 
 Starving jobs (JobStarving: not yet pipelined) in QueueOrder and JobOrder try, task by task in TaskOrder,
-to make room: the :class:`~corral.actions.evict.Evictor` finds the best node and the minimal victims
+to make room: the :class:`~corral.actions.common.evict.Evictor` finds the best node and the minimal victims
 among running pods of the same queue whose job has strictly lower priority (SPEC.md §5 — pods of the
 preemptor's own job are never victims: corral does not preempt inside a job), that pass the plugins'
 Preemptable (or UnifiedEvictable) filters and the VictimFilter. The victims are evicted, the task is
@@ -24,185 +24,16 @@ best-effort reaches the eviction actions.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from corral.actions.allocate import schedulable_jobs
-from corral.actions.evict import Evictor
-from corral.framework.config import arg
-from corral.framework.plugin import Action
+from corral.actions.common.evict import Evictor
+from corral.actions.common.eviction import EvictionAction
 from corral.framework.session import Session
-from corral.framework.statement import Statement
-from corral.model import Job, Task, TaskStatus
+from corral.model import Job, Task
 
-__all__ = ["EvictArgs", "PreemptAction", "run_evictions"]
-
-
-@dataclass(frozen=True)
-class EvictArgs:
-    min_candidates: int = arg("minCandidateNodesAbsolute", 100, "candidate nodes dry-run per pod, at least")
-    min_candidates_pct: float = arg(
-        "minCandidateNodesPercentage", 10.0, "candidate nodes dry-run per pod, as a percentage of all nodes"
-    )
-    ties: int = arg(
-        "tieCandidates", 16, "further nodes dry-run once no node can beat the best plan but by a tie"
-    )
-    max_candidates: int = arg(
-        "maxCandidateNodesAbsolute",
-        100,
-        "candidate nodes dry-run per pod, at most (Volcano's clamp; 0: no upper clamp)",
-        minimum=0,
-    )
-
-
-def run_evictions(session: Session, action: EvictionAction) -> Evictor:
-    """The shared loop of preempt and reclaim (Volcano ``preempt.go``/``reclaim.go``): each starving job
-    (JobStarving, :func:`starving_jobs`) tries its pending pods in TaskOrder while it is still
-    starving; a pod that cannot make room (or whose queue may not reclaim for it, or that never
-    preempts) is passed over and the next one tried. At the end the job's Statement commits if the job
-    is pipelined (JobPipelined), else it is discarded. A pod identical to one that just failed (same
-    equivalence class, nothing changed since) is not dry-run again."""
-    evictor = Evictor(
-        session,
-        action.name,
-        action.args.min_candidates,
-        action.args.min_candidates_pct,
-        action.args.ties,
-        action.args.max_candidates,
-    )
-    task_key = session.task_key()
-    cache: dict[tuple[Any, ...], np.ndarray] = {}
-    for job in starving_jobs(session):
-        if not action.may_start(session, job):
-            continue
-        stmt = session.statement()
-        evicted: list[Task] = []
-        failed: set[tuple[Any, ...]] = set()  # classes that failed since the last plan
-        tasks = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=task_key)
-        for task in tasks:
-            if not session.job_starving(job):
-                break
-            if (
-                task.preempt_never
-                or task.status is not TaskStatus.PENDING
-                or (task.klass and task.klass in failed)
-                or not action.may_take(session, job, task)
-            ):
-                continue
-            key = action.allowed_key(job) + (task.best_effort,)
-            allowed = cache.get(key)
-            if allowed is None:
-                allowed = cache[key] = action.allowed(session, evictor, job) & (
-                    evictor.t_best_effort if task.best_effort else True
-                )
-            plan = evictor.best(
-                task,
-                job,
-                allowed,
-                functools.partial(action.filter, session, task, job),
-                evicted,
-                order=action.victim_order(session),
-            )
-            if plan is None:
-                if task.klass:
-                    failed.add(task.klass)
-                continue
-            failed.clear()
-            for v in plan.victims:
-                stmt.evict(v, f"{action.name} for {job.uid}", action=action.name, preemptor=job.uid)
-            evictor.gone(plan.victims)  # the job's later pods must not pick them again
-            for t in plan.cleared:
-                stmt.clear_nomination(t)
-            stmt.pipeline(task, plan.node)
-            evictor.nominate(task)
-            evicted.extend(plan.victims)
-        finish(session, job, stmt, evictor, evicted)
-    return evictor
-
-
-def starving_jobs(session: Session) -> Iterator[Job]:
-    """The starving jobs, one at a time: the queue first in QueueOrder — asked again before each job, as
-    Volcano's reclaim pushes the queue back after every job (shares change as pods are taken) — gives
-    its next job in JobOrder."""
-    queues = session.cluster.queues
-    queue_key, job_key = session.queue_key(), session.job_key()
-    by_queue: dict[str, list[Job]] = {}
-    for j in schedulable_jobs(session, quiet=True, best_effort=True):
-        if session.job_starving(j):
-            by_queue.setdefault(j.queue, []).append(j)
-    for jobs in by_queue.values():
-        jobs.sort(key=job_key, reverse=True)  # popped from the end
-    while by_queue:
-        name = min(by_queue, key=lambda n: queue_key(queues[n]))
-        jobs = by_queue[name]
-        job = jobs.pop()
-        if not jobs:
-            del by_queue[name]
-        yield job
-
-
-def finish(session: Session, job: Job, stmt: Statement, evictor: Evictor, evicted: list[Task]) -> None:
-    if stmt.ops and session.job_pipelined(job):
-        cleared = {id(op.task) for op in stmt.ops if op.kind == "clear"}
-        stmt.commit()
-        if cleared:
-            drop_kept_nominations(session, cleared)
-    else:
-        stmt.discard()
-        evictor.back(evicted)
-
-
-def drop_kept_nominations(session: Session, cleared: set[int]) -> None:
-    """Nominations held by statements ``allocate`` kept for pipelined jobs are emitted when the session
-    closes; a cleared one must not be (the pod is Pending again and its node went to the preemptor)."""
-    for kept in session.ledger.kept:
-        kept.ops = [op for op in kept.ops if id(op.task) not in cleared]
-
-
-class EvictionAction(Action):
-    """Hooks that tell preempt and reclaim apart."""
-
-    Args = EvictArgs
-
-    def execute(self, session: Session) -> None:
-        run_evictions(session, self)
-
-    def may_start(self, session: Session, job: Job) -> bool:
-        return True
-
-    def may_take(self, session: Session, job: Job, task: Task) -> bool:
-        return True
-
-    def allowed(self, session: Session, evictor: Evictor, job: Job) -> np.ndarray:
-        raise NotImplementedError
-
-    def allowed_key(self, job: Job) -> tuple[Any, ...]:
-        """Jobs with the same key may evict the same pods (the ``allowed`` mask is cached by it)."""
-        return (job.uid,)
-
-    def filter(self, session: Session, task: Task, job: Job, pods: list[Task]) -> list[Task]:
-        raise NotImplementedError
-
-    def victim_order(self, session: Session) -> Callable[[Task], Any] | None:
-        """The order victims on a node are taken in (None: the Evictor's, lowest priority, newest first)."""
-        return None
-
-    def _job_filter(self, session: Session, job: Job, pods: list[Task]) -> list[Task]:
-        verdict: dict[int, bool] = {}
-        out = []
-        for t in pods:
-            v = t.job
-            if v is None:
-                continue
-            if id(v) not in verdict:
-                verdict[id(v)] = session.victim_filter(job, v, self.name)
-            if verdict[id(v)]:
-                out.append(t)
-        return out
+__all__ = ["PreemptAction"]
 
 
 class PreemptAction(EvictionAction):

@@ -10,7 +10,7 @@ counting the victims allowed before it, still holds more than it deserves in som
 ``!allocated.LessEqual(deserved)``), on the victim's leaf queue and, with capacity's
 ``ancestorReclaimLevel``, that many ancestors below the lowest common ancestor with the reclaimer (see
 :mod:`corral.plugins.queues`), counting cumulatively along the candidates in the victim order — and the
-VictimFilter. A gang the victims push below a minimum is evicted whole (:mod:`corral.actions.broken`). The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
+VictimFilter. A gang the victims push below a minimum is evicted whole (:mod:`corral.actions.common.broken`). The queue rules (proportion, capacity, hierarchical drf) apply whatever tier they
 sit in: under the tier semantics an earlier tier (``conformance`` and ``gang`` in tier 1, as in
 Volcano's default configuration) would otherwise decide alone (SPEC.md §3.2); a queue plugin configured
 with ``enableReclaimable: false`` is left out.
@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.evict import Evictor, reversed_key
-from corral.actions.preempt import EvictionAction
+from corral.actions.common.evict import Evictor, reversed_key
+from corral.actions.common.eviction import EvictionAction
 from corral.framework.session import Session
 from corral.model import Job, Task
 
-__all__ = ["ReclaimAction", "queue_rules", "reclaim_filter"]
+__all__ = ["ReclaimAction", "reclaim_filter"]
 
 
 class ReclaimAction(EvictionAction):
@@ -80,20 +80,12 @@ class ReclaimAction(EvictionAction):
         return self._job_filter(session, job, reclaim_filter(session, task, pods))
 
 
-def queue_rules(session: Session) -> list[Any]:
-    """The Reclaimable answers of the queue rules (proportion, capacity, hierarchical drf: the plugins
-    whose ``queue_rule`` is true) configured for the point."""
-    return [
-        fn for fn in session.fns("Reclaimable") if getattr(getattr(fn, "__self__", None), "queue_rule", False)
-    ]
-
-
 def reclaim_filter(session: Session, task: Task, pods: list[Task]) -> list[Task]:
     """The victims of ``pods`` (in this order) that Reclaimable allows for ``task`` and that the queue
     rule of proportion/capacity allows too, whatever tier those plugins sit in (counted cumulatively
     along the list)."""
     allowed = session.reclaimable(task, pods)
-    for rule in queue_rules(session):
+    for rule in session.queue_rules():
         ok = rule(task, allowed)
         if ok is not None:
             keep = {id(t) for t in ok}

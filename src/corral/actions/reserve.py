@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.actions.elect import check_order
+from corral.actions.common.checks import check_order
 from corral.framework.plugin import Action
 from corral.framework.reservation import TARGET_SINCE, current_target, elected_at, lock_owners
 from corral.framework.session import Session

@@ -62,9 +62,9 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.allocate import schedulable_jobs, waiting_tasks
-from corral.actions.broken import healthy
-from corral.actions.placement import best_node
+from corral.actions.common.broken import healthy
+from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
+from corral.actions.common.placement import best_node
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session

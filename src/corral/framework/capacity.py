@@ -1,11 +1,12 @@
 """The capacity view of a session: what each node can give a pod now, whether a pod fits, and the best
 node by the plugins' scores — with the caches that make those cheap (DESIGN.md, the target plan).
 
-Every answer is cached per equivalence class (``Task.klass``) and refreshed row by row: the Statement
-reports each node row it changes (:meth:`CapacityView.touch`), and a cached per-node array recomputes
-only the rows touched since it was computed (found in the touch log when they are few). Scores are
-cached only where every NodeOrder plugin declares its score a function of the node's own row
-(:mod:`corral.framework.hints`); an undeclared plugin is never cached. Caches change no answer:
+The answers that depend on the pod's request alone (free, fits) are cached per ``Task.klass`` (the
+pod's spec, of which the request is part) and refreshed row by row: the Statement reports each node row
+it changes (:meth:`CapacityView.touch`), and a cached per-node array recomputes only the rows touched
+since it was computed (found in the touch log when they are few). Scores are kept only under the key
+the session gives (``score_key``: the pod's signature when every NodeOrder plugin signs it with the
+score scope "row", :mod:`corral.framework.hints`); a plugin that declares no hint is never cached. Caches change no answer:
 ``tests/framework/test_capacity.py`` compares them with the uncached computation.
 """
 
@@ -32,15 +33,18 @@ Scorer = Callable[[Task, np.ndarray], Any]
 class CapacityView:
     """Free capacity, fits and node scores over ``cluster``'s nodes for one session.
 
-    ``scorers`` are the NodeOrder functions in tier order; ``row_local(task)`` says whether every one of
-    them scores a node from that node's own row alone (then scores are cached per class)."""
+    ``scorers`` are the NodeOrder functions in tier order; ``score_key(task)`` is the key ``task``'s
+    scores may be kept under, refreshed row by row (None: never kept)."""
 
     def __init__(
-        self, cluster: Cluster, scorers: Sequence[Scorer], row_local: Callable[[Task], bool]
+        self,
+        cluster: Cluster,
+        scorers: Sequence[Scorer],
+        score_key: Callable[[Task], tuple[Any, ...] | None],
     ) -> None:
         self.cluster = cluster
         self.scorers = list(scorers)
-        self._row_local = row_local
+        self._score_key = score_key
         self.version = 0  # bumps on every touch
         # per-row change stamps: caches of fits and scores recompute only the rows changed since
         self.row_version = np.zeros(len(cluster.nodes), dtype=np.int64)
@@ -53,7 +57,6 @@ class CapacityView:
         self._score_cache: dict[tuple[Any, ...], list[Any]] = {}
         self._free_cache: dict[tuple[Any, ...], list[Any]] = {}
         self._need_cache: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
-        self._local_cache: dict[tuple[Any, ...], bool] = {}
         self.no_fit_cache: dict[tuple[Any, ...], str] = {}  # (class, state stamps) -> why it fits nowhere
 
     def request_cols(self, task: Task) -> tuple[np.ndarray, np.ndarray]:
@@ -170,24 +173,14 @@ class CapacityView:
                 self._need_cache[key] = got
         return got
 
-    def _scores_cacheable(self, task: Task) -> bool:
-        key = task.klass
-        if key:
-            got = self._local_cache.get(key)
-            if got is not None:
-                return got
-        ok = self._row_local(task)
-        if key:
-            self._local_cache[key] = ok
-        return ok
-
     def node_scores(self, task: Task, rows: np.ndarray) -> np.ndarray:
         """Summed NodeOrder scores for ``rows`` (cached per class where every scorer is row-local)."""
         if not self.scorers:
             return np.zeros(len(rows))
-        if not self._scores_cacheable(task):
+        key = self._score_key(task)
+        if key is None:
             return self._sum_scores(task, rows)
-        return self._all_scores(task)[rows]
+        return self._all_scores(task, key)[rows]
 
     def _sum_scores(self, task: Task, sub: np.ndarray | None) -> np.ndarray:
         rr = np.arange(len(self.cluster.nodes)) if sub is None else sub
@@ -197,14 +190,15 @@ class CapacityView:
             score = score + fn(task, rr)
         return score
 
-    def _all_scores(self, task: Task) -> np.ndarray:
-        """Every node's summed score for ``task``'s class (cached; do not modify)."""
-        return self._refresh(self._score_cache, (task.klass,), lambda sub: self._sum_scores(task, sub))
+    def _all_scores(self, task: Task, key: tuple[Any, ...]) -> np.ndarray:
+        """Every node's summed score for the pods of score key ``key`` (cached; do not modify)."""
+        return self._refresh(self._score_cache, (key,), lambda sub: self._sum_scores(task, sub))
 
     def best_row(self, task: Task, mask: np.ndarray) -> int:
         """The best node in ``mask`` by summed NodeOrder scores; ties go to the lowest row (name)."""
-        if not self.scorers or not self._scores_cacheable(task):
+        key = self._score_key(task) if self.scorers else None
+        if key is None:
             rows = np.flatnonzero(mask)
             return int(rows[int(np.argmax(self.node_scores(task, rows)))]) if rows.size else -1
-        row = int(np.argmax(np.where(mask, self._all_scores(task), -np.inf)))
+        row = int(np.argmax(np.where(mask, self._all_scores(task, key), -np.inf)))
         return row if mask[row] else -1  # argmax lands outside the mask only when it is empty

@@ -38,6 +38,8 @@ class Session(Protocol):
 
     def plugins(self) -> list[Any]: ...
 
+    def reason_notes(self, job: Job, reason: str) -> str: ...
+
 
 def close(session: Session) -> Decisions:
     """Nominate held pipelined placements, emit podgroup updates and unschedulable reasons."""
@@ -118,4 +120,5 @@ def _close_job(session: Session, job: Job) -> None:
     if job.invalid_reason:
         reason = job.invalid_reason
     if waiting and reason:  # a ready job's reason is about its further pods (allocate)
+        reason = session.reason_notes(job, reason)
         ledger.decisions.unschedulable.append(Unschedulable(job.uid, reason, cycle))

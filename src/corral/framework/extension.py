@@ -12,11 +12,14 @@ configuration sets that switch to false.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from corral.framework.hints import CacheHints
+from corral.model.resources import EPS
 
 if TYPE_CHECKING:
     from corral.model import Job, Queue, Task
@@ -24,33 +27,50 @@ if TYPE_CHECKING:
 __all__ = [
     "POINTS",
     "Allocatable",
+    "AllocatableReason",
+    "CacheHints",
+    "DisruptionBudget",
     "Domain",
+    "EnqueueReason",
     "EventHandler",
     "GangPredicate",
     "GangSearchSpace",
     "GangVictimSelector",
     "HyperNodeOrder",
     "JobEnqueueable",
+    "JobEnqueued",
     "JobOrder",
+    "JobOrderKey",
     "JobPipelined",
     "JobReady",
     "JobStarving",
     "JobValid",
+    "KeyedJobOrder",
     "NodeOrder",
     "Overused",
+    "OverusedReason",
     "Point",
     "Predicate",
+    "PredicateReason",
     "Preemptable",
     "Preemptive",
     "Purpose",
+    "QueueAmounts",
+    "QueueLimit",
     "QueueOrder",
+    "QueueReport",
+    "QueueRule",
+    "QueueShare",
+    "ReasonNote",
     "Reclaimable",
     "ReservedNodes",
+    "Resolvable",
     "ScenarioValidator",
     "SimulateAddTask",
     "SimulateAllocatable",
     "SimulatePredicate",
     "SimulateRemoveTask",
+    "SubGroupSearchSpace",
     "TargetJob",
     "TaskOrder",
     "UnifiedEvictable",
@@ -148,17 +168,15 @@ class JobStarving(Protocol):
 @runtime_checkable
 class Allocatable(Protocol):
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        """May ``queue`` take ``task``'s request now (capability/deserved)? AND over plugins. A plugin
-        that refuses may say why in its own words with ``allocatable_refusal(queue, task) -> str | None``
-        (``Session.allocatable_refusal`` puts it in the job's reason)."""
+        """May ``queue`` take ``task``'s request now (capability/deserved)? AND over plugins (why not, in
+        the plugin's words: AllocatableReason)."""
 
 
 @runtime_checkable
 class Overused(Protocol):
     def overused(self, queue: Queue) -> bool:
-        """True if the queue holds all it deserves; allocate skips it. OR over plugins. A plugin may say
-        why with ``overused_reason(queue, task) -> str | None`` (None: its share is not what holds the
-        pod back; ``Session.overused_reason``)."""
+        """True if the queue holds all it deserves; allocate skips it. OR over plugins (why, in the
+        plugin's words: OverusedReason)."""
 
 
 @runtime_checkable
@@ -171,8 +189,8 @@ class Preemptive(Protocol):
 @runtime_checkable
 class Predicate(Protocol):
     def predicate(self, task: Task) -> np.ndarray:
-        """A boolean mask over all nodes: where ``task`` may go, resources aside. AND over plugins.
-        ``explain(task)`` (optional) returns ``[(rejected_mask, reason)]`` for messages."""
+        """A boolean mask over all nodes: where ``task`` may go, resources aside. AND over plugins (the
+        reasons for messages: PredicateReason)."""
 
 
 @runtime_checkable
@@ -303,11 +321,167 @@ class ReservedNodes(Protocol):
         abstains; the first plugin with an answer decides."""
 
 
+# --- reasons, in the plugin's own words (each answers only for the point it explains) -----------------
+@runtime_checkable
+class PredicateReason(Protocol):
+    def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
+        """``[(rejected_mask, reason)]``: the nodes this plugin's Predicate rules out for ``task`` and
+        why, for the no-fit reason. Concatenated in tier order; each node counts once, for the first
+        reason that rules it out (kube-scheduler records the first failing filter per node)."""
+
+
+@runtime_checkable
+class AllocatableReason(Protocol):
+    def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
+        """Why this plugin's Allocatable refuses ``task`` to ``queue`` (None: no words of its own; the
+        plugin is then named). Asked only of the first Allocatable plugin that refuses."""
+
+
+@runtime_checkable
+class OverusedReason(Protocol):
+    def overused_reason(self, queue: Queue, task: Task) -> str | None:
+        """Why an Overused ``queue`` holds ``task`` back; None when its share is not the cause (it
+        deserves all the cluster has of what the pod asks for: the nodes are full). Asked only of the
+        first plugin whose Overused answer is true."""
+
+
+@runtime_checkable
+class EnqueueReason(Protocol):
+    def enqueue_refusal(self, job: Job) -> str | None:
+        """Why this plugin's JobEnqueueable rejects ``job`` (None: it does not). The first plugin with
+        a reason gives the job's; with none, enqueue names the queue's capability."""
+
+
+@runtime_checkable
+class ReasonNote(Protocol):
+    def reason_note(self, job: Job, reason: str) -> str | None:
+        """A note added to the reason of ``job``, which did not start this cycle (``reason``: what the
+        actions said). Every plugin's note is appended in tier order, each after ``"; "`` (the
+        reservation's lock and plan, seed 001)."""
+
+
+# --- what eviction needs to know (SPEC.md §3.3) -------------------------------------------------------
+@runtime_checkable
+class Resolvable(Protocol):
+    def resolvable(self, task: Task) -> np.ndarray:
+        """The nodes where ``task`` could go once pods are evicted, as far as this plugin's Predicate is
+        concerned. A Predicate plugin without it: its predicate mask applies as is, unless it simulates
+        (SimulatePredicate: left to the dry run). AND over plugins."""
+
+
+@runtime_checkable
+class DisruptionBudget(Protocol):
+    def violating(self, tasks: Sequence[Task]) -> list[bool]:
+        """For each of ``tasks`` (evicted together, in order): would its eviction break a disruption
+        budget? OR over plugins (the ``pdb`` plugin: Kubernetes PodDisruptionBudgets)."""
+
+
+@dataclass(frozen=True)
+class QueueLimit:
+    """The queue rule of proportion/capacity for one victim queue (Volcano ``ReclaimableFn``, see
+    :mod:`corral.plugins.queues`), per resource: a victim may go while the queue, counting the victims
+    before it, still holds more than its line in some resource (the pod that crosses the line goes
+    too), and — capacity — keeps its guarantee. A set of victims therefore passes, taken in its best
+    order (its largest pod last), when in some resource what it frees less its largest pod stays below
+    ``above`` (held − line, −inf where the rule does not count) and in every resource what it frees
+    stays within ``keep`` (held − guarantee, inf where none)."""
+
+    above: list[float]
+    keep: list[float]
+
+    def allows(self, total: list[float], largest: list[float]) -> bool:
+        return any(s - m < a - EPS for s, m, a in zip(total, largest, self.above)) and all(
+            s <= k + EPS for s, k in zip(total, self.keep)
+        )
+
+
+@runtime_checkable
+class QueueRule(Protocol):
+    def queue_rule_enabled(self) -> bool:
+        """Is this plugin's Reclaimable answer a queue rule in this session — cumulative over the
+        victims it is shown (proportion and capacity always; drf with ``enableHierarchy``; SPEC.md
+        §3.3)? The gang eviction actions then ask it over each concrete plan's victims, in plan order;
+        the legacy ``reclaim`` asks it whatever tier it sits in."""
+
+
+@runtime_checkable
+class QueueAmounts(Protocol):
+    """A queue rule with amounts: what a plan may take from each victim queue (proportion, capacity)."""
+
+    def queue_limits(self) -> dict[str, QueueLimit]:
+        """Per victim queue, the amounts the rule lets a plan take. Two rules combine by the tighter
+        amount in each resource."""
+
+    def victim_side(self, victim_queue: str, reclaimer_queue: str | None) -> list[str]:
+        """The queues a victim's eviction draws on: ``victim_queue``'s side of the queue tree below the
+        lowest common ancestor with ``reclaimer_queue`` (the first plugin decides)."""
+
+
+@dataclass(frozen=True)
+class QueueShare:
+    """A queue as a fair-share plugin sees it: what it holds, what it deserves, and its share."""
+
+    allocated: np.ndarray
+    deserved: np.ndarray | None  # None: the plugin computes no share for it
+    share: float | None
+
+
+@runtime_checkable
+class QueueReport(Protocol):
+    def queue_report(self) -> dict[str, QueueShare]:
+        """Per queue, its holding, deserved share and share as this plugin computes them (``corral
+        queues`` and ``corral run``'s queue metrics show the first plugin's; no effect on decisions)."""
+
+
+# --- admission state ----------------------------------------------------------------------------------
+@runtime_checkable
+class JobEnqueued(Protocol):
+    def on_job_enqueued(self, job: Job) -> None:
+        """Enqueue admitted ``job`` (Volcano's ``JobEnqueued``): update admission state. Every plugin."""
+
+
+# --- keyed job order (one key per plugin; the comparison derived from it) ----------------------------
+@runtime_checkable
+class JobOrderKey(Protocol):
+    def job_order_key(self, job: Job) -> Any:
+        """A sort key of ``job`` for this plugin's order: smaller goes first; equal keys cannot tell."""
+
+    def job_order_key_context(self) -> Hashable:
+        """What the keys depend on besides each job (e.g. the shares they are computed from): keys are
+        kept across cycles while it is equal and the job did not change."""
+
+
+class KeyedJobOrder(JobOrder, JobOrderKey):
+    """Base of a plugin whose job order is a key: ``job_order`` compares the keys, so the order is
+    written once and :meth:`corral.framework.session.Session.job_sort_key` can sort by plain tuples."""
+
+    def job_order(self, a: Job, b: Job) -> int:
+        ka, kb = self.job_order_key(a), self.job_order_key(b)
+        return (ka > kb) - (ka < kb)
+
+
+# --- topology below the job (Volcano sub-groups) -----------------------------------------------------
+@runtime_checkable
+class SubGroupSearchSpace(Protocol):
+    def subgroup_search_space(self, job: Job, subjob: Any, within: np.ndarray | None) -> list[Domain]:
+        """The domains a Volcano sub-group (:class:`~corral.model.subjobs.SubJob`) of ``job`` may use
+        inside ``within`` (the job's own domain; None: the cluster), ordered; Volcano's
+        ``HyperNodeGradientForSubJobFn``. The first plugin with a non-empty answer decides; asked of
+        GangSearchSpace plugins."""
+
+
 @dataclass(frozen=True)
 class Point:
+    """An extension point: its name, its Protocol (the methods a plugin implements) and the Volcano
+    switch that turns it off for one plugin (None: always on)."""
+
     name: str
     protocol: type
     switch: str | None
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(m for m, v in vars(self.protocol).items() if not m.startswith("_") and callable(v))
 
 
 #: Every extension point, with the Volcano switch that turns it off for one plugin.
@@ -343,6 +517,20 @@ POINTS: tuple[Point, ...] = (
     Point("EventHandler", EventHandler, None),
     Point("TargetJob", TargetJob, "enableTargetJob"),
     Point("ReservedNodes", ReservedNodes, "enableReservedNodes"),
+    Point("PredicateReason", PredicateReason, "enablePredicate"),
+    Point("AllocatableReason", AllocatableReason, "enableAllocatable"),
+    Point("OverusedReason", OverusedReason, "enableOverused"),
+    Point("EnqueueReason", EnqueueReason, None),
+    Point("ReasonNote", ReasonNote, None),
+    Point("Resolvable", Resolvable, "enablePredicate"),
+    Point("DisruptionBudget", DisruptionBudget, None),
+    Point("QueueRule", QueueRule, "enableReclaimable"),
+    Point("QueueAmounts", QueueAmounts, "enableReclaimable"),
+    Point("QueueReport", QueueReport, None),
+    Point("JobEnqueued", JobEnqueued, None),
+    Point("JobOrderKey", JobOrderKey, "enableJobOrder"),
+    Point("SubGroupSearchSpace", SubGroupSearchSpace, "enableGangSearchSpace"),
+    Point("CacheHints", CacheHints, None),
 )
 
 #: Volcano switches that configure a plugin's behaviour rather than one point; accepted on every plugin.

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from corral.framework.extension import GangSearchSpace, SubGroupSearchSpace
+
 if TYPE_CHECKING:
     from corral.framework.config import Config
     from corral.model import Cluster, Job
@@ -60,12 +62,8 @@ def topology_provider(config: Config, registry: Any) -> tuple[str, bool]:
     for tier in config.tiers:
         for pc in tier:
             cls = registry.plugin_class(pc.name)
-            if (
-                cls is not None
-                and callable(getattr(cls, "gang_search_space", None))
-                and pc.enabled("enableGangSearchSpace")
-            ):
-                return pc.name, callable(getattr(cls, "subgroup_search_space", None))
+            if cls is not None and GangSearchSpace in cls.__mro__ and pc.enabled("enableGangSearchSpace"):
+                return pc.name, SubGroupSearchSpace in cls.__mro__
     return "", False
 
 

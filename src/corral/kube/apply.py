@@ -17,21 +17,22 @@ node locks, then the Events and pod conditions of :mod:`corral.kube.conventions`
   retried ``retries`` times with exponential backoff (the answer's ``Retry-After`` when shorter than the
   cap), then left to the next cycle, never recorded as a refusal. A pod that already carries a
   ``deletionTimestamp`` is not evicted again.
+- A gang's binds are not started when the lease has less than ``bind_margin`` seconds left (the
+  runner's renewal interval): a lease that runs out stops the apply phase at once, and must not do so
+  between two binds of a gang. The cycle's binds are put off to the next leader's cycle.
 - Binding goes through the Binding subresource with the pod's uid as precondition. A pod is never bound
   twice: a pod the cache shows on a node or deleting is skipped, and a successful bind is assumed in the
   cache until the watch shows it. A 409 is re-read: bound to the same node counts as done; not bound yet
   is retried once.
 - Ambiguous answers (a 5xx, or no answer: a timeout or a dropped connection) may hide a write that
-  landed: the object is read back at once; when that read fails too, the write is assumed to have landed
-  (a bind holds its node, so nothing is placed on capacity that may be taken) and read back again before
-  the next cycle's cluster is built, until an answer settles it.
+  landed: the object is read back at once, twice if need be (found not to have landed, the write is sent
+  once more: a bind, or an eviction within its ``retries``); when both reads fail, the write is assumed
+  to have landed (a bind holds its node, so nothing is placed on capacity that may be taken) and read
+  back again before the next cycle's cluster is built, until an answer settles it.
 - A gang's binds are issued together; a gang whose binds partly fail is reported (log, Event on the
-  podgroup) and decided again next cycle. A gang still below its minimum ``partial_cycles`` cycles after
-  such a failure, with nothing bound to it in the current cycle, is released: its pods on nodes are
-  evicted (through the Eviction API; their controller recreates them pending), so it never holds
-  capacity idle (KAI's stale-gang eviction does the same for gangs that stay below their minimum). A
-  gang found below its minimum with a pod bound but not started yet (partly bound by a replica that
-  died, or before a restart) is watched the same way.
+  podgroup) and decided again next cycle. A gang found below its minimum at the start of a cycle (its
+  binds partly failed, or a replica died between them) is completed in that cycle or released in it:
+  its pods on nodes are evicted, so it never holds capacity idle (:mod:`corral.kube.partial`).
 - PodGroup phase, conditions and annotations are one merge patch carrying the ``resourceVersion`` they
   were decided on (Volcano's PodGroup has no status subresource); for KAI's PodGroup, whose CRD has one,
   the status goes to ``/status`` and the annotations follow with the ``resourceVersion`` that write
@@ -58,9 +59,10 @@ from corral.kube.cache import PRESENT, WatchCache
 from corral.kube.conventions import Recorder
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.partial import PartialGangs
 from corral.kube.podgroups import PodGroupWrites
 from corral.manifests.fields import format_time
-from corral.model import Cluster, TaskStatus
+from corral.model import Cluster
 
 __all__ = ["LOCK_LABEL", "Applier", "ApplyReport", "ambiguous", "lock_patch"]
 
@@ -101,7 +103,7 @@ def _split(key: str) -> tuple[str, str]:
     return ns, name
 
 
-class Applier(PodGroupWrites):
+class Applier(PodGroupWrites, PartialGangs):
     def __init__(
         self,
         api: KubeAPI,
@@ -116,11 +118,16 @@ class Applier(PodGroupWrites):
         events_per_cycle: int = 100,
         event_repeat: float = 600.0,
         may_write: Callable[[], bool] | None = None,
+        lease_left: Callable[[], float] | None = None,
+        bind_margin: float = 0.0,
         retries: int = 3,
         retry_backoff: tuple[float, float] = (0.5, 5.0),
-        partial_cycles: int = 2,
     ) -> None:
         self.api = GuardedAPI(api, may_write or (lambda: True))
+        #: seconds this replica may still act as leader; no gang's binds start with less than
+        #: ``bind_margin`` left, so a lease running out does not stop them halfway
+        self.lease_left: Callable[[], float] = lease_left or (lambda: float("inf"))
+        self.bind_margin = bind_margin
         self.cache = cache
         self.log = log
         self.metrics = metrics
@@ -129,8 +136,7 @@ class Applier(PodGroupWrites):
         self.refused: dict[str, float] = {}  # pod -> monotonic time of the last PDB refusal
         self.retries, self.retry_backoff = retries, retry_backoff
         self.uncertain: dict[str, tuple[str, str]] = {}  # pod -> ("bind", node) | ("evict", "")
-        self.partial_cycles = partial_cycles
-        self.partial: dict[str, int] = {}  # gang -> cycles seen below its minimum since a bind failed
+        self.partial: set[str] = set()  # gangs whose binds partly failed in the last cycle
         self.recorder = Recorder(
             self.api,
             cache,
@@ -167,11 +173,12 @@ class Applier(PodGroupWrites):
     def apply(self, decisions: Decisions, cluster: Cluster, now: float) -> ApplyReport:
         report = ApplyReport()
         self._prune()
-        self._release_partial(decisions, cluster, report)
+        retried = self._release_unfinished(self._incomplete(cluster), decisions, report)
         self._evictions(decisions, report)
         if self.after_evictions is not None:
             self.after_evictions()
-        bound = self._binds(decisions, cluster, report)
+        bound, failed = self._binds(decisions, cluster, report)
+        self._release_failed_again(retried, failed, report)
         writes: list[tuple[str, str, Callable[[], None]]] = [
             ("nominations", n.pod, functools.partial(self._nominate, n.pod, n.node, report))
             for n in decisions.nominations
@@ -242,20 +249,25 @@ class Applier(PodGroupWrites):
 
     def _read_back(self, pod: str, what: str, node: str, exc: APIError) -> tuple[str, str]:
         """After an ambiguous answer: ``done`` when the write landed, ``failed`` when it did not,
-        ``uncertain`` (assumed landed, read again before the next cycle) when the read fails too."""
+        ``uncertain`` (assumed landed, read again before the next cycle) when the read fails twice."""
         ns, name = _split(pod)
-        try:
-            fresh = self.api.get(POD.item(name, ns))
-        except APIError as again:
-            self._api_error("get", "pods", again)
-            if again.status == 404:
-                return "skipped", "pod is gone"
-            self._assume_landed(pod, what, node)
-            return "uncertain", f"{exc.status} {exc.message}; read back failed: {again.status}"
+        for attempt in (1, 2):
+            try:
+                fresh = self.api.get(POD.item(name, ns))
+                break
+            except APIError as again:
+                self._api_error("get", "pods", again)
+                if again.status == 404:
+                    return "skipped", "pod is gone"
+                if attempt == 2:
+                    self._assume_landed(pod, what, node)
+                    return "uncertain", f"{exc.status} {exc.message}; read back failed: {again.status}"
         if self._landed(fresh, what, node):
             return "done", f"landed despite {exc.status}"
         if what == "bind" and (fresh.get("spec") or {}).get("nodeName"):
-            return "skipped", f"already on {fresh['spec']['nodeName']}"
+            on = fresh["spec"]["nodeName"]
+            self.cache.assume("Pod", pod, {"spec": {"nodeName": on}}, {"spec": {"nodeName": on}})
+            return "skipped", f"already on {on}"
         return "failed", f"{exc.status} {exc.message}"
 
     # -- evictions ----------------------------------------------------------------------------------
@@ -315,6 +327,8 @@ class Applier(PodGroupWrites):
                     return "skipped", "pod is gone"
                 if ambiguous(exc):
                     outcome, detail = self._read_back(pod, "evict", "", exc)
+                    if outcome == "failed" and attempt < self.retries:
+                        continue  # read back: it did not land, so asking again is safe
                     if outcome != "done":
                         return outcome, detail
                     break
@@ -328,15 +342,33 @@ class Applier(PodGroupWrites):
         return "done", ""
 
     # -- binds --------------------------------------------------------------------------------------
-    def _binds(self, decisions: Decisions, cluster: Cluster, report: ApplyReport) -> list[tuple[str, str]]:
-        """Issue the cycle's binds; the (pod, node) binds that landed."""
+    def _binds(
+        self, decisions: Decisions, cluster: Cluster, report: ApplyReport
+    ) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
+        """Issue the cycle's binds; the (pod, node) binds that landed, and the pods of each gang whose
+        binds partly failed."""
         if not decisions.binds:
-            return []
+            return [], {}
+        left = self.lease_left()
+        if left < self.bind_margin:
+            self.log.warning(
+                "binds put off: the lease runs out before they could all go out",
+                binds=len(decisions.binds),
+                lease_left=round(left, 3),
+            )
+            for b in decisions.binds:
+                self._count(report, "binds", "skipped", b.pod)
+            return [], {}
         wanted = {b.pod for b in decisions.binds}
         job_of = {t.key: job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
         gangs: dict[str, list] = defaultdict(list)
+        released = set(report.released)
         for b in decisions.binds:
-            gangs[job_of.get(b.pod, b.pod)].append(b)
+            job = job_of.get(b.pod, b.pod)
+            if job in released:  # its pods on nodes were just evicted: it starts again whole later
+                self._count(report, "binds", "skipped", b.pod)
+                continue
+            gangs[job].append(b)
         futures = [
             (job, b, self.pool.submit(self._bind, b.pod, b.node))
             for job, binds in gangs.items()
@@ -357,7 +389,7 @@ class Applier(PodGroupWrites):
                 if outcome == "done":
                     bound.append((b.pod, b.node))
             else:
-                if outcome == "failed":
+                if outcome == "failed" or detail == "pod is gone":
                     failed[job].append(b.pod)
                 self.log.warning(
                     "bind not applied", pod=b.pod, node=b.node, podgroup=job, outcome=outcome, error=detail
@@ -365,7 +397,7 @@ class Applier(PodGroupWrites):
         for job, pods in failed.items():
             if len(pods) < len(gangs[job]):
                 report.partial_gangs[job] = pods
-                self.partial.setdefault(job, 0)
+                self.partial.add(job)
                 self.log.error(
                     "gang partly bound: the rest is decided again next cycle",
                     podgroup=job,
@@ -379,58 +411,7 @@ class Applier(PodGroupWrites):
                     "PartiallyBound",
                     f"{len(pods)} of {len(gangs[job])} binds failed; retrying next cycle",
                 )
-        return bound
-
-    def _release_partial(self, decisions: Decisions, cluster: Cluster, report: ApplyReport) -> None:
-        """Gangs partly bound in an earlier cycle: forgotten once at their minimum (or gone); released
-        (their pods on nodes evicted) once ``partial_cycles`` cycles passed below the minimum with no
-        bind for them in this cycle."""
-        for uid, job in cluster.jobs.items():  # partly bound before a restart, or by another replica
-            if (
-                uid not in self.partial
-                and not job.synthetic
-                and any(t.status is TaskStatus.BOUND for t in job.tasks)
-                and job.ready_count() < job.min_member
-            ):
-                self.partial[uid] = 0
-        if not self.partial:
-            return
-        binding = {b.pod for b in decisions.binds}
-        for uid in list(self.partial):
-            found = cluster.jobs.get(uid)
-            if found is None or found.ready_count() >= found.min_member:
-                del self.partial[uid]
-                continue
-            job = found
-            self.partial[uid] += 1
-            if self.partial[uid] <= self.partial_cycles or any(t.key in binding for t in job.tasks):
-                continue
-            del self.partial[uid]
-            placed = [t.key for t in job.tasks if t.node >= 0 and t.managed]
-            report.released.append(uid)
-            self.log.error(
-                "gang released: still below its minimum after a partly failed bind",
-                podgroup=uid,
-                evicted=placed,
-                ready=job.ready_count(),
-                min_member=job.min_member,
-            )
-            self.recorder.event(
-                "PodGroup",
-                uid,
-                "Warning",
-                "GangReleased",
-                f"{job.ready_count()} of minimum {job.min_member} pods placed after a partly failed "
-                f"bind; {len(placed)} pods evicted to free their nodes",
-            )
-            for pod in placed:
-                found = self.cache.find("Pod", pod)
-                if found is None or (found[1].get("metadata") or {}).get("deletionTimestamp"):
-                    continue
-                outcome, detail = self._evict(pod)
-                self._count(report, "evictions", outcome, pod)
-                if outcome not in ("done", "uncertain"):
-                    self.log.warning("release eviction not applied", pod=pod, outcome=outcome, error=detail)
+        return bound, failed
 
     def _bind(self, pod: str, node: str) -> tuple[str, str]:
         found = self.cache.find("Pod", pod)
@@ -457,6 +438,8 @@ class Applier(PodGroupWrites):
                 self._api_error("bind", "pods", exc)
                 if ambiguous(exc):
                     outcome, detail = self._read_back(pod, "bind", node, exc)
+                    if outcome == "failed" and attempt == 1:
+                        continue  # read back: it did not land, so binding again is safe
                     if outcome != "done":
                         return outcome, detail
                     break
@@ -472,7 +455,8 @@ class Applier(PodGroupWrites):
                 on = (fresh.get("spec") or {}).get("nodeName")
                 if on == node:
                     break  # our earlier bind landed
-                if on:
+                if on:  # bound meanwhile (a replica before this one): what the cache must show
+                    self.cache.assume("Pod", pod, {"spec": {"nodeName": on}}, {"spec": {"nodeName": on}})
                     return "skipped", f"already on {on}"
         self.cache.assume("Pod", pod, {"spec": {"nodeName": node}}, {"spec": {"nodeName": node}})
         return "done", ""

@@ -4,11 +4,8 @@ into object dicts, each parsed once on arrival by the snapshot loader's own pars
 assembly (:func:`corral.manifests.build.assemble_cluster`). One model, one code path: a cycle over the
 cache and ``corral schedule`` over :meth:`WatchCache.dump` build the same cluster.
 
-Behaviour (client-go's reflector): a paged list (``limit`` / ``continue``) gives the store and a
-``resourceVersion``; a watch from it with bookmarks moves that version on; a dropped or timed-out watch is
-re-opened from the last version; a 410 Gone (too old) relists; errors back off exponentially (capped,
-with jitter). A 404 on the first list of an optional kind (a CRD the cluster lacks) skips the kind with one
-log line.
+The stores are filled by one reflector per resource type (:mod:`corral.kube.informer`, client-go's
+list + watch); assumptions are merge patches (:mod:`corral.kube.patches`).
 
 Bad objects (SPEC.md §5 for snapshots: one line naming object and field) never stop the scheduler: an
 object the parser rejects is logged once (per distinct error) and left out until a later version of it
@@ -23,12 +20,10 @@ decisions as ``corral schedule --cycles`` applies them between cycles and never 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import gc
 import json
 import os
-import random
 import threading
 import time
 from collections.abc import Sequence
@@ -36,64 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from corral.errors import InputError
-from corral.kube.api import RESOURCES, APIError, KubeAPI, ResourceType, list_pages
+from corral.kube.api import RESOURCES, KubeAPI, ResourceType
+from corral.kube.informer import Informer
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.model import LiveModel
+from corral.kube.patches import PRESENT, contains, merge_patch, merge_patches
 from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
 from corral.manifests.kinds import PodGroupRec, parse_object
 from corral.model import Cluster
 
-__all__ = ["PRESENT", "Backoff", "Informer", "WatchCache", "contains", "merge_patch"]
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch (``None`` removes a key); ``target`` is not modified."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
-
-
-#: in a confirm patch: the key is present, whatever its value
-PRESENT = object()
-
-
-def contains(obj: object, patch: object) -> bool:
-    """True when ``obj`` already shows every value of the merge patch ``patch``."""
-    if patch is PRESENT:
-        return obj is not None
-    if not isinstance(patch, dict):
-        return obj == patch
-    if not isinstance(obj, dict):
-        return False
-    for k, v in patch.items():
-        if v is None:
-            if k in obj:
-                return False
-        elif not contains(obj.get(k), v):
-            return False
-    return True
-
-
-class Backoff:
-    """Exponential backoff with jitter: ``base`` doubling to ``cap`` seconds; :meth:`reset` on success."""
-
-    def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
-        self.base, self.cap, self.n = base, cap, 0
-
-    def next(self) -> float:
-        delay = min(self.cap, self.base * (2**self.n))
-        self.n += 1
-        return delay * (0.5 + random.random() / 2)
-
-    def reset(self) -> None:
-        self.n = 0
+__all__ = ["PRESENT", "WatchCache", "key_of"]
 
 
 @dataclasses.dataclass
@@ -109,18 +57,10 @@ class _Assumption:
     deadline: float
 
 
-class _Gone(Exception):
-    """The watch's resourceVersion is too old: relist."""
-
-
-def _key(raw: dict) -> str:
+def key_of(raw: dict) -> str:
     meta = raw.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
-
-
-def _rv(raw: dict) -> str:
-    return str((raw.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class WatchCache:
@@ -204,7 +144,7 @@ class WatchCache:
     def _parse(self, rtype: ResourceType, raw: dict) -> _Entry:
         raw.setdefault("kind", rtype.kind)
         raw.setdefault("apiVersion", rtype.api_version)
-        key = (rtype.name, _key(raw))
+        key = (rtype.name, key_of(raw))
         try:
             record = parse_object(rtype.name, raw)
         except InputError as exc:
@@ -225,7 +165,7 @@ class WatchCache:
         entries = {}
         for raw in items:
             e = self._parse(rtype, raw)
-            entries[_key(raw)] = e
+            entries[key_of(raw)] = e
         with self.lock:
             self._bump(rtype.kind)
             self.dirty.update((rtype, k) for k in self.stores[rtype])
@@ -246,7 +186,7 @@ class WatchCache:
         self.changed.set()
 
     def event(self, rtype: ResourceType, etype: str, raw: dict) -> None:
-        key = _key(raw)
+        key = key_of(raw)
         if etype == "DELETED":
             with self.lock:
                 self._bump(rtype.kind)
@@ -310,9 +250,9 @@ class WatchCache:
         with self.lock:
             old = self.assumed.get((kind, key))
             if old is not None and old.patch is not None and patch is not None:
-                patch = _merge_patches(old.patch, patch)
+                patch = merge_patches(old.patch, patch)
                 if old.confirm is not None and confirm is not None:
-                    confirm = _merge_patches(old.confirm, confirm)
+                    confirm = merge_patches(old.confirm, confirm)
             self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl)
             self._bump(kind)
             self._touch(kind, key)
@@ -491,16 +431,6 @@ def _assumed(r: ResourceType, raw: dict, a: _Assumption) -> tuple[dict, Any]:
         return raw, None
 
 
-def _merge_patches(a: dict, b: dict) -> dict:
-    out = copy.deepcopy(a)
-    for k, v in b.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge_patches(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
 def _culprit(exc: InputError, rows: list, dropped: set) -> tuple[str, str] | None:
     """The ``(kind, key)`` an assembly error names (``obj`` is ``"<Kind> <name>"``)."""
     if not exc.obj or " " not in exc.obj:
@@ -510,122 +440,3 @@ def _culprit(exc: InputError, rows: list, dropped: set) -> tuple[str, str] | Non
         if k == kind and key == name and (k, key) not in dropped:
             return (k, key)
     return None
-
-
-class Informer(threading.Thread):
-    """List + watch of one resource type into the cache (client-go's reflector)."""
-
-    def __init__(self, cache: WatchCache, rtype: ResourceType) -> None:
-        super().__init__(daemon=True, name=f"corral-watch-{rtype.name}")
-        self.cache = cache
-        self.rtype = rtype
-        self.rv = ""
-        self.stopping = threading.Event()
-        self.stream: Any = None
-        self.backoff = Backoff(*cache.backoff)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        s = self.stream
-        if s is not None:
-            s.abort()
-
-    def _error(self, exc: APIError, what: str) -> None:
-        m = self.cache.metrics
-        if m is not None:
-            m.api_errors.labels(
-                "watch" if what == "watch" else "list", self.rtype.name, str(exc.status)
-            ).inc()
-            m.restarts.labels(self.rtype.name, "error").inc()
-
-    def run(self) -> None:
-        log = self.cache.log
-        listed = False
-        while not self.stopping.is_set():
-            try:
-                if not listed:
-                    self._list()
-                    listed = True
-                    self.backoff.reset()
-                self._watch()
-            except _Gone:
-                log.info("watch too old (410 Gone): relisting", resource=self.rtype.name)
-                if self.cache.metrics is not None:
-                    self.cache.metrics.restarts.labels(self.rtype.name, "gone").inc()
-                listed = False
-            except APIError as exc:
-                if self.stopping.is_set():
-                    return
-                if exc.status == 404 and self.rtype.optional and self.rtype not in self.cache.synced:
-                    log.info("resource not served by the cluster: skipped", resource=self.rtype.name)
-                    self.cache.mark_absent(self.rtype)
-                    return
-                self._error(exc, "list" if not listed else "watch")
-                delay = self.backoff.next()
-                if exc.status == 410:
-                    listed = False
-                # a watch the server or the network ended (status 0) is routine: info, not warning
-                log.log(
-                    "info" if exc.status == 0 and listed else "warning",
-                    "watch failed: retrying",
-                    resource=self.rtype.name,
-                    status=exc.status,
-                    error=exc.message,
-                    retry_in=round(delay, 2),
-                )
-                self.stopping.wait(delay)
-            except Exception as exc:  # noqa: BLE001 - a reflector never dies
-                delay = self.backoff.next()
-                log.error(
-                    "watch fault: retrying",
-                    resource=self.rtype.name,
-                    error=f"{type(exc).__name__}: {exc}",
-                    retry_in=round(delay, 2),
-                )
-                listed = False
-                self.stopping.wait(delay)
-
-    def _list(self) -> None:
-        api = self.cache.api
-        assert api is not None
-        items, self.rv = list_pages(api, self.rtype, self.cache.page)
-        self.cache.replace(self.rtype, items)
-        self.cache.log.debug("listed", resource=self.rtype.name, objects=len(items), resourceVersion=self.rv)
-
-    def _watch(self) -> None:
-        api = self.cache.api
-        assert api is not None
-        stream = api.watch(
-            self.rtype.collection(),
-            self.rv,
-            self.cache.watch_timeout,
-            read_timeout=self.cache.watch_timeout + 30,
-        )
-        self.stream = stream
-        try:
-            if self.stopping.is_set():
-                return
-            for ev in stream.events():
-                if self.stopping.is_set():
-                    return
-                etype, obj = ev.get("type"), ev.get("object") or {}
-                if etype == "ERROR":
-                    code = obj.get("code")
-                    if code == 410:
-                        raise _Gone()
-                    raise APIError(
-                        int(code or 0),
-                        str(obj.get("message") or "watch error"),
-                        method="WATCH",
-                        path=self.rtype.collection(),
-                    )
-                rv = _rv(obj)
-                if etype in ("ADDED", "MODIFIED", "DELETED"):
-                    self.cache.event(self.rtype, etype, obj)
-                if rv:
-                    self.rv = rv
-                self.backoff.reset()
-            # a normal end (timeoutSeconds): the loop re-opens the watch from self.rv
-        finally:
-            self.stream = None
-            stream.close()

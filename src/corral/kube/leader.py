@@ -58,6 +58,7 @@ class LeaderElector(threading.Thread):
         self.observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self.observed_at = 0.0
         self.last_renew = -1e18  # the clock when the last successful renewal was sent
+        self.acquired_at = 0.0  # time.monotonic() when this replica last became leader
         self.clock: Callable[[], float] = time.monotonic  # a test moves it to freeze the leader
         if not 0 < renew_deadline < duration:
             raise ValueError(f"renew deadline {renew_deadline} must be below the lease duration {duration}")
@@ -96,6 +97,7 @@ class LeaderElector(threading.Thread):
                     self.log.info(
                         "became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity
                     )
+                    self.acquired_at = time.monotonic()
                     self.leading.set()
             elif self.leading.is_set() and now - self.last_renew > self.renew_deadline:
                 self.leading.clear()

@@ -184,6 +184,8 @@ class Runner:
             identity=options.identity,
             workers=options.workers,
             may_write=self.is_leader,
+            lease_left=self._lease_left,
+            bind_margin=options.lease[2] if options.leader_elect else 0.0,
         )
         self.applier.sleep = self.stopping.wait
         self.elector: LeaderElector | None = None
@@ -225,6 +227,8 @@ class Runner:
     def _lost(self) -> None:
         self.lost = True
         self.stopping.set()
+        if self.elector is not None:
+            self.elector.stopping.set()  # no new bid for the lease: the process exits as a candidate
 
     def stop(self) -> None:
         self.stopping.set()
@@ -248,6 +252,9 @@ class Runner:
         if not self.cache.is_synced():
             return True, "ok (waiting for the cache to sync)"
         return self.health()
+
+    def _lease_left(self) -> float:
+        return float("inf") if self.elector is None else self.elector.valid_for()
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
@@ -275,9 +282,25 @@ class Runner:
                 if self.opts.cycles is not None and self.cycle_no >= self.opts.cycles:
                     break
             wait = self.opts.period - (time.monotonic() - start)
-            if wait > 0:
+            if wait > 0 and self.elector is not None and not self.is_leader():
+                self._standby(wait)
+            elif wait > 0:
                 self.stopping.wait(wait)
         return self.total
+
+    def _standby(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds as a standby; back at once when this replica becomes leader
+        (its first cycle starts then, not a period later) or is stopped."""
+        assert self.elector is not None
+        end = time.monotonic() + timeout
+        while not self.stopping.is_set() and not self.is_leader():
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            if self.elector.leading.is_set():  # leading, but its renewal is too old: no busy loop
+                self.stopping.wait(min(0.05, left))
+            else:
+                self.elector.leading.wait(min(0.05, left))
 
     def _wait_synced(self, t0: float) -> bool:
         """Wait for the first list of every kind; False when stopped meanwhile; SyncTimeout past

@@ -3,7 +3,7 @@
 A pod that is evicted restarts from nothing, or from its job's last checkpoint: the work lost is its
 request times the hours it has run since it last started (``status.startTime``, else its creation) or
 since the PodGroup's last checkpoint (annotation ``corral.io/last-checkpoint``, RFC 3339), whichever
-is later. Who pays it is the cost model's business (:mod:`corral.actions.bundles`): only a healthy
+is later. Who pays it is the cost model's business (:mod:`corral.actions.common.bundles`): only a healthy
 gang that is broken loses its pods' work.
 """
 

@@ -42,7 +42,14 @@ from dataclasses import dataclass
 
 from corral.errors import ConfigError
 from corral.framework.config import arg
-from corral.framework.extension import Vote
+from corral.framework.extension import (
+    Allocatable,
+    AllocatableReason,
+    EnqueueReason,
+    JobEnqueueable,
+    JobOrder,
+    Vote,
+)
 from corral.framework.plugin import Plugin
 from corral.framework.session import PENDING_LIKE
 from corral.manifests.fields import annotated_duration
@@ -91,7 +98,7 @@ def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
     return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
 
 
-class FifoPlugin(Plugin):
+class FifoPlugin(Plugin, JobOrder, JobEnqueueable, Allocatable, AllocatableReason, EnqueueReason):
     """Strict FIFO: a queue's blocked head job blocks the queue (see the module docstring)."""
 
     name = "fifo"
@@ -177,19 +184,19 @@ class FifoPlugin(Plugin):
         return self.session.job_ready(job) or not self._waiting(job)
 
 
-class _RuntimeOrder(Plugin):
+class _RuntimeOrder(Plugin, JobOrder):
     """Order jobs by a run-time figure, smallest first; jobs without one last, undecided among
     themselves."""
 
     def on_session_open(self) -> None:
         self._cache: dict[str, float | None] = {}
 
-    def figure(self, job: Job) -> float | None:
+    def _figure(self, job: Job) -> float | None:
         raise NotImplementedError
 
     def _value(self, job: Job) -> float | None:
         if job.uid not in self._cache:
-            self._cache[job.uid] = self.figure(job)
+            self._cache[job.uid] = self._figure(job)
         return self._cache[job.uid]
 
     def job_order(self, a: Job, b: Job) -> int:
@@ -204,7 +211,7 @@ class SjfPlugin(_RuntimeOrder):
 
     name = "sjf"
 
-    def figure(self, job: Job) -> float | None:
+    def _figure(self, job: Job) -> float | None:
         return expected_runtime(job)
 
 
@@ -213,7 +220,7 @@ class SrtfPlugin(_RuntimeOrder):
 
     name = "srtf"
 
-    def figure(self, job: Job) -> float | None:
+    def _figure(self, job: Job) -> float | None:
         total = expected_runtime(job)
         if total is None:
             return None
@@ -248,7 +255,7 @@ class LasArgs:
         _thresholds(self.thresholds)
 
 
-class LasPlugin(Plugin):
+class LasPlugin(Plugin, JobOrder):
     """Discretised least-attained-service (Tiresias): queues by GPU-time received, FIFO inside one."""
 
     name = "las"
@@ -259,7 +266,7 @@ class LasPlugin(Plugin):
         self._gpu = self.session.cluster.resources.get(GPU)
         self._level: dict[str, int] = {}
 
-    def level(self, job: Job) -> int:
+    def _level_of(self, job: Job) -> int:
         """The job's priority queue: 0 below the first threshold, then one more per threshold passed."""
         got = self._level.get(job.uid)
         if got is None:
@@ -269,4 +276,4 @@ class LasPlugin(Plugin):
         return got
 
     def job_order(self, a: Job, b: Job) -> int:
-        return _cmp(self.level(a), self.level(b)) or _cmp(a.creation, b.creation)
+        return _cmp(self._level_of(a), self._level_of(b)) or _cmp(a.creation, b.creation)

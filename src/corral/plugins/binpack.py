@@ -16,6 +16,8 @@ import numpy as np
 
 from corral.errors import ConfigError
 from corral.framework.config import arg
+from corral.framework.extension import NodeOrder
+from corral.framework.hints import BaseSigned
 from corral.framework.plugin import Plugin
 from corral.model import Task
 from corral.model.resources import CPU, MEMORY
@@ -34,7 +36,7 @@ class BinpackArgs:
     )
 
 
-class BinpackPlugin(Plugin):
+class BinpackPlugin(Plugin, NodeOrder, BaseSigned):
     name = "binpack"
     Args = BinpackArgs
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from corral.framework.config import arg
-from corral.framework.extension import Vote
+from corral.framework.extension import Allocatable, JobEnqueueable, Vote
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS
 from corral.plugins.queues import QueuePlugin
@@ -58,7 +58,7 @@ class CapacityArgs:
     dra_consumable: bool = arg("capacity.DRAConsumableCapacityEnable", False, _DRA)
 
 
-class CapacityPlugin(QueuePlugin):
+class CapacityPlugin(QueuePlugin, JobEnqueueable, Allocatable):
     name = "capacity"
     Args = CapacityArgs
     keeps_guarantee = True
@@ -71,7 +71,7 @@ class CapacityPlugin(QueuePlugin):
         super().on_session_open()
         self._real: dict[str, np.ndarray] = {}
 
-    def real_capability(self, name: str) -> np.ndarray:
+    def _real_capability(self, name: str) -> np.ndarray:
         """Volcano's ``realCapability``: the parent's real capability (the cluster, for a top-level
         queue) less the guarantees of the queue and its siblings, plus its own guarantee, capped by its
         capability."""
@@ -80,13 +80,13 @@ class CapacityPlugin(QueuePlugin):
             q = self.queues[name]
             parent = self.queues.get(q.parent or "")
             if parent is not None:
-                above, siblings = self.real_capability(parent.name), parent.children
+                above, siblings = self._real_capability(parent.name), parent.children
             else:
                 above = self.total
                 siblings = [n for n, o in self.queues.items() if not o.parent or o.parent not in self.queues]
-            guaranteed = sum((self.guarantee(self.queues[n]) for n in siblings if n in self.queues), 0.0)
-            real = np.maximum(above - guaranteed, 0.0) + self.guarantee(q)
-            real = self._real[name] = np.minimum(real, self.capability(q))
+            guaranteed = sum((self._guarantee(self.queues[n]) for n in siblings if n in self.queues), 0.0)
+            real = np.maximum(above - guaranteed, 0.0) + self._guarantee(q)
+            real = self._real[name] = np.minimum(real, self._capability(q))
         return real
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
@@ -98,9 +98,9 @@ class CapacityPlugin(QueuePlugin):
         req = task.request * self.cols
         dims = req > 0
         future = self.allocated[queue.name] + req
-        if np.any(future[dims] > self.real_capability(queue.name)[dims] + EPS):
+        if np.any(future[dims] > self._real_capability(queue.name)[dims] + EPS):
             return False
-        chain = self.chain(queue.name)
+        chain = self._chain(queue.name)
         for name in chain[: 1 + self.ancestor_levels]:
             if name != queue.name and name == "root":
                 continue  # Volcano never checks the root queue
@@ -111,7 +111,7 @@ class CapacityPlugin(QueuePlugin):
                 return True
         return False
 
-    def reclaim_line(self, name: str) -> np.ndarray:
+    def _reclaim_line(self, name: str) -> np.ndarray:
         """Deserved in the resources the queue states, unlimited in the others (Volcano capacity's
         ``allocated.LessEqual(deserved, Infinity)``); a queue that states no deserved at all deserves
         its guarantee in every resource."""
@@ -120,19 +120,19 @@ class CapacityPlugin(QueuePlugin):
             return self.deserved[name]
         return np.where(q.deserved_set, self.deserved[name], np.inf)
 
-    def compute_deserved(self) -> dict[str, np.ndarray]:
+    def _compute_deserved(self) -> dict[str, np.ndarray]:
         out = {}
         for name, q in self.queues.items():
             if q.deserved is not None:
                 out[name] = np.where(self.cols, q.deserved, 0.0)
             else:
-                out[name] = self.guarantee(q)
+                out[name] = self._guarantee(q)
         return out
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        return self.within_capability(queue, task.request * self.cols)
+        return self._within_capability(queue, task.request * self.cols)
 
     def job_enqueueable(self, job: Job) -> Vote:
         if job.queue not in self.queues:
             return Vote.ABSTAIN
-        return Vote.PERMIT if self.enqueue_fits(job) else Vote.REJECT
+        return Vote.PERMIT if self._enqueue_fits(job) else Vote.REJECT

@@ -4,6 +4,7 @@ system-critical priority classes; corral also keeps pods marked ``volcano.sh/pre
 
 from __future__ import annotations
 
+from corral.framework.extension import Preemptable, Reclaimable, UnifiedEvictable
 from corral.framework.plugin import Plugin
 from corral.model import Task
 
@@ -21,7 +22,7 @@ def evictable_at_all(task: Task) -> bool:
     )
 
 
-class ConformancePlugin(Plugin):
+class ConformancePlugin(Plugin, Preemptable, Reclaimable, UnifiedEvictable):
     name = "conformance"
 
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:

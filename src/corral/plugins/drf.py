@@ -15,17 +15,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from corral.framework.extension import (
+    EventHandler,
+    KeyedJobOrder,
+    Preemptable,
+    QueueOrder,
+    QueueRule,
+    Reclaimable,
+)
 from corral.framework.plugin import Plugin
 from corral.model import Job, Queue, Task
 from corral.model.resources import PODS
-from corral.plugins.shares import job_usage, once_per_session
 
 __all__ = ["DrfPlugin"]
 
 _HIER, _WEIGHTS = "volcano.sh/hierarchy", "volcano.sh/hierarchy-weights"
 
 
-class DrfPlugin(Plugin):
+class DrfPlugin(Plugin, KeyedJobOrder, QueueOrder, Preemptable, Reclaimable, EventHandler, QueueRule):
     name = "drf"
 
     def on_session_open(self) -> None:
@@ -33,29 +40,25 @@ class DrfPlugin(Plugin):
         total = cluster.total_allocatable().astype(float)
         total[cluster.resources.pos(PODS)] = 0.0  # pods count is not a resource to share fairly
         self.inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-        self.usage = dict(once_per_session(self.session, job_usage))
+        self.usage = dict(self.session.job_usage())
         self._shares: dict[str, float] = {}  # cache, dropped for a job when its usage changes
         self.hierarchy = self.switch("enableHierarchy", False)
         if self.hierarchy:
             self._build_hierarchy()
 
     # -- shares ----------------------------------------------------------------------------------
-    def share(self, vec: np.ndarray) -> float:
+    def _share(self, vec: np.ndarray) -> float:
         return float((vec * self.inv).max(initial=0.0))
 
-    def job_share(self, job: Job) -> float:
+    def _job_share(self, job: Job) -> float:
         share = self._shares.get(job.uid)
         if share is None:
-            share = self._shares[job.uid] = self.share(self.usage.get(job.uid, 0.0 * self.inv))
+            share = self._shares[job.uid] = self._share(self.usage.get(job.uid, 0.0 * self.inv))
         return share
-
-    def job_order(self, a: Job, b: Job) -> int:
-        sa, sb = self.job_share(a), self.job_share(b)
-        return (sa > sb) - (sa < sb)
 
     def job_order_key(self, job: Job) -> float:
         """A sort key giving the order of ``job_order`` (Session.job_sort_key): smaller share first."""
-        return self.job_share(job)
+        return self._job_share(job)
 
     def job_order_key_context(self) -> bytes:
         """The key is a function of the job's own pods (what they hold) and of the cluster's total, the
@@ -66,7 +69,7 @@ class DrfPlugin(Plugin):
         pj = preemptor.job
         if pj is None:
             return None
-        mine = self.share(self.usage.get(pj.uid, 0.0) + preemptor.request)
+        mine = self._share(self.usage.get(pj.uid, 0.0) + preemptor.request)
         out: list[Task] = []
         left: dict[str, np.ndarray] = {}
         for t in candidates:
@@ -77,7 +80,7 @@ class DrfPlugin(Plugin):
             if vec is None:
                 vec = self.usage.get(t.job.uid, np.zeros_like(self.inv)).copy()
             vec = vec - t.request
-            if mine < self.share(vec) or np.isclose(mine, self.share(vec)):
+            if mine < self._share(vec) or np.isclose(mine, self._share(vec)):
                 out.append(t)
                 left[t.job.uid] = vec
         return out
@@ -133,8 +136,7 @@ class DrfPlugin(Plugin):
         for key, _ in self.paths.get(task.job.queue, ()):
             self.node_usage[key] = self.node_usage.get(key, 0.0) + sign * task.request
 
-    @property
-    def queue_rule(self) -> bool:
+    def queue_rule_enabled(self) -> bool:
         """With ``enableHierarchy`` this plugin's Reclaimable is a queue rule: reclaim applies it whatever
         tier it sits in, as it does proportion's and capacity's."""
         return self.hierarchy
@@ -159,9 +161,9 @@ class DrfPlugin(Plugin):
                 continue
             (ka, wa), (kb, wb) = mine[level], theirs[level]
             zero = 0.0 * self.inv
-            sa = self.share(self.node_usage.get(ka, zero) + reclaimer.request) / wa
+            sa = self._share(self.node_usage.get(ka, zero) + reclaimer.request) / wa
             after = self.node_usage.get(kb, zero) - given.get(kb, zero) - t.request
-            if sa < self.share(after) / wb - 1e-12:
+            if sa < self._share(after) / wb - 1e-12:
                 for key, _ in theirs[level:]:
                     given[key] = given.get(key, zero) + t.request
                 out.append(t)
@@ -174,7 +176,7 @@ class DrfPlugin(Plugin):
         for (ka, wa), (kb, wb) in zip(pa, pb):
             if ka == kb:
                 continue
-            sa = self.share(self.node_usage.get(ka, 0.0 * self.inv)) / wa
-            sb = self.share(self.node_usage.get(kb, 0.0 * self.inv)) / wb
+            sa = self._share(self.node_usage.get(ka, 0.0 * self.inv)) / wa
+            sb = self._share(self.node_usage.get(kb, 0.0 * self.inv)) / wb
             return (sa > sb) - (sa < sb)
         return 0

@@ -17,6 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.framework.extension import (
+    JobPipelined,
+    JobReady,
+    JobStarving,
+    JobValid,
+    KeyedJobOrder,
+    Preemptable,
+    Reclaimable,
+    UnifiedEvictable,
+)
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.subjobs import SubJob
@@ -77,7 +87,17 @@ def _subgroups_valid(job: Job) -> str | None:
     return None
 
 
-class GangPlugin(Plugin):
+class GangPlugin(
+    Plugin,
+    KeyedJobOrder,
+    JobValid,
+    JobReady,
+    JobPipelined,
+    JobStarving,
+    Preemptable,
+    Reclaimable,
+    UnifiedEvictable,
+):
     name = "gang"
 
     def job_valid(self, job: Job) -> str | None:
@@ -115,10 +135,6 @@ class GangPlugin(Plugin):
 
     def job_starving(self, job: Job) -> bool:
         return not _meets(job, _PIPE)
-
-    def job_order(self, a: Job, b: Job) -> int:
-        ra, rb = _meets(a, _READY), _meets(b, _READY)
-        return 0 if ra == rb else (1 if ra else -1)
 
     def job_order_key(self, job: Job) -> bool:
         """A sort key giving the order of ``job_order`` (Session.job_sort_key): not ready first."""

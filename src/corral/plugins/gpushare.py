@@ -46,6 +46,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from corral.framework.config import arg
+from corral.framework.extension import (
+    EventHandler,
+    Predicate,
+    PredicateReason,
+    Resolvable,
+    SimulateAddTask,
+    SimulatePredicate,
+    SimulateRemoveTask,
+)
+from corral.framework.hints import BaseSigned
 from corral.framework.plugin import Plugin
 from corral.manifests.build import GPU_MEMORY, GPU_MEMORY_PER_DEVICE, GPU_NUMBER
 from corral.model import GPU, Task, TaskStatus, format_quantity, parse_quantity
@@ -80,14 +90,21 @@ def _where(task: Task) -> int:
     return -1
 
 
-class GpuSharePlugin(Plugin):
+class GpuSharePlugin(
+    Plugin,
+    Predicate,
+    PredicateReason,
+    Resolvable,
+    SimulateAddTask,
+    SimulateRemoveTask,
+    SimulatePredicate,
+    EventHandler,
+    BaseSigned,
+):
     """GPU sharing by device memory, with topology-preserving simulation (seed 003)."""
 
     name = "gpushare"
     Args = GpuShareArgs
-    #: the mask is a function of the pod's class (its GPU-memory request and KAI share are part of it)
-    #: and the devices' state, which only fills up while allocate runs (actions/common/skipping.py)
-    predicate_by_class = True
 
     # -- open ----------------------------------------------------------------------------------
     def on_session_open(self) -> None:
@@ -391,10 +408,10 @@ class GpuSharePlugin(Plugin):
         return self._room(task, node) >= req - EPS
 
     # -- inspection ----------------------------------------------------------------------------
-    def device_of(self, task: Task) -> tuple[int, int] | None:
+    def _device_of(self, task: Task) -> tuple[int, int] | None:
         """``(node row, device)`` that ``task`` holds GPU memory on, or None."""
         return self.assign.get(task.uid)
 
-    def device_free(self, node: int) -> np.ndarray:
+    def _device_free(self, node: int) -> np.ndarray:
         """Free memory (milli-bytes) of each device of node row ``node``."""
         return self.free[node, : self.devices[node]].copy()

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.framework.config import arg
+from corral.framework.extension import ScenarioValidator, VictimFilter
 from corral.framework.plugin import Plugin
 from corral.manifests.fields import parse_time
 from corral.model import ALLOCATED_STATES, Job, Queue, Task
@@ -171,7 +172,7 @@ def is_elastic(job: Job) -> bool:
     return len(job.tasks) > job.min_member or job.elastic
 
 
-class MinRuntimePlugin(Plugin):
+class MinRuntimePlugin(Plugin, VictimFilter, ScenarioValidator):
     """Seed 002 (SPEC.md §3.4): protect jobs from preempt/reclaim until they have run their min-runtime."""
 
     name = "minruntime"
@@ -191,7 +192,7 @@ class MinRuntimePlugin(Plugin):
         self._starts = {}
 
     # -- resolution --------------------------------------------------------------------------------
-    def min_runtime(self, preemptor: Job, victim: Job, action: str) -> float:
+    def _min_runtime(self, preemptor: Job, victim: Job, action: str) -> float:
         """Seconds of protection ``victim`` has against ``preemptor`` under ``action``."""
         rule = rule_for(action, preemptor.queue, victim.queue)
         key = (rule, preemptor.queue, victim.queue)
@@ -219,23 +220,23 @@ class MinRuntimePlugin(Plugin):
             self._starts[raw] = got
         return got
 
-    def protected_until(self, preemptor: Job, victim: Job, action: str) -> float | None:
+    def _protected_until(self, preemptor: Job, victim: Job, action: str) -> float | None:
         """When ``victim``'s protection against ``preemptor`` ends (seconds since the epoch), or None if
         it is not protected now."""
         start = self._start(victim)
         if start is None:
             return None
-        until = start + self.min_runtime(preemptor, victim, action)
+        until = start + self._min_runtime(preemptor, victim, action)
         return until if self.session.now < until else None
 
-    def protected(self, preemptor: Job, victim: Job, action: str) -> bool:
-        return self.protected_until(preemptor, victim, action) is not None
+    def _protected(self, preemptor: Job, victim: Job, action: str) -> bool:
+        return self._protected_until(preemptor, victim, action) is not None
 
     # -- extension points --------------------------------------------------------------------------
     def victim_filter(self, preemptor: Job, victim: Job, action: str) -> bool:
         if is_elastic(victim):
             return True  # its surplus may go; scenario_valid guards minMember
-        return not self.protected(preemptor, victim, action)
+        return not self._protected(preemptor, victim, action)
 
     def scenario_valid(
         self, preemptor: Job, victims: Sequence[Job], tasks: Sequence[Task], action: str
@@ -249,7 +250,7 @@ class MinRuntimePlugin(Plugin):
         for uid in sorted(jobs):
             job = jobs[uid]
             gone = evicted.get(uid, set())
-            if not gone or not self.protected(preemptor, job, action):
+            if not gone or not self._protected(preemptor, job, action):
                 continue
             if not is_elastic(job):
                 return False

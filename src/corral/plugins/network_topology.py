@@ -41,7 +41,18 @@ from typing import Any
 import numpy as np
 
 from corral.framework.config import arg
-from corral.framework.extension import Domain, Purpose
+from corral.framework.extension import (
+    Domain,
+    GangPredicate,
+    GangSearchSpace,
+    HyperNodeOrder,
+    NodeOrder,
+    Predicate,
+    PredicateReason,
+    Purpose,
+    SubGroupSearchSpace,
+)
+from corral.framework.hints import ALL, ROW, CacheHints, ScoreScope
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
@@ -102,7 +113,17 @@ def _amounts(res: ResourceIndex, vec: np.ndarray) -> str:
     )
 
 
-class NetworkTopologyPlugin(Plugin):
+class NetworkTopologyPlugin(
+    Plugin,
+    Predicate,
+    PredicateReason,
+    NodeOrder,
+    HyperNodeOrder,
+    GangPredicate,
+    GangSearchSpace,
+    SubGroupSearchSpace,
+    CacheHints,
+):
     name = "network-topology-aware"
     Args = TopologyArgs
 
@@ -129,10 +150,17 @@ class NetworkTopologyPlugin(Plugin):
         self.subgroups = SubGroupTopology(self.session)
 
     # -- KAI sub-groups' constraints (plugins/subgroup_topology.py) -------------------------------
-    @property
-    def predicate_by_class(self) -> bool:
-        """The mask is a function of the pod's class unless a job has sub-group constraints."""
-        return not self.subgroups.active
+    # -- cache hints (framework/hints.py) ---------------------------------------------------------
+    def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
+        """The mask is a function of the pod's signature (its sub-group is part of the base) unless a
+        job of the session has KAI sub-group constraints: then it depends on the job's placed pods."""
+        return None if self.subgroups.active else ()
+
+    def score_scope(self, task: Task) -> ScoreScope:
+        """The normal-pod score of a node moves with what its HyperNodes hold, not only the node: never
+        kept per node across placements for the pods it scores; nor are KAI sub-group scores."""
+        normal_local = self._normal is None or not _normal_pod(task)
+        return ROW if normal_local and (not self.subgroups.active or self.subgroups.local(task)) else ALL
 
     def predicate(self, task: Task) -> np.ndarray:
         return self.subgroups.mask(task)
@@ -145,14 +173,14 @@ class NetworkTopologyPlugin(Plugin):
         ]
 
     # -- helpers ---------------------------------------------------------------------------------
-    def need(self, job: Job) -> np.ndarray:
+    def _need(self, job: Job) -> np.ndarray:
         vec = np.zeros(len(self.session.cluster.resources))
         for t in job.tasks:
             if t.status in _WAITING and t.managed:
                 vec += t.request
         return vec
 
-    def least_need(self, job: Job) -> np.ndarray:
+    def _least_need(self, job: Job) -> np.ndarray:
         """What the job's waiting pods must get at least for the gang to become ready: the pods it lacks
         to reach minMember — all its waiting pods when it needs every one (then this is :meth:`need`),
         none once it is ready — counted per resource at the smallest requests among its waiting pods, a
@@ -162,7 +190,7 @@ class NetworkTopologyPlugin(Plugin):
         waiting = [t.request for t in job.tasks if t.status in _WAITING and t.managed]
         lack = min(max(job.min_member - job.ready_count(), 0), len(waiting))
         if lack == len(waiting):
-            return self.need(job)
+            return self._need(job)
         if not lack:
             return np.zeros(len(self.session.cluster.resources))
         return np.sort(np.array(waiting), axis=0)[:lack].sum(axis=0)
@@ -178,7 +206,7 @@ class NetworkTopologyPlugin(Plugin):
         tiers that contain every node the job already occupies and whose allocatable capacity could
         hold what its waiting pods need at least (:meth:`least_need`) — all hypernodes judged at once."""
         placed = self._placed_rows(job)
-        need = self.least_need(job)
+        need = self._least_need(job)
         key = (job.uid, placed.tobytes(), need.tobytes())  # asked by GangPredicate, then the space
         got = self._allowed_cache.get(key)
         if got is not None:
@@ -198,7 +226,7 @@ class NetworkTopologyPlugin(Plugin):
             self._cap = self.tree.index().sums(nodes.allocatable * (~nodes.down)[:, None])
         return self._cap
 
-    def allowed_domains(self, job: Job) -> list[Domain]:
+    def _allowed_domains(self, job: Job) -> list[Domain]:
         """Hypernodes of allowed tiers containing every node the job already occupies (tier, name
         order)."""
         if not job.topology_mode or not self.tree:
@@ -250,7 +278,7 @@ class NetworkTopologyPlugin(Plugin):
         per_node = np.minimum(per_node, most)
         return per_node * self.session.predicate(task) if task.klass else per_node
 
-    def highest_tier(self, job: Job) -> int:
+    def _highest_tier(self, job: Job) -> int:
         """The highest tier the job's domains may have: ``highestTierAllowed``, or every tier when it is
         unset — or 0 in soft mode, where Volcano does not limit the tier (in hard mode 0 allows tier-0
         HyperNodes only). A KAI job's tier is that of its required level (unset: every level of its
@@ -265,7 +293,7 @@ class NetworkTopologyPlugin(Plugin):
         at most :meth:`highest_tier`, at least a KAI preferred level's (``topology_low_tier``; KAI tries
         domains from the preferred level up, ``calculateRelevantDomainLevels``)."""
         hx = self.tree.index()
-        ok = (hx.tier <= self.highest_tier(job)) & hx.of_family(job.topology_family)
+        ok = (hx.tier <= self._highest_tier(job)) & hx.of_family(job.topology_family)
         if job.topology_low_tier:
             ok &= hx.tier >= job.topology_low_tier
         return ok
@@ -302,12 +330,6 @@ class NetworkTopologyPlugin(Plugin):
             out = out + self.args.weight * self.subgroups.scores(task, rows)
         return out
 
-    def scores_row_local(self, task: Task) -> bool:
-        """The normal-pod score of a node moves with what its HyperNodes hold, not only the node:
-        never kept per node across placements for the pods it scores; nor are KAI sub-group scores."""
-        normal_local = self._normal is None or not _normal_pod(task)
-        return normal_local and (not self.subgroups.active or self.subgroups.local(task))
-
     def _allocate_order(self, job: Job, cand: np.ndarray, need: np.ndarray) -> list[Domain]:
         """The domains allocate can use, ordered by what the job can get there — fits in free capacity
         now, then once releasing capacity is free (a pipeline) — then lowest tier, then tightest fit
@@ -334,7 +356,7 @@ class NetworkTopologyPlugin(Plugin):
                     for i in range(len(cand))
                 ]
             )
-        klass = self._fit_class(job, cand, self.least_need(job))
+        klass = self._fit_class(job, cand, self._least_need(job))
         order = np.lexsort((cand, -score, hx.tier[cand], klass))
         room = order[klass[order] < 2]
         keep = room if room.size else order[:FULL_DOMAINS_TRIED]
@@ -373,10 +395,10 @@ class NetworkTopologyPlugin(Plugin):
         if within is not None:
             hx = self.tree.index()
             cand = np.array([h for h in cand if not (hx.nodes[h].mask & ~within).any()], dtype=np.int64)
-        out = self._allocate_order(sub, cand, self.need(sub))
+        out = self._allocate_order(sub, cand, self._need(sub))
         if not out and sj.topology_mode == "hard":
             # nowhere: an empty domain, so that the hard constraint is not lifted by the fallback
-            tier = self.highest_tier(sub)
+            tier = self._highest_tier(sub)
             nowhere = np.zeros(len(self.session.cluster.nodes), dtype=bool)
             return [Domain(f"no HyperNode of tier <= {tier} inside the job's domain", nowhere, tier)]
         if sj.topology_mode == "soft":
@@ -388,17 +410,17 @@ class NetworkTopologyPlugin(Plugin):
     def gang_search_space(self, job: Job, purpose: Purpose) -> list[Domain]:
         if not job.topology_mode:
             return []
-        need = self.need(job)
+        need = self._need(job)
         nodes = self.session.cluster.nodes
         if not self.tree:
             scored: list[Domain] = []
         elif purpose is Purpose.ALLOCATE:
             scored = self._allocate_order(job, self._allowed(job), need)
         else:
-            domains = self.allowed_domains(job)
+            domains = self._allowed_domains(job)
             pods = self._victim_pods(job)
-            cost = self.entry_costs(job, domains, need, pods)
-            fits = self.safe_fits(job, domains, pods)
+            cost = self._entry_costs(job, domains, need, pods)
+            fits = self._safe_fits(job, domains, pods)
             order = sorted(
                 range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name)
             )
@@ -410,7 +432,7 @@ class NetworkTopologyPlugin(Plugin):
             scored.append(Domain("cluster", ~nodes.down, None))
         return scored
 
-    def entry_costs(
+    def _entry_costs(
         self, job: Job, domains: Sequence[Domain], need: np.ndarray, pods: list[Task] | None = None
     ) -> list[float]:
         """The cost to enter each domain, for eviction: what the gang lacks there once the free and
@@ -434,7 +456,7 @@ class NetworkTopologyPlugin(Plugin):
         lack = need[cols] - masks.astype(float) @ fut
         return _entry_costs(masks, lack, v.rows, v.owner, v.req, v.work, v.held, v.surplus, need[cols])
 
-    def safe_fits(self, job: Job, domains: Sequence[Domain], pods: list[Task] | None = None) -> np.ndarray:
+    def _safe_fits(self, job: Job, domains: Sequence[Domain], pods: list[Task] | None = None) -> np.ndarray:
         """Per domain: could the gang's waiting pods fit there, node by node, in the free and releasing
         room plus what the surplus pods of the jobs that might give way (all pods of a broken job)
         free on the same node — that is, without breaking a healthy gang? Each pod is counted at the
@@ -525,11 +547,11 @@ class NetworkTopologyPlugin(Plugin):
     def gang_predicate(self, job: Job) -> str | None:
         if not job.topology_mode:
             return None
-        need = self.least_need(job)
+        need = self._least_need(job)
         res = self.session.cluster.resources
         total = self.session.cluster.total_allocatable()
         short = (total < need - EPS) & self.cols
-        some = not np.array_equal(need, self.need(job))  # minMember asks fewer than all waiting pods
+        some = not np.array_equal(need, self._need(job))  # minMember asks fewer than all waiting pods
         pods = "the pods the gang needs to reach minMember" if some else "the gang's waiting pods"
         if short.any():
             parts = [
@@ -539,14 +561,14 @@ class NetworkTopologyPlugin(Plugin):
             ]
             return f"{pods} need " + "; ".join(parts)
         if job.topology_mode == "hard" and self.tree and not self._allowed(job).size:
-            tier = self.highest_tier(job)
+            tier = self._highest_tier(job)
             hx = self.tree.index()
             allowed = np.flatnonzero(self._tier_ok(job))
             placed = self._placed_rows(job)
             if placed.size and not hx.containing(placed, len(self.session.cluster.nodes))[allowed].any():
                 return (
                     f"no HyperNode of tier <= {tier} holds all the nodes the gang already runs on, so "
-                    f"its waiting pods ({_amounts(res, self.need(job))}) cannot join them"
+                    f"its waiting pods ({_amounts(res, self._need(job))}) cannot join them"
                 )
             c = self.score_col if need[self.score_col] > 0 else int(np.argmax(need * self.cols))
             cap = self._capacity()[allowed, c]

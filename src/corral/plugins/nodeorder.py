@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from corral.framework.config import arg
+from corral.framework.extension import NodeOrder
+from corral.framework.hints import ALL, ROW, CacheHints, ScoreScope
 from corral.framework.plugin import Plugin
 from corral.model import Task
 from corral.model.resources import CPU, GPU, MEMORY
@@ -61,7 +64,7 @@ def _scaled(raw: np.ndarray) -> np.ndarray:
     return (raw - lo) * (100.0 / (hi - lo))
 
 
-class NodeOrderPlugin(Plugin):
+class NodeOrderPlugin(Plugin, NodeOrder, CacheHints):
     name = "nodeorder"
     Args = NodeOrderArgs
 
@@ -76,13 +79,20 @@ class NodeOrderPlugin(Plugin):
         self._soft_ids, self._soft_groups = self.session.cluster.nodes.soft_taint_groups()
         self._soft_taints = any(self._soft_groups)
 
-    def scores_row_local(self, task: Task) -> bool:
+    def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
+        """Scores depend on the pod's request, affinity and tolerations (all in its base signature)."""
+        return ()
+
+    def score_scope(self, task: Task) -> ScoreScope:
+        """A node's score is a function of its own row, except the preferred inter-pod (anti-)affinity
+        terms, which count matching pods in the node's topology domain."""
         aff = task.affinity
-        return not (
+        spread = (
             aff is not None
             and self.args.pod_affinity
             and (aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred)
         )
+        return ALL if spread else ROW
 
     def _fractions(self, task: Task, rows: np.ndarray) -> np.ndarray:
         """Used fraction of the cpu, memory[, gpu] columns after placing ``task``, capped at 1 (0 where

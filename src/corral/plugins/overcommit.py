@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from corral.framework.config import arg
-from corral.framework.extension import Vote
+from corral.framework.extension import EnqueueReason, JobEnqueueable, JobEnqueued, Vote
 from corral.framework.plugin import Plugin
 from corral.model import Job, PodGroupPhase
 from corral.model.resources import EPS, admission_refusal
@@ -44,7 +44,7 @@ class OvercommitArgs:
     )
 
 
-class OvercommitPlugin(Plugin):
+class OvercommitPlugin(Plugin, JobEnqueueable, EnqueueReason, JobEnqueued):
     name = "overcommit"
     Args = OvercommitArgs
 
@@ -65,20 +65,20 @@ class OvercommitPlugin(Plugin):
             held = sum((t.request for t in job.tasks if holding(t)), np.zeros_like(total))
             self.reserved += np.maximum(job.min_resources - held, 0.0)
 
-    def left(self) -> np.ndarray:
+    def _left(self) -> np.ndarray:
         """What the cluster can still admit, per resource (inf where unchecked)."""
         return np.where(self.checked, self.idle - self.reserved, np.inf)
 
     def job_enqueueable(self, job: Job) -> Vote:
         if job.min_resources is None or not job.min_resources.any():
             return Vote.PERMIT
-        return Vote.PERMIT if bool(np.all(job.min_resources <= self.left() + EPS)) else Vote.REJECT
+        return Vote.PERMIT if bool(np.all(job.min_resources <= self._left() + EPS)) else Vote.REJECT
 
     def enqueue_refusal(self, job: Job) -> str | None:
         """Why ``job_enqueueable`` rejects ``job`` (None if it does not)."""
         if job.min_resources is None or self.job_enqueueable(job) is Vote.PERMIT:
             return None
-        return admission_refusal(self.session.cluster.resources, job.min_resources, self.left(), self.factor)
+        return admission_refusal(self.session.cluster.resources, job.min_resources, self._left(), self.factor)
 
     def on_job_enqueued(self, job: Job) -> None:
         if job.min_resources is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from corral.framework.extension import DisruptionBudget, EventHandler
 from corral.framework.plugin import Plugin
 from corral.model import PodDisruptionBudget, Task, TaskStatus
 
@@ -41,7 +42,7 @@ def allowed_disruptions(pdb: PodDisruptionBudget, pods: Sequence[Task]) -> int:
     return healthy - desired
 
 
-class PdbPlugin(Plugin):
+class PdbPlugin(Plugin, EventHandler, DisruptionBudget):
     name = "pdb"
 
     def on_session_open(self) -> None:

@@ -37,6 +37,16 @@ from typing import Any
 import numpy as np
 
 from corral.framework.config import arg
+from corral.framework.extension import (
+    EventHandler,
+    Predicate,
+    PredicateReason,
+    Resolvable,
+    SimulateAddTask,
+    SimulatePredicate,
+    SimulateRemoveTask,
+)
+from corral.framework.hints import BaseSigned
 from corral.framework.plugin import Plugin
 from corral.manifests.selectors import PodAffinityTerm, Requirement
 from corral.model import OCCUPYING_STATES, Task, TaskStatus
@@ -84,12 +94,19 @@ def _row(task: Task) -> int:
     return task.node if task.node >= 0 else task.nominated
 
 
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(
+    Plugin,
+    Predicate,
+    PredicateReason,
+    Resolvable,
+    SimulateAddTask,
+    SimulateRemoveTask,
+    SimulatePredicate,
+    EventHandler,
+    BaseSigned,
+):
     name = "predicates"
     Args = PredicatesArgs
-    #: the mask depends on the pod's class and labels and on the nodes and pods placed, not on its job
-    #: (actions/common/skipping.py skips jobs only when every Predicate plugin says so)
-    predicate_by_class = True
 
     def on_session_open(self) -> None:
         self.nodes = self.session.cluster.nodes
@@ -97,17 +114,11 @@ class PredicatesPlugin(Plugin):
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._explain: dict[tuple[Any, ...], list[tuple[np.ndarray, str]]] = {}
         # placed pods by row, only those that matter for inter-pod terms, then kept by the events; when
-        # the session's job index says no pod in the cluster has required anti-affinity, built only if a
+        # the session says no pod in the cluster has required anti-affinity, built only if a
         # pod with inter-pod terms of its own asks (its hits are a set: the walk's order does not matter)
         self._placed: dict[int, tuple[Task, int]] | None = None
         self._anti: dict[int, tuple[Task, int]] = {}
-        index = self.session.index
-        cluster = self.session.cluster
-        self._anti_possible = (
-            index is None
-            or bool(index.sets["anti"])
-            or any(t.affinity is not None and t.affinity.pod_anti_affinity for t in cluster.foreign)
-        )
+        self._anti_possible = self.session.anti_affinity_possible()
         if self._anti_possible:
             self._build_placed()  # at once: the order of ``anti`` is the order reasons are listed in
 
@@ -207,7 +218,7 @@ class PredicatesPlugin(Plugin):
                 mask |= tm if term else np.zeros(n, dtype=bool)
             parts.append((mask, "node(s) didn't match the pod's required node affinity"))
 
-    def static_mask(self, task: Task) -> np.ndarray:
+    def _static_mask(self, task: Task) -> np.ndarray:
         mask = self._static.get(task.klass)
         if mask is None:
             parts = self._static_parts(task)
@@ -285,7 +296,7 @@ class PredicatesPlugin(Plugin):
 
     # -- the extension points --------------------------------------------------------------------
     def predicate(self, task: Task) -> np.ndarray:
-        mask = self.static_mask(task)
+        mask = self._static_mask(task)
         if (task.affinity is not None and task.affinity.has_pod_terms) or self.anti:
             for m, _ in self._pod_parts(task):
                 mask = mask & m
@@ -326,10 +337,10 @@ class PredicatesPlugin(Plugin):
 
     def resolvable(self, task: Task) -> np.ndarray:
         """Inter-pod terms can change when pods are evicted; the static checks cannot."""
-        return self.static_mask(task)
+        return self._static_mask(task)
 
     def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
-        self.static_mask(task)
+        self._static_mask(task)
         # one entry per reason, as kube-scheduler counts nodes per reason: several placed pods (or
         # terms) rejecting different nodes for the same reason add up to one "N node(s) ..." line
         merged: dict[str, np.ndarray] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.framework.extension import JobStarving, KeyedJobOrder, Preemptable, TaskOrder, UnifiedEvictable
 from corral.framework.plugin import Plugin
 from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 
@@ -20,11 +21,8 @@ __all__ = ["PriorityPlugin"]
 _HELD = ALLOCATED_STATES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}
 
 
-class PriorityPlugin(Plugin):
+class PriorityPlugin(Plugin, KeyedJobOrder, TaskOrder, JobStarving, Preemptable, UnifiedEvictable):
     name = "priority"
-
-    def job_order(self, a: Job, b: Job) -> int:
-        return (b.priority > a.priority) - (b.priority < a.priority)
 
     def job_order_key(self, job: Job) -> int:
         """A sort key giving the order of ``job_order`` (Session.job_sort_key)."""

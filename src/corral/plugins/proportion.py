@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.framework.extension import Vote
+from corral.framework.extension import Allocatable, JobEnqueueable, Overused, OverusedReason, Vote
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS
 from corral.plugins.queues import QueuePlugin
-from corral.plugins.shares import once_per_session, queue_requests
 
 __all__ = ["ProportionPlugin"]
 
 
-class ProportionPlugin(QueuePlugin):
+class ProportionPlugin(QueuePlugin, JobEnqueueable, Allocatable, Overused, OverusedReason):
     name = "proportion"
 
-    def compute_deserved(self) -> dict[str, np.ndarray]:
+    def _compute_deserved(self) -> dict[str, np.ndarray]:
         cluster = self.session.cluster
         leaves = [q for q in sorted(self.queues.values(), key=lambda q: q.name) if not q.children]
-        request = {n: v * self.cols for n, v in once_per_session(self.session, queue_requests).items()}
+        request = {n: v * self.cols for n, v in self.session.queue_requests().items()}
         for name, q in self.queues.items():  # requests of children roll up to a parent
             if not q.children:
                 for parent in cluster.queue_chain(name)[1:]:
@@ -46,9 +45,9 @@ class ProportionPlugin(QueuePlugin):
             for q in active:
                 old = deserved[q.name]
                 new = old + remaining * (max(q.weight, 0.0) / weight)
-                new = np.minimum(new, self.capability(q))
+                new = np.minimum(new, self._capability(q))
                 new = np.minimum(new, request[q.name])
-                new = np.maximum(new, self.guarantee(q))
+                new = np.maximum(new, self._guarantee(q))
                 deserved[q.name] = new
                 increased += new - old
                 if np.all(request[q.name] <= new + EPS):
@@ -78,7 +77,7 @@ class ProportionPlugin(QueuePlugin):
         return f"queue {queue.name!r} already holds its deserved share"
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        return self.within_capability(queue, task.request * self.cols)
+        return self._within_capability(queue, task.request * self.cols)
 
     def job_enqueueable(self, job: Job) -> Vote:
         queue = self.queues.get(job.queue)
@@ -88,4 +87,4 @@ class ProportionPlugin(QueuePlugin):
             self.queues[n].capability is not None for n in self.session.cluster.queue_chain(job.queue)
         ):
             return Vote.PERMIT
-        return Vote.PERMIT if self.enqueue_fits(job) else Vote.REJECT
+        return Vote.PERMIT if self._enqueue_fits(job) else Vote.REJECT

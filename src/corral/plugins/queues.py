@@ -9,7 +9,7 @@ Reclaim's queue rule (SPEC.md §3.2; Volcano ``plugins/proportion`` and ``plugin
 ``ReclaimableFn``): a victim is allowed while its queue, counting the victims allowed before it, still
 holds more than it deserves in some resource (``!allocated.LessEqual(deserved)``), so the pod that
 crosses the line is allowed and whole pods can give a share back. What a queue is compared with is its
-*reclaim line* (:meth:`QueuePlugin.reclaim_line`): proportion's deserved share; capacity's deserved in
+*reclaim line* (:meth:`QueuePlugin._reclaim_line`): proportion's deserved share; capacity's deserved in
 the resources the queue states (a resource it leaves out — a KAI quota of -1 — is unlimited, as Volcano
 treats a scalar resource missing from deserved). Capacity also keeps each queue's guarantee covered
 after the eviction, as Volcano does. In a queue tree the rule is checked on the victim's leaf queue and,
@@ -31,16 +31,49 @@ from __future__ import annotations
 
 import numpy as np
 
+from corral.framework.extension import (
+    AllocatableReason,
+    EnqueueReason,
+    EventHandler,
+    JobEnqueued,
+    Preemptive,
+    QueueAmounts,
+    QueueLimit,
+    QueueOrder,
+    QueueReport,
+    QueueRule,
+    QueueShare,
+    Reclaimable,
+    SimulateAddTask,
+    SimulateAllocatable,
+    SimulateRemoveTask,
+    UnifiedEvictable,
+)
 from corral.framework.memo.jobindex import exact_sum
 from corral.framework.plugin import Plugin
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS, PODS
-from corral.plugins.shares import job_usage, once_per_session, queue_usage
 
 __all__ = ["QueuePlugin"]
 
 
-class QueuePlugin(Plugin):
+class QueuePlugin(
+    Plugin,
+    QueueOrder,
+    Preemptive,
+    Reclaimable,
+    UnifiedEvictable,
+    SimulateAddTask,
+    SimulateRemoveTask,
+    SimulateAllocatable,
+    EventHandler,
+    AllocatableReason,
+    EnqueueReason,
+    JobEnqueued,
+    QueueRule,
+    QueueAmounts,
+    QueueReport,
+):
     """Base of proportion and capacity: usage, shares and the victim rule they have in common."""
 
     def on_session_open(self) -> None:
@@ -54,7 +87,7 @@ class QueuePlugin(Plugin):
         self.queues = cluster.queues
         self._chains: dict[str, list[str]] = {}
         self._capped: dict[str, bool] = {}  # queue -> any capability on its chain
-        usage = queue_usage(cluster, once_per_session(self.session, job_usage), self.session.index)
+        usage = self.session.queue_usage()
         self.allocated = {name: v * self.cols for name, v in usage.items()}
         for name, q in self.queues.items():  # leaf usage summed into every ancestor
             if q.children:
@@ -62,7 +95,7 @@ class QueuePlugin(Plugin):
             for parent in cluster.queue_chain(name)[1:]:
                 self.allocated[parent] = self.allocated[parent] + self.allocated[name]
         self.inqueue = self._admitted_not_started()
-        self.deserved = self.compute_deserved()
+        self.deserved = self._compute_deserved()
         self._sides: dict[tuple[str, str], list[str]] = {}  # (victim queue, reclaimer queue) -> checked
         self._lines: dict[str, list[float]] = {}
         self._guards: dict[str, list[float]] = {}
@@ -70,17 +103,11 @@ class QueuePlugin(Plugin):
     def _admitted_not_started(self) -> dict[str, np.ndarray]:
         """Per queue (every ancestor included), the minResources of its admitted podgroups that have
         not reached their minimum yet, summed exactly (the same bits in any job order, so the session's
-        kept job index can hand over just those podgroups)."""
-        cluster, index = self.session.cluster, self.session.index
-        jobs = cluster.jobs
-        walk = (
-            (jobs[u] for u in index.candidates(self.session.ledger.since_open(), "inqueue"))
-            if index is not None
-            else jobs.values()
-        )
+        session can hand over just those podgroups: ``Session.admitted_unstarted``)."""
+        cluster = self.session.cluster
         rows: dict[str, list[np.ndarray]] = {name: [] for name in self.queues}
-        for job in walk:
-            if job.queue in self.queues and job.admitted_unstarted():
+        for job in self.session.admitted_unstarted():
+            if job.queue in self.queues:
                 for name in cluster.queue_chain(job.queue):
                     rows[name].append(job.min_resources * self.cols)
         width = len(self.total)
@@ -88,22 +115,22 @@ class QueuePlugin(Plugin):
             name: exact_sum(vecs, width) if vecs else np.zeros_like(self.total) for name, vecs in rows.items()
         }
 
-    def compute_deserved(self) -> dict[str, np.ndarray]:
+    def _compute_deserved(self) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
-    def vec(self, v: np.ndarray | None, fill: float) -> np.ndarray:
+    def _vec(self, v: np.ndarray | None, fill: float) -> np.ndarray:
         if v is None:
             return np.full_like(self.total, fill)
         return np.where(self.cols, v, fill if fill else 0.0)
 
-    def capability(self, q: Queue) -> np.ndarray:
-        return self.vec(q.capability, np.inf)
+    def _capability(self, q: Queue) -> np.ndarray:
+        return self._vec(q.capability, np.inf)
 
-    def guarantee(self, q: Queue) -> np.ndarray:
-        return self.vec(q.guarantee, 0.0)
+    def _guarantee(self, q: Queue) -> np.ndarray:
+        return self._vec(q.guarantee, 0.0)
 
     # -- shares ----------------------------------------------------------------------------------
-    def share(self, name: str) -> float:
+    def _share(self, name: str) -> float:
         """Held over deserved, the largest over the resources the queue deserves (Volcano's
         ``updateShare`` iterates ``deserved.ResourceNames()``, the non-zero ones): a queue that deserves
         only GPUs is not made to look full by the CPU its pods also hold. A queue that deserves nothing
@@ -119,7 +146,7 @@ class QueuePlugin(Plugin):
         proportion and capacity ``QueueOrderFn``)."""
         if a.priority != b.priority:
             return -1 if a.priority > b.priority else 1
-        sa, sb = self.share(a.name), self.share(b.name)
+        sa, sb = self._share(a.name), self._share(b.name)
         return (sa > sb) - (sa < sb)
 
     def _charge(self, task: Task, sign: int) -> None:
@@ -127,7 +154,7 @@ class QueuePlugin(Plugin):
         if job is None or job.queue not in self.queues:
             return
         delta = sign * task.request * self.cols
-        for name in self.chain(job.queue):
+        for name in self._chain(job.queue):
             self.allocated[name] = self.allocated[name] + delta
 
     def on_allocate(self, task: Task) -> None:
@@ -144,7 +171,7 @@ class QueuePlugin(Plugin):
         self._charge(task, -1)
 
     def simulate_allocatable(self, queue: Queue, task: Task) -> bool:
-        return self.within_capability(queue, task.request * self.cols)
+        return self._within_capability(queue, task.request * self.cols)
 
     # -- victims ---------------------------------------------------------------------------------
     def unified_evictable(self, preemptor: Task, candidates: list[Task], action: str) -> list[Task] | None:
@@ -159,20 +186,50 @@ class QueuePlugin(Plugin):
 
     #: capacity keeps a victim queue's guarantee covered (Volcano capacity); proportion does not
     keeps_guarantee = False
-    #: reclaim applies this plugin's Reclaimable whatever tier it sits in (SPEC.md §3.2)
-    queue_rule = True
     #: ancestors of a victim's leaf queue the victim-side rule checks too (capacity's
     #: ``ancestorReclaimLevel``; proportion: the leaf only)
     ancestor_levels = 0
 
-    def reclaim_line(self, name: str) -> np.ndarray:
+    def queue_rule_enabled(self) -> bool:
+        """Reclaim applies this plugin's Reclaimable whatever tier it sits in (SPEC.md §3.2): always."""
+        return True
+
+    def queue_limits(self) -> dict[str, QueueLimit]:
+        """Per queue: held less its reclaim line over the shared resources (−inf elsewhere), and held
+        less its guarantee where the plugin keeps it (capacity; inf otherwise)."""
+        out = {}
+        for name, q in self.queues.items():
+            held = self.allocated[name]
+            above = np.where(self.cols, held - self._reclaim_line(name), -np.inf).tolist()
+            keep = (
+                np.where(self.cols, held - self._guarantee(q), np.inf)
+                if self.keeps_guarantee
+                else np.full(len(held), np.inf)
+            ).tolist()
+            out[name] = QueueLimit(above, keep)
+        return out
+
+    def queue_report(self) -> dict[str, QueueShare]:
+        """Per queue: what it holds, what it deserves and its share (``corral queues``, the queue
+        metrics of ``corral run``)."""
+        zero = np.zeros_like(self.total)
+        return {
+            name: QueueShare(
+                self.allocated.get(name, zero),
+                self.deserved.get(name),
+                self._share(name) if name in self.deserved else None,
+            )
+            for name in {**self.allocated, **self.deserved}
+        }
+
+    def _reclaim_line(self, name: str) -> np.ndarray:
         """What queue ``name`` is compared with: above it in some resource, the queue may give up a pod."""
         return self.deserved[name]
 
-    def above_line(self, name: str, held: np.ndarray | None = None) -> bool:
+    def _above_line(self, name: str, held: np.ndarray | None = None) -> bool:
         """Does ``name`` hold more than its reclaim line in some shared resource?"""
         held = self.allocated[name] if held is None else held
-        return bool(np.any(held[self.cols] > self.reclaim_line(name)[self.cols] + EPS))
+        return bool(np.any(held[self.cols] > self._reclaim_line(name)[self.cols] + EPS))
 
     @property
     def reclaim_floor(self) -> dict[str, np.ndarray]:
@@ -181,8 +238,8 @@ class QueuePlugin(Plugin):
         above what the queue may give up (the planning bound of gangreclaim and the oracle)."""
         out = {}
         for name, q in self.queues.items():
-            if self.above_line(name):
-                out[name] = self.guarantee(q) if self.keeps_guarantee else np.zeros_like(self.total)
+            if self._above_line(name):
+                out[name] = self._guarantee(q) if self.keeps_guarantee else np.zeros_like(self.total)
             else:
                 out[name] = self.allocated[name].copy()
         return out
@@ -194,9 +251,9 @@ class QueuePlugin(Plugin):
         key = (victim_queue, reclaimer_queue or "")
         side = self._sides.get(key)
         if side is None:
-            mine = set(self.chain(reclaimer_queue)) if reclaimer_queue in self.queues else set()
+            mine = set(self._chain(reclaimer_queue)) if reclaimer_queue in self.queues else set()
             side = []
-            for name in self.chain(victim_queue)[: 1 + self.ancestor_levels]:
+            for name in self._chain(victim_queue)[: 1 + self.ancestor_levels]:
                 if name in mine:
                     break
                 side.append(name)
@@ -233,14 +290,14 @@ class QueuePlugin(Plugin):
             left = held[name] = self.allocated[name].tolist()
         line = self._lines.get(name)
         if line is None:
-            line = self._lines[name] = self.reclaim_line(name).tolist()
+            line = self._lines[name] = self._reclaim_line(name).tolist()
         if not any(left[c] > line[c] + EPS for c in cols):
             return False
         if not self.keeps_guarantee:
             return True
         guard = self._guards.get(name)
         if guard is None:
-            guard = self._guards[name] = self.guarantee(self.queues[name]).tolist()
+            guard = self._guards[name] = self._guarantee(self.queues[name]).tolist()
         taken = dict(pairs)
         return all(left[c] - taken.get(c, 0.0) >= guard[c] - EPS for c in cols)
 
@@ -249,7 +306,7 @@ class QueuePlugin(Plugin):
             self._col_list = [int(c) for c in np.flatnonzero(self.cols)]
         return self._col_list
 
-    def chain(self, queue: str) -> list[str]:
+    def _chain(self, queue: str) -> list[str]:
         """``queue`` and its ancestors, leaf first (cached: the tree does not change in a session)."""
         chain = self._chains.get(queue)
         if chain is None:
@@ -271,20 +328,20 @@ class QueuePlugin(Plugin):
             return False
         future = self.allocated[queue.name] + task.request * self.cols
         dims = task.request * self.cols > 0
-        return bool(np.all(future[dims] <= self.reclaim_line(queue.name)[dims] + EPS))
+        return bool(np.all(future[dims] <= self._reclaim_line(queue.name)[dims] + EPS))
 
-    def within_capability(self, queue: Queue, extra: np.ndarray) -> bool:
+    def _within_capability(self, queue: Queue, extra: np.ndarray) -> bool:
         """Would every queue on the chain stay within its capability after taking ``extra``?"""
         capped = self._capped.get(queue.name)
         if capped is None:
             capped = self._capped[queue.name] = any(
-                self.queues[n].capability is not None for n in self.chain(queue.name)
+                self.queues[n].capability is not None for n in self._chain(queue.name)
             )
         if not capped:  # no capability anywhere on the chain
             return True
         dims = extra * self.cols > 0
-        for name in self.chain(queue.name):
-            cap = self.capability(self.queues[name])
+        for name in self._chain(queue.name):
+            cap = self._capability(self.queues[name])
             if np.any(self.allocated[name][dims] + extra[dims] > cap[dims] + EPS):
                 return False
         return True
@@ -295,8 +352,8 @@ class QueuePlugin(Plugin):
         extra = task.request * self.cols
         dims = extra > 0
         names = self.session.cluster.resources.names
-        for name in self.chain(queue.name):
-            cap = self.capability(self.queues[name])
+        for name in self._chain(queue.name):
+            cap = self._capability(self.queues[name])
             over = dims & (self.allocated[name] + extra > cap + EPS)
             if over.any():
                 short = ", ".join(names[i] for i in np.flatnonzero(over))
@@ -307,7 +364,7 @@ class QueuePlugin(Plugin):
                 )
         return None
 
-    def enqueue_fits(self, job: Job) -> bool:
+    def _enqueue_fits(self, job: Job) -> bool:
         """minResources + held + admitted-not-started within capability along the chain, in the
         resources minResources asks for (Volcano's ``LessEqualWithDimensionAndResourcesName``)."""
         queue = self.queues.get(job.queue)
@@ -316,7 +373,7 @@ class QueuePlugin(Plugin):
         need = job.min_resources * self.cols
         dims = need > 0
         for name in self.session.cluster.queue_chain(job.queue):
-            cap = self.capability(self.queues[name])
+            cap = self._capability(self.queues[name])
             if np.any((need + self.allocated[name] + self.inqueue[name] > cap + EPS) & dims):
                 return False
         return True
@@ -330,7 +387,7 @@ class QueuePlugin(Plugin):
         res = self.session.cluster.resources
         need = job.min_resources * self.cols
         for name in self.session.cluster.queue_chain(job.queue):
-            cap = self.capability(self.queues[name])
+            cap = self._capability(self.queues[name])
             left = cap - self.allocated[name] - self.inqueue[name]
             short = (need > left + EPS) & (need > 0)
             if short.any():

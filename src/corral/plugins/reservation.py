@@ -57,7 +57,15 @@ from typing import Any
 import numpy as np
 
 from corral.framework.config import arg
-from corral.framework.decisions import Unschedulable
+from corral.framework.extension import (
+    EventHandler,
+    JobOrder,
+    Predicate,
+    PredicateReason,
+    ReasonNote,
+    ReservedNodes,
+    TargetJob,
+)
 from corral.framework.plugin import Plugin
 from corral.framework.reservation import (
     TARGET_JOB,
@@ -102,7 +110,9 @@ class Plan:
     blocked: int = 0
 
 
-class ReservationPlugin(Plugin):
+class ReservationPlugin(
+    Plugin, JobOrder, Predicate, PredicateReason, EventHandler, TargetJob, ReservedNodes, ReasonNote
+):
     name = "reservation"
     Args = ReservationArgs
 
@@ -133,11 +143,11 @@ class ReservationPlugin(Plugin):
         self._plan = None
         self._charged.clear()
 
-    def target(self) -> Job | None:
+    def _target_job(self) -> Job | None:
         self._refresh()
         return self._target
 
-    def locked(self) -> np.ndarray:
+    def _locked_mask(self) -> np.ndarray:
         self._refresh()
         return self._locked
 
@@ -247,7 +257,7 @@ class ReservationPlugin(Plugin):
         if avail is None or not locked.any():
             return kept
         fresh = fill(np.zeros_like(locked), np.flatnonzero(eligible))
-        current = self.plan().start if self.locked().any() else math.inf
+        current = self._plan_of().start if self._locked_mask().any() else math.inf
         if np.isfinite(avail[fresh]).all() and avail[fresh].max() < current - 1e-6:
             return fresh
         return kept
@@ -306,14 +316,14 @@ class ReservationPlugin(Plugin):
 
     # -- JobOrder ----------------------------------------------------------------------------------
     def job_order(self, a: Job, b: Job) -> int:
-        target = self.target()
+        target = self._target_job()
         if target is None or a is b:
             return 0
         return -1 if a is target else 1 if b is target else 0
 
     # -- Predicate ---------------------------------------------------------------------------------
     def predicate(self, task: Task) -> np.ndarray:
-        locked = self.locked()
+        locked = self._locked_mask()
         if self._target is None or task.job is self._target or not locked.any():
             return self._all
         return ~locked | self._lendable(task)
@@ -323,7 +333,7 @@ class ReservationPlugin(Plugin):
         if not self.args.plan:
             return np.zeros_like(self._locked)
         end = self._end(task)
-        plan = self.plan()
+        plan = self._plan_of()
         if end is None or not math.isfinite(plan.start):
             return np.zeros_like(self._locked)
         if end <= plan.start + 1e-6:
@@ -340,7 +350,7 @@ class ReservationPlugin(Plugin):
         return got
 
     def explain(self, task: Task) -> list[tuple[np.ndarray, str]]:
-        locked = self.locked()
+        locked = self._locked_mask()
         if self._target is None or task.job is self._target or not locked.any():
             return []
         return [
@@ -357,13 +367,13 @@ class ReservationPlugin(Plugin):
         end = self._end(task)
         if end is None:
             return f"; pod {task.name} has no expected runtime"
-        start = self.plan().start
+        start = self._plan_of().start
         if math.isfinite(start) and end > start:
             return f"; pod {task.name} would end at {format_time(end)}, after that"
         return ""
 
     # -- the plan ----------------------------------------------------------------------------------
-    def plan(self) -> Plan:
+    def _plan_of(self) -> Plan:
         """The target's planned start and what it leaves free then (computed once per lock state)."""
         self._refresh()
         if self._plan is None:
@@ -482,7 +492,7 @@ class ReservationPlugin(Plugin):
         words = f"target since {format_time(since)}" if since else "target"
         if not self.args.plan:
             return words + "; backfill with a plan is off"
-        plan = self.plan()
+        plan = self._plan_of()
         if math.isfinite(plan.start):
             return words + f"; the plan starts it at {format_time(plan.start)}"
         if plan.blocked:
@@ -491,41 +501,31 @@ class ReservationPlugin(Plugin):
             )
         return words + "; no planned start: the locked nodes cannot hold it"
 
-    def on_session_close(self) -> None:
-        """Say so in the reasons of the jobs a lock held back, and in the target's."""
-        decisions = self.session.decisions
-        if not decisions.unschedulable:
-            return
-        locked = self.locked()
+    def reason_note(self, job: Job, reason: str) -> str | None:
+        """What the reservation adds to the reason of a job that did not start: for the target, that it
+        is the target, how many nodes are locked for it and the plan; for a job a locked node held
+        back, which node and the plan — unless its reason names the lock already (the no-fit reason
+        does, from :meth:`explain`)."""
+        locked = self._locked_mask()
         target = self._target
         if target is None or not locked.any():
-            return
+            return None
+        if job is target:
+            return (
+                f"target job of the reservation, {int(locked.sum())} node(s) locked for it "
+                f"({self._plan_words()})"
+            )
+        if f"locked for {target.uid}" in reason:
+            return None
+        held = self._held_on(job)
+        if held is None:
+            return None
+        rows, t = held
         names = self.session.cluster.nodes.names
-        jobs = self.session.cluster.jobs
-        for i, rec in enumerate(decisions.unschedulable):
-            if rec.cycle != self.session.cycle:
-                continue
-            job = jobs.get(rec.podgroup)
-            if job is None:
-                continue
-            if job is target:
-                note = (
-                    f"target job of the reservation, {int(locked.sum())} node(s) locked for it "
-                    f"({self._plan_words()})"
-                )
-            else:
-                if f"locked for {target.uid}" in rec.reason:
-                    continue
-                held = self._held_on(job)
-                if held is None:
-                    continue
-                rows, t = held
-                more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
-                note = (
-                    f"node {names[rows[0]]}{more} is locked for {target.uid}, {self._plan_words()}"
-                    f"{self._clause(t)}"
-                )
-            decisions.unschedulable[i] = Unschedulable(rec.podgroup, f"{rec.reason}; {note}", rec.cycle)
+        more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
+        return (
+            f"node {names[rows[0]]}{more} is locked for {target.uid}, {self._plan_words()}{self._clause(t)}"
+        )
 
     def _held_on(self, job: Job) -> Any:
         """Locked rows where ``job``'s first waiting pod would fit but the lock keeps it off, or None."""
@@ -534,7 +534,7 @@ class ReservationPlugin(Plugin):
             return None
         t = tasks[0]
         end = self._end(t)
-        start = self.plan().start if self.args.plan else math.inf
+        start = self._plan_of().start if self.args.plan else math.inf
         key = (t.klass or id(t), end is None, end is not None and end <= start + 1e-6)
         rows = self._held.get(key)  # one answer per pod class and plan verdict per close
         if rows is None:

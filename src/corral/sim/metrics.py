@@ -60,6 +60,10 @@ class EngineMetrics:
     The attributes below are the engine state this mixin reads and writes; :class:`Engine` sets them
     all in its ``__init__`` (they are declared here, without values, so each is typed once)."""
 
+    #: the admission budget at the end of the run, for the reasons written with the results, keyed by
+    #: (cycles, events) so that a later write recomputes it
+    _final_budget: tuple[tuple[int, int], Any, float] | None = None
+
     cluster: Cluster
     config: Config
     options: SimOptions
@@ -305,14 +309,14 @@ class EngineMetrics:
         need = job.min_resources
         if need is None or not need.any():
             return ""
-        budget = self.__dict__.get("_final_budget")
+        budget = self._final_budget
         if budget is None or budget[0] != (self.cycles, self.events):
             factor = self.config.overcommit_factor()
             left = self.cluster.admission_room(factor)
             for other in self.cluster.jobs.values():
                 if other.admitted_unstarted():
                     left = left - other.min_resources
-            budget = self.__dict__["_final_budget"] = ((self.cycles, self.events), left, factor)
+            budget = self._final_budget = ((self.cycles, self.events), left, factor)
         _, left, factor = budget
         if not (need > left + EPS).any():
             return ""

@@ -13,7 +13,7 @@ queue order for reclaim), then the work, then the pods.
 
 What is modelled
 ----------------
-* **Victims** — running or bound pods (:data:`~corral.actions.evict.VICTIM_STATES`) of other jobs,
+* **Victims** — running or bound pods (:data:`~corral.actions.common.evict.VICTIM_STATES`) of other jobs,
   managed by corral, preemptable (pod or PodGroup annotation/label), not in ``kube-system`` nor of a
   system-critical priority class (the ``conformance`` plugin), on a node of an allowed domain:
 
@@ -94,7 +94,7 @@ __all__ = [
     "work_lost",
 ]
 
-#: Pods that can be victims (as in ``corral.actions.evict``): running, or bound by an earlier cycle.
+#: Pods that can be victims (as in ``corral.actions.common.evict``): running, or bound by an earlier cycle.
 VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 _HAVE = _READY | {TaskStatus.PIPELINED}
@@ -278,28 +278,22 @@ def queue_slack(session: Session) -> dict[str, np.ndarray]:
 
 
 def queue_limits(session: Session, reclaimer_queue: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The queue rule of the session's ``proportion`` or ``capacity`` plugin, exactly, for a gang of
-    ``reclaimer_queue``: per victim-side queue (not an ancestor of the reclaimer's, see
-    ``QueuePlugin.victim_side``) the pair (``above``, ``keep``) — held less the reclaim line over the
-    shared resources (−inf elsewhere), held less the guarantee where the plugin keeps it (inf
-    elsewhere). Empty when neither plugin is configured. See :func:`solve_gang_eviction`."""
-    plugin = _queue_plugin(session)
-    if plugin is None:
+    """The queue rules with amounts of the session (``Session.queue_limits``: ``proportion`` and
+    ``capacity``, the tighter of the two where both are configured, as the gang actions take them),
+    exactly, for a gang of ``reclaimer_queue``: per victim-side queue (not in the reclaimer's queue
+    chain) the pair (``above``, ``keep``) — held less the reclaim line over the shared resources (−inf
+    elsewhere), held less the guarantee where the plugin keeps it (inf elsewhere). Empty when neither
+    plugin is configured. See :func:`solve_gang_eviction`."""
+    limits = session.queue_limits()
+    if limits is None:
         return {}
-    mine = set(session.cluster.queue_chain(reclaimer_queue)) if reclaimer_queue in plugin.queues else set()
-    out = {}
-    for name, q in plugin.queues.items():
-        if name in mine:
-            continue
-        held = plugin.allocated[name]
-        above = np.where(plugin.cols, held - plugin.reclaim_line(name), -np.inf)
-        keep = (
-            np.where(plugin.cols, held - plugin.guarantee(q), np.inf)
-            if plugin.keeps_guarantee
-            else np.full(len(held), np.inf)
-        )
-        out[name] = (above, keep)
-    return out
+    queues = session.cluster.queues
+    mine = set(session.cluster.queue_chain(reclaimer_queue)) if reclaimer_queue in queues else set()
+    return {
+        name: (np.asarray(lim.above, dtype=float), np.asarray(lim.keep, dtype=float))
+        for name, lim in limits.items()
+        if name not in mine
+    }
 
 
 def solve_by_rules(

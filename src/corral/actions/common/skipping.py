@@ -21,9 +21,11 @@ start of ``allocate``. Capacity freed, a node added or repaired, a lock lifted o
 all show up in that test; "its own pods changed" shows up in the state comparison; a queue's share does
 not matter for a pod that fits nowhere (the attempt fails whatever the queue says).
 
-Skipping applies only when every Predicate plugin declares its mask a function of the pod's class
-(``predicate_by_class = True``: ``predicates`` does; a plugin whose mask depends on the job, such as a
-reservation lock that lets short jobs through, turns it off for the sessions it is in).
+Skipping applies only to pods every Predicate plugin signs (:mod:`corral.framework.hints`: the plugin
+declares its mask a function of the pod's signature and the nodes' state; ``predicates`` does; a plugin
+whose mask depends on the job, such as a reservation lock that lets short jobs through, signs nothing,
+which turns skipping off for the sessions it is in). Pods are compared by
+:meth:`~corral.framework.session.Session.mask_key`.
 
 What makes this exact (decisions byte-identical with skipping on and off, checked by
 ``tests/framework/test_skipcache.py`` over the whole scenario suite and a congested simulation):
@@ -51,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.framework.memo.skipmemory import class_key, own_state, plain
+from corral.framework.memo.skipmemory import own_state, plain
 from corral.model import Job, Task, TaskStatus
 
 if TYPE_CHECKING:
@@ -74,7 +76,9 @@ class Skipper:
 
     # -- across cycles ---------------------------------------------------------------------------
     def _fits_somewhere(self, task: Task) -> bool:
-        key = class_key(task)
+        key = self.session.mask_key(task)
+        if key is None:
+            return True  # not signed: nothing to conclude
         got = self._fits_at_start.get(key)
         if got is None:
             s = self.session
@@ -105,7 +109,9 @@ class Skipper:
     # -- within the cycle ------------------------------------------------------------------------
     def no_easier_failed(self, task: Task) -> bool:
         """Did a pod with the same constraints and no larger request already fit nowhere this cycle?"""
-        key = class_key(task)
+        key = self.session.mask_key(task)
+        if key is None:
+            return False
         failed = self._failed.get((key[0][1:], key[1]) if task.labels else key[1:])
         if not failed:
             return False
@@ -120,7 +126,8 @@ class Skipper:
 
     def record(self, job: Job, first: Task | None, failed_first: bool) -> None:
         """After a real attempt: remember a plain first-pod failure (and forget anything else)."""
-        if not failed_first or first is None or not plain(first):
+        key = None if first is None else self.session.mask_key(first)
+        if not failed_first or first is None or not plain(first) or key is None:
             self.memory.blocked.pop(job.uid, None)
             return
         s = self.session
@@ -129,21 +136,16 @@ class Skipper:
             self.memory.blocked.pop(job.uid, None)
             return
         self.memory.blocked[job.uid] = (own_state(job), first)
-        key = class_key(first)
         self._fits_at_start[key] = False
         constraints = (key[0][1:], key[1]) if first.labels else key[1:]
         self._failed.setdefault(constraints, []).append(first.request)
 
 
 def skipper_for(session: Session) -> Skipper | None:
-    """A Skipper for this ``allocate`` execution, or None when skipping is off or some Predicate plugin's
-    mask may depend on more than the pod's class (it must declare ``predicate_by_class = True``: a
-    reservation's lock, for one, depends on the job's expected run time)."""
-    if not session.history.skip:
+    """A Skipper for this ``allocate`` execution, or None when skipping is off or some Predicate plugin
+    gives no cache hints (a reservation's lock, for one, depends on the job's expected run time)."""
+    if not session.history.skip or not session.predicates_signed():
         return None
-    for fn in session.fns("Predicate"):
-        if not getattr(getattr(fn, "__self__", None), "predicate_by_class", False):
-            return None
     return Skipper(session)
 
 
@@ -199,7 +201,8 @@ class JobHeap:
     def _group_of(self, job: Job) -> Any:
         assert self.skipper is not None  # grouping happens only with a skipper
         first = self.skipper.first_pod(job)
-        return ("class", class_key(first)) if first is not None and plain(first) else ("job", job.uid)
+        key = self.skipper.session.mask_key(first) if first is not None and plain(first) else None
+        return ("class", key) if key is not None else ("job", job.uid)
 
     def push(self, entry: tuple[Any, ...]) -> None:
         if self.skipper is None:

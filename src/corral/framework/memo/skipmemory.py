@@ -8,7 +8,7 @@ from typing import Any
 
 from corral.model import Job, Task, TaskStatus
 
-__all__ = ["SkipMemory", "class_key", "own_state", "plain"]
+__all__ = ["SkipMemory", "own_state", "plain"]
 
 
 def own_state(job: Job) -> tuple[Any, ...]:
@@ -16,12 +16,6 @@ def own_state(job: Job) -> tuple[Any, ...]:
     replaced by another pod (its uid) or another spec (its class: request and constraints) — the live
     scheduler builds a changed job's pods anew, where the simulator keeps its pod objects."""
     return tuple([(t.uid, t.klass, t.status, t.nominated) for t in job.tasks])
-
-
-def class_key(task: Task) -> tuple[Any, ...]:
-    """The equivalence class a predicate mask depends on: the class, plus the pod's labels when it has
-    any (other pods' anti-affinity terms match on them)."""
-    return task.klass if not task.labels else (task.klass, tuple(sorted(task.labels.items())))
 
 
 def plain(task: Task) -> bool:

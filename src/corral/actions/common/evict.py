@@ -26,7 +26,7 @@ best node in the common case. The plans rank as follows:
    node while the pod still fits (a nomination is cleared only when the room is needed);
 3. the ScenarioValidator points see the plan; the state is restored;
 4. a victim that pushes its gang below a minimum takes the gang's other running pods with it, on every
-   node (:mod:`corral.actions.broken`, SPEC.md §5): they must be allowed victims too (the action's
+   node (:mod:`corral.actions.common.broken`, SPEC.md §5): they must be allowed victims too (the action's
    rules and the plugins' filters), else the plan is given up;
 5. plans rank by fewest PDB violations, lowest highest-victim priority, smallest priority sum, fewest
    victims (the whole broken gangs counted: they are evicted), latest earliest start among the
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.broken import whole_gangs
+from corral.actions.common.broken import whole_gangs
 from corral.framework.session import Session
 from corral.model import Job, Task, TaskStatus
 from corral.model.resources import EPS
@@ -315,7 +315,7 @@ class Evictor:
         self, victims: list[Task], allowed: np.ndarray, victim_ok: Callable[[list[Task]], list[Task]]
     ) -> list[Task] | None:
         """``victims`` with the other running pods of every gang they break, wherever they run
-        (:mod:`corral.actions.broken`); None when one of those pods may not be evicted (not an allowed
+        (:mod:`corral.actions.common.broken`); None when one of those pods may not be evicted (not an allowed
         victim of the action, refused by the plugins' filters, or placed in this cycle)."""
         extra, _, stuck = whole_gangs(victims)
         if stuck:

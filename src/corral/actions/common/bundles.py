@@ -4,7 +4,7 @@ Each candidate victim job's pods split into a **SAFE** part — as many pods as 
 minMember and above every role's minTaskMember (role limits ignored for an elastic job, whose minMember
 is below the sum of its role minimums), or all of its pods when the job is *already broken* (fewer ready
 pods than a minimum) — and a **WHOLE** part, its core. Which pods are "the surplus" is a convention: any
-that many may go and the job stays at its minimums, so the planner (:mod:`corral.actions.gang_plan`)
+that many may go and the job stays at its minimums, so the planner (:mod:`corral.actions.common.gang_plan`)
 chooses them where they help.
 
 **Cost model** (the seed's: "SAFE bundle ... Cost: Zero (Free to evict)"). Evicting pods that leave

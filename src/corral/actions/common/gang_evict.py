@@ -9,12 +9,12 @@ pods has ``preemptionPolicy: Never`` is left alone — one search, in named step
    filter (UnifiedEvictable, the gang-level point; for gangreclaim also the queue rule of
    proportion/capacity wherever it sits);
 2. :meth:`~GangEvictAction.bundles` — each victim job's state under the cost model
-   (:mod:`corral.actions.bundles`): what it may lose without breaking, what breaking it loses, its rank
+   (:mod:`corral.actions.common.bundles`): what it may lose without breaking, what breaking it loses, its rank
    by the policy (gangpreempt: job priority; gangreclaim: the victim queue order);
 3. :meth:`~GangEvictAction.plans` — for each key of the decision rule in turn (breaking no healthy gang
    first, then the policy levels from the lowest up) a plan per domain of the search space (purpose
-   Evict, at most ``maxDomains``; :mod:`corral.actions.gang_plan`). A gang the plan breaks is evicted
-   whole, every running pod of it (:mod:`corral.actions.broken`, SPEC.md §5), also those outside the
+   Evict, at most ``maxDomains``; :mod:`corral.actions.common.gang_plan`). A gang the plan breaks is evicted
+   whole, every running pod of it (:mod:`corral.actions.common.broken`, SPEC.md §5), also those outside the
    domain (they free nothing the gang uses, but none is left bound below its minimum). The plan is checked
    with the victim filter and the ScenarioValidators over its victims and ranked by work lost, then
    the search-space order; pods evicted count only between plans that break the same gangs
@@ -38,11 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from corral.actions.allocate import schedulable_jobs
-from corral.actions.broken import whole_gangs
-from corral.actions.bundles import CostModel, VictimJob
-from corral.actions.evict import VICTIM_STATES
-from corral.actions.gang_plan import DomainPlanner, QueueLimit, Room
+from corral.actions.common.broken import whole_gangs
+from corral.actions.common.bundles import CostModel, VictimJob
+from corral.actions.common.evict import VICTIM_STATES
+from corral.actions.common.gang_plan import DomainPlanner, QueueLimit, Room
+from corral.actions.common.jobs import schedulable_jobs
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action

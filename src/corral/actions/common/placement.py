@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from corral.framework.memo.skipmemory import class_key
 from corral.framework.session import PENDING_LIKE, Session
 from corral.model import Job, Task
 from corral.model.quantity import format_quantity
@@ -49,13 +48,14 @@ def no_fit_reason(
     is short, with the largest amount free and where ("needs 8 nvidia.com/gpu on one node; largest free
     is 4 on node-17")."""
     head = f"{placed} of {job.min_member} pods placed; pod {task.name}"
-    if domain is not None or not task.klass or not _by_class(session):
+    mask_key = session.mask_key(task) if domain is None else None
+    if mask_key is None:
         return head + _why_not(session, task, domain)
     # on an unchanged cluster (no operation, no lock since), a pod of the same class and labels fits
-    # nowhere for the same reason when every predicate says its mask depends on no more than that
-    # (actions/common/skipping.py): gangs that fail in a row on a full cluster share one search
+    # nowhere for the same reason when every predicate signs it (framework/hints.py): gangs that fail
+    # in a row on a full cluster share one search
     key = (
-        class_key(task),
+        mask_key,
         task.status,
         task.nominated,
         session.capacity.version,
@@ -85,12 +85,6 @@ def overused_reason(session: Session, job: Job) -> Callable[[], str]:
         return share or f"queue {queue.name!r} already holds its deserved share"
 
     return why
-
-
-def _by_class(session: Session) -> bool:
-    return all(
-        getattr(getattr(fn, "__self__", None), "predicate_by_class", False) for fn in session.fns("Predicate")
-    )
 
 
 def _why_not(session: Session, task: Task, domain: np.ndarray | None) -> str:

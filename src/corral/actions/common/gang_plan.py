@@ -1,6 +1,6 @@
 """The plan of one domain for gang-aware eviction (seed 000 §3.1–3.2, SPEC.md §3.3): which victims let
 the gang's waiting pods fit inside the domain, at the least cost under the cost model of
-:mod:`corral.actions.bundles`.
+:mod:`corral.actions.common.bundles`.
 
 A plan is built for a *level* — only victim jobs whose policy rank is at most the level — and with or
 without breaking healthy gangs:
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from corral.actions.bundles import CostModel, VictimJob
-from corral.framework.extension import Domain
+from corral.actions.common.bundles import CostModel, VictimJob
+from corral.framework.extension import Domain, QueueLimit
 from corral.framework.session import Session
 from corral.model import Task
 from corral.model.resources import EPS
@@ -42,25 +42,6 @@ _Pick = tuple[tuple[float, ...], int, list[Task]]
 
 #: Plans made again, each time without the first gang the last one broke, when it does not fit.
 RESTARTS = 2
-
-
-@dataclass(frozen=True)
-class QueueLimit:
-    """The queue rule of proportion/capacity for one victim queue (Volcano ``ReclaimableFn``, see
-    :mod:`corral.plugins.queues`), per resource: a victim may go while the queue, counting the victims
-    before it, still holds more than its line in some resource (the pod that crosses the line goes
-    too), and — capacity — keeps its guarantee. A set of victims therefore passes, taken in its best
-    order (its largest pod last), when in some resource what it frees less its largest pod stays below
-    ``above`` (held − line, −inf where the rule does not count) and in every resource what it frees
-    stays within ``keep`` (held − guarantee, inf where none)."""
-
-    above: list[float]
-    keep: list[float]
-
-    def allows(self, total: list[float], largest: list[float]) -> bool:
-        return any(s - m < a - EPS for s, m, a in zip(total, largest, self.above)) and all(
-            s <= k + EPS for s, k in zip(total, self.keep)
-        )
 
 
 class Room:
