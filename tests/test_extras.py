@@ -132,12 +132,19 @@ def test_corral_run_runs_on_the_live_extra(tmp_path: Path) -> None:
         (["run", "--server", "http://127.0.0.1:9", "--dry-run"], ["prometheus_client"], "live"),
         (["simulate", "-o", "OUT"], ["pandas"], "sim"),
         (["compare", "default", "-o", "OUT"], ["ortools"], "sim"),
+        (["schedule", "DRA"], ["cel"], "dra"),
     ],
 )
 def test_a_missing_extra_is_one_line(args, blocked, extra, monkeypatch, tmp_path: Path) -> None:
     for m in blocked:
         monkeypatch.setitem(sys.modules, m, None)
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    if "DRA" in args:  # a snapshot whose pods have resource claims (CEL selectors)
+        from tests.scenarios.expand import expand
+
+        case = yaml.safe_load((ROOT / "tests/scenarios/cases/dra_gang_all_or_nothing.yaml").read_text())
+        (tmp_path / "dra.yaml").write_text(yaml.safe_dump_all(expand(case)))
+        args = [str(tmp_path / "dra.yaml") if a == "DRA" else a for a in args]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2, res.output
     assert f"pip install 'corral[{extra}]'" in res.stderr and "Traceback" not in res.output

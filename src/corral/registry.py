@@ -27,6 +27,7 @@ from corral.plugins.binpack import BinpackPlugin
 from corral.plugins.capacity import CapacityPlugin
 from corral.plugins.conformance import ConformancePlugin
 from corral.plugins.deviceshare import DeviceSharePlugin
+from corral.plugins.dra import DraPlugin
 from corral.plugins.drf import DrfPlugin
 from corral.plugins.gang import GangPlugin
 from corral.plugins.gpushare import GpuSharePlugin
@@ -194,6 +195,7 @@ _PLUGIN_CLASSES: tuple[type[Plugin], ...] = (
     LasPlugin,
     OvercommitPlugin,
     ReservationPlugin,
+    DraPlugin,
     *INERT_PLUGIN_CLASSES,
 )
 
@@ -217,7 +219,8 @@ REGISTRY = make_registry()
 #: The built-in configuration (Volcano's default shape, with binpack for GPU clusters; network-topology-aware,
 #: so that a PodGroup's networkTopology and subGroupPolicy (and KAI's topologyConstraint) hold without
 #: asking; and gpushare, so that pods sharing GPUs — Volcano's gpu-memory request, KAI's gpu-fraction /
-#: gpu-memory annotations — are held to each device; it passes every node for pods that share nothing).
+#: gpu-memory annotations — are held to each device; it passes every node for pods that share nothing; and
+#: dra, so that pods with resource claims get devices from the nodes' ResourceSlices).
 DEFAULT_CONFIG = {
     "actions": "enqueue, allocate, backfill",
     "tiers": [
@@ -248,6 +251,8 @@ DEFAULT_CONFIG = {
                     "arguments": {"hypernode.binpack.normal-pod.enable": False},
                 },
                 {"name": "gpushare"},
+                # Dynamic Resource Allocation: devices for pods' resource claims (passes pods without)
+                {"name": "dra"},
             ]
         },
     ],

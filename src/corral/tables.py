@@ -26,6 +26,8 @@ _CONDITIONS = (
     "PodGroup conditions",
     ("cycle", "podgroup", "type", "status", "reason", "message"),
 )
+#: Dynamic Resource Allocation: the devices of each claim of a bound pod (corral.dra.records)
+_CLAIMS = ("claim_allocations", "Claim allocations", ("cycle", "claim", "pod", "node", "devices", "template"))
 
 
 def _console(pipe_width: int) -> Console:
@@ -42,7 +44,9 @@ def print_decisions(decisions: Decisions, cycles: int, console: Console | None =
     counts = []
     sections: tuple[tuple[str, str, tuple[str, ...]], ...] = _SECTIONS
     if decisions.conditions:  # Kubernetes' own PodGroups only: listed when there are some
-        sections = (*_SECTIONS, _CONDITIONS)
+        sections = (*sections, _CONDITIONS)
+    if decisions.claim_allocations:  # pods with resource claims only
+        sections = (*sections, _CLAIMS)
     for attr, title, columns in sections:
         rows = getattr(decisions, attr)
         counts.append(f"{len(rows)} {title.lower()}")
@@ -57,6 +61,10 @@ def print_decisions(decisions: Decisions, cycles: int, console: Console | None =
                 value = getattr(row, col)
                 if isinstance(value, dict):
                     value = ", ".join(f"{k}={v}" for k, v in value.items())
+                elif isinstance(value, list):  # a claim's devices: request=driver/pool/device
+                    value = ", ".join(
+                        f"{d['request']}={d['driver']}/{d['pool']}/{d['device']}" for d in value
+                    )
                 cells.append(cell(value))
             table.add_row(*cells)
         console.print(table)

@@ -182,26 +182,47 @@ def test_deviceshare_inert_arguments_are_named(tmp_path: Path) -> None:
     assert any("deviceshare.SchedulePolicy: no effect" in line for line in got), got
 
 
-def test_capacity_dra_switch_accepted_and_unenforced_quota_named(tmp_path: Path) -> None:
+def test_capacity_dra_quota_keys_nothing_charges_are_named(tmp_path: Path) -> None:
     case = {
         **CASE,
-        "queues": [{"name": "gpu-team", "capability": {"cpu": "64", "deviceclass/gpu.nvidia.com": "8"}}],
+        "queues": [
+            {
+                "name": "gpu-team",
+                "capability": {
+                    "cpu": "64",
+                    "deviceclass/gpu.nvidia.com": "8",
+                    "memory.deviceclass/vgpu": "80Gi",
+                },
+            }
+        ],
     }
     snap = tmp_path / "snap.yaml"
     snap.write_text(yaml.safe_dump_all(expand(case)))
-    cfg = tmp_path / "conf.yaml"
-    conf = _conf({"name": "capacity", "arguments": {"capacity.DynamicResourceAllocationEnable": True}})
-    cfg.write_text(yaml.safe_dump(conf))
-    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
-    assert result.exit_code == 0, result.output
-    got = _warnings(result.stderr)
-    assert any(
-        line.startswith("warning: config: tiers[0].plugins[1].arguments: capacity.Dyn") for line in got
+
+    def warnings(args: dict) -> list[str]:
+        cfg = tmp_path / "conf.yaml"
+        cfg.write_text(yaml.safe_dump(_conf({"name": "capacity", "arguments": args})))
+        result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+        assert result.exit_code == 0, result.output
+        return _warnings(result.stderr)
+
+    # switch on: deviceclass/ keys are charged (corral.dra); the consumable key is not
+    got = warnings(
+        {"capacity.DynamicResourceAllocationEnable": True, "capacity.DRAConsumableCapacityEnable": True}
     )
     assert any(
-        line.startswith("warning: Queue gpu-team: spec.capability: deviceclass/gpu.nvidia.com not enforced")
+        line.startswith("warning: config: tiers[0].plugins[1].arguments: capacity.DRAConsumable")
         for line in got
     ), got
+    assert any(
+        line.startswith("warning: Queue gpu-team: spec.capability: memory.deviceclass/vgpu not enforced")
+        for line in got
+    ), got
+    # switch off (Volcano's default): claims count in no queue, so the deviceclass/ key is not enforced
+    got = warnings({})
+    assert any("deviceclass/gpu.nvidia.com, memory.deviceclass/vgpu not enforced" in line for line in got), (
+        got
+    )
 
 
 def test_soft_tier_name_naming_no_hypernode_is_named(tmp_path: Path) -> None:

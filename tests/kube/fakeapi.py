@@ -84,6 +84,10 @@ TYPES: dict[str, tuple[str, str, bool]] = {
         True,
     ),
     "/apis/coordination.k8s.io/v1/leases": ("Lease", "coordination.k8s.io/v1", True),
+    "/apis/resource.k8s.io/v1/resourceslices": ("ResourceSlice", "resource.k8s.io/v1", False),
+    "/apis/resource.k8s.io/v1/deviceclasses": ("DeviceClass", "resource.k8s.io/v1", False),
+    "/apis/resource.k8s.io/v1/resourceclaims": ("ResourceClaim", "resource.k8s.io/v1", True),
+    "/apis/resource.k8s.io/v1/resourceclaimtemplates": ("ResourceClaimTemplate", "resource.k8s.io/v1", True),
 }
 _BY_KIND = {(k, api): path for path, (k, api, _) in TYPES.items()}
 #: kinds whose CRD or type has a status subresource (a patch of the object leaves status alone)
@@ -91,6 +95,7 @@ _STATUS_SUB = {
     "/apis/scheduling.run.ai/v2alpha2/podgroups",
     "/apis/scheduling.volcano.sh/v1beta1/queues",
     "/apis/scheduling.k8s.io/v1beta1/podgroups",  # a built-in kind: status is its subresource
+    "/apis/resource.k8s.io/v1/resourceclaims",
 }
 _NO_STATUS = {"/apis/scheduling.volcano.sh/v1beta1/podgroups"}  # ``subresources: {}``: /status is 404
 

@@ -40,6 +40,11 @@ NATIVE = {
         "1.37.0",
         "compositepodgroup-scheduling-v1alpha3.json",
     ),
+    # Dynamic Resource Allocation (docs/compatibility.md, "Dynamic Resource Allocation")
+    ("ResourceSlice", "resource.k8s.io/v1"): ("1.37.0", "resourceslice-resource-v1.json"),
+    ("DeviceClass", "resource.k8s.io/v1"): ("1.37.0", "deviceclass-resource-v1.json"),
+    ("ResourceClaim", "resource.k8s.io/v1"): ("1.37.0", "resourceclaim-resource-v1.json"),
+    ("ResourceClaimTemplate", "resource.k8s.io/v1"): ("1.37.0", "resourceclaimtemplate-resource-v1.json"),
 }
 
 #: a table's heading: "Kind — `group/version`", or several versions sharing one table

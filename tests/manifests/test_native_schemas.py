@@ -1,4 +1,4 @@
-"""The fixtures of Kubernetes' own gang API and of DRA (the ``native_*`` scenario cases, expanded as the
+"""The fixtures of Kubernetes' own gang API and of DRA (the ``native_*`` and ``dra_*`` scenario cases, expanded as the
 loader reads them) against the schemas of their Kubernetes release, from the ``kubernetes-validate``
 package (strict: no field the schema does not have): the objects corral is tested with are shaped
 exactly as the API server takes them."""
@@ -14,7 +14,8 @@ from tests.scenarios.expand import expand
 
 kv = pytest.importorskip("kubernetes_validate")
 
-CASES = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "cases").glob("native_*.yaml"))
+_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "cases"
+CASES = sorted([*_DIR.glob("native_*.yaml"), *_DIR.glob("dra_*.yaml")])
 #: the release whose schema holds each API version of the gang API
 RELEASE = {"v1alpha1": "1.35.0", "v1alpha2": "1.36.0", "v1alpha3": "1.37.0", "v1beta1": "1.37.0"}
 

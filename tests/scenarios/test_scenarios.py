@@ -47,7 +47,16 @@ def _norm(record: dict, expected: dict) -> dict:
 
 
 def check(out: dict, expect: dict) -> None:
-    for section in ("binds", "evictions", "nominations", "podgroups", "node_locks", "warnings", "conditions"):
+    for section in (
+        "binds",
+        "evictions",
+        "nominations",
+        "podgroups",
+        "node_locks",
+        "warnings",
+        "conditions",
+        "claim_allocations",
+    ):
         if section not in expect:
             continue
         want = expect[section] or []

@@ -85,6 +85,8 @@ class Decisions:
     #: conditions of Kubernetes' own PodGroups (scheduling.k8s.io), as kube-scheduler writes them; added by
     #: the front ends after the cycle (corral.kube.native_status), not by the session
     conditions: list[Any] = field(default_factory=list)
+    #: Dynamic Resource Allocation: the devices each claim of a bound pod gets (corral.dra.records)
+    claim_allocations: list[Any] = field(default_factory=list)
     #: the pods the cycle's operations changed, with their state (status, nomination) before the first
     #: change, set by ``Session.close`` (None: unknown); lets ``apply_decisions`` and the simulator's
     #: change test look at what changed instead of every pod. Never part of the JSON.
@@ -100,6 +102,7 @@ class Decisions:
             "unschedulable",
             "warnings",
             "conditions",
+            "claim_allocations",
         ):
             getattr(self, name).extend(getattr(other, name))
 
@@ -115,6 +118,7 @@ class Decisions:
             "unschedulable": _records(self.unschedulable),
             "warnings": _records(self.warnings),
             "conditions": _records(self.conditions),
+            "claim_allocations": _records(self.claim_allocations),
         }
 
 

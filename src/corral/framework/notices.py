@@ -111,7 +111,21 @@ def cluster_notices(cluster: Cluster, config: Config, registry: Any) -> list[Not
     """Every podgroup's notices, in the cluster's job order."""
     provider = topology_provider(config, registry)
     has_tree = bool(cluster.hypernodes)
-    return [n for job in cluster.jobs.values() for n in job_notices(job, provider, has_tree)]
+    out = [n for job in cluster.jobs.values() for n in job_notices(job, provider, has_tree)]
+    dra = cluster.dra
+    if dra is not None and dra.pod_claims and not any(pc.name == "dra" for t in config.tiers for pc in t):
+        for job in cluster.jobs.values():  # claims and no dra plugin: devices are not allocated
+            if any(dra.pod_claims.get(t.uid) for t in job.tasks):
+                out.append(
+                    Notice(
+                        f"PodGroup {job.uid}",
+                        "pods' spec.resourceClaims",
+                        "not allocated: the configuration has no dra plugin (nor predicates' "
+                        "predicate.DynamicResourceAllocationEnable), so pods are placed without devices, "
+                        "as Volcano places them without DRA; add the dra plugin",
+                    )
+                )
+    return out
 
 
 def config_notices(config: Config) -> list[Notice]:
@@ -124,7 +138,7 @@ def config_notices(config: Config) -> list[Notice]:
             where = f"tiers[{ti}].plugins[{pi}].arguments"
             if pc.name == "deviceshare":
                 out += _deviceshare_notices(pc.args, where)
-            if pc.name == "capacity" and (pc.args.dra or pc.args.dra_consumable):
+            if pc.name == "capacity" and pc.args.dra_consumable:
                 out.append(Notice("config", where, _DRA))
             if pc.name != GRADIENT_PLUGIN:
                 continue
@@ -149,8 +163,9 @@ def config_notices(config: Config) -> list[Notice]:
 
 
 _DRA = (
-    "capacity.DynamicResourceAllocationEnable / DRAConsumableCapacityEnable have no effect: corral does "
-    "not read DRA ResourceClaims yet, so no pod is charged DRA quota (deviceclass/ keys of the queues)"
+    "capacity.DRAConsumableCapacityEnable has no effect: corral refuses consumable-capacity claims, so no "
+    "pod is charged <dim>.deviceclass/ quota (capacity.DynamicResourceAllocationEnable charges devices "
+    "to deviceclass/<class>)"
 )
 
 
@@ -174,25 +189,34 @@ def _deviceshare_notices(args: Any, where: str) -> list[Notice]:
 
 
 def queue_notices(cluster: Cluster, config: Config) -> list[Notice]:
-    """Queues whose quota names DRA device classes while capacity's DRA switch is on: not enforced."""
-    on = any(
-        pc.name == "capacity" and (pc.args.dra or pc.args.dra_consumable) for t in config.tiers for pc in t
-    )
-    if not on:
+    """Queue quota keys of DRA that nothing charges under this configuration: ``<dim>.deviceclass/``
+    keys always (corral refuses consumable-capacity claims), ``deviceclass/<class>`` keys while
+    capacity's ``capacity.DynamicResourceAllocationEnable`` is off (as in Volcano, claims then count in
+    no queue)."""
+    caps = [pc for t in config.tiers for pc in t if pc.name == "capacity"]
+    if not caps:
         return []
-    cols = [i for i, n in enumerate(cluster.resources.names) if "deviceclass/" in n]
+    charged = any(pc.args.dra for pc in caps)
+    names = cluster.resources.names
+    cols = [
+        (i, n)
+        for i, n in enumerate(names)
+        if ".deviceclass/" in n or (n.startswith("deviceclass/") and not charged)
+    ]
     out = []
     for name, q in cluster.queues.items():
         for what, vec in (("capability", q.capability), ("deserved", q.deserved), ("guarantee", q.guarantee)):
             if vec is None:
                 continue
-            keys = [cluster.resources.names[c] for c in cols if np.isfinite(vec[c]) and vec[c] > 0]
+            keys = [n for c, n in cols if np.isfinite(vec[c]) and vec[c] > 0]
             if keys:
-                out.append(
-                    Notice(
-                        f"Queue {name}",
-                        f"spec.{what}",
-                        f"{', '.join(keys)} not enforced: corral does not read DRA ResourceClaims yet",
-                    )
+                why = (
+                    "corral refuses consumable-capacity claims"
+                    if all(".deviceclass/" in k for k in keys)
+                    else "capacity.DynamicResourceAllocationEnable is off, so claims count in no queue"
+                    if not any(".deviceclass/" in k for k in keys)
+                    else "claims are charged to deviceclass/<class> keys only, with "
+                    "capacity.DynamicResourceAllocationEnable"
                 )
+                out.append(Notice(f"Queue {name}", f"spec.{what}", f"{', '.join(keys)} not enforced: {why}"))
     return out

@@ -18,7 +18,7 @@ from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 if TYPE_CHECKING:
     from corral.framework.ledger import Ledger
 
-__all__ = ["HOLDING", "Queries", "holding", "job_usage", "queue_requests", "queue_usage"]
+__all__ = ["HOLDING", "Queries", "exact_sum", "holding", "job_usage", "queue_requests", "queue_usage"]
 
 #: States counted as held by a job or queue when a session opens: placed (not Releasing: it is on its
 #: way out; not nominated by an earlier cycle: see ``Session.open_nominations``). Nominations made in

@@ -105,6 +105,16 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "CompositePodGroup", "scheduling.k8s.io/v1alpha3", "compositepodgroups", True, optional=True
     ),
+    # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34 on): devices, classes and claims;
+    # a pod's claims get their allocation before its bind (kube/dra_status.py)
+    ResourceType("ResourceSlice", "resource.k8s.io/v1", "resourceslices", False, optional=True),
+    ResourceType("DeviceClass", "resource.k8s.io/v1", "deviceclasses", False, optional=True),
+    ResourceType(
+        "ResourceClaim", "resource.k8s.io/v1", "resourceclaims", True, optional=True, status_subresource=True
+    ),
+    ResourceType(
+        "ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates", True, optional=True
+    ),
 )
 POD = RESOURCES[1]
 NODE = RESOURCES[0]

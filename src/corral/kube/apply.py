@@ -57,6 +57,7 @@ from corral.framework.reservation import LOCK_LABEL, lock_label_value
 from corral.kube.api import NODE, POD, APIError, GuardedAPI, KubeAPI
 from corral.kube.cache import PRESENT, WatchCache
 from corral.kube.conventions import Recorder
+from corral.kube.dra_status import write_claims
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.partial import PartialGangs
@@ -172,6 +173,7 @@ class Applier(PodGroupWrites, PartialGangs):
     # -- the cycle ----------------------------------------------------------------------------------
     def apply(self, decisions: Decisions, cluster: Cluster, now: float) -> ApplyReport:
         report = ApplyReport()
+        self.now = now
         self._prune()
         retried = self._release_unfinished(self._incomplete(cluster), decisions, report)
         self._evictions(decisions, report)
@@ -359,6 +361,10 @@ class Applier(PodGroupWrites, PartialGangs):
             for b in decisions.binds:
                 self._count(report, "binds", "skipped", b.pod)
             return [], {}
+        self.claims_for: dict[str, list] = defaultdict(list)  # pod -> its claim allocations (DRA)
+        for c in decisions.claim_allocations:
+            self.claims_for[c.pod].append(c)
+        self.dra = cluster.dra
         wanted = {b.pod for b in decisions.binds}
         job_of = {t.key: job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
         gangs: dict[str, list] = defaultdict(list)
@@ -422,6 +428,11 @@ class Applier(PodGroupWrites, PartialGangs):
             return "skipped", f"already on {raw['spec']['nodeName']}"
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
             return "skipped", "pod is being deleted"
+        claims = self.claims_for.get(pod) if hasattr(self, "claims_for") else None
+        if claims:  # DRA: the claims are reserved for the pod before its bind (kube/dra_status.py)
+            refused = write_claims(self.api, self.cache, claims, raw, self.dra, self.now)
+            if refused is not None:
+                return refused
         ns, name = _split(pod)
         meta = raw.get("metadata") or {}
         body = {

@@ -22,6 +22,8 @@ longer than the scheduling cycle itself, so a cycle does not assemble again what
   loader's order (pods by namespace and name; podgroups by namespace and name, then the other jobs by
   their first pod). An assembly error (a duplicate uid, a pod named as a podgroup) falls back to the full
   assembly, which leaves the culprit out and logs it once.
+- **Dynamic Resource Allocation**: while any pod has resource claims (or a claim is allocated), any
+  change is a full assembly: the device books (:mod:`corral.dra`) span every claim, pod and slice.
 
 A cycle changes the cluster it runs on (task states, node columns, podgroup phases and annotations, node
 locks). Before every cycle :meth:`LiveModel.advance` puts back what each task, job and node held when
@@ -103,6 +105,8 @@ class LiveModel:
         self.schedulers = tuple(schedulers)
         self.served = set(schedulers)
         self.dropped = bool(dropped)
+        self.dra = cluster.dra
+        self.dra_built = dict(cluster.dra.allocations) if cluster.dra is not None else {}
         self.records: dict[tuple[str, str], Any] = {}  # (resource type name, cache key) -> record
         self.pods: dict[str, PodRec] = {}  # pod key -> record
         self.groups: dict[str, PodGroupRec] = {}  # podgroup key -> record
@@ -232,6 +236,9 @@ class LiveModel:
         if not changes:
             self.last, self.rebuilt = "unchanged", 0
             return self._cluster()
+        if self.dra is not None:  # the device books span every claim, pod and slice (corral.dra)
+            self._full("Dynamic Resource Allocation is assembled whole")
+            return None
         if self.dropped:
             self._full("objects were left out: the culprit search needs every object")
             return None
@@ -241,6 +248,9 @@ class LiveModel:
             if r.kind == "PodGroup"
         ):
             self._full("composite pod groups are assembled whole")
+            return None
+        if any(getattr(rec, "claim_refs", ()) for r, _, rec in changes if r.kind == "Pod"):
+            self._full("a pod with resource claims changed")
             return None
         other = next((r.kind for r, _, _ in changes if r.kind not in _INCREMENTAL), None)
         if other is not None:
@@ -278,6 +288,8 @@ class LiveModel:
             np.copyto(target, built)
         nodes.locked_for[:] = self.locks
         np.copyto(nodes.down, self.down)
+        if self.dra is not None:  # the claims allocated as built (a cycle's allocations undone)
+            self.dra.allocations = dict(self.dra_built)
 
     def _cluster(self) -> Cluster:
         return Cluster(
@@ -294,6 +306,7 @@ class LiveModel:
             kai_gpu_shared=self.kai_gpu_shared,
             # copies: what a cycle's decisions set on a group (kube.native_status) does not outlive it
             native_groups={u: n.copy() for u, n in self.native_groups.items()},
+            dra=self.dra,
         )
 
     def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:

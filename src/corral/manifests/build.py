@@ -30,6 +30,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from corral.dra.pods import inventory_of
 from corral.errors import InputError
 from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kai import (
@@ -164,9 +165,10 @@ def assemble_cluster(
     (which passes the ``hypernodes`` tree of its previous cycle when no Node or HyperNode changed)."""
     by_kind: dict[str, list] = defaultdict(list, records)
     hypernodes = native_records(by_kind, hypernodes)  # Kubernetes' own gang API (manifests/native.py)
-    resources = _resource_index(by_kind)
-    nodes = _nodes(by_kind["Node"], resources)
-    cluster = Cluster(resources=resources, nodes=nodes)
+    dra = inventory_of(by_kind, set(schedulers))  # devices charged to pods and nodes (corral.dra)
+    resources = _resource_index(by_kind, dra)
+    nodes = _nodes(by_kind["Node"], resources, dra.node_extra if dra is not None else None)
+    cluster = Cluster(resources=resources, nodes=nodes, dra=dra)
     for name, value, default in by_kind["PriorityClass"]:
         cluster.priority_classes[name] = PriorityClass(name, value, default)
     for ns, name, sel, min_av, max_un in by_kind["PodDisruptionBudget"]:
@@ -217,8 +219,11 @@ def off_nodes_line(pods: Sequence[tuple[str, str]], shown: int = 3) -> str:
     return f"pods bound to nodes not in the snapshot, left out of queue usage: {len(pods)} ({listed}{more})"
 
 
-def _resource_index(by_kind: dict[str, list]) -> ResourceIndex:
+def _resource_index(by_kind: dict[str, list], dra: Any = None) -> ResourceIndex:
     names: set[str] = set()
+    if dra is not None:  # the resource names DRA devices count as (corral.dra.inventory)
+        for extra in (*dra.node_extra.values(), *dra.pod_extra.values()):
+            names.update(extra)
     for rec in by_kind["Node"]:
         names.update(rec.allocatable)
     for rec in by_kind["Pod"]:
@@ -231,7 +236,9 @@ def _resource_index(by_kind: dict[str, list]) -> ResourceIndex:
     return ResourceIndex(sorted(names))
 
 
-def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
+def _nodes(
+    recs: list[NodeRec], resources: ResourceIndex, extra: dict[str, dict[str, float]] | None = None
+) -> Nodes:
     recs = sorted(recs, key=lambda r: r.name)
     seen = set()
     for r in recs:
@@ -245,6 +252,8 @@ def _nodes(recs: list[NodeRec], resources: ResourceIndex) -> Nodes:
     for i, r in enumerate(recs):
         for k, v in r.allocatable.items():
             alloc[i, resources.pos(k)] = v
+        for k, v in (extra.get(r.name) or {}).items() if extra else ():  # DRA devices (corral.dra)
+            alloc[i, resources.pos(k)] += v
         if PODS not in r.allocatable:
             alloc[i, pods] = np.inf
         _gpu_memory(r, resources, alloc[i])
@@ -496,7 +505,16 @@ def _request(
 
 def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
     resources, nodes = cluster.resources, cluster.nodes
-    req, best_effort, req_bytes = _request(resources, rec.requests, {} if seen is None else seen)
+    dra_key = None
+    requests = rec.requests
+    if cluster.dra is not None and rec.uid in cluster.dra.pod_key:  # its claims' devices (corral.dra)
+        dra_key = cluster.dra.pod_key[rec.uid]
+        extra = cluster.dra.pod_extra.get(rec.uid)
+        if extra:
+            requests = dict(requests)
+            for k, v in extra.items():
+                requests[k] = requests.get(k, 0.0) + v
+    req, best_effort, req_bytes = _request(resources, requests, {} if seen is None else seen)
     best_effort = best_effort and rec.gpu_share is None  # a pod sharing a GPU asks for part of one
     node = nodes.index.get(rec.node_name, -1) if rec.node_name else -1
     status = _task_status(rec, node)
@@ -515,6 +533,8 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
     sub = rec.labels.get(SUBGROUP_LABEL)
     if sub is not None or rec.gpu_share is not None:  # both change what the plugins allow
         klass = (*klass, sub or "", rec.gpu_share)
+    if dra_key is not None:  # so do its resource claims (plugins/dra.py)
+        klass = (*klass, dra_key)
     return Task(
         uid=rec.uid,
         name=rec.name,

@@ -23,7 +23,7 @@ from typing import Any
 
 from corral.manifests.fields import Obj
 
-__all__ = ["DRA_APIS", "DRA_KINDS", "DraRec", "dra_lines", "parse_dra"]
+__all__ = ["DRA_APIS", "DRA_KINDS", "DraRec", "claim_refs", "claim_statuses", "dra_lines", "parse_dra"]
 
 DRA_APIS = tuple(f"resource.k8s.io/{v}" for v in ("v1", "v1beta1", "v1beta2"))
 DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
@@ -41,20 +41,29 @@ class DraRec:
     allocated: bool = False  # ResourceClaim: status.allocation is set
     extended_resource: str = ""  # DeviceClass: spec.extendedResourceName
     file: str = ""
+    #: the object as the allocator reads it (corral.dra.objects: Slice, DeviceClass, Claim, ClaimSpec)
+    obj: Any = None
 
 
 def parse_dra(o: Obj) -> DraRec:
     """The little of a DRA object that ``corral validate`` reports."""
     spec, status = o.section("spec"), o.section("status")
+    from corral.dra import objects
+
     rec = DraRec(o.kind, o.name, o.namespace, file=o.file)
     if o.kind == "ResourceSlice":
         rec.node = o.string(spec.get("nodeName"), "spec.nodeName")
         rec.devices = len(o.listof(spec.get("devices"), "spec.devices"))
         rec.driver = o.string(spec.get("driver"), "spec.driver")
+        rec.obj = objects.parse_slice(o)
     elif o.kind == "DeviceClass":
         rec.extended_resource = o.string(spec.get("extendedResourceName"), "spec.extendedResourceName")
+        rec.obj = objects.parse_class(o)
     elif o.kind == "ResourceClaim":
         rec.allocated = bool(status.get("allocation"))
+        rec.obj = objects.parse_claim(o)
+    else:
+        rec.obj = objects.parse_template(o)
     return rec
 
 
@@ -87,9 +96,8 @@ def dra_lines(recs: list[DraRec]) -> tuple[list[str], list[tuple[str, str, str]]
     lines = [
         "read Dynamic Resource Allocation objects (resource.k8s.io): "
         + "; ".join(parts)
-        + ". corral does not allocate devices: served pending pods with spec.resourceClaims (and "
-        "scheduling.k8s.io PodGroups with spec.resourceClaims) are not scheduled, their podgroups are "
-        "reported unschedulable; running pods keep their devices as fixed load"
+        + ". corral allocates devices to the claims of the pods it schedules (the dra plugin); "
+        "scheduling.k8s.io PodGroups with spec.resourceClaims are not scheduled"
     ]
     warnings: list[tuple[str, str, str]] = []
     for c in classes:
@@ -99,11 +107,43 @@ def dra_lines(recs: list[DraRec]) -> tuple[list[str], list[tuple[str, str, str]]
                     f"DeviceClass {c.name}",
                     "spec.extendedResourceName",
                     f"Kubernetes serves requests for {c.extended_resource} from this class's devices; "
-                    "corral counts only what nodes advertise in status.allocatable, so such pods may "
-                    "wait in corral where kube-scheduler would place them",
+                    f"corral counts the class's devices as {c.extended_resource} only for claims that use "
+                    "the class, and gives a pod that asks for it as an extended resource (no claim) only "
+                    "what nodes advertise in status.allocatable: such pods may wait in corral where "
+                    "kube-scheduler would place them",
                 )
             )
     return lines, warnings
+
+
+def claim_refs(o: Obj, raw: Any) -> tuple[tuple[str, str, str], ...]:
+    """A pod's ``spec.resourceClaims`` as ``(entry name, resourceClaimName, resourceClaimTemplateName)``;
+    exactly one of the two sources must be set (the API's rule)."""
+    out = []
+    for i, c in enumerate(o.listof(raw, "spec.resourceClaims")):
+        path = f"spec.resourceClaims[{i}]"
+        c = o.mapping(c, path)
+        name = o.string(c.get("name"), f"{path}.name")
+        claim = o.string(c.get("resourceClaimName"), f"{path}.resourceClaimName")
+        template = o.string(c.get("resourceClaimTemplateName"), f"{path}.resourceClaimTemplateName")
+        if not name:
+            raise o.error("missing name", f"{path}.name")
+        if bool(claim) == bool(template):
+            raise o.error("exactly one of resourceClaimName and resourceClaimTemplateName must be set", path)
+        out.append((name, claim, template))
+    return tuple(out)
+
+
+def claim_statuses(o: Obj, raw: Any) -> dict[str, str]:
+    """``status.resourceClaimStatuses``: entry name -> the claim generated for it ("" when none is
+    needed)."""
+    out = {}
+    for i, c in enumerate(o.listof(raw, "status.resourceClaimStatuses")):
+        c = o.mapping(c, f"status.resourceClaimStatuses[{i}]")
+        out[o.string(c.get("name"), f"status.resourceClaimStatuses[{i}].name")] = o.string(
+            c.get("resourceClaimName"), f"status.resourceClaimStatuses[{i}].resourceClaimName"
+        )
+    return out
 
 
 def claim_names(o: Obj, raw: Any) -> tuple[str, ...]:

@@ -129,11 +129,6 @@ _POD_FIELDS = (
         "spec.schedulingGates",
         "scheduling gates are not evaluated: corral places the pod as if its gates were removed",
     ),
-    (
-        "spec.resourceClaims",
-        "dynamic resource claims are not allocated by corral: the pod is not scheduled, its podgroup is "
-        "reported unschedulable (it never runs as if its devices were not asked for)",
-    ),
 )
 
 

@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.errors import InputError
-from corral.manifests.dra import DRA_APIS, DRA_KINDS, NAMESPACED, claim_names, parse_dra
+from corral.manifests.dra import (
+    DRA_APIS,
+    DRA_KINDS,
+    NAMESPACED,
+    claim_names,
+    claim_refs,
+    claim_statuses,
+    parse_dra,
+)
 from corral.manifests.fieldcheck import check_fields
 from corral.manifests.fields import Obj
 from corral.manifests.kai_kinds import (
@@ -149,6 +157,10 @@ class PodRec:
     workload_ref: tuple[str, str, str] | None = None
     #: the names of ``spec.resourceClaims`` (dynamic resource claims, :mod:`corral.manifests.dra`)
     claims: tuple[str, ...] = ()
+    #: ``(entry, resourceClaimName, resourceClaimTemplateName)`` per claim, and the generated claims of
+    #: ``status.resourceClaimStatuses`` (entry -> claim name): :mod:`corral.dra.pods`
+    claim_refs: tuple[tuple[str, str, str], ...] = ()
+    claim_statuses: dict[str, str] = field(default_factory=dict)
 
     @property
     def native(self) -> bool:
@@ -361,6 +373,10 @@ def _pod(o: Obj) -> PodRec:
         native_group=native_group,
         workload_ref=workload_ref,
         claims=claim_names(o, spec["resourceClaims"]) if spec.get("resourceClaims") else (),
+        claim_refs=claim_refs(o, spec["resourceClaims"]) if spec.get("resourceClaims") else (),
+        claim_statuses=claim_statuses(o, status.get("resourceClaimStatuses"))
+        if status.get("resourceClaimStatuses")
+        else {},
     )
 
 

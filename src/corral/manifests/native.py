@@ -469,7 +469,7 @@ def _composite_tree(job: Job, tree: Any) -> None:
 def join_native(cluster: Cluster, job: Job, rec: PodRec, task: Task) -> None:
     """Check that a pod naming a native group joins a native group's job (a pod of a PodGroup under a
     composite takes the PodGroup's name as its role), and leave the job unschedulable when a pending pod
-    of it asks for dynamic resource claims (:mod:`corral.manifests.dra`)."""
+    of it waits for a resource claim that does not exist yet (:mod:`corral.dra.pods`)."""
     native = cluster.native_groups.get(job.uid)
     if native is not None and native.composite is not None and rec.native_group in native.composite.leaves:
         task.role = rec.native_group
@@ -481,11 +481,9 @@ def join_native(cluster: Cluster, job: Job, rec: PodRec, task: Task) -> None:
             obj=f"Pod {rec.namespace}/{rec.name}",
             field="spec.schedulingGroup.podGroupName",
         )
-    if rec.claims and not rec.node_name and not job.invalid_reason:
-        job.invalid_reason = (
-            f"pod {rec.namespace}/{rec.name} asks for dynamic resource claims (spec.resourceClaims: "
-            f"{', '.join(rec.claims)}), which corral does not allocate"
-        )
+    why = cluster.dra.missing.get(task.uid, "") if cluster.dra is not None else ""
+    if why and not job.invalid_reason:  # a claim that cannot be had (corral.dra.pods): the pod waits
+        job.invalid_reason = why
 
 
 def finish_native(cluster: Cluster, job: Job) -> None:

@@ -71,6 +71,9 @@ class Cluster:
     #: jobs of Kubernetes' own gang API (``scheduling.k8s.io``), by uid: what their group adds
     #: (corral.manifests.native.NativeGroup: API version, the condition kube-scheduler writes, ...)
     native_groups: dict[str, Any] = field(default_factory=dict)
+    #: Dynamic Resource Allocation: devices, claims and allocations in force (corral.dra.Inventory);
+    #: None when the snapshot has no ResourceClaims in use
+    dra: Any = None
 
     def account(self) -> None:
         """Recompute the node columns from task states (after loading or applying decisions): what

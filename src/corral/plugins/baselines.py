@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Any
 
 from corral.errors import ConfigError
 from corral.framework.config import arg
@@ -47,7 +48,7 @@ from corral.framework.extension import (
     AllocatableReason,
     EnqueueReason,
     JobEnqueueable,
-    JobOrder,
+    KeyedJobOrder,
     Vote,
 )
 from corral.framework.plugin import Plugin
@@ -98,7 +99,7 @@ def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
     return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
 
 
-class FifoPlugin(Plugin, JobOrder, JobEnqueueable, Allocatable, AllocatableReason, EnqueueReason):
+class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, AllocatableReason, EnqueueReason):
     """Strict FIFO: a queue's blocked head job blocks the queue (see the module docstring)."""
 
     name = "fifo"
@@ -108,8 +109,13 @@ class FifoPlugin(Plugin, JobOrder, JobEnqueueable, Allocatable, AllocatableReaso
         self._places: dict[str, dict[str, int]] = {}
         self._head: dict[str, int] = {}  # queue -> index of the head in its line
 
-    def job_order(self, a: Job, b: Job) -> int:
-        return _cmp(a.creation, b.creation)
+    def job_order_key(self, job: Job) -> float:
+        """Arrival: the earlier created goes first."""
+        return job.creation
+
+    def job_order_key_context(self) -> tuple[Any, ...]:
+        """The key is the job's own (its creation time): kept across cycles."""
+        return ()
 
     def job_enqueueable(self, job: Job) -> Vote:
         """Admission keeps the line too: a job is not admitted while one ahead of it waits for admission
@@ -184,9 +190,12 @@ class FifoPlugin(Plugin, JobOrder, JobEnqueueable, Allocatable, AllocatableReaso
         return self.session.job_ready(job) or not self._waiting(job)
 
 
-class _RuntimeOrder(Plugin, JobOrder):
+class _RuntimeOrder(Plugin, KeyedJobOrder):
     """Order jobs by a run-time figure, smallest first; jobs without one last, undecided among
     themselves."""
+
+    #: whether the figure moves with the clock (then the keys are kept only within a cycle)
+    timed = False
 
     def on_session_open(self) -> None:
         self._cache: dict[str, float | None] = {}
@@ -199,11 +208,14 @@ class _RuntimeOrder(Plugin, JobOrder):
             self._cache[job.uid] = self._figure(job)
         return self._cache[job.uid]
 
-    def job_order(self, a: Job, b: Job) -> int:
-        va, vb = self._value(a), self._value(b)
-        if va is None or vb is None:
-            return (va is None) - (vb is None)
-        return _cmp(va, vb)
+    def job_order_key(self, job: Job) -> tuple[bool, float]:
+        """``(no figure, figure)``: jobs with a figure first, smallest first; the others equal."""
+        v = self._value(job)
+        return (True, 0.0) if v is None else (False, v)
+
+    def job_order_key_context(self) -> tuple[Any, ...]:
+        """The figure is the job's own, except a remaining time, which moves with the clock."""
+        return (self.session.now,) if self.timed else ()
 
 
 class SjfPlugin(_RuntimeOrder):
@@ -219,6 +231,7 @@ class SrtfPlugin(_RuntimeOrder):
     """Shortest remaining time first: expected run time minus the work already kept."""
 
     name = "srtf"
+    timed = True
 
     def _figure(self, job: Job) -> float | None:
         total = expected_runtime(job)
@@ -255,7 +268,7 @@ class LasArgs:
         _thresholds(self.thresholds)
 
 
-class LasPlugin(Plugin, JobOrder):
+class LasPlugin(Plugin, KeyedJobOrder):
     """Discretised least-attained-service (Tiresias): queues by GPU-time received, FIFO inside one."""
 
     name = "las"
@@ -275,5 +288,10 @@ class LasPlugin(Plugin, JobOrder):
             )
         return got
 
-    def job_order(self, a: Job, b: Job) -> int:
-        return _cmp(self._level_of(a), self._level_of(b)) or _cmp(a.creation, b.creation)
+    def job_order_key(self, job: Job) -> tuple[int, float]:
+        """``(queue, arrival)``: the lower queue first, FIFO inside one."""
+        return (self._level_of(job), job.creation)
+
+    def job_order_key_context(self) -> tuple[Any, ...]:
+        """Attained service grows with the clock while a job runs: keys are kept within a cycle."""
+        return (self.session.now,)

@@ -20,12 +20,11 @@ holds more than it deserves in a resource it states, and keeps its guarantee —
 queue and, with ``ancestorReclaimLevel`` N (an integer ≥ 0, default 0: the leaf only), its N nearest
 ancestors below the lowest common ancestor with the reclaimer (:mod:`corral.plugins.queues`).
 
-Arguments: ``capacity.DynamicResourceAllocationEnable`` and ``capacity.DRAConsumableCapacityEnable``
-(Volcano: charge the pods' DRA ResourceClaims against the queues' ``deviceclass/<class>`` and
-``<dim>.deviceclass/<class>`` quota keys) are accepted and change nothing: corral does not read DRA
-objects (ResourceClaims, ResourceClaimTemplates, DeviceClasses) yet, so no pod is charged DRA quota, as
-in Volcano for a pod without claims. With either one true, ``corral validate`` names each queue whose
-quota has a ``deviceclass/`` key that is therefore not enforced (:mod:`corral.framework.notices`).
+Arguments: ``capacity.DynamicResourceAllocationEnable`` (Volcano 1.15, default false): true charges the
+devices of pods' ResourceClaims to queue usage and to the queues' ``deviceclass/<class>`` quota keys
+(a claim shared by several pods once; :mod:`corral.dra.inventory`); false leaves them out, as Volcano
+does. ``capacity.DRAConsumableCapacityEnable`` (``<dim>.deviceclass/<class>`` keys) is accepted and
+changes nothing: corral refuses consumable-capacity claims (:mod:`corral.framework.notices` says so).
 """
 
 from __future__ import annotations
@@ -42,7 +41,8 @@ from corral.plugins.queues import QueuePlugin
 
 __all__ = ["CapacityArgs", "CapacityPlugin"]
 
-_DRA = "accepted; corral does not read DRA ResourceClaims yet, so no pod is charged DRA quota"
+_DRA = "charge the devices of pods' resource claims to queue usage and deviceclass/<class> quota keys"
+_DRA_CONSUMABLE = "accepted, no effect: corral refuses consumable-capacity claims"
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class CapacityArgs:
         minimum=0,
     )
     dra: bool = arg("capacity.DynamicResourceAllocationEnable", False, _DRA)
-    dra_consumable: bool = arg("capacity.DRAConsumableCapacityEnable", False, _DRA)
+    dra_consumable: bool = arg("capacity.DRAConsumableCapacityEnable", False, _DRA_CONSUMABLE)
 
 
 class CapacityPlugin(QueuePlugin, JobEnqueueable, Allocatable):
@@ -66,6 +66,10 @@ class CapacityPlugin(QueuePlugin, JobEnqueueable, Allocatable):
     @property
     def ancestor_levels(self) -> int:  # type: ignore[override]
         return int(self.args.ancestor_levels)
+
+    @property
+    def counts_claims(self) -> bool:  # type: ignore[override]
+        return bool(self.args.dra)
 
     def on_session_open(self) -> None:
         super().on_session_open()

@@ -18,11 +18,12 @@ Arguments, in Volcano's spelling and meaning (``plugins/predicates``): ``predica
 for none of those resources may go to a node only if the node keeps, after it, that much CPU and memory
 per idle device (so CPU-only pods do not strand a GPU node's GPUs). ``predicate.GPUSharingEnable``:
 GPU sharing by memory, which in corral is the ``gpushare`` plugin (added to the configuration when this
-is true and it is not there). The other documented switches (``NodePortsEnable``,
+is true and it is not there); ``predicate.DynamicResourceAllocationEnable``: Volcano's DRA filter, which
+in corral is the ``dra`` plugin (added likewise). The other documented switches (``NodePortsEnable``,
 ``NodeVolumeLimitsEnable``, ``VolumeZoneEnable``, ``VolumeBindingEnable``, ``PodTopologySpreadEnable``,
-``DynamicResourceAllocationEnable``, ``GPUNumberEnable``, ``CacheEnable``) are accepted and change
-nothing: a snapshot carries no host ports, volumes, spread constraints or resource claims, a GPU count
-is fit like every resource, and the cache never changes an answer.
+``GPUNumberEnable``, ``CacheEnable``) are accepted and change nothing: a snapshot carries no host
+ports, volumes or spread constraints, a GPU count is fit like every resource, and the cache never
+changes an answer.
 
 Simulation points (seed 003): the placed-pod index is kept by the allocate/deallocate events, so a dry
 run that adds or removes pods through a Statement sees affinity change; SimulateAddTask /
@@ -76,13 +77,16 @@ class PredicatesArgs:
     volume_zone: bool = arg("predicate.VolumeZoneEnable", True, _NO_EFFECT)
     volume_binding: bool = arg("predicate.VolumeBindingEnable", True, _NO_EFFECT)
     spread: bool = arg("predicate.PodTopologySpreadEnable", True, _NO_EFFECT)
-    dra: bool = arg("predicate.DynamicResourceAllocationEnable", False, _NO_EFFECT)
+    dra: bool = arg(
+        "predicate.DynamicResourceAllocationEnable", False, "Dynamic Resource Allocation (the dra plugin)"
+    )
     gpu_number: bool = arg("predicate.GPUNumberEnable", False, "accepted; every resource is fit already")
     cache: bool = arg("predicate.CacheEnable", False, "accepted; never changes an answer")
 
     def implied_plugins(self) -> tuple[str, ...]:
-        """Plugins these arguments call for: Volcano's GPU-sharing predicate is corral's gpushare."""
-        return ("gpushare",) if self.gpu_sharing else ()
+        """Plugins these arguments call for: Volcano's GPU-sharing predicate is corral's gpushare, its DRA
+        filter corral's dra."""
+        return (("gpushare",) if self.gpu_sharing else ()) + (("dra",) if self.dra else ())
 
 
 _UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")

@@ -49,8 +49,8 @@ from corral.framework.extension import (
     SimulateRemoveTask,
     UnifiedEvictable,
 )
-from corral.framework.memo.jobindex import exact_sum
 from corral.framework.plugin import Plugin
+from corral.framework.queries import exact_sum
 from corral.model import Job, Queue, Task
 from corral.model.resources import EPS, PODS
 
@@ -76,11 +76,18 @@ class QueuePlugin(
 ):
     """Base of proportion and capacity: usage, shares and the victim rule they have in common."""
 
+    #: whether DRA claims count in queue usage and quota (their ``deviceclass/<class>`` columns); only
+    #: capacity's ``capacity.DynamicResourceAllocationEnable`` turns it on, as in Volcano 1.15
+    counts_claims = False
+
     def on_session_open(self) -> None:
         cluster = self.session.cluster
         total = cluster.total_allocatable().astype(float)
         self.cols = np.isfinite(total) & (total > 0)
         self.cols[cluster.resources.pos(PODS)] = False
+        if not self.counts_claims:  # DRA devices charged as deviceclass/<class> (corral.dra.inventory)
+            for i, name in enumerate(cluster.resources.names):
+                self.cols[i] &= not name.startswith("deviceclass/")
         self.total = np.where(self.cols, total, 0.0)
         self._pairs: dict[int, list[tuple[int, float]]] = {}  # task id -> its counted requests
         self._col_list: list[int] | None = None  # the columns counted, as ints

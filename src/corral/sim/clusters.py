@@ -13,7 +13,10 @@ A **generator spec** is a YAML mapping (the format is written up in ``docs/simul
 A **snapshot** (SPEC.md §1.1, read by :func:`corral.manifests.load_snapshot`) contributes its nodes,
 queues and hypernodes; its pods and podgroups are ignored. Nodes that advertise
 ``alibabacloud.com/gpu-count`` but no ``nvidia.com/gpu`` (the Alibaba GPU-2023 node list) get that count
-as ``nvidia.com/gpu``, so the Alibaba pod traces run on the Alibaba nodes.
+as ``nvidia.com/gpu``, so the Alibaba pod traces run on the Alibaba nodes. A cluster that publishes its
+GPUs by Dynamic Resource Allocation (ResourceSlices, and a DeviceClass with ``extendedResourceName:
+nvidia.com/gpu``) and advertises no ``nvidia.com/gpu`` gets the class's devices per node as
+``nvidia.com/gpu``.
 
 :func:`check_workload` is where bad input becomes one :class:`~corral.errors.InputError` naming the
 trace file and row (a job larger than the whole cluster, a queue the cluster does not have, a bad
@@ -390,7 +393,7 @@ def _from_snapshot(path: Path) -> ClusterTemplate:
     snap = load_snapshot([path])
     if not len(snap.nodes):
         raise InputError("the snapshot has no nodes", file=str(path))
-    snap = _with_gpu_alias(snap)
+    snap = _with_dra_gpus(_with_gpu_alias(snap))
     cluster = Cluster(
         resources=snap.resources,
         nodes=snap.nodes,
@@ -409,6 +412,22 @@ def _from_snapshot(path: Path) -> ClusterTemplate:
     return ClusterTemplate(cluster, explicit, text)
 
 
+def _with_dra_gpus(snap: Cluster) -> Cluster:
+    """Count the GPUs a DRA cluster publishes as ResourceSlices — the devices of a DeviceClass whose
+    ``extendedResourceName`` is ``nvidia.com/gpu`` — as the nodes' ``nvidia.com/gpu`` when no node
+    advertises that resource (the trace's jobs ask for ``nvidia.com/gpu``; Kubernetes serves such
+    requests from the class's devices, KEP-5004)."""
+    dra = snap.dra
+    counts = dra.extended_counts.get(GPU) if dra is not None else None
+    res = snap.resources
+    if counts is None or (GPU in res and snap.nodes.allocatable[:, res.pos(GPU)].any()):
+        return snap
+    rows = [snap.nodes.index[n] for n in dra.node_names]
+    per_node = np.zeros(len(snap.nodes))
+    per_node[rows] = counts
+    return _add_column(snap, GPU, per_node)
+
+
 def _with_gpu_alias(snap: Cluster) -> Cluster:
     """Copy an alias column (``alibabacloud.com/gpu-count``) into ``nvidia.com/gpu`` when no node
     advertises the latter."""
@@ -418,16 +437,23 @@ def _with_gpu_alias(snap: Cluster) -> Cluster:
     alias = next((a for a in GPU_ALIASES if a in res), None)
     if alias is None:
         return snap
-    new = ResourceIndex([*res.names, GPU])
+    return _add_column(snap, GPU, snap.nodes.allocatable[:, res.pos(alias)])
+
+
+def _add_column(snap: Cluster, name: str, values: np.ndarray) -> Cluster:
+    """``snap``'s nodes, queues, hypernodes and priority classes with the allocatable of resource
+    ``name`` set to ``values`` (the column added when the snapshot has none)."""
+    res = snap.resources
+    new = ResourceIndex([*res.names, name])
     alloc = np.zeros((len(snap.nodes), len(new)))
-    for name in res.names:
-        alloc[:, new.pos(name)] = snap.nodes.allocatable[:, res.pos(name)]
-    alloc[:, new.pos(GPU)] = snap.nodes.allocatable[:, res.pos(alias)]
+    for n in res.names:
+        alloc[:, new.pos(n)] = snap.nodes.allocatable[:, res.pos(n)]
+    alloc[:, new.pos(name)] = values
     old = snap.nodes
     # Nodes takes the flags as a sequence of bools (and makes its own array of them)
     nodes = Nodes(new, old.names, alloc, old.labels, old.taints, old.unschedulable)
     queues = {}
-    for name, q in snap.queues.items():
+    for qname, q in snap.queues.items():
         q = copy.copy(q)
         for attr in ("capability", "deserved", "guarantee"):
             vec = getattr(q, attr)
@@ -435,7 +461,7 @@ def _with_gpu_alias(snap: Cluster) -> Cluster:
                 wide = np.full(len(new), np.inf if attr == "capability" else 0.0)
                 wide[: len(vec)] = vec
                 setattr(q, attr, wide)
-        queues[name] = q
+        queues[qname] = q
     return Cluster(
         resources=new,
         nodes=nodes,

@@ -54,7 +54,7 @@ class Room:
         live = domain.mask & ~nodes.down
         ok = live.copy()
         for t in {t.klass or id(t): t for t in tasks}.values():
-            ok &= session.predicate(t)
+            ok &= session.resolvable(t)  # what evicting can make room for (DRA devices, GPU memory)
         self.rows = np.flatnonzero(live)
         self.pos = {int(r): i for i, r in enumerate(self.rows.tolist())}
         self.ok = ok[self.rows].tolist()
