@@ -44,7 +44,8 @@ Tiresias ranks one cluster and Lucid one virtual cluster.
 first queue, its attained service set to zero (``corral.io/attained-gpu-seconds: 0s``, a podgroup
 update). Tiresias counts the pending time accumulated since the last promotion; corral counts the wait
 since the job was last stopped by this action (``corral.io/timeslice-stopped-at``, written on the
-PodGroup when it stops a job). Without a ``las`` plugin the factor has no effect.
+PodGroup when it stops a job). The promotion ranks the job from the next cycle (this cycle's JobOrder
+keys were taken by ``allocate``). Without a ``las`` plugin the factor has no effect.
 
 Configure ``timeslice`` after ``allocate`` (``actions: "allocate, timeslice, backfill"``: ``allocate``
 places what fits first and binds the nominations of the cycle before) and without ``enqueue``: a
