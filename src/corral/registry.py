@@ -18,6 +18,7 @@ from corral.actions.inert import INERT_ACTION_CLASSES
 from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.actions.reserve import ReserveAction
+from corral.actions.timeslice import TimesliceAction
 from corral.errors import ConfigError, PluginError
 from corral.framework.config import Config, parse_config
 from corral.framework.contract import check_plugin_class
@@ -172,6 +173,7 @@ _ACTION_CLASSES: tuple[type[Action], ...] = (
     ReserveAction,
     FlowAction,
     ConsolidateAction,
+    TimesliceAction,
     *INERT_ACTION_CLASSES,
 )
 _PLUGIN_CLASSES: tuple[type[Plugin], ...] = (

@@ -406,7 +406,9 @@ def test_a_cluster_whose_workers_lack_corral_is_one_line(files: Path, monkeypatc
             "System error: No module named 'corral'\ntraceback: Traceback (most recent call last):"
         )
 
-    monkeypatch.setattr(sweep_module, "run_cell", no_corral)
+    from corral.sim import sweep_ray
+
+    monkeypatch.setattr(sweep_ray, "run_cell", no_corral)  # what the Ray executor submits
     (files / "sweep.yaml").write_text(SMALL)
     res = _sweep(files, "--executor", "ray")
     assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output

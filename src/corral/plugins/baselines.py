@@ -18,11 +18,10 @@ order), while a job that is invalid (JobValid refuses it, missing queue) never d
 ``sjf`` / ``srtf`` — shortest job first, shortest remaining time first, by the expected run time of the
 PodGroup annotation ``corral.io/expected-runtime`` (a duration; the first pod's annotation when the
 PodGroup has none). ``srtf`` subtracts the work a job has already kept (annotation
-``corral.io/completed-runtime``, which the simulator writes when a job stops; in a snapshot, the time its
+``corral.io/completed-runtime``, which the simulator writes when a job stops, plus the time its running
 pods have been running). Jobs with no estimate come after every job with one and leave their order to the
-next plugin. Both are ordering-only, as SJF is in the schedulers the studies compare (no preemption: see
-below). References: SJF/SRTF as in Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
-Learning", NSDI 2019 (their SRTF baseline assumes known run times).
+next plugin. Both order jobs; the ``timeslice`` action makes ``srtf`` preemptive, as Lucid's SRTF.
+References: SJF/SRTF as in Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning", NSDI 2019 (their SRTF baseline assumes known run times).
 
 ``las`` — Tiresias' discretised two-dimensional least-attained-service. A job's attained service is the
 GPU-time it has received (GPUs × seconds run, all runs counted: annotation
@@ -31,8 +30,9 @@ GPUs × time since start of its running pods). The argument ``thresholds`` (GPU-
 ascending; default ``"1"``) splits jobs into priority queues; a job in a lower queue (less service) goes
 first, and inside one queue the oldest job goes first (Tiresias' FIFO within a queue). Decision:
 Tiresias preempts running jobs demoted below waiting ones; corral's ``preempt`` evicts only jobs of lower
-priority (SPEC.md §5), so ``las`` orders the waiting jobs and does not time-slice — a job demoted after
-a restart, or with a long history, waits behind newcomers.
+priority (SPEC.md §5), so with ``allocate`` alone ``las`` orders the waiting jobs; the ``timeslice``
+action (:mod:`corral.actions.timeslice`) ranks running and waiting jobs together by this order and
+stops the running ones that fall behind, as Tiresias does.
 """
 
 from __future__ import annotations
@@ -237,10 +237,9 @@ class SrtfPlugin(_RuntimeOrder):
         total = expected_runtime(job)
         if total is None:
             return None
-        done = annotated_duration(COMPLETED_RUNTIME, job.annotations)
-        if done is None:
-            runs = _running_since(job, self.session.now)
-            done = max((run for _, run in runs), default=0.0)
+        # the work kept from past runs plus the current run's (a resumed job counts both)
+        done = annotated_duration(COMPLETED_RUNTIME, job.annotations) or 0.0
+        done += max((run for _, run in _running_since(job, self.session.now)), default=0.0)
         return max(total - done, 0.0)
 
 

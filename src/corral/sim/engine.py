@@ -49,6 +49,7 @@ import numpy as np
 from corral.errors import InputError
 from corral.framework.config import Config, Registry
 from corral.framework.cycle import apply_decisions, run_cycle
+from corral.framework.decisions import Decisions
 from corral.framework.memo import ClusterHistory
 from corral.framework.notices import job_notices, topology_provider
 from corral.framework.session import PENDING_LIKE
@@ -139,6 +140,13 @@ class Engine(EngineMetrics):
         self._topology = topology_provider(config, registry)
         self._speed = SpeedTracker(self.options.speed, cluster) if self.options.speed else None
         self._dirty = False
+        # a time-slicing action re-ranks by time alone (attained service, remaining time): it needs a
+        # cycle every period while jobs wait, even when no event happened (the period is its interval)
+        slicing = [a.args.interval for a in config.actions if a.name == "timeslice"]
+        self._heartbeat = self.options.heartbeat or (
+            max(slicing[0], self.options.schedule_period) if slicing else None
+        )
+        self._follow_at: float | None = None
         self._cycle_at: float | None = None
         self._beat_at: float | None = None
         self._last_cycle = -math.inf
@@ -683,11 +691,24 @@ class Engine(EngineMetrics):
         if self._idle_cycles >= _STALL_CYCLES:
             self._stalled = self.now
         self._dirty = False
+        if self._follow_up(decisions):
+            self._follow_at = self._cycle_at = self.now
+            self._push(self.now, CYCLE, None)
         if changed:
             self._wake()
-        if self.options.heartbeat and self._waiting and self._beat_at is None and self._stalled is None:
-            self._beat_at = self.now + self.options.heartbeat
+        if self._heartbeat and self._waiting and self._beat_at is None and self._stalled is None:
+            self._beat_at = self.now + self._heartbeat
             self._push(self._beat_at, CYCLE, "beat")
+
+    def _follow_up(self, decisions: Decisions) -> bool:
+        """Does a cycle follow at the same instant? When ``timeslice`` stopped jobs whose pods left at
+        once (no grace period), the jobs that take their room are bound now, not a period later: Lucid
+        and Tiresias start them in the step that stops the others. One follow-up per instant."""
+        return (
+            self.options.eviction_grace <= 0
+            and self._follow_at != self.now
+            and any(e.action == "timeslice" for e in decisions.evictions)
+        )
 
 
 def simulate(

@@ -1,0 +1,303 @@
+"""``timeslice``: order-driven preemption and time-slicing, as Tiresias and Lucid schedule (issue 29).
+
+Every cycle (the scheduling interval: Lucid's Tiresias re-ranks every 60 s, its SRTF every second) the
+action ranks the running jobs and the waiting jobs **together** by the session's JobOrder — the ``las``
+plugin gives Tiresias' discretised least-attained-service, ``srtf`` the shortest remaining time — and
+walks them best first against what the cluster holds (the summed allocatable of the live, schedulable
+nodes, over every resource a job requests; the nodes' fragmentation is left to placement, as Lucid's
+and Tiresias' quota walk leaves it to their placer). A job that still fits in what is left takes its
+share; a running job that no longer fits is to be **stopped**. This follows the loop of Lucid's
+``simulation/policy/tiresias.py`` and ``srtf.py`` (``quota = total GPUs``; ``if gpu_num <= quota:
+quota -= gpu_num`` and start it if pending; ``elif status == "run": preempt``) and of Tiresias'
+``dlas_sim_jobs`` (SymbioticLab/Tiresias ``simulator/run_sim.py``).
+
+The stops go through one Statement, as ``preempt``'s do: the waiting jobs that fit are nominated
+(pipelined, all of a job's waiting pods or none) in rank order — first those that fit without the stops,
+then, after every pod of the jobs to stop is evicted (gangs whole, SPEC.md §5), the others. The
+Statement commits only when at least one waiting job is nominated into the room the stops free; else it
+is discarded and nothing is stopped (Lucid stops the jobs even when its placer then fails; in corral
+``allocate`` would restart them in the idle room and the next cycle stop them again). The nominations
+hold the room, so it goes to the jobs the order chose; ``allocate`` binds them in the next cycle — the
+simulator runs that cycle at the same instant when evicted pods leave at once. Each evicted pod's
+``preemptor`` is the best-ranked job nominated into the freed room.
+
+Which running jobs may be stopped (the others keep their room first, before the walk):
+
+- every pod they hold is a possible victim: managed by corral, not ``volcano.sh/preemptable: "false"``,
+  not in ``kube-system`` nor of a system-critical priority class (the rule of ``conformance``), and
+  running or bound by an earlier cycle (a job placed in this cycle is not stopped in it);
+- **minimum lease** (argument ``minLease``, a duration, default 0s): a job whose current run started
+  less than this long ago keeps running (anti-thrashing; the run starts when its earliest held pod
+  started);
+- **min-runtime** (SPEC.md §3.4): the VictimFilter point (the ``minruntime`` plugin) is asked with the
+  best-ranked waiting job as the preemptor; a protected job keeps running.
+
+The priority rule of ``preempt`` (SPEC.md §5) does not apply here: the JobOrder decides, and this action
+does not ask the Preemptable/Reclaimable points (the ``priority`` and ``drf`` plugins' rules for
+``preempt``/``reclaim``). Put a ``priority`` plugin before ``las``/``srtf`` in the tiers to rank
+priority classes first. Queues are not consulted: all jobs of the cluster are ranked together, as
+Tiresias ranks one cluster and Lucid one virtual cluster.
+
+**Starvation promotion** (argument ``starvationFactor``, default 0: off): Tiresias' ``solve_starvation``
+— a waiting job that has run, sits in a ``las`` queue below the first and has waited at least
+``starvationFactor`` × its executed time (its attained GPU-seconds over its GPUs) goes back to the
+first queue, its attained service set to zero (``corral.io/attained-gpu-seconds: 0s``, a podgroup
+update). Tiresias counts the pending time accumulated since the last promotion; corral counts the wait
+since the job was last stopped by this action (``corral.io/timeslice-stopped-at``, written on the
+PodGroup when it stops a job). The promotion ranks the job from the next cycle (this cycle's JobOrder
+keys were taken by ``allocate``). Without a ``las`` plugin the factor has no effect.
+
+Configure ``timeslice`` after ``allocate`` (``actions: "allocate, timeslice, backfill"``: ``allocate``
+places what fits first and binds the nominations of the cycle before) and without ``enqueue``: a
+podgroup ``enqueue`` has not admitted cannot take a stopped job's room. The argument ``interval`` is
+the simulator's: it runs a cycle at least that often while jobs wait (under ``las`` time alone changes
+a rank); elsewhere cycles run every period anyway and it has no effect.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from corral.actions.common.broken import healthy
+from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
+from corral.actions.common.placement import best_node
+from corral.framework.config import arg
+from corral.framework.plugin import Action
+from corral.framework.session import Session
+from corral.framework.statement import Statement
+from corral.manifests.fields import annotated_duration, format_time, parse_time
+from corral.model import Job, Task, TaskStatus
+from corral.model.annotations import ATTAINED_SERVICE
+from corral.model.quantity import MILLI
+from corral.model.resources import EPS, GPU
+
+__all__ = ["STOPPED_AT", "TimesliceAction", "TimesliceArgs", "rank_and_walk"]
+
+#: When ``timeslice`` last stopped the job (RFC 3339), on its PodGroup: the start of its wait.
+STOPPED_AT = "corral.io/timeslice-stopped-at"
+_HELD = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+_CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+@dataclass(frozen=True)
+class TimesliceArgs:
+    min_lease: float = arg(
+        "minLease",
+        0.0,
+        "a job whose current run started less than this long ago is not stopped (anti-thrashing)",
+        kind="duration",
+        minimum=0.0,
+    )
+    interval: float = arg(
+        "interval",
+        60.0,
+        "the simulator runs a cycle at least this often while jobs wait (time alone changes a job's rank "
+        "under las); the action itself ranks at every cycle",
+        kind="duration",
+        minimum=0.0,
+    )
+    starvation_factor: float = arg(
+        "starvationFactor",
+        0.0,
+        "Tiresias' starvation promotion: a stopped job waiting this many times its executed time goes "
+        "back to the first las queue (0: off)",
+        minimum=0.0,
+    )
+
+
+@dataclass
+class Walk:
+    """The outcome of one ranking: the running jobs to stop and the waiting jobs that fit."""
+
+    stop: list[Job]
+    start: list[Job]
+
+
+def _victim(task: Task) -> bool:
+    return (
+        task.managed
+        and task.preemptable
+        and task.namespace != "kube-system"
+        and task.priority_class not in _CRITICAL
+    )
+
+
+def _held(job: Job) -> list[Task]:
+    return [t for t in job.tasks if t.status in _HELD and t.node >= 0]
+
+
+def _demand(tasks: list[Task], width: int) -> np.ndarray:
+    out = np.zeros(width)
+    for t in tasks:
+        out += t.request
+    return out
+
+
+def _running(session: Session) -> list[Job]:
+    """Jobs running at or above their minimums whose pods hold nodes and none is leaving or placed in
+    this cycle."""
+    out = []
+    for job in session.cluster.jobs.values():
+        held = _held(job)
+        if not held or not healthy(job):
+            continue
+        if any(t.status in (TaskStatus.RELEASING, TaskStatus.ALLOCATED) for t in job.tasks):
+            continue
+        out.append(job)
+    return out
+
+
+def _run_start(job: Job) -> float | None:
+    starts = [t.start_time for t in _held(job) if t.start_time is not None]
+    return min(starts) if starts else None
+
+
+def _stoppable(session: Session, job: Job, top: Job | None, lease: float) -> bool:
+    if top is None or not all(_victim(t) for t in job.tasks if t.status in _HELD):
+        return False
+    start = _run_start(job)
+    if start is None or session.now - start < lease:
+        return False
+    return session.victim_filter(top, job, TimesliceAction.name)
+
+
+def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
+    """Rank running and waiting jobs together by JobOrder and walk them against the cluster's room (see
+    the module docstring)."""
+    cluster = session.cluster
+    nodes = cluster.nodes
+    live = ~(nodes.down | nodes.unschedulable)
+    room = nodes.future_idle[live].sum(axis=0)
+    width = len(cluster.resources)
+    key = session.job_key()
+    waiting = [
+        j
+        for j in schedulable_jobs(session, quiet=True)
+        if session.job_starving(j) and not (_held(j) and healthy(j))
+    ]
+    if not waiting:
+        return Walk([], [])
+    top = min(waiting, key=key)
+    running = [j for j in _running(session) if key(j) > key(top)]
+    if not running:  # every running job ranks above every waiting one: all keep their room
+        return Walk([], [])
+    stoppable: list[tuple[Any, Job, np.ndarray]] = []
+    for job in running:
+        if _stoppable(session, job, top, min_lease):
+            held = _demand(_held(job), width)
+            room = room + held
+            stoppable.append((key(job), job, held))
+    if not stoppable:
+        return Walk([], [])
+    stoppable.sort(key=lambda r: r[0])
+    # the waiting jobs are taken from a heap as the walk reaches them: once every stoppable job is
+    # decided and one waiting job fits, the rest of the order changes nothing (a congested cluster
+    # has thousands waiting; a full sort each cycle would cost what waits, not what changed)
+    heap = [(key(j), i) for i, j in enumerate(waiting)]
+    heapq.heapify(heap)
+    stop: list[Job] = []
+    start: list[Job] = []
+    at = 0
+    while at < len(stoppable) or (heap and not start):
+        if at < len(stoppable) and (not heap or stoppable[at][0] < heap[0][0]):
+            _, job, need = stoppable[at]
+            at += 1
+            running_job = True
+        else:
+            job = waiting[heapq.heappop(heap)[1]]
+            # what it holds already is in use: it needs its waiting pods
+            need = _demand(waiting_tasks(job), width)
+            running_job = False
+        if bool(np.all(need <= room + EPS)):
+            room = room - need
+            if not running_job:
+                start.append(job)
+        elif running_job:
+            stop.append(job)
+    return Walk(stop if start else [], start)
+
+
+class TimesliceAction(Action):
+    """Order-driven preemption and time-slicing (see the module docstring)."""
+
+    name = "timeslice"
+    Args = TimesliceArgs
+
+    def execute(self, session: Session) -> None:
+        if self.args.starvation_factor > 0:
+            promote_starving(session, self.args.starvation_factor)
+        walk = rank_and_walk(session, self.args.min_lease)
+        if not walk.stop:
+            return
+        with session.statement() as stmt:
+            # the jobs that fit without the stops are nominated first (allocate would place them anyway)
+            rest = [j for j in walk.start if not _nominate(session, stmt, j)]
+            mark = stmt.save()
+            _stop(stmt, walk.stop, self.name)
+            placed = [j for j in rest if _nominate(session, stmt, j)]
+            if not placed:
+                return  # the room would go unused (fragmentation): stopping would only thrash
+            for op in stmt.ops[mark:]:
+                if op.kind == "evict":
+                    op.preemptor = placed[0].uid
+                    op.reason = f"{self.name}: ranks below {placed[0].uid}, which takes its room"
+            stmt.commit()
+        stamp = format_time(session.now)
+        for job in walk.stop:
+            session.ledger.annotate(job, STOPPED_AT, stamp)
+
+
+def _stop(stmt: Statement, jobs: list[Job], action: str) -> None:
+    """Evict every pod the ``jobs`` hold (gangs whole)."""
+    for job in jobs:
+        for task in sorted(_held(job), key=lambda t: t.name):
+            stmt.evict(task, f"{action}: stopped", action=action)
+
+
+def _nominate(session: Session, stmt: Statement, job: Job) -> bool:
+    """Nominate every waiting pod of ``job`` to the best node whose capacity is free or being freed
+    (``allocate`` binds a nominated pod to its node in the next cycle); all or nothing. Nominations
+    hold their room, so ``allocate`` does not give it to a job ranked lower (or to a stopped one)."""
+    mark = stmt.save()
+    for task in sorted(waiting_tasks(job), key=session.task_key()):
+        row, _ = best_node(session, task)
+        if row < 0:
+            stmt.restore(mark)
+            return False
+        stmt.pipeline(task, row)
+    return True
+
+
+def _las_limits(session: Session) -> list[float] | None:
+    """The ``las`` plugin's thresholds in GPU-seconds, or None without the plugin."""
+    pc = session.config.plugin("las")
+    if pc is None:
+        return None
+    return [float(v) * 3600.0 for v in str(pc.args.thresholds).split(",") if v.strip()]
+
+
+def promote_starving(session: Session, factor: float) -> None:
+    """Tiresias' starvation promotion (see the module docstring): waiting jobs stopped by this action
+    that waited ``factor`` × their executed time go back to the first ``las`` queue."""
+    limits = _las_limits(session)
+    gpu = session.cluster.resources.get(GPU)
+    if not limits or gpu is None:
+        return
+    for job in schedulable_jobs(session, quiet=True):
+        stopped = job.annotations.get(STOPPED_AT)
+        if not stopped or _held(job):
+            continue
+        attained = annotated_duration(ATTAINED_SERVICE, job.annotations) or 0.0
+        if attained <= 0 or bisect.bisect_right(limits, attained) == 0:
+            continue
+        gpus = sum(float(t.request[gpu]) for t in job.tasks) / MILLI
+        if gpus <= 0:
+            continue
+        since = parse_time(stopped, obj=f"PodGroup {job.uid}", field=f"metadata.annotations.{STOPPED_AT}")
+        if session.now - since >= factor * attained / gpus:
+            session.ledger.annotate(job, ATTAINED_SERVICE, "0s")
