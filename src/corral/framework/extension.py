@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -478,10 +478,12 @@ class Point:
     name: str
     protocol: type
     switch: str | None
+    #: the methods of the Protocol, in declaration order (worked out once)
+    methods: tuple[str, ...] = field(init=False)
 
-    @property
-    def methods(self) -> tuple[str, ...]:
-        return tuple(m for m, v in vars(self.protocol).items() if not m.startswith("_") and callable(v))
+    def __post_init__(self) -> None:
+        names = tuple(m for m, v in vars(self.protocol).items() if not m.startswith("_") and callable(v))
+        object.__setattr__(self, "methods", names)
 
 
 #: Every extension point, with the Volcano switch that turns it off for one plugin.
