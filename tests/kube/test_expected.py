@@ -193,8 +193,20 @@ def test_no_write_once_leadership_is_lost(server: FakeAPI, runner_factory) -> No
     r.start()
     assert r.cache.wait_synced(5)
     r.cycle(NOW)  # the cycle's own writes while leader; no forecast yet
-    r.applier.api.may_write = lambda: False  # the lease is lost before the forecast's writes
+    # the lease is lost after the apply phase and before the forecast's writes (not earlier: the apply
+    # phase may have an event or a condition to write again, and would then stop the cycle)
+    applied = []
+    apply = r.applier.apply
+
+    def apply_then_lose_the_lease(*args, **kwargs):
+        report = apply(*args, **kwargs)
+        applied.append(True)
+        return report
+
+    r.applier.apply = apply_then_lose_the_lease
+    r.applier.api.may_write = lambda: not applied
     r.cycle(NOW + 1)  # the forecast runs (gauge set) and stops at its first write, without raising
+    assert applied
     assert gauge(r) == {"next": NOW + HOUR}
     assert EXPECTED_BASIS not in annotations(server, "next")
     assert any(rec["msg"] == "leadership lost: expected starts not written" for rec in r.log.records)
