@@ -38,6 +38,10 @@ class TaskStatus(enum.Enum):
     __hash__ = object.__hash__
 
 
+#: States in which a pod holds resources on its node.
+_ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+
+
 #: States that count towards a job being ready (with SUCCEEDED), Volcano's "allocated" set.
 ALLOCATED_STATES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
 #: States that hold resources on a node.
@@ -119,6 +123,16 @@ class Task:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def future_row(self) -> int:
+        """The node row this pod holds resources on in the future view (placed there, or nominated to
+        it), or -1."""
+        if self.status in _ON_NODE:
+            return self.node
+        if self.status is TaskStatus.PIPELINED:
+            return self.nominated
+        return -1
 
 
 @dataclass(slots=True, eq=False)

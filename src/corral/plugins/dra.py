@@ -51,11 +51,10 @@ from corral.framework.extension import (
 )
 from corral.framework.hints import BaseSigned
 from corral.framework.plugin import Plugin
-from corral.model import Task, TaskStatus
+from corral.model import Task
 
 __all__ = ["DraPlugin"]
 
-_ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
 NOT_ON_NODE = "resourceclaim not available on the node"
 CANNOT = "cannot allocate all claims"
 
@@ -67,14 +66,6 @@ def _plain(claim: Claim) -> bool:
         return False
     sub = spec.requests[0].alternatives[0]
     return sub.mode == EXACT and not sub.admin
-
-
-def _where(task: Task) -> int:
-    if task.status in _ON_NODE:
-        return task.node
-    if task.status is TaskStatus.PIPELINED:
-        return task.nominated
-    return -1
 
 
 class DraPlugin(
@@ -154,7 +145,7 @@ class DraPlugin(
         t = self.session.cluster.tasks.get(uid)
         if t is None or t is other_than:
             return -1
-        return _where(t)
+        return t.future_row
 
     def _claims(self, task: Task) -> list[Claim]:
         inv = self.inv
@@ -229,10 +220,10 @@ class DraPlugin(
 
     # -- events --------------------------------------------------------------------------------
     def on_allocate(self, task: Task) -> None:
-        self._take(task, _where(task))
+        self._take(task, task.future_row)
 
     def on_deallocate(self, task: Task) -> None:
-        if _where(task) < 0:
+        if task.future_row < 0:
             self._give_back(task)
 
     # -- placement -----------------------------------------------------------------------------

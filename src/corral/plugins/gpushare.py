@@ -68,8 +68,6 @@ __all__ = ["GPU_INDEX", "GPU_MEMORY", "GPU_MEMORY_PER_DEVICE", "GpuShareArgs", "
 #: The pod annotation naming the device a pod runs on (Volcano's ``volcano.sh/gpu-index``).
 GPU_INDEX = "volcano.sh/gpu-index"
 
-_ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
-
 
 @dataclass(frozen=True)
 class GpuShareArgs:
@@ -79,15 +77,6 @@ class GpuShareArgs:
         "a simulated re-add puts a pod back on the device it "
         "had (seed 003, scenario 2); false binpacks it like a new pod (scenario 1)",
     )
-
-
-def _where(task: Task) -> int:
-    """The node row ``task`` holds GPU memory on in the future view, or -1."""
-    if task.status in _ON_NODE:
-        return task.node
-    if task.status is TaskStatus.PIPELINED:
-        return task.nominated
-    return -1
 
 
 class GpuSharePlugin(
@@ -170,7 +159,7 @@ class GpuSharePlugin(
         placed = [
             (t, r, self._annotated(t))
             for t in cluster.tasks.values()
-            if t.request[col] > 0 and (r := _where(t)) >= 0
+            if t.request[col] > 0 and (r := t.future_row) >= 0
         ]
         placed.sort(
             key=lambda x: (x[2] is None, x[0].status is TaskStatus.PIPELINED, x[0].creation, x[0].name)
@@ -259,7 +248,7 @@ class GpuSharePlugin(
         """Make the books follow where ``task`` now is; prefer the device it last held on that node."""
         if self._req(task) <= 0:
             return
-        row = _where(task)
+        row = task.future_row
         held = self.assign.get(task.uid)
         if held is not None and held[0] == row:
             return
