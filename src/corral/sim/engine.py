@@ -28,12 +28,18 @@ placement, GPU type and elastic pods, read again whenever its running pods chang
 node for ``eviction_grace`` seconds, then come back as Pending pods of their job. A node that fails loses
 its pods at once. Finished jobs leave the cluster, so a cycle costs what is active, not what has been.
 
-**Metrics** (:mod:`corral.sim.result`): one :class:`JobRecord` per submitted job; a
-:class:`ClusterSample` whenever GPU use or the job counts change (GPUs held by bound, running and
-releasing pods over the GPUs of live nodes); a :class:`QueueSample` per queue every ``sample_period``.
-A queue's deserved share is computed here by weight water-filling over GPUs — Volcano proportion's
-algorithm on one dimension: capped by capability and by what the queue's active jobs ask for, raised to
-its guarantee — so that every configuration is measured against the same yardstick.
+**Metrics** are an observer the engine calls (:class:`~corral.sim.metrics.RunMetrics`: submitted,
+started, evicted, stopped, completed, unschedulable, and the samples), which reads the engine's jobs by
+state (:class:`~corral.sim.simjob.JobBook`) and never writes them (:mod:`corral.sim.result`): one
+:class:`JobRecord` per submitted job; a :class:`ClusterSample` whenever GPU use or the job counts change
+(GPUs held by bound, running and releasing pods over the GPUs of live nodes); a :class:`QueueSample` per
+queue every ``sample_period``. A queue's deserved share is computed by weight water-filling over GPUs —
+Volcano proportion's algorithm on one dimension: capped by capability and by what the queue's active
+jobs ask for, raised to its guarantee — so that every configuration is measured against the same
+yardstick.
+
+**Dispatch.** :meth:`Engine.step` looks the event's handler up in a table by kind; every handler takes
+the event's payload.
 """
 
 from __future__ import annotations
@@ -42,59 +48,53 @@ import heapq
 import math
 import time as _time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
-
-import numpy as np
 
 from corral.errors import InputError
 from corral.framework.config import Config, Registry
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.decisions import Decisions
 from corral.framework.memo import ClusterHistory
-from corral.framework.notices import job_notices, topology_provider
 from corral.framework.session import PENDING_LIKE
-from corral.manifests.fields import parse_duration
-from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
-from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
+from corral.model import OCCUPYING_STATES, Cluster, PodGroupPhase, Task, TaskStatus
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
-from corral.sim.clusters import check_workload, min_counts, pod_vector
+from corral.sim.clusters import check_workload
+from corral.sim.events import COMPLETE, CYCLE, EVICT, HOLDING, NODE, RELEASE, SAMPLE, START, SUBMIT
+from corral.sim.jobbuild import JobBuilder, meets_minimum, placement, remember_run
 from corral.sim.jobspec import JobSpec
-from corral.sim.metrics import EngineMetrics, water_fill
+from corral.sim.metrics import RunMetrics, water_fill
 from corral.sim.options import SimOptions
+from corral.sim.preemption import resume_overhead
 from corral.sim.result import SimResult
-from corral.sim.simjob import SimJob
+from corral.sim.simjob import JobBook, SimJob
 from corral.sim.speed import SpeedTracker
 
 __all__ = ["Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
-
-from corral.sim.events import (  # noqa: F401
-    _HOLDING,
-    COMPLETE,
-    CYCLE,
-    EVICT,
-    MAX_QUEUE_INSTANTS,
-    NODE,
-    RELEASE,
-    SAMPLE,
-    START,
-    SUBMIT,
-)
 
 ProgressFn = Callable[[float, int, int], None]
 _STALL_CYCLES = 100
 
 
-class Engine(EngineMetrics):
+def heartbeat(config: Config, options: SimOptions) -> float | None:
+    """How often a cycle runs at least while jobs wait (None: only when something changed). A
+    time-slicing action re-ranks by time alone (attained service, remaining time): it needs a cycle
+    every period while jobs wait, even when no event happened (the period is its interval)."""
+    slicing = [a.args.interval for a in config.actions if a.name == "timeslice"]
+    return options.heartbeat or (max(slicing[0], options.schedule_period) if slicing else None)
+
+
+class Engine:
     """One simulation of ``jobs`` on ``cluster`` (which it mutates: pass a fresh one) under ``config``.
 
     Inputs are validated here, before anything runs (:func:`~corral.sim.clusters.check_workload`):
     bad input raises InputError; jobs that can never run are recorded as ``never_fits`` with their
     reason in ``meta["never_fits"]``. ``progress(now, finished_jobs, total_jobs)`` is called now and
-    then (at most every 0.2 s of wall time) and at the end.
+    then (at most every 0.2 s of wall time) and at the end. ``metrics`` is the run's observer
+    (:class:`~corral.sim.metrics.RunMetrics`); ``book`` its jobs by state (read it, do not write it).
     """
 
-    # The state EngineMetrics reads is typed on EngineMetrics; the rest is typed here.
     def __init__(
         self,
         cluster: Cluster,
@@ -112,70 +112,71 @@ class Engine(EngineMetrics):
 
             registry = REGISTRY
         self.cluster, self.config, self.registry = cluster, config, registry
-        self.options = options or SimOptions()
+        self.options = options = options or SimOptions()
         self.specs = sorted(jobs, key=lambda j: (j.submit, j.name))
         self.never_fits = check_workload(cluster, self.specs)
         self.progress_fn = progress
         self.meta = dict(meta or {})
         self.now = 0.0
-        self.events = 0
-        self.cycles = 0
-        self._heap = []
+        self.events = self.cycles = 0
+        self._init_state()
+        # what the cycles remember; every job an event changes is reported to it (history.changed). An
+        # untracked history (given by a test) makes every cycle walk every job: the same decisions.
+        self.history = history if history is not None else ClusterHistory(tracked=True)
+        self._speed = SpeedTracker(options.speed, cluster) if options.speed else None
+        span = options.until if options.until is not None else (self.specs[-1].submit if self.specs else 0.0)
+        self.metrics = RunMetrics(
+            cluster,
+            config,
+            registry,
+            self.specs,
+            self.book,
+            enqueue=self._enqueue,
+            period=options.sample_period or max(options.schedule_period, span / 500.0),
+            speed=self._speed,
+        )
+        self._heartbeat = heartbeat(config, options)
+        self._handlers: list[Callable[[Any], None]] = [None] * (SAMPLE + 1)  # type: ignore[list-item]
+        for kind, handler in (
+            (SUBMIT, self._submit),
+            (CYCLE, self._cycle),
+            (COMPLETE, self._complete),
+            (START, self._start),
+            (RELEASE, self._release_event),
+            (EVICT, self._inject),
+            (NODE, self._node),
+            (SAMPLE, self._sample_queues),
+        ):
+            self._handlers[kind] = handler
+        self._wall = _time.monotonic()
+        self._progress_at = 0.0
+        for index in range(len(self.specs)):
+            self._push(self.specs[index].submit, SUBMIT, index)
+        self._push(0.0, SAMPLE, 0)
+
+    def _init_state(self) -> None:
+        """The engine's own state at the start of a run."""
+        self._heap: list[tuple[float, int, int, Any]] = []  # (time, kind, sequence, payload)
         self._seq = 0
-        self._enqueue = any(a.name == "enqueue" for a in config.actions)
-        self._gpu = cluster.resources.get(GPU)
-        self._active = {}
-        self._waiting = {}
-        self._running = set()
-        self._done = {}
+        self._enqueue = any(a.name == "enqueue" for a in self.config.actions)
+        self._gpu = self.cluster.resources.get(GPU)  # the GPU column (None: no GPUs)
+        self._jobs = JobBuilder(self.cluster, self.options)
+        self.book = JobBook()
+        # the book's sets under the names the engine uses on its hot paths
+        self._active, self._waiting = self.book.active, self.book.waiting
+        self._running, self._done = self.book.running, self.book.done
         self._started: set[str] = set()  # uids of pods in state Running
         self._release_token: dict[str, int] = {}
-        self._reasons = {}
-        self._last_reasons = {}
-        self._forecast_at = None
-        self._expected = {}
-        self._submitted = 0
-        #: per job: what the configuration does not act on (framework/notices.py), for its record
-        self._notes: dict[str, str] = {}
-        self._topology = topology_provider(config, registry)
-        self._speed = SpeedTracker(self.options.speed, cluster) if self.options.speed else None
+        self._forecast_at: float | None = None  # the next instant an expected-start forecast is due
+        self._submitted = 0  # specs submitted so far (a prefix of ``specs``)
         self._dirty = False
-        # a time-slicing action re-ranks by time alone (attained service, remaining time): it needs a
-        # cycle every period while jobs wait, even when no event happened (the period is its interval)
-        slicing = [a.args.interval for a in config.actions if a.name == "timeslice"]
-        self._heartbeat = self.options.heartbeat or (
-            max(slicing[0], self.options.schedule_period) if slicing else None
-        )
         self._follow_at: float | None = None
         self._cycle_at: float | None = None
         self._beat_at: float | None = None
         self._last_cycle = -math.inf
         self._idle_cycles = 0
-        self._stalled = None
-        self._changed = True
-        self._last_sample = None
-        self._evictions = self._restarts = 0
-        self._demand = 0.0
-        self._common_gpu = None
-        self._samples = []
-        self._queue_samples = []
-        self._queues = sorted({s.queue for s in self.specs})
-        self._role_cache: dict[int, list] = {}
-        # what the cycles remember; every job an event changes is reported to it (history.changed). An
-        # untracked history (given by a test) makes every cycle walk every job: the same decisions.
-        self.history = history if history is not None else ClusterHistory(tracked=True)
-        self._wall = _time.monotonic()
-        self._progress_at = 0.0
-        for index, spec in enumerate(self.specs):
-            self._push(spec.submit, SUBMIT, index)
-        span = (
-            self.options.until
-            if self.options.until is not None
-            else (self.specs[-1].submit if self.specs else 0.0)
-        )
-        period = self.options.sample_period or max(self.options.schedule_period, span / 500.0)
-        self._sample_period = period
-        self._push(0.0, SAMPLE, 0)
+        self._stalled: float | None = None  # when the policy was found to livelock
+        self._changed = True  # something a cluster sample shows may have changed
 
     # -- the heap --------------------------------------------------------------------------------
     def _push(self, at: float, kind: int, payload: Any) -> int:
@@ -214,26 +215,12 @@ class Engine(EngineMetrics):
             return False  # nothing else will happen: the run is over
         self.now = at
         self.events += 1
-        if kind == SUBMIT:
-            self._submit(self.specs[payload])
-        elif kind == CYCLE:
-            self._cycle(payload == "beat")
-        elif kind == COMPLETE:
-            self._complete(*payload)
-        elif kind == START:
-            self._start(*payload)
-        elif kind == RELEASE:
-            self._release_event(*payload)
-        elif kind == EVICT:
-            self._inject(payload)
-        elif kind == NODE:
-            self._node(*payload)
-        elif kind == SAMPLE:
-            self._sample_queues()
+        self._handlers[kind](payload)
         if kind != CYCLE and kind != SAMPLE:
             self._idle_cycles = 0
         if self._changed:
-            self._sample_cluster()
+            self._changed = False
+            self.metrics.sample(at)
         if self.progress_fn is not None and (self.events & 255) == 0:
             self._report_progress(False)
         return True
@@ -245,11 +232,42 @@ class Engine(EngineMetrics):
             pass
         if until is not None:
             self.now = max(self.now, until)
-        self._changed = True
-        self._sample_cluster()
-        self._sample_queues(final=True)
+        self._changed = False
+        self.metrics.sample(self.now)
+        self.metrics.sample_queues(self.now, final=True)
         self._report_progress(True)
         return self.result()
+
+    def _sample_queues(self, _: object) -> None:
+        """A SAMPLE event: queue samples now, and the next one on the grid while events are left."""
+        if self.metrics.sample_queues(self.now):
+            self._changed = True  # the fragmentation a cluster sample shows may differ
+        if self._heap:
+            self._push(self.metrics.next_sample(self.now), SAMPLE, 0)
+
+    def result(self) -> SimResult:
+        """The flat records of the run so far (jobs in submit order; jobs not yet submitted are left out
+        and counted in ``meta["jobs_not_submitted"]``)."""
+        metrics, stamp = self.metrics, (self.cycles, self.events)
+        specs = self.specs[: self._submitted]
+        records = metrics.records(specs, self.never_fits, self.options.namespace, self.now, stamp)
+        meta = {
+            "config": getattr(self.config, "source", ""),
+            **self.meta,
+            "end_time": self.now,
+            "wall_time": round(_time.monotonic() - self._wall, 3),
+            "events": self.events,
+            "cycles": self.cycles,
+            "jobs_not_submitted": len(self.specs) - self._submitted,
+            "options": asdict(self.options),
+            "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
+            "pending_reasons": metrics.pending_reasons(stamp),
+        }
+        if self._stalled is not None:
+            meta["stalled_at"] = self._stalled
+        return SimResult(
+            jobs=records, queues=list(metrics.queue_samples), cluster=list(metrics.samples), meta=meta
+        )
 
     def _report_progress(self, final: bool) -> None:
         if self.progress_fn is None:
@@ -264,107 +282,37 @@ class Engine(EngineMetrics):
         return sorted(self._running)
 
     # -- jobs --------------------------------------------------------------------------------------
-    def _submit(self, spec: JobSpec) -> None:
+    def _submit(self, index: int) -> None:
+        spec = self.specs[index]
         self._submitted += 1
         if spec.name in self.never_fits:
             return
-        sim = self._build(spec)
+        sim = self._jobs.build(spec)
         job = sim.job
         self.cluster.jobs[job.uid] = job
         for task in job.tasks:
             self.cluster.tasks[task.uid] = task
         self._active[job.uid] = sim
         self._waiting[job.uid] = sim
-        if job.topology_mode:
-            notes = job_notices(job, self._topology, bool(self.cluster.hypernodes))
-            if notes:
-                self._notes[job.uid] = "; ".join(f"{n.field}: {n.message}" for n in notes)
+        self.metrics.submitted(sim)
         self.history.changed(job.uid)
-        self._demand += sim.gpus
         self._changed = True
         self._wake()
-
-    def _roles(self, spec: JobSpec) -> list:
-        """Per role (name, count, request vector, class key, GPUs); the vectors are shared by every pod
-        of the role (nothing writes into a task's request) and cached across jobs of one trace."""
-        got = self._role_cache.get(id(spec.roles))
-        if got is None or got[0] is not spec.roles:
-            res = self.cluster.resources
-            rows = []
-            for role in spec.roles:
-                req = pod_vector(res, role.requests, spec.source or spec.name)
-                gpus = float(req[self._gpu]) / MILLI if self._gpu is not None else 0.0
-                rows.append((role, req, (req.tobytes(), (), None, (), ""), gpus))
-            got = self._role_cache[id(spec.roles)] = [spec.roles, rows]
-        return got[1]
-
-    def _build(self, spec: JobSpec) -> SimJob:
-        """The Job and its Pending pods; minResources is the request of the job's minimum (Volcano)."""
-        ns = self.options.namespace
-        job = Job(
-            uid=f"{ns}/{spec.name}",
-            name=spec.name,
-            namespace=ns,
-            queue=spec.queue,
-            min_member=spec.min_pods,
-            priority=spec.priority,
-            creation=spec.submit,
-            annotations=dict(spec.annotations),
-            min_resources=self.cluster.resources.zeros(),
-        )
-        if self.options.estimates is not None:
-            job.annotations[EXPECTED_RUNTIME] = (
-                f"{self.options.estimates.estimate(spec.name, spec.duration):.0f}s"
-            )
-        job.min_task_member = {r.name: r.min_count for r in spec.roles if r.min_count is not None}
-        if spec.topology is not None:
-            job.topology_mode, job.topology_tier = spec.topology
-        rows, counts, gpus = self._roles(spec), min_counts(spec), 0.0
-        for role, req, klass, g in rows:
-            job.min_resources += req * counts[role.name]
-            prefix = (
-                f"{spec.name}-" if len(rows) == 1 and not role.name else f"{spec.name}-{role.name or 'pod'}-"
-            )
-            for i in range(role.count):
-                job.tasks.append(
-                    Task(
-                        uid=f"{ns}/{prefix}{i}",
-                        name=f"{prefix}{i}",
-                        namespace=ns,
-                        request=req,
-                        job=job,
-                        role=role.name,
-                        priority=spec.priority,
-                        creation=spec.submit,
-                        klass=klass,
-                    )
-                )
-            gpus += g * role.count
-        return SimJob(spec, job, gpus)
-
-    def _meets(self, job: Job) -> bool:
-        running = sum(1 for t in job.tasks if t.status is TaskStatus.RUNNING)
-        if running < job.min_member:
-            return False
-        if job.min_task_member:
-            counts = job.role_counts(frozenset({TaskStatus.RUNNING}))
-            return all(counts.get(r, 0) >= n for r, n in job.min_task_member.items())
-        return True
 
     def _update(
         self, sim: SimJob, held_gpus: float = 0.0, preempted: bool = False, moved: bool = False
     ) -> None:
         """Start or stop ``sim``'s progress after its pods changed; a stop is a restart (``preempted``:
         caused by the scheduler's evictions; ``moved``: by ``consolidate``'s moves)."""
-        ok = self._meets(sim.job)
+        ok = meets_minimum(sim.job)
         uid = sim.job.uid
         if ok and sim.since is None:
-            restore = self._resume_overhead(sim.gpus) if sim.restarts else 0.0
+            restore = resume_overhead(self.options.resume_overhead, sim.gpus) if sim.restarts else 0.0
             sim.run_from, sim.since = self.now, self.now + restore
             if sim.first_start is None:
                 sim.first_start = self.now
-                sim.placement = self._placement(sim.job)
-            self._reasons.pop(uid, None)  # running again after a restart: no longer waiting
+                sim.placement = placement(self.cluster, sim.job)
+            self.metrics.started(sim)  # running (again after a restart): no longer waiting
             self._running.add(uid)
             if self._speed is None:
                 finish = sim.since + max(sim.spec.duration - sim.progress, 0.0)
@@ -379,28 +327,6 @@ class Engine(EngineMetrics):
                 self._push(finish_at, COMPLETE, (sim, sim.epoch))
         elif not ok and sim.since is not None:
             self._restart(sim, held_gpus, preempted, moved)
-
-    def _placement(self, job: Job) -> str:
-        """The smallest topology domain holding every placed pod of a gang of two or more pods: "node",
-        "tier N" (one hypernode of tier N, as network-topology-aware counts tiers), "cluster" (none
-        does), or "nodes" on a cluster without hypernodes; "" for a job of one pod."""
-        if len(job.tasks) < 2:
-            return ""
-        rows = np.unique(np.fromiter((t.node for t in job.tasks if t.node >= 0), dtype=np.int64))
-        if len(rows) <= 1:
-            return "node"
-        tree = self.cluster.hypernodes
-        if not tree:
-            return "nodes"
-        tier = tree.lca_tier(rows)
-        return "cluster" if tier is None else f"tier {tier}"
-
-    def _resume_overhead(self, gpus: float) -> float:
-        """Seconds a job of ``gpus`` GPUs restores before it progresses again (the first band it fits)."""
-        for upto, seconds in self.options.resume_overhead:
-            if gpus <= upto:
-                return seconds
-        return 0.0
 
     def _stop_run(self, sim: SimJob) -> float:
         """End the current run's accounting: the seconds of progress it made (after its restore)."""
@@ -433,29 +359,19 @@ class Engine(EngineMetrics):
             sim.moved_lost += (sim.progress - saved) * held_gpus
         sim.progress = saved
         sim.restarts += 1
-        self._restarts += 1
+        self.metrics.stopped(sim)
         self.history.changed(sim.job.uid)
-        self._remember_run(sim, ran, held_gpus)
+        remember_run(sim, ran, held_gpus)
         self._changed = True
         if self.options.restart_policy == "pods":
             sim.job.phase = PodGroupPhase.INQUEUE
             return
         sim.job.phase = PodGroupPhase.PENDING if self._enqueue else PodGroupPhase.INQUEUE
         for task in sim.job.tasks:
-            if task.status in _HOLDING:
+            if task.status in HOLDING:
                 self._mark_releasing(task)
                 self._started.discard(task.uid)
                 self._let_go(task, self.options.eviction_grace)
-
-    @staticmethod
-    def _remember_run(sim: SimJob, ran: float, held_gpus: float) -> None:
-        """Write what the job's past runs gave it onto its PodGroup, as a real cluster's controller
-        would: the service it received and the progress it keeps (read by the ``las`` and ``srtf``
-        baselines)."""
-        notes = sim.job.annotations
-        attained = parse_duration(notes.get(ATTAINED_SERVICE, 0)) + ran * held_gpus
-        notes[ATTAINED_SERVICE] = f"{attained:.3f}s"
-        notes[COMPLETED_RUNTIME] = f"{sim.progress:.3f}s"
 
     def _mark_releasing(self, task: Task) -> None:
         self.history.changed(task.job.uid)
@@ -463,7 +379,8 @@ class Engine(EngineMetrics):
         task.status = TaskStatus.RELEASING
         self.cluster.charge(task, +1)
 
-    def _start(self, task: Task, bound_at: float) -> None:
+    def _start(self, payload: tuple[Task, float]) -> None:
+        task, bound_at = payload
         if (
             task.status is not TaskStatus.BOUND
             or task.start_time != bound_at
@@ -479,7 +396,8 @@ class Engine(EngineMetrics):
         self._started.add(task.uid)
         self._changed = True
 
-    def _complete(self, sim: SimJob, epoch: int) -> None:
+    def _complete(self, payload: tuple[SimJob, int]) -> None:
+        sim, epoch = payload
         uid = sim.job.uid
         if epoch != sim.epoch or uid not in self._active or sim.since is None:
             return
@@ -498,10 +416,9 @@ class Engine(EngineMetrics):
         del cluster.jobs[uid]
         self.history.changed(uid)  # gone: the kept job index drops it
         del self._active[uid]
-        self._demand -= sim.gpus
         self._waiting.pop(uid, None)
         self._running.discard(uid)
-        self._reasons.pop(uid, None)
+        self.metrics.completed(sim)
         self._done[uid] = sim
         self._changed = True
         self._wake()
@@ -516,7 +433,7 @@ class Engine(EngineMetrics):
                 tasks.append(cluster.tasks[key])
             elif key in cluster.jobs:
                 tasks.extend(cluster.jobs[key].tasks)
-        victims = [t for t in dict.fromkeys(tasks) if t.status in _HOLDING]
+        victims = [t for t in dict.fromkeys(tasks) if t.status in HOLDING]
         for task in victims:
             self._mark_releasing(task)
         self._evicted(victims, self.options.eviction_grace)
@@ -534,7 +451,7 @@ class Engine(EngineMetrics):
             sim = self._active[uid]
             sim.evictions += len(group)
             sim.moves += len(group) if moved else 0
-            self._evictions += len(group)
+            self.metrics.evicted(sim, len(group))
             self._changed = True
             held = sum(
                 self._gpus(t)
@@ -560,7 +477,8 @@ class Engine(EngineMetrics):
     def _gpus(self, task: Task) -> float:
         return float(task.request[self._gpu]) / MILLI if self._gpu is not None else 0.0
 
-    def _release_event(self, task: Task, token: int) -> None:
+    def _release_event(self, payload: tuple[Task, int]) -> None:
+        task, token = payload
         if self._release_token.get(task.uid) == token:
             self._release(task)
 
@@ -578,7 +496,8 @@ class Engine(EngineMetrics):
         self._changed = True
         self._wake()
 
-    def _node(self, row: int, down: bool) -> None:
+    def _node(self, payload: tuple[int, bool]) -> None:
+        row, down = payload
         nodes = self.cluster.nodes
         if bool(nodes.down[row]) == down:
             return
@@ -632,10 +551,12 @@ class Engine(EngineMetrics):
 
         assert self.options.forecast_every is not None
         self._forecast_at = self.now + self.options.forecast_every
-        first_estimates(self.cluster, self.config, self.now, self._expected)
+        first_estimates(self.cluster, self.config, self.now, self.metrics.expected)
 
-    def _cycle(self, beat: bool = False) -> None:
-        if beat:
+    def _cycle(self, payload: str | None) -> None:
+        """A CYCLE event (payload ``"beat"``: the heartbeat's): run one scheduling cycle when jobs wait
+        and something changed since the last one, carry its decisions out, and plan the next cycle."""
+        if payload == "beat":
             self._beat_at, self._dirty = None, True
         else:
             self._cycle_at = None
@@ -656,6 +577,28 @@ class Engine(EngineMetrics):
             history=self.history,
         )
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
+        changed = self._carry_out(decisions)
+        self._changed = True
+        # decisions that change state but never bind, with nothing else happening: a livelock of the
+        # policy (e.g. evicting and re-nominating forever); stop cycling and report it in the meta
+        self._idle_cycles = 0 if decisions.binds or not changed else self._idle_cycles + 1
+        if self._idle_cycles >= _STALL_CYCLES:
+            self._stalled = self.now
+        self._dirty = False
+        if self._follow_up(decisions):
+            self._follow_at = self._cycle_at = self.now
+            self._push(self.now, CYCLE, None)
+        if changed:
+            self._wake()
+        if self._heartbeat and self._waiting and self._beat_at is None and self._stalled is None:
+            self._beat_at = self.now + self._heartbeat
+            self._push(self._beat_at, CYCLE, "beat")
+
+    def _carry_out(self, decisions: Decisions) -> bool:
+        """What the engine does with a cycle's decisions once they are applied to the cluster: bound pods
+        start (after ``startup_delay``), evicted ones go (after ``eviction_grace``), jobs start or stop,
+        the reasons reach the metrics and jobs with nothing left to place stop waiting. True when the
+        cycle changed anything."""
         tasks = self.cluster.tasks
         touched: dict[str, SimJob] = {}
         for bind in decisions.binds:
@@ -675,7 +618,7 @@ class Engine(EngineMetrics):
             self._update(sim)
         for record in decisions.unschedulable:
             if record.podgroup in self._waiting:
-                self._reasons[record.podgroup] = self._last_reasons[record.podgroup] = record.reason
+                self.metrics.unschedulable(record.podgroup, record.reason)
         moved = decisions.touched
         assert moved is not None  # a cycle's session always records the pods it changed
         changed = bool(
@@ -684,21 +627,7 @@ class Engine(EngineMetrics):
         for job in {id(t.job): t.job for t, _, _ in moved}.values():
             if job.uid in self._waiting and not any(t.status in PENDING_LIKE for t in job.tasks):
                 del self._waiting[job.uid]
-        self._changed = True
-        # decisions that change state but never bind, with nothing else happening: a livelock of the
-        # policy (e.g. evicting and re-nominating forever); stop cycling and report it in the meta
-        self._idle_cycles = 0 if decisions.binds or not changed else self._idle_cycles + 1
-        if self._idle_cycles >= _STALL_CYCLES:
-            self._stalled = self.now
-        self._dirty = False
-        if self._follow_up(decisions):
-            self._follow_at = self._cycle_at = self.now
-            self._push(self.now, CYCLE, None)
-        if changed:
-            self._wake()
-        if self._heartbeat and self._waiting and self._beat_at is None and self._stalled is None:
-            self._beat_at = self.now + self._heartbeat
-            self._push(self._beat_at, CYCLE, "beat")
+        return changed
 
     def _follow_up(self, decisions: Decisions) -> bool:
         """Does a cycle follow at the same instant? When ``timeslice`` stopped jobs whose pods left at

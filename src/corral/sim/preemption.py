@@ -27,7 +27,7 @@ from typing import Any
 from corral.errors import ConfigError
 from corral.manifests.fields import parse_duration
 
-__all__ = ["preemption_options"]
+__all__ = ["preemption_options", "resume_overhead"]
 
 
 def preemption_options(simulation: Any, file: str = "") -> dict[str, Any]:
@@ -87,3 +87,12 @@ def _bands(bands: Any, file: str, where: str) -> tuple[tuple[float, float], ...]
             raise ConfigError("expected bands in ascending upToGpus", file=file, field=f"{at}.upToGpus")
         out.append((float(upto), seconds))
     return tuple(out)
+
+
+def resume_overhead(bands: tuple[tuple[float, float], ...], gpus: float) -> float:
+    """Seconds a job of ``gpus`` GPUs restores before it progresses again: the first band of
+    ``bands`` (``SimOptions.resume_overhead``, by ``upToGpus`` ascending) it fits; 0 past the last."""
+    for upto, seconds in bands:
+        if gpus <= upto:
+            return seconds
+    return 0.0

@@ -113,7 +113,7 @@ class SimProgress:
 
     def update(self, now: float, done: int, total: int) -> None:
         events = self.engine.events if self.engine is not None else 0
-        waiting = len(self.engine._waiting) if self.engine is not None else 0
+        waiting = len(self.engine.book.waiting) if self.engine is not None else 0
         rate, eta = self.rate(done, total, events)
         span = f" of {clock(self.span)} submissions" if self.span else ""
         self.bar.update(
@@ -166,7 +166,7 @@ class LogProgress:
         if wall - self.last < self.every:
             return
         self.last = wall
-        waiting = len(self.engine._waiting) if self.engine is not None else 0
+        waiting = len(self.engine.book.waiting) if self.engine is not None else 0
         span = f" of {clock(self.span)} submissions" if self.span else ""
         print(
             f"{self.name}: {done:,}/{total:,} jobs done, {waiting:,} waiting, simulated {clock(now)}{span}, "

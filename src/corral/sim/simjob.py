@@ -1,6 +1,7 @@
-"""The engine's side of one job (:class:`SimJob`) and of its current run under the job-speed model
-(:class:`SpeedState`, :mod:`corral.sim.speed`): the state the engine (:mod:`corral.sim.engine`) keeps and
-its observers (:mod:`corral.sim.metrics`, :class:`~corral.sim.speed.SpeedTracker`) read."""
+"""The engine's side of one job (:class:`SimJob`), of its current run under the job-speed model
+(:class:`SpeedState`, :mod:`corral.sim.speed`) and of every job by state (:class:`JobBook`): the state
+the engine (:mod:`corral.sim.engine`) keeps and writes, and its observers (:mod:`corral.sim.metrics`,
+:class:`~corral.sim.speed.SpeedTracker`) read — an observer never writes into it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ if TYPE_CHECKING:
     from corral.model import Job
     from corral.sim.jobspec import JobSpec
 
-__all__ = ["SimJob", "SpeedState"]
+__all__ = ["JobBook", "SimJob", "SpeedState"]
 
 
 class SimJob:
@@ -67,3 +68,18 @@ class SpeedState:
         self.spread, self.gpus, self.level = 1.0, 0.0, 0
         self.widest: int | None = None  # the widest level of any run (None: never ran)
         self.lost = 0.0  # GPU-seconds lost to spread, every run
+
+
+class JobBook:
+    """Every submitted job by state, keyed by job uid: ``active`` (submitted, not finished), ``waiting``
+    (active jobs with a Pending or Pipelined pod), ``running`` (active jobs making progress: at least
+    their minimum of pods running) and ``done`` (finished). The engine moves jobs between them; the
+    observers read them and never write."""
+
+    __slots__ = ("active", "done", "running", "waiting")
+
+    def __init__(self) -> None:
+        self.active: dict[str, SimJob] = {}
+        self.waiting: dict[str, SimJob] = {}
+        self.running: set[str] = set()
+        self.done: dict[str, SimJob] = {}
