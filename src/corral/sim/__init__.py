@@ -32,7 +32,7 @@ __all__ = [
 _HOME = {
     "ClusterSpec": "clusters",
     "build_cluster": "clusters",
-    "check_workload": "clusters",
+    "check_workload": "checks",
     "load_cluster": "clusters",
     "Engine": "engine",
     "SimOptions": "engine",

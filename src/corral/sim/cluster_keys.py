@@ -24,7 +24,7 @@ from corral.sim.machines import MACHINE_FORMATS, read_machines
 from corral.sim.tracefile import read_csv_rows
 from corral.sim.workload import _Table
 
-__all__ = ["SPEC_KEYS", "route_queues"]
+__all__ = ["SPEC_KEYS", "default_queue", "machine_shapes", "memory_hint", "quota_queues", "route_queues"]
 
 SPEC_KEYS = (
     "name",
@@ -40,7 +40,7 @@ SPEC_KEYS = (
 _LEAST_NODE_MEMORY = 2**20
 
 
-def _machine_shapes(raw: Any, file: str) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
+def machine_shapes(raw: Any, file: str) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
     """``machines: {file: PATH, format: NAME}`` (format optional: recognised from the file; a relative
     path is read from the spec's folder) as node-shape mappings and topology tiers."""
     if raw is None:
@@ -71,7 +71,7 @@ def _machine_shapes(raw: Any, file: str) -> tuple[list[dict[str, Any]], tuple[in
     return read_machines(path, fmt)
 
 
-def _quota_queues(raw: Any, file: str) -> list[dict[str, Any]]:
+def quota_queues(raw: Any, file: str) -> list[dict[str, Any]]:
     """``queue_quotas: {file: PATH, gpus_per_node: 8}``: a two-column CSV of queue (virtual cluster) ->
     nodes — Helios' ``philly_vc.csv`` (``vc,node num``) or Lucid's ``vc_config.csv`` (``,num``) — as
     queues whose capability and deserved share are ``nodes x gpus_per_node`` GPUs and whose weight is
@@ -120,7 +120,7 @@ def _relative(name: Any, file: str, field: str) -> Path:
     return path
 
 
-def _default_queue(raw: Any, queues: Sequence[str] | None, file: str) -> str | None:
+def default_queue(raw: Any, queues: Sequence[str] | None, file: str) -> str | None:
     """``default_queue``: one of ``queues`` (the names the spec lists; None: it lists none) or
     ``default``."""
     if raw is None:
@@ -143,7 +143,7 @@ def _default_queue(raw: Any, queues: Sequence[str] | None, file: str) -> str | N
     return raw
 
 
-def _memory_hint(value: Any, file: str, path: str) -> None:
+def memory_hint(value: Any, file: str, path: str) -> None:
     """A node's memory as a bare number under 1 MiB is a forgotten unit: say so and suggest one."""
     text = str(value).strip()
     bare = (isinstance(value, (int, float)) and not isinstance(value, bool)) or text.replace(

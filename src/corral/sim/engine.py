@@ -45,10 +45,8 @@ the event's payload.
 from __future__ import annotations
 
 import heapq
-import math
 import time as _time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from corral.errors import InputError
@@ -60,7 +58,8 @@ from corral.framework.session import PENDING_LIKE
 from corral.model import OCCUPYING_STATES, Cluster, PodGroupPhase, Task, TaskStatus
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
-from corral.sim.clusters import check_workload
+from corral.sim.checks import check_workload
+from corral.sim.cycle_clock import CycleClock, heartbeat
 from corral.sim.events import COMPLETE, CYCLE, EVICT, HOLDING, NODE, RELEASE, SAMPLE, START, SUBMIT
 from corral.sim.jobbuild import JobBuilder, meets_minimum, placement, remember_run
 from corral.sim.jobspec import JobSpec
@@ -74,21 +73,12 @@ from corral.sim.speed import SpeedTracker
 __all__ = ["Engine", "ProgressFn", "SimOptions", "simulate", "water_fill"]
 
 ProgressFn = Callable[[float, int, int], None]
-_STALL_CYCLES = 100
-
-
-def heartbeat(config: Config, options: SimOptions) -> float | None:
-    """How often a cycle runs at least while jobs wait (None: only when something changed). A
-    time-slicing action re-ranks by time alone (attained service, remaining time): it needs a cycle
-    every period while jobs wait, even when no event happened (the period is its interval)."""
-    slicing = [a.args.interval for a in config.actions if a.name == "timeslice"]
-    return options.heartbeat or (max(slicing[0], options.schedule_period) if slicing else None)
 
 
 class Engine:
     """One simulation of ``jobs`` on ``cluster`` (which it mutates: pass a fresh one) under ``config``.
 
-    Inputs are validated here, before anything runs (:func:`~corral.sim.clusters.check_workload`):
+    Inputs are validated here, before anything runs (:func:`~corral.sim.checks.check_workload`):
     bad input raises InputError; jobs that can never run are recorded as ``never_fits`` with their
     reason in ``meta["never_fits"]``. ``progress(now, finished_jobs, total_jobs)`` is called now and
     then (at most every 0.2 s of wall time) and at the end. ``metrics`` is the run's observer
@@ -116,7 +106,6 @@ class Engine:
         self.specs = sorted(jobs, key=lambda j: (j.submit, j.name))
         self.never_fits = check_workload(cluster, self.specs)
         self.progress_fn = progress
-        self.meta = dict(meta or {})
         self.now = 0.0
         self.events = self.cycles = 0
         self._init_state()
@@ -131,24 +120,26 @@ class Engine:
             registry,
             self.specs,
             self.book,
+            options,
+            never_fits=self.never_fits,
             enqueue=self._enqueue,
             period=options.sample_period or max(options.schedule_period, span / 500.0),
             speed=self._speed,
+            meta=meta,
         )
-        self._heartbeat = heartbeat(config, options)
-        self._handlers: list[Callable[[Any], None]] = [None] * (SAMPLE + 1)  # type: ignore[list-item]
-        for kind, handler in (
-            (SUBMIT, self._submit),
-            (CYCLE, self._cycle),
-            (COMPLETE, self._complete),
-            (START, self._start),
-            (RELEASE, self._release_event),
-            (EVICT, self._inject),
-            (NODE, self._node),
-            (SAMPLE, self._sample_queues),
-        ):
-            self._handlers[kind] = handler
-        self._wall = _time.monotonic()
+        self._clock = CycleClock(options.schedule_period, heartbeat(config, options))
+        # step()'s dispatch table: the handler of each event kind, indexed by the kind (0, 1, ...)
+        handlers: dict[int, Callable[[Any], None]] = {
+            SUBMIT: self._submit,
+            CYCLE: self._cycle,
+            COMPLETE: self._complete,
+            START: self._start,
+            RELEASE: self._release_event,
+            EVICT: self._inject,
+            NODE: self._node,
+            SAMPLE: self._sample_queues,
+        }
+        self._handlers = [handlers[kind] for kind in range(len(handlers))]
         self._progress_at = 0.0
         for index in range(len(self.specs)):
             self._push(self.specs[index].submit, SUBMIT, index)
@@ -169,13 +160,6 @@ class Engine:
         self._release_token: dict[str, int] = {}
         self._forecast_at: float | None = None  # the next instant an expected-start forecast is due
         self._submitted = 0  # specs submitted so far (a prefix of ``specs``)
-        self._dirty = False
-        self._follow_at: float | None = None
-        self._cycle_at: float | None = None
-        self._beat_at: float | None = None
-        self._last_cycle = -math.inf
-        self._idle_cycles = 0
-        self._stalled: float | None = None  # when the policy was found to livelock
         self._changed = True  # something a cluster sample shows may have changed
 
     # -- the heap --------------------------------------------------------------------------------
@@ -191,18 +175,20 @@ class Engine:
 
     def node_down(self, at: float, node: str, duration: float | None = None) -> None:
         """Fail ``node`` at ``at`` (its pods are lost at once); repair it ``duration`` later if given."""
-        row = self.cluster.nodes.index.get(node)
-        if row is None:
-            raise InputError(f"no node named {node!r}", obj="node event")
+        row = self._row(node)
         self._push(float(at), NODE, (row, True))
         if duration is not None:
             self._push(float(at) + duration, NODE, (row, False))
 
     def node_up(self, at: float, node: str) -> None:
+        """Repair ``node`` at ``at``."""
+        self._push(float(at), NODE, (self._row(node), False))
+
+    def _row(self, node: str) -> int:
         row = self.cluster.nodes.index.get(node)
         if row is None:
             raise InputError(f"no node named {node!r}", obj="node event")
-        self._push(float(at), NODE, (row, False))
+        return row
 
     # -- running -----------------------------------------------------------------------------------
     def step(self, until: float | None = None) -> bool:
@@ -217,7 +203,7 @@ class Engine:
         self.events += 1
         self._handlers[kind](payload)
         if kind != CYCLE and kind != SAMPLE:
-            self._idle_cycles = 0
+            self._clock.event()
         if self._changed:
             self._changed = False
             self.metrics.sample(at)
@@ -248,26 +234,7 @@ class Engine:
     def result(self) -> SimResult:
         """The flat records of the run so far (jobs in submit order; jobs not yet submitted are left out
         and counted in ``meta["jobs_not_submitted"]``)."""
-        metrics, stamp = self.metrics, (self.cycles, self.events)
-        specs = self.specs[: self._submitted]
-        records = metrics.records(specs, self.never_fits, self.options.namespace, self.now, stamp)
-        meta = {
-            "config": getattr(self.config, "source", ""),
-            **self.meta,
-            "end_time": self.now,
-            "wall_time": round(_time.monotonic() - self._wall, 3),
-            "events": self.events,
-            "cycles": self.cycles,
-            "jobs_not_submitted": len(self.specs) - self._submitted,
-            "options": asdict(self.options),
-            "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
-            "pending_reasons": metrics.pending_reasons(stamp),
-        }
-        if self._stalled is not None:
-            meta["stalled_at"] = self._stalled
-        return SimResult(
-            jobs=records, queues=list(metrics.queue_samples), cluster=list(metrics.samples), meta=meta
-        )
+        return self.metrics.result(self.now, self.events, self.cycles, self._submitted, self._clock.stalled)
 
     def _report_progress(self, final: bool) -> None:
         if self.progress_fn is None:
@@ -328,37 +295,22 @@ class Engine:
         elif not ok and sim.since is not None:
             self._restart(sim, held_gpus, preempted, moved)
 
-    def _stop_run(self, sim: SimJob) -> float:
-        """End the current run's accounting: the seconds of progress it made (after its restore)."""
-        assert sim.since is not None and sim.run_from is not None
-        restored = min(self.now, sim.since) - sim.run_from
-        sim.overhead += restored * sim.gpus
-        sim.held_time += self.now - sim.run_from
-        return max(self.now - sim.since, 0.0)
-
     def _restart(self, sim: SimJob, held_gpus: float, preempted: bool = False, moved: bool = False) -> None:
         """The gang fell below its minimum: roll back to the last checkpoint. Policy ``pods``: the
         surviving pods keep their nodes and the job stays admitted (Inqueue) until its evicted pods are
         placed again; policy ``job``: the survivors are stopped too and the podgroup goes back to Pending
         (Inqueue when no ``enqueue`` action is configured, as nothing would admit it)."""
         assert sim.since is not None  # only a job making progress restarts (see _update)
-        ran = self._stop_run(sim)
+        ran = sim.end_run(self.now)
         sim.progress += ran if self._speed is None else self._speed.end(sim, self.now)
         sim.since = None
         sim.epoch += 1
         self._running.discard(sim.job.uid)
-        interval = self.options.checkpoint_interval
-        saved = 0.0 if interval is None else math.floor(sim.progress / interval + 1e-9) * interval
-        saved = min(saved, sim.progress)
         if preempted:
             sim.preemptions += 1
-            if self.options.checkpoint_on_preempt:  # a checkpoint taken as it is stopped
-                saved = sim.progress
-        sim.lost += (sim.progress - saved) * held_gpus
-        if moved:
-            sim.moved_lost += (sim.progress - saved) * held_gpus
-        sim.progress = saved
-        sim.restarts += 1
+        # the scheduler's own evictions may checkpoint the gang as they stop it (simulation.preemption)
+        keep = preempted and self.options.checkpoint_on_preempt
+        sim.roll_back(self.options.checkpoint_interval, held_gpus, keep=keep, moved=moved)
         self.metrics.stopped(sim)
         self.history.changed(sim.job.uid)
         remember_run(sim, ran, held_gpus)
@@ -401,7 +353,7 @@ class Engine:
         uid = sim.job.uid
         if epoch != sim.epoch or uid not in self._active or sim.since is None:
             return
-        self._stop_run(sim)
+        sim.end_run(self.now)
         if self._speed is not None:
             self._speed.end(sim, self.now)
         sim.progress = sim.spec.duration
@@ -525,13 +477,8 @@ class Engine:
     # -- cycles ------------------------------------------------------------------------------------
     def _wake(self) -> None:
         """Something changed: make sure a cycle is coming at the next period boundary."""
-        self._dirty = True
-        if self._cycle_at is None and self._waiting and self._stalled is None:
-            period = self.options.schedule_period
-            at = math.ceil(self.now / period - 1e-9) * period
-            if at <= self._last_cycle:
-                at = self._last_cycle + period
-            self._cycle_at = at
+        at = self._clock.wake(self.now, bool(self._waiting))
+        if at is not None:
             self._push(at, CYCLE, None)
 
     def _waiting_pods_moved(self, touched: Sequence[tuple[Task, TaskStatus, int]]) -> bool:
@@ -556,17 +503,11 @@ class Engine:
     def _cycle(self, payload: str | None) -> None:
         """A CYCLE event (payload ``"beat"``: the heartbeat's): run one scheduling cycle when jobs wait
         and something changed since the last one, carry its decisions out, and plan the next cycle."""
-        if payload == "beat":
-            self._beat_at, self._dirty = None, True
-        else:
-            self._cycle_at = None
-        if not self._waiting or not self._dirty:
-            self._dirty = False
+        if not self._clock.begin(self.now, payload, bool(self._waiting)):
             return
         if self.options.forecast_every and (self._forecast_at is None or self.now >= self._forecast_at):
             self._forecast()
         self.cycles += 1
-        self._last_cycle = self.now
         decisions = run_cycle(
             self.cluster,
             self.config,
@@ -579,20 +520,15 @@ class Engine:
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         changed = self._carry_out(decisions)
         self._changed = True
-        # decisions that change state but never bind, with nothing else happening: a livelock of the
-        # policy (e.g. evicting and re-nominating forever); stop cycling and report it in the meta
-        self._idle_cycles = 0 if decisions.binds or not changed else self._idle_cycles + 1
-        if self._idle_cycles >= _STALL_CYCLES:
-            self._stalled = self.now
-        self._dirty = False
-        if self._follow_up(decisions):
-            self._follow_at = self._cycle_at = self.now
-            self._push(self.now, CYCLE, None)
-        if changed:
-            self._wake()
-        if self._heartbeat and self._waiting and self._beat_at is None and self._stalled is None:
-            self._beat_at = self.now + self._heartbeat
-            self._push(self._beat_at, CYCLE, "beat")
+        # the livelock of a policy that changes state but never binds stops the cycles (see CycleClock)
+        follow = self.options.eviction_grace <= 0 and any(
+            e.action == "timeslice" for e in decisions.evictions
+        )
+        waiting = bool(self._waiting)
+        for at, kind in self._clock.end(
+            self.now, bound=bool(decisions.binds), changed=changed, follow=follow, waiting=waiting
+        ):
+            self._push(at, CYCLE, kind)
 
     def _carry_out(self, decisions: Decisions) -> bool:
         """What the engine does with a cycle's decisions once they are applied to the cluster: bound pods
@@ -628,16 +564,6 @@ class Engine:
             if job.uid in self._waiting and not any(t.status in PENDING_LIKE for t in job.tasks):
                 del self._waiting[job.uid]
         return changed
-
-    def _follow_up(self, decisions: Decisions) -> bool:
-        """Does a cycle follow at the same instant? When ``timeslice`` stopped jobs whose pods left at
-        once (no grace period), the jobs that take their room are bound now, not a period later: Lucid
-        and Tiresias start them in the step that stops the others. One follow-up per instant."""
-        return (
-            self.options.eviction_grace <= 0
-            and self._follow_at != self.now
-            and any(e.action == "timeslice" for e in decisions.evictions)
-        )
 
 
 def simulate(

@@ -3,7 +3,7 @@ engine reads back from the pods (:mod:`corral.sim.engine`).
 
 Contract: :meth:`JobBuilder.build` makes a :class:`~corral.model.Job` in the engine's namespace with
 every pod Pending, named ``<job>-<i>`` (one unnamed role) or ``<job>-<role>-<i>``; its minResources is
-the request of its minimum (Volcano's podgroup controller: :func:`~corral.sim.clusters.min_counts`).
+the request of its minimum (Volcano's podgroup controller: :func:`~corral.sim.checks.min_counts`).
 The request vectors of a role are shared by all its pods — nothing writes into a pod's request — and
 kept across the jobs of a trace that share the role tuple. :func:`meets_minimum` is the gang rule the
 engine's progress follows (minMember pods running, and every role's minTaskMember);
@@ -22,7 +22,7 @@ from corral.model import Job, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
-from corral.sim.clusters import min_counts, pod_vector
+from corral.sim.checks import min_counts, pod_vector
 from corral.sim.simjob import SimJob
 
 if TYPE_CHECKING:

@@ -19,6 +19,8 @@ every configuration, so runs compare), the per-job records and the pending reaso
 from __future__ import annotations
 
 import math
+import time as _time
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,13 +32,14 @@ from corral.model.quantity import MILLI
 from corral.model.resources import EPS, GPU, admission_refusal
 from corral.sim.events import HOLDING, MAX_QUEUE_INSTANTS
 from corral.sim.jobspec import JobSpec
-from corral.sim.result import ClusterSample, JobRecord, QueueSample
+from corral.sim.result import ClusterSample, JobRecord, QueueSample, SimResult
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from corral.framework.config import Config, Registry
     from corral.model import Cluster, Job, Nodes
+    from corral.sim.options import SimOptions
     from corral.sim.simjob import JobBook, SimJob
     from corral.sim.speed import SpeedTracker
 
@@ -72,8 +75,10 @@ def water_fill(
 
 class RunMetrics:
     """The measurements of one simulation run: the observer the engine calls (see the module's
-    contract). ``book`` is the engine's jobs by state, read here and never written; ``period`` the
-    first queue-sample period (it doubles as the run grows, see :meth:`sample_queues`)."""
+    contract). ``specs`` are the run's jobs in submission order, ``never_fits`` those that can never
+    run (with why), ``book`` the engine's jobs by state, read here and never written; ``period`` the
+    first queue-sample period (it doubles as the run grows, see :meth:`sample_queues`); ``meta`` what
+    the caller adds to the result's meta."""
 
     def __init__(
         self,
@@ -82,12 +87,17 @@ class RunMetrics:
         registry: Registry,
         specs: Sequence[JobSpec],
         book: JobBook,
+        options: SimOptions,
         *,
+        never_fits: Mapping[str, str],
         enqueue: bool,
         period: float,
         speed: SpeedTracker | None = None,
+        meta: Mapping[str, object] | None = None,
     ) -> None:
-        self.cluster, self.config, self.book = cluster, config, book
+        self.cluster, self.config, self.book, self.options = cluster, config, book, options
+        self.specs, self.never_fits, self.meta = specs, never_fits, dict(meta or {})
+        self.wall = _time.monotonic()  # when the run started, for its wall time
         self.enqueue = enqueue  # the configuration has an ``enqueue`` action
         self.speed = speed  # the job-speed model's side of the run (None: off)
         self.sample_period = period
@@ -282,26 +292,35 @@ class RunMetrics:
         weight = np.array([queues[n].weight for n in names], dtype=float)
         return water_fill(total, weight, demand, column("capability", np.inf), column("guarantee", 0.0))
 
-    # -- the records -------------------------------------------------------------------------------
-    def records(
-        self,
-        specs: Sequence[JobSpec],
-        never_fits: Mapping[str, str],
-        namespace: str,
-        now: float,
-        stamp: Stamp,
-    ) -> list[JobRecord]:
-        """One record per job of ``specs`` (the jobs submitted so far), in their order."""
-        book = self.book
-        out = []
-        for spec in specs:
-            uid = f"{namespace}/{spec.name}"
-            out.append(self._record(spec, book.active.get(uid) or book.done.get(uid), never_fits, now, stamp))
-        return out
+    # -- the result --------------------------------------------------------------------------------
+    def result(
+        self, now: float, events: int, cycles: int, submitted: int, stalled: float | None
+    ) -> SimResult:
+        """The flat records of the run at ``now``, after ``events`` events and ``cycles`` cycles, with
+        the first ``submitted`` jobs submitted (jobs in submit order; jobs not yet submitted are left
+        out and counted in ``meta["jobs_not_submitted"]``; ``stalled``: when the policy livelocked)."""
+        stamp, ns, book = (cycles, events), self.options.namespace, self.book
+        records = []
+        for spec in self.specs[:submitted]:
+            uid = f"{ns}/{spec.name}"
+            records.append(self._record(spec, book.active.get(uid) or book.done.get(uid), now, stamp))
+        meta = {
+            "config": getattr(self.config, "source", ""),
+            **self.meta,
+            "end_time": now,
+            "wall_time": round(_time.monotonic() - self.wall, 3),
+            "events": events,
+            "cycles": cycles,
+            "jobs_not_submitted": len(self.specs) - submitted,
+            "options": asdict(self.options),
+            "never_fits": [{"job": n, "reason": r} for n, r in sorted(self.never_fits.items())],
+            "pending_reasons": self.pending_reasons(stamp),
+        }
+        if stalled is not None:
+            meta["stalled_at"] = stalled
+        return SimResult(jobs=records, queues=list(self.queue_samples), cluster=list(self.samples), meta=meta)
 
-    def _record(
-        self, spec: JobSpec, sim: SimJob | None, never_fits: Mapping[str, str], now: float, stamp: Stamp
-    ) -> JobRecord:
+    def _record(self, spec: JobSpec, sim: SimJob | None, now: float, stamp: Stamp) -> JobRecord:
         rec = JobRecord(
             job=spec.name,
             queue=spec.queue,
@@ -313,7 +332,7 @@ class RunMetrics:
             submit=float(spec.submit),
         )
         if sim is None:
-            rec.status = "never_fits" if spec.name in never_fits else "pending"
+            rec.status = "never_fits" if spec.name in self.never_fits else "pending"
             return rec
         uid = sim.job.uid
         rec.first_start, rec.end = sim.first_start, sim.end

@@ -1,10 +1,11 @@
-"""The engine's side of one job (:class:`SimJob`), of its current run under the job-speed model
+"""The engine's side of one job (:class:`SimJob`: its state and the accounting of its runs), of its current run under the job-speed model
 (:class:`SpeedState`, :mod:`corral.sim.speed`) and of every job by state (:class:`JobBook`): the state
 the engine (:mod:`corral.sim.engine`) keeps and writes, and its observers (:mod:`corral.sim.metrics`,
 :class:`~corral.sim.speed.SpeedTracker`) read — an observer never writes into it."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -55,6 +56,29 @@ class SimJob:
         self.run_from: float | None = None  # the current run's start (``since`` is after its restore)
         self.speed: SpeedState | None = None  # its rate and placement under the speed model
         self.placement = ""  # where a gang first ran: see JobRecord.placement
+
+    def end_run(self, now: float) -> float:
+        """End the current run's accounting at ``now`` (its restore time and the time it held its
+        nodes): the seconds of progress it made after its restore."""
+        assert self.since is not None and self.run_from is not None
+        restored = min(now, self.since) - self.run_from
+        self.overhead += restored * self.gpus
+        self.held_time += now - self.run_from
+        return max(now - self.since, 0.0)
+
+    def roll_back(self, interval: float | None, held_gpus: float, *, keep: bool, moved: bool) -> None:
+        """A restart: progress goes back to the last checkpoint (every ``interval`` seconds of progress;
+        None: never; ``keep``: one taken as it stopped), and the progress lost times the ``held_gpus``
+        it held counts as lost (to ``consolidate``'s moves too when ``moved``)."""
+        saved = 0.0 if interval is None else math.floor(self.progress / interval + 1e-9) * interval
+        saved = min(saved, self.progress)
+        if keep:
+            saved = self.progress
+        self.lost += (self.progress - saved) * held_gpus
+        if moved:
+            self.moved_lost += (self.progress - saved) * held_gpus
+        self.progress = saved
+        self.restarts += 1
 
 
 class SpeedState:
