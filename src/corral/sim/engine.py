@@ -1,7 +1,8 @@
 """The discrete-event simulator (SPEC.md §1.3, §4; DESIGN.md convention 7).
 
-An event heap of ``(time, priority, sequence, kind, payload)``; :meth:`Engine.step` handles one event and
-:meth:`Engine.run` runs to the end or to ``until``. Events at the same instant run in this order: job
+An event heap of ``(time, kind, sequence, payload)``, an event's kind (:mod:`corral.sim.events`) being
+its priority at one instant; :meth:`Engine.step` handles one event, looking its handler up in a table by
+kind (every handler takes the event's payload), and :meth:`Engine.run` runs to the end or to ``until``. Events at the same instant run in this order: job
 completions, evicted pods leaving, node failures and repairs, pod starts, injected evictions, job
 submissions, the scheduling cycle, queue samples — so a cycle sees everything that happened at its
 instant. Ties at one instant and priority break on the sequence number (insertion order), which makes a
@@ -12,7 +13,9 @@ schedule`` (:func:`~corral.framework.cycle.run_cycle`, then
 :func:`~corral.framework.cycle.apply_decisions` with binds as ``Bound`` and evictions as
 ``Releasing``). A cycle is skipped when no job waits or when nothing changed since the last one (no
 submit, completion, release or node event, and the last cycle made no decision); with ``heartbeat`` set,
-a cycle also runs at least that often while jobs wait (for time-dependent plugins).
+a cycle also runs at least that often while jobs wait (for time-dependent plugins). When cycles run is
+decided by a :class:`~corral.sim.cycle_clock.CycleClock` (follow-up cycles and livelocks too); the
+engine schedules what it plans.
 
 **Jobs.** A job is a podgroup of pods (roles, requests, minMember, queue, priority, topology). Bound pods
 run after ``startup_delay``. A job makes progress only while at least minMember of its pods (and every
@@ -30,16 +33,13 @@ its pods at once. Finished jobs leave the cluster, so a cycle costs what is acti
 
 **Metrics** are an observer the engine calls (:class:`~corral.sim.metrics.RunMetrics`: submitted,
 started, evicted, stopped, completed, unschedulable, and the samples), which reads the engine's jobs by
-state (:class:`~corral.sim.simjob.JobBook`) and never writes them (:mod:`corral.sim.result`): one
-:class:`JobRecord` per submitted job; a :class:`ClusterSample` whenever GPU use or the job counts change
+state (:class:`~corral.sim.simjob.JobBook`) and never writes them. They make (:mod:`corral.sim.result`)
+one :class:`JobRecord` per submitted job; a :class:`ClusterSample` whenever GPU use or the job counts change
 (GPUs held by bound, running and releasing pods over the GPUs of live nodes); a :class:`QueueSample` per
 queue every ``sample_period``. A queue's deserved share is computed by weight water-filling over GPUs —
 Volcano proportion's algorithm on one dimension: capped by capability and by what the queue's active
 jobs ask for, raised to its guarantee — so that every configuration is measured against the same
 yardstick.
-
-**Dispatch.** :meth:`Engine.step` looks the event's handler up in a table by kind; every handler takes
-the event's payload.
 """
 
 from __future__ import annotations
@@ -520,7 +520,9 @@ class Engine:
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         changed = self._carry_out(decisions)
         self._changed = True
-        # the livelock of a policy that changes state but never binds stops the cycles (see CycleClock)
+        # the next cycles (CycleClock): a follow-up at once when timeslice stopped jobs whose pods left at
+        # once (Lucid and Tiresias start the jobs that take their room in the step that stops the
+        # others), the next period's, the heartbeat's; none once the policy livelocks
         follow = self.options.eviction_grace <= 0 and any(
             e.action == "timeslice" for e in decisions.evictions
         )
