@@ -304,6 +304,17 @@ def _waits(result: SimResult, end: float | None) -> list[float]:
     return waits(result.jobs, end)
 
 
+def _shares(result: SimResult) -> dict[str, tuple[list, list, list]]:
+    """Per queue, its sample times, allocated shares and deserved shares, in time order."""
+    queues: dict[str, tuple[list, list, list]] = {}
+    for sample in sorted(result.queues, key=lambda s: (s.queue, s.time)):
+        t, a, d = queues.setdefault(sample.queue, ([], [], []))
+        t.append(sample.time)
+        a.append(sample.allocated_share)
+        d.append(sample.deserved_share)
+    return queues
+
+
 def report_plots(
     result: SimResult, end: float | None = None, groups: Sequence[Mapping] = (), window: float | None = None
 ) -> dict[str, bytes]:
@@ -311,12 +322,6 @@ def report_plots(
     GPUs and pending jobs over time, per-queue allocated vs deserved share, the CDFs of JCT and wait, and
     (given the :mod:`~corral.sim.breakdown` rows ``groups``) mean wait and slowdown by job size. Plots
     over time stop at ``window`` (the submission window) when given."""
-    queues: dict[str, tuple[list, list, list]] = {}
-    for sample in sorted(result.queues, key=lambda s: (s.queue, s.time)):
-        t, a, d = queues.setdefault(sample.queue, ([], [], []))
-        t.append(sample.time)
-        a.append(sample.allocated_share)
-        d.append(sample.deserved_share)
     pending = {
         "pending": ([s.time for s in result.cluster], [s.pending_jobs for s in result.cluster]),
         "running": ([s.time for s in result.cluster], [s.running_jobs for s in result.cluster]),
@@ -350,7 +355,7 @@ def report_plots(
         "pending.png": step_plot(
             pending, title="Jobs pending and running", ylabel="jobs", end=end, window=window
         ),
-        "shares.png": share_plot(queues, end, window),
+        "shares.png": share_plot(_shares(result), end, window),
         "interruptions.png": step_plot(
             {"pods evicted": _cluster(result, "evictions"), "gang restarts": _cluster(result, "restarts")},
             title="Evictions and restarts so far",

@@ -18,6 +18,7 @@ import io
 import logging
 import math
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -87,6 +88,21 @@ def _parse(path: str, lines: list[str]) -> tuple[np.ndarray, dict[str, str]]:
             body.append(text)
     if not body:
         return np.zeros((0, len(FIELDS))), header
+    values = _read_values(body)
+    bad = _first_fault(body, values)
+    if bad is not None or values is None:
+        _refuse(path, lines, bad or (0, 0, None, 0))
+    assert values is not None
+    return values, header
+
+
+#: a faulty row: (row index over job lines, column, the cell found or None for a wrong width, width)
+Fault = tuple[int, int, str | None, int]
+
+
+def _read_values(body: list[str]) -> np.ndarray | None:
+    """The job lines as a float table, one column per field (None: pandas refused them, or a row is
+    longer than SWF's fields); a cell that is not a number is NaN."""
     try:
         frame = pd.read_csv(
             io.StringIO("\n".join(body)),
@@ -97,54 +113,56 @@ def _parse(path: str, lines: list[str]) -> tuple[np.ndarray, dict[str, str]]:
             dtype=float,
         )
         wide = frame.to_numpy(dtype=float)
-        values = wide[:, : len(FIELDS)] if np.isnan(wide[:, -1]).all() else None
+        return wide[:, : len(FIELDS)] if np.isnan(wide[:, -1]).all() else None
     except (ValueError, pd.errors.ParserError):
-        values = None
-    bad: tuple[int, int, str | None, int] | None = None
-    if values is None or np.isnan(values).any():
-        for index, text in enumerate(body):
-            fields = text.split()
-            if len(fields) != len(FIELDS):
-                bad = (index, min(len(fields), len(FIELDS)), None, len(fields))
-                break
-            for column, cell in enumerate(fields):
-                try:
-                    float(cell)
-                except ValueError:
-                    bad = (index, column, cell, len(fields))
-                    break
-            if bad:
-                break
-        if bad is None:  # "nan" spelled out, or a parse pandas refused for another reason
-            where = np.argwhere(np.isnan(values)) if values is not None else np.zeros((1, 2), dtype=int)
-            row, col = int(where[0][0]), int(where[0][1])
-            bad = (row, col, body[row].split()[col], len(FIELDS))
-    else:
+        return None
+
+
+def _first_fault(body: list[str], values: np.ndarray | None) -> Fault | None:
+    """The first row of the wrong width or with a cell that is not a number >= -1 within
+    :data:`MAX_VALUE` (None: every row is whole)."""
+    if values is not None and not np.isnan(values).any():
         with np.errstate(invalid="ignore"):
             wrong = ~(np.abs(values) <= MAX_VALUE) | (values < -1)
-        if wrong.any():
-            index, column = (int(i) for i in np.argwhere(wrong)[0])
-            bad = (index, column, body[index].split()[column], len(FIELDS))
-    if bad is not None or values is None:
-        row, col, found, width = bad or (0, 0, None, 0)
-        at = _line_of(lines, row + 1)
-        if found is None:
-            short = width < len(FIELDS)
-            raise InputError(
-                f"truncated row (line {at}): {width} of SWF's {len(FIELDS)} fields"
-                if short
-                else f"{width} fields (line {at}), more than SWF's {len(FIELDS)}",
-                file=path,
-                obj=f"row {row + 1}",
-                field=FIELDS[col] if short else None,
-            )
+        if not wrong.any():
+            return None
+        index, column = (int(i) for i in np.argwhere(wrong)[0])
+        return (index, column, body[index].split()[column], len(FIELDS))
+    for index, text in enumerate(body):
+        fields = text.split()
+        if len(fields) != len(FIELDS):
+            return (index, min(len(fields), len(FIELDS)), None, len(fields))
+        for column, cell in enumerate(fields):
+            try:
+                float(cell)
+            except ValueError:
+                return (index, column, cell, len(fields))
+    # "nan" spelled out, or a parse pandas refused for another reason
+    where = np.argwhere(np.isnan(values)) if values is not None else np.zeros((1, 2), dtype=int)
+    row, col = int(where[0][0]), int(where[0][1])
+    return (row, col, body[row].split()[col], len(FIELDS))
+
+
+def _refuse(path: str, lines: list[str], bad: Fault) -> NoReturn:
+    """The InputError of a faulty row: its data row, its file line and the field."""
+    row, col, found, width = bad
+    at = _line_of(lines, row + 1)
+    if found is None:
+        short = width < len(FIELDS)
         raise InputError(
-            f"expected a number >= -1 (-1: unknown) of at most {MAX_VALUE:g} (line {at}), got {found!r}",
+            f"truncated row (line {at}): {width} of SWF's {len(FIELDS)} fields"
+            if short
+            else f"{width} fields (line {at}), more than SWF's {len(FIELDS)}",
             file=path,
             obj=f"row {row + 1}",
-            field=FIELDS[col],
+            field=FIELDS[col] if short else None,
         )
-    return values, header
+    raise InputError(
+        f"expected a number >= -1 (-1: unknown) of at most {MAX_VALUE:g} (line {at}), got {found!r}",
+        file=path,
+        obj=f"row {row + 1}",
+        field=FIELDS[col],
+    )
 
 
 def _per_node(options: Options, hints: Hints, resource: str, header: dict[str, str]) -> float:
