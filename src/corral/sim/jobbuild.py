@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from corral.manifests.fields import parse_duration
-from corral.model import Job, Task, TaskStatus
+from corral.model import Job, PodClass, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
@@ -43,8 +43,8 @@ class JobBuilder:
         self.gpu = cluster.resources.get(GPU)
         self._role_cache: dict[int, list[Any]] = {}
 
-    def roles(self, spec: JobSpec) -> list[tuple[Any, np.ndarray, tuple, float]]:
-        """Per role (role, request vector, class key, GPUs of one pod); cached by the role tuple."""
+    def roles(self, spec: JobSpec) -> list[tuple[Any, np.ndarray, PodClass, float]]:
+        """Per role (role, request vector, pod class, GPUs of one pod); cached by the role tuple."""
         got = self._role_cache.get(id(spec.roles))
         if got is None or got[0] is not spec.roles:
             res = self.cluster.resources
@@ -52,7 +52,7 @@ class JobBuilder:
             for role in spec.roles:
                 req = pod_vector(res, role.requests, spec.source or spec.name)
                 gpus = float(req[self.gpu]) / MILLI if self.gpu is not None else 0.0
-                rows.append((role, req, (req.tobytes(), (), None, (), ""), gpus))
+                rows.append((role, req, PodClass(req.tobytes()), gpus))
             got = self._role_cache[id(spec.roles)] = [spec.roles, rows]
         return got[1]
 
