@@ -383,11 +383,17 @@ class NetworkTopologyPlugin(
             )
         return got
 
-    def subgroup_search_space(self, job: Job, sj: SubJob, within: np.ndarray | None) -> list[Domain]:
-        """The HyperNodes a Volcano sub-group may be placed in (Volcano ``HyperNodeGradientForSubJobFn``):
-        as for a job (:meth:`gang_search_space` with purpose ALLOCATE) by the sub-group's own
-        ``networkTopology`` and minimum (``subGroupSize``), keeping only HyperNodes inside ``within`` —
-        the job's own domain. Soft mode appends ``within`` itself as the last resort."""
+    def subgroup_search_space(
+        self, job: Job, sj: SubJob, within: np.ndarray | None, purpose: Purpose = Purpose.ALLOCATE
+    ) -> list[Domain]:
+        """The HyperNodes a Volcano sub-group may be placed in (Volcano ``HyperNodeGradientForSubJobFn``,
+        which gangpreempt and gangreclaim ask with purpose Evict too): as for a job
+        (:meth:`gang_search_space`) by the sub-group's own ``networkTopology`` and minimum
+        (``subGroupSize``), keeping only HyperNodes inside ``within`` — the job's own domain. For
+        ALLOCATE in allocate's order; for EVICT the top ``evictDomains`` by the cost to enter, the
+        victims being those that might give way to the job. Soft mode appends ``within`` itself as the
+        last resort; in hard mode with no HyperNode allowed the answer is one empty domain, so that the
+        constraint is not lifted."""
         if not sj.topology_mode or not self.tree:
             return []
         sub = self._subgroup_job(job, sj)
@@ -395,7 +401,12 @@ class NetworkTopologyPlugin(
         if within is not None:
             hx = self.tree.index()
             cand = np.array([h for h in cand if not (hx.nodes[h].mask & ~within).any()], dtype=np.int64)
-        out = self._allocate_order(sub, cand, self._need(sub))
+        if purpose is Purpose.ALLOCATE:
+            out = self._allocate_order(sub, cand, self._need(sub))
+        else:
+            hx = self.tree.index()
+            domains = [Domain(hx.names[h], hx.nodes[h].mask, int(hx.tier[h])) for h in cand.tolist()]
+            out = self._evict_order(sub, domains, self._victim_pods(job))
         if not out and sj.topology_mode == "hard":
             # nowhere: an empty domain, so that the hard constraint is not lifted by the fallback
             tier = self._highest_tier(sub)
@@ -417,20 +428,24 @@ class NetworkTopologyPlugin(
         elif purpose is Purpose.ALLOCATE:
             scored = self._allocate_order(job, self._allowed(job), need)
         else:
-            domains = self._allowed_domains(job)
-            pods = self._victim_pods(job)
-            cost = self._entry_costs(job, domains, need, pods)
-            fits = self._safe_fits(job, domains, pods)
-            order = sorted(
-                range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name)
-            )
-            scored = [
-                Domain(domains[i].name, domains[i].mask, domains[i].tier, -cost[i])
-                for i in order[: self.args.evict_domains]
-            ]
+            scored = self._evict_order(job, self._allowed_domains(job), self._victim_pods(job))
         if job.topology_mode == "soft":
             scored.append(Domain("cluster", ~nodes.down, None))
         return scored
+
+    def _evict_order(self, job: Job, domains: list[Domain], pods: list[Task]) -> list[Domain]:
+        """The top ``evictDomains`` of ``domains`` for the eviction actions: first those ``job`` (a
+        gang, or a sub-group as a job) might enter without breaking a healthy gang, then by the cost
+        to enter, then lowest tier, then name; ``pods``: those that might give way."""
+        cost = self._entry_costs(job, domains, self._need(job), pods)
+        fits = self._safe_fits(job, domains, pods)
+        order = sorted(
+            range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name)
+        )
+        return [
+            Domain(domains[i].name, domains[i].mask, domains[i].tier, -cost[i])
+            for i in order[: self.args.evict_domains]
+        ]
 
     def _entry_costs(
         self, job: Job, domains: Sequence[Domain], need: np.ndarray, pods: list[Task] | None = None

@@ -43,6 +43,7 @@ from corral.actions.common.bundles import CostModel, VictimJob
 from corral.actions.common.evict import VICTIM_STATES
 from corral.actions.common.gang_plan import DomainPlanner, QueueLimit, Room
 from corral.actions.common.jobs import schedulable_jobs
+from corral.actions.common.subgroups import place_subgroup, subgroup_units
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -113,7 +114,7 @@ class GangEvictAction(Action):
 
     def serve(self, session: Session, job: Job, tasks: list[Task]) -> bool:
         """The search for one gang: candidates, bundles, plans by the decision rule, dry run, commit."""
-        domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
+        domains = self.domains(session, job, tasks)
         pods = self.candidates(session, job, tasks[0])
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
         need[session.cluster.resources.pos(PODS)] = 0  # the pod slot is no measure of work
@@ -132,6 +133,20 @@ class GangEvictAction(Action):
                 if plans and not plans[0].victims:
                     return False  # the gang fits with no eviction, yet the dry run fails
         return False
+
+    def domains(self, session: Session, job: Job, tasks: list[Task]) -> list[Domain]:
+        """The gang's search space (purpose Evict, at most ``maxDomains``). When the pods the gang
+        needs are all of one sub-group with its own topology, that sub-group's domains inside each of
+        the gang's (purpose Evict), so that the plans make room where the sub-group may go."""
+        domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
+        groups = {id(t.subjob): t.subjob for t in tasks}
+        sj = next(iter(groups.values())) if len(groups) == 1 else None
+        if sj is None or not sj.topology_mode:
+            return domains
+        inner = [
+            d for outer in domains for d in session.subgroup_search_space(job, sj, outer.mask, Purpose.EVICT)
+        ]
+        return inner[: self.args.max_domains]
 
     # -- 1. candidates ---------------------------------------------------------------------------
     def candidates(self, session: Session, job: Job, task: Task) -> list[Task]:
@@ -319,14 +334,32 @@ class GangEvictAction(Action):
         for v in plan.victims:
             stmt.evict(v, f"{self.name} for {job.uid}", action=self.name, preemptor=job.uid)
         queue = session.cluster.queues[job.queue]
-        for task in tasks:
-            mask = session.predicate(task) & plan.domain.mask & session.capacity.fits(task, future=True)
-            row = session.capacity.best_row(task, mask) if session.allocatable(queue, task) else -1
-            if row < 0:
-                stmt.discard()
-                return False
-            stmt.pipeline(task, row)
-        if not session.job_pipelined(job):
+
+        def nominate(pods: list[Task], within: np.ndarray | None) -> str:
+            for task in pods:
+                mask = session.predicate(task) & session.capacity.fits(task, future=True)
+                if within is not None:
+                    mask &= within
+                row = session.capacity.best_row(task, mask) if session.allocatable(queue, task) else -1
+                if row < 0:
+                    return f"pod {task.name} fits nowhere"
+                stmt.pipeline(task, row)
+            return ""
+
+        # a sub-group with its own topology goes inside one of its domains within the plan's (Volcano
+        # BuildNominationPlanInDomain); one that fits none fails the plan
+        units = subgroup_units(tasks) if job.subjobs else [(None, tasks)]
+        failed = ""
+        for sj, unit in units:
+            if sj is None:
+                failed = nominate(unit, plan.domain.mask)
+            else:
+                failed = place_subgroup(
+                    session, job, sj, unit, stmt, plan.domain.mask, nominate, Purpose.EVICT
+                )
+            if failed:
+                break
+        if failed or not session.job_pipelined(job):
             stmt.discard()
             return False
         stmt.commit()
