@@ -153,9 +153,17 @@ def place_held(
     return reason
 
 
-def greedy_trial(session: Session, job: Job, stmt: Statement, *, pipeline: bool, now: bool = False) -> Trial:
+def greedy_trial(
+    session: Session,
+    job: Job,
+    stmt: Statement,
+    *,
+    pipeline: bool,
+    now: bool = False,
+    queue_limits: bool = True,
+) -> Trial:
     """The plain pod-by-pod placement the non-allocate actions make: each pod, within the queue's
-    Allocatable, on the best feasible node in the mask (:func:`~corral.actions.common.placement.best_node`)
+    Allocatable (unless not ``queue_limits``), on the best feasible node in the mask (:func:`~corral.actions.common.placement.best_node`)
     — onto free capacity, or onto capacity being released (``now``: free capacity only); nominated
     when ``pipeline`` (or when only released capacity holds it), else placed. Stops at the first pod
     that fits nowhere."""
@@ -165,7 +173,7 @@ def greedy_trial(session: Session, job: Job, stmt: Statement, *, pipeline: bool,
         for task in tasks:
             if task.status is not TaskStatus.PENDING and task.status is not TaskStatus.PIPELINED:
                 continue
-            refused = session.allocatable_refusal(queue, task)
+            refused = session.allocatable_refusal(queue, task) if queue_limits else ""
             if refused:
                 return refused
             if now:
