@@ -46,9 +46,8 @@ import numpy as np
 from corral.actions.common.flow_build import Built, build_network
 from corral.actions.common.jobs import LAST_START, schedulable_jobs, waiting_tasks
 from corral.actions.common.placement import no_fit_reason, overused_reason
-from corral.actions.common.subgroups import greedy_trial, has_subgroup_topology, place_held
+from corral.actions.common.subgroups import has_subgroup_topology, place_job
 from corral.framework.config import arg
-from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
@@ -184,28 +183,11 @@ class FlowAction(Action):
 
     def _place_subgroups(self, session: Session, job: Job) -> None:
         """A job whose sub-groups carry their own topology is placed before the round, outside the
-        network, as allocate places it: each such sub-group inside one of its domains or not at all
-        (:mod:`corral.actions.common.subgroups`), in the first domain of the job's own search space
-        where it becomes ready (else pipelined); the same hard checks as the round's."""
+        network, as allocate places it (:func:`~corral.actions.common.subgroups.place_job`), with the
+        same hard checks as the round's and its commit/hold/discard rule."""
         was_ready = session.job_ready(job)
         stmt = session.statement()
-        tasks = sorted(waiting_tasks(job), key=session.task_key())
-        trial = greedy_trial(session, job, stmt, pipeline=False)
-        domains: list[Domain | None] = [None]
-        if job.topology_mode:
-            domains = list(session.gang_search_space(job, Purpose.ALLOCATE))
-        reason, kept = "", -1
-        for i, d in enumerate(domains):
-            reason = place_held(session, job, tasks, stmt, None if d is None else d.mask, trial)
-            if session.job_ready(job):
-                kept = -1
-                break
-            if kept < 0 and stmt.ops and session.job_pipelined(job):
-                kept = i
-            stmt.restore(0)
-        if kept >= 0:
-            d = domains[kept]
-            reason = place_held(session, job, tasks, stmt, None if d is None else d.mask, trial)
+        reason = place_job(session, job, sorted(waiting_tasks(job), key=session.task_key()), stmt)
         self._finish(session, job, stmt, was_ready, reason)
 
     def _open_queues(self, session: Session, jobs: list[Job]) -> list[Job]:

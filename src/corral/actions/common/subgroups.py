@@ -43,6 +43,7 @@ __all__ = [
     "has_subgroup_topology",
     "place_by_subgroup",
     "place_held",
+    "place_job",
     "place_subgroup",
     "started_subgroups",
     "subgroup_units",
@@ -190,6 +191,30 @@ def greedy_trial(
         return ""
 
     return trial
+
+
+def place_job(session: Session, job: Job, tasks: list[Task], stmt: Statement) -> str:
+    """Place ``job``'s waiting ``tasks`` as allocate places a job with sub-groups, through
+    :func:`greedy_trial` (flow's jobs with sub-group topology): in the first domain of the job's own
+    search space (purpose Allocate; the cluster when it has no topology) where it becomes ready, else
+    in the first where it is pipelined, else nowhere; each sub-group with its own topology inside one
+    of its domains (:func:`place_held`). Returns the last reason met."""
+    trial = greedy_trial(session, job, stmt, pipeline=False)
+    domains: list[Domain | None] = [None]
+    if job.topology_mode:
+        domains = list(session.gang_search_space(job, Purpose.ALLOCATE))
+    reason, kept = "", -1
+    for i, d in enumerate(domains):
+        reason = place_held(session, job, tasks, stmt, None if d is None else d.mask, trial)
+        if session.job_ready(job):
+            return reason
+        if kept < 0 and stmt.ops and session.job_pipelined(job):
+            kept = i
+        stmt.restore(0)
+    if kept >= 0:
+        d = domains[kept]
+        reason = place_held(session, job, tasks, stmt, None if d is None else d.mask, trial)
+    return reason
 
 
 def place_by_subgroup(
