@@ -74,14 +74,15 @@ class Plan:
 
 
 def needed_tasks(session: Session, job: Job) -> list[Task]:
-    """The waiting pods the gang must place to be pipelined: missing role minimums first, then the rest
-    in TaskOrder up to minMember."""
+    """The waiting pods the gang must place to be pipelined: for a job with Volcano sub-groups whole
+    sub-groups first (:func:`_needed_by_subgroup`), then missing role minimums, then the rest in
+    TaskOrder up to minMember."""
     waiting = sorted(
         (t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort),
         key=session.task_key(),
     )
     have = job.ready_count() + job.count(TaskStatus.PIPELINED)
-    chosen: list[Task] = []
+    chosen: list[Task] = _needed_by_subgroup(job, waiting, have) if job.subjobs else []
     if job.min_task_member:
         counts = job.role_counts(
             {
@@ -92,11 +93,55 @@ def needed_tasks(session: Session, job: Job) -> list[Task]:
                 TaskStatus.PIPELINED,
             }
         )
+        taken = {id(t) for t in chosen}
         for role, n in sorted(job.min_task_member.items()):
-            chosen += [t for t in waiting if t.role == role][: max(n - counts.get(role, 0), 0)]
+            mine = sum(1 for t in chosen if t.role == role)
+            chosen += [t for t in waiting if t.role == role and id(t) not in taken][
+                : max(n - counts.get(role, 0) - mine, 0)
+            ]
     ids = {id(t) for t in chosen}
     rest = [t for t in waiting if id(t) not in ids]
     return chosen + rest[: max(job.min_member - have - len(chosen), 0)]
+
+
+def _needed_by_subgroup(job: Job, waiting: list[Task], have: int) -> list[Task]:
+    """The pods a job with Volcano sub-groups needs, sub-group by sub-group (Volcano
+    ``CollectPendingTasksForJobStartup`` takes whole sub-jobs): each sub-group short of its minimum, in
+    the order of its first waiting pod, gives the pods it lacks — a sub-group that cannot reach its
+    minimum is passed over — until the job holds minMember and every policy's ``minSubGroups``; the
+    pods of no sub-group then fill up to minMember."""
+    placed = {
+        TaskStatus.ALLOCATED,
+        TaskStatus.BOUND,
+        TaskStatus.RUNNING,
+        TaskStatus.SUCCEEDED,
+        TaskStatus.PIPELINED,
+    }
+    started = [0] * len(job.subgroup_policies)
+    lack: dict[int, int] = {}
+    for sj in job.subjobs:
+        n = sum(1 for t in sj.tasks if t.status in placed)
+        if n >= sj.size:
+            started[sj.policy] += 1
+        else:
+            lack[id(sj)] = sj.size - n
+    chosen: list[Task] = []
+    seen: set[int] = set()
+    for t in waiting:
+        sj = t.subjob
+        if sj is None or id(sj) in seen or id(sj) not in lack:
+            continue
+        seen.add(id(sj))
+        if have + len(chosen) >= job.min_member and all(
+            n >= p.min_groups for n, p in zip(started, job.subgroup_policies)
+        ):
+            break
+        pods = [w for w in waiting if w.subjob is sj][: lack[id(sj)]]
+        if len(pods) == lack[id(sj)]:
+            chosen += pods
+            started[sj.policy] += 1
+    loose = [t for t in waiting if t.subjob is None]
+    return chosen + loose[: max(job.min_member - have - len(chosen), 0)]
 
 
 class GangEvictAction(Action):
