@@ -16,6 +16,10 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
   room first, then the work lost by the jobs that would have to give way, cheapest first), then lowest
   tier, then name.
   Soft mode appends the whole cluster.
+- **SubGroupSearchSpace** — the same for a Volcano sub-group with its own ``networkTopology``, by its
+  own tier and ``subGroupSize``, inside the job's domain, for both purposes (the Evict order is in
+  :class:`~corral.plugins.topology_costs.EvictionOrder`); every action that places pods asks it
+  (:mod:`corral.actions.common.subgroups`).
 - **GangPredicate** — fast fail, with a reason that names the numbers, when the job's waiting pods need
   (at least, to reach minMember) more than the cluster (any mode) or any allowed hypernode (hard) has in
   total, or when no allowed hypernode holds the nodes the job already runs on (hard).

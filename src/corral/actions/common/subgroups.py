@@ -137,15 +137,12 @@ def place_held(
     trial: Trial,
     purpose: Purpose = Purpose.ALLOCATE,
     undo: Callable[[], None] | None = None,
-    go_on: Callable[[], bool] | None = None,
 ) -> str:
     """Place ``tasks`` in order (:func:`subgroup_units`): a sub-group with a topology constraint in one
-    of its domains (:func:`place_subgroup`), every other pod by ``trial`` inside ``within``; stop early
-    when ``go_on()`` says so. Returns the last reason met ("" when none)."""
+    of its domains (:func:`place_subgroup`), every other pod by ``trial`` inside ``within``. Returns
+    the last reason met ("" when every unit was placed)."""
     reason = ""
     for sj, unit in subgroup_units(tasks):
-        if go_on is not None and not go_on():
-            break
         if sj is None:
             why = trial(unit, within)
         else:
