@@ -269,6 +269,12 @@ def test_validate_prints_every_configuration_warning_on_stderr_and_counts_it(tmp
         "warning: PodGroup default/g: spec.subGroups[0].minSubGroup is not used: 'a' has no sub-groups"
     ]
     assert "; 1 objects with warnings; 1 warnings" in result.stdout
+    # corral schedule prints the objects' warnings, the loader's KAI ones among them, before its cycles
+    result = CliRunner().invoke(app, ["schedule", str(snap), "-c", str(cfg), "--now", NOW, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert _warnings(result.stderr) == [
+        "warning: PodGroup default/g: spec.subGroups[0].minSubGroup is not used: 'a' has no sub-groups"
+    ]
 
 
 def test_warned_tells_each_object_once_and_again_when_its_text_changes() -> None:

@@ -434,8 +434,8 @@ class Runner:
             self.log.error("warnings not computed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             return
         fresh = self.warned.fresh(notes)
-        for obj, notes in fresh:
-            text = record_text(notes)
+        for obj, about in fresh:
+            text = record_text(about)
             self.log.warning("not acted on", cycle=n, object=obj, warning=text)
             if not self.opts.dry_run:
                 self.applier.recorder.warn(obj, text)
