@@ -289,6 +289,15 @@ def test_jobset_sub_groups_as_kais_grouper() -> None:
     assert not one.min_task_member
 
 
+def test_jobset_queue_from_the_first_pod_template() -> None:
+    js = jobset()
+    js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["metadata"] = {
+        "labels": {"kai.scheduler/queue": "other"}
+    }
+    pg = next(o for o in _expanded(js) if o["kind"] == "PodGroup")
+    assert pg["spec"]["queue"] == "default-queue"
+
+
 def test_jobset_replica_topology_is_each_leafs_constraint() -> None:
     js = jobset()
     js["spec"]["replicatedJobs"][1]["template"]["metadata"] = {

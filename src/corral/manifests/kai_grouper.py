@@ -230,10 +230,9 @@ def expand_jobset(file: str, raw: dict, existing: Existing, notes: Notes) -> Mad
     made = Made(podgroup=f"{o.namespace}/{pg_name}")
     subgroups: list[dict[str, Any]] = []
     first_template: dict = {}
-    for r, rj in enumerate(rjobs):
-        first_template = (
-            _replicated_job(o, r, rj, js_ann, pg_name, made, subgroups, r < created) or first_template
-        )
+    for r, rj in enumerate(rjobs):  # the queue and priority class come from the first pod template
+        template = _replicated_job(o, r, rj, js_ann, pg_name, made, subgroups, r < created)
+        first_template = first_template or template
     pg = _podgroup(
         o, pg_name, first_template, existing, {"minSubGroup": min_subgroup, "subGroups": subgroups}
     )
