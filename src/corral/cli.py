@@ -105,7 +105,7 @@ def schedule_snapshot(
     appended to it (:func:`corral.sim.forecast.forecast`, from the configuration's ``forecast``). ``after``
     is called last with the cluster as the decisions left it (the forecast runs on a copy then) and the
     time after the cycles. ``report`` receives the snapshot's warnings, one line per object (the first
-    20, then a count), once before the first cycle (:class:`~corral.manifests.notes.Notes`). ``history``
+    20, then a count), once before the first cycle (:class:`~corral.model.notes.Notes`). ``history``
     (default: one that tracks the jobs' changes when there is more than one cycle) is what the cycles
     remember (:class:`~corral.framework.memo.history.ClusterHistory`)."""
     from corral.framework.cycle import apply_decisions, run_cycle
@@ -124,9 +124,9 @@ def schedule_snapshot(
     finally:
         if collecting:
             gc.enable()
-    if report is not None and cluster.input_notes is not None:
-        for line in cluster.input_notes.warning_lines(most=20):
-            report(plain(line))
+    if report is not None:
+        for line in cluster.notes.warning_lines(most=20):
+            report(line)
     out = Decisions()
     if history is None:
         # every change between cycles is the sessions' own, so the history can track the jobs'
@@ -216,7 +216,7 @@ def schedule(
                 html_dir, lambda tmp: (tmp / "index.html").write_text(text, encoding="utf-8"), force=force
             )
     for w in decisions.warnings:  # once, on stderr: the decisions stay machine-readable
-        typer.echo(f"warning: PodGroup {w.podgroup}: {w.field}: {w.warning}", err=True)
+        typer.echo(w.note().line(), err=True)
     if output == "json":
         record = decisions.to_json(cycles)
         if estimates is not None:
@@ -347,13 +347,13 @@ def validate(
 
         cfg = load_config(config)
         cluster = load_snapshot(list(snapshot))
-        from corral.framework.notices import cluster_notices, config_notices, queue_notices
+        from corral.framework.notices import configuration_notes
         from corral.registry import REGISTRY
 
-        notices = config_notices(cfg) + queue_notices(cluster, cfg) + cluster_notices(cluster, cfg, REGISTRY)
+        notices = configuration_notes(cluster, cfg, REGISTRY).warnings
     invalid = sum(1 for j in cluster.jobs.values() if j.invalid_reason)
-    notes = cluster.input_notes
-    warned = len({n.obj for n in notes.warnings}) if notes is not None else 0
+    notes = cluster.notes
+    warned = len(notes.by_object())
     typer.echo(
         f"ok: {len(cluster.nodes)} nodes, {len(cluster.tasks)} pods, {len(cluster.jobs)} podgroups, "
         f"{len(cluster.queues)} queues, {len(cluster.hypernodes.hypernodes)} "
@@ -363,15 +363,12 @@ def validate(
         + (f"; {len(notices)} warnings" if notices else "")
         + (f"; {off_nodes_line(cluster.off_nodes)}" if cluster.off_nodes else "")
     )
-    if notes is not None:  # what it read of reported kinds, made from workloads, will not act on
-        for line in notes.readings + notes.expansion_lines() + notes.warning_lines():
-            typer.echo(plain(line))
+    # what it read of reported kinds, made from workloads, will not act on; then what the configuration
+    # leaves undone, one line each on stderr (model/notes.py: the one warning channel)
+    for line in [*map(plain, notes.readings), *notes.expansion_lines(), *notes.warning_lines()]:
+        typer.echo(line)
     for n in notices:
         typer.echo(n.line(), err=True)
-    from corral.manifests.kai_notes import config_notes
-
-    for line in cluster.notes + config_notes(cluster, cfg):
-        typer.echo(f"warning: {plain(line)}")
 
 
 def _register_sim() -> None:

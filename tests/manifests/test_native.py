@@ -127,8 +127,8 @@ def test_a_tree_s_podgroups_keep_their_own_refusals_and_claims() -> None:
     )
     own = {"parentCompositePodGroupName": "root", "priority": 7, "preemptionPolicy": "Never"}
     cluster = build_cluster([*_objects(podgroup_spec=own), _composite("root")])
-    assert cluster.notes == [
-        "PodGroup default/train: spec.priority, spec.preemptionPolicy not used: the tree of composite "
+    assert cluster.notes.warning_lines() == [
+        "warning: PodGroup default/train: spec.priority, spec.preemptionPolicy not used: the tree of composite "
         "default/root takes its root's priority and preemption policy"
     ]
     assert not any(t.preempt_never for t in cluster.jobs["default/root"].tasks)

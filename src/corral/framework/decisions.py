@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from corral.model.notes import Note
+
 __all__ = [
     "Bind",
     "Decisions",
@@ -65,12 +67,16 @@ class Unschedulable:
 @dataclass(frozen=True)
 class FieldWarning:
     """A field of a podgroup corral accepts but does not act on (:mod:`corral.framework.notices`),
-    listed once, in the first cycle."""
+    listed once, in the first cycle (``corral run``: in the cycle it is first seen)."""
 
     podgroup: str
     field: str
     warning: str
     cycle: int
+
+    def note(self) -> Note:
+        """The warning as the one warning channel carries it (:class:`corral.model.notes.Note`)."""
+        return Note(f"PodGroup {self.podgroup}", self.field, self.warning)
 
 
 @dataclass

@@ -13,6 +13,13 @@ without the running pods a cycle would bind onto nodes whose load it cannot see)
 logs what it waits for every ``10`` s and raises :class:`SyncTimeout` after ``sync_timeout`` seconds
 rather than schedule on an incomplete cache. A stop request (SIGTERM, Ctrl-C) ends the wait at once.
 
+Warnings (:meth:`Runner.warn`): every cycle, what the configuration does not act on for the cycle's
+cluster (:func:`corral.framework.notices.configuration_notes`, what ``corral validate`` prints) is told
+once per object — in the first cycle for what is there, later for each object that appears and again
+for one whose warning changed (:class:`~corral.framework.notices.Warned`): a log line, a
+``FieldsNotEnforced`` Warning Event on the object (not in a dry run) and, for a podgroup's fields, the
+cycle's decisions (``warnings``, as ``corral schedule`` lists them in its first cycle).
+
 Leadership (``leader_elect``): a cycle starts only while the lease was renewed within its renew deadline
 (:meth:`corral.kube.leader.LeaderElector.is_leader`), and every write of the apply phase asks again; a
 replica that stops being leader mid-phase writes nothing more and the runner stops (the process exits so
@@ -33,8 +40,9 @@ from typing import Any, TextIO
 from corral.errors import ClusterAPIError
 from corral.framework.config import Config
 from corral.framework.cycle import run_cycle
-from corral.framework.decisions import Decisions
+from corral.framework.decisions import Decisions, FieldWarning
 from corral.framework.memo import ClusterHistory
+from corral.framework.notices import Warned, cluster_notices, configuration_notes
 from corral.framework.reservation import lock_label_value
 from corral.kube.api import KubeAPI, NotLeader
 from corral.kube.apply import LOCK_LABEL, Applier
@@ -50,6 +58,7 @@ from corral.kube.podgroups import native_condition
 from corral.kube.queuemetrics import unschedulable_by_queue
 from corral.manifests.fields import format_time
 from corral.model import Cluster
+from corral.model.notes import record_text
 from corral.queueview import QueueRow, queue_rows
 from corral.registry import REGISTRY
 
@@ -200,6 +209,8 @@ class Runner:
         # what earlier cycles learned (framework/memo/): each cycle's cluster is a new object, so the
         # history does not track the jobs' changes; its skip memory outlives the clusters
         self.history = ClusterHistory()
+        #: the objects warned about, with what they were told (framework/notices.py)
+        self.warned = Warned()
         self.queue_rows_failed = False
         self.queue_rows_last: list[QueueRow] | None = None
         self.queue_rows_at = 0.0
@@ -358,6 +369,7 @@ class Runner:
             times["schedule"] = time.perf_counter() - t1
             times["schedule_cpu"] = time.process_time() - cpu1
             unschedulable = unschedulable_by_queue(cluster, decisions)
+            self.warn(cluster, decisions, n)
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler
             self.log.error("cycle failed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             self.metrics.api_errors.labels("cycle", "scheduler", "fault").inc()
@@ -409,6 +421,30 @@ class Runner:
                 seconds={k: round(v, 4) for k, v in times.items()},
             )
         return result
+
+    def warn(self, cluster: Cluster, decisions: Decisions, n: int) -> None:
+        """Tell what the configuration does not act on for ``cluster``, once per object and text (see
+        the module docstring): ``decisions.warnings`` becomes the podgroups' fields told in this cycle,
+        in :func:`~corral.framework.notices.cluster_notices`' order, so cycle 1 lists what ``corral
+        schedule`` lists."""
+        try:
+            podgroups = cluster_notices(cluster, self.config, REGISTRY)
+            notes = configuration_notes(cluster, self.config, REGISTRY, podgroups).warnings
+        except Exception as exc:  # noqa: BLE001 - warnings never stop a cycle
+            self.log.error("warnings not computed", cycle=n, error=f"{type(exc).__name__}: {exc}")
+            return
+        fresh = self.warned.fresh(notes)
+        for obj, about in fresh:
+            text = record_text(about)
+            self.log.warning("not acted on", cycle=n, object=obj, warning=text)
+            if not self.opts.dry_run:
+                self.applier.recorder.warn(obj, text)
+        told = {obj for obj, _ in fresh}
+        decisions.warnings = [
+            FieldWarning(w.obj.removeprefix("PodGroup "), w.field, w.message, n)
+            for w in podgroups
+            if w.obj in told
+        ]
 
     def _queue_rows(self, cluster: Cluster, now: float) -> list[QueueRow] | None:
         """The rows of ``corral queues`` for this cycle's snapshot (a session opened and discarded

@@ -406,7 +406,8 @@ def apply_native(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
         job.topology_family = topology_family(native.topology_key)
     if native.composite is not None:
         _composite_tree(job, native.composite)
-        cluster.notes.extend(native.composite.notes)
+        for obj, message in native.composite.notes:
+            cluster.notes.warn(obj, "", message)
         for leaf, group in sorted(native.composite.leaves.items()):
             if group.claims and not job.invalid_reason:
                 job.invalid_reason = (
