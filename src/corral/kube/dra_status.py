@@ -9,6 +9,13 @@ answers 409 and the bind is left for the next cycle, decided again from fresh st
 A claim corral instantiated from a template (the resourceclaim controller has not created it yet) is
 not written: the bind waits, as kube-scheduler's PreEnqueue waits for the claim, and the next cycle
 sees the generated claim (``status.resourceClaimStatuses``).
+
+A dry run writes nothing; :func:`assume_claims` overlays on the watch cache what the writes and the
+resourceclaim controller would leave, so that the next cycle finds every device of this cycle still
+held (as ``corral schedule --cycles`` keeps the allocations on its model): a named claim gains its
+allocation and the pods in ``reservedFor``; a claim made from a template is assumed created (named
+``<pod>-<entry>``, the template's spec, allocated and reserved) and the pod's
+``status.resourceClaimStatuses`` names it.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from corral.dra.records import ClaimAllocation
 from corral.kube.api import RESOURCES, ResourceType
 from corral.manifests.fields import format_time
 
-__all__ = ["CLAIM", "FINALIZER", "allocation_status", "claim_patches"]
+__all__ = ["CLAIM", "FINALIZER", "allocation_status", "assume_claims", "claim_patches"]
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLAIM: ResourceType = next(r for r in RESOURCES if r.kind == "ResourceClaim")
@@ -126,3 +133,51 @@ def _assumed(raw: dict, status_patch: dict | None) -> dict:
         if status
         else {"metadata": {"finalizers": (raw.get("metadata") or {}).get("finalizers")}}
     )
+
+
+def assume_claims(cache: Any, records: list[ClaimAllocation], now: float, ttl: float) -> None:
+    """Overlay on ``cache`` the claims of a dry run's binds (module docstring), for ``ttl`` seconds."""
+    reserved: dict[str, list[dict]] = {}
+    statuses: dict[str, list[dict]] = {}
+    for record in records:
+        found = cache.find("Pod", record.pod)
+        if found is None:
+            continue
+        pod = found[1]
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        ns, _, pod_name = record.pod.partition("/")
+        _, _, claim_name = record.claim.partition("/")
+        entry = {"resource": "pods", "name": pod_name, "uid": uid}
+        claim = cache.find("ResourceClaim", record.claim)
+        if claim is None and record.template:
+            template = cache.find("ResourceClaimTemplate", f"{ns}/{record.template}")
+            if template is None:
+                continue
+            raw = {
+                "apiVersion": CLAIM.api_version,
+                "kind": "ResourceClaim",
+                "metadata": {"name": claim_name, "namespace": ns, "uid": f"dry-run-{record.claim}"},
+                "spec": ((template[1].get("spec") or {}).get("spec")) or {},
+                "status": {"allocation": allocation_status(None, record, now), "reservedFor": [entry]},
+            }
+            if not cache.assume_created("ResourceClaim", record.claim, raw, ttl):
+                continue
+            reserved[record.claim] = [entry]
+            have = statuses.setdefault(
+                record.pod, list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
+            )
+            name = claim_name[len(pod_name) + 1 :] if claim_name.startswith(f"{pod_name}-") else claim_name
+            have.append({"name": name, "resourceClaimName": claim_name})
+            continue
+        if claim is None:
+            continue
+        status = claim[1].get("status") or {}
+        have = reserved.setdefault(record.claim, list(status.get("reservedFor") or []))
+        if not any(r.get("name") == pod_name and r.get("resource", "pods") == "pods" for r in have):
+            have.append(entry)
+        patch: dict[str, Any] = {"reservedFor": list(have)}
+        if not status.get("allocation"):
+            patch["allocation"] = allocation_status(None, record, now)
+        cache.assume("ResourceClaim", record.claim, {"status": patch}, None, ttl)
+    for key, have in statuses.items():
+        cache.assume("Pod", key, {"status": {"resourceClaimStatuses": have}}, None, ttl)
