@@ -23,7 +23,8 @@ field, what to do), or documented as inert (docs/kubernetes.md, "Dynamic Resourc
   ``tolerations`` are inert (corral refuses device taints, so there is nothing to tolerate). Refused:
   ``capacity.requests`` (consumable capacity) and ``constraints[].distinctAttribute``.
 - ResourceClaim ``status.allocation`` (its devices are in use; its node from ``nodeSelector``) and
-  ``status.reservedFor`` (the pods using it) are honoured; ``status.devices`` (what drivers report) is
+  ``status.reservedFor`` (the pods using it; a ``podgroups`` entry — a PodGroup's claim, KEP-5729 —
+  keeps it allocated while the group exists: corral never frees it) are honoured; ``status.devices`` (what drivers report) is
   inert. A claim with ``metadata.deletionTimestamp`` is not used by new pods, as in Kubernetes.
 """
 
@@ -134,6 +135,10 @@ class Claim:
     node: str = ""
     devices: tuple[tuple[str, str, str, str], ...] = ()
     reserved_for: tuple[str, ...] = ()  # pod names (status.reservedFor, resource: pods)
+    #: PodGroup names (status.reservedFor, resource: podgroups — KEP-5729's claims of a PodGroup)
+    reserved_groups: tuple[str, ...] = ()
+    #: the scheduling.k8s.io PodGroup whose spec.resourceClaims the claim serves ("" for a pod's own)
+    group: str = ""
     template: str = ""  # a claim corral instantiates from this template (not yet created)
     file: str = ""
     raw_allocation: dict = field(default_factory=dict)
@@ -409,6 +414,11 @@ def parse_claim(o: Obj) -> Claim:
         o.string(o.mapping(r, "status.reservedFor").get("name"), "status.reservedFor[].name")
         for r in o.listof(status.get("reservedFor"), "status.reservedFor")
         if isinstance(r, dict) and r.get("resource", "pods") == "pods"
+    )
+    claim.reserved_groups = tuple(
+        o.string(r.get("name"), "status.reservedFor[].name")
+        for r in o.listof(status.get("reservedFor"), "status.reservedFor")
+        if isinstance(r, dict) and r.get("resource") == "podgroups"
     )
     return claim
 
