@@ -91,6 +91,9 @@ class WatchCache:
         self.synced: set[ResourceType] = set()
         self.absent: set[ResourceType] = set()
         self.assumed: dict[tuple[str, str], _Assumption] = {}  # (kind, key) -> assumption
+        #: (kind, key) -> (stored dict, assumption, their merge and its record): a dry run's assumptions
+        #: last the run, and a full assembly would parse every one of them again
+        self.assumed_parsed: dict[tuple[str, str], tuple[dict, _Assumption, tuple[dict, Any]]] = {}
         self.changed = threading.Event()
         self.informers: list[Informer] = []
         self.bad: set[tuple[ResourceType, str]] = set()
@@ -307,13 +310,18 @@ class WatchCache:
                 self.versions.get("Topology", 0),
             )
             rows = [(r, key, e.raw, e.record) for r in self.resources for key, e in self.stores[r].items()]
+        for k in [k for k in self.assumed_parsed if k not in assumed]:
+            del self.assumed_parsed[k]  # ended assumptions
         if not assumed:
             return [row for row in rows if row[3] is not None]
         out = []
         for r, key, raw, record in rows:
             a = assumed.get((r.kind, key))
             if a is not None:
-                raw, record = _assumed(r, raw, a)
+                memo = self.assumed_parsed.get((r.kind, key))
+                if memo is None or memo[0] is not raw or memo[1] is not a:
+                    memo = self.assumed_parsed[(r.kind, key)] = (raw, a, _assumed(r, raw, a))
+                raw, record = memo[2]
             if record is not None:
                 out.append((r, key, raw, record))
         held = {(r.kind, key) for r, key, _raw, _rec in rows}
