@@ -140,3 +140,37 @@ def test_a_podgroup_claim_is_reserved_for_the_group(server: FakeAPI, runner_fact
     assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
     kv = pytest.importorskip("kubernetes_validate")
     kv.validate(claim, "1.37.0", strict=True)
+
+
+def test_the_live_model_stays_incremental_for_pods_the_device_books_do_not_read() -> None:
+    """``corral run``'s model with claims in the cluster: a pod without claims that changes rebuilds its
+    job only (the device books as they are), and the cluster is the one a full assembly builds; a pod
+    with claims that changes assembles everything."""
+    import copy
+
+    from corral.framework.cycle import run_cycle
+    from corral.kube.runner import dry_run_assume
+    from corral.manifests.fields import parse_time
+    from corral.registry import REGISTRY, default_config
+    from tests.kube.test_model import TYPES, _cache, _fresh, fingerprint
+
+    case = yaml.safe_load(
+        (Path(__file__).parents[1] / "scenarios/cases/native_dra_gang_claims.yaml").read_text()
+    )
+    cache = _cache(expand(case))
+    cluster = cache.build()[0]
+    decisions = run_cycle(cluster, default_config(), REGISTRY, parse_time("2026-01-01T00:00:00Z"), 1)
+    dry_run_assume(cache, decisions, NOW)
+    cache.build()
+    pod_type = TYPES[("Pod", "v1")]
+    plain = copy.deepcopy(cache.stores[pod_type]["default/plain-0"].raw)
+    plain["metadata"].setdefault("labels", {})["changed"] = "yes"
+    cache.event(pod_type, "MODIFIED", plain)
+    cluster = cache.build()[0]
+    assert cache.model.last == "incremental", cache.model.reason
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
+    with_claim = copy.deepcopy(cache.stores[pod_type]["default/solo-0"].raw)
+    with_claim["metadata"].setdefault("labels", {})["changed"] = "yes"
+    cache.event(pod_type, "MODIFIED", with_claim)
+    cache.build()
+    assert cache.model.last == "full"
