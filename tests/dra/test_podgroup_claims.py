@@ -71,7 +71,7 @@ TEMPLATE = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
 def test_a_matching_entry_shares_the_group_claim_made_from_the_template() -> None:
     cluster = _case([TEMPLATE], [TEMPLATE])
     assert _keys(cluster) == {"team-0": ("default/team-gpu",), "team-1": ("default/team-gpu",)}
-    assert cluster.dra.claims["default/team-gpu"].group == "team"
+    assert cluster.dra.groups["default/team-gpu"][0] == "team"
 
 
 def test_an_entry_that_differs_from_the_group_s_is_the_pod_s_own_claim() -> None:

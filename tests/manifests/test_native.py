@@ -131,7 +131,7 @@ def test_a_tree_s_podgroups_keep_their_own_refusals_and_claims() -> None:
     cluster = build_cluster(objects)
     # the leaf PodGroup's claim is its pods' shared claim (KEP-5729), under a composite too
     assert not cluster.jobs["default/root"].invalid_reason
-    assert cluster.dra is not None and cluster.dra.claims["default/c"].group == "train"
+    assert cluster.dra is not None and cluster.dra.groups["default/c"][0] == "train"
     own = {"parentCompositePodGroupName": "root", "priority": 7, "preemptionPolicy": "Never"}
     cluster = build_cluster([*_objects(podgroup_spec=own), _composite("root")])
     assert cluster.notes == [

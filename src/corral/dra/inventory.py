@@ -95,8 +95,9 @@ class Inventory:
     allocations: dict[str, tuple[int, tuple[tuple[str, int], ...]]] = field(default_factory=dict)
     #: claims allocated in the snapshot that some pod outside corral's view may use: never freed
     pinned: set[str] = field(default_factory=set)
-    #: claim key -> the uid of the PodGroup it serves (KEP-5729: reserved for the group, not its pods)
-    group_uids: dict[str, str] = field(default_factory=dict)
+    #: claim key -> (name, uid) of the scheduling.k8s.io PodGroup whose claim it is (KEP-5729: reserved
+    #: for the group, not its pods); kept here, not on the claim records the watch cache reuses
+    groups: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: devices charged as resources (milli, by resource name): to a pod's request, to a node's allocatable
     pod_extra: dict[str, dict[str, float]] = field(default_factory=dict)
     node_extra: dict[str, dict[str, float]] = field(default_factory=dict)

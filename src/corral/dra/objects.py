@@ -137,8 +137,6 @@ class Claim:
     reserved_for: tuple[str, ...] = ()  # pod names (status.reservedFor, resource: pods)
     #: PodGroup names (status.reservedFor, resource: podgroups — KEP-5729's claims of a PodGroup)
     reserved_groups: tuple[str, ...] = ()
-    #: the scheduling.k8s.io PodGroup whose spec.resourceClaims the claim serves ("" for a pod's own)
-    group: str = ""
     template: str = ""  # a claim corral instantiates from this template (not yet created)
     file: str = ""
     raw_allocation: dict = field(default_factory=dict)

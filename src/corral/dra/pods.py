@@ -155,8 +155,7 @@ def _resolve_group(
                 namespace=ns, name=f"{pg}-{entry}", spec=spec, template=template, file=rec.file
             )
     if key:
-        inv.claims[key].group = pg
-        inv.group_uids[key] = group.uid
+        inv.groups[key] = (pg, group.uid)
     return key, why
 
 
@@ -268,7 +267,7 @@ def inventory_of(by_kind: dict[str, list], served: set[str]) -> Inventory | None
             # (a claim of a PodGroup is the group's own, whatever it is made from)
             inv.pod_key[p.uid] = tuple(
                 ("template", inv.claims[r.claim].namespace, inv.claims[r.claim].template)
-                if inv.claims[r.claim].template and not inv.claims[r.claim].group
+                if inv.claims[r.claim].template and r.claim not in inv.groups
                 else ("claim", r.claim)
                 for r in refs
             )

@@ -99,10 +99,9 @@ def claim_patches(
 def _consumer(inv: Inventory | None, record: ClaimAllocation, pod_name: str, pod_uid: str) -> dict[str, str]:
     """The ``reservedFor`` entry of ``record``: the pod, or for a claim of a scheduling.k8s.io PodGroup
     the group (KEP-5729: reserved for the PodGroup instead of its individual pods)."""
-    claim = inv.claims.get(record.claim) if inv is not None else None
-    if inv is not None and claim is not None and claim.group:
-        uid = inv.group_uids.get(record.claim, "")
-        return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": claim.group, "uid": uid}
+    group = inv.groups.get(record.claim) if inv is not None else None
+    if group is not None:
+        return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": group[0], "uid": group[1]}
     return {"resource": "pods", "name": pod_name, "uid": pod_uid}
 
 
