@@ -49,6 +49,7 @@ from corral.kube.apply import LOCK_LABEL, Applier
 from corral.kube.apply_report import ApplyReport
 from corral.kube.cache import WatchCache
 from corral.kube.conventions import merged_conditions
+from corral.kube.dra_status import assume_claims
 from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
@@ -127,6 +128,7 @@ def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
             None,
             forever,
         )
+    assume_claims(cache, decisions.claim_allocations, now, forever)  # DRA: what the claim writes leave
     for n in decisions.nominations:
         found = cache.find("Pod", n.pod)
         if found is None or (found[1].get("spec") or {}).get("nodeName"):

@@ -19,9 +19,9 @@ Decisions:
   marks the layout invalid);
 - the job's queue, priority and ``preemptionPolicy`` are the root composite's (kube-scheduler needs one
   priority across the tree); a PodGroup of the tree that gives its own is warned about (not used);
-- a PodGroup of the tree with ``spec.resourceClaims`` leaves the job unschedulable (corral does not
-  allocate devices), and one with ``disruptionMode`` ``all`` is refused unless its minimum is every pod
-  of it, as a PodGroup of its own;
+- a PodGroup of the tree with ``spec.resourceClaims`` shares its claims among its own pods, as a
+  PodGroup of its own (:mod:`corral.dra.pods`), and one with ``disruptionMode`` ``all`` is refused
+  unless its minimum is every pod of it, as a PodGroup of its own;
 - kube-scheduler writes its conditions on the leaf PodGroups (the root's status stays empty in 1.37):
   so does corral (:mod:`corral.kube.native_status`).
 """
