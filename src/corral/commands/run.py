@@ -1,4 +1,7 @@
-"""``corral run``: the live Kubernetes scheduler (docs/kubernetes.md).
+"""``corral run``: the live Kubernetes scheduler (docs/kubernetes.md) on the command line: the flags
+become a :class:`~corral.kube.runner.Runner`, its metrics and page servers and its signal handlers. A bad
+flag, configuration or unreachable API server is one ``error:`` line, exit code 2
+(:func:`corral.commands.boundary.fail`); leadership lost ends the run with exit code 1.
 
 The ``kubernetes`` client and the rest of :mod:`corral.kube` are imported when the command runs, so the
 other commands do not pay for them.
@@ -119,7 +122,7 @@ def run(
     ),
 ) -> None:
     """Schedule the live cluster: watch it, run a cycle every --period, apply the decisions."""
-    from corral.cli_errors import fail
+    from corral.commands.boundary import fail
 
     try:
         from corral.kube.expected import LiveForecast
@@ -209,7 +212,7 @@ def _make_runner(
     queue_metrics_interval: float = 10.0,
     forecast: Any = None,
 ) -> Runner:
-    from corral.cli_inputs import load_config, parse_now
+    from corral.commands.options import load_config, parse_now
     from corral.errors import InputError
     from corral.extras import require
 
@@ -264,7 +267,7 @@ def _make_runner(
 def _serve_and_run(
     runner: Runner, bind: tuple[str, int] | None, page: tuple[str, int, float] | None = None
 ) -> None:
-    from corral.cli_errors import fail
+    from corral.commands.boundary import fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
 
