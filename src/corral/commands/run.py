@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from corral.commands.boundary import boundary, fail
+
 if TYPE_CHECKING:
     from http.server import ThreadingHTTPServer
 
@@ -122,9 +124,7 @@ def run(
     ),
 ) -> None:
     """Schedule the live cluster: watch it, run a cycle every --period, apply the decisions."""
-    from corral.commands.boundary import fail
-
-    try:
+    with boundary():
         from corral.kube.expected import LiveForecast
 
         bind = _bind_address(metrics_bind_address, metrics_port)
@@ -152,11 +152,6 @@ def run(
         page = None
         if dashboard_port is not None:
             page = (dashboard_address.strip("[]") or "127.0.0.1", dashboard_port, dashboard_refresh)
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        fail(exc)
-        return
     _serve_and_run(runner, bind, page)
 
 
@@ -267,7 +262,6 @@ def _make_runner(
 def _serve_and_run(
     runner: Runner, bind: tuple[str, int] | None, page: tuple[str, int, float] | None = None
 ) -> None:
-    from corral.commands.boundary import fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
 
