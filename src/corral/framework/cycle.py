@@ -34,7 +34,9 @@ class DecisionSink(Protocol):
     grouped by :attr:`~corral.framework.decisions.Bind.podgroup`, go out together); a nomination sets the
     pod's nominated node (an empty node clears it) unless the pod is bound; a podgroup update sets its
     phase and merges its annotations; a node lock sets or (empty job) clears the node's lock. What the next
-    cycle reads of the world is then what the decisions asked. The other records (unschedulable reasons,
+    cycle reads of the world is then what the decisions asked. Kubernetes' own PodGroups' conditions and
+    DRA claim allocations are carried out where the world holds them (the API server writes both, the dry
+    run assumes the conditions; the model holds neither). The other records (unschedulable reasons,
     warnings) report and change nothing. ``apply`` may return a report of what it did (the applier's
     :class:`~corral.kube.apply_report.ApplyReport`); the model and the dry run return None."""
 
@@ -117,7 +119,8 @@ def run_cycles(
     decisions before they are carried out, to add what the front end derives from them (kube-scheduler's
     PodGroup conditions, :func:`corral.kube.native_status.native_conditions`). ``history`` (default: one
     that tracks the jobs' changes when there is more than one cycle, as every change between cycles is
-    then the sessions' own) is what the cycles remember."""
+    then the sessions' own; a sink that changes the model otherwise needs a history that does not track)
+    is what the cycles remember."""
     sink = ModelSink() if sink is None else sink
     if history is None:
         history = ClusterHistory(tracked=cycles > 1)
