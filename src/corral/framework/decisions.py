@@ -21,9 +21,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Bind:
+    """Put ``pod`` on ``node``. ``podgroup`` (``namespace/name``; "" for a pod of no podgroup) is the gang
+    the pod belongs to: a sink issues a gang's binds together (:class:`~corral.framework.cycle.DecisionSink`)
+    without looking the pod up in a model. Added after ``cycle``: the JSON record gains a key, loses none."""
+
     pod: str
     node: str
     cycle: int
+    podgroup: str = ""
 
 
 @dataclass(frozen=True)

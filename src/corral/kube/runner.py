@@ -2,7 +2,7 @@
 cluster (the snapshot loader's assembly), one cycle runs (:func:`corral.framework.cycle.run_cycle`, the
 function ``corral schedule`` runs) and its decisions are applied (:class:`~corral.kube.apply.Applier`),
 or, with ``dry_run``, printed and assumed as ``corral schedule --cycles`` applies them between cycles
-(:func:`dry_run_assume`), so ``corral run --dry-run --cycles N`` and ``corral schedule --cycles N`` on the
+(:class:`~corral.kube.dryrun.DryRun`): one :class:`~corral.framework.cycle.DecisionSink` or the other, so ``corral run --dry-run --cycles N`` and ``corral schedule --cycles N`` on the
 same objects decide the same.
 
 A cycle that fails (a fault in the scheduling core, an object no check caught) is logged and counted; the
@@ -43,19 +43,16 @@ from corral.framework.cycle import run_cycle
 from corral.framework.decisions import Decisions, FieldWarning
 from corral.framework.memo import ClusterHistory
 from corral.framework.notices import Warned, cluster_notices, configuration_notes
-from corral.framework.reservation import lock_label_value
 from corral.kube.api import KubeAPI, NotLeader
-from corral.kube.apply import LOCK_LABEL, Applier
+from corral.kube.apply import Applier
 from corral.kube.apply_report import ApplyReport
 from corral.kube.cache import WatchCache
-from corral.kube.conventions import merged_conditions
-from corral.kube.dra_status import assume_claims
+from corral.kube.dryrun import DryRun, dry_run_assume
 from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.native_status import native_conditions
-from corral.kube.podgroups import native_condition
 from corral.kube.queuemetrics import unschedulable_by_queue
 from corral.manifests.fields import format_time
 from corral.model import Cluster
@@ -110,56 +107,6 @@ class CycleResult:
     seconds: dict[str, float]
 
 
-def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
-    """Overlay ``decisions`` on the cache as :func:`corral.framework.cycle.apply_decisions` carries them
-    out for ``corral schedule --cycles``: bound pods run from ``now``, evicted pods are gone, nominations
-    and podgroup updates persist, node locks set the lock label. Never confirmed: they last the run."""
-    forever = 1e12
-    for e in decisions.evictions:
-        cache.assume("Pod", e.pod, None, None, forever)
-    for b in decisions.binds:
-        cache.assume(
-            "Pod",
-            b.pod,
-            {
-                "spec": {"nodeName": b.node},
-                "status": {"phase": "Running", "startTime": format_time(now), "nominatedNodeName": None},
-            },
-            None,
-            forever,
-        )
-    assume_claims(cache, decisions.claim_allocations, now, forever)  # DRA: what the claim writes leave
-    for n in decisions.nominations:
-        found = cache.find("Pod", n.pod)
-        if found is None or (found[1].get("spec") or {}).get("nodeName"):
-            continue
-        cache.assume("Pod", n.pod, {"status": {"nominatedNodeName": n.node or None}}, None, forever)
-    for u in decisions.podgroups:
-        if cache.find("PodGroup", u.podgroup) is not None:
-            cache.assume(
-                "PodGroup",
-                u.podgroup,
-                {"status": {"phase": u.phase}, "metadata": {"annotations": dict(u.annotations)}},
-                None,
-                forever,
-            )
-    for c in decisions.conditions:  # Kubernetes' own PodGroups: the conditions kube-scheduler writes
-        found = cache.find("PodGroup", c.podgroup)
-        if found is not None:
-            have = (found[1].get("status") or {}).get("conditions")
-            merged = merged_conditions(have, native_condition(c, now))
-            if merged is not None:
-                cache.assume("PodGroup", c.podgroup, {"status": {"conditions": merged}}, None, forever)
-    for lock in decisions.node_locks:
-        cache.assume(
-            "Node",
-            lock.node,
-            {"metadata": {"labels": {LOCK_LABEL: lock_label_value(lock.job) if lock.job else None}}},
-            None,
-            forever,
-        )
-
-
 class Runner:
     """Cache, leader election, cycles, applier; :meth:`run` until stopped or ``cycles`` are done."""
 
@@ -200,6 +147,8 @@ class Runner:
             bind_margin=options.lease[2] if options.leader_elect else 0.0,
         )
         self.applier.sleep = self.stopping.wait
+        #: where the decisions are carried out: the API server, or with ``dry_run`` the cache alone
+        self.sink: Applier | DryRun = DryRun(self.cache) if options.dry_run else self.applier
         self.elector: LeaderElector | None = None
         self.lost = False
         self.stop_signal = 0  # the signal that stopped the runner (the command's handler sets it)
@@ -380,7 +329,7 @@ class Runner:
         t2 = time.perf_counter()
         report = None
         if self.opts.dry_run:
-            dry_run_assume(self.cache, decisions, now)
+            self.sink.apply(decisions, cluster, now)
             if self.opts.cycles is None and _any(decisions):
                 self.out.write(
                     json.dumps({"cycle": n, "now": format_time(now), **decisions.to_json(1)}) + "\n"
@@ -388,7 +337,7 @@ class Runner:
                 self.out.flush()
         else:
             try:
-                report = self.applier.apply(decisions, cluster, now)
+                report = self.sink.apply(decisions, cluster, now)
             except NotLeader as exc:
                 self.log.error("leadership lost: apply phase stopped", cycle=n, at=str(exc))
                 self._lost()
