@@ -28,6 +28,7 @@ import numpy as np
 from corral.framework.notices import job_notices, topology_provider
 from corral.framework.session import PENDING_LIKE
 from corral.model import PodGroupPhase
+from corral.model.notes import record_text
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, GPU, admission_refusal
 from corral.sim.events import HOLDING, MAX_QUEUE_INSTANTS
@@ -128,7 +129,7 @@ class RunMetrics:
         if job.topology_mode:
             notes = job_notices(job, self.topology, bool(self.cluster.hypernodes))
             if notes:
-                self.notes[job.uid] = "; ".join(f"{n.field}: {n.message}" for n in notes)
+                self.notes[job.uid] = record_text(notes)
         self.demand += sim.gpus
 
     def started(self, sim: SimJob) -> None:
