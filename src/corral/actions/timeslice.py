@@ -174,7 +174,7 @@ def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
     live = ~(nodes.down | nodes.unschedulable)
     room = nodes.future_idle[live].sum(axis=0)
     width = len(cluster.resources)
-    key = session.job_key()
+    key = session.job_sort_key()  # the JobOrder as plain tuples where every plugin is keyed
     waiting = [
         j
         for j in schedulable_jobs(session, quiet=True)
