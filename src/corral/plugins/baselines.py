@@ -110,6 +110,9 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
     found the same way."""
 
     name = "fifo"
+    #: a rejection by JobEnqueueable holds for every later job of the queue in JobOrder (the job ahead
+    #: that waits for admission is ahead of them too): ``enqueue`` need not explain each of them
+    strict_line = True
 
     def on_session_open(self) -> None:
         self._kept: KeptLines | None = None
