@@ -114,6 +114,9 @@ class Engine(EngineMetrics):
         self.cluster, self.config, self.registry = cluster, config, registry
         self.options = options or SimOptions()
         self.specs = sorted(jobs, key=lambda j: (j.submit, j.name))
+        from corral.sim.workload import tie_times
+
+        self._created = tie_times(self.specs, self.options.ties, self.options.tie_seed)
         self.never_fits = check_workload(cluster, self.specs)
         self.progress_fn = progress
         self.meta = dict(meta or {})
@@ -308,7 +311,7 @@ class Engine(EngineMetrics):
             queue=spec.queue,
             min_member=spec.min_pods,
             priority=spec.priority,
-            creation=spec.submit,
+            creation=self._created.get(spec.name, spec.submit),  # ties: sim/workload.py tie_times
             annotations=dict(spec.annotations),
             min_resources=self.cluster.resources.zeros(),
         )
