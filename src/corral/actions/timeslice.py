@@ -35,8 +35,17 @@ Which running jobs may be stopped (the others keep their room first, before the 
 The priority rule of ``preempt`` (SPEC.md §5) does not apply here: the JobOrder decides, and this action
 does not ask the Preemptable/Reclaimable points (the ``priority`` and ``drf`` plugins' rules for
 ``preempt``/``reclaim``). Put a ``priority`` plugin before ``las``/``srtf`` in the tiers to rank
-priority classes first. Queues are not consulted: all jobs of the cluster are ranked together, as
-Tiresias ranks one cluster and Lucid one virtual cluster.
+priority classes first. By default queues are not consulted: all jobs of the cluster are ranked
+together, as Tiresias ranks one cluster and Lucid one virtual cluster.
+
+**Per queue** (argument ``perQueue: true``): each queue's running and waiting jobs are ranked apart,
+as Tiresias run per tenant or KAI-Scheduler's time-sharing inside a queue's fair share, so a queue's
+jobs take turns within what the queue deserves and a job is stopped only for a better-ranked job of its
+own queue. A queue's share is the deserved share of the first plugin that reports one (QueueReport:
+``proportion``, ``capacity``), else the queue's ``deserved``, else its ``guarantee``, else unlimited; its
+walk's room is the idle room plus what its stoppable jobs hold, at most its share less what its jobs
+that keep running hold. Queues are walked in name order; what a queue's starts take beyond what its
+stops free leaves the idle room of the queues after it.
 
 **Starvation promotion** (argument ``starvationFactor``, default 0: off): Tiresias' ``solve_starvation``
 — a waiting job that has run, sits in a ``las`` queue below the first and has waited at least
