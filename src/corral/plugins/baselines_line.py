@@ -91,9 +91,11 @@ def kept_lines(session: Session) -> KeptLines | None:
     """The session's kept lines brought up to date, or None where none can be kept (no job index, or a
     JobOrder plugin without keys): the caller then sorts the waiting jobs itself."""
     index = session.index
-    context = session.job_order_context()
-    if index is None or context is None:
+    keyed = session.job_order_context()
+    if index is None or keyed is None:
         return None
+    # the order's plugins too: a history kept across configurations must not reuse another's lines
+    context = (tuple(p.name for tier in session.members["JobOrder"] for p in tier), keyed)
     key = session.job_sort_key()
     got = index.extras.get(_EXTRA)
     if not isinstance(got, KeptLines) or got.context != context or got.generation < index.generation - 1:
