@@ -38,6 +38,7 @@ stops the running ones that fall behind, as Tiresias does.
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,11 +78,29 @@ def _cmp(a: float, b: float) -> int:
     return (a > b) - (a < b)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _seconds(text: str) -> float | None:
+    """``annotated_duration`` of one annotation value, remembered: the order keys of ``srtf`` and ``las``
+    move with the clock and are taken again at every cycle, the annotations they read rarely change."""
+    return annotated_duration("_", {"_": text})
+
+
+def _annotated(key: str, *annotations: Any) -> float | None:
+    """:func:`corral.model.clock.annotated_duration` (the first readable duration), with string values
+    read through :func:`_seconds`."""
+    for notes in annotations:
+        value = notes.get(key) if notes else None
+        if value is None or value == "":
+            continue
+        got = _seconds(value) if isinstance(value, str) else annotated_duration(key, {key: value})
+        if got is not None:
+            return got
+    return None
+
+
 def expected_runtime(job: Job) -> float | None:
     """The job's expected run time: its PodGroup annotation, else its first pod's."""
-    return annotated_duration(
-        EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None
-    )
+    return _annotated(EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None)
 
 
 def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
@@ -94,7 +113,7 @@ def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
 
 def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
     """GPU-seconds the job has received: past runs (annotation) plus its running pods until ``now``."""
-    past = annotated_duration(ATTAINED_SERVICE, job.annotations) or 0.0
+    past = _annotated(ATTAINED_SERVICE, job.annotations) or 0.0
     if gpu_col is None:
         return past
     return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
@@ -269,7 +288,7 @@ class SrtfPlugin(_RuntimeOrder):
         if total is None:
             return None
         # the work kept from past runs plus the current run's (a resumed job counts both)
-        done = annotated_duration(COMPLETED_RUNTIME, job.annotations) or 0.0
+        done = _annotated(COMPLETED_RUNTIME, job.annotations) or 0.0
         done += max((run for _, run in _running_since(job, self.session.now)), default=0.0)
         return max(total - done, 0.0)
 
