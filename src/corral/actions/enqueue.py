@@ -19,6 +19,7 @@ import numpy as np
 
 from corral.actions.common import skipping as skipcache
 from corral.framework.config import arg
+from corral.framework.extension import Vote
 from corral.framework.memo.jobindex import JobIndex
 from corral.framework.plugin import Action
 from corral.framework.session import Session
@@ -52,9 +53,18 @@ class EnqueueAction(Action):
         queues = cluster.queues
         queue_key, job_key = session.queue_key(), session.job_sort_key()
         by_queue = _queue_turns(session, context, job_key, pending, fast, lambda: budget)
+        # plugins whose rejection of a podgroup holds for every later one of its queue in JobOrder
+        # (``strict_line``: fifo's line). With nothing to report, once one of them rejected a podgroup,
+        # the later ones it rejects are passed over without a reason (they keep their last one) and
+        # without JobValid: refused either way, and a podgroup given no reason is not looked at again
+        strict = [p for p in session.implementers("JobEnqueueable") if getattr(p, "strict_line", False)]
+        strict = strict if fast else []
         for name in sorted(by_queue, key=lambda n: queue_key(queues[n])):
             turns = by_queue[name]()
+            blocked = False
             for job in turns:
+                if blocked and not session.job_enqueueable(job):
+                    continue  # behind a strict line's block: refused again, keeps its last reason
                 reason = session.job_valid(job)
                 if reason:
                     session.ledger.unschedulable(job, reason)
@@ -62,6 +72,7 @@ class EnqueueAction(Action):
                 need = job.min_resources if job.min_resources is not None else np.zeros(len(res))
                 if not session.job_enqueueable(job):
                     session.ledger.unschedulable(job, functools.partial(_refusal, session, job, need))
+                    blocked = blocked or any(p.job_enqueueable(job) is Vote.REJECT for p in strict)
                     continue
                 short = need > budget + EPS
                 if need.any() and short.any() and not delegated:

@@ -35,8 +35,17 @@ Which running jobs may be stopped (the others keep their room first, before the 
 The priority rule of ``preempt`` (SPEC.md §5) does not apply here: the JobOrder decides, and this action
 does not ask the Preemptable/Reclaimable points (the ``priority`` and ``drf`` plugins' rules for
 ``preempt``/``reclaim``). Put a ``priority`` plugin before ``las``/``srtf`` in the tiers to rank
-priority classes first. Queues are not consulted: all jobs of the cluster are ranked together, as
-Tiresias ranks one cluster and Lucid one virtual cluster.
+priority classes first. By default queues are not consulted: all jobs of the cluster are ranked
+together, as Tiresias ranks one cluster and Lucid one virtual cluster.
+
+**Per queue** (argument ``perQueue: true``): each queue's running and waiting jobs are ranked apart,
+as Tiresias run per tenant or KAI-Scheduler's time-sharing inside a queue's fair share, so a queue's
+jobs take turns within what the queue deserves and a job is stopped only for a better-ranked job of its
+own queue. A queue's share is the deserved share of the first plugin that reports one (QueueReport:
+``proportion``, ``capacity``), else the queue's ``deserved``, else its ``guarantee``, else unlimited; its
+walk's room is the idle room plus what its stoppable jobs hold, at most its share less what its jobs
+that keep running hold. Queues are walked in name order; what a queue's starts take beyond what its
+stops free leaves the idle room of the queues after it.
 
 **Starvation promotion** (argument ``starvationFactor``, default 0: off): Tiresias' ``solve_starvation``
 — a waiting job that has run, sits in a ``las`` queue below the first and has waited at least
@@ -101,6 +110,11 @@ class TimesliceArgs:
         "under las); the action itself ranks at every cycle",
         kind="duration",
         minimum=0.0,
+    )
+    per_queue: bool = arg(
+        "perQueue",
+        False,
+        "rank each queue's jobs apart, within the queue's deserved share (else the whole cluster together)",
     )
     starvation_factor: float = arg(
         "starvationFactor",
@@ -167,15 +181,15 @@ def _stoppable(session: Session, job: Job, top: Job | None, lease: float) -> boo
     return session.victim_filter(top, job, TimesliceAction.name)
 
 
-def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
+def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = False) -> Walk:
     """Rank running and waiting jobs together by JobOrder and walk them against the cluster's room (see
-    the module docstring)."""
+    the module docstring); ``per_queue``: each queue's jobs apart, against the queue's share."""
     cluster = session.cluster
     nodes = cluster.nodes
     live = ~(nodes.down | nodes.unschedulable)
     room = nodes.future_idle[live].sum(axis=0)
     width = len(cluster.resources)
-    key = session.job_key()
+    key = session.job_sort_key()  # the JobOrder as plain tuples where every plugin is keyed
     waiting = [
         j
         for j in schedulable_jobs(session, quiet=True)
@@ -183,8 +197,59 @@ def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
     ]
     if not waiting:
         return Walk([], [])
+    if not per_queue:
+        return _walk(session, key, waiting, _running(session), room, min_lease, width)
+    running = _running(session)
+    limits = _queue_limits(session, width)
+    stop: list[Job] = []
+    start: list[Job] = []
+    for name in sorted({j.queue for j in waiting}):
+        mine = [j for j in running if j.queue == name]
+        got = _walk(
+            session, key, [j for j in waiting if j.queue == name], mine, room, min_lease, width, limits[name]
+        )
+        stop += got.stop
+        start += got.start
+        if got.stop:
+            # what the queue's starts take beyond what its stops free comes out of the idle room
+            taken = sum((_demand(waiting_tasks(j), width) for j in got.start), np.zeros(width))
+            freed = sum((_demand(_held(j), width) for j in got.stop), np.zeros(width))
+            room = np.maximum(room - np.maximum(taken - freed, 0.0), 0.0)
+    start.sort(key=key)
+    return Walk(stop, start)
+
+
+def _queue_limits(session: Session, width: int) -> dict[str, np.ndarray]:
+    """Per queue, the share its jobs are ranked within: the deserved share of the first fair-share
+    plugin that reports one (``proportion``, ``capacity``), else the queue's own ``deserved``, else its
+    ``guarantee``, else no limit."""
+    reports = session.implementers("QueueReport")
+    report = reports[0].queue_report() if reports else {}
+    out: dict[str, np.ndarray] = {}
+    for name, queue in session.cluster.queues.items():
+        got = report.get(name)
+        limit = got.deserved if got is not None and got.deserved is not None else None
+        for vec in (queue.deserved, queue.guarantee):
+            if limit is None and vec is not None and np.isfinite(vec).any():
+                limit = vec
+        out[name] = np.full(width, np.inf) if limit is None else np.asarray(limit, dtype=float)
+    return out
+
+
+def _walk(
+    session: Session,
+    key: Any,
+    waiting: list[Job],
+    running_jobs: list[Job],
+    room: np.ndarray,
+    min_lease: float,
+    width: int,
+    limit: np.ndarray | None = None,
+) -> Walk:
+    """The walk over ``waiting`` and ``running_jobs`` against ``room`` (the idle room); with ``limit``
+    (a queue's share), the room is at most the share less what the queue's jobs that keep running hold."""
     top = min(waiting, key=key)
-    running = [j for j in _running(session) if key(j) > key(top)]
+    running = [j for j in running_jobs if key(j) > key(top)]
     if not running:  # every running job ranks above every waiting one: all keep their room
         return Walk([], [])
     stoppable: list[tuple[Any, Job, np.ndarray]] = []
@@ -195,6 +260,10 @@ def rank_and_walk(session: Session, min_lease: float = 0.0) -> Walk:
             stoppable.append((key(job), job, held))
     if not stoppable:
         return Walk([], [])
+    if limit is not None:
+        kept = {id(j) for _, j, _ in stoppable}
+        keeps = sum((_demand(_held(j), width) for j in running_jobs if id(j) not in kept), np.zeros(width))
+        room = np.minimum(room, np.maximum(limit - keeps, 0.0))
     stoppable.sort(key=lambda r: r[0])
     # the waiting jobs are taken from a heap as the walk reaches them: once every stoppable job is
     # decided and one waiting job fits, the rest of the order changes nothing (a congested cluster
@@ -232,7 +301,7 @@ class TimesliceAction(Action):
     def execute(self, session: Session) -> None:
         if self.args.starvation_factor > 0:
             promote_starving(session, self.args.starvation_factor)
-        walk = rank_and_walk(session, self.args.min_lease)
+        walk = rank_and_walk(session, self.args.min_lease, self.args.per_queue)
         if not walk.stop:
             return
         with session.statement() as stmt:

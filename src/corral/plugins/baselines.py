@@ -38,6 +38,7 @@ stops the running ones that fall behind, as Tiresias does.
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,7 @@ from corral.model import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
+from corral.plugins.baselines_line import KeptLines, kept_lines
 
 __all__ = [
     "ATTAINED_SERVICE",
@@ -76,11 +78,29 @@ def _cmp(a: float, b: float) -> int:
     return (a > b) - (a < b)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _seconds(text: str) -> float | None:
+    """``annotated_duration`` of one annotation value, remembered: the order keys of ``srtf`` and ``las``
+    move with the clock and are taken again at every cycle, the annotations they read rarely change."""
+    return annotated_duration("_", {"_": text})
+
+
+def _annotated(key: str, *annotations: Any) -> float | None:
+    """:func:`corral.model.clock.annotated_duration` (the first readable duration), with string values
+    read through :func:`_seconds`."""
+    for notes in annotations:
+        value = notes.get(key) if notes else None
+        if value is None or value == "":
+            continue
+        got = _seconds(value) if isinstance(value, str) else annotated_duration(key, {key: value})
+        if got is not None:
+            return got
+    return None
+
+
 def expected_runtime(job: Job) -> float | None:
     """The job's expected run time: its PodGroup annotation, else its first pod's."""
-    return annotated_duration(
-        EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None
-    )
+    return _annotated(EXPECTED_RUNTIME, job.annotations, job.tasks[0].annotations if job.tasks else None)
 
 
 def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
@@ -93,21 +113,33 @@ def _running_since(job: Job, now: float) -> list[tuple[Task, float]]:
 
 def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
     """GPU-seconds the job has received: past runs (annotation) plus its running pods until ``now``."""
-    past = annotated_duration(ATTAINED_SERVICE, job.annotations) or 0.0
+    past = _annotated(ATTAINED_SERVICE, job.annotations) or 0.0
     if gpu_col is None:
         return past
     return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
 
 
 class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, AllocatableReason, EnqueueReason):
-    """Strict FIFO: a queue's blocked head job blocks the queue (see the module docstring)."""
+    """Strict FIFO: a queue's blocked head job blocks the queue (see the module docstring).
+
+    A queue's line is its valid jobs with waiting pods as the line is first used in the session, in the
+    session's JobOrder: kept across cycles where the session has a job index
+    (:mod:`corral.plugins.baselines_line`), else sorted here. The head is the first job of the line that
+    still holds it (moving on as jobs become ready); the first job of the line waiting for admission is
+    found the same way."""
 
     name = "fifo"
+    #: a rejection by JobEnqueueable holds for every later job of the queue in JobOrder (the job ahead
+    #: that waits for admission is ahead of them too): ``enqueue`` need not explain each of them
+    strict_line = True
 
     def on_session_open(self) -> None:
-        self._lines: dict[str, list[Job]] = {}  # queue -> its jobs in line, in JobOrder (built lazily)
-        self._places: dict[str, dict[str, int]] = {}
+        self._kept: KeptLines | None = None
+        self._built = False
+        self._lines: dict[str, list[tuple[Any, ...]]] = {}  # queue -> sorted (key..., uid) of its line
+        self._key_of: dict[str, tuple[tuple[Any, ...], str]] = {}  # uid -> (its key, its queue)
         self._head: dict[str, int] = {}  # queue -> index of the head in its line
+        self._admit: dict[str, int] = {}  # queue -> index of the first job waiting for admission
 
     def job_order_key(self, job: Job) -> float:
         """Arrival: the earlier created goes first."""
@@ -134,52 +166,70 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
         )
 
     def _pending_ahead(self, job: Job) -> Job | None:
-        """The first job ahead of ``job`` in its queue's line that waits for admission, if any."""
-        pos = self._line(job.queue).get(job.uid)
-        if pos is None:
+        """The first job ahead of ``job`` in its queue's line that waits for admission, if any. Phases
+        only move on from Pending while a session runs, so the search resumes where it last stopped."""
+        mine = self._place(job)
+        if mine is None:
             return None
-        return next((j for j in self._lines[job.queue][:pos] if j.phase is PodGroupPhase.PENDING), None)
+        line, jobs = self._lines[job.queue], self.session.cluster.jobs
+        at = self._admit.get(job.queue, 0)
+        while at < len(line) and jobs[line[at][-1]].phase is not PodGroupPhase.PENDING:
+            at += 1
+        self._admit[job.queue] = at
+        if at < len(line) and line[at] < mine:
+            return jobs[line[at][-1]]
+        return None
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
         job = task.job
         if job is None:
             return True
-        pos = self._line(job.queue).get(job.uid)
-        if pos is None:  # not waiting when the session opened: nothing to hold it back
+        mine = self._place(job)
+        if mine is None:  # not waiting when the line was taken: nothing to hold it back
             return True
-        return pos <= self._advance(job.queue)
+        head = self._advance(job.queue)
+        return head is None or mine <= head
 
     def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
         """Why Allocatable refuses ``task`` (None when fifo does not): the head its job waits behind."""
         if self.allocatable(queue, task):
             return None
         job = task.job
-        head = self._lines[job.queue][self._head[job.queue]]
+        head = self.session.cluster.jobs[self._lines[job.queue][self._head[job.queue]][-1]]
         return f"waiting behind {head.uid}, the head of queue {head.queue!r} (fifo)"
 
-    def _line(self, queue: str) -> dict[str, int]:
-        """The queue's line, built on first use: job uid -> place, in the session's JobOrder."""
-        got = self._lines.get(queue)
-        if got is None:
-            session = self.session
-            jobs = [
-                j
-                for j in session.cluster.jobs.values()
-                if j.queue == queue and not j.invalid_reason and self._waiting(j)
-            ]
-            jobs.sort(key=session.job_key())
-            self._lines[queue] = jobs
-            self._places[queue] = {j.uid: i for i, j in enumerate(jobs)}
-            self._head[queue] = 0
-        return self._places[queue]
+    def _place(self, job: Job) -> tuple[Any, ...] | None:
+        """The job's key in its queue's line, or None when it is not in line."""
+        if not self._built:
+            self._take_lines()
+        got = self._key_of.get(job.uid)
+        return got[0] if got is not None and got[1] == job.queue else None
 
-    def _advance(self, queue: str) -> int:
-        """Move the head past jobs that no longer hold the line; return its place."""
-        line, head = self._lines[queue], self._head[queue]
-        while head < len(line) and self._passed(line[head]):
+    def _take_lines(self) -> None:
+        """The lines as the session first uses them: kept across cycles, or sorted here."""
+        self._built = True
+        kept = kept_lines(self.session)
+        if kept is not None:
+            self._lines, self._key_of = kept.lines, kept.key_of
+            return
+        session = self.session
+        key = session.job_sort_key()
+        for j in session.cluster.jobs.values():
+            if not j.invalid_reason and self._waiting(j):
+                k = (key(j), j.uid)  # the uid last, as in the kept keys (job_key gives no tuple)
+                self._key_of[j.uid] = (k, j.queue)
+                self._lines.setdefault(j.queue, []).append(k)
+        for line in self._lines.values():
+            line.sort()
+
+    def _advance(self, queue: str) -> tuple[Any, ...] | None:
+        """Move the head past jobs that no longer hold the line; return its key (None: no head)."""
+        line, head = self._lines[queue], self._head.get(queue, 0)
+        jobs = self.session.cluster.jobs
+        while head < len(line) and self._passed(jobs[line[head][-1]]):
             head += 1
         self._head[queue] = head
-        return head
+        return line[head] if head < len(line) else None
 
     @staticmethod
     def _waiting(job: Job) -> bool:
@@ -238,7 +288,7 @@ class SrtfPlugin(_RuntimeOrder):
         if total is None:
             return None
         # the work kept from past runs plus the current run's (a resumed job counts both)
-        done = annotated_duration(COMPLETED_RUNTIME, job.annotations) or 0.0
+        done = _annotated(COMPLETED_RUNTIME, job.annotations) or 0.0
         done += max((run for _, run in _running_since(job, self.session.now)), default=0.0)
         return max(total - done, 0.0)
 

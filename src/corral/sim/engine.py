@@ -104,6 +104,9 @@ class Engine:
         self.cluster, self.config, self.registry = cluster, config, registry
         self.options = options = options or SimOptions()
         self.specs = sorted(jobs, key=lambda j: (j.submit, j.name))
+        from corral.sim.workload import tie_times
+
+        self._created = tie_times(self.specs, self.options.ties, self.options.tie_seed)
         self.never_fits = check_workload(cluster, self.specs)
         self.progress_fn = progress
         self.now = 0.0
@@ -151,7 +154,7 @@ class Engine:
         self._seq = 0
         self._enqueue = any(a.name == "enqueue" for a in self.config.actions)
         self._gpu = self.cluster.resources.get(GPU)  # the GPU column (None: no GPUs)
-        self._jobs = JobBuilder(self.cluster, self.options)
+        self._jobs = JobBuilder(self.cluster, self.options, self._created)
         self.book = JobBook()
         # the book's sets under the names the engine uses on its hot paths
         self._active, self._waiting = self.book.active, self.book.waiting

@@ -38,8 +38,12 @@ _RUNNING = frozenset({TaskStatus.RUNNING})
 class JobBuilder:
     """Builds the jobs of one run on ``cluster`` (its resources give the request vectors)."""
 
-    def __init__(self, cluster: Cluster, options: SimOptions) -> None:
+    def __init__(
+        self, cluster: Cluster, options: SimOptions, created: dict[str, float] | None = None
+    ) -> None:
         self.cluster, self.options = cluster, options
+        #: a tied job's creation time, moved by the tie order (sim/workload.py ``tie_times``)
+        self.created = created or {}
         self.gpu = cluster.resources.get(GPU)
         self._role_cache: dict[int, list[Any]] = {}
 
@@ -66,7 +70,7 @@ class JobBuilder:
             queue=spec.queue,
             min_member=spec.min_pods,
             priority=spec.priority,
-            creation=spec.submit,
+            creation=self.created.get(spec.name, spec.submit),
             annotations=dict(spec.annotations),
             min_resources=self.cluster.resources.zeros(),
         )

@@ -41,8 +41,16 @@ class SimOptions:
     resume_overhead: tuple[tuple[float, float], ...] = ()
     forecast_every: float | None = None  # seconds between expected-start forecasts (sim/forecast.py)
     speed: SpeedModel | None = None  # the job-speed model (sim/speed.py); None: every job at rate 1
+    #: how jobs submitted at one instant are ordered (``simulation.ties``; sim/workload.py ``tie_times``):
+    #: ``name`` (names as text), ``natural`` (numbers in names as numbers) or ``shuffle`` (from ``tie_seed``)
+    ties: str = "name"
+    tie_seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.ties not in ("name", "natural", "shuffle"):
+            raise InputError(
+                f"expected one of name, natural, shuffle, got {self.ties!r}", obj="simulation", field="ties"
+            )
         if self.restart_policy not in RESTART_POLICIES:
             raise InputError(
                 f"expected one of {', '.join(RESTART_POLICIES)}, got {self.restart_policy!r}",

@@ -231,6 +231,12 @@ def run_config(
     if speed:
         options = replace(options, **speed)
         meta["speed"] = str(speed["speed"])
+    from corral.sim.workload import ties_options
+
+    ties = ties_options(getattr(config, "simulation", None), source)
+    if ties:
+        options = replace(options, **ties)
+        meta["ties"] = ties["ties"] + (f" (seed {ties['tie_seed']})" if ties["ties"] == "shuffle" else "")
     every = sim_forecast_every(getattr(config, "simulation", None), source)
     if every is not None:
         options = replace(options, forecast_every=every)
@@ -255,10 +261,12 @@ def check_simulation_section(config: Any, file: str) -> None:
     from corral.sim.preemption import preemption_options
     from corral.sim.speed_config import speed_options
 
-    unknown = sorted(set(map(str, config.simulation)) - {"estimates", "forecast", "preemption", "speed"})
+    unknown = sorted(
+        set(map(str, config.simulation)) - {"estimates", "forecast", "preemption", "speed", "ties"}
+    )
     if unknown:
         raise ConfigError(
-            f"unknown key {unknown[0]!r} (allowed: estimates, forecast, preemption, speed)",
+            f"unknown key {unknown[0]!r} (allowed: estimates, forecast, preemption, speed, ties)",
             file=file,
             field=f"simulation.{unknown[0]}",
         )
@@ -266,6 +274,9 @@ def check_simulation_section(config: Any, file: str) -> None:
     sim_forecast_every(config.simulation, file)
     preemption_options(config.simulation, file)
     speed_options(config.simulation, file)
+    from corral.sim.workload import ties_options
+
+    ties_options(config.simulation, file)
     forecast_settings(config.forecast, file)
 
 

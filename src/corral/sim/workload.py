@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -548,3 +549,81 @@ def scale_arrivals(jobs: Iterable[JobSpec], factor: float) -> list[JobSpec]:
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor < math.inf):
         raise InputError(f"expected a positive number, got {factor!r}", obj="arrival scaling", field="factor")
     return JobList([replace(j, submit=j.submit * factor) for j in jobs], getattr(jobs, "skipped", None))
+
+
+# ------------------------------------------------------------------------------------------------ ties
+
+#: how jobs submitted at the same instant are ordered (``simulation.ties.order``)
+TIE_ORDERS = ("name", "natural", "shuffle")
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    """``name`` with its runs of digits compared as numbers: ``philly-999`` before ``philly-1000``."""
+    parts = re.split(r"(\d+)", name)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def tie_times(jobs: Sequence[JobSpec], order: str = "name", seed: int = 0) -> dict[str, float]:
+    """Creation times that order the jobs submitted at one instant as ``order`` says, for the scheduler's
+    JobOrder (whose last word is the creation time, then the name): ``name`` — none (the default: ties
+    fall to the names compared as text, ``philly-1000`` before ``philly-999``, the order of the Lucid
+    parity runs); ``natural`` — names with numbers compared as numbers (``philly-999`` first: for the
+    traces whose jobs are named by their row, the file's order); ``shuffle`` — a random order drawn from
+    ``seed``. A tied job's creation is its submit time moved up by as many of the smallest float steps
+    as jobs precede it in its tie (nothing else reads it: waits and JCTs count from the submit time);
+    the steps never reach the next submit time."""
+    if order == "name":
+        return {}
+    groups: dict[float, list[JobSpec]] = {}
+    for j in jobs:
+        groups.setdefault(j.submit, []).append(j)
+    rng = np.random.default_rng(seed)
+    later = sorted(groups)
+    out: dict[str, float] = {}
+    for at, submit in enumerate(later):
+        tied = groups[submit]
+        if len(tied) < 2:
+            continue
+        if order == "natural":
+            tied = sorted(tied, key=lambda j: (natural_key(j.name), j.name))
+        else:
+            tied = sorted(tied, key=lambda j: j.name)
+            tied = [tied[i] for i in rng.permutation(len(tied)).tolist()]
+        t = last = submit
+        for j in tied:
+            out[j.name] = last = t
+            t = math.nextafter(t, math.inf)
+        if at + 1 < len(later) and last >= later[at + 1]:
+            raise InputError(
+                f"{len(tied)} jobs submitted at {submit:g} s are too close to the next submit time to order",
+                field="simulation.ties",
+            )
+    return out
+
+
+def ties_options(simulation: Any, file: str = "") -> dict[str, Any]:
+    """The :class:`~corral.sim.options.SimOptions` fields of ``simulation.ties`` (``{order, seed}``)."""
+    from corral.errors import ConfigError
+
+    where = "simulation.ties"
+    raw = simulation.get("ties") if isinstance(simulation, Mapping) else None
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError("expected a mapping {order, seed}", file=file, field=where)
+    unknown = sorted(set(map(str, raw)) - {"order", "seed"})
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r} (allowed: order, seed)", file=file, field=f"{where}.{unknown[0]}"
+        )
+    order = raw.get("order", "name")
+    if order not in TIE_ORDERS:
+        raise ConfigError(
+            f"expected one of {', '.join(TIE_ORDERS)}, got {order!r}", file=file, field=f"{where}.order"
+        )
+    seed = raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"expected an integer >= 0, got {seed!r}", file=file, field=f"{where}.seed")
+    if "seed" in raw and order != "shuffle":
+        raise ConfigError("a seed orders ties only with order: shuffle", file=file, field=f"{where}.seed")
+    return {"ties": order, "tie_seed": seed}

@@ -188,6 +188,11 @@ class JobIndex:
         self._order_key: dict[str, tuple[Any, ...]] = {}
         self._order_stale: set[str] = set()
         self.dirty: set[str] = set()
+        # what the last refresh looked at (``generation`` counts refreshes): for structures kept beside
+        # the index in ``extras`` (the fifo plugin's line), which bring themselves up to date from it
+        self.generation = 0
+        self.last_changed: set[str] = set()
+        self.extras: dict[str, Any] = {}
         for uid, job in cluster.jobs.items():
             self._add(uid, job)
         self.uids = sorted(cluster.jobs)
@@ -256,6 +261,8 @@ class JobIndex:
         the closing sessions named (:attr:`dirty`) and those the front end ``reported``."""
         changed = self.dirty | reported if reported else self.dirty
         self.dirty = set()
+        self.generation += 1
+        self.last_changed = changed
         self._order_stale |= changed
         jobs = cluster.jobs
         for uid in changed:

@@ -1,0 +1,111 @@
+"""The ``fifo`` plugin's lines, kept across cycles: a strict-order cycle costs what changed, not the backlog.
+
+Strict FIFO (and strict SJF: ``sjf`` then ``fifo``) needs, per queue, the jobs with waiting pods in the
+session's JobOrder: the head blocks the jobs behind it. Sorting thousands of waiting jobs at every cycle
+made a congested 1 s run cost 37-41 ms a cycle. Where the session has a kept job index
+(:mod:`corral.framework.memo.jobindex`: the simulator, ``corral schedule --cycles``) and every JobOrder
+plugin is keyed (:meth:`corral.framework.session.Session.job_sort_key`), :class:`KeptLines` keeps the
+sorted lines beside the index (``JobIndex.extras``) and, at a session's first use, re-keys only the jobs
+the index saw change since the last session (``JobIndex.last_changed``) and the jobs holding a nominated
+pod (their key is not kept: see :mod:`corral.framework.memo.orderkeys`). A new order context, a missed
+session or a new index rebuilds the lines. The lines are exactly the sorted waiting jobs of each queue
+(with ``CORRAL_CHECK_INDEX=1`` every session compares them with a fresh sort; ``tests/plugins/test_fifo_line.py``
+runs congested simulations so, and checks that decisions are byte-identical with the index on and off).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from corral.framework.memo.jobindex import JobIndex
+from corral.model import Job
+
+if TYPE_CHECKING:
+    from corral.framework.session import Session
+
+__all__ = ["KeptLines", "kept_lines"]
+
+_EXTRA = "fifo-lines"
+
+
+class KeptLines:
+    """Per queue, the sorted JobOrder keys of the valid jobs with waiting pods (the key ends with the
+    uid, so it names its job); ``key_of`` maps a job to its key and queue."""
+
+    __slots__ = ("context", "generation", "key_of", "lines", "volatile")
+
+    def __init__(self, context: tuple[Any, ...]) -> None:
+        self.context = context
+        self.generation = -1
+        self.lines: dict[str, list[tuple[Any, ...]]] = {}
+        self.key_of: dict[str, tuple[tuple[Any, ...], str]] = {}
+        self.volatile: set[str] = set()  # keyed with a nominated pod: keyed again at every session
+
+    def _drop(self, uid: str) -> None:
+        old = self.key_of.pop(uid, None)
+        if old is not None:
+            line = self.lines[old[1]]
+            del line[bisect_left(line, old[0])]
+
+    def _take(self, job: Job, key: Callable[[Job], tuple[Any, ...]], index: JobIndex) -> None:
+        if job.uid not in index.sets["waiting"] or job.invalid_reason:
+            return
+        k = key(job)
+        self.key_of[job.uid] = (k, job.queue)
+        insort(self.lines.setdefault(job.queue, []), k)
+        if job.uid in index.sets["pipelined"]:
+            self.volatile.add(job.uid)
+
+    def rebuild(self, jobs: dict[str, Job], key: Callable[[Job], tuple[Any, ...]], index: JobIndex) -> None:
+        self.lines, self.key_of, self.volatile = {}, {}, set()
+        pipelined = index.sets["pipelined"]
+        for uid in index.sets["waiting"]:
+            job = jobs[uid]
+            if job.invalid_reason:
+                continue
+            k = key(job)
+            self.key_of[uid] = (k, job.queue)
+            self.lines.setdefault(job.queue, []).append(k)
+            if uid in pipelined:
+                self.volatile.add(uid)
+        for line in self.lines.values():
+            line.sort()
+        self.generation = index.generation
+
+    def update(self, jobs: dict[str, Job], key: Callable[[Job], tuple[Any, ...]], index: JobIndex) -> None:
+        """Re-key the jobs changed since the last session (the index's last refresh) and the volatile ones."""
+        stale = index.last_changed | self.volatile | (index.sets["pipelined"] & self.key_of.keys())
+        self.volatile = set()
+        for uid in stale:
+            self._drop(uid)
+        for uid in sorted(stale):
+            job = jobs.get(uid)
+            if job is not None:
+                self._take(job, key, index)
+        self.generation = index.generation
+
+
+def kept_lines(session: Session) -> KeptLines | None:
+    """The session's kept lines brought up to date, or None where none can be kept (no job index, or a
+    JobOrder plugin without keys): the caller then sorts the waiting jobs itself."""
+    index = session.index
+    keyed = session.job_order_context()
+    if index is None or keyed is None:
+        return None
+    # the order's plugins too: a history kept across configurations must not reuse another's lines
+    context = (tuple(p.name for tier in session.members["JobOrder"] for p in tier), keyed)
+    key = session.job_sort_key()
+    got = index.extras.get(_EXTRA)
+    if not isinstance(got, KeptLines) or got.context != context or got.generation < index.generation - 1:
+        got = index.extras[_EXTRA] = KeptLines(context)
+        got.rebuild(session.cluster.jobs, key, index)
+    elif got.generation == index.generation - 1:
+        got.update(session.cluster.jobs, key, index)
+    if session.history.check_index:  # CORRAL_CHECK_INDEX=1: the kept lines must equal a fresh sort
+        fresh = KeptLines(context)
+        fresh.rebuild(session.cluster.jobs, key, index)
+        if {q: v for q, v in got.lines.items() if v} != fresh.lines or got.key_of != fresh.key_of:
+            raise AssertionError("kept fifo lines differ from a fresh sort of the waiting jobs")
+    return got
