@@ -51,6 +51,7 @@ from corral.actions.common.consolidate_plan import Budget, MovePlan, MovePlanner
 from corral.actions.common.evict import VICTIM_STATES
 from corral.actions.common.gang_evict import needed_tasks
 from corral.actions.common.jobs import schedulable_jobs
+from corral.actions.common.victim_walk import victim_walk
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -181,28 +182,7 @@ class ConsolidateAction(Action):
 
     def candidates(self, session: Session, job: Job, task: Task) -> list[Task]:
         """The pods that may move (step 1 of the module docstring), in the cluster's order."""
-        pool: list[Task] = []
-        verdict: dict[int, bool] = {}
-        for t in session.cluster.tasks.values():
-            v = t.job
-            if (
-                t.status not in VICTIM_STATES
-                or not t.managed
-                or t.node < 0
-                or v is None
-                or v is job
-                or not t.preemptable
-                or not v.preemptable
-                or t.gpu_share is not None
-                or v.topology_mode == "hard"
-                or v.subgroup_policies
-                or v.subgroups is not None
-            ):
-                continue
-            if id(v) not in verdict:
-                verdict[id(v)] = session.victim_filter(job, v, self.name)
-            if verdict[id(v)]:
-                pool.append(t)
+        pool = victim_walk(session, job, self.name, _may_move)
         ok = {id(t) for t in session.unified_evictable(task, pool, self.name)}
         pool = [t for t in pool if id(t) in ok]
         if pool and any(session.violations(pool)):  # a budget covers some: ask pod by pod
@@ -310,6 +290,20 @@ class ConsolidateAction(Action):
             return True
         victim_jobs = list({id(v.job): v.job for v in moved}.values())
         return session.scenario_valid(job, victim_jobs, moved, self.name)
+
+
+def _may_move(t: Task) -> bool:
+    """Consolidate's own rule over :func:`victim_walk`'s pods: a preemptible job's pod that holds a whole
+    device (a shared GPU moves with its sharers) and whose job has no placement rules of its own to plan
+    again (a hard topology constraint, sub-groups)."""
+    v = t.job
+    assert v is not None
+    return (
+        v.preemptable
+        and t.gpu_share is None
+        and v.topology_mode != "hard"
+        and not (v.subgroup_policies or v.subgroups is not None)
+    )
 
 
 def _state(job: Job, held: float) -> VictimJob:
