@@ -152,14 +152,16 @@ class MovePlanner:
         self._pods: dict[int, tuple[Any, ...]] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
         #: units of one pod, cheapest first: those that may make room for a pod with nowhere to go
         self._singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
+        self._spanning: list[tuple[Unit, int]] | None = None  # :meth:`spanning`
         self.at: dict[int, list[Unit]] = {}  # node row -> units with a pod there
         for u in self.units:
             for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
                 self.at.setdefault(r, []).append(u)
 
     # -- slots -------------------------------------------------------------------------------------
-    def _slots(self, free: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        f = free[rows][:, self.cols]
+    def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+        """Slots on node ``rows``, their free room ``free[rows]`` (or ``free[at]``)."""
+        f = free[rows if at is None else at][:, self.cols]
         n = np.floor((f + EPS) / self.req[self.cols]).min(axis=1)
         return np.where(self.gang_ok[rows], np.clip(n, 0, _MOST), 0).astype(np.int64)
 
@@ -184,6 +186,26 @@ class MovePlanner:
         new = self._slots(st.free, r)
         st.total += int(new.sum() - st.slots[r].sum())
         st.slots[r] = new
+
+    def spanning(self) -> list[tuple[Unit, int]]:
+        """The jobs moved whole across several nodes that open a slot by leaving (before anything
+        moves), each with the slots their leaving opens — at least what moving them gains, as their
+        pods land somewhere. One that opens none cannot open one alone: it is left to the nodes'
+        steps (:meth:`_here`), and no move set is spent on it."""
+        if self._spanning is None:
+            self._spanning = []
+            for u in self.units:
+                rows = sorted({t.node for t in u.pods})
+                if not u.whole or len(rows) < 2:
+                    continue
+                free = self.base[rows].copy()
+                for t in u.pods:
+                    free[rows.index(t.node)] += t.request
+                r = np.array(rows, dtype=np.int64)
+                gain = int(self._slots(free, r, np.arange(len(rows))).sum() - self._slots(self.base, r).sum())
+                if gain > 0:
+                    self._spanning.append((u, gain))
+        return self._spanning
 
     # -- moving a unit --------------------------------------------------------------------------------
     def _may(self, st: _State, u: Unit) -> bool:
@@ -475,10 +497,9 @@ class _Line:
             if cheap is not None:
                 self.nodes.append(((0.0, cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p))
         heapq.heapify(self.nodes)
-        for u in planner.units:
-            rows = {t.node for t in u.pods}
-            if u.whole and len(rows) > 1 and planner._may(st, u):
-                self.push([u], self.key([u], sum(1 for r in rows if planner.gang_ok[r])))
+        for u, gain in planner.spanning():
+            if planner._may(st, u):
+                self.push([u], self.key([u], gain))
 
     def key(self, units: list[Unit], gain: int) -> tuple[float, ...]:
         """Work (then pods) per slot, the slots counted up to those still lacking; ``by_jobs``: the
