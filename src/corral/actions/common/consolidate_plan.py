@@ -348,19 +348,22 @@ class MovePlanner:
             first = int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
             dest = self.dest(t).copy()
             dest[t.node] = False
-            info = self._pods[id(t)] = (cols, t.request[cols], first, float(t.request[first]), dest)
+            info = self._pods[id(t)] = (cols, t.request[cols], first, float(t.request[first]) - EPS, dest)
         cols, req, first, need, dest = info
-        rows = np.flatnonzero(st.free[:, first] >= need - EPS)  # the column it needs most, first
-        if len(cols) > 1 and len(rows):
-            rows = rows[(st.free[rows][:, cols] >= req - EPS).all(axis=1)]
-        rows = rows[dest[rows]]
+        rows = np.flatnonzero((st.free[:, first] >= need) & dest)  # the column it needs most, first
         if not len(rows):
             return -1
-        left = st.free[rows] - t.request
-        after = np.floor((left[:, self.cols] + EPS) / self.req[self.cols]).min(axis=1)
-        lost = st.slots[rows] - np.where(self.gang_ok[rows], np.clip(after, 0, _MOST), 0)
-        spare = (left[:, cols] / req).sum(axis=1)
-        return int(rows[np.lexsort((rows, spare, lost, self.gang_ok[rows]))[0]])
+        fr = st.free[rows]
+        if len(cols) > 1:
+            fit = (fr[:, cols] >= req - EPS).all(axis=1)
+            rows, fr = rows[fit], fr[fit]
+            if not len(rows):
+                return -1
+        after = np.floor((fr[:, self.cols] - t.request[self.cols] + EPS) / self.req[self.cols]).min(axis=1)
+        ok = self.gang_ok[rows]
+        lost = st.slots[rows] - np.where(ok, np.clip(after, 0, _MOST), 0)
+        spare = ((fr[:, cols] - req) / req).sum(axis=1)
+        return int(rows[np.lexsort((rows, spare, lost, ok))[0]])
 
     # -- 1. the greedy --------------------------------------------------------------------------------
     def _step(self, st: _State, p: int) -> list[Unit] | None:
@@ -518,7 +521,7 @@ class MovePlanner:
         """The cheapest plan the search finds (None: none): the greedy, and — when the job cap stopped
         it — the greedy that adds fewest jobs first; each with its reprieve."""
         found = [st for st in (self._greedy(),) if st is not None]
-        if self.capped:
+        if (len(found[0].jobs) >= self.max_jobs >= 0) if found else self.capped:
             found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
         plans = [p for p in (self._finish(st) for st in found) if p is not None]
         return min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
