@@ -19,6 +19,9 @@ Targets: placed wherever the oracle places; cost ≤ oracle + 10 % on ≥ 95 % o
 places; p95 decision time ≤ 50 ms at 512 nodes (process CPU time; wall printed beside).
 
     python benchmarks/bench_consolidate.py [--scenarios N] [--seed S] [--max-nodes M] [--quick] [-v]
+        [--oracle-cache FILE]   # keep the oracle's answers: a planner change is then measured in seconds
+
+Results and what they mean: docs/actions.md, "How good are the moves?".
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ For each starving job (QueueOrder, JobOrder; a preemptible one, as KAI consolida
 none whose waiting pods have ``preemptionPolicy: Never``) whose waiting pods have free room enough in
 the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first), one search:
 
-1. **candidates** — running or bound pods of other jobs that may move: preemptable (KAI's
+1. **candidates** — running or bound pods of other jobs that may move (the walk every gang-level
+   eviction search starts with, :func:`~corral.actions.common.victim_walk.victim_walk`): preemptable (KAI's
    ``IsPreemptibleJob``), managed by corral, not sharing a GPU, of a job without a hard topology
    constraint or sub-groups (their own placement rules would have to be planned again), passing the
    VictimFilter (``minruntime``: a protected job does not move), the gang-level victim filter
@@ -26,15 +27,19 @@ the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first),
    then the domain;
 3. **dry run and commit** — through one Statement: the moved pods evicted (``action: consolidate``,
    ``preemptor``: the gang), each nominated on its new node (a nomination of the same pod name, which
-   holds that room for the rest of the cycle), the gang's pods nominated where the plan put them
+   holds that room until the pod is placed there), the gang's pods nominated where the plan put them
    (Allocatable asked for each, as ``allocate`` does); the Statement commits when the gang is
    pipelined (JobPipelined) and no PodDisruptionBudget nor ScenarioValidator refuses the moves, and
    is discarded otherwise — nothing moves unless every moved pod has a node and the gang fits.
 
 In a cycle's decisions a move reads as an eviction by ``consolidate`` and a nomination of the same pod
-to its new node. The nominations reserve their nodes for the rest of the cycle (no later action takes
-that room); the moved pod's stand-in that carries the nomination is released when the session closes,
-so only real pods remain in the cluster.
+to its new node. During the session the moved pod's stand-in carries that nomination (no later action
+takes the room) and is released when the session closes, so only real pods remain in the cluster.
+Beyond the session the nomination stays with the pod until it is placed again: carried out
+(:func:`corral.framework.cycle.apply_decisions`), the moved pod is Releasing on its old node and holds
+its new one (the node columns charge both), and when it is gone it comes back Pipelined there (the
+simulator), so the room the plan found is not given to another job while the pod restarts; a node that
+goes down voids the nomination, as any other.
 """
 
 from __future__ import annotations

@@ -22,9 +22,13 @@ for it (a chain of two moves). The steps:
    each job unit spanning several nodes. A step is priced by the work it loses per slot it opens, net
    of the slots its moved pods take where they land (measured when the step is first in line: a lazy
    greedy), counting at most the slots still lacking — so a unit that alone completes the gang for
-   less wins. At most ``max_jobs`` jobs move (when that cap stops the greedy, it runs once more
-   ranking steps by the jobs they add first). A moved pod with nowhere to go makes its step fail. The
-   move sets evaluated count against the decision's :class:`Budget`;
+   less wins. A node's step is worked out only when its lower bound (:meth:`MovePlanner.bound`: the
+   fractional covering knapsack of its units; for the job-cap ranking, the fewest jobs that cover the
+   lack) could beat what is in line, and a job moved whole across nodes is in line only when its
+   leaving opens a slot (:meth:`MovePlanner.spanning`; one that opens none cannot gain alone). At most
+   ``max_jobs`` jobs move (when that cap stops the greedy, it runs once more ranking steps by the
+   jobs they add first). A moved pod with nowhere to go makes its step fail. The move sets
+   evaluated count against the decision's :class:`Budget`;
 2. **reprieve** — units whose move turns out not to be needed are given back, dearest first: its
    pods back where they run, when the room there is still free and the gang still fits;
 3. **the gang's pods** go, each, to the node of the domain where it leaves fewest slots unused.
