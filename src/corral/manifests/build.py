@@ -51,7 +51,7 @@ from corral.manifests.workloads import expand_workloads
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
-from corral.model.objects import OCCUPYING_STATES, Job, PodGroupPhase, Queue, Task, TaskStatus
+from corral.model.objects import OCCUPYING_STATES, Job, PodClass, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.patterns import compile_name_pattern
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import GPU, PODS, ResourceIndex
@@ -507,18 +507,18 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         status = TaskStatus.PENDING
     role = rec.annotations.get(TASK_SPEC_KEY, rec.labels.get(TASK_SPEC_KEY, ""))
     affinity = rec.affinity
-    klass: tuple[Any, ...] = (
-        req_bytes,
-        tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
-        affinity,
-        rec.tolerations,
-        rec.namespace if affinity is not None and affinity.has_pod_terms else "",
-    )
     sub = rec.labels.get(SUBGROUP_LABEL)
-    if sub is not None or rec.gpu_share is not None:  # both change what the plugins allow
-        klass = (*klass, sub or "", rec.gpu_share)
-    if dra_key is not None:  # so do its resource claims (plugins/dra.py)
-        klass = (*klass, dra_key)
+    klass = PodClass(
+        request=req_bytes,
+        node_selector=tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
+        affinity=affinity,
+        tolerations=rec.tolerations,
+        namespace=rec.namespace if affinity is not None and affinity.has_pod_terms else "",
+        # "" (not None) for a GPU-sharing pod without a sub-group: the classes of old snapshots' keys
+        subgroup=(sub or "") if sub is not None or rec.gpu_share is not None else None,
+        gpu_share=rec.gpu_share,
+        claims=dra_key,
+    )
     return Task(
         uid=rec.uid,
         name=rec.name,
