@@ -44,13 +44,13 @@ from corral.manifests.kinds import KAI_QUEUE_LABEL, PREEMPTABLE_KEY, TASK_SPEC_K
 from corral.manifests.load import SourcedObject, read_objects
 from corral.manifests.native import apply_native, finish_native, join_native
 from corral.manifests.native_assembly import composite_redirect, native_records, report_read
-from corral.manifests.notes import Notes
 from corral.manifests.records import HyperNodeRec, NodeRec, PodGroupRec, PodRec, QueueRec, TopologyRec
 from corral.manifests.selectors import LabelSelector
 from corral.manifests.workloads import expand_workloads
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNode, HyperNodeTree
 from corral.model.nodes import Nodes
+from corral.model.notes import Notes
 from corral.model.objects import OCCUPYING_STATES, Job, PodClass, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.patterns import compile_name_pattern
 from corral.model.quantity import MILLI, parse_quantity
@@ -102,13 +102,14 @@ def build_cluster(
     objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS
 ) -> Cluster:
     """The model of ``objects``, with what the reading noted (warnings, expanded workloads) as
-    ``cluster.input_notes``. Python's cyclic garbage collector is paused while building: the
-    build allocates hundreds of thousands of small objects and frees none, so every collection it
-    would trigger is wasted work (about 40 % of the build on large snapshots)."""
+    ``cluster.notes``: the objects' own, then the assembly's. Python's cyclic garbage collector is
+    paused while building: the build allocates hundreds of thousands of small objects and frees none,
+    so every collection it would trigger is wasted work (about 40 % of the build on large snapshots)."""
     notes = Notes()
     with _gc_paused():
         cluster = assemble_cluster(parse_objects(objects, notes, schedulers), schedulers)
-    cluster.input_notes = notes
+    notes.extend(cluster.notes.warnings)
+    cluster.notes = notes
     return cluster
 
 
