@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.actions.common.consolidate_plan import MovePlanner, Unit
+from corral.actions.common.consolidate_plan import Budget, MovePlanner, Unit
 from corral.manifests.build import build_cluster
 from corral.solvers.move_oracle import move_cost, solve_moves
 from tests.solvers.test_oracle import NOW, Snap
@@ -59,7 +59,7 @@ def test_oracle_keeps_max_jobs() -> None:
     assert not res.placed
 
 
-def _planner(cluster, job_uid: str, max_jobs: int = -1) -> MovePlanner:
+def _planner(cluster, job_uid: str, max_jobs: int = -1, budget: Budget | None = None) -> MovePlanner:
     job = cluster.jobs[job_uid]
     gang = [t for t in job.tasks if t.node < 0]
     units = []
@@ -79,6 +79,7 @@ def _planner(cluster, job_uid: str, max_jobs: int = -1) -> MovePlanner:
         units,
         lambda k, pods: True,
         max_jobs,
+        budget=budget,
     )
 
 
@@ -104,3 +105,40 @@ def test_planner_keeps_max_jobs() -> None:
     cluster = build_cluster(("t", d) for d in _scattered().docs)
     assert _planner(cluster, "t/big", max_jobs=1).plan() is None
     assert _planner(cluster, "t/big", max_jobs=2).plan() is not None
+
+
+def _young_spanning() -> Snap:
+    """n1: a 4-GPU pod (1 h), 4 GPUs free; n2: a 3-GPU pod (10 h); n3: a 7-GPU pod (10 h); a young
+    gang w of 1-GPU pods on n2 and n3, whose leaving opens no 8-GPU slot anywhere."""
+    return (
+        Snap()
+        .node("n1")
+        .node("n2")
+        .node("n3")
+        .gang("a", ["n1"], 4, hours=1.0)
+        .gang("c", ["n2"], 3, hours=10.0)
+        .gang("d", ["n3"], 7, hours=10.0)
+        .gang("w", ["n2", "n3"], 1, hours=0.01)
+        .gang("big", [None], 8)
+    )
+
+
+def test_planner_spends_no_move_set_on_a_job_whose_leaving_opens_no_slot() -> None:
+    # the young gang w across two nodes is the cheapest unit, but moving it alone opens no slot: with a
+    # budget of one move set, that set goes to emptying n1 (a moves to n2)
+    cluster = build_cluster(("t", d) for d in _young_spanning().docs)
+    plan = _planner(cluster, "t/big", budget=Budget(1)).plan()
+    assert plan is not None and [t.key for t, _ in plan.moves] == ["t/a-0"]
+
+
+def test_planner_bounds_are_below_every_nodes_step() -> None:
+    for snap in (_scattered(), _young_spanning()):
+        cluster = build_cluster(("t", d) for d in snap.docs)
+        planner = _planner(cluster, "t/big")
+        fresh = planner._fresh()
+        for p in planner.at:
+            step = planner._first(fresh, p)
+            if step is None:
+                continue
+            assert planner.bound(p) <= sum(u.cost for u in step) + 1e-9
+            assert planner.bound(p, jobs=True) <= len({u.job for u in step})

@@ -5,7 +5,8 @@ For each starving job (QueueOrder, JobOrder; a preemptible one, as KAI consolida
 none whose waiting pods have ``preemptionPolicy: Never``) whose waiting pods have free room enough in
 the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first), one search:
 
-1. **candidates** — running or bound pods of other jobs that may move: preemptable (KAI's
+1. **candidates** — running or bound pods of other jobs that may move (the walk every gang-level
+   eviction search starts with, :func:`~corral.actions.common.victim_walk.victim_walk`): preemptable (KAI's
    ``IsPreemptibleJob``), managed by corral, not sharing a GPU, of a job without a hard topology
    constraint or sub-groups (their own placement rules would have to be planned again), passing the
    VictimFilter (``minruntime``: a protected job does not move), the gang-level victim filter
@@ -26,15 +27,19 @@ the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first),
    then the domain;
 3. **dry run and commit** — through one Statement: the moved pods evicted (``action: consolidate``,
    ``preemptor``: the gang), each nominated on its new node (a nomination of the same pod name, which
-   holds that room for the rest of the cycle), the gang's pods nominated where the plan put them
+   holds that room until the pod is placed there), the gang's pods nominated where the plan put them
    (Allocatable asked for each, as ``allocate`` does); the Statement commits when the gang is
    pipelined (JobPipelined) and no PodDisruptionBudget nor ScenarioValidator refuses the moves, and
    is discarded otherwise — nothing moves unless every moved pod has a node and the gang fits.
 
 In a cycle's decisions a move reads as an eviction by ``consolidate`` and a nomination of the same pod
-to its new node. The nominations reserve their nodes for the rest of the cycle (no later action takes
-that room); the moved pod's stand-in that carries the nomination is released when the session closes,
-so only real pods remain in the cluster.
+to its new node. During the session the moved pod's stand-in carries that nomination (no later action
+takes the room) and is released when the session closes, so only real pods remain in the cluster.
+Beyond the session the nomination stays with the pod until it is placed again: carried out
+(:func:`corral.framework.cycle.apply_decisions`), the moved pod is Releasing on its old node and holds
+its new one (the node columns charge both), and when it is gone it comes back Pipelined there (the
+simulator), so the room the plan found is not given to another job while the pod restarts; a node that
+goes down voids the nomination, as any other.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from corral.actions.common.consolidate_plan import Budget, MovePlan, MovePlanner
 from corral.actions.common.evict import VICTIM_STATES
 from corral.actions.common.gang_evict import needed_tasks
 from corral.actions.common.jobs import schedulable_jobs
+from corral.actions.common.victim_walk import victim_walk
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -181,28 +187,7 @@ class ConsolidateAction(Action):
 
     def candidates(self, session: Session, job: Job, task: Task) -> list[Task]:
         """The pods that may move (step 1 of the module docstring), in the cluster's order."""
-        pool: list[Task] = []
-        verdict: dict[int, bool] = {}
-        for t in session.cluster.tasks.values():
-            v = t.job
-            if (
-                t.status not in VICTIM_STATES
-                or not t.managed
-                or t.node < 0
-                or v is None
-                or v is job
-                or not t.preemptable
-                or not v.preemptable
-                or t.gpu_share is not None
-                or v.topology_mode == "hard"
-                or v.subgroup_policies
-                or v.subgroups is not None
-            ):
-                continue
-            if id(v) not in verdict:
-                verdict[id(v)] = session.victim_filter(job, v, self.name)
-            if verdict[id(v)]:
-                pool.append(t)
+        pool = victim_walk(session, job, self.name, _may_move)
         ok = {id(t) for t in session.unified_evictable(task, pool, self.name)}
         pool = [t for t in pool if id(t) in ok]
         if pool and any(session.violations(pool)):  # a budget covers some: ask pod by pod
@@ -310,6 +295,20 @@ class ConsolidateAction(Action):
             return True
         victim_jobs = list({id(v.job): v.job for v in moved}.values())
         return session.scenario_valid(job, victim_jobs, moved, self.name)
+
+
+def _may_move(t: Task) -> bool:
+    """Consolidate's own rule over :func:`victim_walk`'s pods: a preemptible job's pod that holds a whole
+    device (a shared GPU moves with its sharers) and whose job has no placement rules of its own to plan
+    again (a hard topology constraint, sub-groups)."""
+    v = t.job
+    assert v is not None
+    return (
+        v.preemptable
+        and t.gpu_share is None
+        and v.topology_mode != "hard"
+        and not (v.subgroup_policies or v.subgroups is not None)
+    )
 
 
 def _state(job: Job, held: float) -> VictimJob:

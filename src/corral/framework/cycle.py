@@ -179,14 +179,16 @@ def apply_decisions(
             nominee.status, nominee.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
         else:  # an empty node clears the nomination
             nominee.status, nominee.nominated = TaskStatus.PENDING, -1
+    moved_to = {n.pod: n.node for n in decisions.nominations if n.node}  # a pod evicted and nominated
     for e in decisions.evictions:
         task = by_key[e.pod]
         if remove_evicted:
             del cluster.tasks[task.uid]
             if task.job is not None:
                 task.job.tasks.remove(task)
-        else:
+        else:  # a moved pod (``consolidate``) holds its new node while it leaves and comes back there
             task.status = TaskStatus.RELEASING
+            task.nominated = nodes.index[moved_to[e.pod]] if e.pod in moved_to else -1
     for u in decisions.podgroups:
         job = cluster.jobs.get(u.podgroup)
         if job is not None:

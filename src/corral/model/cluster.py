@@ -89,6 +89,8 @@ class Cluster:
                 held[0].append((task.node, task.request))
                 if status is TaskStatus.RELEASING:
                     held[1].append((task.node, task.request))
+                    if task.nominated >= 0:  # a moved pod holds its new node while it leaves
+                        held[2].append((task.nominated, task.request))
             elif status is TaskStatus.PIPELINED and task.nominated >= 0:
                 held[2].append((task.nominated, task.request))
         for column, entries in zip((nodes.used, nodes.releasing, nodes.pipelined), held):
@@ -104,6 +106,8 @@ class Cluster:
             nodes.used[task.node] += sign * task.request
             if task.status is TaskStatus.RELEASING:
                 nodes.releasing[task.node] += sign * task.request
+                if task.nominated >= 0:  # a moved pod holds its new node while it leaves
+                    nodes.pipelined[task.nominated] += sign * task.request
         elif task.status is TaskStatus.PIPELINED and task.nominated >= 0:
             nodes.pipelined[task.nominated] += sign * task.request
 

@@ -443,7 +443,11 @@ class Engine:
         if task.uid not in self.cluster.tasks or task.status is not TaskStatus.RELEASING:
             return
         self.cluster.charge(task, -1)
+        row = task.nominated  # a moved pod comes back nominated to its new node (unless it is down)
         task.status, task.node, task.nominated, task.start_time = TaskStatus.PENDING, -1, -1, None
+        if row >= 0 and not self.cluster.nodes.down[row]:
+            task.status, task.nominated = TaskStatus.PIPELINED, row
+            self.cluster.charge(task, +1)
         uid = task.job.uid
         self.history.changed(uid)
         sim = self._active[uid]

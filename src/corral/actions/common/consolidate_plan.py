@@ -22,9 +22,13 @@ for it (a chain of two moves). The steps:
    each job unit spanning several nodes. A step is priced by the work it loses per slot it opens, net
    of the slots its moved pods take where they land (measured when the step is first in line: a lazy
    greedy), counting at most the slots still lacking — so a unit that alone completes the gang for
-   less wins. At most ``max_jobs`` jobs move (when that cap stops the greedy, it runs once more
-   ranking steps by the jobs they add first). A moved pod with nowhere to go makes its step fail. The
-   move sets evaluated count against the decision's :class:`Budget`;
+   less wins. A node's step is worked out only when its lower bound (:meth:`MovePlanner.bound`: the
+   fractional covering knapsack of its units; for the job-cap ranking, the fewest jobs that cover the
+   lack) could beat what is in line, and a job moved whole across nodes is in line only when its
+   leaving opens a slot (:meth:`MovePlanner.spanning`; one that opens none cannot gain alone). At most
+   ``max_jobs`` jobs move (when that cap stops the greedy, it runs once more ranking steps by the
+   jobs they add first). A moved pod with nowhere to go makes its step fail. The move sets
+   evaluated count against the decision's :class:`Budget`;
 2. **reprieve** — units whose move turns out not to be needed are given back, dearest first: its
    pods back where they run, when the room there is still free and the gang still fits;
 3. **the gang's pods** go, each, to the node of the domain where it leaves fewest slots unused.
@@ -152,14 +156,21 @@ class MovePlanner:
         self._pods: dict[int, tuple[Any, ...]] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
         #: units of one pod, cheapest first: those that may make room for a pod with nowhere to go
         self._singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
+        self._spanning: list[tuple[Unit, int]] | None = None  # :meth:`spanning`
+        self._bounds: dict[int, tuple[float, float]] = {}  # :meth:`bound`
+        self.capped = False  # the job cap refused a unit
+        self._held_at: dict[tuple[int, int], np.ndarray] = {}  # :meth:`_held`
         self.at: dict[int, list[Unit]] = {}  # node row -> units with a pod there
+        self.job_rows: dict[int, set[int]] = {}  # job index -> rows in ``at`` with a unit of it
         for u in self.units:
             for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
                 self.at.setdefault(r, []).append(u)
+                self.job_rows.setdefault(u.job, set()).add(r)
 
     # -- slots -------------------------------------------------------------------------------------
-    def _slots(self, free: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        f = free[rows][:, self.cols]
+    def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+        """Slots on node ``rows``, their free room ``free[rows]`` (or ``free[at]``)."""
+        f = free[rows if at is None else at][:, self.cols]
         n = np.floor((f + EPS) / self.req[self.cols]).min(axis=1)
         return np.where(self.gang_ok[rows], np.clip(n, 0, _MOST), 0).astype(np.int64)
 
@@ -185,9 +196,87 @@ class MovePlanner:
         st.total += int(new.sum() - st.slots[r].sum())
         st.slots[r] = new
 
+    def bound(self, p: int, jobs: bool = False) -> float:
+        """At most what node ``p``'s step costs as long as nothing on it has moved (inf: no step): the
+        fractional covering knapsack over the column that lacks most, every unit with a pod there
+        taken as freeing what it holds there — the work per freed room, cheapest first, covers the
+        lack; ``jobs``: the fewest jobs whose pods there cover it. The greedy works a node's step out
+        only when this could beat what is in line."""
+        got = self._bounds.get(p)
+        if got is None:
+            got = self._bounds[p] = self._bound(p)
+        return got[1] if jobs else got[0]
+
+    def _bound(self, p: int) -> tuple[float, float]:
+        if not self.gang_ok[p]:
+            return math.inf, math.inf
+        req = self.req[self.cols]
+        free = self.base[p][self.cols]
+        lack = req * (math.floor(min((free + EPS) / req)) + 1) - free
+        c = int(np.argmax(lack / req))
+        col = int(self.cols[c])
+        need = float(lack[c]) - EPS
+        rates = []
+        per_job: dict[int, float] = {}
+        whole: dict[int, float] = {}
+        for u in self.at.get(p, ()):
+            got = sum(float(t.request[col]) for t in u.pods if t.node == p)
+            if got > 0:
+                rates.append((u.cost / got, got))
+                if u.whole:  # a job frees at most all its pods there
+                    whole[u.job] = got
+                else:
+                    per_job[u.job] = per_job.get(u.job, 0.0) + got
+        rates.sort()
+        cost, left = 0.0, need
+        for rate, got in rates:
+            take = min(got, left)
+            cost += rate * take
+            left -= take
+            if left <= 0:
+                break
+        else:
+            return math.inf, math.inf
+        jobs, left = 0, need
+        for j, got in whole.items():
+            per_job[j] = max(per_job.get(j, 0.0), got)
+        for got in sorted(per_job.values(), reverse=True):
+            jobs, left = jobs + 1, left - got
+            if left <= 0:
+                break
+        return cost, float(max(jobs, 1))
+
+    def spanning(self) -> list[tuple[Unit, int]]:
+        """The jobs moved whole across several nodes that open a slot by leaving (before anything
+        moves), each with the slots their leaving opens — at least what moving them gains, as their
+        pods land somewhere. One that opens none cannot open one alone: it is left to the nodes'
+        steps (:meth:`_here`), and no move set is spent on it."""
+        if self._spanning is None:
+            self._spanning = []
+            colreq, ok = self._colreq, self.gang_ok
+            for u in self.units:
+                if not u.whole or len({t.node for t in u.pods}) < 2:
+                    continue
+                freed: dict[int, list[float]] = {}
+                for t in u.pods:
+                    if ok[t.node]:
+                        f = freed.setdefault(t.node, [0.0] * len(colreq))
+                        for k, (c, _) in enumerate(colreq):
+                            f[k] += float(t.request[c])
+                gain = 0
+                for r, f in freed.items():
+                    base = self.base[r]
+                    now = min((float(base[c]) + EPS) // q for c, q in colreq)
+                    after = min((float(base[c]) + f[k] + EPS) // q for k, (c, q) in enumerate(colreq))
+                    gain += int(min(max(after, 0.0), _MOST) - min(max(now, 0.0), _MOST))
+                if gain > 0:
+                    self._spanning.append((u, gain))
+        return self._spanning
+
     # -- moving a unit --------------------------------------------------------------------------------
     def _may(self, st: _State, u: Unit) -> bool:
         if self.max_jobs >= 0 and u.job not in st.jobs and len(st.jobs) >= self.max_jobs:
+            self.capped = True
             return False
         mine = [x for x in st.taken if x.job == u.job]
         if any(x.whole for x in mine):
@@ -263,19 +352,22 @@ class MovePlanner:
             first = int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
             dest = self.dest(t).copy()
             dest[t.node] = False
-            info = self._pods[id(t)] = (cols, t.request[cols], first, float(t.request[first]), dest)
+            info = self._pods[id(t)] = (cols, t.request[cols], first, float(t.request[first]) - EPS, dest)
         cols, req, first, need, dest = info
-        rows = np.flatnonzero(st.free[:, first] >= need - EPS)  # the column it needs most, first
-        if len(cols) > 1 and len(rows):
-            rows = rows[(st.free[rows][:, cols] >= req - EPS).all(axis=1)]
-        rows = rows[dest[rows]]
+        rows = np.flatnonzero((st.free[:, first] >= need) & dest)  # the column it needs most, first
         if not len(rows):
             return -1
-        left = st.free[rows] - t.request
-        after = np.floor((left[:, self.cols] + EPS) / self.req[self.cols]).min(axis=1)
-        lost = st.slots[rows] - np.where(self.gang_ok[rows], np.clip(after, 0, _MOST), 0)
-        spare = (left[:, cols] / req).sum(axis=1)
-        return int(rows[np.lexsort((rows, spare, lost, self.gang_ok[rows]))[0]])
+        fr = st.free[rows]
+        if len(cols) > 1:
+            fit = (fr[:, cols] >= req - EPS).all(axis=1)
+            rows, fr = rows[fit], fr[fit]
+            if not len(rows):
+                return -1
+        after = np.floor((fr[:, self.cols] - t.request[self.cols] + EPS) / self.req[self.cols]).min(axis=1)
+        ok = self.gang_ok[rows]
+        lost = st.slots[rows] - np.where(ok, np.clip(after, 0, _MOST), 0)
+        spare = ((fr[:, cols] - req) / req).sum(axis=1)
+        return int(rows[np.lexsort((rows, spare, lost, ok))[0]])
 
     # -- 1. the greedy --------------------------------------------------------------------------------
     def _step(self, st: _State, p: int) -> list[Unit] | None:
@@ -285,13 +377,7 @@ class MovePlanner:
         want = self.req[self.cols] * (st.slots[p] + 1)
         if not cands or not self.gang_ok[p] or (want - free <= EPS).all():
             return None
-        freed = []
-        for u in cands:
-            f = np.zeros(len(self.cols))
-            for t in u.pods:
-                if t.node == p and id(t) not in st.moved:
-                    f += t.request[self.cols]
-            freed.append(f)
+        freed = [self._held(st, u, p) for u in cands]
         picked = _cover(cands, freed, want - free, self.req[self.cols])
         if picked is None:
             return None
@@ -306,6 +392,26 @@ class MovePlanner:
         whole = {u.job for u in units if u.whole}
         units = [u for u in units if u.whole or u.job not in whole]  # the whole unit moves them too
         return units if self._may_all(st, units) else None
+
+    def _held(self, st: _State, u: Unit, p: int) -> np.ndarray:
+        """What unit ``u``'s pods not moved yet hold on node ``p`` (the gang's columns); memoised for
+        a unit none of whose pods has moved."""
+        moved = st.moved
+        if moved and any(id(t) in moved for t in u.pods):
+            f = np.zeros(len(self.cols))
+            for t in u.pods:
+                if t.node == p and id(t) not in moved:
+                    f += t.request[self.cols]
+            return f
+        key = (u.order, p)
+        got = self._held_at.get(key)
+        if got is None:
+            got = np.zeros(len(self.cols))
+            for t in u.pods:
+                if t.node == p:
+                    got += t.request[self.cols]
+            self._held_at[key] = got
+        return got
 
     def _here(self, st: _State, p: int) -> list[Unit]:
         """The units a step on node ``p`` may take: per job, its pod units that may move together
@@ -346,7 +452,10 @@ class MovePlanner:
                 j, [t for x in st.taken if x.job == j for t in x.pods] + pods
             ):
                 return False
-        return self.max_jobs < 0 or len(st.jobs | {u.job for u in units}) <= self.max_jobs
+        if self.max_jobs < 0 or len(st.jobs | {u.job for u in units}) <= self.max_jobs:
+            return True
+        self.capped = True
+        return False
 
     def _first(self, st: _State, p: int) -> list[Unit] | None:
         """Node ``p``'s step before anything moves (``st`` fresh), from the shared cache."""
@@ -416,7 +525,7 @@ class MovePlanner:
         """The cheapest plan the search finds (None: none): the greedy, and — when the job cap stopped
         it — the greedy that adds fewest jobs first; each with its reprieve."""
         found = [st for st in (self._greedy(),) if st is not None]
-        if self.max_jobs >= 0 and (not found or len(found[0].jobs) >= self.max_jobs):
+        if (len(found[0].jobs) >= self.max_jobs >= 0) if found else self.capped:
             found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
         plans = [p for p in (self._finish(st) for st in found) if p is not None]
         return min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
@@ -458,9 +567,9 @@ class MovePlanner:
 
 class _Line:
     """The steps in line for :meth:`MovePlanner._greedy`, cheapest per slot first (a lazy greedy): a
-    node's step is worked out only when the cheapest unit there could beat what is in line (a step costs
-    at least that per slot), and again whenever the greedy changes the node (``version``: older steps of
-    it are stale); each job moved whole across nodes is in line from the start."""
+    node's step is worked out only when its lower bound (:meth:`MovePlanner.bound`) could beat what is
+    in line, and again whenever the greedy changes the node (``version``: older steps of it are
+    stale); each job moved whole across nodes whose leaving opens a slot is in line from the start."""
 
     def __init__(self, planner: MovePlanner, st: _State, by_jobs: bool) -> None:
         self.pl, self.st, self.by_jobs = planner, st, by_jobs
@@ -470,15 +579,17 @@ class _Line:
         self.expanded: set[int] = set()  # rows whose step has been worked out
         self.changed: set[int] = set()  # rows the greedy changed: their first steps are stale
         self.nodes: list[tuple[tuple[float, ...], int, int]] = []
+        # by_jobs: a node's step goes in line as adding at least one job per slot (:meth:`_expand`)
+        # until a job with a unit on the node moves (:meth:`accept` puts the node in line again at 0)
         for p in sorted(planner.at):
-            cheap = min((u.cost for u in planner.at[p]), default=None)
-            if cheap is not None:
-                self.nodes.append(((0.0, cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p))
+            cheap = planner.bound(p)
+            self.nodes.append(
+                ((planner.bound(p, True), cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p)
+            )
         heapq.heapify(self.nodes)
-        for u in planner.units:
-            rows = {t.node for t in u.pods}
-            if u.whole and len(rows) > 1 and planner._may(st, u):
-                self.push([u], self.key([u], sum(1 for r in rows if planner.gang_ok[r])))
+        for u, gain in planner.spanning():
+            if planner._may(st, u):
+                self.push([u], self.key([u], gain))
 
     def key(self, units: list[Unit], gain: int) -> tuple[float, ...]:
         """Work (then pods) per slot, the slots counted up to those still lacking; ``by_jobs``: the
@@ -522,6 +633,12 @@ class _Line:
     def accept(self, trial: _State, units: list[Unit]) -> None:
         """Take the step: ``trial`` is the state with it; the nodes it changed get their steps anew."""
         touched = {t.node for u in units for t in u.pods} | {r for _, r in trial.moves[len(self.st.moves) :]}
+        if self.by_jobs:
+            pl = self.pl
+            for j in sorted(trial.jobs - self.st.jobs):
+                for p in sorted(pl.job_rows.get(j, ())):
+                    if p not in self.expanded:
+                        heapq.heappush(self.nodes, ((0.0, pl.bound(p), 0.0, -1), p, p))
         self.st = trial
         self.changed |= touched
         for r in touched:

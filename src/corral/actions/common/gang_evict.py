@@ -44,6 +44,7 @@ from corral.actions.common.evict import VICTIM_STATES
 from corral.actions.common.gang_plan import DomainPlanner, QueueLimit, Room
 from corral.actions.common.jobs import schedulable_jobs
 from corral.actions.common.subgroups import place_subgroup, subgroup_units
+from corral.actions.common.victim_walk import victim_walk
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -201,24 +202,7 @@ class GangEvictAction(Action):
         about that job's pods alone. A cumulative rule (a queue's reclaimable amount) does not thin
         the candidates, whatever point carries it: it answers every candidate while they are listed
         (``Session.listing_victims``) and decides over each plan's victims (:meth:`checked`)."""
-        pool: list[Task] = []
-        verdict: dict[int, bool] = {}
-        for t in session.cluster.tasks.values():
-            v = t.job
-            if (
-                t.status not in VICTIM_STATES
-                or not t.managed
-                or t.node < 0
-                or v is None
-                or v is job
-                or not t.preemptable
-                or not self.allowed(session, job, t)
-            ):
-                continue
-            if id(v) not in verdict:
-                verdict[id(v)] = session.victim_filter(job, v, self.name)
-            if verdict[id(v)]:
-                pool.append(t)
+        pool = victim_walk(session, job, self.name, lambda t: self.allowed(session, job, t))
         rank = self.rank(session)
         by_job: dict[int, list[Task]] = {}
         for t in pool:
