@@ -17,7 +17,7 @@ import yaml
 from corral.cli import schedule_snapshot
 from corral.framework.config import parse_config
 from corral.framework.memo import ClusterHistory
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand
 

@@ -32,7 +32,7 @@ from corral.framework.volcano import (
     refused_action_message,
     refused_plugin_message,
 )
-from corral.manifests.fields import parse_duration
+from corral.model.clock import parse_duration
 
 __all__ = [
     "SWITCHES",

@@ -53,9 +53,9 @@ from corral.framework.decisions import Decisions
 from corral.framework.memo import ClusterHistory
 from corral.framework.notices import job_notices, topology_provider
 from corral.framework.session import PENDING_LIKE
-from corral.manifests.fields import parse_duration
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
+from corral.model.clock import parse_duration
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
