@@ -1,5 +1,5 @@
 """A fast path for large YAML streams: rapidyaml's C++ parser and JSON emitter, then Python's C JSON decoder,
-taken only when the result is provably what the PyYAML loader of :mod:`corral.manifests.safe_load` builds.
+taken only when the result is provably what the PyYAML loader of :mod:`corral.inputs` builds.
 
 Why: at 10,000 nodes (``benchmarks/bench_allocate.py``, 66,149 objects, a 23 MiB ``yaml.dump_all``
 stream) libyaml's event parsing alone costs 3.0 s of CPU and composing 3.4 s, so ``corral schedule`` on
@@ -64,7 +64,7 @@ Documents: rapidyaml's stream (``---`` separated, as ``yaml.dump_all`` writes) b
 without ``---`` is one document (none when empty). Duplicate keys: the last wins on both paths.
 
 The equivalence is tested on every YAML file of the project and its examples, on generated documents full
-of YAML 1.1/1.2 traps and on broken text (``tests/manifests/test_fast_yaml.py``).
+of YAML 1.1/1.2 traps and on broken text (``tests/inputs/test_fast_yaml.py``).
 """
 
 from __future__ import annotations
