@@ -30,8 +30,9 @@ path, values are built from libyaml's nodes by
 the same values and errors). JSON's depth bound counts brackets only.
 
 Large YAML (64 KiB and more) on that C path first tries :mod:`corral.inputs.fast_yaml`: rapidyaml
-parses the text and emits it as JSON, which ``json.loads`` builds in C (a 23 MiB ``yaml.dump_all``
-snapshot of 66,149 objects in about 1.4 s of CPU against 3.2 s here). It is taken only when a screen
+parses the text and emits it as JSON, which ``json.loads`` builds in C (less than half the CPU of this
+loader on large snapshots: docs/kubernetes.md, "Performance at scale", measured by
+``benchmarks/bench_allocate.py``). It is taken only when a screen
 shows the values are the ones this loader builds — no tag, anchor, alias, merge key, complex key or
 YAML 1.1 boolean/null word; every distinct number-like plain scalar read alike by both; libyaml's own
 parser accepting the text — and otherwise steps aside, so this loader runs unchanged and its error

@@ -34,7 +34,7 @@ else:
 
 class FastConstruction(_MixedIntoLoader):
     """What the C loader lacks: PyYAML builds Python values from libyaml's nodes in Python, through a
-    generic constructor that costs more than parsing (measured at 10,000 nodes: 4.1 of 7.5 s). Documents
+    generic constructor that costs more than parsing (docs/kubernetes.md, "Performance at scale"). Documents
     made only of mappings, sequences and the plain scalar types (str, null, bool, int, float,
     timestamp) — every Kubernetes object — are built here in one loop with an explicit stack (no
     recursion, as PyYAML's own); scalars go through the same SafeConstructor functions, so values and
