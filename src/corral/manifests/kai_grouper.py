@@ -223,51 +223,61 @@ def expand_jobset(file: str, raw: dict, existing: Existing, notes: Notes) -> Mad
     roles: dict[str, int] = {}
     first_template: dict = {}
     for r, rj in enumerate(rjobs):
-        p = f"spec.replicatedJobs[{r}]"
-        rj = o.mapping(rj, p)
-        name = o.string(rj.get("name"), f"{p}.name")
-        if not name:
-            raise o.error("a replicated job needs a name", f"{p}.name")
-        jt = o.mapping(rj.get("template"), f"{p}.template")
-        jmeta, jspec = (
-            o.mapping(jt.get("metadata"), f"{p}.template.metadata"),
-            o.mapping(jt.get("spec"), f"{p}.template.spec"),
-        )
-        jann = o.mapping(jmeta.get("annotations"), f"{p}.template.metadata.annotations")
-        for key, _ in _TOPOLOGY:
-            if jann.get(key):
-                raise o.error(
-                    "a per-replica topology constraint needs KAI sub-groups, which this expansion does not write: "
-                    "put the topology annotations on the JobSet instead",
-                    f"{p}.template.metadata.annotations.{key}",
-                )
-        template = o.mapping(jspec.get("template"), f"{p}.template.spec.template")
+        template = _replicated_job(o, file, r, rj, pg_name, made, roles)
         first_template = first_template or template
-        count = _pod_count(o, jspec, f"{p}.template.spec")
-        leaf_min = _min_override(o, jann, f"{p}.template.metadata.annotations") or o.integer(
-            jspec.get("parallelism", 1), f"{p}.template.spec.parallelism", minimum=0
-        )
-        for idx in range(o.integer(rj.get("replicas", 1), f"{p}.replicas", minimum=0)):
-            role = f"{name}-replica-{idx}"
-            roles[role] = leaf_min
-            for i in range(count):
-                labels = {
-                    "jobset.sigs.k8s.io/jobset-name": o.name,
-                    "jobset.sigs.k8s.io/replicatedjob-name": name,
-                    "jobset.sigs.k8s.io/job-index": str(idx),
-                    "job-name": f"{o.name}-{name}-{idx}",
-                }
-                ann = {KAI_GROUP_KEY: pg_name, TASK_SPEC_KEY: role}
-                pod = pod_from_template(
-                    o, template, f"{p}.template.spec.template", f"{o.name}-{name}-{idx}-{i}", labels, ann, {}
-                )
-                made.objects.append((file, pod))
-                made.pods.append(pod["metadata"]["name"])
     min_member = sum(roles.values())
     pg = _podgroup(o, pg_name, first_template, existing, {"minMember": min_member, "minTaskMember": roles})
     made.objects.insert(0, (file, pg))
     made.summary = f"minMember {min_member} over {len(roles)} replicas, queue {pg['spec']['queue']}"
     return made
+
+
+def _replicated_job(
+    o: Obj, file: str, r: int, rj: Any, pg_name: str, made: Made, roles: dict[str, int]
+) -> dict:
+    """The pods of replicated job ``r`` of JobSet ``o`` into ``made``, one role per replica (its minimum
+    in ``roles``: the KAI min-member annotation of the job template, else its parallelism); returns its
+    pod template. A per-replica topology annotation is an error (it needs KAI sub-groups)."""
+    p = f"spec.replicatedJobs[{r}]"
+    rj = o.mapping(rj, p)
+    name = o.string(rj.get("name"), f"{p}.name")
+    if not name:
+        raise o.error("a replicated job needs a name", f"{p}.name")
+    jt = o.mapping(rj.get("template"), f"{p}.template")
+    jmeta, jspec = (
+        o.mapping(jt.get("metadata"), f"{p}.template.metadata"),
+        o.mapping(jt.get("spec"), f"{p}.template.spec"),
+    )
+    jann = o.mapping(jmeta.get("annotations"), f"{p}.template.metadata.annotations")
+    for key, _ in _TOPOLOGY:
+        if jann.get(key):
+            raise o.error(
+                "a per-replica topology constraint needs KAI sub-groups, which this expansion does not write: "
+                "put the topology annotations on the JobSet instead",
+                f"{p}.template.metadata.annotations.{key}",
+            )
+    template = o.mapping(jspec.get("template"), f"{p}.template.spec.template")
+    count = _pod_count(o, jspec, f"{p}.template.spec")
+    leaf_min = _min_override(o, jann, f"{p}.template.metadata.annotations") or o.integer(
+        jspec.get("parallelism", 1), f"{p}.template.spec.parallelism", minimum=0
+    )
+    for idx in range(o.integer(rj.get("replicas", 1), f"{p}.replicas", minimum=0)):
+        role = f"{name}-replica-{idx}"
+        roles[role] = leaf_min
+        for i in range(count):
+            labels = {
+                "jobset.sigs.k8s.io/jobset-name": o.name,
+                "jobset.sigs.k8s.io/replicatedjob-name": name,
+                "jobset.sigs.k8s.io/job-index": str(idx),
+                "job-name": f"{o.name}-{name}-{idx}",
+            }
+            ann = {KAI_GROUP_KEY: pg_name, TASK_SPEC_KEY: role}
+            pod = pod_from_template(
+                o, template, f"{p}.template.spec.template", f"{o.name}-{name}-{idx}-{i}", labels, ann, {}
+            )
+            made.objects.append((file, pod))
+            made.pods.append(pod["metadata"]["name"])
+    return template
 
 
 def group_bare_pods(objects: list[SourcedObject], existing: Existing, notes: Notes) -> list[SourcedObject]:
@@ -284,35 +294,9 @@ def group_bare_pods(objects: list[SourcedObject], existing: Existing, notes: Not
             out.append((file, raw))
             continue
         o = Obj(raw, file, "Pod", True)
-        refs = [
-            r
-            for r in o.listof(o.meta.get("ownerReferences"), "metadata.ownerReferences")
-            if isinstance(r, dict)
-        ]
-        owner = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
-        name, uid = (
-            (str(owner.get("name")), str(owner.get("uid") or ""))
-            if owner
-            else (o.name, o.string(o.meta.get("uid"), "metadata.uid"))
-        )
-        pg_name = f"pg-{name}-{uid}" if uid else f"pg-{name}"
+        pg_name = _owner_group_name(o)
         if (o.namespace, pg_name) not in made and (o.namespace, pg_name) not in existing.podgroups:
-            template = {
-                "metadata": {"labels": o.strmap(o.meta.get("labels"), "metadata.labels")},
-                "spec": o.section("spec"),
-            }
-            owner_meta = {
-                "name": pg_name,
-                "namespace": o.namespace,
-                "creationTimestamp": o.meta.get("creationTimestamp"),
-            }
-            pg = _podgroup(
-                Obj({"metadata": owner_meta}, file, "Pod", True),
-                pg_name,
-                template,
-                existing,
-                {"minMember": 1},
-            )
+            pg = _bare_pod_group(o, file, pg_name, existing)
             made[(o.namespace, pg_name)] = pg
             out.append((file, pg))
         if o.section("spec").get("nodeName") and (o.namespace, pg_name) in made:  # its podgroup has started
@@ -333,6 +317,37 @@ def group_bare_pods(objects: list[SourcedObject], existing: Existing, notes: Not
             f"{len(made)} PodGroup{'s' if len(made) != 1 else ''} as KAI's pod-grouper makes them (minMember 1)",
         )
     return out
+
+
+def _owner_group_name(o: Obj) -> str:
+    """KAI's pod-grouper name for a bare pod's PodGroup: ``pg-<owner>-<owner uid>`` of its controller
+    reference (else its first owner), ``pg-<pod>-<uid>`` for a pod without an owner."""
+    refs = [
+        r for r in o.listof(o.meta.get("ownerReferences"), "metadata.ownerReferences") if isinstance(r, dict)
+    ]
+    owner = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
+    name, uid = (
+        (str(owner.get("name")), str(owner.get("uid") or ""))
+        if owner
+        else (o.name, o.string(o.meta.get("uid"), "metadata.uid"))
+    )
+    return f"pg-{name}-{uid}" if uid else f"pg-{name}"
+
+
+def _bare_pod_group(o: Obj, file: str, pg_name: str, existing: Existing) -> dict:
+    """The PodGroup (minMember 1) KAI's pod-grouper makes for bare pod ``o``, from its labels and spec."""
+    template = {
+        "metadata": {"labels": o.strmap(o.meta.get("labels"), "metadata.labels")},
+        "spec": o.section("spec"),
+    }
+    owner_meta = {
+        "name": pg_name,
+        "namespace": o.namespace,
+        "creationTimestamp": o.meta.get("creationTimestamp"),
+    }
+    return _podgroup(
+        Obj({"metadata": owner_meta}, file, "Pod", True), pg_name, template, existing, {"minMember": 1}
+    )
 
 
 def is_bare_kai_pod(raw: dict) -> bool:
