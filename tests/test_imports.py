@@ -255,6 +255,13 @@ def test_inputs_imports_only_itself_and_the_floor_below() -> None:
     assert upward_from(arrows, "corral.inputs", INPUTS_MAY_IMPORT) == []
 
 
+def test_the_config_loader_reads_through_inputs_not_manifests() -> None:
+    arrows, _ = _corral()
+    config = arrows["corral.framework.config"]
+    assert "corral.inputs" in config
+    assert [t for t in config if t == "corral.manifests" or t.startswith("corral.manifests.")] == []
+
+
 def test_no_private_name_imported_across_packages() -> None:
     found = private_imports(ROOT)
     new = {k: v for k, v in found.items() if k not in KNOWN_PRIVATE_IMPORTS}
