@@ -262,6 +262,25 @@ def test_the_config_loader_reads_through_inputs_not_manifests() -> None:
     assert [t for t in config if t == "corral.manifests" or t.startswith("corral.manifests.")] == []
 
 
+#: the clock's names (DESIGN.md: the clock lives in the model) and the one module they come from
+CLOCK = frozenset({"parse_time", "format_time", "parse_duration", "annotated_duration", "PARSED_TIMES"})
+
+
+def test_the_clock_is_imported_from_the_model_only() -> None:
+    """No re-export of the clock stands in for ``corral.model.clock`` (e.g. ``corral.manifests.fields``)."""
+    elsewhere = []
+    for name, path in modules(ROOT).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("corral")
+                and node.module != "corral.model.clock"
+                and CLOCK & {a.name for a in node.names}
+            ):
+                elsewhere.append(f"{name} line {node.lineno}: from {node.module}")
+    assert elsewhere == []
+
+
 def test_no_private_name_imported_across_packages() -> None:
     found = private_imports(ROOT)
     new = {k: v for k, v in found.items() if k not in KNOWN_PRIVATE_IMPORTS}
