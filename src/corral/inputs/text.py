@@ -45,6 +45,7 @@ class Limits:
 
 
 def limits() -> Limits:
+    """The limits as the environment sets them now (a malformed setting is an :class:`InputError`)."""
     return Limits()
 
 
