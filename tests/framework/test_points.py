@@ -118,3 +118,35 @@ def test_a_node_order_plugin_without_hints_is_never_cached(hinted: bool) -> None
     else:  # asked afresh every time
         assert len(cls.calls) == 6  # type: ignore[attr-defined]
         assert s.score_key(task) is None
+
+
+# -- the pod signature: the request and what each enabled plugin signs -------------------------------------
+def _signature_of_two_pods(plugins: list[str], field: str, values: tuple[Any, Any]) -> tuple[Any, Any]:
+    """The Predicate signatures of two pods whose classes differ in ``field`` alone."""
+    reg = registry(*(REGISTRY.plugins[p] for p in plugins))
+    c = cluster(node("n1"), podgroup("a"), pod("a-0", 1, group="a"), pod("a-1", 1, group="a"))
+    s = Session(c, config(reg, [{"name": p} for p in plugins]), reg, NOW)
+    one, two = s.cluster.jobs["default/a"].tasks
+    assert one.klass is not None and two.klass is not None
+    one.klass = one.klass._replace(**{field: values[0]})
+    two.klass = two.klass._replace(**{field: values[1]})
+    return s.signature(one), s.signature(two)
+
+
+@pytest.mark.parametrize(
+    ("field", "values", "signer"),
+    [
+        ("gpu_share", (None, (1, 0.5, 0.0)), "gpushare"),
+        ("subgroup", ("a", "b"), "network-topology-aware"),
+        ("claims", (None, ("c",)), "dra"),
+        ("node_selector", ((), (("zone", "a"),)), "predicates"),
+    ],
+)
+def test_a_class_field_splits_the_signature_only_when_a_plugin_reads_it(
+    field: str, values: tuple[Any, Any], signer: str
+) -> None:
+    others = [p for p in ("predicates", "gpushare", "dra") if p != signer]
+    one, two = _signature_of_two_pods(others, field, values)
+    assert one is not None and one == two  # nobody reads it: one cached answer serves both pods
+    one, two = _signature_of_two_pods([*others, signer], field, values)
+    assert one is not None and two is not None and one != two

@@ -2,11 +2,13 @@
 them (kube-scheduler's ``SignPlugin``: a plugin signs the fragment of the pod its Filter and Score
 depend on, and a pod is batched only when every enabled plugin signs it).
 
-A pod's **signature** is its base signature — :attr:`corral.model.Task.klass`, built with the pod: its
-request, node selector, affinity, tolerations, its namespace when it has inter-pod terms, its Volcano
-sub-group and its KAI GPU share — followed by the fragment each plugin signs (:meth:`CacheHints.sign_pod`;
-``()`` adds nothing). Two pods with one signature get the same answer from every signing plugin on the
-same node state.
+A pod's **signature** is its request (``Task.klass.request``: :class:`corral.model.PodClass`, built
+with the pod) followed by the fragment each plugin signs (:meth:`CacheHints.sign_pod`): the fields of the
+pod's class its answers read — the ``predicates`` plugin its node selector, affinity, tolerations and
+namespace, ``nodeorder`` its affinity, tolerations and namespace, ``gpushare`` its GPU share,
+``network-topology-aware`` its sub-group, ``dra`` its claims (``()`` adds nothing). Two pods with one
+signature get the same answer from every signing plugin on the same node state, and a field no enabled
+plugin reads does not split the cache.
 
 - **Predicate answers** are reused (a job skipped as known to fail, a no-fit reason shared by the gangs
   that fail in a row: :mod:`corral.actions.common.skipping`) only for a pod every enabled Predicate
@@ -37,7 +39,7 @@ ALL: ScoreScope = "all"
 class CacheHints(Protocol):
     def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
         """The fragment of ``task`` this plugin's Predicate and NodeOrder answers depend on beyond its
-        base signature (``Task.klass``) and the nodes' state: ``()`` when the base is all; None when
+        request and the nodes' state: ``()`` when the request is all; None when
         they depend on more (the job's expected run time, its other pods' places) — then no answer of
         this plugin for the pod is reused."""
 
@@ -49,12 +51,18 @@ class CacheHints(Protocol):
 
 
 class BaseSigned(CacheHints):
-    """The hints of a plugin whose answers depend on the pod's base signature alone (with its labels,
-    which the predicate key always holds) and that scores a node from its own row: ``predicates``,
-    ``gpushare``, ``binpack``."""
+    """The hints of a plugin whose answers depend on the pod's request, the fields of its
+    :class:`~corral.model.PodClass` named in ``signs`` (and its labels, which the predicate key always
+    holds), and that scores a node from its own row: ``predicates``, ``gpushare``, ``dra``, ``binpack``."""
+
+    #: the :class:`~corral.model.PodClass` fields this plugin's answers read beyond the request
+    signs: tuple[str, ...] = ()
 
     def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
-        return ()
+        klass = task.klass
+        if klass is None:
+            return None
+        return tuple([getattr(klass, f) for f in self.signs])
 
     def score_scope(self, task: Task) -> ScoreScope:
         return ROW

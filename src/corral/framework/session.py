@@ -164,13 +164,14 @@ class Session(Dispatch, Ordering, Queries):
 
     # -- cache hints (framework/hints.py) ------------------------------------------------------------
     def signature(self, task: Task, point: str = "Predicate") -> tuple[Any, ...] | None:
-        """``task``'s signature for reusing the answers of ``point`` (Predicate or NodeOrder): its base
-        signature (``Task.klass``) and every plugin's fragment; None when it has no base or some plugin
-        of the point does not sign it (a plugin without CacheHints signs nothing)."""
+        """``task``'s signature for reusing the answers of ``point`` (Predicate or NodeOrder): its request
+        (``Task.klass.request``) and every plugin's fragment, in the plugins' order; None when the pod
+        has no class or some plugin of the point does not sign it (a plugin without CacheHints signs
+        nothing)."""
         key = (id(task), point)
         if key in self._signatures:
             return self._signatures[key]
-        sig: tuple[Any, ...] | None = task.klass or None
+        sig: tuple[Any, ...] | None = (task.klass.request,) if task.klass is not None else None
         for p in self.implementers(point):
             frag = p.sign_pod(task) if sig is not None and declares(p, CacheHints) else None
             if frag is None:

@@ -7,8 +7,6 @@ again on a cluster holding only the job a change touched, so that both build the
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from corral.errors import InputError
@@ -19,7 +17,7 @@ from corral.manifests.native_assembly import composite_redirect
 from corral.manifests.queue_assembly import resource_vector
 from corral.manifests.records import PodGroupRec, PodRec
 from corral.model.cluster import Cluster
-from corral.model.objects import OCCUPYING_STATES, Job, PodGroupPhase, Task, TaskStatus
+from corral.model.objects import OCCUPYING_STATES, Job, PodClass, PodGroupPhase, Task, TaskStatus
 from corral.model.resources import PODS, ResourceIndex
 from corral.model.subjobs import resolve_subgroups
 
@@ -103,18 +101,18 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         status = TaskStatus.PENDING
     role = rec.annotations.get(TASK_SPEC_KEY, rec.labels.get(TASK_SPEC_KEY, ""))
     affinity = rec.affinity
-    klass: tuple[Any, ...] = (
-        req_bytes,
-        tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
-        affinity,
-        rec.tolerations,
-        rec.namespace if affinity is not None and affinity.has_pod_terms else "",
-    )
     sub = rec.labels.get(SUBGROUP_LABEL)
-    if sub is not None or rec.gpu_share is not None:  # both change what the plugins allow
-        klass = (*klass, sub or "", rec.gpu_share)
-    if dra_key is not None:  # so do its resource claims (plugins/dra.py)
-        klass = (*klass, dra_key)
+    klass = PodClass(
+        request=req_bytes,
+        node_selector=tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
+        affinity=affinity,
+        tolerations=rec.tolerations,
+        namespace=rec.namespace if affinity is not None and affinity.has_pod_terms else "",
+        # "" (not None) for a GPU-sharing pod without a sub-group: the classes of old snapshots' keys
+        subgroup=(sub or "") if sub is not None or rec.gpu_share is not None else None,
+        gpu_share=rec.gpu_share,
+        claims=dra_key,
+    )
     return Task(
         uid=rec.uid,
         name=rec.name,

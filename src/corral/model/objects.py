@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -15,6 +15,7 @@ __all__ = [
     "ALLOCATED_STATES",
     "OCCUPYING_STATES",
     "Job",
+    "PodClass",
     "PodGroupPhase",
     "Queue",
     "Taint",
@@ -22,6 +23,36 @@ __all__ = [
     "TaskStatus",
     "Toleration",
 ]
+
+
+class PodClass(NamedTuple):
+    """A pod's scheduling spec, built with the pod: two pods of one class are interchangeable for every
+    rule corral has, so actions try them as one (a gang's identical pods, a failed preemptor's class).
+
+    It is **not** a cache key by itself. The framework's pod signature
+    (:meth:`corral.framework.session.Session.signature`, kube-scheduler's ``SignPlugin``) starts from
+    ``request`` alone; each plugin signs the fields it reads (:mod:`corral.framework.hints`): the
+    ``predicates`` plugin the selector, affinity, tolerations and namespace, ``gpushare`` the GPU share,
+    ``network-topology-aware`` the sub-group, ``dra`` the claims. A field no enabled plugin signs does not
+    split the cache.
+    """
+
+    #: the request vector's bytes (milli-units, one ``pods`` unit included)
+    request: bytes
+    #: ``spec.nodeSelector`` as sorted pairs
+    node_selector: tuple[tuple[str, str], ...] = ()
+    #: ``spec.affinity`` (:class:`corral.manifests.affinity.Affinity`) or None
+    affinity: Any = None
+    #: ``spec.tolerations``
+    tolerations: tuple[Any, ...] = ()
+    #: the pod's namespace when it has inter-pod terms (they select pods in it), else ""
+    namespace: str = ""
+    #: the KAI ``kai.scheduler/subgroup-name`` label, or None
+    subgroup: str | None = None
+    #: the KAI GPU share (:attr:`Task.gpu_share`), or None
+    gpu_share: tuple[int, float, float] | None = None
+    #: the shape of its resource claims (:mod:`corral.dra`), or None
+    claims: Any = None
 
 
 class TaskStatus(enum.Enum):
@@ -87,8 +118,8 @@ class Task:
     """One pod. ``node`` is a node row (or -1); ``nominated`` likewise for nominatedNodeName.
 
     ``request`` is the resource vector (milli-units, including one ``pods`` unit). ``managed`` is False for
-    pods of other schedulers: fixed load, never moved, never victims. ``klass`` is the equivalence class
-    key: tasks with the same request and constraints share cached predicate masks.
+    pods of other schedulers: fixed load, never moved, never victims. ``klass`` is the pod's
+    :class:`PodClass` (None: a pod built without one is never grouped with another nor cached).
     """
 
     uid: str
@@ -114,7 +145,7 @@ class Task:
     managed: bool = True
     priority_class: str = ""
     best_effort: bool = False
-    klass: tuple[Any, ...] = ()
+    klass: PodClass | None = None
     subjob: Any = None  # model.subjobs.SubJob: its Volcano sub-group, if any
     #: KAI GPU sharing (pod annotations ``gpu-fraction`` / ``gpu-memory`` / ``gpu-fraction-num-devices``):
     #: ``(devices, portion of each device, GPU memory per device in milli-bytes)``, one of the last two 0

@@ -80,10 +80,11 @@ class DraPlugin(
     BaseSigned,
 ):
     """Device allocation for pods with ResourceClaims (kube-scheduler's DynamicResources). Its answers
-    depend on the pod's base signature — which holds its claims (``Task.klass``) — and the device books
-    (the nodes' state), so it signs nothing more (:class:`~corral.framework.hints.BaseSigned`)."""
+    depend on the pod's claims (``Task.klass.claims``, which it signs) and the device books (the nodes'
+    state) (:class:`~corral.framework.hints.BaseSigned`)."""
 
     name = "dra"
+    signs = ("claims",)
 
     def on_session_open(self) -> None:
         cluster = self.session.cluster

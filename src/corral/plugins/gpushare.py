@@ -93,6 +93,7 @@ class GpuSharePlugin(
     """GPU sharing by device memory, with topology-preserving simulation (seed 003)."""
 
     name = "gpushare"
+    signs = ("gpu_share",)
     Args = GpuShareArgs
 
     # -- open ----------------------------------------------------------------------------------

@@ -152,9 +152,10 @@ class NetworkTopologyPlugin(
     # -- KAI sub-groups' constraints (plugins/subgroup_topology.py) -------------------------------
     # -- cache hints (framework/hints.py) ---------------------------------------------------------
     def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
-        """The mask is a function of the pod's signature (its sub-group is part of the base) unless a
-        job of the session has KAI sub-group constraints: then it depends on the job's placed pods."""
-        return None if self.subgroups.active else ()
+        """The mask is a function of the pod's request and KAI sub-group (which it signs) unless a job
+        of the session has KAI sub-group constraints: then it depends on the job's placed pods."""
+        k = task.klass
+        return None if k is None or self.subgroups.active else (k.subgroup,)
 
     def score_scope(self, task: Task) -> ScoreScope:
         """The normal-pod score of a node moves with what its HyperNodes hold, not only the node: never

@@ -80,8 +80,9 @@ class NodeOrderPlugin(Plugin, NodeOrder, CacheHints):
         self._soft_taints = any(self._soft_groups)
 
     def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
-        """Scores depend on the pod's request, affinity and tolerations (all in its base signature)."""
-        return ()
+        """Scores depend on the pod's request, affinity, tolerations and (with inter-pod terms) namespace."""
+        k = task.klass
+        return None if k is None else (k.affinity, k.tolerations, k.namespace)
 
     def score_scope(self, task: Task) -> ScoreScope:
         """A node's score is a function of its own row, except the preferred inter-pod (anti-)affinity

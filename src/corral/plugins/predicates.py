@@ -110,13 +110,15 @@ class PredicatesPlugin(
     BaseSigned,
 ):
     name = "predicates"
+    signs = ("node_selector", "affinity", "tolerations", "namespace")
     Args = PredicatesArgs
 
     def on_session_open(self) -> None:
         self.nodes = self.session.cluster.nodes
         self._devices = self._proportional_devices()
-        self._static: dict[tuple[Any, ...], np.ndarray] = {}
-        self._explain: dict[tuple[Any, ...], list[tuple[np.ndarray, str]]] = {}
+        # keyed by the pod's class (its uid when it has none)
+        self._static: dict[Any, np.ndarray] = {}
+        self._explain: dict[Any, list[tuple[np.ndarray, str]]] = {}
         # placed pods by row, only those that matter for inter-pod terms, then kept by the events; when
         # the session says no pod in the cluster has required anti-affinity, built only if a
         # pod with inter-pod terms of its own asks (its hits are a set: the walk's order does not matter)
@@ -223,14 +225,15 @@ class PredicatesPlugin(
             parts.append((mask, "node(s) didn't match the pod's required node affinity"))
 
     def _static_mask(self, task: Task) -> np.ndarray:
-        mask = self._static.get(task.klass)
+        key = task.uid if task.klass is None else task.klass
+        mask = self._static.get(key)
         if mask is None:
             parts = self._static_parts(task)
             mask = np.ones(len(self.nodes), dtype=bool)
             for m, _ in parts:
                 mask = mask & m
-            self._static[task.klass] = mask
-            self._explain[task.klass] = [(~m, why) for m, why in parts]
+            self._static[key] = mask
+            self._explain[key] = [(~m, why) for m, why in parts]
         return mask
 
     # -- inter-pod terms -------------------------------------------------------------------------
@@ -350,7 +353,9 @@ class PredicatesPlugin(
         merged: dict[str, np.ndarray] = {}
         for m, why in self._pod_parts(task):
             merged[why] = merged[why] | ~m if why in merged else ~m
-        out = list(self._explain[task.klass]) + [(m, why) for why, m in merged.items()]
+        out = list(self._explain[task.uid if task.klass is None else task.klass]) + [
+            (m, why) for why, m in merged.items()
+        ]
         prop = self._proportional(task) if self._devices else None
         if prop is not None:
             out.append((~prop, "node(s) must keep CPU and memory for their idle devices (proportional)"))

@@ -53,7 +53,7 @@ from corral.framework.decisions import Decisions
 from corral.framework.memo import ClusterHistory
 from corral.framework.notices import job_notices, topology_provider
 from corral.framework.session import PENDING_LIKE
-from corral.model import OCCUPYING_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
+from corral.model import OCCUPYING_STATES, Cluster, Job, PodClass, PodGroupPhase, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.clock import parse_duration
 from corral.model.quantity import MILLI
@@ -294,7 +294,7 @@ class Engine(EngineMetrics):
             for role in spec.roles:
                 req = pod_vector(res, role.requests, spec.source or spec.name)
                 gpus = float(req[self._gpu]) / MILLI if self._gpu is not None else 0.0
-                rows.append((role, req, (req.tobytes(), (), None, (), ""), gpus))
+                rows.append((role, req, PodClass(req.tobytes()), gpus))
             got = self._role_cache[id(spec.roles)] = [spec.roles, rows]
         return got[1]
 
