@@ -23,6 +23,8 @@ with it caches none of the answers of the point it extends.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -57,12 +59,20 @@ class BaseSigned(CacheHints):
 
     #: the :class:`~corral.model.PodClass` fields this plugin's answers read beyond the request
     signs: tuple[str, ...] = ()
+    _signed_fields: Callable[[Any], tuple[Any, ...]] = staticmethod(lambda klass: ())
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = cls.signs
+        if len(names) == 1:
+            one = attrgetter(names[0])
+            cls._signed_fields = staticmethod(lambda klass: (one(klass),))
+        elif names:
+            cls._signed_fields = staticmethod(attrgetter(*names))
 
     def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
         klass = task.klass
-        if klass is None:
-            return None
-        return tuple([getattr(klass, f) for f in self.signs])
+        return None if klass is None else self._signed_fields(klass)
 
     def score_scope(self, task: Task) -> ScoreScope:
         return ROW

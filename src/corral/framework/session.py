@@ -13,7 +13,7 @@ why the jobs that did not start could not.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.errors import PluginError
 from corral.framework import closing
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from corral.framework.config import Config, Registry
 
 __all__ = ["PENDING_LIKE", "Session"]
+
+_UNSIGNED: Any = object()  # no signature computed yet (None is an answer)
 
 
 class Session(Dispatch, Ordering, Queries):
@@ -109,6 +111,7 @@ class Session(Dispatch, Ordering, Queries):
             self.points[point.name] = [[getattr(p, point.methods[0]) for p in tier] for tier in tiers]
         self._flat: dict[str, tuple[list[Any], list[Callable[..., Any]]]] = {}  # point -> (tiers, flat)
         self._signatures: dict[tuple[int, str], tuple[Any, ...] | None] = {}
+        self._signers: dict[str, tuple[Callable[..., Any], ...] | Literal[False]] = {}
         self.capacity.scorers = self.fns("NodeOrder")
         self._handlers = self.implementers("EventHandler")
         for row in self.tiers:
@@ -169,16 +172,27 @@ class Session(Dispatch, Ordering, Queries):
         has no class or some plugin of the point does not sign it (a plugin without CacheHints signs
         nothing)."""
         key = (id(task), point)
-        if key in self._signatures:
-            return self._signatures[key]
-        sig: tuple[Any, ...] | None = (task.klass.request,) if task.klass is not None else None
-        for p in self.implementers(point):
-            frag = p.sign_pod(task) if sig is not None and declares(p, CacheHints) else None
-            if frag is None:
-                sig = None
-                break
-            if frag and sig is not None:
-                sig = (*sig, frag)
+        sig = self._signatures.get(key, _UNSIGNED)
+        if sig is not _UNSIGNED:
+            return sig
+        signers = self._signers.get(point)
+        if signers is None:  # every implementer's sign_pod, or () when one of them gives no hints
+            ps = self.implementers(point)
+            signers = self._signers[point] = (
+                tuple([p.sign_pod for p in ps]) if all(declares(p, CacheHints) for p in ps) else False
+            )
+        klass = task.klass
+        if klass is None or signers is False:
+            sig = None
+        else:
+            sig = (klass.request,)
+            for sign in signers:
+                frag = sign(task)
+                if frag is None:
+                    sig = None
+                    break
+                if frag:
+                    sig = (*sig, frag)
         self._signatures[key] = sig
         return sig
 
