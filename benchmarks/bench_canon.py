@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from corral.framework.config import load_config_file  # noqa: E402
 from corral.registry import REGISTRY  # noqa: E402
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec  # noqa: E402
-from corral.sim.commands import RunInputs, run_config  # noqa: E402
 from corral.sim.engine import SimOptions  # noqa: E402
+from corral.sim.runs import RunInputs, run_config  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_backlog import TRACE, week  # noqa: E402

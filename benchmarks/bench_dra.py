@@ -10,13 +10,21 @@ cycle (enqueue, allocate, backfill with the default configuration, which has the
 and CPU (user + sys of this process: on a shared machine wall time includes waiting for a core), the
 pods bound, and the ratio DRA / extended resource of the cycle against the target (<= 2x).
 
-    .venv/bin/python benchmarks/bench_dra.py [--nodes N] [--pods P] [--seed S] [--profile]
+With ``--live``, also what ``corral run`` pays to bring its model up to date between cycles
+(:mod:`corral.kube.model`): the objects go into a watch cache, a first cycle runs and its binds are
+assumed as a dry run assumes them, then one pending pod changes; each form prints the kind of model
+update (``incremental``: the changed pods' jobs rebuilt; ``full``: everything assembled again, which
+is what a cluster with resource claims gets) and its time, wall and CPU.
+
+    .venv/bin/python benchmarks/bench_dra.py [--nodes N] [--pods P] [--seed S] [--profile] [--live]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import cProfile
+import io
 import pstats
 import time
 
@@ -190,12 +198,56 @@ def measure(docs: list[dict], profile: bool) -> dict:
     }
 
 
+def _timed(fn):  # type: ignore[no-untyped-def]
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, (time.perf_counter() - w0, time.process_time() - c0)
+
+
+def measure_live(docs: list[dict]) -> dict:
+    """``corral run``'s model updates: after the first cycle's binds (a dry run's), then after one pending
+    pod changes."""
+    from corral.kube.api import RESOURCES
+    from corral.kube.cache import WatchCache
+    from corral.kube.logs import Log
+    from corral.kube.runner import dry_run_assume
+
+    types = {(r.kind, r.api_version): r for r in RESOURCES}
+    cache = WatchCache(None, Log(stream=io.StringIO()))
+    by_type: dict = {r: [] for r in RESOURCES}
+    for d in docs:
+        r = types.get((d.get("kind"), d.get("apiVersion")))
+        if r is not None:
+            by_type[r].append(d)
+    for r, items in by_type.items():
+        cache.replace(r, items)
+    now = parse_time(T0)
+    (cluster, _), first = _timed(cache.build)
+    decisions = run_cycle(cluster, default_config(), REGISTRY, now, 1)
+    dry_run_assume(cache, decisions, now)
+    _, after_binds = _timed(cache.build)
+    binds_kind = cache.model.last
+    bound = {b.pod for b in decisions.binds}
+    pod_type = types[("Pod", "v1")]
+    pending = next(e.raw for k, e in sorted(cache.stores[pod_type].items()) if k not in bound)
+    changed = copy.deepcopy(pending)
+    changed["metadata"].setdefault("labels", {})["bench"] = "changed"
+    cache.event(pod_type, "MODIFIED", changed)
+    _, one_pod = _timed(cache.build)
+    return {
+        "first": first,
+        "binds": (binds_kind, after_binds),
+        "one_pod": (cache.model.last, one_pod),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pods", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--live", action="store_true", help="also measure corral run's model updates")
     args = ap.parse_args()
     got = {}
     for form, extended in (("nvidia.com/gpu", True), ("DRA", False)):
@@ -215,6 +267,16 @@ def main() -> None:
     )
     both = (dra["build"][1] + dra["cycle"][1]) / (ext["build"][1] + ext["cycle"][1])
     print(f"build + cycle DRA / nvidia.com/gpu: {both:.2f}x CPU")
+    if not args.live:
+        return
+    for form, extended in (("nvidia.com/gpu", True), ("DRA", False)):
+        m = measure_live(generate(args.nodes, args.pods, args.seed, extended))
+        print(
+            f"{form:>15} corral run model: first build {m['first'][0]:.2f} s wall ({m['first'][1]:.2f} s CPU); "
+            f"after the binds {m['binds'][0]} {m['binds'][1][0]:.2f} s wall ({m['binds'][1][1]:.2f} s CPU); "
+            f"after one pod changed {m['one_pod'][0]} {m['one_pod'][1][0]:.2f} s wall "
+            f"({m['one_pod'][1][1]:.2f} s CPU)"
+        )
 
 
 if __name__ == "__main__":

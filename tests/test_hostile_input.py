@@ -257,7 +257,7 @@ def test_decode_drops_the_bom() -> None:
 def test_simulator_cluster_and_workload_specs(tmp_path: Path) -> None:
     import typer
 
-    from corral.sim.commands import register
+    from corral.commands.simulate import register
 
     sim = typer.Typer()
     register(sim)
@@ -314,8 +314,8 @@ def test_tables_fit_the_terminal() -> None:
 
     from rich.console import Console
 
+    from corral.commands.tables import print_decisions
     from corral.framework.decisions import Decisions
-    from corral.tables import print_decisions
 
     d = Decisions()
     schedule_text = "x" * 300
@@ -357,7 +357,7 @@ def test_a_pattern_that_is_not_a_string(tmp_path: Path) -> None:
 def test_trace_size_limit_and_huge_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import typer
 
-    from corral.sim.commands import register
+    from corral.commands.simulate import register
 
     sim = typer.Typer()
     register(sim)

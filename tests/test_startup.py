@@ -31,7 +31,9 @@ def test_import_cli_loads_no_simulator_nor_core() -> None:
     loaded = _loaded("import corral.cli")
     assert not loaded & set(SIMULATOR_ONLY), sorted(loaded & set(SIMULATOR_ONLY))
     assert "numpy" not in loaded and "corral.registry" not in loaded
-    assert "corral.sim.commands" in loaded and "corral.kube.command" in loaded  # the commands are registered
+    assert (
+        "corral.commands.simulate" in loaded and "corral.commands.run" in loaded
+    )  # the commands are registered
 
 
 def test_schedule_loads_no_simulator_library() -> None:

@@ -12,12 +12,12 @@ import yaml
 from typer.testing import CliRunner
 
 from corral.cli import app, schedule_snapshot
+from corral.commands.whatif import what_if
 from corral.errors import CorralError
 from corral.framework.config import parse_config
 from corral.manifests.build import DEFAULT_SCHEDULERS
 from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
-from corral.whatif import what_if
 from tests.scenarios.expand import T0, expand
 from tests.scenarios.test_scenarios import CASES
 

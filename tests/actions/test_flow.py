@@ -11,12 +11,12 @@ import typer
 from typer.testing import CliRunner
 
 from corral.actions.flow import FlowAction, FlowArgs
+from corral.commands.simulate import register
 from corral.errors import ConfigError
 from corral.framework.config import parse_config
 from corral.framework.session import Session
 from corral.manifests.build import build_cluster
 from corral.registry import DEFAULT_CONFIG, REGISTRY
-from corral.sim.commands import register
 from tests.sim.test_commands import CLUSTER, WORKLOAD
 
 T0 = 1767225600.0

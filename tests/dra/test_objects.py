@@ -13,10 +13,14 @@ from tests.dra.helpers import API, claim, device, obj, slice_
     ("spec", "field"),
     [
         ({"allNodes": True}, "spec.allNodes"),
-        ({"sharedCounters": [{"name": "c"}]}, "spec.sharedCounters"),
+        ({"partitionTypeAttribute": "d.example.com/profile"}, "spec.partitionTypeAttribute"),
         (
-            {"devices": [{"name": "mig", "consumesCounters": [{"counterSet": "c"}]}]},
-            "spec.devices[0].consumesCounters",
+            {
+                "devices": [
+                    {"name": "mig", "consumesCounters": [{"counterSet": "c", "compatibilityGroups": ["a"]}]}
+                ]
+            },
+            "spec.devices[0].consumesCounters[0].compatibilityGroups",
         ),
         (
             {"devices": [{"name": "d", "taints": [{"key": "k", "effect": "NoSchedule"}]}]},

@@ -238,3 +238,63 @@ def test_soft_tier_name_naming_no_hypernode_is_named(tmp_path: Path) -> None:
         "warning: PodGroup default/s: spec.networkTopology.highestTierName: 'rack' names no HyperNode's "
         "tierName: in soft mode no tier is preferred by it; fix the name"
     ]
+
+
+# -- one channel (model/notes.py) ----------------------------------------------------------------------
+
+
+def test_validate_prints_every_configuration_warning_on_stderr_and_counts_it(tmp_path: Path) -> None:
+    """KAI's configuration warnings (GPU sharing without gpushare) go the way of every configuration
+    warning: one line each on stderr, counted in the ``ok:`` line; the loader's KAI warnings go with the
+    reader's, one line per object on stdout."""
+    from tests.manifests.test_build import node, podgroup
+    from tests.manifests.test_kai import KAI, kai_pod
+
+    objs = [
+        node(),
+        podgroup("g", api=KAI, phase=None, subGroups=[{"name": "a", "minMember": 1, "minSubGroup": 2}]),
+        kai_pod("p", "g", "a", **{"gpu-fraction": "0.5"}),
+    ]
+    snap = tmp_path / "s.yaml"
+    snap.write_text(yaml.safe_dump_all(objs))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(_conf({"name": "predicates"})))
+    result = CliRunner().invoke(app, ["validate", str(snap), "-c", str(cfg)])
+    assert result.exit_code == 0, result.output
+    assert _warnings(result.stderr) == [
+        "warning: Pod default/p: its GPU-sharing annotations are held only to the node's GPU total: add the "
+        "gpushare plugin to the configuration to hold them to each device"
+    ]
+    assert _warnings(result.stdout) == [
+        "warning: PodGroup default/g: spec.subGroups[0].minSubGroup is not used: 'a' has no sub-groups"
+    ]
+    assert "; 1 objects with warnings; 1 warnings" in result.stdout
+    # corral schedule prints the objects' warnings, the loader's KAI ones among them, before its cycles
+    result = CliRunner().invoke(app, ["schedule", str(snap), "-c", str(cfg), "--now", NOW, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert _warnings(result.stderr) == [
+        "warning: PodGroup default/g: spec.subGroups[0].minSubGroup is not used: 'a' has no sub-groups"
+    ]
+
+
+def test_warned_tells_each_object_once_and_again_when_its_text_changes() -> None:
+    from corral.framework.notices import Warned
+    from corral.model.notes import Note
+
+    w = Warned()
+    a, b = Note("PodGroup ns/a", "spec.x", "one"), Note("PodGroup ns/b", "", "two")
+    assert [obj for obj, _ in w.fresh([a, b])] == ["PodGroup ns/a", "PodGroup ns/b"]
+    assert w.fresh([a, b]) == []
+    a2 = Note("PodGroup ns/a", "spec.x", "changed")
+    assert w.fresh([a2, b]) == [("PodGroup ns/a", [a2])]
+    assert w.fresh([b]) == []  # a has no warning now: forgotten
+    assert w.fresh([a2, b]) == [("PodGroup ns/a", [a2])]  # so its next warning is told
+
+
+def test_a_warning_line_escapes_control_characters() -> None:
+    from corral.model.notes import Note, Notes
+
+    notes = Notes()
+    notes.warn("Queue q", "spec.a", "bad\x1b[31m value")
+    assert notes.warning_lines() == ["warning: Queue q: spec.a: bad\\x1b[31m value"]
+    assert Note("config", "x", "y\n").line() == "warning: config: x: y\\n"

@@ -216,7 +216,7 @@ def test_the_interval_option(server) -> None:
     from typer.testing import CliRunner
 
     from corral.cli import app
-    from corral.kube.command import _make_runner
+    from corral.commands.run import _make_runner
 
     args = (None, [], 1.0, True, 1, None, None, False, None, "corral", None, None, server.url, "json", "info")
     assert _make_runner(*args).opts.queue_metrics_interval == 10.0

@@ -393,7 +393,9 @@ def test_podgroup_fields() -> None:
     k = c.jobs["default/k"]
     # KAI applies a topology constraint only with its topology named: without one it is noted, not acted on
     assert k.topology_mode == "" and k.min_member == 1 and k.queue == "default"
-    assert any("PodGroup default/k: spec.topologyConstraint names no topology" in n for n in c.notes)
+    assert any(
+        "PodGroup default/k: spec.topologyConstraint names no topology" in n for n in c.notes.warning_lines()
+    )
     assert np.all(k.min_resources == 0)
 
 

@@ -120,15 +120,22 @@ def test_a_tree_s_podgroups_keep_their_own_refusals_and_claims() -> None:
         "parentCompositePodGroupName": "root",
         "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
     }
-    cluster = build_cluster([*_objects(podgroup_spec=claims), _composite("root")])
-    assert (
-        "shares dynamic resource claims (spec.resourceClaims: gpu)"
-        in cluster.jobs["default/root"].invalid_reason
-    )
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+    }
+    pods = [{"count": 2, "cpu": 1, "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}]
+    objects = [*_objects(podgroup_spec=claims, pods=pods), _composite("root"), ("s.yaml", claim)]
+    cluster = build_cluster(objects)
+    # the leaf PodGroup's claim is its pods' shared claim (KEP-5729), under a composite too
+    assert not cluster.jobs["default/root"].invalid_reason
+    assert cluster.dra is not None and cluster.dra.groups["default/c"][0] == "train"
     own = {"parentCompositePodGroupName": "root", "priority": 7, "preemptionPolicy": "Never"}
     cluster = build_cluster([*_objects(podgroup_spec=own), _composite("root")])
-    assert cluster.notes == [
-        "PodGroup default/train: spec.priority, spec.preemptionPolicy not used: the tree of composite "
+    assert cluster.notes.warning_lines() == [
+        "warning: PodGroup default/train: spec.priority, spec.preemptionPolicy not used: the tree of composite "
         "default/root takes its root's priority and preemption policy"
     ]
     assert not any(t.preempt_never for t in cluster.jobs["default/root"].tasks)

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from corral.cli import app
 from corral.errors import InputError
 from corral.manifests.build import build_cluster
-from corral.manifests.notes import Notes
+from corral.manifests.workloads import expand_workloads
+from corral.model.notes import Notes
 from corral.model.quantity import MILLI
 from tests.manifests.test_compatibility import DOC, tables
 
@@ -72,7 +73,7 @@ def test_volcano_job_expands_as_its_controller() -> None:
     assert all(c.tasks[t.uid].labels["volcano.sh/job-name"] == "tf" for t in job.tasks)
     assert res(c, "ml/tf-u1", "cpu") == 10 * MILLI and res(c, "ml/tf-u1", "nvidia.com/gpu") == 2 * MILLI
     assert job.annotations["corral.io/expected-runtime"] == "2h"
-    notes = c.input_notes
+    notes = c.notes
     assert [n.obj for n in notes.expansions] == ["Job ml/tf (batch.volcano.sh/v1alpha1)"]
     assert "PodGroup ml/tf-u1 (minMember 3, queue default), 3 pods" in notes.expansion_lines()[0]
 
@@ -119,7 +120,7 @@ def test_volcano_job_finished_or_expanded_is_not_expanded_again() -> None:
     done = vjob()
     done["status"] = {"state": {"phase": "Completed"}}
     c = build(done)
-    assert not c.jobs and "not expanded: the job is Completed" in c.input_notes.expansion_lines()[0]
+    assert not c.jobs and "not expanded: the job is Completed" in c.notes.expansion_lines()[0]
     pg = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -164,7 +165,7 @@ def test_volcano_job_warnings_are_the_documented_ones() -> None:
     job = vjob(policies=[{"event": "PodEvicted", "action": "RestartJob"}])
     job["spec"]["tasks"][1]["topologyPolicy"] = "single-numa-node"
     job["spec"]["tasks"][1]["policies"] = [{"exitCode": 3, "action": "RestartTask"}]
-    notes = build(job).input_notes
+    notes = build(job).notes
     got = {n.field: n.message for n in notes.warnings}
     assert set(got) == {"spec.policies", "spec.tasks[1].policies", "spec.tasks[1].topologyPolicy"}
     api = "batch.volcano.sh/v1alpha1"
@@ -212,7 +213,7 @@ def test_batch_job_defaults_and_other_schedulers() -> None:
     job = c.jobs["default/pg-train-b1"]
     assert job.queue == "default-queue" and job.priority_class == "train"
     c = build(bjob(scheduler="default-scheduler"))
-    assert not c.jobs and not c.input_notes.expansions  # not KAI's: left alone
+    assert not c.jobs and not c.notes.expansions  # not KAI's: left alone
     suspended = bjob()
     suspended["spec"]["suspend"] = True
     assert not build(suspended).jobs
@@ -231,7 +232,7 @@ def test_batch_job_pods_in_snapshot_are_not_made_again() -> None:
     }
     c = build(bjob(), pod)
     assert list(c.tasks) == ["default/train-x"]
-    assert "its pods are in the snapshot" in c.input_notes.warning_lines()[0]
+    assert "its pods are in the snapshot" in c.notes.warning_lines()[0]
 
 
 def jobset(**meta) -> dict:
@@ -265,17 +266,85 @@ def test_jobset_one_role_per_replica() -> None:
     assert build(js).jobs["default/pg-js-j1"].min_member == 1
 
 
-def test_jobset_refusals() -> None:
-    with pytest.raises(InputError) as err:
-        build(jobset(annotations={"kai.scheduler/batch-min-member": "1"}))
-    assert err.value.field == "metadata.annotations.kai.scheduler/batch-min-member"
+def test_jobset_sub_groups_as_kais_grouper() -> None:
+    """KAI's JobSet grouper: a parent sub-group per replicated job needing every replica, a leaf per
+    replica needing its parallelism; the podgroup needs every replicated job, min(override, n) of them
+    with the JobSet's batch-min-member annotation."""
+    c = build(jobset())
+    pg = next(o for o in _expanded(jobset()) if o["kind"] == "PodGroup")
+    assert pg["spec"]["minSubGroup"] == 2 and "minMember" not in pg["spec"]
+    assert [
+        (g["name"], g.get("parent"), g.get("minMember"), g.get("minSubGroup"))
+        for g in pg["spec"]["subGroups"]
+    ] == [
+        ("driver", None, None, 1),
+        ("driver-replica-0", "driver", 1, None),
+        ("workers", None, None, 2),
+        ("workers-replica-0", "workers", 3, None),
+        ("workers-replica-1", "workers", 3, None),
+    ]
+    assert c.jobs["default/pg-js-j1"].min_member == 7 and not c.notes.warnings
+    one = build(jobset(annotations={"kai.scheduler/batch-min-member": "1"})).jobs["default/pg-js-j1"]
+    assert one.subgroups is not None and one.min_member == 1  # the driver alone may start
+    assert not one.min_task_member
+
+
+def test_jobset_queue_from_the_first_pod_template() -> None:
+    js = jobset()
+    js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["metadata"] = {
+        "labels": {"kai.scheduler/queue": "other"}
+    }
+    pg = next(o for o in _expanded(js) if o["kind"] == "PodGroup")
+    assert pg["spec"]["queue"] == "default-queue"
+
+
+def test_jobset_replica_topology_is_each_leafs_constraint() -> None:
     js = jobset()
     js["spec"]["replicatedJobs"][1]["template"]["metadata"] = {
-        "annotations": {"kai.scheduler/topology-required-placement": "rack"}
+        "annotations": {"kai.scheduler/topology": "t", "kai.scheduler/topology-required-placement": "rack"}
+    }
+    pg = next(o for o in _expanded(js) if o["kind"] == "PodGroup")
+    leaves = {g["name"]: g.get("topologyConstraint") for g in pg["spec"]["subGroups"] if g.get("parent")}
+    assert leaves == {
+        "driver-replica-0": None,
+        "workers-replica-0": {"topology": "t", "requiredTopologyLevel": "rack"},
+        "workers-replica-1": {"topology": "t", "requiredTopologyLevel": "rack"},
+    }
+
+
+def test_jobset_exclusive_placement() -> None:
+    """The node-selector strategy is what the JobSet controller writes on the child Jobs' pods; the pod
+    webhook's strategy (the default) is refused by name."""
+    js = jobset(
+        annotations={
+            "alpha.jobset.sigs.k8s.io/exclusive-topology": "pool",
+            "alpha.jobset.sigs.k8s.io/node-selector": "true",
+        }
+    )
+    pods = {o["metadata"]["name"]: o["spec"] for o in _expanded(js) if o["kind"] == "Pod"}
+    assert pods["js-workers-1-2"]["nodeSelector"] == {
+        "alpha.jobset.sigs.k8s.io/namespaced-job": "default_js-workers-1"
+    }
+    assert pods["js-workers-1-2"]["tolerations"] == [
+        {"key": "alpha.jobset.sigs.k8s.io/no-schedule", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    with pytest.raises(InputError) as err:
+        build(jobset(annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "pool"}))
+    assert err.value.field == "metadata.annotations.alpha.jobset.sigs.k8s.io/exclusive-topology"
+    assert "follower pods only once its leader pod is bound" in str(err.value)
+    js = jobset()
+    js["spec"]["replicatedJobs"][1]["template"]["metadata"] = {
+        "annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "pool"}
     }
     with pytest.raises(InputError) as err:
         build(js)
-    assert err.value.field.startswith("spec.replicatedJobs[1].template.metadata.annotations")
+    assert err.value.field == (
+        "spec.replicatedJobs[1].template.metadata.annotations.alpha.jobset.sigs.k8s.io/exclusive-topology"
+    )
+
+
+def _expanded(obj: dict) -> list[dict]:
+    return [raw for _f, raw in expand_workloads([("f", obj)], Notes())]
 
 
 # -- fields of served kinds -------------------------------------------------------------------------
@@ -379,7 +448,7 @@ KQ = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name"
 def test_warned_fields_say_what_the_table_says(
     obj: dict, kind: str, api: str, field: str, doc_field: str
 ) -> None:
-    notes = build(obj).input_notes
+    notes = build(obj).notes
     assert [n.field for n in notes.warnings] == [field]
     status, text = row(kind, api, doc_field)
     assert status == "warned" and notes.warnings[0].message.split(" (")[0] in text
@@ -392,7 +461,7 @@ def test_unwarned_values() -> None:
         {**VQ, "spec": {"dequeueStrategy": "traverse", "affinity": {}}},
         {**KQ, "spec": {"resources": {"gpu": {"overQuotaWeight": 2}, "cpu": {"overQuotaWeight": 2}}}},
     ]
-    assert not build(*quiet).input_notes.warnings
+    assert not build(*quiet).notes.warnings
 
 
 def test_notes_one_line_per_object() -> None:
@@ -513,7 +582,7 @@ def test_pending_pods_of_corral_warn_about_constraints_it_does_not_evaluate() ->
             "spec": spec,
         }
 
-    notes = build(pod("p", "volcano"), pod("q", "default-scheduler"), pod("r", "corral", "n1")).input_notes
+    notes = build(pod("p", "volcano"), pod("q", "default-scheduler"), pod("r", "corral", "n1")).notes
     assert [(n.obj, n.field) for n in notes.warnings] == [
         ("Pod ns/p", "spec.topologySpreadConstraints"),
         ("Pod ns/p", "spec.schedulingGates"),
@@ -555,6 +624,6 @@ def test_bare_kai_pods_grouped_by_owner_or_alone() -> None:
     solo = c.jobs["ns/pg-solo-u-solo"]
     assert solo.min_member == 1 and solo.queue == "default-queue" and solo.creation > 0
     assert c.jobs["ns/mine"].invalid_reason  # a pod naming its podgroup keeps it (missing here)
-    assert c.input_notes.expansion_lines() == [
+    assert c.notes.expansion_lines() == [
         "made from 3 pods of kai-scheduler without a podgroup: 2 PodGroups as KAI's pod-grouper makes them (minMember 1)"
     ]

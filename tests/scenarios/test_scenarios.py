@@ -1,5 +1,7 @@
 """The scenario harness: every ``cases/*.yaml`` is a snapshot (shorthand or raw objects), a config and
-the expected decisions; it runs through the real loader and ``corral schedule``'s cycle loop.
+the expected decisions; it runs through the real loader and the cycle loop ``corral schedule`` runs
+(:func:`corral.framework.cycle.run_cycles`, with kube-scheduler's PodGroup conditions added per cycle as
+``corral schedule`` adds them); the harness does not import the command line.
 
 Expected lists are compared as sets of records (cycle ignored unless given). For ``unschedulable`` a
 ``reason`` is a substring the real reason must contain. ``absent`` lists pods that must not be bound,
@@ -14,9 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corral.cli import schedule_snapshot
 from corral.framework.config import parse_config
+from corral.framework.cycle import run_cycles
+from corral.framework.decisions import Decisions
 from corral.framework.memo import ClusterHistory
+from corral.kube.native_status import native_conditions
+from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
+from corral.model import Cluster
 from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand
@@ -31,15 +37,21 @@ def run_case(case: dict, tmp_path: Path, **history: bool) -> dict:
     snap = tmp_path / "snapshot.yaml"
     snap.write_text(yaml.safe_dump_all(expand(case)))
     config = parse_config(case["config"], REGISTRY, "scenario") if case.get("config") else default_config()
-    decisions = schedule_snapshot(
-        [snap],
+    decisions, _ = run_cycles(
+        load_snapshot([snap], DEFAULT_SCHEDULERS),
         config,
+        REGISTRY,
         parse_time(str(case.get("now", T0))),
         case.get("cycles", 1),
         float(case.get("period", 1.0)),
         history=ClusterHistory(tracked=case.get("cycles", 1) > 1, **history) if history else None,
+        derive=_conditions,
     )
     return decisions.to_json(case.get("cycles", 1))
+
+
+def _conditions(cluster: Cluster, decisions: Decisions, cycle: int) -> None:
+    decisions.conditions.extend(native_conditions(cluster, decisions, cycle))
 
 
 def _norm(record: dict, expected: dict) -> dict:

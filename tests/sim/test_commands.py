@@ -1,4 +1,4 @@
-"""Tests of corral.sim.commands: ``corral simulate`` and ``corral compare`` on tiny inputs, and one clear
+"""Tests of corral.commands.simulate: ``corral simulate`` and ``corral compare`` on tiny inputs, and one clear
 line with exit code 2 (never a traceback, never a half-written report) for each class of bad input."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
+from corral.commands.simulate import register
 from corral.errors import InputError
 from corral.registry import default_config
-from corral.sim.commands import parse_seconds, prepare, register, run_config
+from corral.sim.runs import parse_seconds, prepare, run_config
 
 CLUSTER = "nodes:\n- {name: n, count: 2, gpus: 8}\ntopology: {tiers: [2]}\n"
 WORKLOAD = "name,submit,duration,queue,pods,gpu\na,0,100,q1,1,8\nb,0,100,q2,2,8\nc,10,50,q1,1,4\n"

@@ -11,8 +11,8 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
+from corral.commands.simulate import register
 from corral.errors import InputError
-from corral.sim.commands import register
 from corral.sim.manifest_workload import load_manifest_workload, looks_like_manifests
 
 CLUSTER = "nodes:\n- {name: n, count: 2, gpus: 8}\ntopology: {tiers: [2]}\n"

@@ -12,9 +12,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from corral.commands.simulate import register
 from corral.errors import InputError
 from corral.files import MARKER, atomic_folder, atomic_write, is_report
-from corral.sim.commands import register
 
 CLUSTER = "nodes:\n- {name: n, count: 2, gpus: 8}\n"
 WORKLOAD = "name,submit,duration,queue,pods,gpu\na,0,100,q1,1,8\nb,0,100,q2,2,8\n"

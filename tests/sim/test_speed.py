@@ -15,10 +15,10 @@ from corral.framework.config import parse_config
 from corral.model.annotations import MODEL_CLASS
 from corral.registry import REGISTRY, default_config
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
-from corral.sim.commands import check_simulation_section
 from corral.sim.engine import Engine, SimOptions
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
 from corral.sim.report import summarize
+from corral.sim.runs import check_simulation_section
 from corral.sim.speed import SPREAD_DEFAULTS, SpeedModel
 from corral.sim.speed_config import speed_options
 

@@ -52,7 +52,7 @@ def files(tmp_path: Path) -> Path:
 
 
 def _app() -> typer.Typer:
-    from corral.sim.commands import register
+    from corral.commands.simulate import register
 
     app = typer.Typer()
     register(app)

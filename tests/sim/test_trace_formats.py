@@ -312,7 +312,7 @@ def test_format_option_syntax_and_detection(tmp_path):
         "tiresias",
         "helios",
     } < set(FORMATS)
-    from corral.sim.commands import FORMATS as CLI_FORMATS
+    from corral.commands.simulate import FORMATS as CLI_FORMATS
 
     assert tuple(FORMATS) == CLI_FORMATS  # the CLI's static list is the registry's
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from corral.actions.common.checks import check_order
+from corral.actions.common.subgroups import greedy_trial, has_subgroup_topology, place_held
 from corral.framework.plugin import Action
 from corral.framework.reservation import TARGET_SINCE, elected_at, waiting
 from corral.framework.session import Session
@@ -45,7 +46,22 @@ MAX_PICKS = 16
 def fits_now(session: Session, job: Job) -> bool:
     """Would the pods ``job`` needs to start fit in what is idle now (predicates included; pods of one
     class packed greedily node by node)? Such a job is not starving and is not elected: electing it
-    would lock nodes for one cycle for nothing."""
+    would lock nodes for one cycle for nothing. A job whose Volcano sub-groups carry their own topology
+    fits when a dry run places it as allocate would, each such sub-group inside one of its domains
+    (:mod:`corral.actions.common.subgroups`), in what is idle now."""
+    if has_subgroup_topology(job):
+        stmt = session.statement()
+        place_held(
+            session,
+            job,
+            waiting(job),
+            stmt,
+            None,
+            greedy_trial(session, job, stmt, pipeline=False, now=True, queue_limits=False),
+        )
+        ready = session.job_ready(job)
+        stmt.discard()
+        return ready
     tasks = waiting(job)
     short = max(job.min_member - job.ready_count(), 0)
     tasks = tasks[:short] if 0 < short < len(tasks) else tasks

@@ -46,6 +46,7 @@ import numpy as np
 from corral.actions.common.flow_build import Built, build_network
 from corral.actions.common.jobs import LAST_START, schedulable_jobs, waiting_tasks
 from corral.actions.common.placement import no_fit_reason, overused_reason
+from corral.actions.common.subgroups import has_subgroup_topology, place_job
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
@@ -155,6 +156,9 @@ class FlowAction(Action):
     # -- one round -------------------------------------------------------------------------------
     def run_round(self, session: Session, jobs: list[Job]) -> None:
         jobs = self._open_queues(session, jobs)
+        for job in [j for j in jobs if has_subgroup_topology(j)]:
+            self._place_subgroups(session, job)
+        jobs = [j for j in jobs if not has_subgroup_topology(j)]
         if not jobs:
             return
         self.stats["rounds"] += 1
@@ -176,6 +180,15 @@ class FlowAction(Action):
             self._finish(
                 session, job, best.stmts[job.uid], best.was_ready[job.uid], best.reasons.get(job.uid, "")
             )
+
+    def _place_subgroups(self, session: Session, job: Job) -> None:
+        """A job whose sub-groups carry their own topology is placed before the round, outside the
+        network, as allocate places it (:func:`~corral.actions.common.subgroups.place_job`), with the
+        same hard checks as the round's and its commit/hold/discard rule."""
+        was_ready = session.job_ready(job)
+        stmt = session.statement()
+        reason = place_job(session, job, sorted(waiting_tasks(job), key=session.task_key()), stmt)
+        self._finish(session, job, stmt, was_ready, reason)
 
     def _open_queues(self, session: Session, jobs: list[Job]) -> list[Job]:
         """Jobs whose queue is not Overused (allocate's rule, asked once per round)."""

@@ -66,6 +66,7 @@ import numpy as np
 from corral.actions.common.broken import healthy
 from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
 from corral.actions.common.placement import best_node
+from corral.actions.common.subgroups import greedy_trial, place_held
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session
@@ -264,7 +265,14 @@ def _nominate(session: Session, stmt: Statement, job: Job) -> bool:
     (``allocate`` binds a nominated pod to its node in the next cycle); all or nothing. Nominations
     hold their room, so ``allocate`` does not give it to a job ranked lower (or to a stopped one)."""
     mark = stmt.save()
-    for task in sorted(waiting_tasks(job), key=session.task_key()):
+    tasks = sorted(waiting_tasks(job), key=session.task_key())
+    if job.subjobs:  # a sub-group with its own topology inside one of its domains, as allocate places it
+        trial = greedy_trial(session, job, stmt, pipeline=True, queue_limits=False)
+        if place_held(session, job, tasks, stmt, None, trial):
+            stmt.restore(mark)
+            return False
+        return True
+    for task in tasks:
         row, _ = best_node(session, task)
         if row < 0:
             stmt.restore(mark)

@@ -11,6 +11,11 @@ choice. The first complete solution wins. ``allocationMode: All`` takes every se
 node and fails if one is in use or the node has an incomplete or invalid pool (or selects none). A
 ``firstAvailable`` request tries its sub-requests in order and keeps the first that leads to a solution;
 its results are named ``request/sub-request``. A claim may hold at most 32 devices.
+
+A partitionable device (one that consumes counters, :mod:`corral.dra.inventory`) is also skipped when
+taking it would over-commit a counter set, counting what the devices in use and the devices this search
+has taken consume (``checkAvailableCounters``); backtracking gives its counters back. A device taken with
+admin access consumes nothing (it is not in use).
 """
 
 from __future__ import annotations
@@ -39,8 +44,12 @@ class Allocation:
 
 
 class _Search:
-    def __init__(self, inv: Inventory, row: int, claims: Sequence[Claim], in_use: np.ndarray) -> None:
+    def __init__(
+        self, inv: Inventory, row: int, claims: Sequence[Claim], in_use: np.ndarray, used: np.ndarray | None
+    ) -> None:
         self.inv = inv
+        # what the counter slots hold in use (a copy: the search adds and gives back its own devices)
+        self.used = (inv.counters_used(in_use) if used is None else used).copy()
         self.row = row
         self.claims = claims
         self.in_use = in_use
@@ -84,19 +93,29 @@ class _Search:
     def _usable(self, ci: int, sub: SubRequest, dev: int) -> bool:
         if sub.admin:
             return ci not in self.taking.get(dev, ())
-        return not self.in_use[dev] and not self.taking.get(dev)
+        if self.in_use[dev] or self.taking.get(dev):
+            return False
+        consumes = self.inv.dev_counters[dev]
+        return not consumes or all(self.used[s] + m <= self.inv.counter_cap[s] for s, m in consumes)
+
+    def _count(self, sub: SubRequest, dev: int, sign: int) -> None:
+        if not sub.admin:
+            for slot, milli in self.inv.dev_counters[dev]:
+                self.used[slot] += sign * milli
 
     def _take(self, ci: int, sub: SubRequest, dev: int) -> bool:
         if not self._usable(ci, sub, dev) or not self._add(ci, sub, dev):
             return False
         self.taking.setdefault(dev, set()).add(ci)
         self.result[ci].append((sub.name, dev))
+        self._count(sub, dev, 1)
         return True
 
     def _untake(self, ci: int, sub: SubRequest, dev: int) -> None:
         self.result[ci].pop()
         self.taking[dev].discard(ci)
         self._remove(ci, sub)
+        self._count(sub, dev, -1)
 
     # -- the recursion: claim ci, request ri, alternative ai, device di of it
     def run(self, ci: int = 0, ri: int = 0) -> bool:
@@ -157,9 +176,17 @@ class _Search:
         return False
 
 
-def allocate(inv: Inventory, row: int, claims: Sequence[Claim], in_use: np.ndarray) -> Allocation:
-    """Devices of node ``row`` for every claim of ``claims`` (none allocated yet), or a reason why not."""
-    search = _Search(inv, row, claims, in_use)
+def allocate(
+    inv: Inventory,
+    row: int,
+    claims: Sequence[Claim],
+    in_use: np.ndarray,
+    counters_used: np.ndarray | None = None,
+) -> Allocation:
+    """Devices of node ``row`` for every claim of ``claims`` (none allocated yet), or a reason why not.
+    ``counters_used``: what the devices in use consume of each counter slot, when the caller keeps it
+    (else worked out from ``in_use``)."""
+    search = _Search(inv, row, claims, in_use, counters_used)
     if search.run():
         return Allocation({c.key: tuple(search.result[i]) for i, c in enumerate(claims)})
     reason = search.reason or "cannot allocate all claims"

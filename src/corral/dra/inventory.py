@@ -10,6 +10,14 @@ devices are offered in pool order — by driver, then pool name (kube-scheduler 
 order is random; corral's is fixed so that the same input gives the same devices) — then slice name,
 then the order the slice lists them.
 
+Partitionable devices (KEP-4815, e.g. the MIG partitions of a GPU and the whole GPU): a pool's slices
+define counter sets (``sharedCounters``), and a device consumes from them (``consumesCounters``). Every
+counter of a valid pool is a *slot* with what it holds; a device in use consumes its amounts from its
+slots, and a device is allocatable only while no slot would go above what it holds (kube-scheduler's
+``checkAvailableCounters``: what is available is the set's value less what allocated devices consume,
+and the devices being allocated for the pod's claims count too). A pool that defines a counter set twice
+or whose device consumes a set or counter the pool does not define is *invalid*.
+
 Claims. A pod's ``spec.resourceClaims[]`` entry names a ResourceClaim (``resourceClaimName``) or a
 ResourceClaimTemplate (``resourceClaimTemplateName``). For a template, the claim Kubernetes generated is
 the one ``status.resourceClaimStatuses`` names; when the snapshot has none yet, corral instantiates the
@@ -75,6 +83,10 @@ class Inventory:
     domains: tuple[str, ...]  # every attribute and capacity domain, and every driver, of the slices
     node_devices: list[list[int]]  # per node row, in allocation order
     node_bad_pool: dict[int, str]  # node row -> why some pool of it is incomplete or invalid
+    #: partitionable devices: per counter slot (driver, pool, counter set, counter) what it holds (milli),
+    #: and per device the (slot, milli) it consumes when allocated (empty for other devices)
+    counter_cap: np.ndarray
+    dev_counters: list[tuple[tuple[int, int], ...]]
     pod_claims: dict[str, tuple[ClaimRef, ...]] = field(default_factory=dict)  # pod uid -> its claims
     missing: dict[str, str] = field(default_factory=dict)  # pod uid -> why a claim cannot be had
     consumers: dict[str, list[str]] = field(default_factory=dict)  # claim key -> pod uids
@@ -83,6 +95,9 @@ class Inventory:
     allocations: dict[str, tuple[int, tuple[tuple[str, int], ...]]] = field(default_factory=dict)
     #: claims allocated in the snapshot that some pod outside corral's view may use: never freed
     pinned: set[str] = field(default_factory=set)
+    #: claim key -> (name, uid) of the scheduling.k8s.io PodGroup whose claim it is (KEP-5729: reserved
+    #: for the group, not its pods); kept here, not on the claim records the watch cache reuses
+    groups: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: devices charged as resources (milli, by resource name): to a pod's request, to a node's allocatable
     pod_extra: dict[str, dict[str, float]] = field(default_factory=dict)
     node_extra: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -92,6 +107,24 @@ class Inventory:
     pod_key: dict[str, Any] = field(default_factory=dict)
     _match: dict[SubRequest, tuple[np.ndarray, str]] = field(default_factory=dict)
     _by_expression: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)
+
+    def counters_used(self, in_use: np.ndarray) -> np.ndarray:
+        """Per counter slot, what the devices in use consume (milli)."""
+        used = np.zeros(len(self.counter_cap), dtype=np.int64)
+        if used.size:
+            for d in np.flatnonzero(in_use).tolist():
+                for slot, milli in self.dev_counters[d]:
+                    used[slot] += milli
+        return used
+
+    def counters_fit(self, devs: list[int] | tuple[int, ...], used: np.ndarray) -> bool:
+        """Whether ``devs`` (not in use) can be allocated together on top of ``used``: no counter set
+        over-committed."""
+        extra: dict[int, int] = {}
+        for d in devs:
+            for slot, milli in self.dev_counters[d]:
+                extra[slot] = extra.get(slot, 0) + milli
+        return all(used[slot] + milli <= self.counter_cap[slot] for slot, milli in extra.items())
 
     def device_index(self) -> dict[tuple[str, str, str], int]:
         return {d: i for i, d in enumerate(self.dev_id)}
@@ -168,9 +201,33 @@ class Inventory:
         return got
 
 
-def _pools(slices: list[Slice], rows: dict[str, int]) -> tuple[list[list[tuple[Slice, int]]], dict[int, str]]:
-    """Per node row, the (slice, device position) pairs it offers in allocation order; and the rows with
-    an incomplete or invalid pool."""
+def _pool_counters(group: list[Slice]) -> tuple[dict[str, dict[str, int]], str]:
+    """The counter sets of one pool (``sharedCounters`` of any of its slices) and why the pool is invalid
+    ("" when it is not): a counter set named twice, or a device consuming a counter set or counter the
+    pool does not define (the API server's validation asks for both)."""
+    sets: dict[str, dict[str, int]] = {}
+    for s in group:
+        for name, counters in s.counter_sets:
+            if name in sets:
+                return {}, f"counter set {name} is defined twice"
+            sets[name] = dict(counters)
+    for s in group:
+        for d in s.devices:
+            for name, counters in d.counters:
+                have = sets.get(name)
+                if have is None:
+                    return {}, f"device {d.name} consumes counter set {name}, which the pool does not define"
+                missing = [c for c, _ in counters if c not in have]
+                if missing:
+                    return {}, f"device {d.name} consumes counter {missing[0]} absent from counter set {name}"
+    return sets, ""
+
+
+def _pools(
+    slices: list[Slice], rows: dict[str, int]
+) -> tuple[list[list[tuple[Slice, int]]], dict[int, str], dict[tuple[str, str], dict[str, dict[str, int]]]]:
+    """Per node row, the (slice, device position) pairs it offers in allocation order; the rows with an
+    incomplete or invalid pool; the counter sets of every valid pool."""
     pools: dict[tuple[str, str], list[Slice]] = defaultdict(list)
     for s in slices:
         key = (s.driver, s.pool)
@@ -182,6 +239,7 @@ def _pools(slices: list[Slice], rows: dict[str, int]) -> tuple[list[list[tuple[S
         have.append(s)
     out: list[list[tuple[Slice, int]]] = [[] for _ in rows]
     bad: dict[int, str] = {}
+    counter_sets: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
     for (driver, pool), group in sorted(pools.items()):
         group.sort(key=lambda s: s.name)
         names = [d.name for s in group for d in s.devices]
@@ -192,6 +250,12 @@ def _pools(slices: list[Slice], rows: dict[str, int]) -> tuple[list[list[tuple[S
             )
         elif len(set(names)) != len(names):
             reason = f"resource pool {driver}/{pool} is invalid (a device name appears twice)"
+        else:
+            sets, why = _pool_counters(group)
+            if why:
+                reason = f"resource pool {driver}/{pool} is invalid ({why})"
+            elif sets:
+                counter_sets[(driver, pool)] = sets
         for s in group:
             row = rows.get(s.node)
             if row is None:
@@ -200,7 +264,7 @@ def _pools(slices: list[Slice], rows: dict[str, int]) -> tuple[list[list[tuple[S
                 bad.setdefault(row, reason)
                 continue
             out[row].extend((s, i) for i in range(len(s.devices)))
-    return out, bad
+    return out, bad, counter_sets
 
 
 def build_inventory(
@@ -230,7 +294,10 @@ def build_inventory(
     for (ns, name), spec in templates.items():
         _compile_spec(env, spec, f"ResourceClaimTemplate {ns}/{name}", "spec.spec")
     rows = {n: i for i, n in enumerate(node_names)}
-    per_node, bad = _pools(slices, rows)
+    per_node, bad, pool_sets = _pools(slices, rows)
+    slots: dict[tuple[str, str, str, str], int] = {}  # (driver, pool, counter set, counter) -> slot
+    counter_cap: list[int] = []
+    dev_counters: list[tuple[tuple[int, int], ...]] = []
     dev_node: list[int] = []
     dev_id: list[tuple[str, str, str]] = []
     devices: list[Device] = []
@@ -246,6 +313,16 @@ def build_inventory(
             dev_node.append(row)
             dev_id.append((s.driver, s.pool, s.devices[i].name))
             devices.append(s.devices[i])
+            consumed = []
+            for set_name, counters in s.devices[i].counters:
+                for counter, milli in counters:
+                    key = (s.driver, s.pool, set_name, counter)
+                    slot = slots.get(key)
+                    if slot is None:
+                        slot = slots[key] = len(counter_cap)
+                        counter_cap.append(pool_sets[(s.driver, s.pool)][set_name][counter])
+                    consumed.append((slot, milli))
+            dev_counters.append(tuple(consumed))
     return Inventory(
         env=env,
         classes=by_class,
@@ -257,6 +334,8 @@ def build_inventory(
         domains=tuple(sorted(domains)),
         node_devices=node_devices,
         node_bad_pool=bad,
+        counter_cap=np.asarray(counter_cap, dtype=np.int64),
+        dev_counters=dev_counters,
     )
 
 

@@ -4,10 +4,13 @@
 Every field is honoured, refused by name (:class:`~corral.errors.InputError`, one line: the object, the
 field, what to do), or documented as inert (docs/kubernetes.md, "Dynamic Resource Allocation"):
 
-- ResourceSlice ``spec``: ``driver``, ``pool{name, generation, resourceSliceCount}``, ``nodeName`` and
-  ``devices[]{name, attributes, capacity}`` are honoured. Refused: slices for several nodes
-  (``allNodes``, ``nodeSelector``, ``perDeviceNodeSelection``) and, per device, ``consumesCounters`` with
-  ``spec.sharedCounters`` (partitionable devices such as MIG), ``taints``, ``bindsToNode``,
+- ResourceSlice ``spec``: ``driver``, ``pool{name, generation, resourceSliceCount}``, ``nodeName``,
+  ``devices[]{name, attributes, capacity}`` and partitionable devices (KEP-4815, e.g. MIG):
+  ``sharedCounters[]{name, counters}`` (in a slice of its own as ``v1`` asks, or beside the devices as
+  ``v1beta1`` allowed) and per device ``consumesCounters[]{counterSet, counters}`` are honoured
+  (:mod:`corral.dra.inventory`). Refused: slices for several nodes (``allNodes``, ``nodeSelector``,
+  ``perDeviceNodeSelection``), ``partitionTypeAttribute`` and, per device, ``consumesCounters[].
+  compatibilityGroups`` (1.37's co-allocation groups), ``taints``, ``bindsToNode``,
   ``bindingConditions``/``bindingFailureConditions``, ``allowMultipleAllocations: true`` (consumable
   capacity) and per-device node selection.
 - DeviceClass ``spec``: ``selectors[].cel.expression`` and ``extendedResourceName`` (the resource name
@@ -20,7 +23,8 @@ field, what to do), or documented as inert (docs/kubernetes.md, "Dynamic Resourc
   ``tolerations`` are inert (corral refuses device taints, so there is nothing to tolerate). Refused:
   ``capacity.requests`` (consumable capacity) and ``constraints[].distinctAttribute``.
 - ResourceClaim ``status.allocation`` (its devices are in use; its node from ``nodeSelector``) and
-  ``status.reservedFor`` (the pods using it) are honoured; ``status.devices`` (what drivers report) is
+  ``status.reservedFor`` (the pods using it; a ``podgroups`` entry — a PodGroup's claim, KEP-5729 —
+  keeps it allocated while the group exists: corral never frees it) are honoured; ``status.devices`` (what drivers report) is
   inert. A claim with ``metadata.deletionTimestamp`` is not used by new pods, as in Kubernetes.
 """
 
@@ -61,6 +65,8 @@ class Device:
     name: str
     attributes: tuple[tuple[str, Any], ...]  # fully qualified name -> value, sorted
     capacity: tuple[tuple[str, int], ...]  # fully qualified name -> milli, sorted
+    #: consumesCounters: (counter set, ((counter, milli), ...)) — a partitionable device (KEP-4815)
+    counters: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
 
 @dataclass
@@ -73,6 +79,8 @@ class Slice:
     node: str
     devices: list[Device]
     file: str = ""
+    #: sharedCounters: counter set -> ((counter, milli), ...), in the order the slice lists them
+    counter_sets: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,8 @@ class Claim:
     node: str = ""
     devices: tuple[tuple[str, str, str, str], ...] = ()
     reserved_for: tuple[str, ...] = ()  # pod names (status.reservedFor, resource: pods)
+    #: PodGroup names (status.reservedFor, resource: podgroups — KEP-5729's claims of a PodGroup)
+    reserved_groups: tuple[str, ...] = ()
     template: str = ""  # a claim corral instantiates from this template (not yet created)
     file: str = ""
     raw_allocation: dict = field(default_factory=dict)
@@ -172,7 +182,6 @@ def _device(o: Obj, raw: Any, driver: str, path: str) -> Device:
     body = o.mapping(d.get("basic"), f"{path}.basic") if "basic" in d else d  # v1beta1
     base = f"{path}.basic" if "basic" in d else path
     for key, what in (
-        ("consumesCounters", "partitionable devices (consumesCounters, e.g. MIG)"),
         ("taints", "device taints"),
         ("bindsToNode", "devices bound to a node at allocation (bindsToNode)"),
         ("bindingConditions", "devices with binding conditions"),
@@ -199,7 +208,44 @@ def _device(o: Obj, raw: Any, driver: str, path: str) -> Device:
     name = o.string(d.get("name"), f"{path}.name")
     if not name:
         raise o.error("missing device name", f"{path}.name")
-    return Device(name, tuple(sorted(attrs.items())), tuple(sorted(cap.items())))
+    counters: list[tuple[str, tuple[tuple[str, int], ...]]] = []
+    for i, c in enumerate(o.listof(body.get("consumesCounters"), f"{base}.consumesCounters")):
+        cp = f"{base}.consumesCounters[{i}]"
+        c = o.mapping(c, cp)
+        if c.get("compatibilityGroups"):
+            _refuse(o, f"{cp}.compatibilityGroups", "co-allocation groups of partitionable devices")
+        counter_set = o.string(c.get("counterSet"), f"{cp}.counterSet")
+        if not counter_set:
+            raise o.error("missing counterSet", f"{cp}.counterSet")
+        if any(s == counter_set for s, _ in counters):
+            raise o.error(f"counter set {counter_set!r} is consumed twice", cp)
+        counters.append((counter_set, _counters(o, c.get("counters"), f"{cp}.counters")))
+    return Device(name, tuple(sorted(attrs.items())), tuple(sorted(cap.items())), tuple(counters))
+
+
+def _counters(o: Obj, raw: Any, path: str) -> tuple[tuple[str, int], ...]:
+    """A map of counters (``name: {value: quantity}``) in milli, sorted by name."""
+    out = []
+    for k, v in sorted(o.mapping(raw, path).items()):
+        value = o.mapping(v, f"{path}.{k}").get("value")
+        if value is None:
+            raise o.error("a counter needs value", f"{path}.{k}.value")
+        out.append((str(k), int(round(parse_quantity(value, where=o.ident, field=f"{path}.{k}.value")))))
+    return tuple(out)
+
+
+def _counter_sets(o: Obj, raw: Any) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    out: list[tuple[str, tuple[tuple[str, int], ...]]] = []
+    for i, c in enumerate(o.listof(raw, "spec.sharedCounters")):
+        cp = f"spec.sharedCounters[{i}]"
+        c = o.mapping(c, cp)
+        name = o.string(c.get("name"), f"{cp}.name")
+        if not name:
+            raise o.error("missing counter set name", f"{cp}.name")
+        if any(n == name for n, _ in out):
+            raise o.error(f"counter set {name!r} appears twice", f"{cp}.name")
+        out.append((name, _counters(o, c.get("counters"), f"{cp}.counters")))
+    return tuple(out)
 
 
 def parse_slice(o: Obj) -> Slice:
@@ -211,7 +257,6 @@ def parse_slice(o: Obj) -> Slice:
         ("allNodes", "devices reachable from every node"),
         ("nodeSelector", "devices reachable from several nodes"),
         ("perDeviceNodeSelection", "per-device node selection"),
-        ("sharedCounters", "partitionable devices (sharedCounters, e.g. MIG)"),
         ("partitionTypeAttribute", "partitionable devices (partitionTypeAttribute)"),
     ):
         if spec.get(key):
@@ -233,6 +278,7 @@ def parse_slice(o: Obj) -> Slice:
         node=node,
         devices=devices,
         file=o.file,
+        counter_sets=_counter_sets(o, spec.get("sharedCounters")),
     )
 
 
@@ -366,6 +412,11 @@ def parse_claim(o: Obj) -> Claim:
         o.string(o.mapping(r, "status.reservedFor").get("name"), "status.reservedFor[].name")
         for r in o.listof(status.get("reservedFor"), "status.reservedFor")
         if isinstance(r, dict) and r.get("resource", "pods") == "pods"
+    )
+    claim.reserved_groups = tuple(
+        o.string(r.get("name"), "status.reservedFor[].name")
+        for r in o.listof(status.get("reservedFor"), "status.reservedFor")
+        if isinstance(r, dict) and r.get("resource") == "podgroups"
     )
     return claim
 

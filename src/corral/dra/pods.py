@@ -27,15 +27,21 @@ def attach_pods(
     nodes: list[Any],
     templates: dict[tuple[str, str], ClaimSpec],
     served: set[str],
+    groups: dict[tuple[str, str], Any] | None = None,
 ) -> None:
-    """Resolve the claims of ``pods`` (PodRecs), record the snapshot's allocations, and work out the
+    """Resolve the claims of ``pods`` (PodRecs; ``groups``: the scheduling.k8s.io PodGroups by namespace
+    and name, whose claims their pods share), record the snapshot's allocations, and work out the
     devices charged to pod requests and node allocatable (``inv.pod_extra``, ``inv.node_extra``)."""
     for rec in sorted(pods, key=lambda p: (p.namespace, p.name)):
         if not rec.claim_refs:
             continue
         refs = []
+        group = (groups or {}).get((rec.namespace, rec.native_group)) if rec.native_group else None
         for entry, claim_name, template in rec.claim_refs:
-            key, why = _resolve(inv, rec, entry, claim_name, template, templates)
+            if group is not None and (entry, claim_name, template) in group.claims:
+                key, why = _resolve_group(inv, rec, group, entry, claim_name, template, templates)
+            else:
+                key, why = _resolve(inv, rec, entry, claim_name, template, templates)
             if why:
                 if rec.scheduler in served and not rec.node_name:
                     inv.missing.setdefault(rec.uid, why)
@@ -57,7 +63,11 @@ def attach_pods(
             row = int(inv.dev_node[devs[0][1]])
         inv.allocations[key] = (row, devs)
         reserved = [by_name.get((claim.namespace, n)) for n in claim.reserved_for]
-        if any(
+        if claim.reserved_groups:
+            # reserved for a PodGroup (KEP-5729): allocated while the group exists, whatever its pods
+            # do; kube-scheduler never deallocates such a claim
+            inv.pinned.add(key)
+        elif any(
             r is not None and (r.scheduler not in served or key not in _named_claims(inv, r))
             for r in reserved
         ):
@@ -107,6 +117,46 @@ def _resolve(
     claim = Claim(namespace=ns, name=name, spec=spec, template=template, file=rec.file)
     inv.claims[claim.key] = claim
     return claim.key, ""
+
+
+def _resolve_group(
+    inv: Inventory,
+    rec: Any,
+    group: Any,
+    entry: str,
+    claim_name: str,
+    template: str,
+    templates: dict[tuple[str, str], ClaimSpec],
+) -> tuple[str, str]:
+    """``(claim key, why it cannot be had)`` of a pod's entry that matches a claim of its PodGroup
+    exactly (KEP-5729): the named claim, or the one claim generated for the group from the template —
+    named by the group's (else the pod's) ``status.resourceClaimStatuses``, else instantiated by corral
+    as ``<podgroup>-<entry>`` once for all the group's pods."""
+    ns, pg = rec.namespace, rec.native_group
+    if claim_name:
+        key, why = _resolve(inv, rec, entry, claim_name, template, templates)
+    elif entry in group.claim_statuses or entry in rec.claim_statuses:
+        generated = group.claim_statuses.get(entry, rec.claim_statuses.get(entry, ""))
+        if not generated:
+            return "", ""  # the controller decided no claim is needed
+        if f"{ns}/{generated}" not in inv.claims:
+            return (
+                "",
+                f"pod {ns}/{rec.name}: waiting for ResourceClaim {ns}/{generated} of PodGroup {pg} to be created",
+            )
+        key, why = f"{ns}/{generated}", ""
+    else:
+        spec = templates.get((ns, template))
+        if spec is None:
+            return "", f"PodGroup {ns}/{pg}: ResourceClaimTemplate {ns}/{template} does not exist"
+        key, why = f"{ns}/{pg}-{entry}", ""
+        if key not in inv.claims:
+            inv.claims[key] = Claim(
+                namespace=ns, name=f"{pg}-{entry}", spec=spec, template=template, file=rec.file
+            )
+    if key:
+        inv.groups[key] = (pg, group.uid)
+    return key, why
 
 
 def _claim_counts(inv: Inventory, claim: Claim) -> dict[str, float]:
@@ -165,6 +215,22 @@ def _charge(inv: Inventory, by_uid: dict[str, Any], nodes: list[Any]) -> None:
             inv.node_extra[name] = extra
 
 
+def _native_groups(by_kind: dict[str, list]) -> dict[tuple[str, str], Any]:
+    """The scheduling.k8s.io PodGroups with claims (those under a composite too), by namespace and name."""
+    out = {}
+    for g in by_kind.get("PodGroup", []):
+        native = getattr(g, "native", None)
+        if native is None:
+            continue
+        if native.claims:
+            out[(g.namespace, g.name)] = native
+        if native.composite is not None:
+            for leaf, group in native.composite.leaves.items():
+                if group.claims:
+                    out[(g.namespace, leaf)] = group
+    return out
+
+
 def inventory_of(by_kind: dict[str, list], served: set[str]) -> Inventory | None:
     """The DRA inventory of a snapshot's records (``Cluster.dra``), or None when no pod has claims and no
     claim is allocated; with the devices charged to pod requests and node allocatable."""
@@ -193,14 +259,15 @@ def inventory_of(by_kind: dict[str, list], served: set[str]) -> Inventory | None
         claims,
         templates,
     )
-    attach_pods(inv, pods, by_kind.get("Node", []), templates, served)
+    attach_pods(inv, pods, by_kind.get("Node", []), templates, served, _native_groups(by_kind))
     for p in pods:
         refs = inv.pod_claims.get(p.uid)
         if refs:
             # the pod's class: a claim made from a template is the template's shape; a named claim is itself
+            # (a claim of a PodGroup is the group's own, whatever it is made from)
             inv.pod_key[p.uid] = tuple(
                 ("template", inv.claims[r.claim].namespace, inv.claims[r.claim].template)
-                if inv.claims[r.claim].template
+                if inv.claims[r.claim].template and r.claim not in inv.groups
                 else ("claim", r.claim)
                 for r in refs
             )

@@ -1,13 +1,19 @@
-"""Run one scheduling cycle, and apply a cycle's decisions to the cluster (SPEC.md §2, §4).
+"""Run scheduling cycles, and carry a cycle's decisions out (SPEC.md §2, §4).
 
-Every front end goes through these two functions, so ``corral schedule --cycles N``, the simulator and
-the live scheduler can never disagree on what a decision means.
+Every front end goes through :func:`run_cycle`, so ``corral schedule --cycles N``, the simulator and the
+live scheduler can never disagree on what a cycle decides. What the decisions then mean is one interface,
+:class:`DecisionSink`, with three implementations kept in step by it: the model
+(:class:`ModelSink`, :func:`apply_decisions`: ``corral schedule --cycles``, the simulator, the
+forecast, ``corral whatif``), the dry run (:class:`corral.kube.dryrun.DryRun`: ``corral run --dry-run``
+assumes the decisions in its cache) and the API server (:class:`corral.kube.apply.Applier`: ``corral
+run``). :func:`run_cycles` is the multi-cycle loop of ``corral schedule --cycles N`` (and of the scenario
+suite): cycles over one model, each cycle's decisions carried out by a sink before the next opens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from corral.framework.decisions import Decisions, FieldWarning
 from corral.framework.memo import ClusterHistory
@@ -18,7 +24,35 @@ from corral.model import Cluster, PodGroupPhase, Task, TaskStatus
 if TYPE_CHECKING:
     from corral.framework.config import Config, Registry
 
-__all__ = ["apply_decisions", "run_cycle"]
+__all__ = ["DecisionSink", "ModelSink", "apply_decisions", "run_cycle", "run_cycles"]
+
+
+@runtime_checkable
+class DecisionSink(Protocol):
+    """Where a cycle's decisions are carried out. The contract every sink keeps, in this order: evicted
+    pods leave their node (at once, or after a grace period); bound pods run on their node (a gang's binds,
+    grouped by :attr:`~corral.framework.decisions.Bind.podgroup`, go out together); a nomination sets the
+    pod's nominated node (an empty node clears it) unless the pod is bound; a podgroup update sets its
+    phase and merges its annotations; a node lock sets or (empty job) clears the node's lock. What the next
+    cycle reads of the world is then what the decisions asked. Kubernetes' own PodGroups' conditions and
+    DRA claim allocations are carried out where the world holds them (the API server writes both, the dry
+    run assumes the conditions; the model holds neither). The other records (unschedulable reasons,
+    warnings) report and change nothing. ``apply`` may return a report of what it did (the applier's
+    :class:`~corral.kube.apply_report.ApplyReport`); the model and the dry run return None."""
+
+    def apply(self, decisions: Decisions, cluster: Cluster, now: float) -> Any: ...
+
+
+class ModelSink:
+    """The decisions carried out on the model itself (:func:`apply_decisions`): ``bound`` is the state a
+    bound pod takes (Running; the simulator starts it later from Bound), ``remove_evicted`` whether an
+    evicted pod leaves at once (else it stays Releasing until its caller removes it)."""
+
+    def __init__(self, *, bound: TaskStatus = TaskStatus.RUNNING, remove_evicted: bool = True) -> None:
+        self.bound, self.remove_evicted = bound, remove_evicted
+
+    def apply(self, decisions: Decisions, cluster: Cluster, now: float) -> None:
+        apply_decisions(cluster, decisions, now, bound=self.bound, remove_evicted=self.remove_evicted)
 
 
 def run_cycle(
@@ -61,6 +95,45 @@ def run_cycle(
             for n in cluster_notices(cluster, config, registry)
         ]
     return decisions
+
+
+def run_cycles(
+    cluster: Cluster,
+    config: Config,
+    registry: Registry,
+    now: float,
+    cycles: int = 1,
+    period: float = 1.0,
+    *,
+    history: ClusterHistory | None = None,
+    sink: DecisionSink | None = None,
+    derive: Callable[[Cluster, Decisions, int], None] | None = None,
+    carry_out_last: bool = False,
+) -> tuple[Decisions, float]:
+    """Run ``cycles`` cycles over ``cluster``, ``period`` seconds apart from ``now``; return every
+    cycle's decisions (in cycle order) and the time after the last cycle.
+
+    Between cycles the decisions are carried out by ``sink`` (default :class:`ModelSink`: bound pods run,
+    evicted pods are gone, nominations and podgroup updates persist — SPEC.md §4 for ``corral schedule
+    --cycles``); the last cycle's only with ``carry_out_last``. ``derive`` is called with each cycle's
+    decisions before they are carried out, to add what the front end derives from them (kube-scheduler's
+    PodGroup conditions, :func:`corral.kube.native_status.native_conditions`). ``history`` (default: one
+    that tracks the jobs' changes when there is more than one cycle, as every change between cycles is
+    then the sessions' own; a sink that changes the model otherwise needs a history that does not track)
+    is what the cycles remember."""
+    sink = ModelSink() if sink is None else sink
+    if history is None:
+        history = ClusterHistory(tracked=cycles > 1)
+    out = Decisions()
+    for c in range(1, cycles + 1):
+        decisions = run_cycle(cluster, config, registry, now, c, history=history)
+        if derive is not None:
+            derive(cluster, decisions, c)
+        out.extend(decisions)
+        if c < cycles or carry_out_last:  # else it is not read again
+            sink.apply(decisions, cluster, now)
+        now += period
+    return out, now
 
 
 def apply_decisions(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from corral.model.notes import Note
+
 __all__ = [
     "Bind",
     "Decisions",
@@ -19,9 +21,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Bind:
+    """Put ``pod`` on ``node``. ``podgroup`` (``namespace/name``; "" for a pod of no podgroup) is the gang
+    the pod belongs to: a sink issues a gang's binds together (:class:`~corral.framework.cycle.DecisionSink`)
+    without looking the pod up in a model. Added after ``cycle``: the JSON record gains a key, loses none."""
+
     pod: str
     node: str
     cycle: int
+    podgroup: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,12 +72,16 @@ class Unschedulable:
 @dataclass(frozen=True)
 class FieldWarning:
     """A field of a podgroup corral accepts but does not act on (:mod:`corral.framework.notices`),
-    listed once, in the first cycle."""
+    listed once, in the first cycle (``corral run``: in the cycle it is first seen)."""
 
     podgroup: str
     field: str
     warning: str
     cycle: int
+
+    def note(self) -> Note:
+        """The warning as the one warning channel carries it (:class:`corral.model.notes.Note`)."""
+        return Note(f"PodGroup {self.podgroup}", self.field, self.warning)
 
 
 @dataclass

@@ -262,14 +262,16 @@ class Dispatch:
                 return list(got)
         return [Domain("cluster", np.ones(len(self.cluster.nodes), dtype=bool), None)]
 
-    def subgroup_search_space(self, job: Job, subjob: Any, within: np.ndarray | None) -> list[Domain]:
+    def subgroup_search_space(
+        self, job: Job, subjob: Any, within: np.ndarray | None, purpose: Purpose = Purpose.ALLOCATE
+    ) -> list[Domain]:
         """The domains a Volcano sub-group (:class:`~corral.model.subjobs.SubJob`) of ``job`` may be
-        placed in, inside ``within`` (the job's own domain; None: the cluster): the first
+        placed in, inside ``within`` (the job's own domain; None: the cluster), for ``purpose``: the first
         GangSearchSpace plugin that is also a SubGroupSearchSpace with a non-empty answer defines them
         (Volcano ``HyperNodeGradientForSubJobFn``); with none, ``within`` is the one domain."""
         for plugin in self.implementers("GangSearchSpace"):
             if declares(plugin, SubGroupSearchSpace):
-                got = plugin.subgroup_search_space(job, subjob, within)
+                got = plugin.subgroup_search_space(job, subjob, within, purpose)
                 if got:
                     return list(got)
         mask = np.ones(len(self.cluster.nodes), dtype=bool) if within is None else within

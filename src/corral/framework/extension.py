@@ -463,11 +463,13 @@ class KeyedJobOrder(JobOrder, JobOrderKey):
 # --- topology below the job (Volcano sub-groups) -----------------------------------------------------
 @runtime_checkable
 class SubGroupSearchSpace(Protocol):
-    def subgroup_search_space(self, job: Job, subjob: Any, within: np.ndarray | None) -> list[Domain]:
+    def subgroup_search_space(
+        self, job: Job, subjob: Any, within: np.ndarray | None, purpose: Purpose = Purpose.ALLOCATE
+    ) -> list[Domain]:
         """The domains a Volcano sub-group (:class:`~corral.model.subjobs.SubJob`) of ``job`` may use
-        inside ``within`` (the job's own domain; None: the cluster), ordered; Volcano's
-        ``HyperNodeGradientForSubJobFn``. The first plugin with a non-empty answer decides; asked of
-        GangSearchSpace plugins."""
+        inside ``within`` (the job's own domain; None: the cluster), ordered for ``purpose`` as the
+        gang search space is; Volcano's ``HyperNodeGradientForSubJobFn``. The first plugin with a
+        non-empty answer decides; asked of GangSearchSpace plugins."""
 
 
 @dataclass(frozen=True)

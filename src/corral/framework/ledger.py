@@ -71,7 +71,7 @@ class Ledger:
         for op in ops:
             t = op.task
             if op.kind == "allocate":
-                out.binds.append(Bind(t.key, names[op.node], cycle))
+                out.binds.append(Bind(t.key, names[op.node], cycle, t.job.uid if t.job is not None else ""))
             elif op.kind == "pipeline":
                 out.nominations.append(Nomination(t.key, names[op.node], cycle))
             elif op.kind == "clear":

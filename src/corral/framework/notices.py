@@ -1,8 +1,11 @@
-"""What corral accepts but will not act on, said per object (SPEC.md §5: no field dropped silently).
+"""What one configuration will not act on for a cluster, said per object (SPEC.md §5: no field dropped
+silently), in the one warning channel (:class:`corral.model.notes.Note`).
 
-``corral validate`` prints these notices, ``corral schedule`` prints them once and lists them in its
-decisions (``warnings``, one record per podgroup and field), the simulator keeps them in each job's
-record (``notes``). Today they are:
+``corral validate`` prints these (:func:`configuration_notes`, one line each on stderr), ``corral
+schedule`` prints the podgroups' ones once and lists them in its decisions (``warnings``, one record per
+podgroup and field, :func:`cluster_notices`), the simulator keeps them in each job's record (``notes``,
+:func:`job_notices`), ``corral run`` writes each once per object as an Event and a log line
+(:class:`Warned`). Today they are:
 
 - **A topology constraint that is not enforced.** Volcano's allocate takes a gang's domains from the
   HyperNode gradient a plugin gives (``network-topology-aware``); without one, the whole cluster is the
@@ -16,43 +19,37 @@ record (``notes``). Today they are:
   ``NodeLockEnable``, ``SchedulePolicy``/``ScheduleWeight``; capacity's DRA switches.
 - **Queue quota not enforced** (:func:`queue_notices`): ``deviceclass/`` keys of a queue while capacity's
   DRA switch is on (corral does not read ResourceClaims yet).
+- **KAI's fields the configuration leaves undone** (:func:`kai_notices`): GPU-sharing annotations
+  without the ``gpushare`` plugin (only the node's GPU total is then held), KAI topology constraints
+  (the podgroup's or a sub-group's) without ``network-topology-aware``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from corral.framework.extension import GangSearchSpace, SubGroupSearchSpace
+from corral.model.notes import Note, Notes, record_text
 
 if TYPE_CHECKING:
     from corral.framework.config import Config
     from corral.model import Cluster, Job
 
 __all__ = [
-    "Notice",
+    "Warned",
     "cluster_notices",
     "config_notices",
+    "configuration_notes",
     "job_notices",
+    "kai_notices",
     "queue_notices",
     "topology_provider",
 ]
 
 GRADIENT_PLUGIN = "network-topology-aware"
-
-
-@dataclass(frozen=True)
-class Notice:
-    """``obj`` ("PodGroup ns/name", "config"), the field, what is not acted on and what to do."""
-
-    obj: str
-    field: str
-    message: str
-
-    def line(self) -> str:
-        return f"warning: {self.obj}: {self.field}: {self.message}"
 
 
 def topology_provider(config: Config, registry: Any) -> tuple[str, bool]:
@@ -72,7 +69,7 @@ def _constraint(mode: str, tier: int | None, name: str) -> str:
     return f"{mode}, {limit}"
 
 
-def job_notices(job: Job, provider: tuple[str, bool], has_tree: bool) -> list[Notice]:
+def job_notices(job: Job, provider: tuple[str, bool], has_tree: bool) -> list[Note]:
     """The notices of one podgroup (see the module docstring)."""
     if job.synthetic:
         return []
@@ -91,23 +88,21 @@ def job_notices(job: Job, provider: tuple[str, bool], has_tree: bool) -> list[No
     enforced = bool(plugin) and has_tree
     if job.topology_mode and not enforced:
         what = _constraint(job.topology_mode, job.topology_tier, job.topology_tier_name)
-        out.append(Notice(obj, "spec.networkTopology", f"({what}) {why(False)}"))
+        out.append(Note(obj, "spec.networkTopology", f"({what}) {why(False)}"))
     unnamed = "names no HyperNode's tierName: in soft mode no tier is preferred by it; fix the name"
     if job.topology_mode == "soft" and job.topology_tier_name and job.topology_tier is None:
-        out.append(
-            Notice(obj, "spec.networkTopology.highestTierName", f"{job.topology_tier_name!r} {unnamed}")
-        )
+        out.append(Note(obj, "spec.networkTopology.highestTierName", f"{job.topology_tier_name!r} {unnamed}"))
     for p in job.subgroup_policies:
         if p.topology_mode == "soft" and p.tier_name and p.topology_tier is None:
             field = f"spec.subGroupPolicy[{p.name}].networkTopology.highestTierName"
-            out.append(Notice(obj, field, f"{p.tier_name!r} {unnamed}"))
+            out.append(Note(obj, field, f"{p.tier_name!r} {unnamed}"))
         if p.topology_mode and not (enforced and sub_ok):
             what = _constraint(p.topology_mode, p.topology_tier, p.tier_name)
-            out.append(Notice(obj, f"spec.subGroupPolicy[{p.name}].networkTopology", f"({what}) {why(True)}"))
+            out.append(Note(obj, f"spec.subGroupPolicy[{p.name}].networkTopology", f"({what}) {why(True)}"))
     return out
 
 
-def cluster_notices(cluster: Cluster, config: Config, registry: Any) -> list[Notice]:
+def cluster_notices(cluster: Cluster, config: Config, registry: Any) -> list[Note]:
     """Every podgroup's notices, in the cluster's job order."""
     provider = topology_provider(config, registry)
     has_tree = bool(cluster.hypernodes)
@@ -117,7 +112,7 @@ def cluster_notices(cluster: Cluster, config: Config, registry: Any) -> list[Not
         for job in cluster.jobs.values():  # claims and no dra plugin: devices are not allocated
             if any(dra.pod_claims.get(t.uid) for t in job.tasks):
                 out.append(
-                    Notice(
+                    Note(
                         f"PodGroup {job.uid}",
                         "pods' spec.resourceClaims",
                         "not allocated: the configuration has no dra plugin (nor predicates' "
@@ -128,7 +123,7 @@ def cluster_notices(cluster: Cluster, config: Config, registry: Any) -> list[Not
     return out
 
 
-def config_notices(config: Config) -> list[Notice]:
+def config_notices(config: Config) -> list[Note]:
     """Arguments of the configuration that are read but change nothing."""
     from corral.plugins.hypernode_binpack import unread_weights
 
@@ -139,12 +134,12 @@ def config_notices(config: Config) -> list[Notice]:
             if pc.name == "deviceshare":
                 out += _deviceshare_notices(pc.args, where)
             if pc.name == "capacity" and pc.args.dra_consumable:
-                out.append(Notice("config", where, _DRA))
+                out.append(Note("config", where, _DRA))
             if pc.name != GRADIENT_PLUGIN:
                 continue
             for name in unread_weights(pc.args):
                 out.append(
-                    Notice(
+                    Note(
                         "config",
                         f"{where}.hypernode.binpack.resources.{name}",
                         f"{name} is not in hypernode.binpack.resources, so this weight is not read "
@@ -153,7 +148,7 @@ def config_notices(config: Config) -> list[Notice]:
                 )
             if not pc.args.normal_pod_enable and pc.args.normal_pod_fading != 0.8:
                 out.append(
-                    Notice(
+                    Note(
                         "config",
                         f"{where}.hypernode.binpack.normal-pod.fading",
                         "has no effect while hypernode.binpack.normal-pod.enable is false",
@@ -169,17 +164,15 @@ _DRA = (
 )
 
 
-def _deviceshare_notices(args: Any, where: str) -> list[Notice]:
+def _deviceshare_notices(args: Any, where: str) -> list[Note]:
     out = []
     if args.node_lock:
         out.append(
-            Notice(
-                "config", f"{where}.deviceshare.NodeLockEnable", "no effect: a bind-time lock, no placement"
-            )
+            Note("config", f"{where}.deviceshare.NodeLockEnable", "no effect: a bind-time lock, no placement")
         )
     if args.policy or args.weight:
         out.append(
-            Notice(
+            Note(
                 "config",
                 f"{where}.deviceshare.SchedulePolicy",
                 "no effect: GPU-sharing devices give every node the score 0 (only vGPU scores, as in Volcano)",
@@ -188,7 +181,7 @@ def _deviceshare_notices(args: Any, where: str) -> list[Notice]:
     return out
 
 
-def queue_notices(cluster: Cluster, config: Config) -> list[Notice]:
+def queue_notices(cluster: Cluster, config: Config) -> list[Note]:
     """Queue quota keys of DRA that nothing charges under this configuration: ``<dim>.deviceclass/``
     keys always (corral refuses consumable-capacity claims), ``deviceclass/<class>`` keys while
     capacity's ``capacity.DynamicResourceAllocationEnable`` is off (as in Volcano, claims then count in
@@ -218,5 +211,72 @@ def queue_notices(cluster: Cluster, config: Config) -> list[Notice]:
                     else "claims are charged to deviceclass/<class> keys only, with "
                     "capacity.DynamicResourceAllocationEnable"
                 )
-                out.append(Notice(f"Queue {name}", f"spec.{what}", f"{', '.join(keys)} not enforced: {why}"))
+                out.append(Note(f"Queue {name}", f"spec.{what}", f"{', '.join(keys)} not enforced: {why}"))
     return out
+
+
+def kai_notices(cluster: Cluster, config: Config) -> list[Note]:
+    """KAI's fields this configuration leaves undone (see the module docstring): a pod's GPU-sharing
+    annotations without ``gpushare``, a KAI topology constraint without ``network-topology-aware``."""
+    out: list[Note] = []
+    if config.plugin("gpushare") is None:
+        for t in cluster.tasks.values():
+            if t.gpu_share is not None and t.managed:
+                out.append(
+                    Note(
+                        f"Pod {t.key}",
+                        "",
+                        "its GPU-sharing annotations are held only to the node's GPU total: "
+                        "add the gpushare plugin to the configuration to hold them to each device",
+                    )
+                )
+    if config.plugin(GRADIENT_PLUGIN) is None:
+        for job in cluster.jobs.values():
+            sub = job.subgroup_tree is not None and any(
+                g.constraint for g in job.subgroup_tree.groups.values()
+            )
+            if job.topology_family or sub:
+                out.append(
+                    Note(
+                        f"PodGroup {job.uid}",
+                        "",
+                        f"its topology constraint is not enforced: add the {GRADIENT_PLUGIN} plugin to the "
+                        "configuration",
+                    )
+                )
+    return out
+
+
+def configuration_notes(
+    cluster: Cluster, config: Config, registry: Any, podgroups: list[Note] | None = None
+) -> Notes:
+    """Every warning of this configuration for ``cluster``: the configuration's own arguments, the
+    queues', the podgroups' (``podgroups``: :func:`cluster_notices` when already computed), KAI's — in
+    that order (``corral validate`` prints them one line each)."""
+    notes = Notes()
+    notes.extend(config_notices(config))
+    notes.extend(queue_notices(cluster, config))
+    notes.extend(cluster_notices(cluster, config, registry) if podgroups is None else podgroups)
+    notes.extend(kai_notices(cluster, config))
+    return notes
+
+
+class Warned:
+    """What a front end that runs for long (``corral run``) has warned about: per object, the text of
+    its warnings when last told. :meth:`fresh` gives the objects to tell about now — those not told
+    before and those whose warnings changed — so each object is told once, not every cycle, and again
+    only when what it is told changes. An object that no longer has warnings is forgotten (its next
+    warning is told), so the memory holds only the objects warned about in the last call."""
+
+    def __init__(self) -> None:
+        self.told: dict[str, str] = {}
+
+    def fresh(self, notes: Iterable[Note]) -> list[tuple[str, list[Note]]]:
+        """``(object, its warnings)`` for each object whose warnings were not told yet, in order."""
+        grouped: dict[str, list[Note]] = {}
+        for n in notes:
+            grouped.setdefault(n.obj, []).append(n)
+        told = {obj: record_text(ns) for obj, ns in grouped.items()}
+        out = [(obj, grouped[obj]) for obj, text in told.items() if self.told.get(obj) != text]
+        self.told = told
+        return out

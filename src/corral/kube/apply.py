@@ -84,6 +84,10 @@ def _split(key: str) -> tuple[str, str]:
 
 
 class Applier(PodGroupWrites, PartialGangs):
+    """The API server's :class:`~corral.framework.cycle.DecisionSink`: :meth:`apply` carries a cycle's
+    decisions out as the module docstring says and returns what each write did
+    (:class:`~corral.kube.apply_report.ApplyReport`)."""
+
     def __init__(
         self,
         api: KubeAPI,
@@ -344,12 +348,10 @@ class Applier(PodGroupWrites, PartialGangs):
         for c in decisions.claim_allocations:
             self.claims_for[c.pod].append(c)
         self.dra = cluster.dra
-        wanted = {b.pod for b in decisions.binds}
-        job_of = {t.key: job.uid for job in cluster.jobs.values() for t in job.tasks if t.key in wanted}
         gangs: dict[str, list] = defaultdict(list)
         released = set(report.released)
         for b in decisions.binds:
-            job = job_of.get(b.pod, b.pod)
+            job = b.podgroup or b.pod  # a pod of no podgroup is a gang of its own
             if job in released:  # its pods on nodes were just evicted: it starts again whole later
                 self._count(report, "binds", "skipped", b.pod)
                 continue

@@ -56,6 +56,7 @@ class _Assumption:
     patch: dict | None  # None: the object is gone (dry-run eviction)
     confirm: dict | None  # the watch shows this (a merge patch) -> the assumption ends
     deadline: float
+    created: bool = False  # the patch is a whole object the store does not hold (a dry run's claim)
 
 
 def key_of(raw: dict) -> str:
@@ -90,6 +91,9 @@ class WatchCache:
         self.synced: set[ResourceType] = set()
         self.absent: set[ResourceType] = set()
         self.assumed: dict[tuple[str, str], _Assumption] = {}  # (kind, key) -> assumption
+        #: (kind, key) -> (stored dict, assumption, their merge and its record): a dry run's assumptions
+        #: last the run, and a full assembly would parse every one of them again
+        self.assumed_parsed: dict[tuple[str, str], tuple[dict, _Assumption, tuple[dict, Any]]] = {}
         self.changed = threading.Event()
         self.informers: list[Informer] = []
         self.bad: set[tuple[ResourceType, str]] = set()
@@ -241,6 +245,9 @@ class WatchCache:
                             return None
                         raw = merge_patch(raw, a.patch)
                     return r, raw
+            a = self.assumed.get((kind, key))
+            if a is not None and a.created and a.patch is not None:
+                return next(r for r in self.resources if r.kind == kind), dict(a.patch)
         return None
 
     def assume(
@@ -254,9 +261,22 @@ class WatchCache:
                 patch = merge_patches(old.patch, patch)
                 if old.confirm is not None and confirm is not None:
                     confirm = merge_patches(old.confirm, confirm)
-            self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl)
+            created = old is not None and old.created
+            self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl, created)
             self._bump(kind)
             self._touch(kind, key)
+
+    def assume_created(self, kind: str, key: str, raw: dict, ttl: float) -> bool:
+        """Overlay an object the API server does not hold (a dry run's claim made from a template, as
+        the resourceclaim controller would create it) for ``ttl`` seconds; False when ``kind`` is not
+        watched."""
+        with self.lock:
+            if not any(r.kind == kind for r in self.resources):
+                return False
+            self.assumed[(kind, key)] = _Assumption(raw, None, time.monotonic() + ttl, True)
+            self._bump(kind)
+            self._touch(kind, key)
+            return True
 
     def unassume(self, kind: str, key: str) -> None:
         """End the assumption on ``kind`` ``key`` (a write read back and found not to have landed)."""
@@ -290,15 +310,27 @@ class WatchCache:
                 self.versions.get("Topology", 0),
             )
             rows = [(r, key, e.raw, e.record) for r in self.resources for key, e in self.stores[r].items()]
+        for k in [k for k in self.assumed_parsed if k not in assumed]:
+            del self.assumed_parsed[k]  # ended assumptions
         if not assumed:
             return [row for row in rows if row[3] is not None]
         out = []
         for r, key, raw, record in rows:
             a = assumed.get((r.kind, key))
             if a is not None:
-                raw, record = _assumed(r, raw, a)
+                memo = self.assumed_parsed.get((r.kind, key))
+                if memo is None or memo[0] is not raw or memo[1] is not a:
+                    memo = self.assumed_parsed[(r.kind, key)] = (raw, a, _assumed(r, raw, a))
+                raw, record = memo[2]
             if record is not None:
                 out.append((r, key, raw, record))
+        held = {(r.kind, key) for r, key, _raw, _rec in rows}
+        for (kind, key), a in assumed.items():
+            if a.created and (kind, key) not in held:
+                r = next(r for r in self.resources if r.kind == kind)
+                raw, record = _assumed(r, {}, a)
+                if record is not None:
+                    out.append((r, key, raw, record))
         return out
 
     def delta(self) -> list[tuple[ResourceType, str, Any]]:
@@ -315,6 +347,8 @@ class WatchCache:
             record = None
             if entry is not None:
                 record = entry.record if a is None else _assumed(r, entry.raw, a)[1]
+            elif a is not None and a.created:
+                record = _assumed(r, {}, a)[1]
             out.append((r, key, record))
         return out
 

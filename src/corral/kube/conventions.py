@@ -12,12 +12,18 @@
   kube-scheduler's wording);
 - a ``Preempted`` Normal Event on each victim naming the preemptor, the node and the action that chose
   it (kube-scheduler's ``Preempted by pod ... on node ...``, with corral's rule appended);
+- a ``FieldsNotEnforced`` Warning Event on an object with fields corral accepts but does not act on
+  under its configuration (a topology constraint no plugin enforces, GPU-sharing annotations without
+  ``gpushare``, a queue's DRA quota keys): once per object and text, in the cycle the object is first
+  seen or its warning changes (:meth:`Recorder.warn`, fed by the runner's
+  :class:`~corral.framework.notices.Warned`); CamelCase, as the peers' reasons (``FailedScheduling``,
+  Volcano's ``Unschedulable``), and a Warning like theirs;
 - PodGroup conditions as Volcano's gang plugin writes them (:func:`gang_condition`), sent with the
   PodGroup's phase and annotations in one patch by the applier; on KAI PodGroups, KAI's
   ``schedulingConditions`` (:func:`kai_conditions`).
 
 Rate limits: at most ``events_per_cycle`` Events and ``conditions_per_cycle`` pod condition patches per
-cycle (the rest follow in later cycles, oldest decision first); an unchanged Event is repeated at most
+cycle (the rest follow in later cycles, oldest decision first; warnings wait behind the decisions'); an unchanged Event is repeated at most
 every ``event_repeat`` seconds and an unchanged condition is never written again. The record of what was
 emitted forgets entries older than ``event_repeat`` (they would be emitted again anyway), so it stays
 bounded by what one window of ``event_repeat`` seconds emitted.
@@ -38,6 +44,9 @@ from corral.model import Cluster
 from corral.model.clock import format_time
 
 __all__ = ["Recorder", "gang_condition", "kai_conditions", "merged_conditions"]
+
+#: the reason of the Warning Event about fields corral accepts but does not act on
+NOT_ENFORCED = "FieldsNotEnforced"
 
 #: Volcano's gang plugin (``PodGroupScheduled`` condition reason, ``NotEnoughResourcesReason``)
 SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
@@ -129,6 +138,16 @@ class Recorder:
         self.conditions_per_cycle = conditions_per_cycle
         self.event_repeat = event_repeat
         self.emitted: dict[tuple[str, str, str], tuple[str, float]] = {}  # (kind, key, reason) -> msg, time
+        #: warnings told but not written yet, (kind, key) -> message: written after the cycle's
+        #: decisions, within the Event budget; an entry leaves once its Event was tried
+        self.warnings: dict[tuple[str, str], str] = {}
+
+    def warn(self, obj: str, message: str) -> None:
+        """A ``FieldsNotEnforced`` Warning Event on ``obj`` ("PodGroup ns/name", "Pod ns/name",
+        "Queue q"; the configuration itself has no object: nothing) at the next cycle's apply phase."""
+        kind, _, key = obj.partition(" ")
+        if key:
+            self.warnings[(kind, key)] = message
 
     def prune(self) -> None:
         """Forget what was emitted more than ``event_repeat`` seconds ago."""
@@ -168,17 +187,22 @@ class Recorder:
                 if t.node < 0 and t.managed:
                     events.append(("Pod", t.key, "Warning", "FailedScheduling", u.reason))
                     conditions.append((t.key, u.reason))
+        events += [(kind, key, "Warning", NOT_ENFORCED, msg) for (kind, key), msg in self.warnings.items()]
         mono = time.monotonic()
         todo = []
         budget = self.events_per_cycle
         for kind, key, etype, reason, message in events:
             last = self.emitted.get((kind, key, reason))
             if last is not None and last[0] == message:
+                if reason == NOT_ENFORCED:
+                    self.warnings.pop((kind, key), None)
                 continue  # the same, within event_repeat (older records were pruned)
             if budget <= 0:
                 break
             budget -= 1
             todo.append((kind, key, etype, reason, message))
+            if reason == NOT_ENFORCED:
+                self.warnings.pop((kind, key), None)
         event_futures = [(t, self.pool.submit(self.event, *t)) for t in todo]
         condition_futures = [
             (key, self.pool.submit(self.unschedulable_condition, key, reason, now))

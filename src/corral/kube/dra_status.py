@@ -3,12 +3,20 @@ plugin does in PreBind (``bindClaim``): the finalizer ``resource.kubernetes.io/d
 claim, then its status — ``allocation`` (the devices, the configuration of their classes and of the
 claim, the node selector of the node, the allocation time) and the pod added to ``reservedFor`` — and
 only then the ``Binding``. A claim already allocated (shared with a pod placed earlier) only gains the
-pod in ``reservedFor``. Both writes carry the claim's ``resourceVersion``: a claim changed meanwhile
+pod in ``reservedFor``. A claim of a scheduling.k8s.io PodGroup (KEP-5729) is reserved for the group
+(``resource: podgroups``) once, not for each pod. Both writes carry the claim's ``resourceVersion``: a claim changed meanwhile
 answers 409 and the bind is left for the next cycle, decided again from fresh state.
 
 A claim corral instantiated from a template (the resourceclaim controller has not created it yet) is
 not written: the bind waits, as kube-scheduler's PreEnqueue waits for the claim, and the next cycle
 sees the generated claim (``status.resourceClaimStatuses``).
+
+A dry run writes nothing; :func:`assume_claims` overlays on the watch cache what the writes and the
+resourceclaim controller would leave, so that the next cycle finds every device of this cycle still
+held (as ``corral schedule --cycles`` keeps the allocations on its model): a named claim gains its
+allocation and the pods in ``reservedFor``; a claim made from a template is assumed created (named
+``<pod>-<entry>``, the template's spec, allocated and reserved) and the pod's
+``status.resourceClaimStatuses`` names it.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from corral.dra.records import ClaimAllocation
 from corral.kube.api import RESOURCES, ResourceType
 from corral.model.clock import format_time
 
-__all__ = ["CLAIM", "FINALIZER", "allocation_status", "claim_patches"]
+__all__ = ["CLAIM", "FINALIZER", "allocation_status", "assume_claims", "claim_patches"]
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLAIM: ResourceType = next(r for r in RESOURCES if r.kind == "ResourceClaim")
@@ -76,14 +84,25 @@ def claim_patches(
     status = raw.get("status") or {}
     _, _, pod_name = record.pod.partition("/")
     reserved = list(status.get("reservedFor") or [])
-    entry = {"resource": "pods", "name": pod_name, "uid": pod_uid}
+    entry = _consumer(inv, record, pod_name, pod_uid)
     body: dict[str, Any] = {}
-    if not any(r.get("name") == pod_name and r.get("resource", "pods") == "pods" for r in reserved):
+    if not any(
+        r.get("name") == entry["name"] and r.get("resource", "pods") == entry["resource"] for r in reserved
+    ):
         body["reservedFor"] = [*reserved, entry]
     if not status.get("allocation"):
         body["allocation"] = allocation_status(inv, record, now)
     status_patch = {"metadata": guard, "status": body} if body else None
     return meta_patch, status_patch
+
+
+def _consumer(inv: Inventory | None, record: ClaimAllocation, pod_name: str, pod_uid: str) -> dict[str, str]:
+    """The ``reservedFor`` entry of ``record``: the pod, or for a claim of a scheduling.k8s.io PodGroup
+    the group (KEP-5729: reserved for the PodGroup instead of its individual pods)."""
+    group = inv.groups.get(record.claim) if inv is not None else None
+    if group is not None:
+        return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": group[0], "uid": group[1]}
+    return {"resource": "pods", "name": pod_name, "uid": pod_uid}
 
 
 def write_claims(
@@ -126,3 +145,83 @@ def _assumed(raw: dict, status_patch: dict | None) -> dict:
         if status
         else {"metadata": {"finalizers": (raw.get("metadata") or {}).get("finalizers")}}
     )
+
+
+def _group_claim(cache: Any, pod: dict, ns: str, claim_name: str) -> tuple[str, str, str]:
+    """``(PodGroup, its uid, entry name)`` when ``claim_name`` is a claim of the pod's scheduling.k8s.io
+    PodGroup (named by it, generated for it, or ``<podgroup>-<entry>`` as corral instantiates it); else
+    empty strings."""
+    pg = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or ""
+    found = cache.find("PodGroup", f"{ns}/{pg}") if pg else None
+    if found is None:
+        return "", "", ""
+    raw = found[1]
+    generated = {
+        c.get("resourceClaimName"): c.get("name")
+        for c in (raw.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    for c in (raw.get("spec") or {}).get("resourceClaims") or []:
+        name = c.get("name", "")
+        if claim_name in (c.get("resourceClaimName"), f"{pg}-{name}") or generated.get(claim_name) == name:
+            return pg, (raw.get("metadata") or {}).get("uid", ""), name
+    return "", "", ""
+
+
+def assume_claims(cache: Any, records: list[ClaimAllocation], now: float, ttl: float) -> None:
+    """Overlay on ``cache`` the claims of a dry run's binds (module docstring), for ``ttl`` seconds."""
+    reserved: dict[str, list[dict]] = {}
+    statuses: dict[tuple[str, str], list[dict]] = {}  # (kind, key) -> status.resourceClaimStatuses
+    for record in records:
+        found = cache.find("Pod", record.pod)
+        if found is None:
+            continue
+        pod = found[1]
+        ns, _, pod_name = record.pod.partition("/")
+        _, _, claim_name = record.claim.partition("/")
+        pg, pg_uid, pg_entry = _group_claim(cache, pod, ns, claim_name)
+        entry = (
+            {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": pg, "uid": pg_uid}
+            if pg
+            else {"resource": "pods", "name": pod_name, "uid": (pod.get("metadata") or {}).get("uid", "")}
+        )
+        claim = cache.find("ResourceClaim", record.claim)
+        if claim is None and record.template:
+            template = cache.find("ResourceClaimTemplate", f"{ns}/{record.template}")
+            if template is None:
+                continue
+            raw = {
+                "apiVersion": CLAIM.api_version,
+                "kind": "ResourceClaim",
+                "metadata": {"name": claim_name, "namespace": ns, "uid": f"dry-run-{record.claim}"},
+                "spec": ((template[1].get("spec") or {}).get("spec")) or {},
+                "status": {"allocation": allocation_status(None, record, now), "reservedFor": [entry]},
+            }
+            if not cache.assume_created("ResourceClaim", record.claim, raw, ttl):
+                continue
+            reserved[record.claim] = [entry]
+            owner = ("PodGroup", f"{ns}/{pg}") if pg else ("Pod", record.pod)
+            have = statuses.get(owner)
+            if have is None:
+                obj = cache.find(*owner)
+                have = statuses[owner] = list(
+                    ((obj[1] if obj else {}).get("status") or {}).get("resourceClaimStatuses") or []
+                )
+            name = pg_entry or (
+                claim_name[len(pod_name) + 1 :] if claim_name.startswith(f"{pod_name}-") else claim_name
+            )
+            have.append({"name": name, "resourceClaimName": claim_name})
+            continue
+        if claim is None:
+            continue
+        status = claim[1].get("status") or {}
+        have = reserved.setdefault(record.claim, list(status.get("reservedFor") or []))
+        if not any(
+            r.get("name") == entry["name"] and r.get("resource", "pods") == entry["resource"] for r in have
+        ):
+            have.append(entry)
+        patch: dict[str, Any] = {"reservedFor": list(have)}
+        if not status.get("allocation"):
+            patch["allocation"] = allocation_status(None, record, now)
+        cache.assume("ResourceClaim", record.claim, {"status": patch}, None, ttl)
+    for (kind, key), have in statuses.items():
+        cache.assume(kind, key, {"status": {"resourceClaimStatuses": have}}, None, ttl)

@@ -22,8 +22,10 @@ longer than the scheduling cycle itself, so a cycle does not assemble again what
   loader's order (pods by namespace and name; podgroups by namespace and name, then the other jobs by
   their first pod). An assembly error (a duplicate uid, a pod named as a podgroup) falls back to the full
   assembly, which leaves the culprit out and logs it once.
-- **Dynamic Resource Allocation**: while any pod has resource claims (or a claim is allocated), any
-  change is a full assembly: the device books (:mod:`corral.dra`) span every claim, pod and slice.
+- **Dynamic Resource Allocation**: while any pod has resource claims (or a claim is allocated), the
+  device books (:mod:`corral.dra`) span every claim, pod and slice: a change is a full assembly unless
+  it is only of pods and podgroups the books do not read (a pod without claims that no claim is
+  reserved for, a podgroup without claims), whose jobs are rebuilt on the books as they are.
 
 A cycle changes the cluster it runs on (task states, node columns, podgroup phases and annotations, node
 locks). Before every cycle :meth:`LiveModel.advance` puts back what each task, job and node held when
@@ -107,6 +109,12 @@ class LiveModel:
         self.dropped = bool(dropped)
         self.dra = cluster.dra
         self.dra_built = dict(cluster.dra.allocations) if cluster.dra is not None else {}
+        #: pods (namespace, name) some claim is reserved for: the device books read them
+        self.dra_reserved = (
+            {(c.namespace, n) for c in cluster.dra.claims.values() for n in c.reserved_for}
+            if cluster.dra is not None
+            else set()
+        )
         self.records: dict[tuple[str, str], Any] = {}  # (resource type name, cache key) -> record
         self.pods: dict[str, PodRec] = {}  # pod key -> record
         self.groups: dict[str, PodGroupRec] = {}  # podgroup key -> record
@@ -172,10 +180,13 @@ class LiveModel:
         self.last, self.rebuilt = "full", 0
 
     def _fixed(self) -> set[str]:
-        """The resource names of nodes and queues (and cpu, memory, pods)."""
+        """The resource names of nodes and queues (and cpu, memory, pods), and those DRA devices count as."""
         fixed = set(self.queued)
         for rec in self.node_recs.values():
             fixed.update(rec.allocatable)
+        if self.dra is not None:  # the device books as assembled (corral.dra.inventory)
+            for extra in (*self.dra.node_extra.values(), *self.dra.pod_extra.values()):
+                fixed.update(extra)
         return fixed
 
     def _bucket(self, rec: PodRec) -> Bucket:
@@ -236,7 +247,7 @@ class LiveModel:
         if not changes:
             self.last, self.rebuilt = "unchanged", 0
             return self._cluster()
-        if self.dra is not None:  # the device books span every claim, pod and slice (corral.dra)
+        if self.dra is not None and not self._beside_dra(changes):  # the device books (corral.dra)
             self._full("Dynamic Resource Allocation is assembled whole")
             return None
         if self.dropped:
@@ -271,6 +282,24 @@ class LiveModel:
             return None
         self.last = "incremental"
         return self._cluster()
+
+    def _beside_dra(self, changes: list[tuple[Any, str, Any]]) -> bool:
+        """Whether ``changes`` are only of pods and podgroups the device books do not read, before and
+        after: pods without claims that no claim is reserved for, podgroups without claims."""
+        for r, key, rec in changes:
+            for x in (self.records.get((r.name, key)), rec):
+                if x is None:
+                    continue
+                if r.kind == "Pod":
+                    if x.claim_refs or (x.namespace, x.name) in self.dra_reserved:
+                        return False
+                elif r.kind == "PodGroup":
+                    native = x.native
+                    if native is not None and (native.claims or native.composite is not None):
+                        return False
+                else:
+                    return False
+        return True
 
     def _full(self, why: str) -> None:
         """Mark the model stale: the next cycle needs a full assembly, for ``why``."""
@@ -463,6 +492,7 @@ class LiveModel:
             hypernodes=self.hypernodes,  # tier names of highestTierName
             priority_classes=self.priority_classes,
             topologies=self.topologies,
+            dra=self.dra,  # the device books as assembled (what a pod with claims asks and may wait for)
         )
         pods = [self.pods[k] for k in self.members.get(b, ())]
         groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []

@@ -2,7 +2,7 @@
 cluster (the snapshot loader's assembly), one cycle runs (:func:`corral.framework.cycle.run_cycle`, the
 function ``corral schedule`` runs) and its decisions are applied (:class:`~corral.kube.apply.Applier`),
 or, with ``dry_run``, printed and assumed as ``corral schedule --cycles`` applies them between cycles
-(:func:`dry_run_assume`), so ``corral run --dry-run --cycles N`` and ``corral schedule --cycles N`` on the
+(:class:`~corral.kube.dryrun.DryRun`): one :class:`~corral.framework.cycle.DecisionSink` or the other, so ``corral run --dry-run --cycles N`` and ``corral schedule --cycles N`` on the
 same objects decide the same.
 
 A cycle that fails (a fault in the scheduling core, an object no check caught) is logged and counted; the
@@ -12,6 +12,13 @@ No cycle runs before every watched kind is listed (nodes, pods, and each PodGrou
 without the running pods a cycle would bind onto nodes whose load it cannot see): :meth:`Runner.run`
 logs what it waits for every ``10`` s and raises :class:`SyncTimeout` after ``sync_timeout`` seconds
 rather than schedule on an incomplete cache. A stop request (SIGTERM, Ctrl-C) ends the wait at once.
+
+Warnings (:meth:`Runner.warn`): every cycle, what the configuration does not act on for the cycle's
+cluster (:func:`corral.framework.notices.configuration_notes`, what ``corral validate`` prints) is told
+once per object — in the first cycle for what is there, later for each object that appears and again
+for one whose warning changed (:class:`~corral.framework.notices.Warned`): a log line, a
+``FieldsNotEnforced`` Warning Event on the object (not in a dry run) and, for a podgroup's fields, the
+cycle's decisions (``warnings``, as ``corral schedule`` lists them in its first cycle).
 
 Leadership (``leader_elect``): a cycle starts only while the lease was renewed within its renew deadline
 (:meth:`corral.kube.leader.LeaderElector.is_leader`), and every write of the apply phase asks again; a
@@ -33,23 +40,23 @@ from typing import Any, TextIO
 from corral.errors import ClusterAPIError
 from corral.framework.config import Config
 from corral.framework.cycle import run_cycle
-from corral.framework.decisions import Decisions
+from corral.framework.decisions import Decisions, FieldWarning
 from corral.framework.memo import ClusterHistory
-from corral.framework.reservation import lock_label_value
+from corral.framework.notices import Warned, cluster_notices, configuration_notes
 from corral.kube.api import KubeAPI, NotLeader
-from corral.kube.apply import LOCK_LABEL, Applier
+from corral.kube.apply import Applier
 from corral.kube.apply_report import ApplyReport
 from corral.kube.cache import WatchCache
-from corral.kube.conventions import merged_conditions
+from corral.kube.dryrun import DryRun, dry_run_assume
 from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.native_status import native_conditions
-from corral.kube.podgroups import native_condition
 from corral.kube.queuemetrics import unschedulable_by_queue
 from corral.model import Cluster
 from corral.model.clock import format_time
+from corral.model.notes import record_text
 from corral.queueview import QueueRow, queue_rows
 from corral.registry import REGISTRY
 
@@ -100,55 +107,6 @@ class CycleResult:
     seconds: dict[str, float]
 
 
-def dry_run_assume(cache: WatchCache, decisions: Decisions, now: float) -> None:
-    """Overlay ``decisions`` on the cache as :func:`corral.framework.cycle.apply_decisions` carries them
-    out for ``corral schedule --cycles``: bound pods run from ``now``, evicted pods are gone, nominations
-    and podgroup updates persist, node locks set the lock label. Never confirmed: they last the run."""
-    forever = 1e12
-    for e in decisions.evictions:
-        cache.assume("Pod", e.pod, None, None, forever)
-    for b in decisions.binds:
-        cache.assume(
-            "Pod",
-            b.pod,
-            {
-                "spec": {"nodeName": b.node},
-                "status": {"phase": "Running", "startTime": format_time(now), "nominatedNodeName": None},
-            },
-            None,
-            forever,
-        )
-    for n in decisions.nominations:
-        found = cache.find("Pod", n.pod)
-        if found is None or (found[1].get("spec") or {}).get("nodeName"):
-            continue
-        cache.assume("Pod", n.pod, {"status": {"nominatedNodeName": n.node or None}}, None, forever)
-    for u in decisions.podgroups:
-        if cache.find("PodGroup", u.podgroup) is not None:
-            cache.assume(
-                "PodGroup",
-                u.podgroup,
-                {"status": {"phase": u.phase}, "metadata": {"annotations": dict(u.annotations)}},
-                None,
-                forever,
-            )
-    for c in decisions.conditions:  # Kubernetes' own PodGroups: the conditions kube-scheduler writes
-        found = cache.find("PodGroup", c.podgroup)
-        if found is not None:
-            have = (found[1].get("status") or {}).get("conditions")
-            merged = merged_conditions(have, native_condition(c, now))
-            if merged is not None:
-                cache.assume("PodGroup", c.podgroup, {"status": {"conditions": merged}}, None, forever)
-    for lock in decisions.node_locks:
-        cache.assume(
-            "Node",
-            lock.node,
-            {"metadata": {"labels": {LOCK_LABEL: lock_label_value(lock.job) if lock.job else None}}},
-            None,
-            forever,
-        )
-
-
 class Runner:
     """Cache, leader election, cycles, applier; :meth:`run` until stopped or ``cycles`` are done."""
 
@@ -189,6 +147,8 @@ class Runner:
             bind_margin=options.lease[2] if options.leader_elect else 0.0,
         )
         self.applier.sleep = self.stopping.wait
+        #: where the decisions are carried out: the API server, or with ``dry_run`` the cache alone
+        self.sink: Applier | DryRun = DryRun(self.cache) if options.dry_run else self.applier
         self.elector: LeaderElector | None = None
         self.lost = False
         self.stop_signal = 0  # the signal that stopped the runner (the command's handler sets it)
@@ -200,6 +160,8 @@ class Runner:
         # what earlier cycles learned (framework/memo/): each cycle's cluster is a new object, so the
         # history does not track the jobs' changes; its skip memory outlives the clusters
         self.history = ClusterHistory()
+        #: the objects warned about, with what they were told (framework/notices.py)
+        self.warned = Warned()
         self.queue_rows_failed = False
         self.queue_rows_last: list[QueueRow] | None = None
         self.queue_rows_at = 0.0
@@ -358,6 +320,7 @@ class Runner:
             times["schedule"] = time.perf_counter() - t1
             times["schedule_cpu"] = time.process_time() - cpu1
             unschedulable = unschedulable_by_queue(cluster, decisions)
+            self.warn(cluster, decisions, n)
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler
             self.log.error("cycle failed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             self.metrics.api_errors.labels("cycle", "scheduler", "fault").inc()
@@ -366,7 +329,7 @@ class Runner:
         t2 = time.perf_counter()
         report = None
         if self.opts.dry_run:
-            dry_run_assume(self.cache, decisions, now)
+            self.sink.apply(decisions, cluster, now)
             if self.opts.cycles is None and _any(decisions):
                 self.out.write(
                     json.dumps({"cycle": n, "now": format_time(now), **decisions.to_json(1)}) + "\n"
@@ -374,7 +337,7 @@ class Runner:
                 self.out.flush()
         else:
             try:
-                report = self.applier.apply(decisions, cluster, now)
+                report = self.sink.apply(decisions, cluster, now)
             except NotLeader as exc:
                 self.log.error("leadership lost: apply phase stopped", cycle=n, at=str(exc))
                 self._lost()
@@ -409,6 +372,30 @@ class Runner:
                 seconds={k: round(v, 4) for k, v in times.items()},
             )
         return result
+
+    def warn(self, cluster: Cluster, decisions: Decisions, n: int) -> None:
+        """Tell what the configuration does not act on for ``cluster``, once per object and text (see
+        the module docstring): ``decisions.warnings`` becomes the podgroups' fields told in this cycle,
+        in :func:`~corral.framework.notices.cluster_notices`' order, so cycle 1 lists what ``corral
+        schedule`` lists."""
+        try:
+            podgroups = cluster_notices(cluster, self.config, REGISTRY)
+            notes = configuration_notes(cluster, self.config, REGISTRY, podgroups).warnings
+        except Exception as exc:  # noqa: BLE001 - warnings never stop a cycle
+            self.log.error("warnings not computed", cycle=n, error=f"{type(exc).__name__}: {exc}")
+            return
+        fresh = self.warned.fresh(notes)
+        for obj, about in fresh:
+            text = record_text(about)
+            self.log.warning("not acted on", cycle=n, object=obj, warning=text)
+            if not self.opts.dry_run:
+                self.applier.recorder.warn(obj, text)
+        told = {obj for obj, _ in fresh}
+        decisions.warnings = [
+            FieldWarning(w.obj.removeprefix("PodGroup "), w.field, w.message, n)
+            for w in podgroups
+            if w.obj in told
+        ]
 
     def _queue_rows(self, cluster: Cluster, now: float) -> list[QueueRow] | None:
         """The rows of ``corral queues`` for this cycle's snapshot (a session opened and discarded

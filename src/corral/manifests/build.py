@@ -50,11 +50,11 @@ from corral.manifests.node_assembly import (
     assemble_hypernodes,
     assemble_nodes,
 )
-from corral.manifests.notes import Notes
 from corral.manifests.queue_assembly import assemble_queues
 from corral.manifests.workloads import expand_workloads
 from corral.model.cluster import Cluster, PodDisruptionBudget, PriorityClass
 from corral.model.hypernodes import HyperNodeTree
+from corral.model.notes import Notes
 from corral.model.resources import ResourceIndex
 
 __all__ = [
@@ -100,13 +100,14 @@ def build_cluster(
     objects: Iterable[SourcedObject], schedulers: Sequence[str] = DEFAULT_SCHEDULERS
 ) -> Cluster:
     """The model of ``objects``, with what the reading noted (warnings, expanded workloads) as
-    ``cluster.input_notes``. Python's cyclic garbage collector is paused while building: the
-    build allocates hundreds of thousands of small objects and frees none, so every collection it
-    would trigger is wasted work (about 40 % of the build on large snapshots)."""
+    ``cluster.notes``: the objects' own, then the assembly's. Python's cyclic garbage collector is
+    paused while building: the build allocates hundreds of thousands of small objects and frees none,
+    so every collection it would trigger is wasted work (about 40 % of the build on large snapshots)."""
     notes = Notes()
     with _gc_paused():
         cluster = assemble_cluster(parse_objects(objects, notes, schedulers), schedulers)
-    cluster.input_notes = notes
+    notes.extend(cluster.notes.warnings)
+    cluster.notes = notes
     return cluster
 
 

@@ -1,12 +1,9 @@
-"""Dynamic Resource Allocation objects (``resource.k8s.io``): read, reported, never allocated.
+"""Dynamic Resource Allocation objects (``resource.k8s.io``) as records: read and reported here; the
+allocation is :mod:`corral.dra`'s.
 
-corral does not allocate devices yet. So that a snapshot of a DRA cluster never schedules as if its
-devices were not asked for:
-
-- a pending pod corral schedules that has ``spec.resourceClaims``, and a ``scheduling.k8s.io`` PodGroup
-  with ``spec.resourceClaims``, leave their job unschedulable with a reason naming the claims (the
-  "valid input that cannot be honoured" rule of :mod:`corral.manifests.build`): never placed, reported in
-  the decisions' ``unschedulable`` list, and warned about by ``corral validate``;
+- a pending pod corral schedules that has ``spec.resourceClaims`` (and a ``scheduling.k8s.io`` PodGroup
+  with ``spec.resourceClaims`` its pods share) has its claims allocated by the ``dra`` plugin
+  (:mod:`corral.dra`);
 - ``ResourceSlice``, ``DeviceClass``, ``ResourceClaim`` and ``ResourceClaimTemplate`` are read (every
   served version: ``v1``, ``v1beta1``, ``v1beta2``) and counted by ``corral validate``: devices per node,
   claims allocated and waiting, device classes that stand for an extended resource (Kubernetes then
@@ -96,8 +93,8 @@ def dra_lines(recs: list[DraRec]) -> tuple[list[str], list[tuple[str, str, str]]
     lines = [
         "read Dynamic Resource Allocation objects (resource.k8s.io): "
         + "; ".join(parts)
-        + ". corral allocates devices to the claims of the pods it schedules (the dra plugin); "
-        "scheduling.k8s.io PodGroups with spec.resourceClaims are not scheduled"
+        + ". corral allocates devices to the claims of the pods it schedules (the dra plugin), a "
+        "scheduling.k8s.io PodGroup's claims once for all the pods of the group that name them"
     ]
     warnings: list[tuple[str, str, str]] = []
     for c in classes:
@@ -116,12 +113,12 @@ def dra_lines(recs: list[DraRec]) -> tuple[list[str], list[tuple[str, str, str]]
     return lines, warnings
 
 
-def claim_refs(o: Obj, raw: Any) -> tuple[tuple[str, str, str], ...]:
-    """A pod's ``spec.resourceClaims`` as ``(entry name, resourceClaimName, resourceClaimTemplateName)``;
-    exactly one of the two sources must be set (the API's rule)."""
+def claim_refs(o: Obj, raw: Any, base: str = "spec.resourceClaims") -> tuple[tuple[str, str, str], ...]:
+    """A pod's (or a PodGroup's) ``spec.resourceClaims`` as ``(entry name, resourceClaimName,
+    resourceClaimTemplateName)``; exactly one of the two sources must be set (the API's rule)."""
     out = []
-    for i, c in enumerate(o.listof(raw, "spec.resourceClaims")):
-        path = f"spec.resourceClaims[{i}]"
+    for i, c in enumerate(o.listof(raw, base)):
+        path = f"{base}[{i}]"
         c = o.mapping(c, path)
         name = o.string(c.get("name"), f"{path}.name")
         claim = o.string(c.get("resourceClaimName"), f"{path}.resourceClaimName")
@@ -134,14 +131,14 @@ def claim_refs(o: Obj, raw: Any) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
-def claim_statuses(o: Obj, raw: Any) -> dict[str, str]:
-    """``status.resourceClaimStatuses``: entry name -> the claim generated for it ("" when none is
-    needed)."""
+def claim_statuses(o: Obj, raw: Any, base: str = "status.resourceClaimStatuses") -> dict[str, str]:
+    """``status.resourceClaimStatuses`` (of a pod or a PodGroup): entry name -> the claim generated for
+    it ("" when none is needed)."""
     out = {}
-    for i, c in enumerate(o.listof(raw, "status.resourceClaimStatuses")):
-        c = o.mapping(c, f"status.resourceClaimStatuses[{i}]")
-        out[o.string(c.get("name"), f"status.resourceClaimStatuses[{i}].name")] = o.string(
-            c.get("resourceClaimName"), f"status.resourceClaimStatuses[{i}].resourceClaimName"
+    for i, c in enumerate(o.listof(raw, base)):
+        c = o.mapping(c, f"{base}[{i}]")
+        out[o.string(c.get("name"), f"{base}[{i}].name")] = o.string(
+            c.get("resourceClaimName"), f"{base}[{i}].resourceClaimName"
         )
     return out
 

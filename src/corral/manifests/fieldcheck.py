@@ -5,7 +5,7 @@ The line between the two: where ignoring a field could make corral do something 
 would not (evict for a job the peer would hold back), the field is **refused** — one line naming the
 object, the field and what to do. Where corral is only less eager than its peer (it does not evict a
 stale gang, it does not dispatch to another cluster), the field is accepted and **warned** about once per
-object (:class:`~corral.manifests.notes.Notes`).
+object (:class:`~corral.model.notes.Notes`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from corral.manifests.fields import Obj
-from corral.manifests.notes import Notes
+from corral.model.notes import Notes
 
 __all__ = ["KAI_PREEMPTIBILITY", "check_fields", "check_pending_pod"]
 

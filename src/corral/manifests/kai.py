@@ -127,9 +127,11 @@ def _resolve(
 
 def _note_inert(cluster: Cluster, obj: str, path: str, topology: str, required: str, preferred: str) -> None:
     if (required or preferred) and not topology:
-        cluster.notes.append(
-            f"{obj}: {path} names no topology, so it is not acted on (KAI applies a constraint only "
-            f"with its topology); set {path}.topology to a Topology's name"
+        cluster.notes.warn(
+            obj,
+            "",
+            f"{path} names no topology, so it is not acted on (KAI applies a constraint only "
+            f"with its topology); set {path}.topology to a Topology's name",
         )
 
 
@@ -173,11 +175,12 @@ def _subgroups(cluster: Cluster, job: Job, pg: PodGroupRec, obj: str) -> None:
                 field=f"{path}.minMember",
             )
         if g.leaf and s.min_subgroup is not None:
-            cluster.notes.append(f"{obj}: {path}.minSubGroup is not used: {s.name!r} has no sub-groups")
+            cluster.notes.warn(obj, "", f"{path}.minSubGroup is not used: {s.name!r} has no sub-groups")
         if not g.leaf and s.min_member is not None:
-            cluster.notes.append(
-                f"{obj}: {path}.minMember is not used: {s.name!r} has sub-groups (KAI counts them by "
-                "minSubGroup)"
+            cluster.notes.warn(
+                obj,
+                "",
+                f"{path}.minMember is not used: {s.name!r} has sub-groups (KAI counts them by minSubGroup)",
             )
         _note_inert(
             cluster, obj, f"{path}.topologyConstraint", s.topology_name, s.required_level, s.preferred_level
@@ -190,8 +193,8 @@ def _subgroups(cluster: Cluster, job: Job, pg: PodGroupRec, obj: str) -> None:
         if mode:
             g.constraint = SubGroupConstraint(s.name, mode, s.topology_name, tier or 0, low or None)
     if pg.min_member_given:
-        cluster.notes.append(
-            f"{obj}: spec.minMember is not used: the podgroup has subGroups (KAI counts them by minSubGroup)"
+        cluster.notes.warn(
+            obj, "", "spec.minMember is not used: the podgroup has subGroups (KAI counts them by minSubGroup)"
         )
     tree = SubGroupTree(groups, pg.min_subgroup)
     job.subgroup_tree = tree
@@ -238,10 +241,12 @@ def join_subgroup(cluster: Cluster, job: Job, task: Task) -> bool:
     is left out of the job (a note says so; a pod that holds a node stays as fixed load on it)."""
     sub = subgroup_of(job, task.labels)
     if sub is None:
-        cluster.notes.append(
-            f"Pod {task.key}: metadata.labels.{SUBGROUP_LABEL} {task.labels.get(SUBGROUP_LABEL, '')!r} names "
+        cluster.notes.warn(
+            f"Pod {task.key}",
+            "",
+            f"metadata.labels.{SUBGROUP_LABEL} {task.labels.get(SUBGROUP_LABEL, '')!r} names "
             f"no leaf sub-group of PodGroup {job.uid}, so the pod is not scheduled (as KAI); label it with "
-            "one of: " + ", ".join(job.subgroup_tree.leaves())
+            "one of: " + ", ".join(job.subgroup_tree.leaves()),
         )
         if task.node >= 0 and task.status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING):
             task.managed = task.preemptable = False  # it holds its node: fixed load

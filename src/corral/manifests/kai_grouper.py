@@ -24,16 +24,18 @@ Pods carry the annotation ``pod-group-name``.
   ``controller-uid``, ``batch.kubernetes.io/controller-uid`` and, for ``completionMode: Indexed``, the
   completion index annotation. minMember 1, or the Job's annotation ``kai.scheduler/batch-min-member``.
   A suspended Job has no pods.
-- **JobSet**: a child Job ``<jobset>-<replicatedJob>-<index>`` per replica of every replicated job, its
-  pods ``<child>-<i>`` labelled ``jobset.sigs.k8s.io/jobset-name``, ``replicatedjob-name``,
-  ``job-index``. KAI gives each replica a sub-group needing ``parallelism`` pods (or the template's
-  ``kai.scheduler/batch-min-member``) and, with ``startupPolicyOrder: AnyOrder`` (the default), needs
-  every replica of every replicated job: corral writes that as one role per replica
-  (``volcano.sh/task-spec`` ``<replicatedJob>-replica-<index>``) with its minimum in ``minTaskMember``
-  and minMember their sum — the same all-or-nothing condition. With ``InOrder`` the JobSet controller
-  creates the first replicated job alone (the next once it runs): that is what is expanded. Refused: a
-  JobSet ``kai.scheduler/batch-min-member`` below the number of replicated jobs (any m of n groups),
-  and topology annotations on a replicated job's template (a per-replica constraint).
+- **JobSet** (KAI's ``jobset`` grouper): a child Job ``<jobset>-<replicatedJob>-<index>`` per replica of
+  every replicated job, its pods ``<child>-<i>`` labelled ``jobset.sigs.k8s.io/jobset-name``,
+  ``replicatedjob-name``, ``job-index`` and their KAI sub-group (``kai.scheduler/subgroup-name``). The
+  PodGroup's ``subGroups`` are KAI's: a parent per replicated job needing every replica, a leaf
+  ``<replicatedJob>-replica-<index>`` per replica needing ``parallelism`` pods (or the template's
+  ``kai.scheduler/batch-min-member``) under the template's topology annotations (a per-replica
+  constraint); the root's ``minSubGroup`` is every replicated job with ``startupPolicyOrder: AnyOrder``
+  (the default), 1 with ``InOrder`` — the JobSet controller then creates the first replicated job alone,
+  which is what is expanded — or the JobSet's ``kai.scheduler/batch-min-member`` when smaller. JobSet's
+  exclusive placement (``alpha.jobset.sigs.k8s.io/exclusive-topology``) by its node-selector strategy is
+  written as its controller writes it (:func:`_place_exclusively`); by its pod webhook it is refused
+  (:func:`_exclusive_selector` says why).
 
 - **bare pods** of KAI's scheduler (no ``pod-group-name``, no ``scheduling.k8s.io/group-name``): the
   pods of one owner share a PodGroup ``pg-<owner>-<owner uid>`` (the owner as the snapshot names it
@@ -49,11 +51,11 @@ from __future__ import annotations
 from typing import Any
 
 from corral.manifests.fields import Obj
-from corral.manifests.kinds import TASK_SPEC_KEY
 from corral.manifests.load import SourcedObject
-from corral.manifests.notes import Notes
 from corral.manifests.records import GROUP_ANNOTATION, KAI_GROUP_KEY
 from corral.manifests.workload_common import Existing, Made, check_pod_count, pod_from_template
+from corral.model.notes import Notes
+from corral.model.subgroups import SUBGROUP_LABEL
 
 __all__ = [
     "KAI_SCHEDULER",
@@ -69,6 +71,11 @@ KAI_QUEUE_LABEL = "kai.scheduler/queue"
 MIN_MEMBER_KEY = "kai.scheduler/batch-min-member"
 DEFAULT_QUEUE = "default-queue"
 DEFAULT_PRIORITY_CLASS = "train"
+#: the JobSet controller's exclusive placement (sigs.k8s.io/jobset ``api/jobset/v1alpha2``)
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+JOBSET_NODE_SELECTOR = "alpha.jobset.sigs.k8s.io/node-selector"
+JOBSET_NAMESPACED_JOB = "alpha.jobset.sigs.k8s.io/namespaced-job"
+JOBSET_NO_SCHEDULE = "alpha.jobset.sigs.k8s.io/no-schedule"
 _TOPOLOGY = (
     ("kai.scheduler/topology", "topology"),
     ("kai.scheduler/topology-required-placement", "requiredTopologyLevel"),
@@ -208,36 +215,47 @@ def expand_jobset(file: str, raw: dict, existing: Existing, notes: Notes) -> Mad
     rjobs = o.listof(spec.get("replicatedJobs"), "spec.replicatedJobs")
     if not rjobs:
         raise o.error("a JobSet needs replicatedJobs", "spec.replicatedJobs")
-    override = _min_override(o, o.meta.get("annotations"), "metadata.annotations")
-    if override is not None and override < len(rjobs):
-        raise o.error(
-            f"KAI would start the JobSet once {override} of its {len(rjobs)} replicated jobs can run; corral "
-            "gangs cannot say 'any m of n groups': remove the annotation or set it to the number of replicated jobs",
-            f"metadata.annotations.{MIN_MEMBER_KEY}",
-        )
+    js_ann = o.strmap(o.meta.get("annotations"), "metadata.annotations")
+    override = _min_override(o, js_ann, "metadata.annotations")
     order = o.mapping(spec.get("startupPolicy"), "spec.startupPolicy").get("startupPolicyOrder") or "AnyOrder"
-    if order == "InOrder":
-        rjobs = rjobs[:1]
-    check_pod_count(o, sum(_jobset_pods(o, rj, r) for r, rj in enumerate(rjobs)), "spec.replicatedJobs")
+    # KAI's JobSet grouper: the podgroup needs min(override, n) of its n replicated jobs, 1 with InOrder
+    # (the JobSet controller creates the first replicated job alone), else every one
+    min_subgroup = (
+        min(override, len(rjobs)) if override is not None else 1 if order == "InOrder" else len(rjobs)
+    )
+    created = 1 if order == "InOrder" else len(rjobs)
+    check_pod_count(
+        o, sum(_jobset_pods(o, rj, r) for r, rj in enumerate(rjobs[:created])), "spec.replicatedJobs"
+    )
     made = Made(podgroup=f"{o.namespace}/{pg_name}")
-    roles: dict[str, int] = {}
+    subgroups: list[dict[str, Any]] = []
     first_template: dict = {}
-    for r, rj in enumerate(rjobs):
-        template = _replicated_job(o, file, r, rj, pg_name, made, roles)
+    for r, rj in enumerate(rjobs):  # the queue and priority class come from the first pod template
+        template = _replicated_job(o, r, rj, js_ann, pg_name, made, subgroups, r < created)
         first_template = first_template or template
-    min_member = sum(roles.values())
-    pg = _podgroup(o, pg_name, first_template, existing, {"minMember": min_member, "minTaskMember": roles})
+    pg = _podgroup(
+        o, pg_name, first_template, existing, {"minSubGroup": min_subgroup, "subGroups": subgroups}
+    )
     made.objects.insert(0, (file, pg))
-    made.summary = f"minMember {min_member} over {len(roles)} replicas, queue {pg['spec']['queue']}"
+    leaves = sum(1 for sg in subgroups if sg.get("parent"))
+    made.summary = f"{min_subgroup} of {len(rjobs)} replicated jobs over {leaves} replica sub-groups, queue {pg['spec']['queue']}"
     return made
 
 
 def _replicated_job(
-    o: Obj, file: str, r: int, rj: Any, pg_name: str, made: Made, roles: dict[str, int]
+    o: Obj,
+    r: int,
+    rj: Any,
+    js_ann: dict[str, str],
+    pg_name: str,
+    made: Made,
+    subgroups: list[dict[str, Any]],
+    create: bool,
 ) -> dict:
-    """The pods of replicated job ``r`` of JobSet ``o`` into ``made``, one role per replica (its minimum
-    in ``roles``: the KAI min-member annotation of the job template, else its parallelism); returns its
-    pod template. A per-replica topology annotation is an error (it needs KAI sub-groups)."""
+    """KAI's sub-groups of replicated job ``r`` — a parent needing every replica, a leaf per replica
+    needing its ``parallelism`` pods (or the template's min-member annotation) under the template's
+    topology annotations — and, when ``create``, its pods (labelled with their leaf, placed as the JobSet
+    controller's exclusive placement asks); its pod template."""
     p = f"spec.replicatedJobs[{r}]"
     rj = o.mapping(rj, p)
     name = o.string(rj.get("name"), f"{p}.name")
@@ -248,36 +266,81 @@ def _replicated_job(
         o.mapping(jt.get("metadata"), f"{p}.template.metadata"),
         o.mapping(jt.get("spec"), f"{p}.template.spec"),
     )
-    jann = o.mapping(jmeta.get("annotations"), f"{p}.template.metadata.annotations")
-    for key, _ in _TOPOLOGY:
-        if jann.get(key):
-            raise o.error(
-                "a per-replica topology constraint needs KAI sub-groups, which this expansion does not write: "
-                "put the topology annotations on the JobSet instead",
-                f"{p}.template.metadata.annotations.{key}",
-            )
+    jann = o.strmap(jmeta.get("annotations"), f"{p}.template.metadata.annotations")
     template = o.mapping(jspec.get("template"), f"{p}.template.spec.template")
     count = _pod_count(o, jspec, f"{p}.template.spec")
     leaf_min = _min_override(o, jann, f"{p}.template.metadata.annotations") or o.integer(
         jspec.get("parallelism", 1), f"{p}.template.spec.parallelism", minimum=0
     )
-    for idx in range(o.integer(rj.get("replicas", 1), f"{p}.replicas", minimum=0)):
-        role = f"{name}-replica-{idx}"
-        roles[role] = leaf_min
+    topology = {field: jann[key] for key, field in _TOPOLOGY if jann.get(key)}
+    exclusive = _exclusive_selector(o, js_ann, jann, p)
+    replicas = o.integer(rj.get("replicas", 1), f"{p}.replicas", minimum=0)
+    subgroups.append({"name": name, "minSubGroup": replicas})
+    for idx in range(replicas):
+        leaf = f"{name}-replica-{idx}"
+        subgroups.append(
+            {
+                "name": leaf,
+                "parent": name,
+                "minMember": leaf_min,
+                **({"topologyConstraint": topology} if topology else {}),
+            }
+        )
+        if not create:
+            continue
+        child = f"{o.name}-{name}-{idx}"
         for i in range(count):
             labels = {
                 "jobset.sigs.k8s.io/jobset-name": o.name,
                 "jobset.sigs.k8s.io/replicatedjob-name": name,
                 "jobset.sigs.k8s.io/job-index": str(idx),
-                "job-name": f"{o.name}-{name}-{idx}",
+                "job-name": child,
+                SUBGROUP_LABEL: leaf,
             }
-            ann = {KAI_GROUP_KEY: pg_name, TASK_SPEC_KEY: role}
+            ann = {KAI_GROUP_KEY: pg_name}
             pod = pod_from_template(
-                o, template, f"{p}.template.spec.template", f"{o.name}-{name}-{idx}-{i}", labels, ann, {}
+                o, template, f"{p}.template.spec.template", f"{child}-{i}", labels, ann, {}
             )
-            made.objects.append((file, pod))
+            if exclusive:
+                _place_exclusively(pod, f"{o.namespace}_{child}")
+            made.objects.append((o.file, pod))
             made.pods.append(pod["metadata"]["name"])
     return template
+
+
+def _exclusive_selector(o: Obj, js_ann: dict[str, str], jann: dict[str, str], p: str) -> bool:
+    """Whether the JobSet controller places replicated job ``p``'s child Jobs by its node-selector
+    strategy (``alpha.jobset.sigs.k8s.io/exclusive-topology`` with ``.../node-selector``, on the JobSet or
+    the replicated job's template, the template's first); refused: exclusive placement by its pod
+    webhook (the default strategy), see docs/compatibility.md."""
+    if JOBSET_EXCLUSIVE in jann:
+        where, ann = f"{p}.template.metadata.annotations", jann
+    elif JOBSET_EXCLUSIVE in js_ann:
+        where, ann = "metadata.annotations", js_ann
+    else:
+        return False
+    if JOBSET_NODE_SELECTOR in ann:
+        return True
+    raise o.error(
+        "exclusive placement by the JobSet pod webhook cannot be honoured: the webhook admits a replica's "
+        "follower pods only once its leader pod is bound (so KAI's gang of the replica never sees them) and "
+        "excludes other jobs in every namespace (namespaceSelector: {}), which corral's pod terms do not "
+        f"read; use the node-selector strategy ({JOBSET_NODE_SELECTOR}) or a per-replica topology "
+        "(kai.scheduler/topology with kai.scheduler/topology-required-placement on the replicated job's template)",
+        f"{where}.{JOBSET_EXCLUSIVE}",
+    )
+
+
+def _place_exclusively(pod: dict, namespaced_job: str) -> None:
+    """The JobSet controller's node-selector strategy on a child Job's pod: a nodeSelector on the
+    ``alpha.jobset.sigs.k8s.io/namespaced-job`` node label (``<namespace>_<job>``, set on the nodes of the
+    job's domain by the user) and a toleration of the ``alpha.jobset.sigs.k8s.io/no-schedule`` taint."""
+    spec = pod["spec"]
+    spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), JOBSET_NAMESPACED_JOB: namespaced_job}
+    spec["tolerations"] = [
+        *(spec.get("tolerations") or []),
+        {"key": JOBSET_NO_SCHEDULE, "operator": "Exists", "effect": "NoSchedule"},
+    ]
 
 
 def group_bare_pods(objects: list[SourcedObject], existing: Existing, notes: Notes) -> list[SourcedObject]:

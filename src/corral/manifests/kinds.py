@@ -39,7 +39,6 @@ from corral.manifests.native import (
     parse_workload,
 )
 from corral.manifests.native_composite import parse_composite
-from corral.manifests.notes import Notes
 from corral.manifests.records import (
     HyperNodeRec,
     NodeRec,
@@ -48,6 +47,7 @@ from corral.manifests.records import (
     QueueRec,
 )
 from corral.manifests.selectors import LabelSelector, parse_affinity, parse_label_selector
+from corral.model.notes import Notes
 from corral.model.objects import Taint, Toleration
 from corral.model.patterns import PatternError, compile_name_pattern
 from corral.model.quantity import parse_quantity

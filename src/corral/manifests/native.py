@@ -36,9 +36,13 @@ describe it):
   evict part of it). ``single`` (``Pod``, the default): each pod on its own, as corral does.
 - A PodGroup under a composite (``spec.parentCompositePodGroupName``) is a sub-group of its root
   composite's job (:mod:`corral.manifests.native_composite`).
-- Dynamic resource claims of a group (``spec.resourceClaims``) leave the job unschedulable with that
-  reason (corral does not allocate devices; it never places a group as if its devices were not asked
-  for).
+- Dynamic resource claims of a group (``spec.resourceClaims``, KEP-5729, 1.36 on): a pod of the group
+  whose own ``spec.resourceClaims`` entry matches one of the group's exactly (same name, same claim or
+  template) shares the group's claim — the named claim, or the one claim generated for the group from
+  the template (``status.resourceClaimStatuses``; corral instantiates ``<podgroup>-<entry>`` until the
+  resourceclaim controller has made it). It is allocated once, for the first pod placed, and the
+  other pods go where its devices are (:mod:`corral.dra.pods`); ``status.resourceClaimStatuses`` is
+  honoured, a group claim no pod names is inert.
 - **Queue** (the API has none): the PodGroup's (1.35: the Workload's) annotation
   ``scheduling.volcano.sh/queue-name`` (Volcano's queue annotation), else its label
   ``kai.scheduler/queue`` (KAI's), else the queue ``default``.
@@ -130,8 +134,12 @@ class NativeGroup:
     disruption_all: bool = False
     preempt_never: bool = False
     priority: int | None = None
-    #: names of the group's resource claims (spec.resourceClaims[].name)
-    claims: tuple[str, ...] = ()
+    #: the group's resource claims (spec.resourceClaims[]: name, resourceClaimName,
+    #: resourceClaimTemplateName) and the claims generated for its templates
+    #: (status.resourceClaimStatuses: name -> resourceClaimName, "" when none was needed), KEP-5729
+    claims: tuple[tuple[str, str, str], ...] = ()
+    claim_statuses: dict[str, str] = field(default_factory=dict)
+    uid: str = ""
     #: the Workload it was made from ("" when none is named)
     workload: str = ""
     file: str = ""
@@ -207,11 +215,11 @@ def _disruption_all(o: Obj, raw: Any, api: str) -> bool:
     return mode_map.get("all") is not None
 
 
-def _claims(o: Obj, raw: Any, path: str) -> tuple[str, ...]:
-    names = []
-    for i, c in enumerate(o.listof(raw, path)):
-        names.append(o.string(o.mapping(c, f"{path}[{i}]").get("name"), f"{path}[{i}].name") or f"[{i}]")
-    return tuple(names)
+def _claims(o: Obj, raw: Any, path: str) -> tuple[tuple[str, str, str], ...]:
+    """A PodGroup's ``spec.resourceClaims`` (the pod's shape: exactly one of the two sources)."""
+    from corral.manifests.dra import claim_refs
+
+    return claim_refs(o, raw, path)
 
 
 def native_podgroup(o: Obj, api: str) -> PodGroupRec:
@@ -233,6 +241,13 @@ def native_podgroup(o: Obj, api: str) -> PodGroupRec:
     if spec.get("priority") is not None:
         native.priority = o.integer(spec["priority"], "spec.priority")
     native.claims = _claims(o, spec.get("resourceClaims"), "spec.resourceClaims")
+    if native.claims:
+        from corral.manifests.dra import claim_statuses
+
+        native.claim_statuses = claim_statuses(
+            o, status.get("resourceClaimStatuses"), "status.resourceClaimStatuses"
+        )
+    native.uid = o.string(o.meta.get("uid"), "metadata.uid")
     native.parent = o.string(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
     ref = o.mapping(spec.get("workloadRef") or spec.get("podGroupTemplateRef"), "spec.workloadRef")
     if "workload" in ref:  # v1alpha2: podGroupTemplateRef.workload.workloadName
@@ -395,24 +410,14 @@ def apply_native(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
     cluster.native_groups[job.uid] = native
     if pg.invalid and not job.invalid_reason:
         job.invalid_reason = pg.invalid
-    if native.claims and not job.invalid_reason:
-        job.invalid_reason = (
-            f"the podgroup shares dynamic resource claims (spec.resourceClaims: {', '.join(native.claims)}), "
-            "which corral does not allocate"
-        )
     if native.topology_key:
         # a hard constraint at the only level of the label's topology (tier 1; its root is tier 2)
         job.topology_mode, job.topology_tier, job.topology_low_tier = "hard", 1, 1
         job.topology_family = topology_family(native.topology_key)
     if native.composite is not None:
         _composite_tree(job, native.composite)
-        cluster.notes.extend(native.composite.notes)
-        for leaf, group in sorted(native.composite.leaves.items()):
-            if group.claims and not job.invalid_reason:
-                job.invalid_reason = (
-                    f"PodGroup {job.namespace}/{leaf} shares dynamic resource claims (spec.resourceClaims: "
-                    f"{', '.join(group.claims)}), which corral does not allocate"
-                )
+        for obj, message in native.composite.notes:
+            cluster.notes.warn(obj, "", message)
 
 
 def _composite_tree(job: Job, tree: Any) -> None:

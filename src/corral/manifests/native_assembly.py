@@ -11,9 +11,9 @@ from corral.manifests.native import native_topologies, workload_podgroups
 from corral.manifests.native_composite import assemble_composites
 
 if TYPE_CHECKING:
-    from corral.manifests.notes import Notes
     from corral.manifests.records import PodGroupRec
     from corral.model.hypernodes import HyperNodeTree
+    from corral.model.notes import Notes
 
 __all__ = ["composite_redirect", "native_records", "read_lines", "report_read"]
 

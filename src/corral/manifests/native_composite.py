@@ -19,9 +19,9 @@ Decisions:
   marks the layout invalid);
 - the job's queue, priority and ``preemptionPolicy`` are the root composite's (kube-scheduler needs one
   priority across the tree); a PodGroup of the tree that gives its own is warned about (not used);
-- a PodGroup of the tree with ``spec.resourceClaims`` leaves the job unschedulable (corral does not
-  allocate devices), and one with ``disruptionMode`` ``all`` is refused unless its minimum is every pod
-  of it, as a PodGroup of its own;
+- a PodGroup of the tree with ``spec.resourceClaims`` shares its claims among its own pods, as a
+  PodGroup of its own (:mod:`corral.dra.pods`), and one with ``disruptionMode`` ``all`` is refused
+  unless its minimum is every pod of it, as a PodGroup of its own;
 - kube-scheduler writes its conditions on the leaf PodGroups (the root's status stays empty in 1.37):
   so does corral (:mod:`corral.kube.native_status`).
 """
@@ -72,8 +72,9 @@ class CompositeTree:
     root_min: int
     nodes: dict[str, tuple[str, str, int, str]] = field(default_factory=dict)
     leaves: dict[str, NativeGroup] = field(default_factory=dict)
-    #: what the tree's PodGroups give that the tree does not use (``corral validate`` prints it)
-    notes: list[str] = field(default_factory=list)
+    #: what the tree's PodGroups give that the tree does not use, as (object, message): warnings of the
+    #: cluster (``corral validate`` prints them)
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
 
 def parse_composite(o: Obj, api: str) -> CompositeRec:
@@ -233,8 +234,11 @@ def _join_leaf(g: PodGroupRec, parent: str, rec: PodGroupRec, tree: CompositeTre
     ]
     if unused:
         tree.notes.append(
-            f"PodGroup {g.namespace}/{g.name}: {', '.join(unused)} not used: the tree of composite "
-            f"{rec.namespace}/{rec.name} takes its root's priority and preemption policy"
+            (
+                f"PodGroup {g.namespace}/{g.name}",
+                f"{', '.join(unused)} not used: the tree of composite "
+                f"{rec.namespace}/{rec.name} takes its root's priority and preemption policy",
+            )
         )
     if g.creation and (not rec.creation or g.creation < rec.creation):
         rec.creation = min(rec.creation or g.creation, g.creation)

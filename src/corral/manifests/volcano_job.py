@@ -33,10 +33,10 @@ from typing import Any
 
 from corral.manifests.fields import Obj
 from corral.manifests.kinds import PREEMPTABLE_KEY, TASK_SPEC_KEY, parse_object
-from corral.manifests.notes import Notes
 from corral.manifests.records import GROUP_ANNOTATION
 from corral.manifests.workload_common import Existing, Made, check_pod_count, pod_from_template, quantity_text
 from corral.model.annotations import EXPECTED_RUNTIME
+from corral.model.notes import Notes
 
 __all__ = ["VOLCANO_JOB_API", "expand_volcano_job"]
 

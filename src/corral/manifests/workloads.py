@@ -5,7 +5,7 @@
 - a ``batch/v1`` Job or a JobSet (``jobset.x-k8s.io``) for KAI's scheduler, and pods of KAI's
   scheduler without a podgroup: :mod:`corral.manifests.kai_grouper`.
 
-Every expansion is reported in :class:`~corral.manifests.notes.Notes` (``corral validate`` lists
+Every expansion is reported in :class:`~corral.model.notes.Notes` (``corral validate`` lists
 them). Other objects pass through unchanged, in order; the made objects take the place of their workload.
 """
 
@@ -22,9 +22,9 @@ from corral.manifests.kai_grouper import (
     kai_template,
 )
 from corral.manifests.load import SourcedObject
-from corral.manifests.notes import Notes
 from corral.manifests.volcano_job import VOLCANO_JOB_API, expand_volcano_job
 from corral.manifests.workload_common import Existing, Made
+from corral.model.notes import Notes
 
 __all__ = ["expand_workloads"]
 

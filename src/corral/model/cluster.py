@@ -14,6 +14,7 @@ import numpy as np
 
 from corral.model.hypernodes import HyperNodeTree
 from corral.model.nodes import Nodes
+from corral.model.notes import Notes
 from corral.model.objects import OCCUPYING_STATES, Job, Queue, Task, TaskStatus
 from corral.model.resources import ResourceIndex
 
@@ -60,14 +61,11 @@ class Cluster:
     off_nodes: list[tuple[str, str]] = field(default_factory=list)
     #: KAI Topology objects: name -> levels from the widest to the narrowest, (nodeLabel, alias) each
     topologies: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    #: fields the snapshot gives that corral accepts but does not act on, one line each naming the
-    #: object and the field (``corral validate`` prints them)
-    notes: list[str] = field(default_factory=list)
+    #: what reading the input noted for the user: warnings about fields accepted but not acted on,
+    #: workloads expanded (:class:`corral.model.notes.Notes`, the one warning channel)
+    notes: Notes = field(default_factory=Notes)
     #: some pod shares a GPU by KAI's annotations (gpushare keeps per-device books for KAI pods)
     kai_gpu_shared: bool = False
-    #: what reading the input noted for the user (corral.manifests.notes.Notes: warnings about fields
-    #: accepted but not acted on, workloads expanded); None for a cluster not read from manifests
-    input_notes: Any = None
     #: jobs of Kubernetes' own gang API (``scheduling.k8s.io``), by uid: what their group adds
     #: (corral.manifests.native.NativeGroup: API version, the condition kube-scheduler writes, ...)
     native_groups: dict[str, Any] = field(default_factory=dict)

@@ -12,7 +12,7 @@ Per pod (the claims of ``Cluster.dra``, :mod:`corral.dra.inventory`):
   claim holds ("cannot allocate all claims" elsewhere). The mask over all nodes is worked out from
   per-node counts of free selected devices (one ``bincount`` per request shape and state), and the full
   search runs only where the counts pass and a pod's claims could interfere (several requests, a
-  constraint, ``All``, admin access).
+  constraint, ``All``, admin access, a partitionable device: the counts cannot see counter sets).
 
 Books. Devices are held in the scheduler's future view: by claims allocated in the snapshot, and by
 claims whose consumers hold a node (allocated, bound, running, or nominated). When a pod starts holding
@@ -98,11 +98,14 @@ class DraPlugin(
         self._masks: dict[SubRequest, np.ndarray] = {}
         self._node_devs: dict[int, np.ndarray] = {}
         self._admin_of: dict[str, frozenset[str]] = {}
+        self._partitioned: dict[SubRequest, bool] = {}
         if self.inv is None:
             self.in_use = np.zeros(0, dtype=bool)
+            self.counters_used = np.zeros(0, dtype=np.int64)
             return
         inv = self.inv
         self.in_use = np.zeros(len(inv.dev_id), dtype=bool)
+        self.counters_used = np.zeros(len(inv.counter_cap), dtype=np.int64)
         for key, (row, devs) in inv.allocations.items():
             if key in inv.pinned or any(self._holder(u, None) >= 0 for u in inv.consumers.get(key, ())):
                 self._hold(key, row, devs)
@@ -192,21 +195,46 @@ class DraPlugin(
         if not pending:
             return
         remembered = [self.memory.get(c.key, {}).get(row) for c in pending]
-        if all(m is not None and not any(self.in_use[d] for _, d in m) for m in remembered):
+        if all(m is not None and not any(self.in_use[d] for _, d in m) for m in remembered) and self._fit(
+            [(c.key, m) for c, m in zip(pending, remembered, strict=True)]
+        ):
             for c, m in zip(pending, remembered, strict=True):
                 assert m is not None
                 self._hold(c.key, row, m)
             return
-        if len(pending) == 1 and _plain(pending[0]):
+        if (
+            len(pending) == 1
+            and _plain(pending[0])
+            and not self._partitions(pending[0].spec.requests[0].alternatives[0])
+        ):
             devs = self._first_fit(pending[0], row)
             if devs is not None:
                 self._hold(pending[0].key, row, devs)
             return
-        got = allocate(inv, row, pending, self.in_use)
+        got = allocate(inv, row, pending, self.in_use, self.counters_used)
         for c in pending:
             devs = got.claims.get(c.key)
             if devs is not None:
                 self._hold(c.key, row, devs)
+
+    def _fit(self, held: list[tuple[str, tuple[tuple[str, int], ...] | None]]) -> bool:
+        """Whether the devices of ``held`` (claim key, remembered devices) fit the counter sets now."""
+        assert self.inv is not None
+        if not len(self.inv.counter_cap):
+            return True
+        devs = [d for key, m in held for request, d in (m or ()) if request not in self._admin(key)]
+        return self.inv.counters_fit(devs, self.counters_used)
+
+    def _partitions(self, sub: SubRequest) -> bool:
+        """Whether ``sub`` selects a partitionable device (whose counters the counts cannot follow)."""
+        got = self._partitioned.get(sub)
+        if got is None:
+            assert self.inv is not None
+            mask = self._selected(sub)
+            got = self._partitioned[sub] = bool(len(self.inv.counter_cap)) and any(
+                self.inv.dev_counters[d] for d in np.flatnonzero(mask).tolist()
+            )
+        return got
 
     def _give_back(self, task: Task) -> None:
         inv = self.inv
@@ -232,6 +260,8 @@ class DraPlugin(
         """Device ``d`` taken or given back: the free counts of every request shape follow it."""
         self.in_use[d] = used
         assert self.inv is not None
+        for slot, milli in self.inv.dev_counters[d]:
+            self.counters_used[slot] += milli if used else -milli
         node = int(self.inv.dev_node[d])
         step = -1 if used else 1
         for sub, counts in self._counts.items():
@@ -301,13 +331,13 @@ class DraPlugin(
             for r in c.spec.requests:
                 ok = np.zeros(self.n, dtype=bool)
                 for sub in r.alternatives:
-                    complex_ = complex_ or sub.mode == ALL or sub.admin
+                    complex_ = complex_ or sub.mode == ALL or sub.admin or self._partitions(sub)
                     need = sub.count if sub.mode == EXACT else 1
                     ok |= self._free_counts(sub, use_state) >= need
                 mask &= ok
         if complex_ and use_state:
             for node in np.flatnonzero(mask).tolist():
-                if not allocate(self.inv, node, pending, self.in_use).claims:
+                if not allocate(self.inv, node, pending, self.in_use, self.counters_used).claims:
                     mask[node] = False
         return mask, why or CANNOT
 
@@ -371,7 +401,7 @@ class DraPlugin(
             if got is not None and got[0] != node:
                 return False
         pending = [c for c in self._claims(task) if c.key not in self.held]
-        return not pending or bool(allocate(self.inv, node, pending, self.in_use).claims)
+        return not pending or bool(allocate(self.inv, node, pending, self.in_use, self.counters_used).claims)
 
     @property
     def _removed(self) -> set[str]:

@@ -16,6 +16,10 @@ switch); with soft mode that is preferred and the whole cluster is the last reso
   room first, then the work lost by the jobs that would have to give way, cheapest first), then lowest
   tier, then name.
   Soft mode appends the whole cluster.
+- **SubGroupSearchSpace** — the same for a Volcano sub-group with its own ``networkTopology``, by its
+  own tier and ``subGroupSize``, inside the job's domain, for both purposes (the Evict order is in
+  :class:`~corral.plugins.topology_costs.EvictionOrder`); every action that places pods asks it
+  (:mod:`corral.actions.common.subgroups`).
 - **GangPredicate** — fast fail, with a reason that names the numbers, when the job's waiting pods need
   (at least, to reach minMember) more than the cluster (any mode) or any allowed hypernode (hard) has in
   total, or when no allowed hypernode holds the nodes the job already runs on (hard).
@@ -54,11 +58,10 @@ from corral.framework.extension import (
 )
 from corral.framework.hints import ALL, ROW, CacheHints, ScoreScope
 from corral.framework.plugin import Plugin
-from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
+from corral.model import ALLOCATED_STATES, Job, Task, TaskStatus
 from corral.model.quantity import format_quantity
 from corral.model.resources import CPU, EPS, GPU, PODS, ResourceIndex
 from corral.model.subjobs import SubJob
-from corral.model.work import checkpoint, run_hours
 from corral.plugins.hypernode_binpack import (
     NormalPodBinpack,
     binpack_weights,
@@ -66,15 +69,13 @@ from corral.plugins.hypernode_binpack import (
     domain_binpack_score,
 )
 from corral.plugins.subgroup_topology import SubGroupTopology
-from corral.plugins.topology_costs import Victims as _Victims
-from corral.plugins.topology_costs import entry_costs as _entry_costs
+from corral.plugins.topology_costs import EvictionOrder
 
 __all__ = ["NetworkTopologyPlugin"]
 
 _WAITING = {TaskStatus.PENDING, TaskStatus.PIPELINED}
 #: Full domains (no room by the free-capacity bound) still offered to allocate when none has room.
 FULL_DOMAINS_TRIED = 2
-_VICTIM = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 #: an argument not given (no configuration can give it: numbers are bounded by 1e12 at load)
 UNSET = -float(2**60)
 
@@ -114,6 +115,7 @@ def _amounts(res: ResourceIndex, vec: np.ndarray) -> str:
 
 
 class NetworkTopologyPlugin(
+    EvictionOrder,
     Plugin,
     Predicate,
     PredicateReason,
@@ -384,11 +386,17 @@ class NetworkTopologyPlugin(
             )
         return got
 
-    def subgroup_search_space(self, job: Job, sj: SubJob, within: np.ndarray | None) -> list[Domain]:
-        """The HyperNodes a Volcano sub-group may be placed in (Volcano ``HyperNodeGradientForSubJobFn``):
-        as for a job (:meth:`gang_search_space` with purpose ALLOCATE) by the sub-group's own
-        ``networkTopology`` and minimum (``subGroupSize``), keeping only HyperNodes inside ``within`` —
-        the job's own domain. Soft mode appends ``within`` itself as the last resort."""
+    def subgroup_search_space(
+        self, job: Job, sj: SubJob, within: np.ndarray | None, purpose: Purpose = Purpose.ALLOCATE
+    ) -> list[Domain]:
+        """The HyperNodes a Volcano sub-group may be placed in (Volcano ``HyperNodeGradientForSubJobFn``,
+        which gangpreempt and gangreclaim ask with purpose Evict too): as for a job
+        (:meth:`gang_search_space`) by the sub-group's own ``networkTopology`` and minimum
+        (``subGroupSize``), keeping only HyperNodes inside ``within`` — the job's own domain. For
+        ALLOCATE in allocate's order; for EVICT the top ``evictDomains`` by the cost to enter, the
+        victims being those that might give way to the job. Soft mode appends ``within`` itself as the
+        last resort; in hard mode with no HyperNode allowed the answer is one empty domain, so that the
+        constraint is not lifted."""
         if not sj.topology_mode or not self.tree:
             return []
         sub = self._subgroup_job(job, sj)
@@ -396,7 +404,12 @@ class NetworkTopologyPlugin(
         if within is not None:
             hx = self.tree.index()
             cand = np.array([h for h in cand if not (hx.nodes[h].mask & ~within).any()], dtype=np.int64)
-        out = self._allocate_order(sub, cand, self._need(sub))
+        if purpose is Purpose.ALLOCATE:
+            out = self._allocate_order(sub, cand, self._need(sub))
+        else:
+            hx = self.tree.index()
+            domains = [Domain(hx.names[h], hx.nodes[h].mask, int(hx.tier[h])) for h in cand.tolist()]
+            out = self._evict_order(sub, domains, self._victim_pods(job))
         if not out and sj.topology_mode == "hard":
             # nowhere: an empty domain, so that the hard constraint is not lifted by the fallback
             tier = self._highest_tier(sub)
@@ -418,132 +431,10 @@ class NetworkTopologyPlugin(
         elif purpose is Purpose.ALLOCATE:
             scored = self._allocate_order(job, self._allowed(job), need)
         else:
-            domains = self._allowed_domains(job)
-            pods = self._victim_pods(job)
-            cost = self._entry_costs(job, domains, need, pods)
-            fits = self._safe_fits(job, domains, pods)
-            order = sorted(
-                range(len(domains)), key=lambda i: (not fits[i], cost[i], domains[i].tier, domains[i].name)
-            )
-            scored = [
-                Domain(domains[i].name, domains[i].mask, domains[i].tier, -cost[i])
-                for i in order[: self.args.evict_domains]
-            ]
+            scored = self._evict_order(job, self._allowed_domains(job), self._victim_pods(job))
         if job.topology_mode == "soft":
             scored.append(Domain("cluster", ~nodes.down, None))
         return scored
-
-    def _entry_costs(
-        self, job: Job, domains: Sequence[Domain], need: np.ndarray, pods: list[Task] | None = None
-    ) -> list[float]:
-        """The cost to enter each domain, for eviction: what the gang lacks there once the free and
-        releasing capacity is used, made up from the running pods that might give way — pods of lower
-        priority in the job's queue or pods of other queues (preemptable, of this scheduler) — as the
-        bundles do: surplus pods (all of a broken job's) first, costing nothing, then the cores of healthy
-        jobs, costing all the job holds; in each group those that free most of the need per
-        unit of cost first. The cost is the work that is lost (each pod's request weighted by the hours
-        it has run, :func:`~corral.model.work.run_hours`, as the eviction actions count it),
-        measured against the need and summed over the requested resources. 0: enough is free already;
-        inf: even all of them would not do. An estimate: the eviction action decides (victim rules,
-        bundles, dry run)."""
-        cols = np.flatnonzero((need > EPS) & self.cols)
-        if not cols.size:
-            return [0.0] * len(domains)
-        if not domains:
-            return []
-        v = self._victims(job, cols, need[cols], pods)
-        fut = self._future_free(cols)
-        masks = np.array([d.mask for d in domains])
-        lack = need[cols] - masks.astype(float) @ fut
-        return _entry_costs(masks, lack, v.rows, v.owner, v.req, v.work, v.held, v.surplus, need[cols])
-
-    def _safe_fits(self, job: Job, domains: Sequence[Domain], pods: list[Task] | None = None) -> np.ndarray:
-        """Per domain: could the gang's waiting pods fit there, node by node, in the free and releasing
-        room plus what the surplus pods of the jobs that might give way (all pods of a broken job)
-        free on the same node — that is, without breaking a healthy gang? Each pod is counted at the
-        largest request of the waiting pods (and, when they are all alike, within their predicates); a
-        job's surplus is counted on every node it runs on (up to its pods there), so this is an upper
-        bound: False means some healthy gang must break to enter the domain."""
-        waiting = [t for t in job.tasks if t.status in _WAITING and t.managed]
-        if not waiting or not domains:
-            return np.ones(len(domains), dtype=bool)
-        req = np.max([t.request for t in waiting], axis=0)
-        cols = np.flatnonzero((req > EPS) & self.cols)
-        if not cols.size:
-            return np.ones(len(domains), dtype=bool)
-        v = self._victims(job, cols, req[cols], pods)
-        room = self._future_free(cols)
-        if v.rows.size:
-            keys, slot = np.unique(v.rows * len(v.surplus) + v.owner, return_inverse=True)
-            local = np.bincount(slot, minlength=len(keys))  # its pods on one node
-            spare = v.surplus[keys % len(v.surplus)]
-            share = np.where(spare < 0, 1.0, np.minimum(local, np.maximum(spare, 0)) / np.maximum(local, 1))
-            np.add.at(room, v.rows, v.req * share[slot][:, None])
-        slots = np.floor((room + EPS) / req[cols]).min(axis=1)
-        if all(t.klass and t.klass == waiting[0].klass for t in waiting):
-            slots = slots * self.session.predicate(waiting[0])
-        slots = np.minimum(np.maximum(slots, 0), len(waiting))
-        return np.array([d.mask for d in domains]).astype(float) @ slots >= len(waiting)
-
-    def _future_free(self, cols: np.ndarray) -> np.ndarray:
-        nodes = self.session.cluster.nodes
-        return np.clip(nodes.future_idle[:, cols] * (~nodes.down)[:, None], 0, None)
-
-    def _victim_pods(self, job: Job) -> list[Task]:
-        """The running pods that might give way to ``job`` — preemptable, of this scheduler: of its
-        queue and lower priority for a preempt action, of other reclaimable queues for a reclaim action
-        (the session's current action; both for any other)."""
-        cluster = self.session.cluster
-        asker = self.session.action
-        same = not asker.endswith("reclaim")  # preempt: its queue, lower priority
-        other = not asker.endswith("preempt")  # reclaim: other, reclaimable queues
-        return [
-            t
-            for t in cluster.tasks.values()
-            if t.status in _VICTIM
-            and t.managed
-            and t.preemptable
-            and t.node >= 0
-            and t.job is not None
-            and t.job is not job
-            and (
-                (same and t.job.queue == job.queue and t.job.priority < job.priority)
-                or (other and t.job.queue != job.queue and _reclaimable(cluster, t.job.queue))
-            )
-        ]
-
-    def _victims(self, job: Job, cols: np.ndarray, want: np.ndarray, pods: list[Task] | None) -> _Victims:
-        """The pods that might give way (:meth:`_victim_pods`, unless given) with their requests in
-        ``cols``, their work in units of ``want``, and per job what it holds and its surplus above
-        minMember (negative: broken)."""
-        now = self.session.now
-        pods = self._victim_pods(job) if pods is None else pods
-        jobs = list({id(t.job): t.job for t in pods}.values())
-        index = {id(j): i for i, j in enumerate(jobs)}
-        rows = np.array([t.node for t in pods], dtype=np.int64)
-        owner = np.array([index[id(t.job)] for t in pods], dtype=np.int64)
-        req = (
-            np.array([t.request for t in pods]).reshape(len(pods), -1)[:, cols]
-            if pods
-            else np.zeros((0, len(cols)))
-        )
-        since = {id(j): checkpoint(j) for j in jobs}
-        work = (req / want).sum(axis=1) * np.array([run_hours(t, now, since[id(t.job)]) for t in pods])
-        # what each job holds: its candidate pods, and any other pod it has placed
-        held = np.bincount(owner, weights=work, minlength=len(jobs)) if pods else np.zeros(len(jobs))
-        seen = {id(t) for t in pods}
-        ready = np.zeros(len(jobs), dtype=np.int64)
-        for j in jobs:
-            k = index[id(j)]
-            for t in j.tasks:
-                if t.status in ALLOCATED_STATES:
-                    ready[k] += 1
-                    if id(t) not in seen:
-                        held[k] += float((t.request[cols] / want).sum()) * run_hours(t, now, since[id(j)])
-                elif t.status is TaskStatus.SUCCEEDED:
-                    ready[k] += 1
-        surplus = ready - np.array([j.min_member for j in jobs], dtype=np.int64)
-        return _Victims(rows, owner, req, work, held, surplus)
 
     def gang_predicate(self, job: Job) -> str | None:
         if not job.topology_mode:
@@ -604,8 +495,3 @@ def _normal_pod(task: Task) -> bool:
     if job is not None and job.topology_mode:
         return False
     return task.subjob is None or not task.subjob.topology_mode
-
-
-def _reclaimable(cluster: Cluster, queue: str) -> bool:
-    q = cluster.queues.get(queue)
-    return q is not None and q.reclaimable

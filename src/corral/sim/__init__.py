@@ -1,8 +1,8 @@
 """The trace-driven simulator: workloads, clusters, the event engine, metrics and reports.
 
 The names below are loaded on first use (PEP 562): importing a submodule such as
-:mod:`corral.sim.commands` — which ``corral --help`` and ``corral schedule`` do to register the
-simulator's commands — must not pull in pandas and matplotlib.
+:mod:`corral.sim.runs` — which ``corral --help`` and ``corral schedule`` do when they register the
+simulator's commands (:mod:`corral.commands.simulate`) — must not pull in pandas and matplotlib.
 """
 
 from __future__ import annotations

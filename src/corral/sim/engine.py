@@ -56,6 +56,7 @@ from corral.framework.session import PENDING_LIKE
 from corral.model import OCCUPYING_STATES, Cluster, Job, PodClass, PodGroupPhase, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
 from corral.model.clock import parse_duration
+from corral.model.notes import record_text
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.clusters import check_workload, min_counts, pod_vector
@@ -278,7 +279,7 @@ class Engine(EngineMetrics):
         if job.topology_mode:
             notes = job_notices(job, self._topology, bool(self.cluster.hypernodes))
             if notes:
-                self._notes[job.uid] = "; ".join(f"{n.field}: {n.message}" for n in notes)
+                self._notes[job.uid] = record_text(notes)
         self.history.changed(job.uid)
         self._demand += sim.gpus
         self._changed = True

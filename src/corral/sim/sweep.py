@@ -10,8 +10,8 @@ Ray):
 * ``ray``: one Ray task per cell (:mod:`corral.sim.sweep_ray`) on a local instance of ``workers`` CPUs,
   or on the cluster at ``--address`` / ``RAY_ADDRESS``.
 
-A cell (:mod:`corral.sim.sweep_cell`) is the same :func:`corral.sim.command_common.run_config` that
-``corral simulate`` runs, on inputs :func:`corral.sim.command_common.prepare` built from the cell's workload, window, scale, cluster and seed; the
+A cell (:mod:`corral.sim.sweep_cell`) is the same :func:`corral.sim.runs.run_config` that
+``corral simulate`` runs, on inputs :func:`corral.sim.runs.prepare` built from the cell's workload, window, scale, cluster and seed; the
 seed draws a synthetic workload and is added to a noisy estimate model's seed (``simulation.estimates``),
 so seeds differ wherever the run draws random numbers. A worker returns the cell's figures and its
 per-job records; this process writes them into ``cells/<name>-<digest>/`` through a hidden temporary
@@ -213,7 +213,7 @@ def preflight(spec: SweepSpec) -> None:
     a bad one is its one-line error now, not after an hour of other cells. Workloads are read by the
     cells themselves (reading a trace twice would cost more than it saves)."""
     from corral.sim.clusters import load_cluster
-    from corral.sim.command_common import load_config
+    from corral.sim.runs import load_config
 
     for path in spec.configs.values():
         load_config(path)

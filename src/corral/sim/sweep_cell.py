@@ -1,6 +1,6 @@
 """One cell of a sweep (``corral sweep``, :mod:`corral.sim.sweep`): :func:`run_cell` runs it as ``corral
-simulate`` would (:func:`corral.sim.command_common.prepare` and
-:func:`~corral.sim.command_common.run_config`) and returns its figures. Every executor runs cells through
+simulate`` would (:func:`corral.sim.runs.prepare` and
+:func:`~corral.sim.runs.run_config`) and returns its figures. Every executor runs cells through
 it: in this process, in a process pool, or as Ray tasks (:mod:`corral.sim.sweep_ray`); each worker
 process keeps the inputs and configurations its last cells used."""
 
@@ -12,7 +12,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from corral.sim.command_common import load_config, prepare, run_config
+from corral.sim.runs import load_config, prepare, run_config
 
 if TYPE_CHECKING:
     from corral.sim.sweep_spec import Cell, WorkloadSpec

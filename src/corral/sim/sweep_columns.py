@@ -1,5 +1,5 @@
 """The columns of a sweep's tables and what its page shows (:mod:`corral.sim.sweep_report`,
-:mod:`corral.sim.sweep_page`, the terminal summary of :mod:`corral.sim.sweep_cli`): a run's key, a
+:mod:`corral.sim.sweep_page`, the terminal summary of :mod:`corral.commands.sweep`): a run's key, a
 scenario's key, the run's own measures, and the metrics shown and plotted per scenario."""
 
 from __future__ import annotations

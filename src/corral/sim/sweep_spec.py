@@ -199,7 +199,7 @@ def _named_files(raw: Any, spec: Path, key: str) -> dict[str, Path | None]:
 
 
 def _durations(value: Any, spec: Path, key: str) -> str | None:
-    from corral.sim.command_common import parse_seconds
+    from corral.sim.runs import parse_seconds
 
     if value is None:
         return None
@@ -290,7 +290,7 @@ def _seeds(raw: Any, spec: Path) -> tuple[int, ...]:
 
 
 def _options(raw: Any, spec: Path) -> dict[str, Any]:
-    from corral.sim.command_common import check_options, parse_seconds
+    from corral.sim.runs import check_options, parse_seconds
 
     if raw is None:
         raw = {}

@@ -13,7 +13,9 @@ import numpy as np
 
 from corral.actions.common.evict import Evictor
 from corral.actions.common.jobs import schedulable_jobs
+from corral.actions.common.subgroups import place_subgroup, subgroup_units
 from corral.framework.config import arg
+from corral.framework.extension import Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
@@ -54,54 +56,107 @@ def run_evictions(session: Session, action: EvictionAction) -> Evictor:
         action.args.ties,
         action.args.max_candidates,
     )
-    task_key = session.task_key()
     cache: dict[tuple[Any, ...], np.ndarray] = {}
     for job in starving_jobs(session):
-        if not action.may_start(session, job):
-            continue
-        stmt = session.statement()
-        evicted: list[Task] = []
-        failed: set[tuple[Any, ...]] = set()  # classes that failed since the last plan
-        tasks = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=task_key)
-        for task in tasks:
+        if action.may_start(session, job):
+            _serve(session, action, evictor, job, cache)
+    return evictor
+
+
+def _serve(
+    session: Session,
+    action: EvictionAction,
+    evictor: Evictor,
+    job: Job,
+    cache: dict[tuple[Any, ...], np.ndarray],
+) -> None:
+    """One starving job's turn: its pending pods in TaskOrder make room while it starves — the pods of
+    a sub-group with its own topology inside one of the sub-group's domains (purpose Evict, the first
+    where the sub-group holds its minimum; :func:`~corral.actions.common.subgroups.place_subgroup`), or
+    not at all — then the Statement commits when the job is pipelined."""
+    stmt = session.statement()
+    evicted: list[Task] = []
+    failed: set[tuple[Any, ...]] = set()  # classes that failed since the last plan
+    tasks = sorted(
+        (t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=session.task_key()
+    )
+    mark = 0
+
+    def make_room(pods: list[Task], within: np.ndarray | None) -> str:
+        for task in pods:
             if not session.job_starving(job):
                 break
-            if (
-                task.preempt_never
-                or task.status is not TaskStatus.PENDING
-                or (task.klass and task.klass in failed)
-                or not action.may_take(session, job, task)
-            ):
-                continue
-            key = action.allowed_key(job) + (task.best_effort,)
-            allowed = cache.get(key)
-            if allowed is None:
-                allowed = cache[key] = action.allowed(session, evictor, job) & (
-                    evictor.t_best_effort if task.best_effort else True
-                )
-            plan = evictor.best(
-                task,
-                job,
-                allowed,
-                functools.partial(action.filter, session, task, job),
-                evicted,
-                order=action.victim_order(session),
-            )
-            if plan is None:
-                if task.klass:
-                    failed.add(task.klass)
-                continue
-            failed.clear()
-            for v in plan.victims:
-                stmt.evict(v, f"{action.name} for {job.uid}", action=action.name, preemptor=job.uid)
-            evictor.gone(plan.victims)  # the job's later pods must not pick them again
-            for t in plan.cleared:
-                stmt.clear_nomination(t)
-            stmt.pipeline(task, plan.node)
-            evictor.nominate(task)
-            evicted.extend(plan.victims)
-        finish(session, job, stmt, evictor, evicted)
-    return evictor
+            _make_room(session, action, evictor, stmt, job, task, within, cache, failed, evicted)
+        return ""
+
+    def undo() -> None:
+        evictor.back(evicted[mark:])
+        del evicted[mark:]
+        failed.clear()  # a class that failed in one domain may fit in another
+
+    if not job.subjobs:
+        make_room(tasks, None)
+    else:
+        for sj, unit in subgroup_units(tasks):
+            if not session.job_starving(job):
+                break
+            mark = len(evicted)
+            if sj is None:
+                make_room(unit, None)
+            else:
+                place_subgroup(session, job, sj, unit, stmt, None, make_room, Purpose.EVICT, undo)
+    finish(session, job, stmt, evictor, evicted)
+
+
+def _make_room(
+    session: Session,
+    action: EvictionAction,
+    evictor: Evictor,
+    stmt: Statement,
+    job: Job,
+    task: Task,
+    within: np.ndarray | None,
+    cache: dict[tuple[Any, ...], np.ndarray],
+    failed: set[tuple[Any, ...]],
+    evicted: list[Task],
+) -> None:
+    """One pending pod of ``job``: the best plan (inside ``within``, a sub-group's domain) evicted and
+    the pod nominated, or nothing when it cannot make room (its class remembered in ``failed``)."""
+    if (
+        task.preempt_never
+        or task.status is not TaskStatus.PENDING
+        or (task.klass and task.klass in failed)
+        or not action.may_take(session, job, task)
+    ):
+        return
+    key = action.allowed_key(job) + (task.best_effort,)
+    allowed = cache.get(key)
+    if allowed is None:
+        allowed = cache[key] = action.allowed(session, evictor, job) & (
+            evictor.t_best_effort if task.best_effort else True
+        )
+    plan = evictor.best(
+        task,
+        job,
+        allowed,
+        functools.partial(action.filter, session, task, job),
+        evicted,
+        within=within,
+        order=action.victim_order(session),
+    )
+    if plan is None:
+        if task.klass:
+            failed.add(task.klass)
+        return
+    failed.clear()
+    for v in plan.victims:
+        stmt.evict(v, f"{action.name} for {job.uid}", action=action.name, preemptor=job.uid)
+    evictor.gone(plan.victims)  # the job's later pods must not pick them again
+    for t in plan.cleared:
+        stmt.clear_nomination(t)
+    stmt.pipeline(task, plan.node)
+    evictor.nominate(task)
+    evicted.extend(plan.victims)
 
 
 def starving_jobs(session: Session) -> Iterator[Job]:

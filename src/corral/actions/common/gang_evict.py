@@ -43,6 +43,7 @@ from corral.actions.common.bundles import CostModel, VictimJob
 from corral.actions.common.evict import VICTIM_STATES
 from corral.actions.common.gang_plan import DomainPlanner, QueueLimit, Room
 from corral.actions.common.jobs import schedulable_jobs
+from corral.actions.common.subgroups import place_subgroup, subgroup_units
 from corral.framework.config import arg
 from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
@@ -73,14 +74,15 @@ class Plan:
 
 
 def needed_tasks(session: Session, job: Job) -> list[Task]:
-    """The waiting pods the gang must place to be pipelined: missing role minimums first, then the rest
-    in TaskOrder up to minMember."""
+    """The waiting pods the gang must place to be pipelined: for a job with Volcano sub-groups whole
+    sub-groups first (:func:`_needed_by_subgroup`), then missing role minimums, then the rest in
+    TaskOrder up to minMember."""
     waiting = sorted(
         (t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort),
         key=session.task_key(),
     )
     have = job.ready_count() + job.count(TaskStatus.PIPELINED)
-    chosen: list[Task] = []
+    chosen: list[Task] = _needed_by_subgroup(job, waiting, have) if job.subjobs else []
     if job.min_task_member:
         counts = job.role_counts(
             {
@@ -91,11 +93,55 @@ def needed_tasks(session: Session, job: Job) -> list[Task]:
                 TaskStatus.PIPELINED,
             }
         )
+        taken = {id(t) for t in chosen}
         for role, n in sorted(job.min_task_member.items()):
-            chosen += [t for t in waiting if t.role == role][: max(n - counts.get(role, 0), 0)]
+            mine = sum(1 for t in chosen if t.role == role)
+            chosen += [t for t in waiting if t.role == role and id(t) not in taken][
+                : max(n - counts.get(role, 0) - mine, 0)
+            ]
     ids = {id(t) for t in chosen}
     rest = [t for t in waiting if id(t) not in ids]
     return chosen + rest[: max(job.min_member - have - len(chosen), 0)]
+
+
+def _needed_by_subgroup(job: Job, waiting: list[Task], have: int) -> list[Task]:
+    """The pods a job with Volcano sub-groups needs, sub-group by sub-group (Volcano
+    ``CollectPendingTasksForJobStartup`` takes whole sub-jobs): each sub-group short of its minimum, in
+    the order of its first waiting pod, gives the pods it lacks — a sub-group that cannot reach its
+    minimum is passed over — until the job holds minMember and every policy's ``minSubGroups``; the
+    pods of no sub-group then fill up to minMember."""
+    placed = {
+        TaskStatus.ALLOCATED,
+        TaskStatus.BOUND,
+        TaskStatus.RUNNING,
+        TaskStatus.SUCCEEDED,
+        TaskStatus.PIPELINED,
+    }
+    started = [0] * len(job.subgroup_policies)
+    lack: dict[int, int] = {}
+    for sj in job.subjobs:
+        n = sum(1 for t in sj.tasks if t.status in placed)
+        if n >= sj.size:
+            started[sj.policy] += 1
+        else:
+            lack[id(sj)] = sj.size - n
+    chosen: list[Task] = []
+    seen: set[int] = set()
+    for t in waiting:
+        sj = t.subjob
+        if sj is None or id(sj) in seen or id(sj) not in lack:
+            continue
+        seen.add(id(sj))
+        if have + len(chosen) >= job.min_member and all(
+            n >= p.min_groups for n, p in zip(started, job.subgroup_policies)
+        ):
+            break
+        pods = [w for w in waiting if w.subjob is sj][: lack[id(sj)]]
+        if len(pods) == lack[id(sj)]:
+            chosen += pods
+            started[sj.policy] += 1
+    loose = [t for t in waiting if t.subjob is None]
+    return chosen + loose[: max(job.min_member - have - len(chosen), 0)]
 
 
 class GangEvictAction(Action):
@@ -113,7 +159,7 @@ class GangEvictAction(Action):
 
     def serve(self, session: Session, job: Job, tasks: list[Task]) -> bool:
         """The search for one gang: candidates, bundles, plans by the decision rule, dry run, commit."""
-        domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
+        domains = self.domains(session, job, tasks)
         pods = self.candidates(session, job, tasks[0])
         need = sum((t.request for t in tasks), np.zeros(len(session.cluster.resources)))
         need[session.cluster.resources.pos(PODS)] = 0  # the pod slot is no measure of work
@@ -132,6 +178,20 @@ class GangEvictAction(Action):
                 if plans and not plans[0].victims:
                     return False  # the gang fits with no eviction, yet the dry run fails
         return False
+
+    def domains(self, session: Session, job: Job, tasks: list[Task]) -> list[Domain]:
+        """The gang's search space (purpose Evict, at most ``maxDomains``). When the pods the gang
+        needs are all of one sub-group with its own topology, that sub-group's domains inside each of
+        the gang's (purpose Evict), so that the plans make room where the sub-group may go."""
+        domains = session.gang_search_space(job, Purpose.EVICT)[: self.args.max_domains]
+        groups = {id(t.subjob): t.subjob for t in tasks}
+        sj = next(iter(groups.values())) if len(groups) == 1 else None
+        if sj is None or not sj.topology_mode:
+            return domains
+        inner = [
+            d for outer in domains for d in session.subgroup_search_space(job, sj, outer.mask, Purpose.EVICT)
+        ]
+        return inner[: self.args.max_domains]
 
     # -- 1. candidates ---------------------------------------------------------------------------
     def candidates(self, session: Session, job: Job, task: Task) -> list[Task]:
@@ -319,14 +379,32 @@ class GangEvictAction(Action):
         for v in plan.victims:
             stmt.evict(v, f"{self.name} for {job.uid}", action=self.name, preemptor=job.uid)
         queue = session.cluster.queues[job.queue]
-        for task in tasks:
-            mask = session.predicate(task) & plan.domain.mask & session.capacity.fits(task, future=True)
-            row = session.capacity.best_row(task, mask) if session.allocatable(queue, task) else -1
-            if row < 0:
-                stmt.discard()
-                return False
-            stmt.pipeline(task, row)
-        if not session.job_pipelined(job):
+
+        def nominate(pods: list[Task], within: np.ndarray | None) -> str:
+            for task in pods:
+                mask = session.predicate(task) & session.capacity.fits(task, future=True)
+                if within is not None:
+                    mask &= within
+                row = session.capacity.best_row(task, mask) if session.allocatable(queue, task) else -1
+                if row < 0:
+                    return f"pod {task.name} fits nowhere"
+                stmt.pipeline(task, row)
+            return ""
+
+        # a sub-group with its own topology goes inside one of its domains within the plan's (Volcano
+        # BuildNominationPlanInDomain); one that fits none fails the plan
+        units = subgroup_units(tasks) if job.subjobs else [(None, tasks)]
+        failed = ""
+        for sj, unit in units:
+            if sj is None:
+                failed = nominate(unit, plan.domain.mask)
+            else:
+                failed = place_subgroup(
+                    session, job, sj, unit, stmt, plan.domain.mask, nominate, Purpose.EVICT
+                )
+            if failed:
+                break
+        if failed or not session.job_pipelined(job):
             stmt.discard()
             return False
         stmt.commit()

@@ -1,12 +1,12 @@
-"""What the simulator's commands share (``corral simulate`` and ``corral compare``:
-:mod:`corral.sim.commands`; ``corral sweep``: :mod:`corral.sim.sweep_cli`, whose cells
-:mod:`corral.sim.sweep_cell` runs): times given on the command line, the checks of the run options,
-preparing a run's inputs, running one configuration on them, loading a configuration, and a console
-for wide tables.
+"""One simulator run, as the commands and the sweep's cells set it up: times given as text (``3600``,
+``36h``, ``7d``: :func:`parse_seconds`), the checks of the run options (:func:`check_options`), a run's
+inputs read and shaped (:func:`prepare`: cluster, workload, window, queues, arrival scale), one
+configuration run on them (:func:`run_config`), a configuration loaded by name with its ``simulation``
+section checked (:func:`load_config`). Used by ``corral simulate`` and ``compare``
+(:mod:`corral.commands.simulate`) and by ``corral sweep``'s cells (:mod:`corral.sim.sweep_cell`).
 
-The simulator (engine, workloads with pandas, reports with matplotlib) and rich's console are imported by
-the functions that use them: registering the commands must not cost ``corral --help`` or ``corral
-schedule`` their import time.
+The simulator (engine, workloads with pandas, reports with matplotlib) is imported by the functions that
+use it: registering the commands must not cost ``corral --help`` or ``corral schedule`` their import time.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "parse_seconds",
     "prepare",
     "run_config",
-    "wide_console",
 ]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -279,13 +278,3 @@ def load_config(path: Path | None) -> tuple[str, Config]:
     config = load_config_file(path, REGISTRY)
     check_simulation_section(config, str(path))  # a bad simulation section fails before any run
     return path.stem or str(path), config
-
-
-def wide_console() -> Console:
-    """A console that does not wrap tables into narrow columns when output is not a terminal."""
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
-    return console

@@ -1,16 +1,20 @@
-"""``corral schedule -o table``: the decisions of SPEC.md §4 as readable tables (rich)."""
+"""The commands' tables (rich): the decisions of SPEC.md §4 (``corral schedule -o table``), the expected
+starts (``--forecast``), the queue tree (``corral queues``) and the answer of ``corral whatif``; and the
+console every command prints its tables on (:func:`wide_console`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from corral.framework.decisions import Decisions
 from corral.terminal import cell
 
-__all__ = ["print_decisions", "print_estimates", "print_queues", "print_whatif"]
+if TYPE_CHECKING:
+    from corral.framework.decisions import Decisions
+
+__all__ = ["print_decisions", "print_estimates", "print_queues", "print_whatif", "wide_console"]
 
 _SECTIONS = (
     ("binds", "Binds", ("cycle", "pod", "node")),
@@ -30,8 +34,9 @@ _CONDITIONS = (
 _CLAIMS = ("claim_allocations", "Claim allocations", ("cycle", "claim", "pod", "node", "devices", "template"))
 
 
-def _console(pipe_width: int) -> Console:
-    """The terminal's console; into a pipe or file, at least ``pipe_width`` columns wide."""
+def wide_console(pipe_width: int = 160) -> Console:
+    """The terminal's console; into a pipe or file, at least ``pipe_width`` columns wide (tables are not
+    wrapped into narrow columns when the output is not a terminal)."""
     console = Console()
     return console if console.is_terminal else Console(width=max(console.width, pipe_width))
 
@@ -40,7 +45,7 @@ def print_decisions(decisions: Decisions, cycles: int, console: Console | None =
     """One table per kind of decision. Every cell is literal text (:func:`corral.terminal.cell`): names
     from input are shown, never read as markup. On a terminal the tables fit its width (long cells fold);
     into a pipe or file they are up to 160 columns wide."""
-    console = console or _console(160)
+    console = console or wide_console(160)
     counts = []
     sections: tuple[tuple[str, str, tuple[str, ...]], ...] = _SECTIONS
     if decisions.conditions:  # Kubernetes' own PodGroups only: listed when there are some
@@ -75,7 +80,7 @@ def print_estimates(estimates: list[Any], console: Console | None = None) -> Non
     """``corral schedule --forecast``: each waiting podgroup's expected start, basis and place."""
     from corral.model.clock import format_time
 
-    console = console or _console(160)
+    console = console or wide_console(160)
     table = Table(
         title=f"Expected starts ({len(estimates)})", title_justify="left", expand=False, highlight=False
     )
@@ -91,7 +96,7 @@ def print_queues(rows: list[Any], resources: list[str], source: str, console: Co
     """``corral queues``: one row per queue, children indented under their parent."""
     from corral.queueview import COLUMNS, queue_table_rows
 
-    console = console or _console(200)
+    console = console or wide_console(200)
     table = Table(
         title=f"Queues ({len(rows)}; deserved: {source})", title_justify="left", expand=False, highlight=False
     )
@@ -106,7 +111,7 @@ def print_whatif(answer: Any, console: Console | None = None) -> None:
     """``corral whatif``: per podgroup of the job, the verdict, then what the cycle would do for it."""
     from corral.model.clock import format_time
 
-    console = console or _console(160)
+    console = console or wide_console(160)
     table = Table(title="What if it were submitted now", title_justify="left", expand=False, highlight=False)
     for col in ("podgroup", "admitted", "starts now", "why it would wait", "expected start", "basis"):
         table.add_column(col, overflow="fold")

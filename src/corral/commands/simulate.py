@@ -1,6 +1,7 @@
 """``corral simulate`` and ``corral compare`` (SPEC.md §4): the simulator on the command line.
 
-:func:`register` adds both commands to the ``corral`` typer app. ``corral simulate`` with no arguments
+:func:`register` adds both commands, and ``corral sweep`` (:mod:`corral.commands.sweep`), to the
+``corral`` typer app. ``corral simulate`` with no arguments
 runs the built-in example (:mod:`corral.sim.example`) and writes ``./corral-report/``; ``corral compare
 CONF...`` runs each configuration on the same cluster and workload and writes ``./corral-compare/``.
 Every :class:`~corral.errors.CorralError` becomes one line ``error: ...`` on stderr with its exit code (2
@@ -15,16 +16,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from corral.cli_errors import fail
+from corral.commands.boundary import boundary
+from corral.commands.options import named_config
 from corral.files import check_output_folder
-from corral.sim.command_common import (
-    check_simulation_section,
-    load_config,
-    parse_seconds,
-    prepare,
-    run_config,
-    wide_console,
-)
+from corral.sim.runs import prepare, run_config
 from corral.terminal import plain
 
 # The simulator (engine, workloads with pandas, reports with matplotlib) and rich's console are imported
@@ -35,9 +30,7 @@ if TYPE_CHECKING:
 
     from corral.sim.result import SimResult
 
-# check_simulation_section, parse_seconds, prepare and run_config live in corral.sim.command_common
-# (shared with ``corral sweep``); callers of the simulator's commands also find them here.
-__all__ = ["FORMATS", "check_simulation_section", "parse_seconds", "prepare", "register", "run_config"]
+__all__ = ["FORMATS", "compare_command", "register", "simulate_command"]
 
 # The --format names of the registry (corral.sim.formats, which imports pandas: not at registration).
 FORMATS = (
@@ -53,7 +46,6 @@ FORMATS = (
     "synthetic",
     "manifests",
 )
-_fail = fail
 
 
 def _notes(result: SimResult, console: Console) -> None:
@@ -148,19 +140,17 @@ def simulate_command(
     """Replay a workload through the scheduler and write a report (no arguments: the built-in example)."""
     from corral.extras import require
 
-    try:
+    with boundary():
         require("sim", "corral simulate")  # pandas, pyarrow, matplotlib, OR-Tools: pip install 'corral[sim]'
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
-        _fail(exc)
-        return
+    from corral.commands.tables import wide_console
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_report
 
     console = wide_console()
-    try:
+    with boundary():
         buckets = parse_buckets(size_buckets)
         check_output_folder(output, force)
-        name, cfg = load_config(config)
+        name, cfg = named_config(config)
         inputs = prepare(
             cluster,
             workload,
@@ -179,9 +169,6 @@ def simulate_command(
         )
         result = run_config(inputs, cfg, name, show_progress=not no_progress, console=console)
         folder = write_report(result, output, buckets, force=force, whole_run=plot_whole_run)
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
-        _fail(exc)
-        return
     console.print(summary_table(summarize(result), title=f"corral simulate: {name}"))
     console.print(size_table({name: result}, buckets))
     _notes(result, console)
@@ -213,19 +200,17 @@ def compare_command(
     """Run several configurations on the same cluster and workload and lay the results side by side."""
     from corral.extras import require
 
-    try:
+    with boundary():
         require("sim", "corral compare")  # pandas, pyarrow, matplotlib, OR-Tools: pip install 'corral[sim]'
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
-        _fail(exc)
-        return
+    from corral.commands.tables import wide_console
     from corral.sim.breakdown import parse_buckets
     from corral.sim.report import size_table, summarize, summary_table, write_comparison
 
     console = wide_console()
-    try:
+    with boundary():
         buckets = parse_buckets(size_buckets)
         check_output_folder(output, force)
-        loaded = [load_config(path) for path in configs]  # every config is checked before any run
+        loaded = [named_config(path) for path in configs]  # every config is checked before any run
         inputs = prepare(
             cluster,
             workload,
@@ -249,9 +234,6 @@ def compare_command(
                 unique, n = f"{name}-{n}", n + 1
             results[unique] = run_config(inputs, cfg, unique, console=console, show_progress=not no_progress)
         folder = write_comparison(results, output, buckets, force=force, whole_run=plot_whole_run)
-    except BaseException as exc:  # noqa: BLE001
-        _fail(exc)
-        return
     console.print(summary_table({n: summarize(r) for n, r in results.items()}, title="corral compare"))
     console.print(size_table(results, buckets))
     for result in results.values():
@@ -262,8 +244,8 @@ def compare_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``simulate``, ``compare`` and ``sweep`` (:mod:`corral.sim.sweep_cli`) to ``app``."""
-    from corral.sim.sweep_cli import sweep_command
+    """Add ``simulate``, ``compare`` and ``sweep`` (:mod:`corral.commands.sweep`) to ``app``."""
+    from corral.commands.sweep import sweep_command
 
     app.command("simulate")(simulate_command)
     app.command("compare")(compare_command)

@@ -1,5 +1,8 @@
 """The command-line boundary shared by every ``corral`` command: one line and an exit code, never a
-traceback (``CORRAL_DEBUG=1`` re-raises internal errors to show one). Usage errors (an unknown option,
+traceback (``CORRAL_DEBUG=1`` re-raises internal errors to show one). Every
+:class:`~corral.errors.CorralError` becomes ``error: ...`` on stderr with its exit code (2 for bad input,
+1 for an internal fault); any other exception is ``internal error: ...``, exit code 1 (:func:`fail`,
+which every command reaches through :func:`boundary` or calls itself). Usage errors (an unknown option,
 a value the option's type refuses) get the same one ``error:`` line and exit code 2 as bad input,
 through :class:`OneLineErrors`, instead of the framed multi-line box."""
 
@@ -7,7 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import typer
@@ -16,7 +20,7 @@ from typer.core import TyperGroup
 from corral.errors import CorralError
 from corral.terminal import plain
 
-__all__ = ["OneLineErrors", "fail"]
+__all__ = ["OneLineErrors", "boundary", "fail"]
 
 
 def fail(exc: BaseException) -> None:
@@ -30,6 +34,17 @@ def fail(exc: BaseException) -> None:
         raise exc
     typer.echo(f"internal error: {type(exc).__name__}: {plain(exc)}", err=True)
     raise typer.Exit(1)
+
+
+@contextmanager
+def boundary() -> Iterator[None]:
+    """The boundary of a command's work: a fault ends in one line and its exit code (:func:`fail`, which
+    re-raises exits and interrupts); no traceback reaches a user."""
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
+        fail(exc)
+        raise  # fail always raises; kept for the type checker
 
 
 def _quiet_flags(params: list[Any]) -> list[Any]:

@@ -1,4 +1,7 @@
-"""``corral run``: the live Kubernetes scheduler (docs/kubernetes.md).
+"""``corral run``: the live Kubernetes scheduler (docs/kubernetes.md) on the command line: the flags
+become a :class:`~corral.kube.runner.Runner`, its metrics and page servers and its signal handlers. A bad
+flag, configuration or unreachable API server is one ``error:`` line, exit code 2
+(:func:`corral.commands.boundary.fail`); leadership lost ends the run with exit code 1.
 
 The ``kubernetes`` client and the rest of :mod:`corral.kube` are imported when the command runs, so the
 other commands do not pay for them.
@@ -17,6 +20,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from corral.commands.boundary import boundary, fail
 
 if TYPE_CHECKING:
     from http.server import ThreadingHTTPServer
@@ -119,9 +124,7 @@ def run(
     ),
 ) -> None:
     """Schedule the live cluster: watch it, run a cycle every --period, apply the decisions."""
-    from corral.cli_errors import fail
-
-    try:
+    with boundary():
         from corral.kube.expected import LiveForecast
 
         bind = _bind_address(metrics_bind_address, metrics_port)
@@ -149,11 +152,6 @@ def run(
         page = None
         if dashboard_port is not None:
             page = (dashboard_address.strip("[]") or "127.0.0.1", dashboard_port, dashboard_refresh)
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        fail(exc)
-        return
     _serve_and_run(runner, bind, page)
 
 
@@ -209,7 +207,7 @@ def _make_runner(
     queue_metrics_interval: float = 10.0,
     forecast: Any = None,
 ) -> Runner:
-    from corral.cli_inputs import load_config, parse_now
+    from corral.commands.options import load_config, parse_now
     from corral.errors import InputError
     from corral.extras import require
 
@@ -264,7 +262,6 @@ def _make_runner(
 def _serve_and_run(
     runner: Runner, bind: tuple[str, int] | None, page: tuple[str, int, float] | None = None
 ) -> None:
-    from corral.cli_errors import fail
     from corral.errors import InputError
     from corral.kube.metrics import serve
 

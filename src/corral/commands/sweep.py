@@ -1,5 +1,5 @@
 """``corral sweep SPEC.yaml`` on the command line (registered with ``simulate`` and ``compare`` by
-:func:`corral.sim.commands.register`): run the grid (:mod:`corral.sim.sweep`), write its tables and page
+:func:`corral.commands.simulate.register`): run the grid (:mod:`corral.sim.sweep`), write its tables and page
 (:mod:`corral.sim.sweep_report`), print the headline figures per scenario. A bad spec or a cell's bad
 input is one ``error:`` line with exit code 2; the cells finished before it stay for the next run."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from corral.cli_errors import fail
+from corral.commands.boundary import fail
 from corral.terminal import cell, plain
 
 __all__ = ["sweep_command"]
@@ -47,8 +47,8 @@ def sweep_command(
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar or progress lines"),
 ) -> None:
     """Run a grid of configs × workloads × clusters × seeds in parallel; resumable."""
+    from corral.commands.tables import wide_console
     from corral.errors import InputError
-    from corral.sim.command_common import wide_console
     from corral.sim.progress import CellProgress
     from corral.sim.sweep import SWEEP_MARKER, run_sweep
     from corral.sim.sweep_report import write_sweep_outputs
