@@ -7,7 +7,7 @@ JSON (one ``kind: List``) and as multi-document YAML and times the whole ``corra
 command on each, start-up and load included, in a fresh process (target <= 5 s), with the CPU time it
 used (user + sys: on a shared machine wall time includes waiting for a core). Both formats are timed
 against the target. Then the YAML loader alone, in this process: the rapidyaml fast path
-(``corral.manifests.fast_yaml``), its screen alone, and the PyYAML loader, on the ``yaml.dump_all`` stream
+(``corral.inputs.fast_yaml``), its screen alone, and the PyYAML loader, on the ``yaml.dump_all`` stream
 and on the same objects as ``kubectl get -o yaml`` writes them (plain counts, ports and quantities).
 
     .venv/bin/python benchmarks/bench_allocate.py [--nodes N] [--seed S] [--no-cli] [--profile]
@@ -266,8 +266,8 @@ def yaml_loaders(style: str, docs: list[dict]) -> None:
     the PyYAML loader (``CORRAL_FAST_YAML=0``)."""
     import gc
 
-    from corral.manifests import fast_yaml
-    from corral.manifests.safe_load import _c_documents, load_yaml_all
+    from corral.inputs import fast_yaml, load_yaml_all
+    from corral.inputs.construction import c_documents
 
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     name = "yaml.dump_all" if style == "dump_all" else "kubectl style"
@@ -279,7 +279,7 @@ def yaml_loaders(style: str, docs: list[dict]) -> None:
     try:
         for what, switch, fn in (
             ("fast path", "1", lambda: load_yaml_all(text, name)),
-            ("its screen", "1", lambda: fast_yaml.accepts(text, _c_documents)),
+            ("its screen", "1", lambda: fast_yaml.accepts(text, c_documents)),
             ("PyYAML", "0", lambda: load_yaml_all(text, name)),
         ):
             os.environ["CORRAL_FAST_YAML"] = switch

@@ -32,7 +32,7 @@ import numpy as np
 
 from corral.framework.cycle import run_cycle
 from corral.manifests.build import assemble_cluster, parse_objects
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 
 T0 = "2026-01-01T00:00:00Z"

@@ -47,7 +47,7 @@ from corral.kube.api import KubeAPI, load_client  # noqa: E402
 from corral.kube.logs import Log  # noqa: E402
 from corral.kube.metrics import Metrics  # noqa: E402
 from corral.kube.runner import Runner, RunOptions  # noqa: E402
-from corral.manifests.fields import parse_time  # noqa: E402
+from corral.model.clock import parse_time  # noqa: E402
 from corral.registry import REGISTRY, default_config  # noqa: E402
 
 T0 = parse_time("2026-01-01T00:00:00Z")

@@ -35,7 +35,7 @@ from corral.kube.expected import ExpectedStarts, LiveForecast  # noqa: E402
 from corral.kube.livepage import LivePage  # noqa: E402
 from corral.kube.logs import Log  # noqa: E402
 from corral.manifests.build import build_cluster  # noqa: E402
-from corral.manifests.fields import parse_time  # noqa: E402
+from corral.model.clock import parse_time  # noqa: E402
 from corral.registry import DEFAULT_CONFIG, REGISTRY  # noqa: E402
 from corral.sim.forecast import clone_cluster  # noqa: E402
 

@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from corral.cli import app
-from corral.manifests.safe_load import decode, depth_bound, load_json, load_yaml_all
+from corral.inputs import decode, depth_bound, load_json, load_yaml_all
 
 NOW = "2026-01-01T00:00:00Z"
 NODE = {

@@ -1,5 +1,5 @@
-"""The package's import graph (DESIGN.md, "The target plan"): no import circle anywhere in ``corral``, and no
-arrow from ``model/`` up.
+"""The package's import graph (DESIGN.md, "The target plan"): no import circle anywhere in ``corral``, no
+arrow from ``model/`` or ``inputs/`` up, and no import of a private name across packages.
 
 Every import counts: module-level ones, those under ``if TYPE_CHECKING:`` and those inside functions (an
 import moved into a function to dodge a circle at start-up is still an arrow between the two modules).
@@ -8,6 +8,12 @@ An import names a module of the package (``import corral.sim.report``, ``from co
 ``corral.sim.report``, ``from corral.model import Cluster`` one to the package ``corral.model`` (its
 ``__init__``). The packages a dotted name passes through are not arrows: Python initialises them, but a
 package importing its own submodules is not a circle.
+
+A private name is one that starts with ``_`` (not a dunder): ``from corral.manifests.build import _nodes``
+in ``corral.kube.model`` reaches into another package's insides, so each package shows the others only
+public names (a module's package is its folder: ``corral.sim.loaders.swf`` importing ``_assemble`` from
+``corral.sim.workload`` crosses from ``corral.sim.loaders`` into ``corral.sim``). Within one package a
+module may share private helpers with its siblings.
 
 The checker is the code below, read from the source files (no module is imported); its own tests build
 small packages in a temporary folder, so a checker that finds nothing cannot pass for a clean package.
@@ -23,6 +29,23 @@ from pathlib import Path
 #: what ``corral.model`` may import besides itself: the floor below it (DESIGN.md), which imports
 #: nothing of corral
 MODEL_MAY_IMPORT = frozenset({"corral.errors", "corral.terminal"})
+#: what ``corral.inputs`` (bounded reading, floor 2 beside the model) may import besides itself
+INPUTS_MAY_IMPORT = MODEL_MAY_IMPORT
+
+#: private names imported across packages that are still to be made public (their owners' modules),
+#: as ``importer -> module.name``; the check fails on any other, so the list can only shrink
+KNOWN_PRIVATE_IMPORTS = frozenset(
+    {
+        "corral.sim.loaders.common -> corral.sim.workload._Table",
+        "corral.sim.loaders.gavel -> corral.sim.workload._Table",
+        "corral.sim.loaders.gavel -> corral.sim.workload._assemble",
+        "corral.sim.loaders.gpu_tables -> corral.sim.workload._assemble",
+        "corral.sim.loaders.gpu_tables -> corral.sim.workload._read_table",
+        "corral.sim.loaders.pollux -> corral.sim.workload._assemble",
+        "corral.sim.loaders.pollux -> corral.sim.workload._read_table",
+        "corral.sim.loaders.swf -> corral.sim.workload._assemble",
+    }
+)
 
 Graph = dict[str, dict[str, list[int]]]
 
@@ -129,17 +152,76 @@ def describe(component: list[str], arrows: Graph, known: Mapping[str, Path]) -> 
     return "\n".join(lines)
 
 
-def upward_from_model(arrows: Graph) -> list[str]:
-    """Every arrow from ``corral.model`` (or a module in it) to a module outside it and its floor."""
+def upward_from(arrows: Graph, package: str, may: frozenset[str]) -> list[str]:
+    """Every arrow from ``package`` (or a module in it) to a module outside it and ``may``."""
+
+    def inside(name: str) -> bool:
+        return name == package or name.startswith(package + ".")
+
     return [
         f"{name} -> {target} (line {', '.join(map(str, at))})"
         for name, targets in sorted(arrows.items())
-        if name == "corral.model" or name.startswith("corral.model.")
+        if inside(name)
         for target, at in sorted(targets.items())
-        if target != "corral.model"
-        and not target.startswith("corral.model.")
-        and target not in MODEL_MAY_IMPORT
+        if not inside(target) and target not in may
     ]
+
+
+def upward_from_model(arrows: Graph) -> list[str]:
+    """Every arrow from ``corral.model`` (or a module in it) to a module outside it and its floor."""
+    return upward_from(arrows, "corral.model", MODEL_MAY_IMPORT)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _package_of(module: str, known: Mapping[str, Path]) -> str:
+    """The package a module belongs to: itself for a package (``__init__.py``), else its folder."""
+    return module if known[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _private_modules(dotted: str, known: Mapping[str, Path]) -> list[tuple[str, str]]:
+    """The private modules along ``dotted`` as (their package, their name)."""
+    parts = dotted.split(".")
+    return [
+        (".".join(parts[:i]), parts[i])
+        for i in range(1, len(parts))
+        if _private(parts[i]) and ".".join(parts[: i + 1]) in known
+    ]
+
+
+def private_imports(root: Path) -> dict[str, list[int]]:
+    """Every import of a private name from a module of another package, as ``importer -> module.name``
+    with its lines. A private module (``from corral.sim import _impl``, ``import corral.sim._impl``)
+    counts as a private name of its package."""
+    known = modules(root)
+    found: dict[str, list[int]] = {}
+    for name, path in known.items():
+        here = _package_of(name, known)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            hits: list[tuple[str, str]] = []  # (the package or module that holds it, private name)
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = here.split(".")
+                    parts = parts[: len(parts) - node.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                hits += _private_modules(base, known)
+                source = _known(base, known)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    if full in known:
+                        hits += _private_modules(full, known)[-1:] if _private(alias.name) else []
+                    elif source is not None and _private(alias.name):
+                        hits.append((source, alias.name))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    hits += _private_modules(alias.name, known)
+            for source, private in dict.fromkeys(hits):
+                if _package_of(source, known) != here:
+                    found.setdefault(f"{name} -> {source}.{private}", []).append(node.lineno)
+    return found
 
 
 #: the package's sources in this checkout (``corral`` is a namespace package: it has no ``__file__``)
@@ -165,6 +247,46 @@ def test_model_imports_only_itself_and_the_floor_below() -> None:
     arrows, _ = _corral()
     assert any(n.startswith("corral.model.") for n in arrows)
     assert upward_from_model(arrows) == []
+
+
+def test_inputs_imports_only_itself_and_the_floor_below() -> None:
+    arrows, _ = _corral()
+    assert "corral.inputs.documents" in arrows
+    assert upward_from(arrows, "corral.inputs", INPUTS_MAY_IMPORT) == []
+
+
+def test_the_config_loader_reads_through_inputs_not_manifests() -> None:
+    arrows, _ = _corral()
+    config = arrows["corral.framework.config"]
+    assert "corral.inputs" in config
+    assert [t for t in config if t == "corral.manifests" or t.startswith("corral.manifests.")] == []
+
+
+#: the clock's names (DESIGN.md: the clock lives in the model) and the one module they come from
+CLOCK = frozenset({"parse_time", "format_time", "parse_duration", "annotated_duration", "PARSED_TIMES"})
+
+
+def test_the_clock_is_imported_from_the_model_only() -> None:
+    """No re-export of the clock stands in for ``corral.model.clock`` (e.g. ``corral.manifests.fields``)."""
+    elsewhere = []
+    for name, path in modules(ROOT).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("corral")
+                and node.module != "corral.model.clock"
+                and CLOCK & {a.name for a in node.names}
+            ):
+                elsewhere.append(f"{name} line {node.lineno}: from {node.module}")
+    assert elsewhere == []
+
+
+def test_no_private_name_imported_across_packages() -> None:
+    found = private_imports(ROOT)
+    new = {k: v for k, v in found.items() if k not in KNOWN_PRIVATE_IMPORTS}
+    assert not new, "\n".join(
+        f"{k} (line {', '.join(map(str, v))}): make the name public" for k, v in new.items()
+    )
 
 
 def test_the_floor_below_model_imports_nothing_of_corral() -> None:
@@ -254,3 +376,33 @@ def test_checker_finds_an_arrow_from_model_up(tmp_path: Path) -> None:
     )
     arrows, _ = graph(root)
     assert upward_from_model(arrows) == ["corral.model.work -> corral.manifests.fields (line 2)"]
+
+
+def test_checker_finds_private_names_imported_across_packages(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "manifests/__init__.py": "from corral.manifests.build import _nodes as nodes\n",
+            "manifests/build.py": "def _nodes(): ...\n",
+            "manifests/load.py": "from corral.manifests.build import _nodes\n",  # same package: allowed
+            "kube/__init__.py": "",
+            "kube/model.py": (
+                "from typing import TYPE_CHECKING\n"
+                "from corral.manifests.build import __all__, _nodes, build\n"
+                "if TYPE_CHECKING:\n"
+                "    from ..manifests import _hidden\n"
+                "def f():\n"
+                "    import corral.manifests._hidden\n"
+            ),
+            "manifests/_hidden.py": "",
+            "sim/__init__.py": "",
+            "sim/workload.py": "",
+            "sim/loaders/__init__.py": "",
+            "sim/loaders/swf.py": "from corral.sim.workload import _assemble\n",
+        },
+    )
+    assert private_imports(root) == {
+        "corral.kube.model -> corral.manifests._hidden": [4, 6],
+        "corral.kube.model -> corral.manifests.build._nodes": [2],
+        "corral.sim.loaders.swf -> corral.sim.workload._assemble": [1],
+    }

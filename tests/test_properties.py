@@ -25,8 +25,8 @@ from corral.cli import app
 from corral.framework.cycle import run_cycle
 from corral.framework.session import Session
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_time
 from corral.model import TaskStatus
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 
 NOW = "2026-01-01T00:00:00Z"

@@ -118,7 +118,7 @@ def test_the_views_session_computes_what_the_cycles_session_does(tmp_path: Path)
     from corral.framework.config import parse_config
     from corral.framework.session import Session
     from corral.manifests.build import load_snapshot
-    from corral.manifests.fields import parse_time
+    from corral.model.clock import parse_time
     from corral.plugins.queues import QueuePlugin
     from corral.queueview import queue_rows
     from corral.registry import REGISTRY

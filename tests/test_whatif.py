@@ -16,7 +16,7 @@ from corral.commands.whatif import what_if
 from corral.errors import CorralError
 from corral.framework.config import parse_config
 from corral.manifests.build import DEFAULT_SCHEDULERS
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand
 from tests.scenarios.test_scenarios import CASES

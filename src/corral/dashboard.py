@@ -26,8 +26,8 @@ import numpy as np
 
 from corral.framework.decisions import Decisions
 from corral.framework.reservation import current_target
-from corral.manifests.fields import format_time
 from corral.model import Cluster
+from corral.model.clock import format_time
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.queueview import COLUMNS, QueueRow, queue_table_rows

@@ -8,7 +8,8 @@ from corral.actions.allocate import AllocateAction
 from corral.actions.common.evict import Evictor
 from corral.actions.common.jobs import Pending, continue_allocating, waiting_tasks
 from corral.framework.session import Session
-from corral.manifests import build_cluster, parse_time
+from corral.manifests import build_cluster
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import expand
 

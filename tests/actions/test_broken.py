@@ -6,8 +6,9 @@ from __future__ import annotations
 from corral.actions.common.broken import breaks, healthy, whole_gangs
 from corral.framework.config import parse_config
 from corral.framework.session import Session
-from corral.manifests import build_cluster, parse_time
+from corral.manifests import build_cluster
 from corral.model import TaskStatus
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand
 

@@ -12,7 +12,7 @@ import yaml
 from corral.framework.config import parse_config
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.scenarios.expand import expand
 

@@ -16,8 +16,9 @@ from corral.actions.preempt import PreemptAction
 from corral.actions.reclaim import ReclaimAction
 from corral.framework.config import parse_config
 from corral.framework.session import Session
-from corral.manifests import build_cluster, parse_time
+from corral.manifests import build_cluster
 from corral.model import TaskStatus
+from corral.model.clock import parse_time
 from corral.plugins.pdb import allowed_disruptions
 from corral.registry import REGISTRY
 from tests.scenarios.expand import expand

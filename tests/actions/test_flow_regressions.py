@@ -8,8 +8,8 @@ import yaml
 
 from corral.framework.cycle import run_cycle
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_time
 from corral.model import TaskStatus
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.actions.test_flow_properties import flow_config
 

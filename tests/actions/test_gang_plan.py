@@ -15,7 +15,7 @@ from corral.framework.config import parse_config
 from corral.framework.extension import Domain
 from corral.framework.session import Session
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.model.resources import PODS
 from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand

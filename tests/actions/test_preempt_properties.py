@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from corral.framework.config import parse_config
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import Session
-from corral.manifests import build_cluster, parse_time
+from corral.manifests import build_cluster
 from corral.model import TaskStatus
+from corral.model.clock import parse_time
 from corral.model.resources import EPS
 from corral.registry import REGISTRY
 from tests.actions.gang_minimum import assert_no_gang_left_broken

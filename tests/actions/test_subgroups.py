@@ -9,8 +9,9 @@ from corral.actions.common.subgroups import greedy_trial, place_subgroup, subgro
 from corral.framework.config import parse_config
 from corral.framework.extension import Purpose
 from corral.framework.session import Session
-from corral.manifests import build_cluster, parse_time
+from corral.manifests import build_cluster
 from corral.model import TaskStatus
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand
 

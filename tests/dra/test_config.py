@@ -9,7 +9,7 @@ import yaml
 
 from corral.cli import schedule_snapshot
 from corral.framework.config import parse_config
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from corral.framework.cycle import run_cycle
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from corral.framework.cycle import DecisionSink, ModelSink, apply_decisions, run_cycle, run_cycles
 from corral.framework.decisions import Decisions
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_time
 from corral.model import Cluster, TaskStatus
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0 as START
 from tests.scenarios.expand import expand

@@ -125,7 +125,7 @@ def test_a_pod_replaced_by_a_smaller_one_is_not_skipped(tmp_path):
     """The live scheduler builds a changed job's pods anew: a remembered job whose pod was replaced (a
     new uid, a smaller request, the same states) is tried again, not skipped on the old pod's class."""
     from corral.manifests.build import load_snapshot
-    from corral.manifests.fields import parse_time
+    from corral.model.clock import parse_time
     from tests.scenarios.expand import T0, expand
 
     def snapshot(gpu: int, uid: str):

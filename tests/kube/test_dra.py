@@ -150,7 +150,7 @@ def test_the_live_model_stays_incremental_for_pods_the_device_books_do_not_read(
 
     from corral.framework.cycle import run_cycle
     from corral.kube.runner import dry_run_assume
-    from corral.manifests.fields import parse_time
+    from corral.model.clock import parse_time
     from corral.registry import REGISTRY, default_config
     from tests.kube.test_model import TYPES, _cache, _fresh, fingerprint
 

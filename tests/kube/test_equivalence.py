@@ -11,8 +11,8 @@ import yaml
 from corral.cli import schedule_snapshot
 from corral.framework.config import parse_config
 from corral.manifests.build import DEFAULT_SCHEDULERS
-from corral.manifests.fields import parse_time
 from corral.manifests.workloads import expand_workloads
+from corral.model.clock import parse_time
 from corral.model.notes import Notes
 from corral.registry import REGISTRY, default_config
 from tests.kube.conftest import make_runner

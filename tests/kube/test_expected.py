@@ -10,7 +10,7 @@ import pytest
 
 from corral.framework.config import parse_config
 from corral.kube.expected import EXPECTED_BASIS, EXPECTED_START, LiveForecast
-from corral.manifests.fields import format_time
+from corral.model.clock import format_time
 from corral.registry import REGISTRY
 from tests.kube.fakeapi import FakeAPI
 from tests.kube.test_live import NOW, wait_for

@@ -17,7 +17,7 @@ from corral.framework.config import parse_config
 from corral.framework.decisions import Decisions, NodeLock
 from corral.kube.apply import LOCK_LABEL
 from corral.kube.metrics import serve
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.kube.fakeapi import FakeAPI
 from tests.scenarios.expand import T0, expand

@@ -20,8 +20,8 @@ from corral.kube.api import RESOURCES
 from corral.kube.cache import WatchCache
 from corral.kube.logs import Log
 from corral.kube.runner import dry_run_assume
-from corral.manifests.fields import parse_time
 from corral.model import Cluster, Job, Task
+from corral.model.clock import parse_time
 from corral.model.subjobs import SubJob
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from corral.framework.config import parse_config
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.kube.fakeapi import FakeAPI
 from tests.kube.test_live import wait_for

@@ -1,4 +1,4 @@
-"""Durations, times and the typed accessors of manifest objects (corral.manifests.fields)."""
+"""Durations and times (corral.model.clock) and the typed accessors of manifest objects (corral.manifests.fields)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from corral.errors import InputError
-from corral.manifests.fields import Obj, format_time, parse_duration, parse_time
+from corral.manifests.fields import Obj
+from corral.model.clock import format_time, parse_duration, parse_time
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 

@@ -16,8 +16,9 @@ from corral.errors import ConfigError, InputError
 from corral.framework.config import parse_config
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.session import Session
-from corral.manifests import build_cluster, load_snapshot, parse_time
+from corral.manifests import build_cluster, load_snapshot
 from corral.model import TaskStatus
+from corral.model.clock import parse_time
 from corral.plugins.gpushare import GPU_INDEX, GpuSharePlugin
 from corral.registry import REGISTRY
 

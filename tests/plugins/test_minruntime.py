@@ -14,8 +14,9 @@ import yaml
 from corral.errors import ConfigError, InputError
 from corral.framework.config import parse_config
 from corral.framework.session import Session
-from corral.manifests import build_cluster, format_time, load_snapshot, parse_time
+from corral.manifests import build_cluster, load_snapshot
 from corral.model import Job, TaskStatus
+from corral.model.clock import format_time, parse_time
 from corral.plugins.minruntime import (
     START_ANNOTATIONS,
     MinRuntimePlugin,

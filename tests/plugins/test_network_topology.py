@@ -12,7 +12,7 @@ from corral.framework.cycle import run_cycle
 from corral.framework.extension import Domain, Purpose
 from corral.framework.session import Session
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand
 

@@ -22,7 +22,7 @@ from corral.framework.cycle import apply_decisions
 from corral.framework.reservation import TARGET_SINCE, current_target, expected_runtime, lock_owners
 from corral.framework.session import Session
 from corral.manifests.build import load_snapshot
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.model.resources import EPS
 from corral.registry import REGISTRY
 from tests.scenarios.expand import T0, expand

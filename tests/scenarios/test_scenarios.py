@@ -22,8 +22,8 @@ from corral.framework.decisions import Decisions
 from corral.framework.memo import ClusterHistory
 from corral.kube.native_status import native_conditions
 from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
-from corral.manifests.fields import parse_time
 from corral.model import Cluster
+from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.scenarios.expand import T0, expand
 

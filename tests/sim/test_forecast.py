@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from corral.cli import app, schedule_snapshot
 from corral.errors import ConfigError
 from corral.framework.config import parse_config
-from corral.manifests.fields import parse_time
+from corral.model.clock import parse_time
 from corral.registry import DEFAULT_CONFIG, REGISTRY
 from corral.sim.forecast import forecast_settings
 from tests.scenarios.expand import expand

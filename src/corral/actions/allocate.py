@@ -52,8 +52,8 @@ from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
-from corral.manifests.fields import format_time
 from corral.model import Job, PodGroupPhase, TaskStatus
+from corral.model.clock import format_time
 
 __all__ = ["AllocateAction"]
 

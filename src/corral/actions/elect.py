@@ -29,8 +29,8 @@ from corral.actions.common.subgroups import greedy_trial, has_subgroup_topology,
 from corral.framework.plugin import Action
 from corral.framework.reservation import TARGET_SINCE, elected_at, waiting
 from corral.framework.session import Session
-from corral.manifests.fields import format_time
 from corral.model import Job, PodGroupPhase
+from corral.model.clock import format_time
 from corral.model.resources import EPS
 
 if TYPE_CHECKING:

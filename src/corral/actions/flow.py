@@ -51,8 +51,8 @@ from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
-from corral.manifests.fields import format_time
 from corral.model import Job, PodGroupPhase, Task, TaskStatus
+from corral.model.clock import format_time
 from corral.model.resources import EPS
 from corral.solvers.flow_network import FlowSolution, Solver
 

@@ -80,9 +80,9 @@ from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
-from corral.manifests.fields import annotated_duration, format_time, parse_time
 from corral.model import Job, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE
+from corral.model.clock import annotated_duration, format_time, parse_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, GPU
 

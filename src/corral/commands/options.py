@@ -53,7 +53,7 @@ def parse_now(text: str | None) -> float:
     """``--now``: an RFC 3339 time as seconds since the epoch (None: this second)."""
     if text is None:
         return float(int(time.time()))
-    from corral.manifests.fields import parse_time
+    from corral.model.clock import parse_time
 
     try:
         return parse_time(text)

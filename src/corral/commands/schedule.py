@@ -161,7 +161,7 @@ def schedule(
     if output == "json":
         record = decisions.to_json(cycles)
         if estimates is not None:
-            from corral.manifests.fields import format_time
+            from corral.model.clock import format_time
 
             record["expectedStarts"] = [e.to_json(format_time) for e in estimates]
         sys.stdout.write(json.dumps(record, indent=1) + "\n")

@@ -78,7 +78,7 @@ def print_decisions(decisions: Decisions, cycles: int, console: Console | None =
 
 def print_estimates(estimates: list[Any], console: Console | None = None) -> None:
     """``corral schedule --forecast``: each waiting podgroup's expected start, basis and place."""
-    from corral.manifests.fields import format_time
+    from corral.model.clock import format_time
 
     console = console or wide_console(160)
     table = Table(
@@ -109,7 +109,7 @@ def print_queues(rows: list[Any], resources: list[str], source: str, console: Co
 
 def print_whatif(answer: Any, console: Console | None = None) -> None:
     """``corral whatif``: per podgroup of the job, the verdict, then what the cycle would do for it."""
-    from corral.manifests.fields import format_time
+    from corral.model.clock import format_time
 
     console = console or wide_console(160)
     table = Table(title="What if it were submitted now", title_justify="left", expand=False, highlight=False)

@@ -21,9 +21,9 @@ from corral.errors import InputError
 from corral.framework.config import Config
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import format_time
 from corral.manifests.load import SourcedObject, read_objects
 from corral.model import PodGroupPhase
+from corral.model.clock import format_time
 from corral.registry import REGISTRY
 from corral.sim.forecast import Estimate, forecast, forecast_settings
 

@@ -32,7 +32,7 @@ from corral.framework.volcano import (
     refused_action_message,
     refused_plugin_message,
 )
-from corral.manifests.fields import parse_duration
+from corral.model.clock import parse_duration
 
 __all__ = [
     "SWITCHES",
@@ -327,7 +327,7 @@ def unwrap_configmap(raw: Any, file: str) -> Any:
     text = data[key]
     if not isinstance(text, str):
         raise ConfigError("expected the scheduler config as text", file=file, field=f"data.{key}")
-    from corral.manifests.safe_load import load_yaml  # bounded: the text is as untrusted as a file
+    from corral.inputs import load_yaml  # bounded: the text is as untrusted as a file
 
     return load_yaml(text, f"{file} (data.{key})", ConfigError)
 
@@ -441,7 +441,7 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
 
 
 def load_config_file(path: str | Path, registry: Registry) -> Config:
-    from corral.manifests.safe_load import load_yaml, read_text  # bounded: size, encoding, depth, aliases
+    from corral.inputs import load_yaml, read_text  # bounded: size, encoding, depth, aliases
 
     p = Path(path)
     raw = load_yaml(read_text(p, ConfigError), str(p), ConfigError)

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from corral.manifests.fields import annotated_duration, parse_time
 from corral.model import Cluster, Job, Nodes, Task, TaskStatus
 from corral.model.annotations import EXPECTED_RUNTIME
+from corral.model.clock import annotated_duration, parse_time
 
 __all__ = [
     "EXPECTED_RUNTIME",

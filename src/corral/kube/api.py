@@ -22,7 +22,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from corral.errors import ClusterAPIError, ConfigError, InputError
-from corral.manifests.safe_load import load_json
+from corral.inputs import load_json
 
 __all__ = [
     "RESOURCES",
@@ -173,7 +173,7 @@ def load_client(
 
 def _json(data: bytes | str, where: str) -> Any:
     """An API answer, read like any input file: bounded nesting depth and number size
-    (:func:`corral.manifests.safe_load.load_json`), so a hostile answer is an error, not a crash."""
+    (:func:`corral.inputs.load_json`), so a hostile answer is an error, not a crash."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     return load_json(text, where, InputError)
 

@@ -61,8 +61,8 @@ from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.partial import PartialGangs
 from corral.kube.podgroups import PodGroupWrites
-from corral.manifests.fields import format_time
 from corral.model import Cluster
+from corral.model.clock import format_time
 
 __all__ = ["LOCK_LABEL", "Applier", "ambiguous", "lock_patch"]
 

@@ -426,7 +426,7 @@ class WatchCache:
     def dump(self, directory: str | Path, objects: list[dict], now: float) -> Path:
         """Write ``objects`` as a snapshot (``cluster.json``, a ``v1 List``) that ``corral schedule``
         reads; ``NOW`` holds the cycle's clock. Written to a temporary file and renamed (atomic)."""
-        from corral.manifests.fields import format_time
+        from corral.model.clock import format_time
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)

@@ -40,8 +40,8 @@ from corral.kube.api import EVENT, POD, APIError, GuardedAPI
 from corral.kube.cache import WatchCache
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
-from corral.manifests.fields import format_time
 from corral.model import Cluster
+from corral.model.clock import format_time
 
 __all__ = ["Recorder", "gang_condition", "kai_conditions", "merged_conditions"]
 

@@ -26,7 +26,7 @@ from typing import Any
 from corral.dra.inventory import Inventory
 from corral.dra.records import ClaimAllocation
 from corral.kube.api import RESOURCES, ResourceType
-from corral.manifests.fields import format_time
+from corral.model.clock import format_time
 
 __all__ = ["CLAIM", "FINALIZER", "allocation_status", "assume_claims", "claim_patches"]
 

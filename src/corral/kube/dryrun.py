@@ -17,8 +17,8 @@ from corral.kube.cache import WatchCache
 from corral.kube.conventions import merged_conditions
 from corral.kube.dra_status import assume_claims
 from corral.kube.podgroups import native_condition
-from corral.manifests.fields import format_time
 from corral.model import Cluster
+from corral.model.clock import format_time
 
 __all__ = ["DryRun", "dry_run_assume"]
 

@@ -52,8 +52,8 @@ from corral.framework.cycle import apply_decisions
 from corral.framework.decisions import Decisions
 from corral.kube.api import APIError, NotLeader
 from corral.kube.logs import Log
-from corral.manifests.fields import format_time, parse_time
 from corral.model import Cluster
+from corral.model.clock import format_time, parse_time
 from corral.sim.forecast import Estimate, clone_cluster, forecast, forecast_settings
 
 __all__ = [

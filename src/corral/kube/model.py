@@ -12,11 +12,11 @@ longer than the scheduling cycle itself, so a cycle does not assemble again what
   assembly had to leave an object out (an assembly error: the culprit search needs every object). An
   object whose new version reads as the old one (a Node's status heartbeat) changes nothing.
 - **Nodes** whose labels, taints, allocatable or annotations changed: the node rows and the HyperNode tree
-  are built again by the loader's ``_nodes`` and ``_hypernodes`` (tasks keep their rows: the node names
+  are built again by the loader's ``assemble_nodes`` and ``assemble_hypernodes`` (tasks keep their rows: the node names
   are the same), a few milliseconds per thousand nodes.
 - **Incremental** (:meth:`LiveModel.advance`): a changed Pod or PodGroup rebuilds the job it belongs to
   (its PodGroup and every pod naming it; a pod without podgroup is its own job; a pod of another
-  scheduler is alone) through the loader's own ``_jobs_and_tasks`` on a cluster that holds only that
+  scheduler is alone) through the loader's own ``assemble_jobs_and_tasks`` on a cluster that holds only that
   job, so the jobs and tasks it makes are the ones a full assembly makes. The node columns move by what
   the replaced tasks held (:meth:`~corral.model.Cluster.charge`), the dicts of tasks and jobs keep the
   loader's order (pods by namespace and name; podgroups by namespace and name, then the other jobs by
@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from corral.errors import InputError
-from corral.manifests.build import _hypernodes, _jobs_and_tasks, _nodes
+from corral.manifests.build import assemble_hypernodes, assemble_jobs_and_tasks, assemble_nodes
 from corral.manifests.native import native_topologies, topology_family, workload_podgroups
 from corral.manifests.records import PodGroupRec, PodRec
 from corral.model import Cluster, Job, Task, TaskStatus
@@ -353,14 +353,14 @@ class LiveModel:
         self.fixed = self._fixed()
         if {n for n, c in self.names.items() if c > 0} | self.fixed != set(self.resources.names):
             return "the set of resource names changed"
-        nodes = _nodes(list(self.node_recs.values()), self.resources)
+        nodes = assemble_nodes(list(self.node_recs.values()), self.resources)
         if nodes.names != self.nodes.names:
             return "the node rows changed"
         for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
             np.copyto(target, built)
         self.nodes, self.locks, self.down = nodes, list(nodes.locked_for), nodes.down.copy()
         labels = native_topologies(list(self.groups.values()))  # domains of native groups' node labels
-        self.hypernodes = _hypernodes(self.hyper_recs, nodes, self.topo_recs + labels)
+        self.hypernodes = assemble_hypernodes(self.hyper_recs, nodes, self.topo_recs + labels)
         self.rebuilt = 0
         return ""
 
@@ -498,7 +498,7 @@ class LiveModel:
         groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []
         if not groups and any(p.workload_ref is not None for p in pods):  # a 1.35 Workload's group
             groups = workload_podgroups(self.workloads, pods)
-        _jobs_and_tasks(part, groups, pods, self.served)
+        assemble_jobs_and_tasks(part, groups, pods, self.served)
         self.native_groups.pop(b[1], None)
         self.native_groups.update(part.native_groups)
         self.kai_gpu_shared = self.kai_gpu_shared or part.kai_gpu_shared

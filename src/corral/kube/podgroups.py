@@ -25,9 +25,9 @@ from corral.framework.decisions import Decisions
 from corral.kube.api import APIError
 from corral.kube.apply_report import ApplyReport
 from corral.kube.conventions import gang_condition, kai_conditions, merged_conditions
-from corral.manifests.fields import format_time
 from corral.manifests.native import NATIVE_GROUP
 from corral.model import ALLOCATED_STATES, Cluster, TaskStatus
+from corral.model.clock import format_time
 
 __all__ = ["PodGroupWrites", "merge_with_rv"]
 

@@ -54,8 +54,8 @@ from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.native_status import native_conditions
 from corral.kube.queuemetrics import unschedulable_by_queue
-from corral.manifests.fields import format_time
 from corral.model import Cluster
+from corral.model.clock import format_time
 from corral.model.notes import record_text
 from corral.queueview import QueueRow, queue_rows
 from corral.registry import REGISTRY

@@ -6,11 +6,9 @@ import math
 from typing import Any
 
 from corral.errors import InputError, short_repr
-from corral.model.clock import PARSED_TIMES, annotated_duration, format_time, parse_duration, parse_time
+from corral.model.clock import PARSED_TIMES, parse_duration, parse_time
 
-# The clock's functions live in corral.model.clock; the manifests' callers (and the scheduling core's)
-# also find them here.
-__all__ = ["Obj", "annotated_duration", "format_time", "parse_duration", "parse_time"]
+__all__ = ["Obj"]
 
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -158,30 +158,12 @@ def apply_podgroup(cluster: Cluster, job: Job, pg: PodGroupRec) -> None:
 
 
 def _subgroups(cluster: Cluster, job: Job, pg: PodGroupRec, obj: str) -> None:
+    """KAI's ``spec.subGroups`` of ``pg`` as ``job``'s sub-group tree: a leaf needs ``minMember``, a
+    sub-group with children counts them by ``minSubGroup`` (the other field is noted as unused); each
+    sub-group's topology constraint resolved; the job's minimum is every leaf's minimum when all are
+    required, else the tree's fewest pods."""
     file = pg.file or None
-    groups = {s.name: SubGroup(s.name, s.parent, s.min_member, s.min_subgroup) for s in pg.subgroups}
-    for i, s in enumerate(pg.subgroups):
-        if s.parent and s.parent not in groups:
-            raise InputError(
-                f"parent sub-group {s.parent!r} of {s.name!r} does not exist",
-                file=file,
-                obj=obj,
-                field=f"spec.subGroups[{i}].parent",
-            )
-        if s.parent:
-            groups[s.parent].children.append(s.name)
-    for i, s in enumerate(pg.subgroups):
-        seen, cur = [s.name], s.parent
-        while cur:
-            if cur in seen:
-                raise InputError(
-                    f"sub-group cycle: {' -> '.join(seen + [cur])}",
-                    file=file,
-                    obj=obj,
-                    field=f"spec.subGroups[{i}].parent",
-                )
-            seen.append(cur)
-            cur = groups[cur].parent
+    groups = _linked_subgroups(pg, file, obj)
     for i, s in enumerate(pg.subgroups):
         g = groups[s.name]
         path = f"spec.subGroups[{i}]"
@@ -224,6 +206,34 @@ def _subgroups(cluster: Cluster, job: Job, pg: PodGroupRec, obj: str) -> None:
         job.subgroups = tree
         job.min_task_member = {}
         job.min_member = tree.fewest_pods()
+
+
+def _linked_subgroups(pg: PodGroupRec, file: str | None, obj: str) -> dict[str, SubGroup]:
+    """The sub-groups of ``pg`` by name with their children; a missing parent or a cycle is an error."""
+    groups = {s.name: SubGroup(s.name, s.parent, s.min_member, s.min_subgroup) for s in pg.subgroups}
+    for i, s in enumerate(pg.subgroups):
+        if s.parent and s.parent not in groups:
+            raise InputError(
+                f"parent sub-group {s.parent!r} of {s.name!r} does not exist",
+                file=file,
+                obj=obj,
+                field=f"spec.subGroups[{i}].parent",
+            )
+        if s.parent:
+            groups[s.parent].children.append(s.name)
+    for i, s in enumerate(pg.subgroups):
+        seen, cur = [s.name], s.parent
+        while cur:
+            if cur in seen:
+                raise InputError(
+                    f"sub-group cycle: {' -> '.join(seen + [cur])}",
+                    file=file,
+                    obj=obj,
+                    field=f"spec.subGroups[{i}].parent",
+                )
+            seen.append(cur)
+            cur = groups[cur].parent
+    return groups
 
 
 def join_subgroup(cluster: Cluster, job: Job, task: Task) -> bool:

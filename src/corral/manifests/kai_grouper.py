@@ -357,35 +357,9 @@ def group_bare_pods(objects: list[SourcedObject], existing: Existing, notes: Not
             out.append((file, raw))
             continue
         o = Obj(raw, file, "Pod", True)
-        refs = [
-            r
-            for r in o.listof(o.meta.get("ownerReferences"), "metadata.ownerReferences")
-            if isinstance(r, dict)
-        ]
-        owner = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
-        name, uid = (
-            (str(owner.get("name")), str(owner.get("uid") or ""))
-            if owner
-            else (o.name, o.string(o.meta.get("uid"), "metadata.uid"))
-        )
-        pg_name = f"pg-{name}-{uid}" if uid else f"pg-{name}"
+        pg_name = _owner_group_name(o)
         if (o.namespace, pg_name) not in made and (o.namespace, pg_name) not in existing.podgroups:
-            template = {
-                "metadata": {"labels": o.strmap(o.meta.get("labels"), "metadata.labels")},
-                "spec": o.section("spec"),
-            }
-            owner_meta = {
-                "name": pg_name,
-                "namespace": o.namespace,
-                "creationTimestamp": o.meta.get("creationTimestamp"),
-            }
-            pg = _podgroup(
-                Obj({"metadata": owner_meta}, file, "Pod", True),
-                pg_name,
-                template,
-                existing,
-                {"minMember": 1},
-            )
+            pg = _bare_pod_group(o, file, pg_name, existing)
             made[(o.namespace, pg_name)] = pg
             out.append((file, pg))
         if o.section("spec").get("nodeName") and (o.namespace, pg_name) in made:  # its podgroup has started
@@ -406,6 +380,37 @@ def group_bare_pods(objects: list[SourcedObject], existing: Existing, notes: Not
             f"{len(made)} PodGroup{'s' if len(made) != 1 else ''} as KAI's pod-grouper makes them (minMember 1)",
         )
     return out
+
+
+def _owner_group_name(o: Obj) -> str:
+    """KAI's pod-grouper name for a bare pod's PodGroup: ``pg-<owner>-<owner uid>`` of its controller
+    reference (else its first owner), ``pg-<pod>-<uid>`` for a pod without an owner."""
+    refs = [
+        r for r in o.listof(o.meta.get("ownerReferences"), "metadata.ownerReferences") if isinstance(r, dict)
+    ]
+    owner = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
+    name, uid = (
+        (str(owner.get("name")), str(owner.get("uid") or ""))
+        if owner
+        else (o.name, o.string(o.meta.get("uid"), "metadata.uid"))
+    )
+    return f"pg-{name}-{uid}" if uid else f"pg-{name}"
+
+
+def _bare_pod_group(o: Obj, file: str, pg_name: str, existing: Existing) -> dict:
+    """The PodGroup (minMember 1) KAI's pod-grouper makes for bare pod ``o``, from its labels and spec."""
+    template = {
+        "metadata": {"labels": o.strmap(o.meta.get("labels"), "metadata.labels")},
+        "spec": o.section("spec"),
+    }
+    owner_meta = {
+        "name": pg_name,
+        "namespace": o.namespace,
+        "creationTimestamp": o.meta.get("creationTimestamp"),
+    }
+    return _podgroup(
+        Obj({"metadata": owner_meta}, file, "Pod", True), pg_name, template, existing, {"minMember": 1}
+    )
 
 
 def is_bare_kai_pod(raw: dict) -> bool:

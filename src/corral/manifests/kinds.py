@@ -172,8 +172,9 @@ def _add_init_containers(o: Obj, inits: Any, requests: dict[str, float]) -> None
     _max_into(requests, steps)
 
 
-def _pod(o: Obj) -> PodRec:
-    spec, status = o.section("spec"), o.section("status")
+def _pod_requests(o: Obj, spec: dict) -> dict[str, float]:
+    """A pod's effective requests as kube-scheduler computes them: the containers' sum, raised to any
+    init container's (sidecars included), plus ``spec.overhead``."""
     if "containers" not in spec:
         raise o.error("missing spec.containers", "spec.containers")
     requests: dict[str, float] = {}
@@ -185,6 +186,11 @@ def _pod(o: Obj) -> PodRec:
     if spec.get("overhead") is not None:
         for k, v in _resources(o, spec.get("overhead"), "spec.overhead").items():
             requests[k] = requests.get(k, 0.0) + v
+    return requests
+
+
+def _tolerations(o: Obj, spec: dict) -> tuple[Toleration, ...]:
+    """``spec.tolerations``; an operator other than ``Equal``/``Exists`` is an error."""
     tolerations = []
     for i, t in enumerate(o.listof(spec.get("tolerations"), "spec.tolerations")):
         if not isinstance(t, dict):
@@ -197,6 +203,13 @@ def _pod(o: Obj) -> PodRec:
         tolerations.append(
             Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""), str(t.get("effect") or ""))
         )
+    return tuple(tolerations)
+
+
+def _pod(o: Obj) -> PodRec:
+    spec, status = o.section("spec"), o.section("status")
+    requests = _pod_requests(o, spec)
+    tolerations = _tolerations(o, spec)
     priority = spec.get("priority")
     meta = o.meta
     creation = meta.get("creationTimestamp")
@@ -229,7 +242,7 @@ def _pod(o: Obj) -> PodRec:
         requests=requests,
         node_selector=o.strmap(spec.get("nodeSelector"), "spec.nodeSelector"),
         affinity=parse_affinity(spec.get("affinity"), o.ident) if spec.get("affinity") else None,
-        tolerations=tuple(tolerations),
+        tolerations=tolerations,
         phase=o.string(status.get("phase"), "status.phase") or "Pending",
         nominated=o.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         start_time=o.time(start, "status.startTime") if start else None,

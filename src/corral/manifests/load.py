@@ -1,7 +1,7 @@
 """Read snapshot files into Kubernetes object dicts: YAML or JSON, multi-document streams, ``kind: List``
 wrappers, files and directories (recursively, ``*.yaml``, ``*.yml``, ``*.json`` in name order).
 
-Files are read within the limits of :mod:`corral.manifests.safe_load` (size, encodings, nesting depth,
+Files are read within the limits of :mod:`corral.inputs` (size, encodings, nesting depth,
 YAML aliases, huge numbers); the C YAML loader (libyaml) is used whenever that is safe.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from corral.errors import InputError
-from corral.manifests.safe_load import load_text_documents
+from corral.inputs import load_text_documents
 
 __all__ = ["SourcedObject", "read_objects"]
 

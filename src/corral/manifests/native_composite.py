@@ -147,31 +147,7 @@ def assemble_composites(composites: list[CompositeRec], groups: list[PodGroupRec
         root, problem, depth = _root_of(c, by_key)
         key = (root.namespace, root.name)
         if key not in roots:
-            native = NativeGroup(
-                root.api,
-                topology_key=root.topology_key,
-                preempt_never=root.preempt_never,
-                priority=root.priority,
-                file=root.file,
-            )
-            native.composite = CompositeTree(root.min_groups)
-            roots[key] = PodGroupRec(
-                name=root.name,
-                namespace=root.namespace,
-                min_member=1,
-                min_task_member={},
-                min_resources=None,
-                queue=_queue(root.labels, root.annotations),
-                priority_class=root.priority_class,
-                topology_mode="",
-                topology_tier=None,
-                phase="Pending",
-                creation=root.creation,
-                annotations=dict(root.annotations),
-                labels=dict(root.labels),
-                file=root.file,
-                native=native,
-            )
+            roots[key] = _root_group(root)
         if problem or depth > MAX_DEPTH:
             problems.setdefault(key, problem or f"composite pod group tree deeper than {MAX_DEPTH} levels")
         rec = roots[key]
@@ -193,45 +169,86 @@ def assemble_composites(composites: list[CompositeRec], groups: list[PodGroupRec
             problem = f"composite pod group {g.namespace}/{parent} does not exist"
             out.append(replace(g, invalid=g.invalid or problem))  # a copy: the record outlives the build
             continue
-        rec, tree = root_record(owner)
-        if g.name in tree.nodes or g.name == rec.name:
-            raise InputError(
-                f"a PodGroup and a CompositePodGroup of one tree are both named {g.name!r}; rename one",
-                file=g.file or None,
-                obj=f"PodGroup {g.namespace}/{g.name}",
-                field="metadata.name",
-            )
-        tree.nodes[g.name] = (
-            "" if parent == rec.name else parent,
-            "leaf",
-            g.min_member,
-            g.native.topology_key,
-        )
-        tree.leaves[g.name] = g.native
-        unused = [
-            f
-            for f, given in (
-                ("spec.priority", g.native.priority is not None),
-                ("spec.priorityClassName", bool(g.priority_class)),
-                ("spec.preemptionPolicy", g.native.preempt_never),
-            )
-            if given
-        ]
-        if unused:
-            tree.notes.append(
-                (
-                    f"PodGroup {g.namespace}/{g.name}",
-                    f"{', '.join(unused)} not used: the tree of composite "
-                    f"{rec.namespace}/{rec.name} takes its root's priority and preemption policy",
-                )
-            )
-        if g.creation and (not rec.creation or g.creation < rec.creation):
-            rec.creation = min(rec.creation or g.creation, g.creation)
+        _join_leaf(g, parent, *root_record(owner))
     for key, rec in roots.items():
-        rec.invalid = problems.get(key, "")
-        tree = rec.native.composite
-        scheduled = [n.condition and n.conditions.get(n.condition) == "True" for n in tree.leaves.values()]
-        rec.phase = "Running" if scheduled and all(scheduled) else "Pending"
-        if not tree.leaves and not rec.invalid:
-            rec.invalid = "the composite pod group has no PodGroup under it"
+        _finish_root(rec, problems.get(key, ""))
     return out + sorted(roots.values(), key=lambda r: (r.namespace, r.name))
+
+
+def _root_group(root: CompositeRec) -> PodGroupRec:
+    """The one PodGroup record that stands for the tree of root composite ``root``."""
+    native = NativeGroup(
+        root.api,
+        topology_key=root.topology_key,
+        preempt_never=root.preempt_never,
+        priority=root.priority,
+        file=root.file,
+    )
+    native.composite = CompositeTree(root.min_groups)
+    return PodGroupRec(
+        name=root.name,
+        namespace=root.namespace,
+        min_member=1,
+        min_task_member={},
+        min_resources=None,
+        queue=_queue(root.labels, root.annotations),
+        priority_class=root.priority_class,
+        topology_mode="",
+        topology_tier=None,
+        phase="Pending",
+        creation=root.creation,
+        annotations=dict(root.annotations),
+        labels=dict(root.labels),
+        file=root.file,
+        native=native,
+    )
+
+
+def _join_leaf(g: PodGroupRec, parent: str, rec: PodGroupRec, tree: CompositeTree) -> None:
+    """Put PodGroup ``g`` (under composite ``parent``) as a leaf of the tree ``rec`` stands for: a name
+    the tree holds already is an error; a priority or preemption policy of its own is noted as unused
+    (the tree takes its root's); the earliest creation time of the tree is the root record's."""
+    assert g.native is not None  # a PodGroup under a composite is a native one
+    if g.name in tree.nodes or g.name == rec.name:
+        raise InputError(
+            f"a PodGroup and a CompositePodGroup of one tree are both named {g.name!r}; rename one",
+            file=g.file or None,
+            obj=f"PodGroup {g.namespace}/{g.name}",
+            field="metadata.name",
+        )
+    tree.nodes[g.name] = (
+        "" if parent == rec.name else parent,
+        "leaf",
+        g.min_member,
+        g.native.topology_key,
+    )
+    tree.leaves[g.name] = g.native
+    unused = [
+        f
+        for f, given in (
+            ("spec.priority", g.native.priority is not None),
+            ("spec.priorityClassName", bool(g.priority_class)),
+            ("spec.preemptionPolicy", g.native.preempt_never),
+        )
+        if given
+    ]
+    if unused:
+        tree.notes.append(
+            (
+                f"PodGroup {g.namespace}/{g.name}",
+                f"{', '.join(unused)} not used: the tree of composite "
+                f"{rec.namespace}/{rec.name} takes its root's priority and preemption policy",
+            )
+        )
+    if g.creation and (not rec.creation or g.creation < rec.creation):
+        rec.creation = min(rec.creation or g.creation, g.creation)
+
+
+def _finish_root(rec: PodGroupRec, problem: str) -> None:
+    """A root record's validity and phase once every leaf joined: Running when every leaf is scheduled."""
+    rec.invalid = problem
+    tree = rec.native.composite
+    scheduled = [n.condition and n.conditions.get(n.condition) == "True" for n in tree.leaves.values()]
+    rec.phase = "Running" if scheduled and all(scheduled) else "Pending"
+    if not tree.leaves and not rec.invalid:
+        rec.invalid = "the composite pod group has no PodGroup under it"

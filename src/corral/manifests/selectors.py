@@ -176,48 +176,14 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
         raise InputError("expected a mapping", obj=where, field="spec.affinity")
     base = "spec.affinity"
     na = _map(raw.get("nodeAffinity"), where, f"{base}.nodeAffinity")
-    node_terms = None
-    rp = f"{base}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    req = _map(na.get("requiredDuringSchedulingIgnoredDuringExecution"), where, rp)
-    if req:
-        terms = []
-        for i, term in enumerate(_list(req.get("nodeSelectorTerms"), where, f"{rp}.nodeSelectorTerms")):
-            p = f"{rp}.nodeSelectorTerms[{i}]"
-            term = _map(term, where, p)
-            reqs = _requirements(term.get("matchExpressions"), where, f"{p}.matchExpressions", NODE_OPERATORS)
-            for j, f in enumerate(_list(term.get("matchFields"), where, f"{p}.matchFields")):
-                f = _map(f, where, f"{p}.matchFields[{j}]")
-                if f.get("key") != "metadata.name":
-                    raise InputError(
-                        "only metadata.name is supported in matchFields",
-                        obj=where,
-                        field=f"{p}.matchFields[{j}].key",
-                    )
-                reqs += [
-                    Requirement(
-                        "\x00name", f.get("operator", "In"), tuple(str(v) for v in f.get("values") or ())
-                    )
-                ]
-            terms.append(tuple(reqs))
-        node_terms = tuple(terms)
-    preferred = []
-    pp = f"{base}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, pt in enumerate(_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), where, pp)):
-        p = f"{pp}[{i}]"
-        pt = _map(pt, where, p)
-        reqs = _requirements(
-            _map(pt.get("preference"), where, f"{p}.preference").get("matchExpressions"),
-            where,
-            f"{p}.preference.matchExpressions",
-            NODE_OPERATORS,
-        )
-        preferred.append((_weight(pt.get("weight", 1), where, f"{p}.weight"), tuple(reqs)))
+    node_terms = _node_terms(na, where, f"{base}.nodeAffinity")
+    preferred = _node_preferred(na, where, f"{base}.nodeAffinity")
     pa = _map(raw.get("podAffinity"), where, f"{base}.podAffinity")
     paa = _map(raw.get("podAntiAffinity"), where, f"{base}.podAntiAffinity")
     R, P = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
     aff = Affinity(
         node_terms=node_terms,
-        node_preferred=tuple(preferred),
+        node_preferred=preferred,
         pod_affinity=_pod_terms(pa.get(R), where, f"{base}.podAffinity.{R}", False),
         pod_anti_affinity=_pod_terms(paa.get(R), where, f"{base}.podAntiAffinity.{R}", False),
         pod_affinity_preferred=_pod_terms(pa.get(P), where, f"{base}.podAffinity.{P}", True),
@@ -232,3 +198,47 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
     ):
         return None
     return aff
+
+
+def _node_terms(na: dict, where: str, base: str) -> tuple[tuple[Requirement, ...], ...] | None:
+    """The required node selector terms of a ``nodeAffinity`` (None when it has none); ``matchFields``
+    may name ``metadata.name`` only (the one field kube-scheduler matches)."""
+    rp = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
+    req = _map(na.get("requiredDuringSchedulingIgnoredDuringExecution"), where, rp)
+    if not req:
+        return None
+    terms = []
+    for i, term in enumerate(_list(req.get("nodeSelectorTerms"), where, f"{rp}.nodeSelectorTerms")):
+        p = f"{rp}.nodeSelectorTerms[{i}]"
+        term = _map(term, where, p)
+        reqs = _requirements(term.get("matchExpressions"), where, f"{p}.matchExpressions", NODE_OPERATORS)
+        for j, f in enumerate(_list(term.get("matchFields"), where, f"{p}.matchFields")):
+            f = _map(f, where, f"{p}.matchFields[{j}]")
+            if f.get("key") != "metadata.name":
+                raise InputError(
+                    "only metadata.name is supported in matchFields",
+                    obj=where,
+                    field=f"{p}.matchFields[{j}].key",
+                )
+            reqs += [
+                Requirement("\x00name", f.get("operator", "In"), tuple(str(v) for v in f.get("values") or ()))
+            ]
+        terms.append(tuple(reqs))
+    return tuple(terms)
+
+
+def _node_preferred(na: dict, where: str, base: str) -> tuple[tuple[int, tuple[Requirement, ...]], ...]:
+    """The weighted preferred node selector terms of a ``nodeAffinity``."""
+    preferred = []
+    pp = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, pt in enumerate(_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), where, pp)):
+        p = f"{pp}[{i}]"
+        pt = _map(pt, where, p)
+        reqs = _requirements(
+            _map(pt.get("preference"), where, f"{p}.preference").get("matchExpressions"),
+            where,
+            f"{p}.preference.matchExpressions",
+            NODE_OPERATORS,
+        )
+        preferred.append((_weight(pt.get("weight", 1), where, f"{p}.weight"), tuple(reqs)))
+    return tuple(preferred)

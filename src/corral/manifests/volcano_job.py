@@ -166,23 +166,7 @@ def _task(
     rt = o.mapping(rt, p)
     t = _Task()
     t.name = o.string(rt.get("name"), f"{p}.name") or f"default{i}"
-    t.replicas = o.integer(rt.get("replicas", 0), f"{p}.replicas", minimum=0)
-    if rt.get("minAvailable") is not None:
-        t.min_available = o.integer(rt["minAvailable"], f"{p}.minAvailable", minimum=0)
-    t.partition = o.mapping(rt.get("partitionPolicy"), f"{p}.partitionPolicy")
-    size = o.integer(t.partition.get("partitionSize", 0), f"{p}.partitionPolicy.partitionSize", minimum=0)
-    parts = o.integer(t.partition.get("minPartitions", 0), f"{p}.partitionPolicy.minPartitions", minimum=0)
-    if t.min_available is not None:
-        t.min = t.min_available
-    elif t.partition and size and parts:
-        t.min = size * parts
-    else:
-        t.min = t.replicas
-    if t.min > t.replicas:
-        raise o.error(
-            f"the task's minimum ({t.min}) is above its replicas ({t.replicas}); Volcano's admission refuses it",
-            f"{p}.minAvailable",
-        )
+    size = _task_minimum(o, rt, p, t)
     pods = []
     for ix in range(t.replicas):
         ann = {
@@ -213,6 +197,30 @@ def _task(
             )
         )
     return t, pods
+
+
+def _task_minimum(o: Obj, rt: dict, p: str, t: _Task) -> int:
+    """Set task ``t``'s replicas and minimum as Volcano's admission defaults them (``minAvailable``,
+    else ``partitionSize × minPartitions`` of its partition policy, else every replica); a minimum above
+    the replicas is refused, as Volcano's admission does. Returns the partition size (0: none)."""
+    t.replicas = o.integer(rt.get("replicas", 0), f"{p}.replicas", minimum=0)
+    if rt.get("minAvailable") is not None:
+        t.min_available = o.integer(rt["minAvailable"], f"{p}.minAvailable", minimum=0)
+    t.partition = o.mapping(rt.get("partitionPolicy"), f"{p}.partitionPolicy")
+    size = o.integer(t.partition.get("partitionSize", 0), f"{p}.partitionPolicy.partitionSize", minimum=0)
+    parts = o.integer(t.partition.get("minPartitions", 0), f"{p}.partitionPolicy.minPartitions", minimum=0)
+    if t.min_available is not None:
+        t.min = t.min_available
+    elif t.partition and size and parts:
+        t.min = size * parts
+    else:
+        t.min = t.replicas
+    if t.min > t.replicas:
+        raise o.error(
+            f"the task's minimum ({t.min}) is above its replicas ({t.replicas}); Volcano's admission refuses it",
+            f"{p}.minAvailable",
+        )
+    return size
 
 
 def _job_min(o: Obj, spec: dict, tasks: list[_Task]) -> int:

@@ -54,9 +54,9 @@ from corral.framework.extension import (
 )
 from corral.framework.plugin import Plugin
 from corral.framework.session import PENDING_LIKE
-from corral.manifests.fields import annotated_duration
 from corral.model import Job, PodGroupPhase, Queue, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
+from corral.model.clock import annotated_duration
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.plugins.baselines_line import KeptLines, kept_lines

@@ -44,8 +44,8 @@ from typing import Any
 from corral.framework.config import arg
 from corral.framework.extension import ScenarioValidator, VictimFilter
 from corral.framework.plugin import Plugin
-from corral.manifests.fields import parse_time
 from corral.model import ALLOCATED_STATES, Job, Queue, Task
+from corral.model.clock import parse_time
 
 __all__ = [
     "PREEMPT",

@@ -76,8 +76,8 @@ from corral.framework.reservation import (
     parse_lock_nodes,
     waiting,
 )
-from corral.manifests.fields import format_time
 from corral.model import OCCUPYING_STATES, Job, Task, TaskStatus
+from corral.model.clock import format_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, PODS
 

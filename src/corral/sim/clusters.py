@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from corral.errors import InputError
+from corral.inputs import load_text_documents
 from corral.manifests import load_snapshot
-from corral.manifests.safe_load import load_text_documents
 from corral.model import Cluster, HyperNode, HyperNodeTree, Nodes, Queue
 from corral.model.quantity import MILLI, parse_quantity
 from corral.model.resources import CPU, GPU, MEMORY, PODS, ResourceIndex

@@ -44,9 +44,9 @@ from corral.errors import ConfigError
 from corral.framework.config import Config
 from corral.framework.cycle import apply_decisions, run_cycle
 from corral.framework.memo import ClusterHistory
-from corral.manifests.fields import format_time, parse_duration
 from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.annotations import EXPECTED_RUNTIME
+from corral.model.clock import format_time, parse_duration
 from corral.plugins.baselines import expected_runtime
 from corral.registry import REGISTRY
 

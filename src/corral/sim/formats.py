@@ -75,7 +75,7 @@ def _manifests(path: Path, options: Options, hints: Hints) -> Any:
 
 
 def _synthetic(path: Path, options: Options, hints: Hints, seed: int = 0) -> Any:
-    from corral.manifests.safe_load import load_yaml, read_text
+    from corral.inputs import load_yaml, read_text
     from corral.sim.synthetic import SyntheticSpec, synthetic
 
     raw = load_yaml(read_text(path), str(path)) or {}
@@ -186,7 +186,7 @@ def detect(path: Path) -> str:
     if path.is_dir() or path.suffix.lower() == ".json":
         return "manifests"
     if path.suffix.lower() in (".yaml", ".yml"):
-        from corral.manifests.safe_load import read_text
+        from corral.inputs import read_text
         from corral.sim.manifest_workload import looks_like_manifests
 
         # Kubernetes objects (a Volcano Job, a batch Job, PodGroups and pods) or a synthetic spec

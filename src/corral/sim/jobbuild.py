@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.manifests.fields import parse_duration
 from corral.model import Job, PodClass, Task, TaskStatus
 from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECTED_RUNTIME
+from corral.model.clock import parse_duration
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
 from corral.sim.checks import min_counts, pod_vector

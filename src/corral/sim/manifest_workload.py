@@ -25,8 +25,8 @@ from pathlib import Path
 
 from corral.errors import InputError
 from corral.manifests.build import build_cluster
-from corral.manifests.fields import parse_duration
 from corral.manifests.load import read_objects
+from corral.model.clock import parse_duration
 from corral.model.cluster import Cluster
 from corral.model.objects import Job, Task
 from corral.model.quantity import MILLI

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.errors import ConfigError
-from corral.manifests.fields import parse_duration
+from corral.model.clock import parse_duration
 
 __all__ = ["preemption_options", "resume_overhead"]
 

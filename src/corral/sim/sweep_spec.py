@@ -327,7 +327,7 @@ def _options(raw: Any, spec: Path) -> dict[str, Any]:
 
 
 def _read(path: Path) -> Mapping[str, Any]:
-    from corral.manifests.safe_load import load_text_documents
+    from corral.inputs import load_text_documents
 
     docs = load_text_documents(path, ConfigError)
     if len(docs) != 1 or not isinstance(docs[0], Mapping):

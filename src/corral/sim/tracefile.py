@@ -6,7 +6,7 @@ Contracts (docs/input.md, docs/traces.md):
   whatever its name; a file named ``.gz`` that is not gzip is read as it is. The decompressed size is
   held to the same limit as a file's size (``CORRAL_MAX_INPUT_BYTES``), so a gzip bomb is one error.
 * **Table kind by content.** Parquet (magic ``PAR1``) is read as Parquet; anything else is text (UTF-8,
-  with or without a byte-order mark, or UTF-16 with one: ``safe_load.decode``).
+  with or without a byte-order mark, or UTF-16 with one: ``corral.inputs.decode``).
 * **Every row whole.** A CSV row with fewer fields than the header is an error naming its data row
   (1-based, the header not counted) and the first column it lacks — never a row whose missing cells
   quietly take defaults (a truncated ``gpu`` cell would make a 0-GPU job). A row with more fields than
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from corral.errors import InputError
-from corral.manifests.safe_load import decode, limits
+from corral.inputs import decode, limits
 
 __all__ = [
     "GZIP_MAGIC",

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from corral.errors import InputError
-from corral.manifests.safe_load import read_text
+from corral.inputs import read_text
 from corral.model.annotations import MODEL_CLASS
 from corral.sim.loaders.common import Hints, Options, gpu_gangs
 from corral.sim.tracefile import read_csv_rows

@@ -1,12 +1,12 @@
 """A fast path for large YAML streams: rapidyaml's C++ parser and JSON emitter, then Python's C JSON decoder,
-taken only when the result is provably what the PyYAML loader of :mod:`corral.manifests.safe_load` builds.
+taken only when the result is provably what the PyYAML loader of :mod:`corral.inputs` builds.
 
-Why: at 10,000 nodes (``benchmarks/bench_allocate.py``, 66,149 objects, a 23 MiB ``yaml.dump_all``
-stream) libyaml's event parsing alone costs 3.0 s of CPU and composing 3.4 s, so ``corral schedule`` on
-the YAML snapshot could not meet its 5 s target however the values were built. rapidyaml (PyPI
-``rapidyaml``, module ``ryml``) parses the same text in about 0.4 s and emits it as one JSON array in
-about 0.2 s, and ``json.loads`` builds the values in C (0.2-0.5 s). Walking rapidyaml's tree from Python
-costs a call per node (1.4 million here: no faster than libyaml), so the values come through its JSON.
+Why: on the 10,000-node snapshot of ``benchmarks/bench_allocate.py`` libyaml's event parsing and
+composing alone cost more than ``corral schedule``'s 5 s target, however the values were built; rapidyaml
+(PyPI ``rapidyaml``, module ``ryml``) parses and emits the same text as JSON in a fraction of that, and
+``json.loads`` builds the values in C (the figures: docs/kubernetes.md, "Performance at scale"). Walking
+rapidyaml's tree from Python costs a call per node (no faster than libyaml), so the values come through
+its JSON.
 
 The two do not read YAML alike. rapidyaml follows YAML 1.2: its JSON leaves a plain scalar unquoted when
 it looks like a number or is ``true``/``false``/``null``, and it respells inf/nan forms (``nan`` becomes
@@ -64,7 +64,7 @@ Documents: rapidyaml's stream (``---`` separated, as ``yaml.dump_all`` writes) b
 without ``---`` is one document (none when empty). Duplicate keys: the last wins on both paths.
 
 The equivalence is tested on every YAML file of the project and its examples, on generated documents full
-of YAML 1.1/1.2 traps and on broken text (``tests/manifests/test_fast_yaml.py``).
+of YAML 1.1/1.2 traps and on broken text (``tests/inputs/test_fast_yaml.py``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The C loader's own construction (safe_load._FastConstruction) builds exactly what PyYAML's
+"""The C loader's own construction (corral.inputs.construction.FastConstruction) builds exactly what PyYAML's
 SafeConstructor builds, and hands every document it does not cover back to it (same values, same errors)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from corral.errors import InputError
-from corral.manifests.safe_load import _FastCLoader, load_yaml_all
+from corral.inputs import load_yaml_all
+from corral.inputs.construction import FastCLoader
 
 DOCS = [
     "a: 1\nb: -0x1F\nc: 0o17\nd: 1_000\ne: 1.5e3\nf: .inf\ng: .NaN\nh: true\ni: No\nj: ~\nk: null\nl:\n",
@@ -34,7 +35,7 @@ def test_same_values_as_pyyaml(text: str) -> None:
     got = load_yaml_all(text, "t")
     assert repr(got) == repr(expected)  # repr: NaN != NaN, and types must match (1 vs 1.0)
     if "&" not in text:
-        assert repr([d for d in yaml.load_all(text, Loader=_FastCLoader) if d is not None]) == repr(expected)
+        assert repr([d for d in yaml.load_all(text, Loader=FastCLoader) if d is not None]) == repr(expected)
 
 
 @pytest.mark.parametrize(

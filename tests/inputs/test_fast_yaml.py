@@ -1,4 +1,4 @@
-"""The rapidyaml fast path (corral.manifests.fast_yaml) gives exactly what the PyYAML loader gives, or
+"""The rapidyaml fast path (corral.inputs.fast_yaml) gives exactly what the PyYAML loader gives, or
 steps aside: on every YAML file of the project, on generated documents full of YAML 1.1/1.2 traps, and on
 broken text (where the PyYAML loader's error must be the one raised). It is taken for a bench-style
 snapshot, refused for what it cannot carry, and absent rapidyaml changes nothing but speed."""
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corral.errors import InputError
-from corral.manifests import fast_yaml
-from corral.manifests.safe_load import _c_documents, load_yaml, load_yaml_all
+from corral.inputs import fast_yaml, load_yaml, load_yaml_all
+from corral.inputs.construction import c_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not fast_yaml.available(), reason="rapidyaml has no wheel here")
@@ -42,7 +42,7 @@ def fast_path(switch: str) -> Iterator[None]:
 def fast(text: str) -> list | None:
     """The fast path forced on for any size."""
     with fast_path("1"):
-        return fast_yaml.load_all(text, _c_documents, min_chars=0)
+        return fast_yaml.load_all(text, c_documents, min_chars=0)
 
 
 def reference(text: str, switch: str = "0") -> tuple[str, object]:
