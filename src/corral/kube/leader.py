@@ -55,6 +55,7 @@ class LeaderElector(threading.Thread):
         self.on_lost = on_lost
         self.leading = threading.Event()
         self.stopping = threading.Event()
+        self._writing = threading.Lock()  # a lease write of run() and stop()'s release, one at a time
         self.observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self.observed_at = 0.0
         self.last_renew = -1e18  # the clock when the last successful renewal was sent
@@ -81,7 +82,10 @@ class LeaderElector(threading.Thread):
         while not self.stopping.is_set():
             sent = self.clock()
             try:
-                ok = self.try_acquire_or_renew()
+                with self._writing:  # never beside stop()'s release: a renewal in flight would retake it
+                    if self.stopping.is_set():
+                        break
+                    ok = self.try_acquire_or_renew()
             except APIError as exc:
                 ok = False
                 self.log.warning(
@@ -155,7 +159,15 @@ class LeaderElector(threading.Thread):
         return True
 
     def stop(self, release: bool = True) -> None:
+        """Stop bidding and, with ``release``, give the lease up (holder ""), as client-go's
+        ``ReleaseOnCancel`` does. The release waits for a renewal in flight: one that read the lease
+        before the release would otherwise write this replica back as its holder."""
         self.stopping.set()
+        with self._writing:
+            self._release(release)
+        self.leading.clear()
+
+    def _release(self, release: bool) -> None:
         if release and self.leading.is_set():
             try:
                 lease = self.api.get(self.path)
@@ -165,4 +177,3 @@ class LeaderElector(threading.Thread):
                     self.log.info("lease released", lease=f"{self.namespace}/{self.name}")
             except APIError as exc:
                 self.log.warning("lease not released", status=exc.status, error=exc.message)
-        self.leading.clear()
