@@ -112,6 +112,7 @@ class Session(Dispatch, Ordering, Queries):
         self._flat: dict[str, tuple[list[Any], list[Callable[..., Any]]]] = {}  # point -> (tiers, flat)
         self._signatures: dict[tuple[int, str], tuple[Any, ...] | None] = {}
         self._signers: dict[str, tuple[Callable[..., Any], ...] | Literal[False]] = {}
+        self._constraints: dict[tuple[Any, ...], int] = {}  # the signatures' fragments, interned
         self.capacity.scorers = self.fns("NodeOrder")
         self._handlers = self.implementers("EventHandler")
         for row in self.tiers:
@@ -167,10 +168,11 @@ class Session(Dispatch, Ordering, Queries):
 
     # -- cache hints (framework/hints.py) ------------------------------------------------------------
     def signature(self, task: Task, point: str = "Predicate") -> tuple[Any, ...] | None:
-        """``task``'s signature for reusing the answers of ``point`` (Predicate or NodeOrder): its request
-        (``Task.klass.request``) and every plugin's fragment, in the plugins' order; None when the pod
-        has no class or some plugin of the point does not sign it (a plugin without CacheHints signs
-        nothing)."""
+        """``task``'s signature for reusing the answers of ``point`` (Predicate or NodeOrder):
+        ``(request, constraints)`` — its request (``Task.klass.request``) and a number standing for every
+        plugin's fragment, in the plugins' order (two pods have one number exactly when their fragments are
+        equal, within the session); None when the pod has no class or some plugin of the point does not
+        sign it (a plugin without CacheHints signs nothing)."""
         key = (id(task), point)
         sig = self._signatures.get(key, _UNSIGNED)
         if sig is not _UNSIGNED:
@@ -182,17 +184,14 @@ class Session(Dispatch, Ordering, Queries):
                 tuple([p.sign_pod for p in ps]) if all(declares(p, CacheHints) for p in ps) else False
             )
         klass = task.klass
-        if klass is None or signers is False:
-            sig = None
-        else:
-            sig = (klass.request,)
-            for sign in signers:
-                frag = sign(task)
-                if frag is None:
-                    sig = None
-                    break
-                if frag:
-                    sig = (*sig, frag)
+        sig = None
+        if klass is not None and signers is not False:
+            frags = [sign(task) for sign in signers]
+            if None not in frags:
+                # ``(request, constraints)``: the fragments are interned as a small number once per pod,
+                # so the caches keyed by a signature hash two cheap values (bytes keep their hash)
+                constraints = self._constraints.setdefault(tuple(frags), len(self._constraints))
+                sig = (klass.request, constraints)
         self._signatures[key] = sig
         return sig
 
