@@ -229,7 +229,13 @@ def test_term_namespaces_follow_kube_scheduler() -> None:
         ({"matchLabelKeys": ["v"]}, "matchLabelKeys"),
         ({"mismatchLabelKeys": ["v"]}, "mismatchLabelKeys"),
         ({"labelSelector": {}, "matchLabelKeys": "v"}, "matchLabelKeys"),
-        ({"labelSelector": {"matchLabels": {"v": "1"}}, "matchLabelKeys": ["v"]}, "matchLabelKeys[0]"),
+        (
+            {
+                "labelSelector": {"matchExpressions": [{"key": "v", "operator": "Exists"}] * 2},
+                "matchLabelKeys": ["v"],
+            },
+            "matchLabelKeys[0]",
+        ),
         ({"labelSelector": {}, "matchLabelKeys": ["v"], "mismatchLabelKeys": ["v"]}, "matchLabelKeys[0]"),
     ],
 )
@@ -255,4 +261,19 @@ def test_match_label_keys_merge_the_pods_own_values() -> None:
     assert t.selector.matches({"app": "web", "version": "v2"})
     assert _term(labelSelector={"matchLabels": {"app": "web"}}, matchLabelKeys=["version"]).selector == (
         parse_label_selector({"matchLabels": {"app": "web"}}, "Pod ns/p", "x")
+    )
+
+
+def test_match_label_keys_checked_on_the_merged_selector() -> None:
+    """kube-apiserver validates the pod after merging: a key in matchLabels and matchLabelKeys is refused
+    once the merge adds it; a selector the merge already went through (a live pod) is taken as it is."""
+    with pytest.raises(InputError) as err:
+        _term({"v": "2"}, labelSelector={"matchLabels": {"v": "1"}}, matchLabelKeys=["x", "v"])
+    assert err.value.field == f"spec.affinity.podAntiAffinity.{R}[0].matchLabelKeys[1]"
+    merged = {"matchExpressions": [{"key": "v", "operator": "In", "values": ["2"]}]}
+    t = _term({"v": "2"}, labelSelector=merged, matchLabelKeys=["v"])
+    assert t.selector == parse_label_selector(merged, "Pod ns/p", "x")
+    # the pod lacks the key: nothing is merged, nothing refused
+    assert _term({}, labelSelector={"matchLabels": {"v": "1"}}, matchLabelKeys=["v"]).selector.matches(
+        {"v": "1"}
     )

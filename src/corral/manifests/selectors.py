@@ -187,8 +187,9 @@ def _label_keys(term: dict, where: str, p: str, name: str) -> list[str]:
 
 def _term_selector(term: dict, where: str, p: str, labels: Mapping[str, str]) -> LabelSelector:
     """The term's label selector with ``matchLabelKeys``/``mismatchLabelKeys`` merged in from the pod's
-    own ``labels`` (kube-apiserver's validation: a key in both lists, or in ``matchLabelKeys`` and the
-    selector, is refused)."""
+    own ``labels``, as kube-apiserver merges them at creation (a requirement already there, as in a pod
+    read from a live cluster, is not added again), then checked as kube-apiserver validates the merged
+    pod: a key in both lists, or a ``matchLabelKeys`` key the selector names twice, is refused."""
     raw = term.get("labelSelector")
     if raw is None:
         _label_keys(term, where, p, "matchLabelKeys")
@@ -197,15 +198,25 @@ def _term_selector(term: dict, where: str, p: str, labels: Mapping[str, str]) ->
     sel = parse_label_selector(raw, where, f"{p}.labelSelector")
     match = _label_keys(term, where, p, "matchLabelKeys")
     mismatch = _label_keys(term, where, p, "mismatchLabelKeys")
-    own = {r.key for r in sel.requirements}
     for i, key in enumerate(match):
-        if key in own or key in mismatch:
-            other = "labelSelector" if key in own else "mismatchLabelKeys"
+        if key in mismatch:
             raise InputError(
-                f"{key!r} is in both matchLabelKeys and {other}", obj=where, field=f"{p}.matchLabelKeys[{i}]"
+                f"{key!r} is in both matchLabelKeys and mismatchLabelKeys",
+                obj=where,
+                field=f"{p}.matchLabelKeys[{i}]",
             )
     extra = [Requirement(k, "In", (labels[k],)) for k in match if k in labels]
     extra += [Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels]
+    extra = [r for r in extra if r not in sel.requirements]
+    seen = {str(k) for k in (raw.get("matchLabels") or {})}
+    for key in [str(e["key"]) for e in raw.get("matchExpressions") or ()] + [r.key for r in extra]:
+        if key in match and key in seen:
+            raise InputError(
+                f"{key!r} is in both matchLabelKeys and labelSelector",
+                obj=where,
+                field=f"{p}.matchLabelKeys[{match.index(key)}]",
+            )
+        seen.add(key)
     return LabelSelector(sel.requirements + tuple(extra)) if extra else sel
 
 
