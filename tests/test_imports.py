@@ -34,18 +34,7 @@ INPUTS_MAY_IMPORT = MODEL_MAY_IMPORT
 
 #: private names imported across packages that are still to be made public (their owners' modules),
 #: as ``importer -> module.name``; the check fails on any other, so the list can only shrink
-KNOWN_PRIVATE_IMPORTS = frozenset(
-    {
-        "corral.sim.loaders.common -> corral.sim.workload._Table",
-        "corral.sim.loaders.gavel -> corral.sim.workload._Table",
-        "corral.sim.loaders.gavel -> corral.sim.workload._assemble",
-        "corral.sim.loaders.gpu_tables -> corral.sim.workload._assemble",
-        "corral.sim.loaders.gpu_tables -> corral.sim.workload._read_table",
-        "corral.sim.loaders.pollux -> corral.sim.workload._assemble",
-        "corral.sim.loaders.pollux -> corral.sim.workload._read_table",
-        "corral.sim.loaders.swf -> corral.sim.workload._assemble",
-    }
-)
+KNOWN_PRIVATE_IMPORTS: frozenset[str] = frozenset()
 
 Graph = dict[str, dict[str, list[int]]]
 

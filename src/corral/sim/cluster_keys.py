@@ -22,7 +22,7 @@ from corral.sim.cluster_template import ClusterTemplate
 from corral.sim.jobspec import GPU, JobSpec
 from corral.sim.machines import MACHINE_FORMATS, read_machines
 from corral.sim.tracefile import read_csv_rows
-from corral.sim.workload import _Table
+from corral.sim.workload import TraceTable
 
 __all__ = ["SPEC_KEYS", "default_queue", "machine_shapes", "memory_hint", "quota_queues", "route_queues"]
 
@@ -96,7 +96,7 @@ def quota_queues(raw: Any, file: str) -> list[dict[str, Any]]:
             f"expected an integer >= 1, got {per!r}", file=file, field="queue_quotas.gpus_per_node"
         )
     path = _relative(raw.get("file"), file, "queue_quotas.file")
-    table = _Table(read_csv_rows(path), str(path))
+    table = TraceTable(read_csv_rows(path), str(path))
     if len(table.frame.columns) != 2:
         raise InputError("expected two columns: queue, nodes", file=str(path))
     name_column, nodes_column = (str(c) for c in table.frame.columns)

@@ -28,7 +28,7 @@ import numpy as np
 
 from corral.errors import InputError
 from corral.sim.tracefile import head_text, read_csv_rows
-from corral.sim.workload import _Table
+from corral.sim.workload import TraceTable
 
 __all__ = ["MACHINE_FORMATS", "detect_machines", "read_machines"]
 
@@ -69,7 +69,7 @@ def read_machines(path: Path, fmt: str | None = None) -> tuple[list[dict[str, An
             f"not a machine list corral knows (formats: {', '.join(MACHINE_FORMATS)})", file=str(path)
         )
     header = PAI_COLUMNS if fmt == "pai" else None
-    table = _Table(read_csv_rows(path, header=header), str(path))
+    table = TraceTable(read_csv_rows(path, header=header), str(path))
     if not len(table):
         raise InputError("the machine list has no machines", file=str(path))
     if fmt == "tiresias":
@@ -83,7 +83,7 @@ def read_machines(path: Path, fmt: str | None = None) -> tuple[list[dict[str, An
     return list(shapes.values()), ()
 
 
-def _machines(table: _Table, fmt: str) -> list[tuple[tuple, dict[str, Any]]]:
+def _machines(table: TraceTable, fmt: str) -> list[tuple[tuple, dict[str, Any]]]:
     gpu_column = "cap_gpu" if fmt == "pai" else "number of GPUs"
     gpus = table.number(gpu_column, integer=True, low=0, what="an integer number of GPUs >= 0")
     out = []
@@ -111,7 +111,7 @@ def _machines(table: _Table, fmt: str) -> list[tuple[tuple, dict[str, Any]]]:
     return out
 
 
-def _tiresias(table: _Table) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
+def _tiresias(table: TraceTable) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
     if len(table) != 1:
         table.fail(1, "num_switch", "a Tiresias cluster spec has one row")
     values = {}

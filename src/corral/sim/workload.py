@@ -35,10 +35,13 @@ from corral.sim.tracefile import read_frame
 __all__ = [
     "CORRAL_COLUMNS",
     "JobList",
+    "TraceTable",
+    "assemble_specs",
     "filter_jobs",
     "load_alibaba",
     "load_corral_trace",
     "load_philly",
+    "read_table",
     "scale_arrivals",
 ]
 
@@ -85,7 +88,7 @@ class JobList(list):
 # --------------------------------------------------------------------------------------------- tables
 
 
-class _Table:
+class TraceTable:
     """A trace read into a DataFrame, with the file name every error message needs."""
 
     def __init__(self, frame: pd.DataFrame, path: str) -> None:
@@ -236,13 +239,13 @@ class _Table:
         self.rows = self.rows[mask]
 
 
-def _read_table(path: str | Path | _Table) -> _Table:
+def read_table(path: str | Path | TraceTable) -> TraceTable:
     """Read a CSV or Parquet file, chosen and gunzipped by content (:func:`tracefile.read_frame`); every
     cell of a CSV stays text so that ids such as ``6214e9`` are not taken for numbers, and a row with
     fewer fields than the header is an error naming the row. A table already read passes through."""
-    if isinstance(path, _Table):
+    if isinstance(path, TraceTable):
         return path
-    return _Table(read_frame(path), str(path))
+    return TraceTable(read_frame(path), str(path))
 
 
 # ------------------------------------------------------------------------------------------ building
@@ -270,8 +273,8 @@ def _single_roles(
     return out
 
 
-def _assemble(
-    table: _Table,
+def assemble_specs(
+    table: TraceTable,
     names: np.ndarray,
     submit: np.ndarray,
     duration: np.ndarray,
@@ -325,7 +328,7 @@ def _assemble(
     return JobList(jobs, skipped)
 
 
-def _default_names(table: _Table, prefix: str) -> np.ndarray:
+def _default_names(table: TraceTable, prefix: str) -> np.ndarray:
     names = table.text("name", "")
     for index in np.flatnonzero(names == ""):
         names[index] = f"{prefix}-{table.rows[index]}"
@@ -335,7 +338,7 @@ def _default_names(table: _Table, prefix: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------- corral schema
 
 
-def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
+def load_corral_trace(path: str | Path | TraceTable) -> list[JobSpec]:
     """Load corral's own trace schema from CSV or Parquet (chosen by extension), one row per job.
 
     Columns (only ``submit`` and ``duration`` are required; docs/traces.md has the table and an example):
@@ -348,7 +351,7 @@ def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
     model class for the speed model of ``simulation.speed``; default ``default``). An unknown column is an error
     (it is usually a misspelt one); a duplicate name is an error.
     """
-    table = _read_table(path)
+    table = read_table(path)
     unknown = [c for c in table.frame.columns if c not in CORRAL_COLUMNS]
     if unknown:
         raise InputError(
@@ -376,7 +379,7 @@ def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
     memory = table.quantity("memory", default=4 * GIB, what="a non-negative quantity (bytes or 4Gi)")
     roles = _single_roles(pods, gpu, cpu, memory)
     classes = table.text("model_class", "") if "model_class" in table.frame.columns else None
-    return _assemble(
+    return assemble_specs(
         table,
         names,
         submit,
@@ -390,7 +393,7 @@ def load_corral_trace(path: str | Path | _Table) -> list[JobSpec]:
     )
 
 
-def _topology(table: _Table) -> list[tuple[str, int] | None]:
+def _topology(table: TraceTable) -> list[tuple[str, int] | None]:
     """Per row ``(mode, highest_tier)`` or None. Volcano's defaults fill a half-given constraint: mode
     ``hard``, highestTierAllowed 1."""
     has_mode = "topology_mode" in table.frame.columns
@@ -419,7 +422,7 @@ def _topology(table: _Table) -> list[tuple[str, int] | None]:
 # ------------------------------------------------------------------------------------------- Philly
 
 
-def load_philly(path: str | Path | _Table, gpus_per_node: int = 8) -> list[JobSpec]:
+def load_philly(path: str | Path | TraceTable, gpus_per_node: int = 8) -> list[JobSpec]:
     """Load the Philly trace (columns ``timestamp, duration, num_gpus, gpu_time, cluster``).
 
     Each row is one job in queue ``cluster`` (the virtual cluster id), priority 0, named
@@ -432,7 +435,7 @@ def load_philly(path: str | Path | _Table, gpus_per_node: int = 8) -> list[JobSp
     malformed timestamp is an InputError naming the row: the published file (82,247 rows) has none, so
     no row is ever skipped silently.
     """
-    table = _read_table(path)
+    table = read_table(path)
     if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
         raise InputError(
             f"gpus_per_node must be a positive integer, got {gpus_per_node!r}",
@@ -449,7 +452,7 @@ def load_philly(path: str | Path | _Table, gpus_per_node: int = 8) -> list[JobSp
     shapes = {g: _philly_roles(g, gpus_per_node) for g in set(sizes)}
     roles = [shapes[g] for g in sizes]
     pods = np.array([sum(r.count for r in rs) for rs in roles], dtype=float)
-    return _assemble(table, names, submit, duration, queues, np.zeros(len(table)), roles, pods)
+    return assemble_specs(table, names, submit, duration, queues, np.zeros(len(table)), roles, pods)
 
 
 def _philly_roles(gpus: int, per_node: int) -> tuple[RoleSpec, ...]:
@@ -464,7 +467,7 @@ def _philly_roles(gpus: int, per_node: int) -> tuple[RoleSpec, ...]:
 # ------------------------------------------------------------------------------------------ Alibaba
 
 
-def load_alibaba(path: str | Path | _Table) -> list[JobSpec]:
+def load_alibaba(path: str | Path | TraceTable) -> list[JobSpec]:
     """Load an Alibaba GPU-2023 (openb) pod list: each row is a single-pod job.
 
     ``submit`` = creation_time; ``duration`` = deletion_time - scheduled_time, or - creation_time when
@@ -477,7 +480,7 @@ def load_alibaba(path: str | Path | _Table) -> list[JobSpec]:
     constraints) is not used. Files without times (``openb_pod_list_multigpu50.csv``) cannot be a
     workload: their missing ``creation_time`` is an InputError.
     """
-    table = _read_table(path)
+    table = read_table(path)
     table.require("creation_time", "deletion_time", "name", "cpu_milli", "memory_mib", "num_gpu", "qos")
     created = table.number("creation_time", what="seconds")
     deleted = table.number("deletion_time", what="seconds")
@@ -497,7 +500,7 @@ def load_alibaba(path: str | Path | _Table) -> list[JobSpec]:
     priority = np.array([ALIBABA_PRIORITY.get(q, 0) for q in queues.tolist()], dtype=float)
     names = _default_names(table, "pod")
     roles = _single_roles(np.ones(len(table)), gpu, cpu, memory)
-    return _assemble(
+    return assemble_specs(
         table, names, created, duration, queues, priority, roles, np.ones(len(table)), skipped=skipped
     )
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from corral.errors import InputError
 from corral.sim.jobspec import GPU, RoleSpec
-from corral.sim.workload import GIB, _Table
+from corral.sim.workload import GIB, TraceTable
 
 __all__ = ["CPU_PER_GPU", "MEMORY_PER_GPU", "Hints", "Options", "gang_roles", "gpu_gangs", "name_table"]
 
@@ -111,12 +111,12 @@ def gpu_gangs(gpus: np.ndarray, per_node: int) -> tuple[list[tuple[RoleSpec, ...
     return roles, np.array([sum(r.count for r in rs) for rs in roles], dtype=float)
 
 
-def name_table(frame_rows: int, path: str, rows: np.ndarray | None = None) -> _Table:
-    """An empty-columned table of ``frame_rows`` rows for :func:`~corral.sim.workload._assemble`, which
+def name_table(frame_rows: int, path: str, rows: np.ndarray | None = None) -> TraceTable:
+    """An empty-columned table of ``frame_rows`` rows for :func:`~corral.sim.workload.assemble_specs`, which
     needs only the file name and each job's row number (formats that are not read as a CSV table)."""
     import pandas as pd
 
-    table = _Table(pd.DataFrame(index=range(frame_rows)), path)
+    table = TraceTable(pd.DataFrame(index=range(frame_rows)), path)
     if rows is not None:
         table.rows = rows
     return table

@@ -27,7 +27,7 @@ from corral.inputs import read_text
 from corral.model.annotations import MODEL_CLASS
 from corral.sim.loaders.common import Hints, Options, gpu_gangs
 from corral.sim.tracefile import read_csv_rows
-from corral.sim.workload import JobList, _assemble, _Table
+from corral.sim.workload import JobList, TraceTable, assemble_specs
 
 __all__ = ["COLUMNS", "OPTIONS", "load_gavel", "read_all_throughputs", "read_throughputs"]
 
@@ -98,7 +98,7 @@ def load_gavel(path: str | Path, options: Options | None = None, hints: Hints | 
     options = options or Options("gavel", {}, OPTIONS)
     hints = hints or Hints()
     p = Path(path)
-    table = _Table(read_csv_rows(p, delimiter="\t", header=COLUMNS), str(path))
+    table = TraceTable(read_csv_rows(p, delimiter="\t", header=COLUMNS), str(path))
     worker = options.text("worker", "v100") or "v100"
     rates = read_throughputs(
         options.path("throughputs", p, "a Gavel trace gives steps, not seconds: it needs a throughput table"),
@@ -125,7 +125,7 @@ def load_gavel(path: str | Path, options: Options | None = None, hints: Hints | 
     roles, pods = gpu_gangs(scale, hints.gpus_per_node())
     names = np.array([f"gavel-{row}" for row in table.rows.tolist()], dtype=object)
     queues = np.full(len(table), p.name.split(".")[0] or "default", dtype=object)
-    return _assemble(
+    return assemble_specs(
         table,
         names,
         arrival,

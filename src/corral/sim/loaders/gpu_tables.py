@@ -10,7 +10,7 @@ import numpy as np
 from corral.model.annotations import MODEL_CLASS
 from corral.sim.jobspec import GPU, RoleSpec
 from corral.sim.loaders.common import Hints, Options, gpu_gangs
-from corral.sim.workload import GIB, JobList, _assemble, _read_table
+from corral.sim.workload import GIB, JobList, assemble_specs, read_table
 
 __all__ = ["load_dlrm", "load_helios", "load_tiresias"]
 
@@ -24,7 +24,7 @@ def load_tiresias(path: str | Path, options: Options | None = None, hints: Hints
     speed model of ``simulation.speed``); ``iterations`` and ``interval`` are not used; a repeated
     ``job_id`` is an error (``tf_job.csv`` lists job 10 twice)."""
     hints = hints or Hints()
-    table = _read_table(path)
+    table = read_table(path)
     table.require("job_id", "num_gpu", "submit_time", "duration")
     ids = table.text("job_id", None)
     submit = table.number("submit_time", low=0, what="seconds >= 0")
@@ -35,7 +35,7 @@ def load_tiresias(path: str | Path, options: Options | None = None, hints: Hints
     queues = np.full(len(table), "default", dtype=object)
     models = table.text("model_name", "") if "model_name" in table.frame.columns else None
     classes = None if models is None else [{MODEL_CLASS: m} if m else {} for m in models.tolist()]
-    return _assemble(
+    return assemble_specs(
         table, names, submit, duration, queues, np.zeros(len(table)), roles, pods, annotations=classes
     )
 
@@ -63,7 +63,7 @@ def load_dlrm(path: str | Path, options: Options | None = None, hints: Hints | N
     <= 0 are skipped and counted. ``rdma_*`` (a share of one NIC: no node list says how many a node has),
     ``disk_*``, the ``*_limit`` columns, ``app_name`` and ``max_instance_per_node`` (a per-application
     anti-affinity cap) are not used."""
-    table = _read_table(path)
+    table = read_table(path)
     table.require(*DLRM_COLUMNS)
     created = table.number("creation_time", default=np.nan, low=0, what="seconds >= 0")
     scheduled = table.number("scheduled_time", default=np.nan, low=0, what="seconds >= 0")
@@ -92,7 +92,7 @@ def load_dlrm(path: str | Path, options: Options | None = None, hints: Hints | N
         roles.append(cache[key])
     queues = np.full(len(table), "default", dtype=object)
     ones = np.ones(len(table))
-    return _assemble(
+    return assemble_specs(
         table, names, submit, duration, queues, np.zeros(len(table)), roles, ones, skipped=skipped
     )
 
@@ -109,7 +109,7 @@ def load_helios(path: str | Path, options: Options | None = None, hints: Hints |
     memory is not recorded and not requested. CPU-only jobs (``gpu_num`` 0) are kept. Rows whose duration
     is <= 0 (cancelled before they started) are skipped and counted. ``user``, ``state``, ``start_time``,
     ``end_time`` and ``queue`` (the original wait) are not used."""
-    table = _read_table(path)
+    table = read_table(path)
     table.require(*HELIOS_COLUMNS)
     duration = table.number("duration", low=0, what="seconds >= 0")
     positive = duration > 0
@@ -126,7 +126,7 @@ def load_helios(path: str | Path, options: Options | None = None, hints: Hints |
     pods = np.maximum(nodes, 1)
     names = np.array([f"helios-{i}" for i in table.text("job_id", None).tolist()], dtype=object)
     queues = table.text("vc", None)
-    return _assemble(
+    return assemble_specs(
         table, names, submit, duration, queues, np.zeros(len(table)), roles, pods, skipped=skipped
     )
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from corral.model.annotations import MODEL_CLASS
 from corral.sim.loaders.common import Hints, Options, gpu_gangs
-from corral.sim.workload import JobList, _assemble, _read_table
+from corral.sim.workload import JobList, assemble_specs, read_table
 
 __all__ = ["OPTIONS", "load_pollux", "read_durations"]
 
@@ -28,7 +28,7 @@ OPTIONS = {"durations": "CSV application,duration[,num_replicas]: seconds each a
 
 def read_durations(path: Path) -> dict[tuple[str, int | None], float]:
     """``{(application, replicas or None): seconds}`` from a durations table."""
-    table = _read_table(path)
+    table = read_table(path)
     table.require("application", "duration")
     apps = table.text("application", None)
     seconds = table.number("duration", low=0, low_open=True, what="a positive number of seconds")
@@ -47,7 +47,7 @@ def load_pollux(path: str | Path, options: Options | None = None, hints: Hints |
     an InputError naming the row."""
     options = options or Options("pollux", {}, OPTIONS)
     hints = hints or Hints()
-    table = _read_table(path)
+    table = read_table(path)
     table.require("name", "time", "application", "num_replicas")
     durations = read_durations(
         options.path(
@@ -67,6 +67,6 @@ def load_pollux(path: str | Path, options: Options | None = None, hints: Hints |
     roles, pods = gpu_gangs(replicas, hints.gpus_per_node())
     queues = np.full(len(table), "default", dtype=object)
     classes = [{MODEL_CLASS: app} for app in apps.tolist()]
-    return _assemble(
+    return assemble_specs(
         table, names, submit, duration, queues, np.zeros(len(table)), roles, pods, annotations=classes
     )

@@ -28,7 +28,7 @@ from corral.model.annotations import EXPECTED_RUNTIME
 from corral.sim.jobspec import GPU
 from corral.sim.loaders.common import Hints, Options, gang_roles, name_table
 from corral.sim.tracefile import read_lines
-from corral.sim.workload import MAX_VALUE, JobList, _assemble
+from corral.sim.workload import MAX_VALUE, JobList, assemble_specs
 
 __all__ = ["FIELDS", "OPTIONS", "load_swf"]
 
@@ -224,7 +224,7 @@ def load_swf(path: str | Path, options: Options | None = None, hints: Hints | No
     roles = [shapes[p] for p in procs.astype(int).tolist()]
     pods = np.array([sum(r.count for r in rs) for rs in roles], dtype=float)
     queue_names = _queues(values, queues)
-    return _assemble(
+    return assemble_specs(
         table,
         names,
         values[:, _SUBMIT],
