@@ -308,6 +308,38 @@ def test_duplicate_node(tmp_path: Path) -> None:
             },
             "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
         ),
+        (
+            {
+                "affinity": {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 1,
+                                "podAffinityTerm": {
+                                    "topologyKey": "zone",
+                                    "labelSelector": {},
+                                    "namespaceSelector": {"matchLabels": {"team": "a"}},
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+            ".podAffinityTerm.namespaceSelector",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"topologyKey": "zone", "matchLabelKeys": ["version"]}
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys",
+        ),
         ({"priority": "high"}, "spec.priority"),
         ({"nodeSelector": ["zone=a"]}, "spec.nodeSelector"),
     ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from corral.errors import InputError
-from corral.manifests.selectors import Requirement, parse_affinity, parse_label_selector
+from corral.manifests.selectors import PodAffinityTerm, Requirement, parse_affinity, parse_label_selector
 
 R = "requiredDuringSchedulingIgnoredDuringExecution"
 P = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -136,7 +136,8 @@ def test_pod_affinity_terms() -> None:
         term.topology_key == "zone" and term.namespaces == ("data",) and term.selector.matches({"app": "db"})
     )
     (pref,) = aff.pod_anti_affinity_preferred
-    assert pref.weight == 3 and pref.selector.matches({"anything": "x"})
+    # a null labelSelector selects no pod (kube's LabelSelectorAsSelector(nil) is labels.Nothing())
+    assert pref.weight == 3 and not pref.selector.matches({"anything": "x"}) and not pref.selector.matches({})
 
 
 @pytest.mark.parametrize(
@@ -191,3 +192,88 @@ def test_affinity_is_hashable_for_equivalence_classes() -> None:
     }
     assert hash(parse_affinity(raw, "a")) == hash(parse_affinity(raw, "b"))
     assert parse_affinity(raw, "a") == parse_affinity(raw, "b")
+
+
+def _term(labels: dict | None = None, **term: object) -> PodAffinityTerm:
+    aff = parse_affinity(
+        {"podAntiAffinity": {R: [{"topologyKey": "zone", **term}]}}, "Pod ns/p", labels or {}
+    )
+    assert aff is not None
+    (t,) = aff.pod_anti_affinity
+    return t
+
+
+def test_term_namespaces_follow_kube_scheduler() -> None:
+    own = _term(labelSelector={})
+    assert own.covers("ns", "ns") and not own.covers("other", "ns")
+    listed = _term(labelSelector={}, namespaces=["a", "b"])
+    assert listed.covers("a", "ns") and listed.covers("b", "ns") and not listed.covers("ns", "ns")
+    for every in (
+        _term(labelSelector={}, namespaceSelector={}),
+        _term(namespaces=["a"], namespaceSelector={}),
+    ):
+        assert every.all_namespaces and every.covers("x", "ns") and every.covers("ns", "ns")
+    assert _term(namespaceSelector={"matchLabels": {}, "matchExpressions": []}).all_namespaces
+
+
+@pytest.mark.parametrize(
+    "term, field",
+    [
+        ({"namespaceSelector": {"matchLabels": {"team": "a"}}}, "namespaceSelector"),
+        (
+            {"namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]}},
+            "namespaceSelector",
+        ),
+        ({"namespaceSelector": "all"}, "namespaceSelector"),
+        ({"namespaces": "a"}, "namespaces"),
+        ({"matchLabelKeys": ["v"]}, "matchLabelKeys"),
+        ({"mismatchLabelKeys": ["v"]}, "mismatchLabelKeys"),
+        ({"labelSelector": {}, "matchLabelKeys": "v"}, "matchLabelKeys"),
+        (
+            {
+                "labelSelector": {"matchExpressions": [{"key": "v", "operator": "Exists"}] * 2},
+                "matchLabelKeys": ["v"],
+            },
+            "matchLabelKeys[0]",
+        ),
+        ({"labelSelector": {}, "matchLabelKeys": ["v"], "mismatchLabelKeys": ["v"]}, "matchLabelKeys[0]"),
+    ],
+)
+def test_term_fields_refused_by_name(term: dict, field: str) -> None:
+    with pytest.raises(InputError) as err:
+        _term(**term)
+    assert err.value.obj == "Pod ns/p"
+    assert err.value.field == f"spec.affinity.podAntiAffinity.{R}[0].{field}"
+
+
+def test_match_label_keys_merge_the_pods_own_values() -> None:
+    labels = {"app": "web", "version": "v2", "tenant": "a"}
+    t = _term(
+        labels,
+        labelSelector={"matchLabels": {"app": "web"}},
+        matchLabelKeys=["version", "absent"],
+        mismatchLabelKeys=["tenant"],
+    )
+    assert t.selector.matches({"app": "web", "version": "v2", "tenant": "b"})
+    assert not t.selector.matches({"app": "web", "version": "v1", "tenant": "b"})  # matchLabelKeys: In
+    assert not t.selector.matches({"app": "web", "version": "v2", "tenant": "a"})  # mismatch: NotIn
+    # a key the pod lacks adds nothing; a pod without the mismatched key's label is not excluded by it
+    assert t.selector.matches({"app": "web", "version": "v2"})
+    assert _term(labelSelector={"matchLabels": {"app": "web"}}, matchLabelKeys=["version"]).selector == (
+        parse_label_selector({"matchLabels": {"app": "web"}}, "Pod ns/p", "x")
+    )
+
+
+def test_match_label_keys_checked_on_the_merged_selector() -> None:
+    """kube-apiserver validates the pod after merging: a key in matchLabels and matchLabelKeys is refused
+    once the merge adds it; a selector the merge already went through (a live pod) is taken as it is."""
+    with pytest.raises(InputError) as err:
+        _term({"v": "2"}, labelSelector={"matchLabels": {"v": "1"}}, matchLabelKeys=["x", "v"])
+    assert err.value.field == f"spec.affinity.podAntiAffinity.{R}[0].matchLabelKeys[1]"
+    merged = {"matchExpressions": [{"key": "v", "operator": "In", "values": ["2"]}]}
+    t = _term({"v": "2"}, labelSelector=merged, matchLabelKeys=["v"])
+    assert t.selector == parse_label_selector(merged, "Pod ns/p", "x")
+    # the pod lacks the key: nothing is merged, nothing refused
+    assert _term({}, labelSelector={"matchLabels": {"v": "1"}}, matchLabelKeys=["v"]).selector.matches(
+        {"v": "1"}
+    )

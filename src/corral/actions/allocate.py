@@ -128,7 +128,8 @@ class AllocateAction(Action):
             if not stmt.ops:
                 self.finish(session, job, stmt, was_ready, probe.reason)
                 return False
-            stmt.discard()  # cannot happen; try the job after all
+            stmt.discard()  # cannot happen; try the job after all, in a fresh statement
+            stmt = session.statement()
         domains: list[Any] = [None]
         if job.topology_mode:
             domains = session.gang_search_space(job, Purpose.ALLOCATE)

@@ -323,9 +323,8 @@ def _exclusive_selector(o: Obj, js_ann: dict[str, str], jann: dict[str, str], p:
         return True
     raise o.error(
         "exclusive placement by the JobSet pod webhook cannot be honoured: the webhook admits a replica's "
-        "follower pods only once its leader pod is bound (so KAI's gang of the replica never sees them) and "
-        "excludes other jobs in every namespace (namespaceSelector: {}), which corral's pod terms do not "
-        f"read; use the node-selector strategy ({JOBSET_NODE_SELECTOR}) or a per-replica topology "
+        "follower pods only once its leader pod is bound (so KAI's gang of the replica never sees them); "
+        f"use the node-selector strategy ({JOBSET_NODE_SELECTOR}) or a per-replica topology "
         "(kai.scheduler/topology with kai.scheduler/topology-required-placement on the replicated job's template)",
         f"{where}.{JOBSET_EXCLUSIVE}",
     )

@@ -215,6 +215,7 @@ def _pod(o: Obj) -> PodRec:
     creation = meta.get("creationTimestamp")
     start = status.get("startTime")
     annotations = o.strmap(meta.get("annotations"), "metadata.annotations")
+    labels = o.strmap(meta.get("labels"), "metadata.labels")
     share = (
         kai_gpu_share(o, annotations, requests)
         if GPU_FRACTION in annotations or GPU_MEMORY_MIB in annotations
@@ -230,7 +231,7 @@ def _pod(o: Obj) -> PodRec:
         name=o.name,
         namespace=o.namespace,
         uid=o.string(meta.get("uid"), "metadata.uid") or f"{o.namespace}/{o.name}",
-        labels=o.strmap(meta.get("labels"), "metadata.labels"),
+        labels=labels,
         annotations=annotations,
         creation=o.time(creation, "metadata.creationTimestamp") if creation else 0.0,
         deleting=bool(meta.get("deletionTimestamp")),
@@ -241,7 +242,7 @@ def _pod(o: Obj) -> PodRec:
         preempt_never=spec.get("preemptionPolicy") == "Never",
         requests=requests,
         node_selector=o.strmap(spec.get("nodeSelector"), "spec.nodeSelector"),
-        affinity=parse_affinity(spec.get("affinity"), o.ident) if spec.get("affinity") else None,
+        affinity=parse_affinity(spec.get("affinity"), o.ident, labels) if spec.get("affinity") else None,
         tolerations=tolerations,
         phase=o.string(status.get("phase"), "status.phase") or "Pending",
         nominated=o.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),

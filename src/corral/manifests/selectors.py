@@ -4,6 +4,15 @@ Semantics follow Kubernetes: a LabelSelector ANDs matchLabels and matchExpressio
 DoesNotExist); an empty selector matches everything; required node affinity ORs its nodeSelectorTerms and
 ANDs the requirements inside a term (Gt and Lt compare integers); ``matchFields`` supports
 ``metadata.name``.
+
+Inter-pod (anti-)affinity terms follow kube-scheduler's ``newAffinityTerm``
+(pkg/scheduler/framework/types.go): a null ``labelSelector`` selects no pod (``LabelSelectorAsSelector(nil)``
+is ``labels.Nothing()``); the term's namespaces are the union of ``namespaces`` and those its
+``namespaceSelector`` matches, an empty selector ``{}`` matching every namespace, and a null selector with
+empty ``namespaces`` meaning the owning pod's own namespace. corral reads no ``Namespace`` objects, so a
+non-empty ``namespaceSelector`` is refused by name. ``matchLabelKeys``/``mismatchLabelKeys`` are merged
+into the label selector as kube-apiserver does at pod creation (``applyMatchLabelKeysAndMismatchLabelKeys``:
+``key In (the pod's value)``/``key NotIn (the pod's value)``, keys the pod lacks are skipped).
 """
 
 from __future__ import annotations
@@ -56,17 +65,26 @@ class Requirement:
 @dataclass(frozen=True)
 class LabelSelector:
     requirements: tuple[Requirement, ...] = ()
+    #: a null selector of a pod affinity term: matches no labels at all
+    nothing: bool = False
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels) for r in self.requirements)
+        return not self.nothing and all(r.matches(labels) for r in self.requirements)
 
 
 @dataclass(frozen=True)
 class PodAffinityTerm:
     selector: LabelSelector
-    namespaces: tuple[str, ...]  # empty: the pod's own namespace
+    namespaces: tuple[str, ...]  # empty (and not all_namespaces): the pod's own namespace
     topology_key: str
     weight: int = 0  # preferred terms only
+    #: ``namespaceSelector: {}``: the term selects pods of every namespace
+    all_namespaces: bool = False
+
+    def covers(self, namespace: str, own: str) -> bool:
+        """Does the term select pods of ``namespace`` when its owner lives in ``own``? (kube-scheduler's
+        ``AffinityTerm.Matches``: ``Namespaces.Has(ns) || NamespaceSelector.Matches(nsLabels)``.)"""
+        return self.all_namespaces or namespace in (self.namespaces or (own,))
 
 
 @dataclass(frozen=True)
@@ -143,7 +161,68 @@ def parse_label_selector(raw: Any, where: str, path: str) -> LabelSelector:
     return LabelSelector(tuple(reqs))
 
 
-def _pod_terms(raw: Any, where: str, path: str, weighted: bool) -> tuple[PodAffinityTerm, ...]:
+def _namespace_selector(term: dict, where: str, p: str) -> bool:
+    """True for ``namespaceSelector: {}`` (every namespace), False when it is null; a selector with
+    requirements is refused: corral reads no Namespace objects to match it against."""
+    raw = term.get("namespaceSelector")
+    if raw is None:
+        return False
+    sel = parse_label_selector(raw, where, f"{p}.namespaceSelector")
+    if sel.requirements:
+        raise InputError(
+            "a namespaceSelector with matchLabels or matchExpressions needs Namespace objects, which corral "
+            "does not read: list the namespaces in `namespaces`, or use `namespaceSelector: {}` for all",
+            obj=where,
+            field=f"{p}.namespaceSelector",
+        )
+    return True
+
+
+def _label_keys(term: dict, where: str, p: str, name: str) -> list[str]:
+    keys = _list(term.get(name), where, f"{p}.{name}")
+    if keys and term.get("labelSelector") is None:
+        raise InputError("must not be set when labelSelector is not set", obj=where, field=f"{p}.{name}")
+    return [str(k) for k in keys]
+
+
+def _term_selector(term: dict, where: str, p: str, labels: Mapping[str, str]) -> LabelSelector:
+    """The term's label selector with ``matchLabelKeys``/``mismatchLabelKeys`` merged in from the pod's
+    own ``labels``, as kube-apiserver merges them at creation (a requirement already there, as in a pod
+    read from a live cluster, is not added again), then checked as kube-apiserver validates the merged
+    pod: a key in both lists, or a ``matchLabelKeys`` key the selector names twice, is refused."""
+    raw = term.get("labelSelector")
+    if raw is None:
+        _label_keys(term, where, p, "matchLabelKeys")
+        _label_keys(term, where, p, "mismatchLabelKeys")
+        return LabelSelector(nothing=True)
+    sel = parse_label_selector(raw, where, f"{p}.labelSelector")
+    match = _label_keys(term, where, p, "matchLabelKeys")
+    mismatch = _label_keys(term, where, p, "mismatchLabelKeys")
+    for i, key in enumerate(match):
+        if key in mismatch:
+            raise InputError(
+                f"{key!r} is in both matchLabelKeys and mismatchLabelKeys",
+                obj=where,
+                field=f"{p}.matchLabelKeys[{i}]",
+            )
+    extra = [Requirement(k, "In", (labels[k],)) for k in match if k in labels]
+    extra += [Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels]
+    extra = [r for r in extra if r not in sel.requirements]
+    seen = {str(k) for k in (raw.get("matchLabels") or {})}
+    for key in [str(e["key"]) for e in raw.get("matchExpressions") or ()] + [r.key for r in extra]:
+        if key in match and key in seen:
+            raise InputError(
+                f"{key!r} is in both matchLabelKeys and labelSelector",
+                obj=where,
+                field=f"{p}.matchLabelKeys[{match.index(key)}]",
+            )
+        seen.add(key)
+    return LabelSelector(sel.requirements + tuple(extra)) if extra else sel
+
+
+def _pod_terms(
+    raw: Any, where: str, path: str, weighted: bool, labels: Mapping[str, str]
+) -> tuple[PodAffinityTerm, ...]:
     if not raw:
         return ()
     if not isinstance(raw, list):
@@ -161,15 +240,17 @@ def _pod_terms(raw: Any, where: str, path: str, weighted: bool) -> tuple[PodAffi
             p += ".podAffinityTerm"
         if not isinstance(term, dict) or not term.get("topologyKey"):
             raise InputError("a pod affinity term needs topologyKey", obj=where, field=f"{p}.topologyKey")
-        sel = parse_label_selector(term.get("labelSelector"), where, f"{p}.labelSelector")
-        out.append(
-            PodAffinityTerm(sel, tuple(term.get("namespaces") or ()), str(term["topologyKey"]), weight)
-        )
+        sel = _term_selector(term, where, p, labels)
+        namespaces = tuple(str(n) for n in _list(term.get("namespaces"), where, f"{p}.namespaces"))
+        every = _namespace_selector(term, where, p)
+        out.append(PodAffinityTerm(sel, namespaces, str(term["topologyKey"]), weight, every))
     return tuple(out)
 
 
-def parse_affinity(raw: Any, where: str) -> Affinity | None:
-    """``spec.affinity`` of a pod, or None when it has none that corral uses."""
+def parse_affinity(raw: Any, where: str, labels: Mapping[str, str] | None = None) -> Affinity | None:
+    """``spec.affinity`` of a pod, or None when it has none that corral uses; ``labels`` are the pod's
+    own (its terms' ``matchLabelKeys``/``mismatchLabelKeys`` read them)."""
+    own = labels or {}
     if not raw:
         return None
     if not isinstance(raw, dict):
@@ -184,10 +265,10 @@ def parse_affinity(raw: Any, where: str) -> Affinity | None:
     aff = Affinity(
         node_terms=node_terms,
         node_preferred=preferred,
-        pod_affinity=_pod_terms(pa.get(R), where, f"{base}.podAffinity.{R}", False),
-        pod_anti_affinity=_pod_terms(paa.get(R), where, f"{base}.podAntiAffinity.{R}", False),
-        pod_affinity_preferred=_pod_terms(pa.get(P), where, f"{base}.podAffinity.{P}", True),
-        pod_anti_affinity_preferred=_pod_terms(paa.get(P), where, f"{base}.podAntiAffinity.{P}", True),
+        pod_affinity=_pod_terms(pa.get(R), where, f"{base}.podAffinity.{R}", False, own),
+        pod_anti_affinity=_pod_terms(paa.get(R), where, f"{base}.podAntiAffinity.{R}", False, own),
+        pod_affinity_preferred=_pod_terms(pa.get(P), where, f"{base}.podAffinity.{P}", True, own),
+        pod_anti_affinity_preferred=_pod_terms(paa.get(P), where, f"{base}.podAntiAffinity.{P}", True, own),
     )
     if (
         aff.node_terms is None

@@ -193,11 +193,10 @@ class NodeOrderPlugin(Plugin, NodeOrder, CacheHints):
             (t, -1) for t in task.affinity.pod_anti_affinity_preferred
         ]
         for term, sign in terms:
-            namespaces = term.namespaces or (task.namespace,)
             values = nodes.label_values(term.topology_key)
             counts: dict[str, int] = {}
             for other in placed:
-                if other.namespace in namespaces and term.selector.matches(other.labels):
+                if term.covers(other.namespace, task.namespace) and term.selector.matches(other.labels):
                     v = values[other.node]
                     if v is not None:
                         counts[v] = counts.get(v, 0) + 1

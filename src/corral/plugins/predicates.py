@@ -128,6 +128,16 @@ class PredicatesPlugin(
         if self._anti_possible:
             self._build_placed()  # at once: the order of ``anti`` is the order reasons are listed in
 
+    def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
+        """The signed class fields, and the pod's own namespace when some pod's required anti-affinity may
+        select it: those terms select by namespace as well as by labels (kube-scheduler's
+        ``AffinityTerm.Matches``), and a pod without inter-pod terms of its own has no namespace in
+        its class, so two such pods alike but for their namespace must not share answers."""
+        sig = super().sign_pod(task)
+        if sig is None or task.klass is None or task.klass.namespace or not self._anti_possible:
+            return sig
+        return (*sig, task.namespace)
+
     # -- placed-pod index ------------------------------------------------------------------------
     @property
     def placed(self) -> dict[int, tuple[Task, int]]:
@@ -242,11 +252,10 @@ class PredicatesPlugin(
 
     def _term_hits(self, term: PodAffinityTerm, owner: Task) -> set[str]:
         """Topology values (of ``term.topology_key``) holding a placed pod that ``term`` selects."""
-        namespaces = term.namespaces or (owner.namespace,)
         values = self._domain_of(term.topology_key)
         out: set[str] = set()
         for other, row in self.placed.values():
-            if other is owner or other.namespace not in namespaces:
+            if other is owner or not term.covers(other.namespace, owner.namespace):
                 continue
             value = values[row]
             if value is not None and term.selector.matches(other.labels):
@@ -270,7 +279,7 @@ class PredicatesPlugin(
                 if (
                     not hits
                     and term.selector.matches(task.labels)
-                    and task.namespace in (term.namespaces or (task.namespace,))
+                    and term.covers(task.namespace, task.namespace)
                 ):
                     mask = self.nodes.label_mask(term.topology_key, "Exists")
                 else:
@@ -288,9 +297,7 @@ class PredicatesPlugin(
             if other is task:
                 continue
             for term in other.affinity.pod_anti_affinity:
-                if task.namespace in (term.namespaces or (other.namespace,)) and term.selector.matches(
-                    task.labels
-                ):
+                if term.covers(task.namespace, other.namespace) and term.selector.matches(task.labels):
                     value = self._domain_of(term.topology_key)[row]
                     if value is not None:
                         parts.append(
