@@ -147,6 +147,14 @@ def test_the_readers_warnings_are_told_once_and_when_they_change(
     server: FakeAPI, runner_factory, monkeypatch
 ) -> None:
     objs = expand({"nodes": [{"name": "n1"}], "queues": [{"name": "q", "extendClusters": [{"name": "c2"}]}]})
+    objs.append(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"extendedResourceName": "example.com/gpu"},
+        }
+    )
     server.add_all(objs + _gated("gated") + _kai("k", podgroup_spec={"stalenessGracePeriod": "5m"}))
     r = runner_factory(now=NOW)
     r.start()
@@ -159,7 +167,15 @@ def test_the_readers_warnings_are_told_once_and_when_they_change(
     ]
     assert told[("Pod", "gated")][0].startswith("spec.schedulingGates: scheduling gates are not evaluated")
     assert told[("PodGroup", "k")][0].startswith("spec.stalenessGracePeriod: corral does not evict")
-    assert set(_told(r)) >= {"Queue q", "Pod default/gated", "PodGroup default/k"}
+    assert told[("DeviceClass", "gpu.example.com")][0].startswith(
+        "spec.extendedResourceName: Kubernetes serves requests for example.com/gpu"
+    )
+    assert set(_told(r)) >= {
+        "Queue q",
+        "Pod default/gated",
+        "PodGroup default/k",
+        "DeviceClass gpu.example.com",
+    }
 
     # once the cycle's own writes are read back, an unchanged object is neither parsed again nor told
     assert wait_for(lambda: r.cache.find("Pod", "default/k-0")[1]["spec"].get("nodeName") == "n1")
@@ -172,7 +188,7 @@ def test_the_readers_warnings_are_told_once_and_when_they_change(
     monkeypatch.setattr(cache_module, "parse_object", lambda *a: parsed.append(a[0]) or real(*a))
     r.cycle(NOW + 2)
     assert parsed == [] and r.cache.model.last == "unchanged"
-    assert sum(map(len, _events(server).values())) == 3
+    assert sum(map(len, _events(server).values())) == 4
 
     # an object arriving later is told in its cycle (an incremental build), a changed warning again
     server.add_all(_gated("late"))

@@ -6,7 +6,7 @@ cache and ``corral schedule`` over :meth:`WatchCache.dump` build the same cluste
 
 Warnings (SPEC.md §5: no field dropped silently): each object's parse records, with its parsed form,
 what the snapshot reader warns about it (fields accepted but not acted on, a pending pod's placement
-constraints corral does not evaluate); a build gives them with the assembly's as ``Cluster.notes``, as
+constraints corral does not evaluate, a DeviceClass's ``extendedResourceName``); a build gives them with the assembly's as ``Cluster.notes``, as
 :func:`~corral.manifests.build.build_cluster` does, and ``corral run`` tells them
 (:meth:`corral.kube.runner.Runner.warn`). An unchanged object is not parsed again for them.
 
@@ -44,6 +44,7 @@ from corral.kube.metrics import Metrics
 from corral.kube.model import LiveModel
 from corral.kube.patches import PRESENT, contains, merge_patch, merge_patches
 from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
+from corral.manifests.dra import dra_lines
 from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kinds import parse_object
 from corral.manifests.records import PodGroupRec
@@ -184,6 +185,9 @@ class WatchCache:
         pending = Notes()
         if record is not None and record[0] == "Pod" and not record[1].node_name:
             check_pending_pod(raw, f"Pod {key[1]}", rtype.name, pending)
+        elif record is not None and record[0] == "DeviceClass":  # the snapshot reader's report_read
+            for obj, path, message in dra_lines([record[1]])[1]:
+                notes.warn(obj, path, message, rtype.name)
         return _Entry(raw, record, tuple(notes.warnings), tuple(pending.warnings))
 
     def _note(self, rtype: ResourceType, key: str, entry: _Entry | None) -> None:
