@@ -76,6 +76,8 @@ def fingerprint(c: Cluster) -> dict:
         "classes": [_fields(p) for p in c.priority_classes.values()],
         "pdbs": [(p.key, p.namespace, p.min_available, p.max_unavailable) for p in c.pdbs],
         "foreign": [t.uid for t in c.foreign],
+        # the reader's and the assembly's warnings (corral run tells them): the same, in any order
+        "warnings": sorted((w.obj, w.field, w.message) for w in c.notes.warnings),
     }
 
 
@@ -95,7 +97,8 @@ def _fresh(cache: WatchCache) -> Cluster:
     """A full assembly of what ``cache`` holds now (a second cache with the same stores, assumptions)."""
     other = WatchCache(None, Log(stream=io.StringIO()))
     with cache.lock:
-        other.stores = {r: dict(s) for r, s in cache.stores.items()}
+        for r, s in cache.stores.items():  # parsed again: the reader's warnings made afresh
+            other.replace(r, [e.raw for e in s.values()])
         other.assumed = dict(cache.assumed)
     return other.build()[0]
 

@@ -4,6 +4,12 @@ into object dicts, each parsed once on arrival by the snapshot loader's own pars
 assembly (:func:`corral.manifests.build.assemble_cluster`). One model, one code path: a cycle over the
 cache and ``corral schedule`` over :meth:`WatchCache.dump` build the same cluster.
 
+Warnings (SPEC.md §5: no field dropped silently): each object's parse records, with its parsed form,
+what the snapshot reader warns about it (fields accepted but not acted on, a pending pod's placement
+constraints corral does not evaluate, a DeviceClass's ``extendedResourceName``); a build gives them with the assembly's as ``Cluster.notes``, as
+:func:`~corral.manifests.build.build_cluster` does, and ``corral run`` tells them
+(:meth:`corral.kube.runner.Runner.warn`). An unchanged object is not parsed again for them.
+
 The stores are filled by one reflector per resource type (:mod:`corral.kube.informer`, client-go's
 list + watch); assumptions are merge patches (:mod:`corral.kube.patches`).
 
@@ -38,9 +44,12 @@ from corral.kube.metrics import Metrics
 from corral.kube.model import LiveModel
 from corral.kube.patches import PRESENT, contains, merge_patch, merge_patches
 from corral.manifests.build import DEFAULT_SCHEDULERS, assemble_cluster
+from corral.manifests.dra import dra_lines
+from corral.manifests.fieldcheck import check_pending_pod
 from corral.manifests.kinds import parse_object
 from corral.manifests.records import PodGroupRec
 from corral.model import Cluster
+from corral.model.notes import Note, Notes
 
 __all__ = ["PRESENT", "WatchCache", "key_of"]
 
@@ -49,6 +58,10 @@ __all__ = ["PRESENT", "WatchCache", "key_of"]
 class _Entry:
     raw: dict
     record: Any  # (kind, record) from parse_object, None when the object cannot be read
+    #: what the reader warned about while parsing this version (fields accepted but not acted on)
+    notes: tuple[Note, ...] = ()
+    #: a pending pod's placement constraints corral does not evaluate: told while its scheduler is served
+    pending: tuple[Note, ...] = ()
 
 
 @dataclasses.dataclass
@@ -103,6 +116,10 @@ class WatchCache:
         self.view_topology: tuple = ()
         self.dirty: set[tuple[ResourceType, str]] = set()  # changed since the last build
         self.model = LiveModel()
+        #: the entries with warnings, by (type, key): a cycle's warnings cost what is warned, not the cache
+        self.noted: dict[tuple[ResourceType, str], _Entry] = {}
+        self.noted_version = 0
+        self._told: tuple[tuple, list[Note]] = ((), [])  # (version, schedulers), the reader's warnings
 
     # -- informers ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -150,8 +167,9 @@ class WatchCache:
         raw.setdefault("kind", rtype.kind)
         raw.setdefault("apiVersion", rtype.api_version)
         key = (rtype.name, key_of(raw))
+        notes = Notes()
         try:
-            record = parse_object(rtype.name, raw)
+            record = parse_object(rtype.name, raw, notes)
         except InputError as exc:
             self.log.once(
                 key,
@@ -164,7 +182,42 @@ class WatchCache:
             )
             return _Entry(raw, None)
         self.log.forget(key)
-        return _Entry(raw, record)
+        pending = Notes()
+        if record is not None and record[0] == "Pod" and not record[1].node_name:
+            check_pending_pod(raw, f"Pod {key[1]}", rtype.name, pending)
+        elif record is not None and record[0] == "DeviceClass":  # the snapshot reader's report_read
+            for obj, path, message in dra_lines([record[1]])[1]:
+                notes.warn(obj, path, message, rtype.name)
+        return _Entry(raw, record, tuple(notes.warnings), tuple(pending.warnings))
+
+    def _note(self, rtype: ResourceType, key: str, entry: _Entry | None) -> None:
+        """Keep ``entry`` (None: gone) in the index of warned entries; under the lock."""
+        had = self.noted.pop((rtype, key), None)
+        if entry is not None and (entry.notes or entry.pending):
+            self.noted[(rtype, key)] = entry
+        elif had is None:
+            return
+        self.noted_version += 1
+
+    def warnings(self, schedulers: Sequence[str]) -> list[Note]:
+        """The reader's warnings about the cached objects, as :func:`~corral.manifests.build.parse_objects`
+        makes them for a snapshot (fields accepted but not acted on; a pending pod of one of
+        ``schedulers``' placement constraints corral does not evaluate), by resource type and key. Kept
+        with each object's parsed form: computed again only when a warned object changed."""
+        with self.lock:
+            memo = (self.noted_version, tuple(schedulers))
+            if self._told[0] == memo:
+                return self._told[1]
+            order = {r: i for i, r in enumerate(self.resources)}
+            noted = sorted(self.noted.items(), key=lambda kv: (order[kv[0][0]], kv[0][1]))
+        served = set(schedulers)
+        out: list[Note] = []
+        for _k, e in noted:
+            out.extend(e.notes)
+            if e.pending and e.record[1].scheduler in served:
+                out.extend(e.pending)
+        self._told = (memo, out)
+        return out
 
     def replace(self, rtype: ResourceType, items: list[dict]) -> None:
         entries = {}
@@ -175,6 +228,10 @@ class WatchCache:
             self._bump(rtype.kind)
             self.dirty.update((rtype, k) for k in self.stores[rtype])
             self.dirty.update((rtype, k) for k in entries)
+            for k in self.stores[rtype]:
+                self._note(rtype, k, None)
+            for k, e in entries.items():
+                self._note(rtype, k, e)
             self.stores[rtype] = entries
             self.bad = {k for k in self.bad if k[0] is not rtype} | {
                 (rtype, k) for k, e in entries.items() if e.record is None
@@ -197,6 +254,7 @@ class WatchCache:
                 self._bump(rtype.kind)
                 self.dirty.add((rtype, key))
                 self.stores[rtype].pop(key, None)
+                self._note(rtype, key, None)
                 self.bad.discard((rtype, key))
                 self.assumed.pop((rtype.kind, key), None)
             self.log.forget((rtype.name, key))
@@ -206,6 +264,7 @@ class WatchCache:
                 self._bump(rtype.kind)
                 self.dirty.add((rtype, key))
                 self.stores[rtype][key] = entry
+                self._note(rtype, key, entry)
                 if entry.record is None:
                     self.bad.add((rtype, key))
                 else:
@@ -380,7 +439,7 @@ class WatchCache:
                     )
                     cluster = None
                 if cluster is not None:
-                    return cluster, []
+                    return self._warned(cluster, schedulers), []
                 t0 = time.perf_counter()
             if with_objects:
                 self.model.reason = "a dump of the cache"
@@ -417,11 +476,21 @@ class WatchCache:
                     if with_objects
                     else []
                 )
-                return cluster, objects
+                return self._warned(cluster, schedulers), objects
             raise InputError("the cache cannot be assembled into a cluster")
         finally:
             if paused:
                 gc.enable()
+
+    def _warned(self, cluster: Cluster, schedulers: Sequence[str]) -> Cluster:
+        """``cluster`` with its warnings as the snapshot loader gives them (``Cluster.notes``): the
+        reader's about the objects (:meth:`warnings`), then the assembly's."""
+        notes = Notes()
+        notes.extend(self.warnings(schedulers))
+        notes.extend(cluster.notes.warnings)
+        notes.expansions, notes.readings = cluster.notes.expansions, cluster.notes.readings
+        cluster.notes = notes
+        return cluster
 
     def dump(self, directory: str | Path, objects: list[dict], now: float) -> Path:
         """Write ``objects`` as a snapshot (``cluster.json``, a ``v1 List``) that ``corral schedule``

@@ -27,6 +27,11 @@ longer than the scheduling cycle itself, so a cycle does not assemble again what
   it is only of pods and podgroups the books do not read (a pod without claims that no claim is
   reserved for, a podgroup without claims), whose jobs are rebuilt on the books as they are.
 
+Warnings: what the loader's assembly warns about (a KAI podgroup's inert topology constraint or unused
+``minMember``, a pod naming no leaf sub-group) is kept with the bucket whose assembly made it (a full
+assembly's by the PodGroup or Pod it names) and made again only when that bucket is rebuilt; each
+cycle's cluster carries them as ``Cluster.notes`` (:meth:`LiveModel.notes`), as a full assembly would.
+
 A cycle changes the cluster it runs on (task states, node columns, podgroup phases and annotations, node
 locks). Before every cycle :meth:`LiveModel.advance` puts back what each task, job and node held when
 built, so every cycle starts from the cache's state, as a freshly assembled cluster would, and a new
@@ -52,6 +57,7 @@ from corral.manifests.build import assemble_hypernodes, assemble_jobs_and_tasks,
 from corral.manifests.native import native_topologies, topology_family, workload_podgroups
 from corral.manifests.records import PodGroupRec, PodRec
 from corral.model import Cluster, Job, Task, TaskStatus
+from corral.model.notes import Note, Notes
 from corral.model.resources import CPU, MEMORY, PODS
 
 __all__ = ["LiveModel"]
@@ -81,6 +87,8 @@ class _Built:
 
     jobs: list[Job] = field(default_factory=list)
     tasks: list[Task] = field(default_factory=list)
+    #: what the loader's assembly warned about for them (a KAI pod naming no leaf sub-group, ...)
+    notes: list[Note] = field(default_factory=list)
 
 
 class LiveModel:
@@ -164,6 +172,7 @@ class LiveModel:
             self.task_of[task.key] = task
             b = ("job", task.job.uid) if task.job is not None else ("pod", task.key)
             self.built.setdefault(b, _Built()).tasks.append(task)
+        self._adopt_notes(cluster.notes.warnings)
         self.pod_order = sorted((rec.namespace, rec.name) for rec in self.pods.values())
         self.group_order = sorted((rec.namespace, rec.name) for rec in self.groups.values())
         self.exact = _exact([t.request for t in cluster.tasks.values()])
@@ -178,6 +187,33 @@ class LiveModel:
         self.down = nodes.down.copy()
         self.ready = True
         self.last, self.rebuilt = "full", 0
+
+    def _adopt_notes(self, notes: Iterable[Note]) -> None:
+        """Keep the full assembly's warnings by the bucket whose rebuild makes them again: a PodGroup's
+        by its job, a Pod's by its pod's bucket; any other (a composite tree's) until the next full
+        assembly."""
+        self.assembly_notes: list[Note] = []  # warnings of no bucket
+        self.bucket_notes: dict[Bucket, list[Note]] = {}  # bucket -> its warnings (only buckets with any)
+        for n in notes:
+            kind, _, key = n.obj.partition(" ")
+            b: Bucket | None = None
+            if kind == "PodGroup" and key in self.groups:
+                b = ("job", key)
+            elif kind == "Pod":
+                b = self.bucket_of.get(key)
+            if b is None:
+                self.assembly_notes.append(n)
+            else:
+                self.bucket_notes.setdefault(b, []).append(n)
+
+    def notes(self) -> Notes:
+        """The assembly's warnings for the cluster as last built (as a full assembly makes them; the
+        reader's per-object warnings are the watch cache's)."""
+        out = Notes()
+        out.extend(self.assembly_notes)
+        for ns in self.bucket_notes.values():
+            out.extend(ns)
+        return out
 
     def _fixed(self) -> set[str]:
         """The resource names of nodes and queues (and cpu, memory, pods), and those DRA devices count as."""
@@ -246,7 +282,7 @@ class LiveModel:
         ]
         if not changes:
             self.last, self.rebuilt = "unchanged", 0
-            return self._cluster()
+            return self._result()
         if self.dra is not None and not self._beside_dra(changes):  # the device books (corral.dra)
             self._full("Dynamic Resource Allocation is assembled whole")
             return None
@@ -281,7 +317,7 @@ class LiveModel:
             self._full(why)
             return None
         self.last = "incremental"
-        return self._cluster()
+        return self._result()
 
     def _beside_dra(self, changes: list[tuple[Any, str, Any]]) -> bool:
         """Whether ``changes`` are only of pods and podgroups the device books do not read, before and
@@ -319,6 +355,12 @@ class LiveModel:
         np.copyto(nodes.down, self.down)
         if self.dra is not None:  # the claims allocated as built (a cycle's allocations undone)
             self.dra.allocations = dict(self.dra_built)
+
+    def _result(self) -> Cluster:
+        """The cluster of a cycle, with the assembly's warnings."""
+        cluster = self._cluster()
+        cluster.notes = self.notes()
+        return cluster
 
     def _cluster(self) -> Cluster:
         return Cluster(
@@ -421,6 +463,7 @@ class LiveModel:
         foreign_moved = False
         for b in sorted(dirty):
             old = self.built.pop(b, None)
+            self.bucket_notes.pop(b, None)
             if old is not None:
                 self.pending -= sum(map(_waiting, old.tasks))
                 for t in old.tasks:
@@ -447,6 +490,8 @@ class LiveModel:
                 j.annotations = dict(j.annotations)
             if new.tasks or new.jobs:
                 self.built[b] = new
+            if new.notes:
+                self.bucket_notes[b] = new.notes
         for uid in jobs_before - jobs_after:
             del self.jobs[uid], self.job_state[uid]
         if sorted(before) == sorted(after):
@@ -504,7 +549,7 @@ class LiveModel:
         self.kai_gpu_shared = self.kai_gpu_shared or part.kai_gpu_shared
         if any(uid != b[1] for uid in part.jobs) or (b[0] == "pod" and part.jobs):
             return None
-        return _Built(list(part.jobs.values()), list(part.tasks.values()))
+        return _Built(list(part.jobs.values()), list(part.tasks.values()), list(part.notes.warnings))
 
     def _order_jobs(self) -> None:
         """The loader's order: podgroup jobs by namespace and name, then the others by their first pod."""

@@ -13,8 +13,10 @@ without the running pods a cycle would bind onto nodes whose load it cannot see)
 logs what it waits for every ``10`` s and raises :class:`SyncTimeout` after ``sync_timeout`` seconds
 rather than schedule on an incomplete cache. A stop request (SIGTERM, Ctrl-C) ends the wait at once.
 
-Warnings (:meth:`Runner.warn`): every cycle, what the configuration does not act on for the cycle's
-cluster (:func:`corral.framework.notices.configuration_notes`, what ``corral validate`` prints) is told
+Warnings (:meth:`Runner.warn`): every cycle, what corral does not act on for the cycle's cluster —
+the objects' fields (``Cluster.notes``, as the snapshot reader and the loader's assembly warn) and what
+the configuration leaves undone (:func:`corral.framework.notices.configuration_notes`), what ``corral
+validate`` prints — is told
 once per object — in the first cycle for what is there, later for each object that appears and again
 for one whose warning changed (:class:`~corral.framework.notices.Warned`): a log line, a
 ``FieldsNotEnforced`` Warning Event on the object (not in a dry run) and, for a podgroup's fields, the
@@ -374,13 +376,18 @@ class Runner:
         return result
 
     def warn(self, cluster: Cluster, decisions: Decisions, n: int) -> None:
-        """Tell what the configuration does not act on for ``cluster``, once per object and text (see
+        """Tell what corral does not act on for ``cluster`` — the objects' own warnings
+        (``cluster.notes``: the reader's, kept by the watch cache, and the assembly's, kept by the
+        incremental model), then the configuration's — once per object and text (see
         the module docstring): ``decisions.warnings`` becomes the podgroups' fields told in this cycle,
         in :func:`~corral.framework.notices.cluster_notices`' order, so cycle 1 lists what ``corral
         schedule`` lists."""
         try:
             podgroups = cluster_notices(cluster, self.config, REGISTRY)
-            notes = configuration_notes(cluster, self.config, REGISTRY, podgroups).warnings
+            notes = [
+                *cluster.notes.warnings,
+                *configuration_notes(cluster, self.config, REGISTRY, podgroups).warnings,
+            ]
         except Exception as exc:  # noqa: BLE001 - warnings never stop a cycle
             self.log.error("warnings not computed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             return

@@ -23,7 +23,7 @@ KAI_PREEMPTIBILITY = ("preemptible", "non-preemptible")
 
 def check_fields(o: Obj, kind: str, api: str, notes: Notes | None) -> None:
     """Refuse (raise :class:`~corral.errors.InputError`) or warn about the fields of one object that
-    corral does not honour; ``notes`` None: refusals only (the live scheduler's watch cache)."""
+    corral does not honour; ``notes`` None: refusals only (a parse whose warnings nobody reads)."""
     kai = api.startswith("scheduling.run.ai")
     spec = o.raw.get("spec")
     if not isinstance(spec, dict):
