@@ -19,8 +19,8 @@ What it implements, as the real API server does:
   ``bookmark_interval`` seconds (about a minute, as the API server's watch cache sends them);
 - validation a real API server applies: object names (DNS subdomain), label keys and values (63
   characters, alphanumeric ends), an Event's namespace against its object's, a Lease's duration and
-  transitions; the schemas of Pods, Bindings and PodGroups and Queues of every API (the merged object after
-  a patch: :mod:`tests.kube.fakeschema`); a 422 Invalid otherwise;
+  transitions; the schemas of the kinds corral writes (Pods, Bindings, Nodes, Events, Leases, ResourceClaims,
+  PodGroups and Queues of every API; the merged object after a patch: :mod:`tests.kube.fakeschema`); a 422 Invalid otherwise;
 - the Binding's ``metadata.uid`` precondition (409 when the pod was replaced) and the
   ``PodScheduled=True`` condition the binding sets; a strategic merge patch merges a pod's
   ``status.conditions`` by ``type``;
@@ -40,7 +40,7 @@ Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a 
 ``fired`` (the faults and delays that met a request) and :meth:`pending` (those still queued).
 
 Differences from a real kube-apiserver that remain: no authentication or authorization, no admission
-(defaults, webhooks, quotas), schema validation only of Pods, Bindings, PodGroups and Queues (strict:
+(defaults, webhooks, quotas), schema validation only of the kinds corral writes (strict:
 unknown fields refused), no field selectors, label
 selectors of budgets by ``matchLabels`` only, no server-side apply, no Table output, one global
 resourceVersion counter per server (as etcd's), and watch windows counted in events rather than time.

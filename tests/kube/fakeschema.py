@@ -1,6 +1,6 @@
 """Schema validation by the in-process API server (:mod:`tests.kube.fakeapi`) of the objects ``corral run``
 writes, as a real kube-apiserver validates them: the built-in kinds (Pod, the ``pods/binding`` Binding,
-``scheduling.k8s.io/v1beta1`` PodGroup) against Kubernetes 1.37's OpenAPI schemas from the
+Node, Event, Lease, ResourceClaim, ``scheduling.k8s.io/v1beta1`` PodGroup) against Kubernetes 1.37's OpenAPI schemas from the
 ``kubernetes-validate`` package, and Volcano's and KAI's PodGroups and Queues against their CRDs'
 ``openAPIV3Schema`` (``../shared/peers``, see its README).
 
@@ -36,6 +36,10 @@ _BUILTIN = {
     ("Pod", "v1"): "pod-v1.json",
     ("Binding", "v1"): "binding-v1.json",
     ("PodGroup", "scheduling.k8s.io/v1beta1"): "podgroup-scheduling-v1beta1.json",
+    ("Event", "v1"): "event-v1.json",
+    ("Lease", "coordination.k8s.io/v1"): "lease-coordination-v1.json",
+    ("Node", "v1"): "node-v1.json",
+    ("ResourceClaim", "resource.k8s.io/v1"): "resourceclaim-resource-v1.json",
 }
 #: (kind, apiVersion) -> the peer's CRD under ../shared/peers
 _CRDS = {
@@ -120,12 +124,14 @@ def problems(kind: str, api: str, obj: dict | None) -> set[tuple[str, str]]:
 def check_write(kind: str, api: str, old: dict | None, new: dict) -> None:
     """Refuse ``new`` (what a write would store in place of ``old``, None for a create) with 422 Invalid
     when it breaks the kind's schema where ``old`` did not."""
-    fresh = sorted(problems(kind, api, new) - problems(kind, api, old))
+    fresh = problems(kind, api, new)
+    if fresh and old is not None:
+        fresh -= problems(kind, api, old)
     if fresh:
         name = (new.get("metadata") or {}).get("name") or ""
         raise Refused(
             422,
             "Invalid",
-            f"{kind} {name!r} is invalid: " + "; ".join(f"{path}: {msg}" for path, msg in fresh),
-            [{"reason": "FieldValueInvalid", "message": msg, "field": path} for path, msg in fresh],
+            f"{kind} {name!r} is invalid: " + "; ".join(f"{path}: {msg}" for path, msg in sorted(fresh)),
+            [{"reason": "FieldValueInvalid", "message": msg, "field": path} for path, msg in sorted(fresh)],
         )

@@ -184,3 +184,65 @@ def test_corral_writes_no_phase_on_a_kai_podgroup(server: FakeAPI) -> None:
         assert not [w for w in server.writes[mark:] if "/podgroups/" in w[3]]
     finally:
         r.stop()
+
+
+@builtin
+def test_an_event_is_checked(server: FakeAPI) -> None:
+    api = _load(server)
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "big-0.1", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "big-0", "namespace": "default"},
+        "reason": "FailedScheduling",
+        "message": "0/1 nodes are available",
+        "type": "Warning",
+    }
+    path = "/api/v1/namespaces/default/events"
+    message = _refused(api.post, path, {**event, "count": "1"})
+    assert "count" in message
+    _refused(api.post, path, {**event, "source": {"component": "corral", "node": "n1"}})
+    api.post(path, {**event, "count": 1, "source": {"component": "corral"}})
+
+
+@builtin
+def test_a_lease_is_checked(server: FakeAPI) -> None:
+    api = _api(server)
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "corral", "namespace": "default"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+    }
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    _refused(api.post, path, {**lease, "spec": {**lease["spec"], "renewTime": 5}})
+    _refused(api.post, path, {**lease, "spec": {**lease["spec"], "holder": "a"}})
+    api.post(path, lease)
+    _refused(api.patch, f"{path}/corral", {"spec": {"holderIdentity": ["b"]}})
+
+
+@builtin
+def test_a_node_patch_is_checked(server: FakeAPI) -> None:
+    api = _load(server)
+    _refused(api.patch, "/api/v1/nodes/n1", {"metadata": {"annotations": {"corral.io/locked-for": True}}})
+    _refused(api.patch, "/api/v1/nodes/n1", {"spec": {"unschedulable": "yes"}})
+    api.patch("/api/v1/nodes/n1", {"metadata": {"annotations": {"corral.io/locked-for": "default/big"}}})
+
+
+@builtin
+def test_a_resource_claim_status_is_checked(server: FakeAPI) -> None:
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}
+    server.add(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "default"},
+            "spec": {"devices": {"requests": [request]}},
+        }
+    )
+    api = _api(server)
+    path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c/status"
+    reserved = {"resource": "pods", "name": "big-0", "uid": "u"}
+    _refused(api.patch, path, {"status": {"reservedFor": reserved}})  # a list
+    _refused(api.patch, path, {"status": {"reservedFor": [{**reserved, "kind": "Pod"}]}})
+    api.patch(path, {"status": {"reservedFor": [reserved]}})
