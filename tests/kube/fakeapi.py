@@ -19,7 +19,8 @@ What it implements, as the real API server does:
   ``bookmark_interval`` seconds (about a minute, as the API server's watch cache sends them);
 - validation a real API server applies: object names (DNS subdomain), label keys and values (63
   characters, alphanumeric ends), an Event's namespace against its object's, a Lease's duration and
-  transitions; a 422 Invalid otherwise;
+  transitions; the schemas of the kinds corral writes (Pods, Bindings, Nodes, Events, Leases, ResourceClaims,
+  PodGroups and Queues of every API; the merged object after a patch: :mod:`tests.kube.fakeschema`); a 422 Invalid otherwise;
 - the Binding's ``metadata.uid`` precondition (409 when the pod was replaced) and the
   ``PodScheduled=True`` condition the binding sets; a strategic merge patch merges a pod's
   ``status.conditions`` by ``type``;
@@ -39,7 +40,8 @@ Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a 
 ``fired`` (the faults and delays that met a request) and :meth:`pending` (those still queued).
 
 Differences from a real kube-apiserver that remain: no authentication or authorization, no admission
-(defaults, webhooks, quotas), field validation only of names, labels, Events' namespaces and Leases, no field selectors, label
+(defaults, webhooks, quotas), schema validation only of the kinds corral writes (strict:
+unknown fields refused), no field selectors, label
 selectors of budgets by ``matchLabels`` only, no server-side apply, no Table output, one global
 resourceVersion counter per server (as etcd's), and watch windows counted in events rather than time.
 """
@@ -58,6 +60,7 @@ from typing import Any
 from tests.kube.fakerules import Refused, check_budgets, validate_fields, validate_meta
 from tests.kube.fakerules import Reply as _Reply
 from tests.kube.fakerules import status as _status
+from tests.kube.fakeschema import check_write
 
 __all__ = ["TYPES", "FakeAPI"]
 
@@ -245,7 +248,8 @@ class FakeAPI:
         """Create ``obj`` (any served kind) as a client would."""
         path = _BY_KIND[(obj["kind"], obj["apiVersion"])]
         with self.lock:
-            return copy.deepcopy(self._create(path, copy.deepcopy(obj), obj["metadata"].get("namespace", "")))
+            ns = obj["metadata"].get("namespace", "")
+            return copy.deepcopy(self._create(path, copy.deepcopy(obj), ns, schema=False))
 
     def load(self, objs: list[dict]) -> None:
         """Bulk-load objects (no watch history; for benchmarks)."""
@@ -310,7 +314,8 @@ class FakeAPI:
             del hist[:drop]
         self.lock.notify_all()
 
-    def _create(self, path: str, obj: dict, ns: str) -> dict:
+    def _create(self, path: str, obj: dict, ns: str, schema: bool = True) -> dict:
+        """Store a new object; ``schema=False`` for a test's fixture (not checked against the schema)."""
         kind, api, namespaced = TYPES[path]
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
@@ -318,6 +323,8 @@ class FakeAPI:
         key = (ns if namespaced else "", meta.get("name", ""))
         validate_meta(kind, meta)
         validate_fields(kind, obj)
+        if schema:
+            check_write(kind, api, None, obj)
         if key in self.store[path]:
             raise _Reply(409, _status(409, "AlreadyExists", f"{kind} {key[1]!r} already exists"))
         self.rv += 1
@@ -332,8 +339,10 @@ class FakeAPI:
         return obj
 
     def _write(self, path: str, key: tuple[str, str], obj: dict) -> dict:
-        validate_meta(TYPES[path][0], obj.get("metadata") or {})
-        validate_fields(TYPES[path][0], obj)
+        kind, api, _ = TYPES[path]
+        validate_meta(kind, obj.get("metadata") or {})
+        validate_fields(kind, obj)
+        check_write(kind, api, self.store[path].get(key), obj)
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.store[path][key] = obj
@@ -384,6 +393,7 @@ class FakeAPI:
         pod = self.store["/api/v1/pods"].get(key)
         if pod is None:
             raise _Reply(404, _status(404, "NotFound", f'pods "{key[1]}" not found'))
+        check_write("Binding", "v1", None, body or {})
         node = ((body or {}).get("target") or {}).get("name")
         if not node:
             raise _Reply(400, _status(400, "BadRequest", "binding target name is required"))

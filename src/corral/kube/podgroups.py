@@ -111,8 +111,10 @@ class PodGroupWrites:
         ns, name = _split(uid)
         phase, annotations, cond = want.get("phase"), want.get("annotations") or {}, want.get("condition")
         native = rtype.api_version.startswith(NATIVE_GROUP + "/")
-        # no phase in the native API: the conditions say it; the phase is kept in the cache alone
-        write_phase = None if native else phase
+        # a phase only in Volcano's PodGroupStatus: the native API's conditions say it, and KAI's CRD has no
+        # status.phase (a real API server prunes it, so it would be written again every cycle); for those
+        # the phase is kept in the cache alone
+        write_phase = phase if rtype.api_version.startswith("scheduling.volcano.sh") else None
 
         def status_of(cur: dict) -> dict:
             status: dict[str, Any] = {}
@@ -170,7 +172,7 @@ class PodGroupWrites:
                 ),
             )
             wrote = answer is not None or second is not None
-        if wrote or (native and phase):
+        if wrote or (write_phase is None and phase):
             assumed: dict[str, Any] = {}
             if phase:
                 assumed["status"] = {"phase": phase}
