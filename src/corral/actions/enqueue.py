@@ -57,7 +57,7 @@ class EnqueueAction(Action):
         # (``strict_line``: fifo's line). With nothing to report, once one of them rejected a podgroup,
         # the later ones it rejects are passed over without a reason (they keep their last one) and
         # without JobValid: refused either way, and a podgroup given no reason is not looked at again
-        strict = [p for p in session.implementers("JobEnqueueable") if getattr(p, "strict_line", False)]
+        strict = [p for p in session.implementers("JobEnqueueable") if p.strict_line]
         strict = strict if fast else []
         for name in sorted(by_queue, key=lambda n: queue_key(queues[n])):
             turns = by_queue[name]()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -140,6 +140,10 @@ class JobValid(Protocol):
 
 @runtime_checkable
 class JobEnqueueable(Protocol):
+    #: True when this plugin's REJECT of a podgroup holds for every later podgroup of its queue in
+    #: JobOrder (``fifo``'s line): ``enqueue`` may then pass the later ones over without asking again
+    strict_line: ClassVar[bool] = False
+
     def job_enqueueable(self, job: Job) -> Vote:
         """Vote on admitting a Pending job. Any REJECT rejects; a tier with a PERMIT admits; all ABSTAIN
         admits."""
