@@ -67,6 +67,9 @@ class Unit:
     job: int
     whole: bool
     order: int
+    #: one pod of a job that moves whole already, taken to another node: its work is lost with the
+    #: job's, so it costs nothing more (the job's pods not taken so restart where they run)
+    paid: bool = False
 
 
 @dataclass
@@ -106,6 +109,7 @@ class _State:
     moved: set[int] = field(default_factory=set)  # ids of the pods moved
     moves: list[tuple[Task, int]] = field(default_factory=list)
     jobs: set[int] = field(default_factory=set)
+    paid: set[int] = field(default_factory=set)  # jobs that move whole
 
     def copy(self) -> _State:
         return _State(
@@ -116,6 +120,7 @@ class _State:
             set(self.moved),
             list(self.moves),
             set(self.jobs),
+            set(self.paid),
         )
 
 
@@ -166,6 +171,17 @@ class MovePlanner:
             for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
                 self.at.setdefault(r, []).append(u)
                 self.job_rows.setdefault(u.job, set()).add(r)
+        #: per job moved whole, its pods as :attr:`Unit.paid` units; and those by node row
+        self.relocs: dict[int, list[Unit]] = {}
+        self.relocs_at: dict[int, list[Unit]] = {}
+        order = len(units)
+        for u in units:
+            if u.whole:
+                for t in u.pods:
+                    paid = Unit([t], 0.0, u.job, False, order, True)
+                    order += 1
+                    self.relocs.setdefault(u.job, []).append(paid)
+                    self.relocs_at.setdefault(t.node, []).append(paid)
 
     # -- slots -------------------------------------------------------------------------------------
     def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
@@ -275,6 +291,8 @@ class MovePlanner:
 
     # -- moving a unit --------------------------------------------------------------------------------
     def _may(self, st: _State, u: Unit) -> bool:
+        if u.paid:
+            return u.job in st.paid and id(u.pods[0]) not in st.moved
         if self.max_jobs >= 0 and u.job not in st.jobs and len(st.jobs) >= self.max_jobs:
             self.capped = True
             return False
@@ -287,20 +305,25 @@ class MovePlanner:
             u.job, [t for x in mine for t in x.pods] + u.pods
         )
 
-    def _move(self, st: _State, units: list[Unit], chain: bool = True) -> bool:
+    def _move(self, st: _State, units: list[Unit], chain: bool = True, at: int = -1) -> bool:
         """Move ``units`` in ``st`` (in place): free their pods' room, land each (largest first) where it
         costs fewest slots, then tightest; a pod with nowhere to go lands where one cheap pod moves away
-        for it (``chain``, :meth:`_make_room`). False when a pod has nowhere to go (``st`` is then
+        for it (``chain``, :meth:`_make_room`). A job moved whole leaves node ``at`` (the step's; -1:
+        every node its leaving opens a slot on) and restarts where it runs elsewhere (its pods there
+        are :attr:`Unit.paid` steps from then on). False when a pod has nowhere to go (``st`` is then
         spoilt)."""
         pods: list[Task] = []
         rows: set[int] = set()
         for u in units:
+            leave = None
             if u.whole:  # the job's pod units fold into it
                 st.taken = [x for x in st.taken if x.job != u.job]
+                st.paid.add(u.job)
+                leave = self._leaves(st, u, at)
             st.taken.append(u)
             st.jobs.add(u.job)
             for t in u.pods:
-                if id(t) in st.moved:
+                if id(t) in st.moved or (leave is not None and t.node not in leave):
                     continue
                 st.moved.add(id(t))
                 st.free[t.node] += t.request
@@ -310,7 +333,11 @@ class MovePlanner:
         scale = self.req[self.cols]
         pods.sort(key=lambda t: (-float((t.request[self.cols] / scale).sum()), t.node))
         for t in pods:
-            row = self._land(st, t)
+            row, lost = self._land(st, t)
+            if lost > 0 and chain:
+                other = self._make_room(st, t)
+                if other >= 0:
+                    row = other
             if row < 0 and chain:
                 row = self._make_room(st, t)
             if row < 0:
@@ -320,6 +347,20 @@ class MovePlanner:
             self._touch(st, {row})
         return True
 
+    def _leaves(self, st: _State, u: Unit, at: int) -> set[int]:
+        """The nodes job unit ``u`` leaves: ``at`` (the step's node; -1: none) and those where its
+        pods' leaving opens a slot as things stand."""
+        held: dict[int, np.ndarray] = {}
+        for t in u.pods:
+            if self.gang_ok[t.node] and id(t) not in st.moved:
+                held[t.node] = held.get(t.node, 0) + t.request[self.cols]
+        out = {at} if at >= 0 else set()
+        for r, f in held.items():
+            after = np.floor((st.free[r][self.cols] + f + EPS) / self.req[self.cols]).min()
+            if min(max(after, 0.0), _MOST) > st.slots[r]:
+                out.add(r)
+        return out
+
     def _make_room(self, st: _State, t: Task) -> int:
         """A node for moved pod ``t`` that has none: the cheapest single-pod unit (of the first
         :data:`CHAIN` that could) whose pod, moved away to where it lands itself, leaves room for ``t``
@@ -327,7 +368,8 @@ class MovePlanner:
         cols = np.flatnonzero(t.request > 0)
         dest = self.dest(t)
         tried = 0
-        for u in self._singles:
+        paid = [r for j in sorted(st.paid) for r in self.relocs.get(j, ())]
+        for u in paid + self._singles:
             v = u.pods[0]
             q = v.node
             if q == t.node or id(v) in st.moved or not dest[q]:
@@ -337,15 +379,16 @@ class MovePlanner:
             tried += 1
             if tried > CHAIN:
                 break
-            if not self._may_all(st, [u]) or self._land(st, v) < 0:
+            if not self._may_all(st, [u]) or self._land(st, v)[1] != 0:
                 continue
-            self._move(st, [u], chain=False)
+            self._move(st, [u], chain=False, at=q)
             return q
         return -1
 
-    def _land(self, st: _State, t: Task) -> int:
+    def _land(self, st: _State, t: Task) -> tuple[int, int]:
         """Where moved pod ``t`` goes: outside the gang's nodes if it can, then fewest gang slots lost, then
-        the smallest share of the node left over, then the lowest row; -1 when it fits nowhere."""
+        the smallest share of the node left over, then the lowest row; -1 when it fits nowhere. With the
+        gang slots it takes there (-1 too when it fits nowhere)."""
         info = self._pods.get(id(t))
         if info is None:
             cols = np.flatnonzero(t.request > 0)
@@ -356,18 +399,19 @@ class MovePlanner:
         cols, req, first, need, dest = info
         rows = np.flatnonzero((st.free[:, first] >= need) & dest)  # the column it needs most, first
         if not len(rows):
-            return -1
+            return -1, -1
         fr = st.free[rows]
         if len(cols) > 1:
             fit = (fr[:, cols] >= req - EPS).all(axis=1)
             rows, fr = rows[fit], fr[fit]
             if not len(rows):
-                return -1
+                return -1, -1
         after = np.floor((fr[:, self.cols] - t.request[self.cols] + EPS) / self.req[self.cols]).min(axis=1)
         ok = self.gang_ok[rows]
         lost = st.slots[rows] - np.where(ok, np.clip(after, 0, _MOST), 0)
         spare = ((fr[:, cols] - req) / req).sum(axis=1)
-        return int(rows[np.lexsort((rows, spare, lost, ok))[0]])
+        k = np.lexsort((rows, spare, lost, ok))[0]
+        return int(rows[k]), int(lost[k])
 
     # -- 1. the greedy --------------------------------------------------------------------------------
     def _step(self, st: _State, p: int) -> list[Unit] | None:
@@ -418,6 +462,7 @@ class MovePlanner:
         (cheapest first, within its surplus); its whole unit only when those cannot free all its pods
         here (moving whole frees no more here and costs all its work)."""
         cands = [u for u in self.at.get(p, ()) if self._may(st, u)]
+        paid = [u for u in self.relocs_at.get(p, ()) if self._may(st, u)] if st.paid else []
         singles: dict[int, list[Unit]] = {}
         for u in sorted(cands, key=lambda u: (u.cost, u.order)):
             if not u.whole:
@@ -437,7 +482,7 @@ class MovePlanner:
             if u.whole
             and count.get(u.job, 0) < sum(1 for t in u.pods if t.node == p and id(t) not in st.moved)
         ]
-        return sorted(out, key=lambda u: u.order)
+        return sorted(out + paid, key=lambda u: u.order)
 
     def _may_all(self, st: _State, units: list[Unit]) -> bool:
         """May ``units`` move together (each may, their pods of one job together, the job cap)?"""
@@ -445,7 +490,7 @@ class MovePlanner:
             return False
         by_job: dict[int, list[Task]] = {}
         for u in units:
-            if not u.whole:
+            if not u.whole and not u.paid:
                 by_job.setdefault(u.job, []).extend(u.pods)
         for j, pods in by_job.items():
             if len(pods) > 1 and not self.allowed(
@@ -494,7 +539,7 @@ class MovePlanner:
                 continue  # a step of a node changed since (its new step is in line), or no longer allowed
             trial = st.copy()
             self.budget.left -= 1
-            if not self._move(trial, units) or trial.total <= st.total:
+            if not self._move(trial, units, at=node) or trial.total <= st.total:
                 continue  # a moved pod has nowhere to go, or where they land costs what they free
             taken = [u for u in trial.taken if not any(u is x for x in st.taken)]  # with any chained
             exact = line.key(taken, trial.total - st.total)
@@ -534,20 +579,28 @@ class MovePlanner:
         """The reprieve (units given back, dearest first, while the gang still fits without them),
         then the gang's pods placed."""
         for u in sorted(st.taken, key=lambda u: (-u.cost, -len(u.pods), -u.order)):
-            again = self._give_back(st, u)
-            if again is not None:
-                st = again
+            if any(u is x for x in st.taken):
+                again = self._give_back(st, u)
+                if again is not None:
+                    st = again
         gang = self._place_gang(st)
         if gang is None:
             return None
         units = st.taken
-        return MovePlan(units, st.moves, gang, sum(u.cost for u in units), len({u.job for u in units}))
+        moves = st.moves + [  # the pods of jobs moved whole that restart where they run
+            (t, t.node) for u in units if u.whole for t in u.pods if id(t) not in st.moved
+        ]
+        return MovePlan(units, moves, gang, sum(u.cost for u in units), len({u.job for u in units}))
 
     def _give_back(self, st: _State, u: Unit) -> _State | None:
         """``st`` without moving ``u`` — its pods back where they run, the others where they landed —
         when every node still holds what it has and the gang still fits; else None."""
         back = st.copy()
         mine = {id(t) for t in u.pods}
+        if u.whole:  # its pods taken elsewhere go back too
+            back.paid.discard(u.job)
+            gone = [x for x in st.taken if x.paid and x.job == u.job]
+            mine |= {id(x.pods[0]) for x in gone}
         rows: set[int] = set()
         for t, r in st.moves:
             if id(t) in mine:
@@ -559,7 +612,7 @@ class MovePlanner:
                 return None  # another moved pod landed in the room this one would take back
         back.moves = [(t, r) for t, r in st.moves if id(t) not in mine]
         back.moved -= mine
-        back.taken = [x for x in st.taken if x is not u]
+        back.taken = [x for x in st.taken if x is not u and not (u.whole and x.paid and x.job == u.job)]
         back.jobs = {x.job for x in back.taken}
         self._touch(back, rows)
         return back if back.total >= len(self.gang) else None
