@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from corral.actions.common.bundles import CostModel, VictimJob
-from corral.actions.common.consolidate_plan import Budget, MovePlan, MovePlanner, Unit
+from corral.actions.common.consolidate_plan import Budget, MovePlan, MovePlanner, Pool, Unit
 from corral.actions.common.evict import VICTIM_STATES
 from corral.actions.common.gang_evict import needed_tasks
 from corral.actions.common.jobs import schedulable_jobs
@@ -72,6 +72,7 @@ _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 #: The uid suffix of a moved pod's stand-in (where the plan re-places it), which carries the
 #: nomination to its new node during the session.
 MOVED = "~moved"
+SLACK = 1.5
 
 
 @dataclass(frozen=True)
@@ -150,10 +151,12 @@ class ConsolidateAction(Action):
                 self.args.max_moved_jobs,
                 first,
                 budget,
+                shared,
             )
 
         first: dict[int, list[Unit] | None] = {}  # the nodes' first steps, shared by the planners
         budget = Budget(self.args.max_trials)
+        shared = Pool(units, free)
         plans = self.plans(session.gang_search_space(job, Purpose.EVICT), planner)
         for _, plan, domain in sorted(plans, key=lambda p: p[0]):
             if self.attempt(session, job, plan, domain, dest):
@@ -177,7 +180,7 @@ class ConsolidateAction(Action):
         best = math.inf
         for i in sorted(range(len(domains)), key=lambda i: (estimate[i], i))[: self.args.max_domains]:
             pl = planner(domains[i].mask)
-            if pl.budget.spent() or (math.isfinite(estimate[i]) and estimate[i] >= best):
+            if pl.budget.spent() or (math.isfinite(estimate[i]) and estimate[i] >= best * SLACK):
                 break  # no better plan expected further down
             plan = pl.plan()
             if plan is not None and plan.units:

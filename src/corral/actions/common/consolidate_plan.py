@@ -49,10 +49,17 @@ import numpy as np
 from corral.model import Task
 from corral.model.resources import EPS
 
-__all__ = ["Budget", "MovePlan", "MovePlanner", "Unit"]
+__all__ = ["Budget", "MovePlan", "MovePlanner", "Pool", "Unit"]
 
 #: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
 CHAIN = 32
+#: Deeper landing searches (:meth:`MovePlanner._room_deep`) per planner, at most.
+DEEP_CHAINS = 32
+#: Nodes a deeper landing search works out, at most (those of the least bound first).
+DEEP_ROWS = 16
+#: What a unit of a job not moving yet weighs in a node's step when the job cap binds (more than any
+#: work: the step adds fewest jobs first)
+_NEW_JOB = 1e9
 #: Slots counted per node at most (an unlimited resource would count infinitely many).
 _MOST = 1 << 20
 
@@ -124,6 +131,43 @@ class _State:
         )
 
 
+class Pool:
+    """What the planners of one decision share about ``units`` (whatever the domain): every unit by
+    node row (``at_all``) and what movable pods hold per row (``movable``), the least work per room
+    freed per row and column (``rates``, filled as asked), per job moved whole the rows of its pods
+    and those pods as :attr:`Unit.paid` units (``relocs``, and by row ``relocs_at``), and the units
+    of one pod, cheapest first (``singles``); the job index of each pod (``job_of``, by id)."""
+
+    def __init__(self, units: list[Unit], free: np.ndarray) -> None:
+        self.at_all: dict[int, list[Unit]] = {}
+        self.movable = np.zeros_like(free)
+        alone = set()
+        for u in units:
+            for r in sorted({t.node for t in u.pods}):
+                self.at_all.setdefault(r, []).append(u)
+            if not u.whole:
+                self.movable[u.pods[0].node] += u.pods[0].request
+                alone.add(id(u.pods[0]))
+        self.rates: dict[int, np.ndarray] = {}
+        self.paid_rows: dict[int, np.ndarray] = {}
+        self.relocs: dict[int, list[Unit]] = {}
+        self.relocs_at: dict[int, list[Unit]] = {}
+        order = len(units)
+        for u in units:
+            if not u.whole:
+                continue
+            self.paid_rows[u.job] = np.array(sorted({t.node for t in u.pods}), dtype=np.int64)
+            for t in u.pods:
+                if id(t) not in alone:
+                    self.movable[t.node] += t.request
+                paid = Unit([t], 0.0, u.job, False, order, True)
+                order += 1
+                self.relocs.setdefault(u.job, []).append(paid)
+                self.relocs_at.setdefault(t.node, []).append(paid)
+        self.singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
+        self.job_of = {id(t): u.job for u in units for t in u.pods}
+
+
 class MovePlanner:
     """Plans for one domain (:meth:`plan`). ``free``: future idle per node row (not modified);
     ``gang``: the waiting pods to place, in order; ``gang_ok``: rows where they may go; ``dest``:
@@ -143,6 +187,7 @@ class MovePlanner:
         max_jobs: int = -1,
         first: dict[int, list[Unit] | None] | None = None,
         budget: Budget | None = None,
+        pool: Pool | None = None,
     ) -> None:
         self.budget = budget or Budget()
         self.base = free
@@ -159,11 +204,14 @@ class MovePlanner:
         self.max_jobs = max_jobs
         self.units = [u for u in units if any(gang_ok[t.node] for t in u.pods)]
         self._pods: dict[int, tuple[Any, ...]] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
-        #: units of one pod, cheapest first: those that may make room for a pod with nowhere to go
-        self._singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
+        self.deep = False  # the deeper pass of :meth:`plan`
+        self.chains = DEEP_CHAINS  # its landing searches left
+        self.ceiling = math.inf  # the deeper pass stops once its moves cost this much
         self._spanning: list[tuple[Unit, int]] | None = None  # :meth:`spanning`
         self._bounds: dict[int, tuple[float, float]] = {}  # :meth:`bound`
         self.capped = False  # the job cap refused a unit
+        self.by_jobs = False  # the greedy ranks steps by the jobs they add (:meth:`_greedy`)
+        self._first_jobs: dict[int, list[Unit] | None] = {}  # :meth:`_first` for that ranking
         self._held_at: dict[tuple[int, int], np.ndarray] = {}  # :meth:`_held`
         self.at: dict[int, list[Unit]] = {}  # node row -> units with a pod there
         self.job_rows: dict[int, set[int]] = {}  # job index -> rows in ``at`` with a unit of it
@@ -171,17 +219,10 @@ class MovePlanner:
             for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
                 self.at.setdefault(r, []).append(u)
                 self.job_rows.setdefault(u.job, set()).add(r)
-        #: per job moved whole, its pods as :attr:`Unit.paid` units; and those by node row
-        self.relocs: dict[int, list[Unit]] = {}
-        self.relocs_at: dict[int, list[Unit]] = {}
-        order = len(units)
-        for u in units:
-            if u.whole:
-                for t in u.pods:
-                    paid = Unit([t], 0.0, u.job, False, order, True)
-                    order += 1
-                    self.relocs.setdefault(u.job, []).append(paid)
-                    self.relocs_at.setdefault(t.node, []).append(paid)
+        pool = pool if pool is not None else Pool(units, free)
+        self.at_all, self._movable, self._rates = pool.at_all, pool.movable, pool.rates
+        self._paid_rows, self.relocs, self.relocs_at = pool.paid_rows, pool.relocs, pool.relocs_at
+        self._singles, self._job_of = pool.singles, pool.job_of
 
     # -- slots -------------------------------------------------------------------------------------
     def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
@@ -334,12 +375,10 @@ class MovePlanner:
         pods.sort(key=lambda t: (-float((t.request[self.cols] / scale).sum()), t.node))
         for t in pods:
             row, lost = self._land(st, t)
-            if lost > 0 and chain:
-                other = self._make_room(st, t)
+            if lost != 0 and chain:
+                other = self._make_room(st, t, lost)
                 if other >= 0:
                     row = other
-            if row < 0 and chain:
-                row = self._make_room(st, t)
             if row < 0:
                 return False
             st.free[row] -= t.request
@@ -361,10 +400,21 @@ class MovePlanner:
                 out.add(r)
         return out
 
-    def _make_room(self, st: _State, t: Task) -> int:
-        """A node for moved pod ``t`` that has none: the cheapest single-pod unit (of the first
-        :data:`CHAIN` that could) whose pod, moved away to where it lands itself, leaves room for ``t``
-        where it was; that unit is moved in ``st``. The row, or -1."""
+    def _make_room(self, st: _State, t: Task, lost: int) -> int:
+        """A node for moved pod ``t`` that has none, or whose landing takes ``lost`` gang slots:
+        :meth:`_room_single`, or in the deeper pass :meth:`_room_deep`. The row, or -1."""
+        if not self.deep:
+            return self._room_single(st, t)
+        if self.chains <= 0:
+            return -1
+        self.chains -= 1
+        return self._room_deep(st, t, lost)
+
+    def _room_single(self, st: _State, t: Task) -> int:
+        """The cheapest single-pod unit (of the first :data:`CHAIN` that could; a pod of a job moving
+        whole first, which costs nothing more) whose pod, moved away to where it lands itself without
+        taking a gang slot, leaves room for ``t`` where it was; that unit is moved in ``st``. The row,
+        or -1."""
         cols = np.flatnonzero(t.request > 0)
         dest = self.dest(t)
         tried = 0
@@ -384,6 +434,95 @@ class MovePlanner:
             self._move(st, [u], chain=False, at=q)
             return q
         return -1
+
+    def _room_deep(self, st: _State, t: Task, lost: int) -> int:
+        """The
+        node where the cheapest set of units there (a covering knapsack, as a step's) whose pods each
+        land elsewhere without taking a gang slot leaves room for ``t`` — of the first :data:`CHAIN`
+        nodes by the cheapest unit there —, kept only when the gang then keeps more slots than by the
+        plain landing (all of them, when ``t`` has none); those units are moved in ``st``. The row,
+        or -1."""
+        c = self._chain_col(t)
+        need = float(t.request[c]) - EPS
+        rows = np.flatnonzero(
+            self.dest(t) & (st.free[:, c] < need) & (st.free[:, c] + self._movable[:, c] >= need)
+        )
+        rows = rows[rows != t.node]
+        lb = self._rate(c)[rows] * (need - st.free[rows, c])
+        for j in st.paid:  # a pod of a job moving whole moves for nothing more
+            lb[np.isin(rows, self._paid_rows[j])] = 0.0
+        best: tuple[float, int, list[Unit]] | None = None
+        for k in np.lexsort((rows, lb))[:DEEP_ROWS].tolist():
+            q = int(rows[k])
+            if best is not None and lb[k] >= best[0]:
+                break
+            got = self._room_at(st, t, q)
+            if got is not None and (best is None or got[0] < best[0]) and self._lands(st, got[1], q):
+                best = (got[0], q, got[1])
+        if best is None:
+            return -1
+        _, q, units = best
+        trial = st.copy()
+        if not self._move(trial, units, chain=False, at=q):
+            return -1
+        tc = np.flatnonzero(t.request > 0)
+        if not (trial.free[q, tc] >= t.request[tc] - EPS).all():
+            return -1
+        after = trial.free[q] - t.request
+        slots = 0
+        if self.gang_ok[q]:
+            n = min((after[k] + EPS) // r for k, r in self._colreq)
+            slots = int(min(max(n, 0.0), _MOST))
+        if trial.total - int(trial.slots[q]) + slots < (st.total - lost + 1 if lost > 0 else st.total):
+            return -1
+        st.free, st.slots, st.total, st.taken = trial.free, trial.slots, trial.total, trial.taken
+        st.moved, st.moves, st.jobs, st.paid = trial.moved, trial.moves, trial.jobs, trial.paid
+        return q
+
+    def _chain_col(self, t: Task) -> int:
+        cols = np.flatnonzero(t.request > 0)
+        return int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
+
+    def _rate(self, c: int) -> np.ndarray:
+        """Per node row, the least work per room freed in column ``c`` by a unit with pods there:
+        times the room lacking, a lower bound of what making room there costs (a pod of a job moving
+        whole costs nothing more: ``_paid_rows``)."""
+        got = self._rates.get(c)
+        if got is None:
+            got = self._rates[c] = np.full(len(self.base), math.inf)
+            for r, us in self.at_all.items():
+                for u in us:
+                    held = sum(float(t.request[c]) for t in u.pods if t.node == r)
+                    if held > 0:
+                        got[r] = min(got[r], u.cost / held)
+        return got
+
+    def _room_at(self, st: _State, t: Task, q: int) -> tuple[float, list[Unit]] | None:
+        """The cheapest units on node ``q`` whose leaving makes room for ``t`` there: (their work, the
+        units), or None."""
+        cols = self.cols
+        cands = self._here(st, q, self.at_all)
+        if not cands:
+            return None
+        req = t.request[cols]
+        lack = np.clip(req - st.free[q][cols], 0.0, None)
+        freed = [self._held(st, u, q) for u in cands]
+        picked = _cover([u.cost for u in cands], freed, lack, np.where(req > 0, req, math.inf))
+        if picked is None:
+            return None
+        units = [cands[i] for i in picked]
+        whole = {u.job for u in units if u.whole}
+        units = [u for u in units if u.whole or u.job not in whole]
+        if not self._may_all(st, units):
+            return None
+        return sum(u.cost for u in units), units
+
+    def _lands(self, st: _State, units: list[Unit], q: int) -> bool:
+        """Does each pod of ``units`` on node ``q`` land (alone, as things stand) where it takes no
+        gang slot?"""
+        return all(
+            self._land(st, v)[1] == 0 for u in units for v in u.pods if v.node == q and id(v) not in st.moved
+        )
 
     def _land(self, st: _State, t: Task) -> tuple[int, int]:
         """Where moved pod ``t`` goes: outside the gang's nodes if it can, then fewest gang slots lost, then
@@ -422,7 +561,10 @@ class MovePlanner:
         if not cands or not self.gang_ok[p] or (want - free <= EPS).all():
             return None
         freed = [self._held(st, u, p) for u in cands]
-        picked = _cover(cands, freed, want - free, self.req[self.cols])
+        weights = [u.cost for u in cands]
+        if self.by_jobs:  # a unit of a job not moving yet weighs more than any work
+            weights = [w + (_NEW_JOB if u.job not in st.jobs else 0.0) for u, w in zip(cands, weights)]
+        picked = _cover(weights, freed, want - free, self.req[self.cols])
         if picked is None:
             return None
         total = free + sum((freed[i] for i in picked), np.zeros(len(self.cols)))
@@ -457,11 +599,12 @@ class MovePlanner:
             self._held_at[key] = got
         return got
 
-    def _here(self, st: _State, p: int) -> list[Unit]:
+    def _here(self, st: _State, p: int, at: dict[int, list[Unit]] | None = None) -> list[Unit]:
         """The units a step on node ``p`` may take: per job, its pod units that may move together
         (cheapest first, within its surplus); its whole unit only when those cannot free all its pods
-        here (moving whole frees no more here and costs all its work)."""
-        cands = [u for u in self.at.get(p, ()) if self._may(st, u)]
+        here (moving whole frees no more here and costs all its work). ``at``: the units by node
+        (those on the gang's nodes by default)."""
+        cands = [u for u in (self.at if at is None else at).get(p, ()) if self._may(st, u)]
         paid = [u for u in self.relocs_at.get(p, ()) if self._may(st, u)] if st.paid else []
         singles: dict[int, list[Unit]] = {}
         for u in sorted(cands, key=lambda u: (u.cost, u.order)):
@@ -503,30 +646,43 @@ class MovePlanner:
         return False
 
     def _first(self, st: _State, p: int) -> list[Unit] | None:
-        """Node ``p``'s step before anything moves (``st`` fresh), from the shared cache."""
-        if p not in self.first:
-            self.first[p] = self._step(st, p)
-        return self.first[p]
+        """Node ``p``'s step before anything moves (``st`` fresh), from the shared cache (the job-cap
+        ranking's from its own)."""
+        first = self._first_jobs if self.by_jobs else self.first
+        if p not in first:
+            first[p] = self._step(st, p)
+        return first[p]
 
     def estimate(self, domains: list[np.ndarray]) -> list[float]:
         """Per domain (a node mask within ``gang_ok``): the work of opening the slots it lacks by the
         cheapest one-slot steps of its nodes, as things stand (0: the gang fits there already; inf: no
-        step opens enough) — the order in which :meth:`plan` is worth asking, domain by domain."""
+        step opens enough; a unit in several of those steps, a job moved whole, counted once) — the
+        order in which :meth:`plan` is worth asking, domain by domain."""
         st = self._fresh()
-        cost = {p: sum(u.cost for u in s) for p in self.at if (s := self._first(st, p)) is not None}
+        first = {p: s for p in self.at if (s := self._first(st, p)) is not None}
+        cost = {p: sum(u.cost for u in s) for p, s in first.items()}
         out = []
         for mask in domains:
             lack = len(self.gang) - int(st.slots[mask].sum())
             if lack <= 0:
                 out.append(0.0)
                 continue
-            steps = sorted(c for p, c in cost.items() if mask[p])
-            out.append(sum(steps[:lack]) if len(steps) >= lack else math.inf)
+            steps = sorted((c, p) for p, c in cost.items() if mask[p])
+            if len(steps) < lack:
+                out.append(math.inf)
+                continue
+            seen: set[int] = set()
+            total = 0.0
+            for _, p in steps[:lack]:
+                total += sum(u.cost for u in first[p] if u.order not in seen)
+                seen |= {u.order for u in first[p]}
+            out.append(total)
         return out
 
     def _greedy(self, by_jobs: bool = False) -> _State | None:
         """The greedy of the module doc; ``by_jobs``: rank steps
         by the jobs they add per slot first (when ``max_jobs`` binds), then by work."""
+        self.by_jobs = by_jobs
         line = _Line(self, self._fresh(), by_jobs)
         n = len(self.gang)
         while line.st.total < n:
@@ -547,6 +703,8 @@ class MovePlanner:
                 line.push(units, exact, node, ver)  # dearer than measured: its turn later
                 continue
             line.accept(trial, taken)
+            if self.deep and sum(u.cost for u in line.st.taken) >= self.ceiling:
+                return None  # no cheaper than the plan in hand
         return line.st
 
     # -- 2. the reprieve, 3. the gang ---------------------------------------------------------------
@@ -568,12 +726,26 @@ class MovePlanner:
 
     def plan(self) -> MovePlan | None:
         """The cheapest plan the search finds (None: none): the greedy, and — when the job cap stopped
-        it — the greedy that adds fewest jobs first; each with its reprieve."""
+        it — the greedy that adds fewest jobs first; each with its reprieve. Then the deeper pass:
+        the greedy again with the deeper landing search (:meth:`_room_deep`), stopped once its moves
+        cost what the best plan costs (and, when there is none and the cap stopped the greedy, the
+        greedy by jobs so too)."""
         found = [st for st in (self._greedy(),) if st is not None]
         if (len(found[0].jobs) >= self.max_jobs >= 0) if found else self.capped:
             found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
         plans = [p for p in (self._finish(st) for st in found) if p is not None]
-        return min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
+        best = min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
+        if best is not None and best.cost <= 0.0:
+            return best
+        self.deep, self.ceiling = True, best.cost if best is not None else math.inf
+        modes = [False] + ([True] if best is None and self.capped else [])
+        for by_jobs in modes:
+            st = self._greedy(by_jobs)
+            p = self._finish(st) if st is not None else None
+            if p is not None and (best is None or (p.cost, p.pods) < (best.cost, best.pods)):
+                best = p
+        self.deep = False
+        return best
 
     def _finish(self, st: _State) -> MovePlan | None:
         """The reprieve (units given back, dearest first, while the gang still fits without them),
@@ -593,8 +765,9 @@ class MovePlanner:
         return MovePlan(units, moves, gang, sum(u.cost for u in units), len({u.job for u in units}))
 
     def _give_back(self, st: _State, u: Unit) -> _State | None:
-        """``st`` without moving ``u`` — its pods back where they run, the others where they landed —
-        when every node still holds what it has and the gang still fits; else None."""
+        """``st`` without moving ``u`` — its pods back where they run, the others where they landed
+        (those that landed in the room it takes back landed again: :meth:`_reland`) — when every node
+        still holds what it has and the gang still fits; else None."""
         back = st.copy()
         mine = {id(t) for t in u.pods}
         if u.whole:  # its pods taken elsewhere go back too
@@ -607,15 +780,47 @@ class MovePlanner:
                 back.free[r] += t.request
                 back.free[t.node] -= t.request
                 rows |= {r, t.node}
-        for r in rows:
-            if (back.free[r] < -EPS).any():
-                return None  # another moved pod landed in the room this one would take back
         back.moves = [(t, r) for t, r in st.moves if id(t) not in mine]
         back.moved -= mine
         back.taken = [x for x in st.taken if x is not u and not (u.whole and x.paid and x.job == u.job)]
         back.jobs = {x.job for x in back.taken}
         self._touch(back, rows)
+        for r in sorted(rows):
+            if (back.free[r] < -EPS).any() and not self._reland(back, r):
+                return None  # other moved pods landed in the room this one takes back, for good
         return back if back.total >= len(self.gang) else None
+
+    def _reland(self, st: _State, r: int) -> bool:
+        """Make node ``r`` hold what it has again (``st`` in place): the pods that landed there, largest
+        first, back where they run when their job moves whole and the room there is free (they
+        restart in place), else where :meth:`_land` puts them (not ``r``), until it does. False when
+        it does not."""
+        scale = self.req[self.cols]
+        here = sorted(
+            (t for t, q in st.moves if q == r),
+            key=lambda t: (-float((t.request[self.cols] / scale).sum()), t.node),
+        )
+        for t in here:
+            st.moves = [(x, q) for x, q in st.moves if x is not t]
+            st.free[r] += t.request
+            self._touch(st, {r})
+            cols = np.flatnonzero(t.request > 0)
+            job = self._job_of.get(id(t))
+            if job in st.paid and (st.free[t.node, cols] >= t.request[cols] - EPS).all():
+                st.free[t.node] -= t.request
+                st.moved.discard(id(t))
+                st.taken = [x for x in st.taken if not (x.paid and x.pods[0] is t)]
+                self._touch(st, {t.node})
+            else:
+                row, _ = self._land(st, t)
+                if row < 0 or row == r:
+                    return False
+                st.free[row] -= t.request
+                st.moves.append((t, row))
+                self._touch(st, {row})
+            if not (st.free[r] < -EPS).any():
+                return True
+        return False
 
 
 class _Line:
@@ -637,7 +842,7 @@ class _Line:
         for p in sorted(planner.at):
             cheap = planner.bound(p)
             self.nodes.append(
-                ((planner.bound(p, True), cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p)
+                ((planner.bound(p, True), -math.inf, cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p)
             )
         heapq.heapify(self.nodes)
         for u, gain in planner.spanning():
@@ -652,7 +857,9 @@ class _Line:
         pods = sum(len(u.pods) for u in units) / g
         first = min(u.order for u in units)
         if self.by_jobs:
-            return (len({u.job for u in units} - self.st.jobs) / g, cost, pods, first)
+            new = {u.job for u in units} - self.st.jobs
+            spread = sum(len(self.pl.job_rows.get(j, ())) for j in new)
+            return (len(new) / g, -spread / g, cost, pods, first)
         return (cost, pods, first)
 
     def push(self, units: list[Unit], key: tuple[float, ...], node: int = -1, ver: int | None = None) -> None:
@@ -691,7 +898,7 @@ class _Line:
             for j in sorted(trial.jobs - self.st.jobs):
                 for p in sorted(pl.job_rows.get(j, ())):
                     if p not in self.expanded:
-                        heapq.heappush(self.nodes, ((0.0, pl.bound(p), 0.0, -1), p, p))
+                        heapq.heappush(self.nodes, ((0.0, -math.inf, pl.bound(p), 0.0, -1), p, p))
         self.st = trial
         self.changed |= touched
         for r in touched:
@@ -700,7 +907,9 @@ class _Line:
             self._expand(p)
 
 
-def _cover(cands: list[Unit], freed: list[np.ndarray], lack: np.ndarray, req: np.ndarray) -> list[int] | None:
+def _cover(
+    weights: list[float], freed: list[np.ndarray], lack: np.ndarray, req: np.ndarray
+) -> list[int] | None:
     """The cheapest of ``cands`` (by index) whose ``freed`` room covers ``lack`` in the column that
     lacks most (relative to ``req``): a covering knapsack in eighths of a slot, exact over the
     candidates; ties to fewer units. None when all of them do not cover it."""
@@ -708,13 +917,13 @@ def _cover(cands: list[Unit], freed: list[np.ndarray], lack: np.ndarray, req: np
     unit = req[c]
     need = math.ceil((lack[c] - EPS) / unit * 8)
     best: dict[int, tuple[float, list[int]]] = {0: (0.0, [])}
-    for i, u in enumerate(cands):
+    for i, w in enumerate(weights):
         a = int((freed[i][c] + EPS) / unit * 8)
         if a <= 0:
             continue
         for have, (cost, items) in list(best.items()):
             got = min(have + a, need)
-            new = (cost + u.cost, items + [i])
+            new = (cost + w, items + [i])
             old = best.get(got)
             if old is None or (new[0], len(new[1])) < (old[0], len(old[1])):
                 best[got] = new
