@@ -52,11 +52,13 @@ from corral.model.resources import EPS
 __all__ = ["Budget", "MovePlan", "MovePlanner", "Pool", "Unit"]
 
 #: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
-CHAIN = 32
+CHAIN = 16
 #: Deeper landing searches (:meth:`MovePlanner._room_deep`) per planner, at most.
-DEEP_CHAINS = 32
+DEEP_CHAINS = 16
 #: Nodes a deeper landing search works out, at most (those of the least bound first).
-DEEP_ROWS = 16
+DEEP_ROWS = 12
+#: The deeper pass's move sets, at most, as a multiple of those the first passes spent.
+DEEP_SHARE = 1
 #: What a unit of a job not moving yet weighs in a node's step when the job cap binds (more than any
 #: work: the step adds fewest jobs first)
 _NEW_JOB = 1e9
@@ -206,6 +208,7 @@ class MovePlanner:
         self._pods: dict[int, tuple[Any, ...]] = {}  # id(pod) -> what landing it needs (:meth:`_land`)
         self.deep = False  # the deeper pass of :meth:`plan`
         self.chains = DEEP_CHAINS  # its landing searches left
+        self.rooms = 0  # landings the greedy sought room for (none: the deeper pass changes nothing)
         self.ceiling = math.inf  # the deeper pass stops once its moves cost this much
         self._spanning: list[tuple[Unit, int]] | None = None  # :meth:`spanning`
         self._bounds: dict[int, tuple[float, float]] = {}  # :meth:`bound`
@@ -404,7 +407,9 @@ class MovePlanner:
         """A node for moved pod ``t`` that has none, or whose landing takes ``lost`` gang slots:
         :meth:`_room_single`, or in the deeper pass :meth:`_room_deep`. The row, or -1."""
         if not self.deep:
-            return self._room_single(st, t)
+            row = self._room_single(st, t)
+            self.rooms += 1
+            return row
         if self.chains <= 0:
             return -1
         self.chains -= 1
@@ -534,8 +539,16 @@ class MovePlanner:
             first = int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
             dest = self.dest(t).copy()
             dest[t.node] = False
-            info = self._pods[id(t)] = (cols, t.request[cols], first, float(t.request[first]) - EPS, dest)
-        cols, req, first, need, dest = info
+            mine = (t.request[self.cols] - EPS) / self.req[self.cols]
+            info = self._pods[id(t)] = (
+                cols,
+                t.request[cols],
+                first,
+                float(t.request[first]) - EPS,
+                dest,
+                mine,
+            )
+        cols, req, first, need, dest, mine = info
         rows = np.flatnonzero((st.free[:, first] >= need) & dest)  # the column it needs most, first
         if not len(rows):
             return -1, -1
@@ -545,7 +558,7 @@ class MovePlanner:
             rows, fr = rows[fit], fr[fit]
             if not len(rows):
                 return -1, -1
-        after = np.floor((fr[:, self.cols] - t.request[self.cols] + EPS) / self.req[self.cols]).min(axis=1)
+        after = np.floor(fr[:, self.cols] / self.req[self.cols] - mine).min(axis=1)
         ok = self.gang_ok[rows]
         lost = st.slots[rows] - np.where(ok, np.clip(after, 0, _MOST), 0)
         spare = ((fr[:, cols] - req) / req).sum(axis=1)
@@ -689,22 +702,23 @@ class MovePlanner:
             got = line.next()
             if got is None or self.budget.spent():
                 return None
-            units, node, ver = got
+            units, node, ver, trial = got
             st = line.st
-            if (node >= 0 and line.version.get(node, 0) != ver) or not self._may_all(st, units):
-                continue  # a step of a node changed since (its new step is in line), or no longer allowed
-            trial = st.copy()
-            self.budget.left -= 1
-            if not self._move(trial, units, at=node) or trial.total <= st.total:
-                continue  # a moved pod has nowhere to go, or where they land costs what they free
+            if trial is None:  # (a step measured since the last taken is taken as measured)
+                if (node >= 0 and line.version.get(node, 0) != ver) or not self._may_all(st, units):
+                    continue  # a step of a node changed since (its new step is in line), or not allowed
+                trial = st.copy()
+                self.budget.left -= 1
+                if not self._move(trial, units, at=node) or trial.total <= st.total:
+                    continue  # a moved pod has nowhere to go, or where they land costs what they free
             taken = [u for u in trial.taken if not any(u is x for x in st.taken)]  # with any chained
             exact = line.key(taken, trial.total - st.total)
             if line.ahead(exact):
-                line.push(units, exact, node, ver)  # dearer than measured: its turn later
+                line.push(units, exact, node, ver, (trial, line.gen))  # dearer than measured: later
                 continue
             line.accept(trial, taken)
-            if self.deep and sum(u.cost for u in line.st.taken) >= self.ceiling:
-                return None  # no cheaper than the plan in hand
+            if self.deep and sum(u.cost for u in line.st.taken) + line.floor() >= self.ceiling:
+                return None  # no cheaper than the plan in hand, as far as can be told
         return line.st
 
     # -- 2. the reprieve, 3. the gang ---------------------------------------------------------------
@@ -730,13 +744,16 @@ class MovePlanner:
         the greedy again with the deeper landing search (:meth:`_room_deep`), stopped once its moves
         cost what the best plan costs (and, when there is none and the cap stopped the greedy, the
         greedy by jobs so too)."""
+        start = self.budget.left
         found = [st for st in (self._greedy(),) if st is not None]
         if (len(found[0].jobs) >= self.max_jobs >= 0) if found else self.capped:
             found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
         plans = [p for p in (self._finish(st) for st in found) if p is not None]
         best = min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
-        if best is not None and best.cost <= 0.0:
-            return best
+        if (best is not None and best.cost <= 0.0) or not self.rooms:
+            return best  # nothing cheaper, or no landing that the deeper search could change
+        shared = self.budget
+        self.budget = Budget(min(shared.left, int((start - shared.left) * DEEP_SHARE)))
         self.deep, self.ceiling = True, best.cost if best is not None else math.inf
         modes = [False] + ([True] if best is None and self.capped else [])
         for by_jobs in modes:
@@ -744,7 +761,8 @@ class MovePlanner:
             p = self._finish(st) if st is not None else None
             if p is not None and (best is None or (p.cost, p.pods) < (best.cost, best.pods)):
                 best = p
-        self.deep = False
+        shared.left -= min(shared.left, int((start - shared.left) * DEEP_SHARE)) - self.budget.left
+        self.deep, self.budget = False, shared
         return best
 
     def _finish(self, st: _State) -> MovePlan | None:
@@ -831,7 +849,8 @@ class _Line:
 
     def __init__(self, planner: MovePlanner, st: _State, by_jobs: bool) -> None:
         self.pl, self.st, self.by_jobs = planner, st, by_jobs
-        self.heap: list[tuple[tuple[float, ...], int, list[Unit], int, int]] = []
+        self.heap: list[tuple[tuple[float, ...], int, list[Unit], int, int, Any]] = []
+        self.gen = 0  # steps taken: a step measured at the same count needs no measuring again
         self.seq = 0
         self.version: dict[int, int] = {}
         self.expanded: set[int] = set()  # rows whose step has been worked out
@@ -862,17 +881,35 @@ class _Line:
             return (len(new) / g, -spread / g, cost, pods, first)
         return (cost, pods, first)
 
-    def push(self, units: list[Unit], key: tuple[float, ...], node: int = -1, ver: int | None = None) -> None:
+    def floor(self) -> float:
+        """What the slots still lacking cost at the rate of the cheapest step in line (an estimate:
+        a later step may cost less than the line shows)."""
+        lack = len(self.pl.gang) - self.st.total
+        if lack <= 0 or self.by_jobs:
+            return 0.0
+        heads = [q[0][0][0] for q in (self.heap, self.nodes) if q]
+        return lack * min(heads, default=0.0)
+
+    def push(
+        self,
+        units: list[Unit],
+        key: tuple[float, ...],
+        node: int = -1,
+        ver: int | None = None,
+        measured: tuple[_State, int] | None = None,
+    ) -> None:
+        """Put a step in line; ``measured``: the state it gives and :attr:`gen` when it was measured."""
         v = self.version.get(node, 0) if ver is None else ver
-        heapq.heappush(self.heap, (key, self.seq, units, node, v))
+        heapq.heappush(self.heap, (key, self.seq, units, node, v, measured))
         self.seq += 1
 
     def ahead(self, key: tuple[float, ...]) -> bool:
         """Is something in line (or a node not worked out yet) cheaper than ``key``?"""
         return bool(self.heap and key > self.heap[0][0]) or bool(self.nodes and key > self.nodes[0][0])
 
-    def next(self) -> tuple[list[Unit], int, int] | None:
-        """The cheapest step in line (units, node or -1, its node's version), or None."""
+    def next(self) -> tuple[list[Unit], int, int, _State | None] | None:
+        """The cheapest step in line (units, node or -1, its node's version, the state it gives when
+        measured since the last step taken), or None."""
         heap, nodes = self.heap, self.nodes
         while nodes and (not heap or nodes[0][0] < heap[0][0]):
             _, _, p = heapq.heappop(nodes)
@@ -880,8 +917,8 @@ class _Line:
                 self._expand(p)
         if not heap:
             return None
-        _, _, units, node, ver = heapq.heappop(heap)
-        return units, node, ver
+        _, _, units, node, ver, measured = heapq.heappop(heap)
+        return units, node, ver, measured[0] if measured is not None and measured[1] == self.gen else None
 
     def _expand(self, p: int) -> None:
         self.expanded.add(p)
@@ -900,6 +937,7 @@ class _Line:
                     if p not in self.expanded:
                         heapq.heappush(self.nodes, ((0.0, -math.inf, pl.bound(p), 0.0, -1), p, p))
         self.st = trial
+        self.gen += 1
         self.changed |= touched
         for r in touched:
             self.version[r] = self.version.get(r, 0) + 1
