@@ -38,47 +38,33 @@ The plan is an estimate over capacity columns; the caller's dry run through a St
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from corral.actions.common.consolidate_landing import (
+    _MOST,
+    DEEP_CHAINS,
+    DEEP_SHARE,
+    Budget,
+    Landing,
+    Pool,
+    Unit,
+    _cover,
+)
+from corral.actions.common.consolidate_landing import State as _State
+from corral.actions.common.consolidate_line import Line
 from corral.model import Task
 from corral.model.resources import EPS
 
 __all__ = ["Budget", "MovePlan", "MovePlanner", "Pool", "Unit"]
 
-#: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
-CHAIN = 16
-#: Deeper landing searches (:meth:`MovePlanner._room_deep`) per planner, at most.
-DEEP_CHAINS = 16
-#: Nodes a deeper landing search works out, at most (those of the least bound first).
-DEEP_ROWS = 12
-#: The deeper pass's move sets, at most, as a multiple of those the first passes spent.
-DEEP_SHARE = 1
 #: What a unit of a job not moving yet weighs in a node's step when the job cap binds (more than any
 #: work: the step adds fewest jobs first)
 _NEW_JOB = 1e9
-#: Slots counted per node at most (an unlimited resource would count infinitely many).
-_MOST = 1 << 20
-
-
-@dataclass
-class Unit:
-    """Pods that move together (see the module docstring); ``job``: the index of their job, ``whole``:
-    every running pod of it; ``order``: ties between equal rates (the victim order)."""
-
-    pods: list[Task]
-    cost: float
-    job: int
-    whole: bool
-    order: int
-    #: one pod of a job that moves whole already, taken to another node: its work is lost with the
-    #: job's, so it costs nothing more (the job's pods not taken so restart where they run)
-    paid: bool = False
 
 
 @dataclass
@@ -97,80 +83,7 @@ class MovePlan:
         return len(self.moves)
 
 
-@dataclass
-class Budget:
-    """The per-decision search budget: steps tried (a moved set evaluated with its pods landed). When
-    it is spent the greedy stops (no plan, or the best so far), so a decision's time is bounded; a
-    count, not a clock, so the same input gives the same decisions."""
-
-    left: int = 1 << 30
-
-    def spent(self) -> bool:
-        return self.left <= 0
-
-
-@dataclass
-class _State:
-    free: np.ndarray
-    slots: np.ndarray
-    total: int
-    taken: list[Unit] = field(default_factory=list)
-    moved: set[int] = field(default_factory=set)  # ids of the pods moved
-    moves: list[tuple[Task, int]] = field(default_factory=list)
-    jobs: set[int] = field(default_factory=set)
-    paid: set[int] = field(default_factory=set)  # jobs that move whole
-
-    def copy(self) -> _State:
-        return _State(
-            self.free.copy(),
-            self.slots.copy(),
-            self.total,
-            list(self.taken),
-            set(self.moved),
-            list(self.moves),
-            set(self.jobs),
-            set(self.paid),
-        )
-
-
-class Pool:
-    """What the planners of one decision share about ``units`` (whatever the domain): every unit by
-    node row (``at_all``) and what movable pods hold per row (``movable``), the least work per room
-    freed per row and column (``rates``, filled as asked), per job moved whole the rows of its pods
-    and those pods as :attr:`Unit.paid` units (``relocs``, and by row ``relocs_at``), and the units
-    of one pod, cheapest first (``singles``); the job index of each pod (``job_of``, by id)."""
-
-    def __init__(self, units: list[Unit], free: np.ndarray) -> None:
-        self.at_all: dict[int, list[Unit]] = {}
-        self.movable = np.zeros_like(free)
-        alone = set()
-        for u in units:
-            for r in sorted({t.node for t in u.pods}):
-                self.at_all.setdefault(r, []).append(u)
-            if not u.whole:
-                self.movable[u.pods[0].node] += u.pods[0].request
-                alone.add(id(u.pods[0]))
-        self.rates: dict[int, np.ndarray] = {}
-        self.paid_rows: dict[int, np.ndarray] = {}
-        self.relocs: dict[int, list[Unit]] = {}
-        self.relocs_at: dict[int, list[Unit]] = {}
-        order = len(units)
-        for u in units:
-            if not u.whole:
-                continue
-            self.paid_rows[u.job] = np.array(sorted({t.node for t in u.pods}), dtype=np.int64)
-            for t in u.pods:
-                if id(t) not in alone:
-                    self.movable[t.node] += t.request
-                paid = Unit([t], 0.0, u.job, False, order, True)
-                order += 1
-                self.relocs.setdefault(u.job, []).append(paid)
-                self.relocs_at.setdefault(t.node, []).append(paid)
-        self.singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
-        self.job_of = {id(t): u.job for u in units for t in u.pods}
-
-
-class MovePlanner:
+class MovePlanner(Landing):
     """Plans for one domain (:meth:`plan`). ``free``: future idle per node row (not modified);
     ``gang``: the waiting pods to place, in order; ``gang_ok``: rows where they may go; ``dest``:
     a movable pod's allowed rows (its predicates, live nodes); ``units``: what may move;
@@ -225,7 +138,7 @@ class MovePlanner:
         pool = pool if pool is not None else Pool(units, free)
         self.at_all, self._movable, self._rates = pool.at_all, pool.movable, pool.rates
         self._paid_rows, self.relocs, self.relocs_at = pool.paid_rows, pool.relocs, pool.relocs_at
-        self._singles, self._job_of = pool.singles, pool.job_of
+        self._singles = pool.singles
 
     # -- slots -------------------------------------------------------------------------------------
     def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
@@ -403,168 +316,6 @@ class MovePlanner:
                 out.add(r)
         return out
 
-    def _make_room(self, st: _State, t: Task, lost: int) -> int:
-        """A node for moved pod ``t`` that has none, or whose landing takes ``lost`` gang slots:
-        :meth:`_room_single`, or in the deeper pass :meth:`_room_deep`. The row, or -1."""
-        if not self.deep:
-            row = self._room_single(st, t)
-            self.rooms += 1
-            return row
-        if self.chains <= 0:
-            return -1
-        self.chains -= 1
-        return self._room_deep(st, t, lost)
-
-    def _room_single(self, st: _State, t: Task) -> int:
-        """The cheapest single-pod unit (of the first :data:`CHAIN` that could; a pod of a job moving
-        whole first, which costs nothing more) whose pod, moved away to where it lands itself without
-        taking a gang slot, leaves room for ``t`` where it was; that unit is moved in ``st``. The row,
-        or -1."""
-        cols = np.flatnonzero(t.request > 0)
-        dest = self.dest(t)
-        tried = 0
-        paid = [r for j in sorted(st.paid) for r in self.relocs.get(j, ())]
-        for u in paid + self._singles:
-            v = u.pods[0]
-            q = v.node
-            if q == t.node or id(v) in st.moved or not dest[q]:
-                continue
-            if not ((st.free[q, cols] + v.request[cols]) >= t.request[cols] - EPS).all():
-                continue
-            tried += 1
-            if tried > CHAIN:
-                break
-            if not self._may_all(st, [u]) or self._land(st, v)[1] != 0:
-                continue
-            self._move(st, [u], chain=False, at=q)
-            return q
-        return -1
-
-    def _room_deep(self, st: _State, t: Task, lost: int) -> int:
-        """The
-        node where the cheapest set of units there (a covering knapsack, as a step's) whose pods each
-        land elsewhere without taking a gang slot leaves room for ``t`` — of the first :data:`CHAIN`
-        nodes by the cheapest unit there —, kept only when the gang then keeps more slots than by the
-        plain landing (all of them, when ``t`` has none); those units are moved in ``st``. The row,
-        or -1."""
-        c = self._chain_col(t)
-        need = float(t.request[c]) - EPS
-        rows = np.flatnonzero(
-            self.dest(t) & (st.free[:, c] < need) & (st.free[:, c] + self._movable[:, c] >= need)
-        )
-        rows = rows[rows != t.node]
-        lb = self._rate(c)[rows] * (need - st.free[rows, c])
-        for j in st.paid:  # a pod of a job moving whole moves for nothing more
-            lb[np.isin(rows, self._paid_rows[j])] = 0.0
-        best: tuple[float, int, list[Unit]] | None = None
-        for k in np.lexsort((rows, lb))[:DEEP_ROWS].tolist():
-            q = int(rows[k])
-            if best is not None and lb[k] >= best[0]:
-                break
-            got = self._room_at(st, t, q)
-            if got is not None and (best is None or got[0] < best[0]) and self._lands(st, got[1], q):
-                best = (got[0], q, got[1])
-        if best is None:
-            return -1
-        _, q, units = best
-        trial = st.copy()
-        if not self._move(trial, units, chain=False, at=q):
-            return -1
-        tc = np.flatnonzero(t.request > 0)
-        if not (trial.free[q, tc] >= t.request[tc] - EPS).all():
-            return -1
-        after = trial.free[q] - t.request
-        slots = 0
-        if self.gang_ok[q]:
-            n = min((after[k] + EPS) // r for k, r in self._colreq)
-            slots = int(min(max(n, 0.0), _MOST))
-        if trial.total - int(trial.slots[q]) + slots < (st.total - lost + 1 if lost > 0 else st.total):
-            return -1
-        st.free, st.slots, st.total, st.taken = trial.free, trial.slots, trial.total, trial.taken
-        st.moved, st.moves, st.jobs, st.paid = trial.moved, trial.moves, trial.jobs, trial.paid
-        return q
-
-    def _chain_col(self, t: Task) -> int:
-        cols = np.flatnonzero(t.request > 0)
-        return int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
-
-    def _rate(self, c: int) -> np.ndarray:
-        """Per node row, the least work per room freed in column ``c`` by a unit with pods there:
-        times the room lacking, a lower bound of what making room there costs (a pod of a job moving
-        whole costs nothing more: ``_paid_rows``)."""
-        got = self._rates.get(c)
-        if got is None:
-            got = self._rates[c] = np.full(len(self.base), math.inf)
-            for r, us in self.at_all.items():
-                for u in us:
-                    held = sum(float(t.request[c]) for t in u.pods if t.node == r)
-                    if held > 0:
-                        got[r] = min(got[r], u.cost / held)
-        return got
-
-    def _room_at(self, st: _State, t: Task, q: int) -> tuple[float, list[Unit]] | None:
-        """The cheapest units on node ``q`` whose leaving makes room for ``t`` there: (their work, the
-        units), or None."""
-        cols = self.cols
-        cands = self._here(st, q, self.at_all)
-        if not cands:
-            return None
-        req = t.request[cols]
-        lack = np.clip(req - st.free[q][cols], 0.0, None)
-        freed = [self._held(st, u, q) for u in cands]
-        picked = _cover([u.cost for u in cands], freed, lack, np.where(req > 0, req, math.inf))
-        if picked is None:
-            return None
-        units = [cands[i] for i in picked]
-        whole = {u.job for u in units if u.whole}
-        units = [u for u in units if u.whole or u.job not in whole]
-        if not self._may_all(st, units):
-            return None
-        return sum(u.cost for u in units), units
-
-    def _lands(self, st: _State, units: list[Unit], q: int) -> bool:
-        """Does each pod of ``units`` on node ``q`` land (alone, as things stand) where it takes no
-        gang slot?"""
-        return all(
-            self._land(st, v)[1] == 0 for u in units for v in u.pods if v.node == q and id(v) not in st.moved
-        )
-
-    def _land(self, st: _State, t: Task) -> tuple[int, int]:
-        """Where moved pod ``t`` goes: outside the gang's nodes if it can, then fewest gang slots lost, then
-        the smallest share of the node left over, then the lowest row; -1 when it fits nowhere. With the
-        gang slots it takes there (-1 too when it fits nowhere)."""
-        info = self._pods.get(id(t))
-        if info is None:
-            cols = np.flatnonzero(t.request > 0)
-            first = int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
-            dest = self.dest(t).copy()
-            dest[t.node] = False
-            mine = (t.request[self.cols] - EPS) / self.req[self.cols]
-            info = self._pods[id(t)] = (
-                cols,
-                t.request[cols],
-                first,
-                float(t.request[first]) - EPS,
-                dest,
-                mine,
-            )
-        cols, req, first, need, dest, mine = info
-        rows = np.flatnonzero((st.free[:, first] >= need) & dest)  # the column it needs most, first
-        if not len(rows):
-            return -1, -1
-        fr = st.free[rows]
-        if len(cols) > 1:
-            fit = (fr[:, cols] >= req - EPS).all(axis=1)
-            rows, fr = rows[fit], fr[fit]
-            if not len(rows):
-                return -1, -1
-        after = np.floor(fr[:, self.cols] / self.req[self.cols] - mine).min(axis=1)
-        ok = self.gang_ok[rows]
-        lost = st.slots[rows] - np.where(ok, np.clip(after, 0, _MOST), 0)
-        spare = ((fr[:, cols] - req) / req).sum(axis=1)
-        k = np.lexsort((rows, spare, lost, ok))[0]
-        return int(rows[k]), int(lost[k])
-
     # -- 1. the greedy --------------------------------------------------------------------------------
     def _step(self, st: _State, p: int) -> list[Unit] | None:
         """The cheapest units on node ``p`` that together open one more slot there (module doc)."""
@@ -696,7 +447,7 @@ class MovePlanner:
         """The greedy of the module doc; ``by_jobs``: rank steps
         by the jobs they add per slot first (when ``max_jobs`` binds), then by work."""
         self.by_jobs = by_jobs
-        line = _Line(self, self._fresh(), by_jobs)
+        line = Line(self, self._fresh(), by_jobs)
         n = len(self.gang)
         while line.st.total < n:
             got = line.next()
@@ -783,9 +534,8 @@ class MovePlanner:
         return MovePlan(units, moves, gang, sum(u.cost for u in units), len({u.job for u in units}))
 
     def _give_back(self, st: _State, u: Unit) -> _State | None:
-        """``st`` without moving ``u`` — its pods back where they run, the others where they landed
-        (those that landed in the room it takes back landed again: :meth:`_reland`) — when every node
-        still holds what it has and the gang still fits; else None."""
+        """``st`` without moving ``u`` — its pods back where they run, the others where they landed —
+        when every node still holds what it has and the gang still fits; else None."""
         back = st.copy()
         mine = {id(t) for t in u.pods}
         if u.whole:  # its pods taken elsewhere go back too
@@ -802,167 +552,8 @@ class MovePlanner:
         back.moved -= mine
         back.taken = [x for x in st.taken if x is not u and not (u.whole and x.paid and x.job == u.job)]
         back.jobs = {x.job for x in back.taken}
+        for r in rows:
+            if (back.free[r] < -EPS).any():
+                return None  # another moved pod landed in the room this one would take back
         self._touch(back, rows)
-        for r in sorted(rows):
-            if (back.free[r] < -EPS).any() and not self._reland(back, r):
-                return None  # other moved pods landed in the room this one takes back, for good
         return back if back.total >= len(self.gang) else None
-
-    def _reland(self, st: _State, r: int) -> bool:
-        """Make node ``r`` hold what it has again (``st`` in place): the pods that landed there, largest
-        first, back where they run when their job moves whole and the room there is free (they
-        restart in place), else where :meth:`_land` puts them (not ``r``), until it does. False when
-        it does not."""
-        scale = self.req[self.cols]
-        here = sorted(
-            (t for t, q in st.moves if q == r),
-            key=lambda t: (-float((t.request[self.cols] / scale).sum()), t.node),
-        )
-        for t in here:
-            st.moves = [(x, q) for x, q in st.moves if x is not t]
-            st.free[r] += t.request
-            self._touch(st, {r})
-            cols = np.flatnonzero(t.request > 0)
-            job = self._job_of.get(id(t))
-            if job in st.paid and (st.free[t.node, cols] >= t.request[cols] - EPS).all():
-                st.free[t.node] -= t.request
-                st.moved.discard(id(t))
-                st.taken = [x for x in st.taken if not (x.paid and x.pods[0] is t)]
-                self._touch(st, {t.node})
-            else:
-                row, _ = self._land(st, t)
-                if row < 0 or row == r:
-                    return False
-                st.free[row] -= t.request
-                st.moves.append((t, row))
-                self._touch(st, {row})
-            if not (st.free[r] < -EPS).any():
-                return True
-        return False
-
-
-class _Line:
-    """The steps in line for :meth:`MovePlanner._greedy`, cheapest per slot first (a lazy greedy): a
-    node's step is worked out only when its lower bound (:meth:`MovePlanner.bound`) could beat what is
-    in line, and again whenever the greedy changes the node (``version``: older steps of it are
-    stale); each job moved whole across nodes whose leaving opens a slot is in line from the start."""
-
-    def __init__(self, planner: MovePlanner, st: _State, by_jobs: bool) -> None:
-        self.pl, self.st, self.by_jobs = planner, st, by_jobs
-        self.heap: list[tuple[tuple[float, ...], int, list[Unit], int, int, Any]] = []
-        self.gen = 0  # steps taken: a step measured at the same count needs no measuring again
-        self.seq = 0
-        self.version: dict[int, int] = {}
-        self.expanded: set[int] = set()  # rows whose step has been worked out
-        self.changed: set[int] = set()  # rows the greedy changed: their first steps are stale
-        self.nodes: list[tuple[tuple[float, ...], int, int]] = []
-        # by_jobs: a node's step goes in line as adding at least one job per slot (:meth:`_expand`)
-        # until a job with a unit on the node moves (:meth:`accept` puts the node in line again at 0)
-        for p in sorted(planner.at):
-            cheap = planner.bound(p)
-            self.nodes.append(
-                ((planner.bound(p, True), -math.inf, cheap, 0.0, -1) if by_jobs else (cheap, 0.0, -1), p, p)
-            )
-        heapq.heapify(self.nodes)
-        for u, gain in planner.spanning():
-            if planner._may(st, u):
-                self.push([u], self.key([u], gain))
-
-    def key(self, units: list[Unit], gain: int) -> tuple[float, ...]:
-        """Work (then pods) per slot, the slots counted up to those still lacking; ``by_jobs``: the
-        jobs it adds per slot first."""
-        g = max(min(gain, len(self.pl.gang) - self.st.total), 1)
-        cost = sum(u.cost for u in units) / g
-        pods = sum(len(u.pods) for u in units) / g
-        first = min(u.order for u in units)
-        if self.by_jobs:
-            new = {u.job for u in units} - self.st.jobs
-            spread = sum(len(self.pl.job_rows.get(j, ())) for j in new)
-            return (len(new) / g, -spread / g, cost, pods, first)
-        return (cost, pods, first)
-
-    def floor(self) -> float:
-        """What the slots still lacking cost at the rate of the cheapest step in line (an estimate:
-        a later step may cost less than the line shows)."""
-        lack = len(self.pl.gang) - self.st.total
-        if lack <= 0 or self.by_jobs:
-            return 0.0
-        heads = [q[0][0][0] for q in (self.heap, self.nodes) if q]
-        return lack * min(heads, default=0.0)
-
-    def push(
-        self,
-        units: list[Unit],
-        key: tuple[float, ...],
-        node: int = -1,
-        ver: int | None = None,
-        measured: tuple[_State, int] | None = None,
-    ) -> None:
-        """Put a step in line; ``measured``: the state it gives and :attr:`gen` when it was measured."""
-        v = self.version.get(node, 0) if ver is None else ver
-        heapq.heappush(self.heap, (key, self.seq, units, node, v, measured))
-        self.seq += 1
-
-    def ahead(self, key: tuple[float, ...]) -> bool:
-        """Is something in line (or a node not worked out yet) cheaper than ``key``?"""
-        return bool(self.heap and key > self.heap[0][0]) or bool(self.nodes and key > self.nodes[0][0])
-
-    def next(self) -> tuple[list[Unit], int, int, _State | None] | None:
-        """The cheapest step in line (units, node or -1, its node's version, the state it gives when
-        measured since the last step taken), or None."""
-        heap, nodes = self.heap, self.nodes
-        while nodes and (not heap or nodes[0][0] < heap[0][0]):
-            _, _, p = heapq.heappop(nodes)
-            if p not in self.expanded:
-                self._expand(p)
-        if not heap:
-            return None
-        _, _, units, node, ver, measured = heapq.heappop(heap)
-        return units, node, ver, measured[0] if measured is not None and measured[1] == self.gen else None
-
-    def _expand(self, p: int) -> None:
-        self.expanded.add(p)
-        pl = self.pl
-        step = pl._step(self.st, p) if p in self.changed else pl._first(self.st, p)
-        if step is not None:
-            self.push(step, self.key(step, 1), p)
-
-    def accept(self, trial: _State, units: list[Unit]) -> None:
-        """Take the step: ``trial`` is the state with it; the nodes it changed get their steps anew."""
-        touched = {t.node for u in units for t in u.pods} | {r for _, r in trial.moves[len(self.st.moves) :]}
-        if self.by_jobs:
-            pl = self.pl
-            for j in sorted(trial.jobs - self.st.jobs):
-                for p in sorted(pl.job_rows.get(j, ())):
-                    if p not in self.expanded:
-                        heapq.heappush(self.nodes, ((0.0, -math.inf, pl.bound(p), 0.0, -1), p, p))
-        self.st = trial
-        self.gen += 1
-        self.changed |= touched
-        for r in touched:
-            self.version[r] = self.version.get(r, 0) + 1
-        for p in sorted(r for r in touched if r in self.pl.at):
-            self._expand(p)
-
-
-def _cover(
-    weights: list[float], freed: list[np.ndarray], lack: np.ndarray, req: np.ndarray
-) -> list[int] | None:
-    """The cheapest of ``cands`` (by index) whose ``freed`` room covers ``lack`` in the column that
-    lacks most (relative to ``req``): a covering knapsack in eighths of a slot, exact over the
-    candidates; ties to fewer units. None when all of them do not cover it."""
-    c = int(np.argmax(lack / req))
-    unit = req[c]
-    need = math.ceil((lack[c] - EPS) / unit * 8)
-    best: dict[int, tuple[float, list[int]]] = {0: (0.0, [])}
-    for i, w in enumerate(weights):
-        a = int((freed[i][c] + EPS) / unit * 8)
-        if a <= 0:
-            continue
-        for have, (cost, items) in list(best.items()):
-            got = min(have + a, need)
-            new = (cost + w, items + [i])
-            old = best.get(got)
-            if old is None or (new[0], len(new[1])) < (old[0], len(old[1])):
-                best[got] = new
-    return list(best[need][1]) if need in best else None
