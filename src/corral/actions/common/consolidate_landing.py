@@ -121,6 +121,8 @@ class Pool:
                 self.relocs.setdefault(u.job, []).append(paid)
                 self.relocs_at.setdefault(t.node, []).append(paid)
         self.singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
+        self.single_rows = np.array([u.pods[0].node for u in self.singles], dtype=np.int64)
+        self.single_req = np.array([u.pods[0].request for u in self.singles]).reshape(len(self.singles), -1)
 
 
 class Landing:
@@ -141,6 +143,7 @@ class Landing:
         _colreq: list[tuple[int, float]]
         _pods: dict[int, tuple[Any, ...]]
         _singles: list[Unit]
+        _pool: Pool
         _movable: np.ndarray
         _rates: dict[int, np.ndarray]
         _paid_rows: dict[int, np.ndarray]
@@ -182,7 +185,10 @@ class Landing:
         dest = self.dest(t)
         tried = 0
         paid = [r for j in sorted(st.paid) for r in self.relocs.get(j, ())]
-        for u in paid + self._singles:
+        rows, req = self._pool.single_rows, self._pool.single_req
+        room = (st.free[rows][:, cols] + req[:, cols] >= t.request[cols] - EPS).all(axis=1)
+        could = np.flatnonzero(room & dest[rows] & (rows != t.node)).tolist()
+        for u in paid + [self._singles[i] for i in could]:
             v = u.pods[0]
             q = v.node
             if q == t.node or id(v) in st.moved or not dest[q]:

@@ -138,7 +138,7 @@ class MovePlanner(Landing):
         pool = pool if pool is not None else Pool(units, free)
         self.at_all, self._movable, self._rates = pool.at_all, pool.movable, pool.rates
         self._paid_rows, self.relocs, self.relocs_at = pool.paid_rows, pool.relocs, pool.relocs_at
-        self._singles = pool.singles
+        self._singles, self._pool = pool.singles, pool
 
     # -- slots -------------------------------------------------------------------------------------
     def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
