@@ -13,8 +13,10 @@ What is modelled
 * **Placement** — the gang's waiting pods by class (role, request), an integer per class and node, up
   to minMember and every role minimum; the moved pods by class (request and node eligibility), an
   integer per class and node counting those that land there: as many land as move. Per node and per
-  resource column: what lands ≤ future idle + what the pods leaving it hold. (A pod is not kept from
-  landing on the node it leaves; such a move frees nothing and only costs, so no optimum makes it.)
+  resource column: what lands ≤ future idle + what the pods leaving it hold. A pod may land on the
+  node it leaves: for a pod of a job moved whole that is a restart in place, which its job's cost
+  already counts (``consolidate`` does the same: evicted and nominated on its own node); a pod moved
+  alone gains nothing by it and no optimum makes it.
 * **Cost** (:func:`move_cost`) — a pod moved while its job keeps minMember loses its own work (GPUs ×
   hours since it started or the job's last checkpoint); a healthy job whose moved pods exceed its
   surplus moves whole — every running pod of it must move (or be killed) — and loses all its pods'
@@ -24,7 +26,11 @@ What is modelled
   what its job loses, so a kill always costs more than the same move.
 
 Ties go to fewer pods moved. Not modelled: PodDisruptionBudgets, min-runtime, victim filters,
-inter-pod affinity, the preemptor queue's gates.
+inter-pod affinity, the preemptor queue's gates — rules that only narrow what ``consolidate`` may
+move; ``bench_consolidate`` generates none of them, so there both solve the same problem: the same
+movable pods, the same domains and job cap, the same cost for a pod moved alone and for a job moved
+whole (restart in place included), the same gang minimum at every point (a job below its minimum
+moves whole) and no kills.
 """
 
 from __future__ import annotations

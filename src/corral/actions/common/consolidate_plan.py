@@ -7,15 +7,19 @@ predicates), which nodes may hold each movable pod — and on **units**, what ma
 
 * a *pod unit*: one pod of a job that stays at or above its minimums without it (its surplus; a job
   already below a minimum gives any pod). The pod restarts on its new node and loses its own work;
-* a *job unit*: every running pod of a job, which restarts whole on its new nodes and loses the work of
-  all its pods — the cost model of gang eviction (:mod:`corral.actions.common.bundles`), where a gang pushed
-  below its minimum loses everything it has done since its last checkpoint.
+* a *job unit*: every running pod of a job, which restarts whole and loses the work of all its pods —
+  the cost model of gang eviction (:mod:`corral.actions.common.bundles`), where a gang pushed below its
+  minimum loses everything it has done since its last checkpoint. Its pods leave the step's node and
+  the nodes where their leaving opens a slot; the others **restart where they run** (evicted and
+  nominated on the same node: the gang restarts together, and their work is lost either way), and
+  from then on each of them may move to another node for nothing more (:attr:`Unit.paid`).
 
 A *slot* is room for one more of the gang's pods (its largest request) on a node where it may go.
-Moving a unit frees its pods' room where they run and takes room where they land; each moved pod lands
-outside the domain if it can, then where it costs the gang fewest slots, then where it fits tightest
-(never on the node it leaves); a pod with nowhere to go lands where one cheap single-pod unit moves away
-for it (a chain of two moves). The steps:
+Moving a unit frees its pods' room where they run and takes room where they land
+(:mod:`corral.actions.common.consolidate_landing`): outside the domain if it can, then where it costs
+the gang fewest slots, then where it fits tightest (never on the node it leaves); a pod with nowhere
+to go, or whose landing would take a gang slot, lands where one cheap single-pod unit moves away for
+it (a chain of two moves). The steps:
 
 1. **greedy** — candidate *steps* are, per node, the cheapest set of units there that opens one more
    slot (a covering knapsack on the column that lacks most, exact over the units on that node), and
@@ -27,8 +31,15 @@ for it (a chain of two moves). The steps:
    lack) could beat what is in line, and a job moved whole across nodes is in line only when its
    leaving opens a slot (:meth:`MovePlanner.spanning`; one that opens none cannot gain alone). At most
    ``max_jobs`` jobs move (when that cap stops the greedy, it runs once more ranking steps by the
-   jobs they add first). A moved pod with nowhere to go makes its step fail. The move sets
-   evaluated count against the decision's :class:`Budget`;
+   jobs they add first, a node's step then weighing a job not moving yet above any work). A moved
+   pod with nowhere to go makes its step fail; a step measured since the last step taken is taken
+   as measured. The move sets evaluated count against the decision's :class:`Budget`;
+   **the deeper pass** — the greedy once more, when it sought room for a landing: a pod with nowhere
+   to go, or whose landing would take a gang slot, lands where the cheapest set of units of one node
+   leaves room for it, each of their pods landing itself without taking a slot (a covering knapsack
+   over the first ``DEEP_ROWS`` nodes by a lower bound, ``DEEP_CHAINS`` such searches per planner),
+   within as many move sets as the first passes spent, and stopped once its moves (with the slots
+   still lacking at the line's cheapest rate) cost what the plan in hand costs;
 2. **reprieve** — units whose move turns out not to be needed are given back, dearest first: its
    pods back where they run, when the room there is still free and the gang still fits;
 3. **the gang's pods** go, each, to the node of the domain where it leaves fewest slots unused.
