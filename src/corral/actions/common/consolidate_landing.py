@@ -185,6 +185,7 @@ class Landing:
         dest = self.dest(t)
         tried = 0
         paid = [r for j in sorted(st.paid) for r in self.relocs.get(j, ())]
+        seen: dict[Any, list[tuple[int, int]]] = {}
         rows, req = self._pool.single_rows, self._pool.single_req
         room = (st.free[rows][:, cols] + req[:, cols] >= t.request[cols] - EPS).all(axis=1)
         could = np.flatnonzero(room & dest[rows] & (rows != t.node)).tolist()
@@ -198,7 +199,7 @@ class Landing:
             tried += 1
             if tried > CHAIN:
                 break
-            if not self._may_all(st, [u]) or self._land(st, v)[1] != 0:
+            if not self._may_all(st, [u]) or self._land_like(st, v, seen)[1] != 0:
                 continue
             self._move(st, [u], chain=False, at=q)
             return q
@@ -297,12 +298,26 @@ class Landing:
         """Where moved pod ``t`` goes: outside the gang's nodes if it can, then fewest gang slots lost, then
         the smallest share of the node left over, then the lowest row; -1 when it fits nowhere. With the
         gang slots it takes there (-1 too when it fits nowhere)."""
+        got = self._landings(st, t, 1, True)
+        return got[0] if got else (-1, -1)
+
+    def _land_like(self, st: State, t: Task, seen: dict[Any, list[tuple[int, int]]]) -> tuple[int, int]:
+        """:meth:`_land` for ``t``, from the two best landings of a pod alike (its class and request)
+        worked out before in ``seen`` as things stand: the same, but for the node it leaves."""
+        key = (t.klass or id(t), t.request.tobytes())
+        top = seen.get(key)
+        if top is None:
+            top = seen[key] = self._landings(st, t, 2, False)
+        return next(((r, lost) for r, lost in top if r != t.node), (-1, -1))
+
+    def _landings(self, st: State, t: Task, k: int, leave: bool) -> list[tuple[int, int]]:
+        """The first ``k`` landings of :meth:`_land`'s order (row, gang slots taken); ``leave``: not on
+        the node ``t`` leaves."""
         info = self._pods.get(id(t))
         if info is None:
             cols = np.flatnonzero(t.request > 0)
             first = int(cols[np.argmax(t.request[cols] / np.maximum(self.base[:, cols].max(axis=0), EPS))])
-            dest = self.dest(t).copy()
-            dest[t.node] = False
+            dest = self.dest(t)
             mine = (t.request[self.cols] - EPS) / self.req[self.cols]
             info = self._pods[id(t)] = (
                 cols,
@@ -313,21 +328,24 @@ class Landing:
                 mine,
             )
         cols, req, first, need, dest, mine = info
-        rows = np.flatnonzero((st.free[:, first] >= need) & dest)  # the column it needs most, first
+        ok = (st.free[:, first] >= need) & dest  # the column it needs most, first
+        if leave:
+            ok[t.node] = False
+        rows = np.flatnonzero(ok)
         if not len(rows):
-            return -1, -1
+            return []
         fr = st.free[rows]
         if len(cols) > 1:
             fit = (fr[:, cols] >= req - EPS).all(axis=1)
             rows, fr = rows[fit], fr[fit]
             if not len(rows):
-                return -1, -1
+                return []
         after = np.floor(fr[:, self.cols] / self.req[self.cols] - mine).min(axis=1)
         ok = self.gang_ok[rows]
         lost = st.slots[rows] - np.where(ok, np.clip(after, 0, _MOST), 0)
         spare = ((fr[:, cols] - req) / req).sum(axis=1)
-        k = np.lexsort((rows, spare, lost, ok))[0]
-        return int(rows[k]), int(lost[k])
+        order = np.lexsort((rows, spare, lost, ok))[:k]
+        return [(int(rows[i]), int(lost[i])) for i in order]
 
 
 def _cover(
