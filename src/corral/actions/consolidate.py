@@ -22,9 +22,9 @@ the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first),
    checkpoint, by gang eviction's cost model: a pod moved alone loses its own work, a job moved whole
    all of its pods'. The domains are the gang's search space (purpose Evict: the whole cluster, or for
    a topology-bound gang the HyperNodes it may use, so that pods move out of a domain into others and
-   the domain holds the gang whole), ranked by the cost of the cheapest one-slot moves they lack (a job
-   moved whole counted once); the first ``maxDomains`` are planned (stopping when that estimate reaches
-   :data:`SLACK` times the best plan's cost: the estimate is no bound), within
+   the domain holds the gang whole), ranked by the cost of the cheapest one-slot moves they lack (per
+   slot, a job moved whole opening every node whose cheapest move it is, and counted once); the first
+   ``maxDomains`` are planned (stopping when that estimate reaches the best plan's cost), within
    one search budget of ``maxTrials`` move sets per decision. Plans rank by work lost, pods moved,
    then the domain;
 3. **dry run and commit** — through one Statement: the moved pods evicted (``action: consolidate``,
@@ -74,8 +74,6 @@ _READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
 #: The uid suffix of a moved pod's stand-in (where the plan re-places it), which carries the
 #: nomination to its new node during the session.
 MOVED = "~moved"
-#: Domains are planned while their estimate is under this many times the best plan's cost.
-SLACK = 1.5
 
 
 @dataclass(frozen=True)
@@ -171,9 +169,8 @@ class ConsolidateAction(Action):
     ) -> list[tuple[tuple[float, int, int], MovePlan, Domain]]:
         """Each domain's plan with its rank (work, pods moved, domain index): the domains ranked by the
         cost of the cheapest one-slot moves they lack (:meth:`MovePlanner.estimate`; with one domain
-        nothing to rank), the first ``maxDomains`` planned, stopping when that estimate reaches
-        :data:`SLACK` times the best plan's cost or the budget is spent. None at all when the gang fits
-        somewhere unmoved."""
+        nothing to rank), the first ``maxDomains`` planned, stopping when that estimate reaches the
+        best plan's cost or the budget is spent. None at all when the gang fits somewhere unmoved."""
         union = np.zeros(len(domains[0].mask), dtype=bool) if domains else np.zeros(0, dtype=bool)
         for d in domains:
             union |= d.mask
@@ -184,7 +181,7 @@ class ConsolidateAction(Action):
         best = math.inf
         for i in sorted(range(len(domains)), key=lambda i: (estimate[i], i))[: self.args.max_domains]:
             pl = planner(domains[i].mask)
-            if pl.budget.spent() or (math.isfinite(estimate[i]) and estimate[i] >= best * SLACK):
+            if pl.budget.spent() or (math.isfinite(estimate[i]) and estimate[i] >= best):
                 break  # no better plan expected further down
             plan = pl.plan()
             if plan is not None and plan.units:

@@ -431,26 +431,39 @@ class MovePlanner(Landing):
     def estimate(self, domains: list[np.ndarray]) -> list[float]:
         """Per domain (a node mask within ``gang_ok``): the work of opening the slots it lacks by the
         cheapest one-slot steps of its nodes, as things stand (0: the gang fits there already; inf: no
-        step opens enough; a unit in several of those steps, a job moved whole, counted once) — the
+        step opens enough), the cheapest per slot first, a step counting the slots of the steps its
+        units make: a job moved whole opens every node whose step it is, and is counted once — the
         order in which :meth:`plan` is worth asking, domain by domain."""
         st = self._fresh()
         first = {p: s for p in self.at if (s := self._first(st, p)) is not None}
-        cost = {p: sum(u.cost for u in s) for p, s in first.items()}
         out = []
         for mask in domains:
             lack = len(self.gang) - int(st.slots[mask].sum())
             if lack <= 0:
                 out.append(0.0)
                 continue
-            steps = sorted((c, p) for p, c in cost.items() if mask[p])
-            if len(steps) < lack:
+            rows = [p for p in first if mask[p]]
+            if len(rows) < lack:
                 out.append(math.inf)
                 continue
             seen: set[int] = set()
             total = 0.0
-            for _, p in steps[:lack]:
+            while lack > 0:  # the cheapest step per slot, with the steps its units make free
+                best: tuple[float, int, list[int]] | None = None
+                for p in rows:
+                    mine = {u.order for u in first[p]} | seen
+                    free = [q for q in rows if q != p and all(u.order in mine for u in first[q])]
+                    cost = sum(u.cost for u in first[p] if u.order not in seen)
+                    rate = cost / min(1 + len(free), lack)
+                    if best is None or (rate, p) < (best[0], best[1]):
+                        best = (rate, p, free)
+                assert best is not None
+                _, p, free = best
                 total += sum(u.cost for u in first[p] if u.order not in seen)
                 seen |= {u.order for u in first[p]}
+                taken = [p] + free[: lack - 1]
+                rows = [q for q in rows if q not in taken]
+                lack -= len(taken)
             out.append(total)
         return out
 
