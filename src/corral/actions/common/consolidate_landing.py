@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -95,34 +96,52 @@ class Pool:
     of one pod, cheapest first (``singles``)."""
 
     def __init__(self, units: list[Unit], free: np.ndarray) -> None:
-        self.at_all: dict[int, list[Unit]] = {}
-        self.movable = np.zeros_like(free)
-        alone = set()
-        for u in units:
-            for r in sorted({t.node for t in u.pods}):
-                self.at_all.setdefault(r, []).append(u)
-            if not u.whole:
-                self.movable[u.pods[0].node] += u.pods[0].request
-                alone.add(id(u.pods[0]))
+        self.units, self.shape = units, free.shape
         self.rates: dict[int, np.ndarray] = {}
-        self.paid_rows: dict[int, np.ndarray] = {}
-        self.relocs: dict[int, list[Unit]] = {}
-        self.relocs_at: dict[int, list[Unit]] = {}
-        order = len(units)
-        for u in units:
+
+    @cached_property
+    def by_row(self) -> tuple[dict[int, list[Unit]], np.ndarray]:
+        """``at_all`` and ``movable`` (worked out when first asked, as each group here)."""
+        at_all: dict[int, list[Unit]] = {}
+        movable = np.zeros(self.shape)
+        alone = set()
+        for u in self.units:
+            for r in sorted({t.node for t in u.pods}):
+                at_all.setdefault(r, []).append(u)
+            if not u.whole:
+                movable[u.pods[0].node] += u.pods[0].request
+                alone.add(id(u.pods[0]))
+        for u in self.units:
+            for t in u.pods if u.whole else ():
+                if id(t) not in alone:
+                    movable[t.node] += t.request
+        return at_all, movable
+
+    @cached_property
+    def paid(self) -> tuple[dict[int, np.ndarray], dict[int, list[Unit]], dict[int, list[Unit]]]:
+        """``paid_rows``, ``relocs`` and ``relocs_at``."""
+        paid_rows: dict[int, np.ndarray] = {}
+        relocs: dict[int, list[Unit]] = {}
+        relocs_at: dict[int, list[Unit]] = {}
+        order = len(self.units)
+        for u in self.units:
             if not u.whole:
                 continue
-            self.paid_rows[u.job] = np.array(sorted({t.node for t in u.pods}), dtype=np.int64)
+            paid_rows[u.job] = np.array(sorted({t.node for t in u.pods}), dtype=np.int64)
             for t in u.pods:
-                if id(t) not in alone:
-                    self.movable[t.node] += t.request
-                paid = Unit([t], 0.0, u.job, False, order, True)
+                unit = Unit([t], 0.0, u.job, False, order, True)
                 order += 1
-                self.relocs.setdefault(u.job, []).append(paid)
-                self.relocs_at.setdefault(t.node, []).append(paid)
-        self.singles = sorted((u for u in units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
-        self.single_rows = np.array([u.pods[0].node for u in self.singles], dtype=np.int64)
-        self.single_req = np.array([u.pods[0].request for u in self.singles]).reshape(len(self.singles), -1)
+                relocs.setdefault(u.job, []).append(unit)
+                relocs_at.setdefault(t.node, []).append(unit)
+        return paid_rows, relocs, relocs_at
+
+    @cached_property
+    def singles(self) -> tuple[list[Unit], np.ndarray, np.ndarray]:
+        """``singles``, with their pods' rows and requests as arrays."""
+        singles = sorted((u for u in self.units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
+        rows = np.array([u.pods[0].node for u in singles], dtype=np.int64)
+        req = np.array([u.pods[0].request for u in singles]).reshape(len(singles), -1)
+        return singles, rows, req
 
 
 class Landing:
@@ -142,14 +161,7 @@ class Landing:
         rooms: int
         _colreq: list[tuple[int, float]]
         _pods: dict[int, tuple[Any, ...]]
-        _singles: list[Unit]
         _pool: Pool
-        _movable: np.ndarray
-        _rates: dict[int, np.ndarray]
-        _paid_rows: dict[int, np.ndarray]
-        at_all: dict[int, list[Unit]]
-        relocs: dict[int, list[Unit]]
-        relocs_at: dict[int, list[Unit]]
         at: dict[int, list[Unit]]
         job_rows: dict[int, set[int]]
 
@@ -157,12 +169,40 @@ class Landing:
         def spanning(self) -> list[tuple[Unit, int]]: ...
         def _first(self, st: State, p: int) -> list[Unit] | None: ...
         def _step(self, st: State, p: int) -> list[Unit] | None: ...
-
         def _may(self, st: State, u: Unit) -> bool: ...
         def _may_all(self, st: State, units: list[Unit]) -> bool: ...
         def _move(self, st: State, units: list[Unit], chain: bool = True, at: int = -1) -> bool: ...
         def _here(self, st: State, p: int, at: dict[int, list[Unit]] | None = None) -> list[Unit]: ...
         def _held(self, st: State, u: Unit, p: int) -> np.ndarray: ...
+
+    # what the planners of one decision share (:class:`Pool`)
+    @property
+    def at_all(self) -> dict[int, list[Unit]]:
+        return self._pool.by_row[0]
+
+    @property
+    def _movable(self) -> np.ndarray:
+        return self._pool.by_row[1]
+
+    @property
+    def _rates(self) -> dict[int, np.ndarray]:
+        return self._pool.rates
+
+    @property
+    def _paid_rows(self) -> dict[int, np.ndarray]:
+        return self._pool.paid[0]
+
+    @property
+    def relocs(self) -> dict[int, list[Unit]]:
+        return self._pool.paid[1]
+
+    @property
+    def relocs_at(self) -> dict[int, list[Unit]]:
+        return self._pool.paid[2]
+
+    @property
+    def _singles(self) -> list[Unit]:
+        return self._pool.singles[0]
 
     def _make_room(self, st: State, t: Task, lost: int) -> int:
         """A node for moved pod ``t`` that has none, or whose landing takes ``lost`` gang slots:
@@ -186,7 +226,7 @@ class Landing:
         tried = 0
         paid = [r for j in sorted(st.paid) for r in self.relocs.get(j, ())]
         seen: dict[Any, list[tuple[int, int]]] = {}
-        rows, req = self._pool.single_rows, self._pool.single_req
+        _, rows, req = self._pool.singles
         room = (st.free[rows][:, cols] + req[:, cols] >= t.request[cols] - EPS).all(axis=1)
         could = np.flatnonzero(room & dest[rows] & (rows != t.node)).tolist()
         for u in paid + [self._singles[i] for i in could]:

@@ -146,10 +146,7 @@ class MovePlanner(Landing):
             for r in sorted({t.node for t in u.pods if gang_ok[t.node]}):
                 self.at.setdefault(r, []).append(u)
                 self.job_rows.setdefault(u.job, set()).add(r)
-        pool = pool if pool is not None else Pool(units, free)
-        self.at_all, self._movable, self._rates = pool.at_all, pool.movable, pool.rates
-        self._paid_rows, self.relocs, self.relocs_at = pool.paid_rows, pool.relocs, pool.relocs_at
-        self._singles, self._pool = pool.singles, pool
+        self._pool = pool if pool is not None else Pool(units, free)
 
     # -- slots -------------------------------------------------------------------------------------
     def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
@@ -436,6 +433,8 @@ class MovePlanner(Landing):
         order in which :meth:`plan` is worth asking, domain by domain."""
         st = self._fresh()
         first = {p: s for p in self.at if (s := self._first(st, p)) is not None}
+        ords = {p: frozenset(u.order for u in s) for p, s in first.items()}
+        cost = {p: sum(u.cost for u in s) for p, s in first.items()}
         out = []
         for mask in domains:
             lack = len(self.gang) - int(st.slots[mask].sum())
@@ -446,21 +445,24 @@ class MovePlanner(Landing):
             if len(rows) < lack:
                 out.append(math.inf)
                 continue
+            if sum(len(ords[p]) for p in rows) == len(frozenset().union(*(ords[p] for p in rows))):
+                out.append(sum(sorted(cost[p] for p in rows)[:lack]))  # no unit in two steps
+                continue
             seen: set[int] = set()
             total = 0.0
             while lack > 0:  # the cheapest step per slot, with the steps its units make free
                 best: tuple[float, int, list[int]] | None = None
                 for p in rows:
-                    mine = {u.order for u in first[p]} | seen
-                    free = [q for q in rows if q != p and all(u.order in mine for u in first[q])]
-                    cost = sum(u.cost for u in first[p] if u.order not in seen)
-                    rate = cost / min(1 + len(free), lack)
+                    mine = ords[p] | seen
+                    free = [q for q in rows if q != p and ords[q] <= mine]
+                    c = sum(u.cost for u in first[p] if u.order not in seen)
+                    rate = c / min(1 + len(free), lack)
                     if best is None or (rate, p) < (best[0], best[1]):
                         best = (rate, p, free)
                 assert best is not None
                 _, p, free = best
                 total += sum(u.cost for u in first[p] if u.order not in seen)
-                seen |= {u.order for u in first[p]}
+                seen |= ords[p]
                 taken = [p] + free[: lack - 1]
                 rows = [q for q in rows if q not in taken]
                 lack -= len(taken)
