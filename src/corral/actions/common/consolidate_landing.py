@@ -27,7 +27,7 @@ __all__ = ["CHAIN", "DEEP_CHAINS", "DEEP_ROWS", "DEEP_SHARE", "Budget", "Landing
 #: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
 CHAIN = 16
 #: Deeper landing searches (:meth:`MovePlanner._room_deep`) per planner, at most.
-DEEP_CHAINS = 16
+DEEP_CHAINS = 8
 #: Nodes a deeper landing search works out, at most (those of the least bound first).
 DEEP_ROWS = 12
 #: The deeper pass's move sets, at most, as a multiple of those the first passes spent.
