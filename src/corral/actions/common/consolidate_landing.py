@@ -26,7 +26,7 @@ __all__ = ["CHAIN", "DEEP_CHAINS", "DEEP_ROWS", "DEEP_SHARE", "Budget", "Landing
 
 #: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
 CHAIN = 16
-#: Deeper landing searches (:meth:`MovePlanner._room_deep`) per planner, at most.
+#: Deeper landing searches (:meth:`Landing._room_deep`) per planner, at most.
 DEEP_CHAINS = 8
 #: Nodes a deeper landing search works out, at most (those of the least bound first).
 DEEP_ROWS = 12
@@ -246,12 +246,11 @@ class Landing:
         return -1
 
     def _room_deep(self, st: State, t: Task, lost: int) -> int:
-        """The
-        node where the cheapest set of units there (a covering knapsack, as a step's) whose pods each
-        land elsewhere without taking a gang slot leaves room for ``t`` — of the first :data:`CHAIN`
-        nodes by the cheapest unit there —, kept only when the gang then keeps more slots than by the
-        plain landing (all of them, when ``t`` has none); those units are moved in ``st``. The row,
-        or -1."""
+        """The node where the cheapest set of units there (a covering knapsack, as a step's) whose pods
+        each land elsewhere without taking a gang slot leaves room for ``t`` — of the first
+        :data:`DEEP_ROWS` nodes by a lower bound (:meth:`_rate`), stopping once the bound reaches the
+        cheapest found —, kept only when the gang then keeps more slots than by the plain landing (all
+        of them, when ``t`` has none); those units are moved in ``st``. The row, or -1."""
         c = self._chain_col(t)
         need = float(t.request[c]) - EPS
         rows = np.flatnonzero(
