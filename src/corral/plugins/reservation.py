@@ -206,7 +206,9 @@ class ReservationPlugin(
         avail = self._availability(tasks) if self.args.plan else None
         constrained, hard = has_topology(target)
         if constrained:
-            got = self._topology_lock(target, locked, score, avail, mode)
+            topo = TopologyLocks(self.session, lambda rows: self._order(rows, score, avail))
+            want = parse_lock_nodes(self.args.lock_nodes, len(nodes))
+            got = topo.lock(target, locked, score, avail, mode, want, self._current_start)
             if got is not None or hard:
                 return locked if got is None else got
         eligible = self._eligible(tasks) & live
@@ -219,42 +221,9 @@ class ReservationPlugin(
             return out
         return self._multi_node(target, locked, eligible, score, avail)
 
-    def _topology_lock(
-        self,
-        target: Job,
-        locked: np.ndarray,
-        score: np.ndarray,
-        avail: np.ndarray | None,
-        mode: str,
-    ) -> np.ndarray | None:
-        """The lock of a target with topology constraints (:mod:`corral.plugins.reservation_topology`):
-        multi-node keeps the locked nodes while they can hold the target under its constraints (and
-        with the plan while no other choice is expected to start it earlier), else locks the chosen
-        nodes — with more of the best nodes of the same job domain up to ``lockNodes``; single-node
-        adds the best chosen node not yet locked. None when no domain of the job can hold it."""
-        topo = TopologyLocks(self.session, lambda rows: self._order(rows, score, avail))
-        eligible = topo.eligible(target) & ~self.session.cluster.nodes.down
-        got = topo.choose(target, eligible, avail, score)
-        if got is None:
-            return None
-        fresh, domain = got
-        if mode == "single-node":
-            rows = np.flatnonzero(fresh & ~locked)
-            out = locked.copy()
-            if rows.size:
-                out[self._order(rows, score, avail)[0]] = True
-            return out
-        if locked.any() and topo.choose(target, eligible & locked, avail, score) is not None:
-            current = self._plan_of().start if avail is not None and self._locked_mask().any() else -math.inf
-            if not (avail is not None and avail[fresh].max() < current - 1e-6):
-                return locked
-        want = parse_lock_nodes(self.args.lock_nodes, len(self.session.cluster.nodes))
-        short = want - int(np.count_nonzero(fresh))
-        if short > 0:
-            more = self._order(np.flatnonzero(domain & eligible & ~fresh), score, avail)[:short]
-            fresh = fresh.copy()
-            fresh[more] = True
-        return fresh
+    def _current_start(self) -> float:
+        """The planned start of the target on the nodes locked now (-inf: no plan, or nothing locked)."""
+        return self._plan_of().start if self.args.plan and self._locked_mask().any() else -math.inf
 
     def _order(self, rows: np.ndarray, score: np.ndarray, avail: np.ndarray | None) -> np.ndarray:
         """``rows`` best first: most idle (seed 001), or, with the plan, earliest expected to hold a pod

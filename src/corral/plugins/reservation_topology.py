@@ -231,3 +231,38 @@ class TopologyLocks:
             if best is None or key < best[0]:
                 best = (key, used, mask & universe)
         return None if best is None else (best[1], best[2])
+
+    def lock(
+        self,
+        target: Job,
+        locked: np.ndarray,
+        score: np.ndarray,
+        avail: np.ndarray | None,
+        mode: str,
+        want: int,
+        current_start: Callable[[], float],
+    ) -> np.ndarray | None:
+        """The ReservedNodes answer for ``target``: ``multi-node`` keeps the ``locked`` nodes while they
+        can hold the target under its constraints (and, with the plan, while the chosen nodes are not
+        expected to start it before ``current_start()``), else locks the chosen nodes — topped up to
+        ``want`` with the best other nodes of the same job domain; ``single-node`` adds the best chosen
+        node not yet locked. None when no domain of the job can hold it."""
+        eligible = self.eligible(target)
+        got = self.choose(target, eligible, avail, score)
+        if got is None:
+            return None
+        fresh, domain = got
+        if mode == "single-node":
+            rows = np.flatnonzero(fresh & ~locked)
+            out = locked.copy()
+            if rows.size:
+                out[self.order(rows)[0]] = True
+            return out
+        earlier = avail is not None and bool(avail[fresh].max() < current_start() - 1e-6)
+        if not earlier and locked.any() and self.choose(target, eligible & locked, avail, score) is not None:
+            return locked
+        short = want - int(np.count_nonzero(fresh))
+        if short > 0:
+            fresh = fresh.copy()
+            fresh[self.order(np.flatnonzero(domain & eligible & ~fresh))[:short]] = True
+        return fresh
