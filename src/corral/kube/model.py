@@ -7,7 +7,8 @@ the records are assembled (:func:`corral.manifests.build.assemble_cluster`). Ass
 longer than the scheduling cycle itself, so a cycle does not assemble again what did not change:
 
 - **Full assembly** (the snapshot loader's, :meth:`LiveModel.adopt` keeps its pieces): on the first cycle,
-  and whenever a Queue, PriorityClass, PodDisruptionBudget, HyperNode or KAI Topology changes what it reads as, a Node
+  and whenever a Queue, PriorityClass, PodDisruptionBudget, HyperNode, KAI Topology or Namespace (its
+  labels: what a namespaceSelector matches; the simplest correct invalidation) changes what it reads as, a Node
   is added or removed, the set of resource names changes, the served schedulers change, or the last full
   assembly had to leave an object out (an assembly error: the culprit search needs every object). An
   object whose new version reads as the old one (a Node's status heartbeat) changes nothing.
@@ -159,6 +160,7 @@ class LiveModel:
         self.resources, self.nodes = cluster.resources, cluster.nodes
         self.queues, self.hypernodes = cluster.queues, cluster.hypernodes
         self.topologies, self.kai_gpu_shared = cluster.topologies, cluster.kai_gpu_shared
+        self.namespace_labels = cluster.namespace_labels  # a Namespace change assembles everything
         self.native_groups: dict[str, Any] = dict(cluster.native_groups)
         self.priority_classes, self.pdbs = cluster.priority_classes, cluster.pdbs
         self.jobs: dict[str, Job] = dict(cluster.jobs)
@@ -378,6 +380,7 @@ class LiveModel:
             # copies: what a cycle's decisions set on a group (kube.native_status) does not outlive it
             native_groups={u: n.copy() for u, n in self.native_groups.items()},
             dra=self.dra,
+            namespace_labels=self.namespace_labels,
         )
 
     def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:
@@ -538,6 +541,7 @@ class LiveModel:
             priority_classes=self.priority_classes,
             topologies=self.topologies,
             dra=self.dra,  # the device books as assembled (what a pod with claims asks and may wait for)
+            namespace_labels=self.namespace_labels,  # what namespaceSelectors match
         )
         pods = [self.pods[k] for k in self.members.get(b, ())]
         groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []
