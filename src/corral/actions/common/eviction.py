@@ -99,10 +99,17 @@ def job_domains(session: Session, job: Job) -> list[np.ndarray | None]:
     ``networkTopology`` (Volcano's, or a KAI required level) the masks of its search space with
     purpose Evict (the plugin's top ``evictDomains``, cheapest to enter first; soft mode ends with the
     cluster), so that its pods — and its sub-groups' domains — lie inside one domain of the job, the
-    same for all of them, as allocate places the job; for any other job the cluster (None)."""
+    same for all of them, as allocate places the job; for any other job the cluster (None). Domains
+    holding every node the job's pods are nominated to come first (allocate's rule), and in hard mode
+    only those, when any does: the pods made room for join the nominated ones."""
     if not job.topology_mode:
         return [None]
-    return [d.mask for d in session.gang_search_space(job, Purpose.EVICT)] or [None]
+    masks = [d.mask for d in session.gang_search_space(job, Purpose.EVICT)]
+    held = [t.nominated for t in job.tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0]
+    holding = [m for m in masks if m[held].all()] if held else []
+    if holding:
+        masks = holding + ([] if job.topology_mode == "hard" else [m for m in masks if not m[held].all()])
+    return list(masks) or [None]
 
 
 def _room_in(
