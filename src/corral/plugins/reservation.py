@@ -208,7 +208,9 @@ class ReservationPlugin(
         if constrained:
             topo = TopologyLocks(self.session, lambda rows: self._order(rows, score, avail))
             want = parse_lock_nodes(self.args.lock_nodes, len(nodes))
-            got = topo.lock(target, locked, score, avail, mode, want, self._current_start)
+            got = topo.lock(
+                target, locked, score, avail, mode, want, self._current_start, self._needed(target)
+            )
             if got is not None or hard:
                 return locked if got is None else got
         eligible = self._eligible(tasks) & live

@@ -74,9 +74,8 @@ class TopologyLocks:
         self._masks: dict[object, np.ndarray] = {}
 
     # -- the scopes ---------------------------------------------------------------------------------
-    def _scopes(self, job: Job) -> _Scope:
+    def _scopes(self, job: Job, pods: list[Task]) -> _Scope:
         session = self.session
-        pods = waiting(job)
         n = len(session.cluster.nodes)
 
         def job_domains(within: np.ndarray) -> list[np.ndarray]:
@@ -209,7 +208,12 @@ class TopologyLocks:
         return out
 
     def choose(
-        self, job: Job, universe: np.ndarray, avail: np.ndarray | None, score: np.ndarray
+        self,
+        job: Job,
+        universe: np.ndarray,
+        avail: np.ndarray | None,
+        score: np.ndarray,
+        pods: list[Task] | None = None,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The nodes to lock among ``universe`` and the job domain they lie in, or None when no domain
         of the job can hold its waiting pods under its constraints."""
@@ -219,7 +223,7 @@ class TopologyLocks:
             if t.status in ALLOCATED_STATES and t.node >= 0:
                 cap[t.node] -= t.request  # the target's own placed pods keep their room
         cap[~universe] = -np.inf
-        root = self._scopes(job)
+        root = self._scopes(job, waiting(job) if pods is None else pods)
         best: tuple[tuple[float, float, int], np.ndarray, np.ndarray] | None = None
         for i, mask in enumerate(root.domains(universe.copy())[:MAX_DOMAINS]):
             got = self._fill(root, mask & universe, cap)
@@ -241,14 +245,20 @@ class TopologyLocks:
         mode: str,
         want: int,
         current_start: Callable[[], float],
+        needed: list[Task] | None = None,
     ) -> np.ndarray | None:
         """The ReservedNodes answer for ``target``: ``multi-node`` keeps the ``locked`` nodes while they
         can hold the target under its constraints (and, with the plan, while the chosen nodes are not
         expected to start it before ``current_start()``), else locks the chosen nodes — topped up to
         ``want`` with the best other nodes of the same job domain; ``single-node`` adds the best chosen
-        node not yet locked. None when no domain of the job can hold it."""
+        node not yet locked. Room is sought for every waiting pod, else (an elastic gang) for the
+        ``needed`` ones it starts with. None when no domain of the job can hold them."""
         eligible = self.eligible(target)
-        got = self.choose(target, eligible, avail, score)
+        pods = waiting(target)
+        got = self.choose(target, eligible, avail, score, pods)
+        if got is None and needed and len(needed) < len(pods):
+            pods = needed  # an elastic gang: room for the pods it needs to start
+            got = self.choose(target, eligible, avail, score, pods)
         if got is None:
             return None
         fresh, domain = got
@@ -259,7 +269,11 @@ class TopologyLocks:
                 out[self.order(rows)[0]] = True
             return out
         earlier = avail is not None and bool(avail[fresh].max() < current_start() - 1e-6)
-        if not earlier and locked.any() and self.choose(target, eligible & locked, avail, score) is not None:
+        if (
+            not earlier
+            and locked.any()
+            and self.choose(target, eligible & locked, avail, score, pods) is not None
+        ):
             return locked
         short = want - int(np.count_nonzero(fresh))
         if short > 0:
