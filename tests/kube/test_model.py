@@ -379,3 +379,35 @@ def test_namespace_label_change_assembles_everything() -> None:
     assert cluster.namespace_labels["shop"] == {"team": "ml"}
     assert fingerprint(cluster) == fingerprint(_fresh(cache))
     assert web_node(cluster) == "n3"
+
+
+def test_namespace_change_without_selector_pods_assembles_nothing() -> None:
+    """While no pod has a namespaceSelector, a Namespace change only updates the labels; a pod that
+    comes with one later is built with the labels as they are then."""
+    path = (
+        Path(__file__).parent.parent
+        / "scenarios/cases/predicates_pod_affinity_namespace_selector_labels.yaml"
+    )
+    case = yaml.safe_load(path.read_text())
+    web = next(j for j in case["jobs"] if j["name"] == "web")
+    case["jobs"] = [j for j in case["jobs"] if j["name"] not in ("web", "guard")]
+    cache = _cache(expand(case))
+    cache.build()
+    ns_type = TYPES[("Namespace", "v1")]
+    data = copy.deepcopy(cache.stores[ns_type]["data"].raw)
+    data["metadata"]["labels"] = {"team": "web"}
+    shop = copy.deepcopy(cache.stores[ns_type]["shop"].raw)
+    shop["metadata"]["labels"] = {"team": "ml"}
+    cache.event(ns_type, "MODIFIED", data)
+    cache.event(ns_type, "MODIFIED", shop)
+    cluster = cache.build()[0]
+    assert cache.model.last == "unchanged" and cluster.namespace_labels["shop"] == {"team": "ml"}
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
+    for doc in expand({"nodes": [], "jobs": [web]}):
+        if doc["kind"] in ("Pod", "PodGroup"):
+            cache.event(TYPES[(doc["kind"], doc["apiVersion"])], "ADDED", doc)
+    cluster = cache.build()[0]
+    assert cache.model.last == "incremental" and cache.model.selector_pods == 1
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
+    out = run_cycle(cluster, default_config(), REGISTRY, parse_time(T0), 1).to_json(1)
+    assert [(b["pod"], b["node"]) for b in out["binds"]] == [("default/web-0", "n3")]
