@@ -80,7 +80,7 @@ from corral.model import OCCUPYING_STATES, Job, Task, TaskStatus
 from corral.model.clock import format_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, PODS
-from corral.plugins.reservation_topology import TopologyLocks, has_topology
+from corral.plugins.reservation_topology import TopologyLocks, could_go, has_topology
 
 __all__ = ["LOCK_MODES", "Plan", "ReservationArgs", "ReservationPlugin", "parse_lock_nodes"]
 
@@ -300,17 +300,16 @@ class ReservationPlugin(
         return avail
 
     def _eligible(self, tasks: list[Task]) -> np.ndarray:
-        """Nodes where some pod of the target could ever go (predicates, request within allocatable)."""
-        nodes = self.session.cluster.nodes
-        out = np.zeros(len(nodes), dtype=bool)
+        """Nodes where some pod of the target could ever go (predicates but the topology plugins', whose
+        constraints the lock holds itself; request within allocatable: ``could_go``)."""
+        out = np.zeros(len(self.session.cluster.nodes), dtype=bool)
         seen: set[Any] = set()
         for t in tasks:
             key = t.klass or id(t)
             if key in seen:
                 continue
             seen.add(key)
-            cols, amounts = self.session.capacity.request_cols(t)
-            out |= self.session.predicate(t) & (nodes.allocatable[:, cols] >= amounts - EPS).all(axis=1)
+            out |= could_go(self.session, t)
         return out
 
     def _idle_score(self, tasks: list[Task]) -> np.ndarray:

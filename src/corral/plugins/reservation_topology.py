@@ -37,7 +37,7 @@ from corral.model.resources import EPS
 if TYPE_CHECKING:
     from corral.framework.session import Session
 
-__all__ = ["TopologyLocks", "has_topology"]
+__all__ = ["TopologyLocks", "could_go", "has_topology"]
 
 #: domains tried per scope (the job's, each sub-group's)
 MAX_DOMAINS = 16
@@ -63,6 +63,19 @@ def has_topology(job: Job) -> tuple[bool, bool]:
         modes += [g.constraint.mode for g in tree.groups.values() if g.constraint is not None]
     modes = [m for m in modes if m]
     return bool(modes), "hard" in modes
+
+
+def could_go(session: Session, task: Task) -> np.ndarray:
+    """The live nodes ``task`` could ever go to: every Predicate plugin's mask but the topology
+    plugins' (GangSearchSpace: the lock holds their constraints itself, and a KAI sub-group's Predicate
+    narrows to the one domain it would start in now), its request within the node's allocatable."""
+    nodes = session.cluster.nodes
+    out = ~nodes.down
+    for p in session.implementers("Predicate"):
+        if not declares(p, GangSearchSpace):
+            out = out & p.predicate(task)
+    cols, amounts = session.capacity.request_cols(task)
+    return out & (nodes.allocatable[:, cols] >= amounts - EPS).all(axis=1)
 
 
 class TopologyLocks:
@@ -148,14 +161,7 @@ class TopologyLocks:
         key = ("class", task.klass) if task.klass else ("pod", id(task))
         got = self._masks.get(key)
         if got is None:
-            session = self.session
-            nodes = session.cluster.nodes
-            got = ~nodes.down
-            for p in session.implementers("Predicate"):
-                if not declares(p, GangSearchSpace):
-                    got = got & p.predicate(task)
-            cols, amounts = session.capacity.request_cols(task)
-            got = self._masks[key] = got & (nodes.allocatable[:, cols] >= amounts - EPS).all(axis=1)
+            got = self._masks[key] = could_go(self.session, task)
         return got
 
     def _pack(self, pods: list[Task], within: np.ndarray, cap: np.ndarray) -> np.ndarray | None:
