@@ -99,7 +99,9 @@ def job_domains(session: Session, job: Job) -> list[np.ndarray | None]:
     ``networkTopology`` (Volcano's, or a KAI required level) the masks of its search space with
     purpose Evict (the plugin's top ``evictDomains``, cheapest to enter first; soft mode ends with the
     cluster), so that its pods — and its sub-groups' domains — lie inside one domain of the job, the
-    same for all of them, as allocate places the job; for any other job the cluster (None). Domains
+    same for all of them, as allocate places the job (Volcano's allocate: the job's hyperNode from
+    ``HyperNodeGradientForJobFn`` first, each sub-job's from ``HyperNodeGradientForSubJobFn`` inside
+    it); for any other job the cluster (None). Domains
     holding every node the job's pods are nominated to come first (allocate's rule), and in hard mode
     only those, when any does: the pods made room for join the nominated ones."""
     if not job.topology_mode:
