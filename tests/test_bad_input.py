@@ -318,7 +318,9 @@ def test_duplicate_node(tmp_path: Path) -> None:
                                 "podAffinityTerm": {
                                     "topologyKey": "zone",
                                     "labelSelector": {},
-                                    "namespaceSelector": {"matchLabels": {"team": "a"}},
+                                    "namespaceSelector": {
+                                        "matchExpressions": [{"key": "team", "operator": "Is"}]
+                                    },
                                 },
                             }
                         ]
@@ -326,7 +328,7 @@ def test_duplicate_node(tmp_path: Path) -> None:
                 }
             },
             "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
-            ".podAffinityTerm.namespaceSelector",
+            ".podAffinityTerm.namespaceSelector.matchExpressions[0].operator",
         ),
         (
             {

@@ -69,6 +69,7 @@ TYPES: dict[str, tuple[str, str, bool]] = {
     "/api/v1/nodes": ("Node", "v1", False),
     "/api/v1/pods": ("Pod", "v1", True),
     "/api/v1/events": ("Event", "v1", True),
+    "/api/v1/namespaces": ("Namespace", "v1", False),
     "/apis/scheduling.k8s.io/v1/priorityclasses": ("PriorityClass", "scheduling.k8s.io/v1", False),
     "/apis/policy/v1/poddisruptionbudgets": ("PodDisruptionBudget", "policy/v1", True),
     "/apis/scheduling.volcano.sh/v1beta1/queues": ("Queue", "scheduling.volcano.sh/v1beta1", False),

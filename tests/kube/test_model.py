@@ -76,6 +76,7 @@ def fingerprint(c: Cluster) -> dict:
         "classes": [_fields(p) for p in c.priority_classes.values()],
         "pdbs": [(p.key, p.namespace, p.min_available, p.max_unavailable) for p in c.pdbs],
         "foreign": [t.uid for t in c.foreign],
+        "namespaces": sorted((k, sorted(v.items())) for k, v in c.namespace_labels.items()),
         # the reader's and the assembly's warnings (corral run tells them): the same, in any order
         "warnings": sorted((w.obj, w.field, w.message) for w in c.notes.warnings),
     }
@@ -346,3 +347,67 @@ def test_node_label_change_moves_hypernode_membership() -> None:
     assert cache.model.last == "incremental"
     assert cluster.hypernodes.hypernodes["rack-a"].mask.tolist() == [True, True]
     assert fingerprint(cluster) == fingerprint(_fresh(cache))
+
+
+def test_namespace_label_change_assembles_everything() -> None:
+    """A Namespace's labels are what a namespaceSelector matches: a label change assembles the cluster
+    again (the simplest correct invalidation, docs/kubernetes.md), and the pod follows the new labels; a
+    change that reads the same (status) changes nothing."""
+    path = (
+        Path(__file__).parent.parent
+        / "scenarios/cases/predicates_pod_affinity_namespace_selector_labels.yaml"
+    )
+    cache = _cache(expand(yaml.safe_load(path.read_text())))
+
+    def web_node(cluster: Cluster) -> str | None:
+        out = run_cycle(cluster, default_config(), REGISTRY, parse_time(T0), 1).to_json(1)
+        return next((b["node"] for b in out["binds"] if b["pod"] == "default/web-0"), None)
+
+    assert web_node(cache.build()[0]) == "n2"
+    ns_type = TYPES[("Namespace", "v1")]
+    data = copy.deepcopy(cache.stores[ns_type]["data"].raw)
+    cache.event(ns_type, "MODIFIED", {**data, "status": {"phase": "Active"}})
+    cache.build()
+    assert cache.model.last == "unchanged"
+    shop = copy.deepcopy(cache.stores[ns_type]["shop"].raw)
+    data["metadata"]["labels"] = {"team": "web"}
+    shop["metadata"]["labels"] = {"team": "ml"}
+    cache.event(ns_type, "MODIFIED", data)
+    cache.event(ns_type, "MODIFIED", shop)
+    cluster = cache.build()[0]
+    assert cache.model.last == "full" and cache.model.reason == "a Namespace changed"
+    assert cluster.namespace_labels["shop"] == {"team": "ml"}
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
+    assert web_node(cluster) == "n3"
+
+
+def test_namespace_change_without_selector_pods_assembles_nothing() -> None:
+    """While no pod has a namespaceSelector, a Namespace change only updates the labels; a pod that
+    comes with one later is built with the labels as they are then."""
+    path = (
+        Path(__file__).parent.parent
+        / "scenarios/cases/predicates_pod_affinity_namespace_selector_labels.yaml"
+    )
+    case = yaml.safe_load(path.read_text())
+    web = next(j for j in case["jobs"] if j["name"] == "web")
+    case["jobs"] = [j for j in case["jobs"] if j["name"] not in ("web", "guard")]
+    cache = _cache(expand(case))
+    cache.build()
+    ns_type = TYPES[("Namespace", "v1")]
+    data = copy.deepcopy(cache.stores[ns_type]["data"].raw)
+    data["metadata"]["labels"] = {"team": "web"}
+    shop = copy.deepcopy(cache.stores[ns_type]["shop"].raw)
+    shop["metadata"]["labels"] = {"team": "ml"}
+    cache.event(ns_type, "MODIFIED", data)
+    cache.event(ns_type, "MODIFIED", shop)
+    cluster = cache.build()[0]
+    assert cache.model.last == "unchanged" and cluster.namespace_labels["shop"] == {"team": "ml"}
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
+    for doc in expand({"nodes": [], "jobs": [web]}):
+        if doc["kind"] in ("Pod", "PodGroup"):
+            cache.event(TYPES[(doc["kind"], doc["apiVersion"])], "ADDED", doc)
+    cluster = cache.build()[0]
+    assert cache.model.last == "incremental" and cache.model.selector_pods == 1
+    assert fingerprint(cluster) == fingerprint(_fresh(cache))
+    out = run_cycle(cluster, default_config(), REGISTRY, parse_time(T0), 1).to_json(1)
+    assert [(b["pod"], b["node"]) for b in out["binds"]] == [("default/web-0", "n3")]

@@ -216,13 +216,32 @@ def test_term_namespaces_follow_kube_scheduler() -> None:
     assert _term(namespaceSelector={"matchLabels": {}, "matchExpressions": []}).all_namespaces
 
 
+def test_term_namespace_selector_matches_namespace_labels() -> None:
+    """kube-scheduler's ``getNamespacesFromPodAffinityTerm``: ``namespaces`` ∪ the Namespace objects
+    the selector matches; with a selector, the owner's namespace only if it matches; a namespace with
+    no Namespace object matches no selector."""
+    labels = {"a": {"team": "ml"}, "b": {"team": "web"}, "ns": {}}
+    sel = _term(labelSelector={}, namespaceSelector={"matchLabels": {"team": "ml"}})
+    assert sel.ns_selector is not None and not sel.all_namespaces
+    assert sel.covers("a", "ns", labels) and not sel.covers("b", "ns", labels)
+    assert not sel.covers("ns", "ns", labels)  # not the owner's own namespace by default
+    assert not sel.covers("a", "ns", {}) and not sel.covers("a", "ns")  # no Namespace objects
+    both = _term(labelSelector={}, namespaces=["b"], namespaceSelector={"matchLabels": {"team": "ml"}})
+    assert both.covers("a", "ns", labels) and both.covers("b", "ns", labels)
+    assert not both.covers("ns", "ns", labels)
+    gone = _term(
+        labelSelector={},
+        namespaceSelector={"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]},
+    )
+    assert gone.covers("ns", "x", labels) and not gone.covers("missing", "x", labels)
+
+
 @pytest.mark.parametrize(
     "term, field",
     [
-        ({"namespaceSelector": {"matchLabels": {"team": "a"}}}, "namespaceSelector"),
         (
-            {"namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]}},
-            "namespaceSelector",
+            {"namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Is"}]}},
+            "namespaceSelector.matchExpressions[0].operator",
         ),
         ({"namespaceSelector": "all"}, "namespaceSelector"),
         ({"namespaces": "a"}, "namespaces"),

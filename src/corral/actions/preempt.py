@@ -17,6 +17,16 @@ Arguments: ``minCandidateNodesPercentage`` (10) of the nodes, at least ``minCand
 most promising first, so corral keeps kube-scheduler's floor of 100: one failed dry run must not end the
 search).
 
+Topology (where corral goes further than Volcano): Volcano's preempt passes over every starving job
+that carries a ``networkTopology``, its own or a sub-group's (``job.ContainsNetworkTopology()``, a TODO
+that names volcano-sh/volcano#4374), leaving such jobs to gang preemption. corral's preempt serves them
+and keeps their constraints: a job with its own ``networkTopology`` (or a KAI required level) makes room
+inside one of its domains at a time — its search space with purpose Evict, cheapest to enter first —
+and keeps the first where it becomes pipelined; each Volcano sub-group with its own topology makes room
+inside one of its domains within that one job domain, the same for every sub-group, as ``allocate``
+places the job (:func:`~corral.actions.common.eviction.job_domains`). KAI sub-groups' required levels
+narrow every pod's nodes through the Predicate (``plugins/subgroup_topology.py``).
+
 Best-effort pods (no requests but their pod slot) preempt too, with only best-effort victims (Volcano:
 "BestEffort pod is not supported to preempt unBestEffort pod"); a job whose only waiting pods are
 best-effort reaches the eviction actions.

@@ -20,6 +20,13 @@ no plugin answers, the reverse of QueueOrder: the queue that would be served las
 victim job's priority, lowest first, then JobOrder and TaskOrder reversed; the reprieve goes the other
 way. The node ranking is preempt's.
 
+Topology (where corral goes further than Volcano): Volcano's reclaim dry-runs every node the
+reclaimer's predicates pass (``topologyAwareReclaim`` over ``PredicateForPreemptAction``), whatever
+``networkTopology`` its job or sub-groups carry, so a reclaimed gang may be nominated across domains its
+constraint forbids. corral's reclaim holds them as its preempt does: the job's pods inside one domain
+of its own topology at a time (purpose Evict), each sub-group with its own topology inside one of its
+domains within that job domain (:func:`~corral.actions.common.eviction.job_domains`).
+
 Best-effort pods (no requests but their pod slot) may reclaim, as in Volcano, but only from best-effort
 victims, as in preempt: a pod that asks for no resources has no fair-share claim on another queue's
 GPUs or CPUs, and evicting a pod that holds them to free a pod slot would hand them to nobody.

@@ -115,6 +115,8 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates", True, optional=True
     ),
+    # the labels a non-empty namespaceSelector of an inter-pod affinity term matches
+    ResourceType("Namespace", "v1", "namespaces", False),
 )
 POD = RESOURCES[1]
 NODE = RESOURCES[0]

@@ -7,7 +7,8 @@ the records are assembled (:func:`corral.manifests.build.assemble_cluster`). Ass
 longer than the scheduling cycle itself, so a cycle does not assemble again what did not change:
 
 - **Full assembly** (the snapshot loader's, :meth:`LiveModel.adopt` keeps its pieces): on the first cycle,
-  and whenever a Queue, PriorityClass, PodDisruptionBudget, HyperNode or KAI Topology changes what it reads as, a Node
+  and whenever a Queue, PriorityClass, PodDisruptionBudget, HyperNode, KAI Topology or — while some pod
+  has a namespaceSelector (:mod:`corral.kube.namespaces`) — Namespace changes what it reads as, a Node
   is added or removed, the set of resource names changes, the served schedulers change, or the last full
   assembly had to leave an object out (an assembly error: the culprit search needs every object). An
   object whose new version reads as the old one (a Node's status heartbeat) changes nothing.
@@ -53,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from corral.errors import InputError
+from corral.kube.namespaces import relabel, uses_namespace_selector
 from corral.manifests.build import assemble_hypernodes, assemble_jobs_and_tasks, assemble_nodes
 from corral.manifests.native import native_topologies, topology_family, workload_podgroups
 from corral.manifests.records import PodGroupRec, PodRec
@@ -135,6 +137,7 @@ class LiveModel:
         self.workloads: list[Any] = []  # scheduling.k8s.io Workload records (1.35's groups)
         self.composites = False  # a CompositePodGroup is watched: its tree is assembled whole
         queued: set[str] = {CPU, MEMORY, PODS}  # columns every cluster has, and the queues'
+        self.selector_pods = 0  # pods whose inter-pod terms have a namespaceSelector (kube/namespaces.py)
         for r, key, _raw, (kind, rec) in rows:
             self.records[(r.name, key)] = rec
             if kind == "Pod":
@@ -159,6 +162,7 @@ class LiveModel:
         self.resources, self.nodes = cluster.resources, cluster.nodes
         self.queues, self.hypernodes = cluster.queues, cluster.hypernodes
         self.topologies, self.kai_gpu_shared = cluster.topologies, cluster.kai_gpu_shared
+        self.namespace_labels = cluster.namespace_labels  # a Namespace change assembles everything
         self.native_groups: dict[str, Any] = dict(cluster.native_groups)
         self.priority_classes, self.pdbs = cluster.priority_classes, cluster.pdbs
         self.jobs: dict[str, Job] = dict(cluster.jobs)
@@ -239,6 +243,7 @@ class LiveModel:
         b = self.bucket_of[key] = self._bucket(rec)
         self.members.setdefault(b, set()).add(key)
         _count(self.names, rec.requests, 1)
+        self.selector_pods += uses_namespace_selector(rec)
         return True
 
     def _drop_pod(self, rec: PodRec) -> Bucket:
@@ -250,6 +255,7 @@ class LiveModel:
         if not m:
             del self.members[b]
         _count(self.names, rec.requests, -1)
+        self.selector_pods -= uses_namespace_selector(rec)
         return b
 
     def _add_group(self, rec: PodGroupRec) -> bool:
@@ -280,6 +286,8 @@ class LiveModel:
             for r, key, rec in delta
             if self.records.get((r.name, key)) != (None if rec is None else rec[1])
         ]
+        if not self.selector_pods and any(r.kind == "Namespace" for r, _, _ in changes):
+            self.namespace_labels, changes = relabel(self.records, self.namespace_labels, changes)
         if not changes:
             self.last, self.rebuilt = "unchanged", 0
             return self._result()
@@ -378,6 +386,7 @@ class LiveModel:
             # copies: what a cycle's decisions set on a group (kube.native_status) does not outlive it
             native_groups={u: n.copy() for u, n in self.native_groups.items()},
             dra=self.dra,
+            namespace_labels=self.namespace_labels,
         )
 
     def _refresh_nodes(self, changes: list[tuple[Any, str, Any]]) -> str:
@@ -538,6 +547,7 @@ class LiveModel:
             priority_classes=self.priority_classes,
             topologies=self.topologies,
             dra=self.dra,  # the device books as assembled (what a pod with claims asks and may wait for)
+            namespace_labels=self.namespace_labels,  # what namespaceSelectors match
         )
         pods = [self.pods[k] for k in self.members.get(b, ())]
         groups = [self.groups[b[1]]] if b[0] == "job" and b[1] in self.groups else []

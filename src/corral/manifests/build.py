@@ -163,6 +163,7 @@ def assemble_cluster(
         else assemble_hypernodes(by_kind["HyperNode"], nodes, by_kind["Topology"])
     )
     cluster.topologies = {r.name: r.levels for r in by_kind["Topology"]}
+    cluster.namespace_labels = dict(by_kind["Namespace"])
     assemble_jobs_and_tasks(cluster, by_kind["PodGroup"], by_kind["Pod"], set(schedulers))
     cluster.account()
     if cluster.off_nodes:

@@ -16,7 +16,9 @@ from corral.manifests.native import apply_native, finish_native, join_native
 from corral.manifests.native_assembly import composite_redirect
 from corral.manifests.queue_assembly import resource_vector
 from corral.manifests.records import PodGroupRec, PodRec
+from corral.manifests.selectors import Affinity
 from corral.model.cluster import Cluster
+from corral.model.notes import Note
 from corral.model.objects import OCCUPYING_STATES, Job, PodClass, PodGroupPhase, Task, TaskStatus
 from corral.model.resources import PODS, ResourceIndex
 from corral.model.subjobs import resolve_subgroups
@@ -107,7 +109,7 @@ def _task(cluster: Cluster, rec: PodRec, seen: dict | None = None) -> Task:
         node_selector=tuple(sorted(rec.node_selector.items())) if rec.node_selector else (),
         affinity=affinity,
         tolerations=rec.tolerations,
-        namespace=rec.namespace if affinity is not None and affinity.has_pod_terms else "",
+        namespace=rec.namespace if affinity is not None and _pod_terms(affinity) else "",
         # "" (not None) for a GPU-sharing pod without a sub-group: the classes of old snapshots' keys
         subgroup=(sub or "") if sub is not None or rec.gpu_share is not None else None,
         gpu_share=rec.gpu_share,
@@ -228,6 +230,36 @@ def assemble_jobs_and_tasks(
         _finish_job(cluster, job)
         if job.subgroup_policies or job.topology_tier_name:
             resolve_subgroups(cluster, job)
+    if not cluster.namespace_labels:
+        cluster.notes.extend(namespace_selector_notes(pods, schedulers))
+
+
+def namespace_selector_notes(pods: list[PodRec], schedulers: set[str]) -> list[Note]:
+    """A warning per served pod whose inter-pod (anti-)affinity term has a non-empty
+    ``namespaceSelector`` when the input holds no ``Namespace`` object at all: the selector then
+    matches no namespace (kube-scheduler merges into the term the namespaces its lister finds)."""
+    out = []
+    for rec in pods:
+        aff = rec.affinity
+        if aff is None or rec.scheduler not in schedulers:
+            continue
+        terms = (
+            aff.pod_affinity
+            + aff.pod_anti_affinity
+            + aff.pod_affinity_preferred
+            + aff.pod_anti_affinity_preferred
+        )
+        if any(t.ns_selector is not None for t in terms):
+            out.append(
+                Note(
+                    f"Pod {rec.namespace}/{rec.name}",
+                    "spec.affinity (namespaceSelector)",
+                    "the input holds no Namespace objects, so the namespaceSelector matches no namespace "
+                    "(as kube-scheduler, which matches only the Namespace objects it lists); add the "
+                    "v1 Namespace objects to the snapshot",
+                )
+            )
+    return out
 
 
 def _job_of_pod(cluster: Cluster, rec: PodRec, task: Task, redirect: dict[str, str]) -> Job | None:
@@ -296,3 +328,11 @@ def _finish_job(cluster: Cluster, job: Job) -> None:
             t.preemptable = False
     if cluster.native_groups:
         finish_native(cluster, job)
+
+
+def _pod_terms(affinity: Affinity) -> bool:
+    """Has the pod inter-pod terms, required or preferred? (They select pods of its own namespace by
+    default, so two pods alike but for their namespace are placed or scored differently.)"""
+    return bool(
+        affinity.has_pod_terms or affinity.pod_affinity_preferred or affinity.pod_anti_affinity_preferred
+    )

@@ -80,6 +80,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Queue": ("scheduling.volcano.sh/v1beta1", "scheduling.run.ai/v2"),
     "HyperNode": ("topology.volcano.sh/v1alpha1",),
     "Topology": ("kai.scheduler/v1alpha1",),
+    "Namespace": ("v1",),
 }
 
 
@@ -566,6 +567,8 @@ def _parse_known(file: str, raw: dict, kind: str, api: str, notes: Notes | None)
         return kind, _hypernode(o)
     if kind == "Topology":
         return kind, topology(o)
+    if kind == "Namespace":  # its labels are what namespaceSelectors match; the rest is inert
+        return kind, (o.name, o.strmap(o.meta.get("labels"), "metadata.labels"))
     if kind == "PriorityClass":
         if raw.get("value") is None:
             raise o.error("missing value", "value")

@@ -9,8 +9,11 @@ Inter-pod (anti-)affinity terms follow kube-scheduler's ``newAffinityTerm``
 (pkg/scheduler/framework/types.go): a null ``labelSelector`` selects no pod (``LabelSelectorAsSelector(nil)``
 is ``labels.Nothing()``); the term's namespaces are the union of ``namespaces`` and those its
 ``namespaceSelector`` matches, an empty selector ``{}`` matching every namespace, and a null selector with
-empty ``namespaces`` meaning the owning pod's own namespace. corral reads no ``Namespace`` objects, so a
-non-empty ``namespaceSelector`` is refused by name. ``matchLabelKeys``/``mismatchLabelKeys`` are merged
+empty ``namespaces`` meaning the owning pod's own namespace. A non-empty ``namespaceSelector`` is matched
+against the labels of the snapshot's ``v1 Namespace`` objects (``Cluster.namespace_labels``): as
+kube-scheduler merges the namespaces its lister finds into the term
+(``mergeAffinityTermNamespacesIfNotEmpty``), a namespace with no Namespace object matches no such
+selector. ``matchLabelKeys``/``mismatchLabelKeys`` are merged
 into the label selector as kube-apiserver does at pod creation (``applyMatchLabelKeysAndMismatchLabelKeys``:
 ``key In (the pod's value)``/``key NotIn (the pod's value)``, keys the pod lacks are skipped).
 """
@@ -80,11 +83,22 @@ class PodAffinityTerm:
     weight: int = 0  # preferred terms only
     #: ``namespaceSelector: {}``: the term selects pods of every namespace
     all_namespaces: bool = False
+    #: a ``namespaceSelector`` with requirements: the namespaces whose labels it matches
+    ns_selector: LabelSelector | None = None
 
-    def covers(self, namespace: str, own: str) -> bool:
+    def covers(
+        self, namespace: str, own: str, ns_labels: Mapping[str, Mapping[str, str]] | None = None
+    ) -> bool:
         """Does the term select pods of ``namespace`` when its owner lives in ``own``? (kube-scheduler's
-        ``AffinityTerm.Matches``: ``Namespaces.Has(ns) || NamespaceSelector.Matches(nsLabels)``.)"""
-        return self.all_namespaces or namespace in (self.namespaces or (own,))
+        ``AffinityTerm.Matches``: ``Namespaces.Has(ns) || NamespaceSelector.Matches(nsLabels)``; the
+        owner's namespace only when both are unset.) ``ns_labels``: the labels of every Namespace
+        object (a namespace absent from it matches no non-empty selector)."""
+        if self.all_namespaces or namespace in self.namespaces:
+            return True
+        if self.ns_selector is not None:
+            labels = ns_labels.get(namespace) if ns_labels is not None else None
+            return labels is not None and self.ns_selector.matches(labels)
+        return not self.namespaces and namespace == own
 
 
 @dataclass(frozen=True)
@@ -161,21 +175,14 @@ def parse_label_selector(raw: Any, where: str, path: str) -> LabelSelector:
     return LabelSelector(tuple(reqs))
 
 
-def _namespace_selector(term: dict, where: str, p: str) -> bool:
-    """True for ``namespaceSelector: {}`` (every namespace), False when it is null; a selector with
-    requirements is refused: corral reads no Namespace objects to match it against."""
+def _namespace_selector(term: dict, where: str, p: str) -> tuple[bool, LabelSelector | None]:
+    """(every namespace, selector): ``namespaceSelector: {}`` selects every namespace; one with
+    requirements is kept to match Namespace objects' labels; null is neither."""
     raw = term.get("namespaceSelector")
     if raw is None:
-        return False
+        return False, None
     sel = parse_label_selector(raw, where, f"{p}.namespaceSelector")
-    if sel.requirements:
-        raise InputError(
-            "a namespaceSelector with matchLabels or matchExpressions needs Namespace objects, which corral "
-            "does not read: list the namespaces in `namespaces`, or use `namespaceSelector: {}` for all",
-            obj=where,
-            field=f"{p}.namespaceSelector",
-        )
-    return True
+    return (False, sel) if sel.requirements else (True, None)
 
 
 def _label_keys(term: dict, where: str, p: str, name: str) -> list[str]:
@@ -242,8 +249,8 @@ def _pod_terms(
             raise InputError("a pod affinity term needs topologyKey", obj=where, field=f"{p}.topologyKey")
         sel = _term_selector(term, where, p, labels)
         namespaces = tuple(str(n) for n in _list(term.get("namespaces"), where, f"{p}.namespaces"))
-        every = _namespace_selector(term, where, p)
-        out.append(PodAffinityTerm(sel, namespaces, str(term["topologyKey"]), weight, every))
+        every, ns_sel = _namespace_selector(term, where, p)
+        out.append(PodAffinityTerm(sel, namespaces, str(term["topologyKey"]), weight, every, ns_sel))
     return tuple(out)
 
 

@@ -72,6 +72,9 @@ class Cluster:
     #: Dynamic Resource Allocation: devices, claims and allocations in force (corral.dra.Inventory);
     #: None when the snapshot has no ResourceClaims in use
     dra: Any = None
+    #: ``v1 Namespace`` objects: name -> labels (what a non-empty namespaceSelector of an inter-pod
+    #: affinity term matches; a namespace without an object here matches none)
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def account(self) -> None:
         """Recompute the node columns from task states (after loading or applying decisions): what

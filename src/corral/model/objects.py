@@ -45,7 +45,8 @@ class PodClass(NamedTuple):
     affinity: Any = None
     #: ``spec.tolerations``
     tolerations: tuple[Any, ...] = ()
-    #: the pod's namespace when it has inter-pod terms (they select pods in it), else ""
+    #: the pod's namespace when it has inter-pod terms, required or preferred (they select pods in
+    #: it), else ""
     namespace: str = ""
     #: the KAI ``kai.scheduler/subgroup-name`` label, or None
     subgroup: str | None = None

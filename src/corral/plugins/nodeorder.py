@@ -80,7 +80,8 @@ class NodeOrderPlugin(Plugin, NodeOrder, CacheHints):
         self._soft_taints = any(self._soft_groups)
 
     def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
-        """Scores depend on the pod's request, affinity, tolerations and (with inter-pod terms) namespace."""
+        """Scores depend on the pod's request, affinity, tolerations and (with inter-pod terms, required
+        or preferred: they select pods of its own namespace by default) namespace, which its class holds."""
         k = task.klass
         return None if k is None else (k.affinity, k.tolerations, k.namespace)
 
@@ -188,6 +189,7 @@ class NodeOrderPlugin(Plugin, NodeOrder, CacheHints):
             for t in self.session.cluster.tasks.values()
             if t.node >= 0 and t.status.value in ("Allocated", "Bound", "Running") and t is not task
         ]
+        ns_labels = self.session.cluster.namespace_labels
         raw = np.zeros(len(rows))
         terms = [(t, +1) for t in task.affinity.pod_affinity_preferred] + [
             (t, -1) for t in task.affinity.pod_anti_affinity_preferred
@@ -196,7 +198,9 @@ class NodeOrderPlugin(Plugin, NodeOrder, CacheHints):
             values = nodes.label_values(term.topology_key)
             counts: dict[str, int] = {}
             for other in placed:
-                if term.covers(other.namespace, task.namespace) and term.selector.matches(other.labels):
+                if term.covers(other.namespace, task.namespace, ns_labels) and term.selector.matches(
+                    other.labels
+                ):
                     v = values[other.node]
                     if v is not None:
                         counts[v] = counts.get(v, 0) + 1

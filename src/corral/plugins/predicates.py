@@ -115,6 +115,7 @@ class PredicatesPlugin(
 
     def on_session_open(self) -> None:
         self.nodes = self.session.cluster.nodes
+        self._ns = self.session.cluster.namespace_labels  # what namespaceSelectors match
         self._devices = self._proportional_devices()
         # keyed by the pod's class (its uid when it has none)
         self._static: dict[Any, np.ndarray] = {}
@@ -255,7 +256,7 @@ class PredicatesPlugin(
         values = self._domain_of(term.topology_key)
         out: set[str] = set()
         for other, row in self.placed.values():
-            if other is owner or not term.covers(other.namespace, owner.namespace):
+            if other is owner or not term.covers(other.namespace, owner.namespace, self._ns):
                 continue
             value = values[row]
             if value is not None and term.selector.matches(other.labels):
@@ -279,7 +280,7 @@ class PredicatesPlugin(
                 if (
                     not hits
                     and term.selector.matches(task.labels)
-                    and term.covers(task.namespace, task.namespace)
+                    and term.covers(task.namespace, task.namespace, self._ns)
                 ):
                     mask = self.nodes.label_mask(term.topology_key, "Exists")
                 else:
@@ -297,7 +298,9 @@ class PredicatesPlugin(
             if other is task:
                 continue
             for term in other.affinity.pod_anti_affinity:
-                if term.covers(task.namespace, other.namespace) and term.selector.matches(task.labels):
+                if term.covers(task.namespace, other.namespace, self._ns) and term.selector.matches(
+                    task.labels
+                ):
                     value = self._domain_of(term.topology_key)[row]
                     if value is not None:
                         parts.append(

@@ -80,6 +80,7 @@ from corral.model import OCCUPYING_STATES, Job, Task, TaskStatus
 from corral.model.clock import format_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, PODS
+from corral.plugins.reservation_topology import TopologyLocks, could_go, has_topology
 
 __all__ = ["LOCK_MODES", "Plan", "ReservationArgs", "ReservationPlugin", "parse_lock_nodes"]
 
@@ -201,17 +202,30 @@ class ReservationPlugin(
         tasks = waiting(target)
         if not tasks:
             return locked
+        score = self._idle_score(tasks)
+        avail = self._availability(tasks) if self.args.plan else None
+        constrained, hard = has_topology(target)
+        if constrained:
+            topo = TopologyLocks(self.session, lambda rows: self._order(rows, score, avail))
+            want = parse_lock_nodes(self.args.lock_nodes, len(nodes))
+            got = topo.lock(
+                target, locked, score, avail, mode, want, self._current_start, self._needed(target)
+            )
+            if got is not None or hard:
+                return locked if got is None else got
         eligible = self._eligible(tasks) & live
         if not (eligible & ~locked).any():
             return locked
-        score = self._idle_score(tasks)
-        avail = self._availability(tasks) if self.args.plan else None
         if mode == "single-node":
             rows = np.flatnonzero(eligible & ~locked)
             out = locked.copy()
             out[self._order(rows, score, avail)[0]] = True
             return out
         return self._multi_node(target, locked, eligible, score, avail)
+
+    def _current_start(self) -> float:
+        """The planned start of the target on the nodes locked now (-inf: no plan, or nothing locked)."""
+        return self._plan_of().start if self.args.plan and self._locked_mask().any() else -math.inf
 
     def _order(self, rows: np.ndarray, score: np.ndarray, avail: np.ndarray | None) -> np.ndarray:
         """``rows`` best first: most idle (seed 001), or, with the plan, earliest expected to hold a pod
@@ -286,17 +300,16 @@ class ReservationPlugin(
         return avail
 
     def _eligible(self, tasks: list[Task]) -> np.ndarray:
-        """Nodes where some pod of the target could ever go (predicates, request within allocatable)."""
-        nodes = self.session.cluster.nodes
-        out = np.zeros(len(nodes), dtype=bool)
+        """Nodes where some pod of the target could ever go (predicates but the topology plugins', whose
+        constraints the lock holds itself; request within allocatable: ``could_go``)."""
+        out = np.zeros(len(self.session.cluster.nodes), dtype=bool)
         seen: set[Any] = set()
         for t in tasks:
             key = t.klass or id(t)
             if key in seen:
                 continue
             seen.add(key)
-            cols, amounts = self.session.capacity.request_cols(t)
-            out |= self.session.predicate(t) & (nodes.allocatable[:, cols] >= amounts - EPS).all(axis=1)
+            out |= could_go(self.session, t)
         return out
 
     def _idle_score(self, tasks: list[Task]) -> np.ndarray:

@@ -51,6 +51,17 @@ def _rows(job: Job, leaves: set[str]) -> np.ndarray:
     return np.array(sorted(rows), dtype=np.int64)
 
 
+def _held_by(job: Job, n_nodes: int, n_res: int) -> np.ndarray:
+    """Per node, the requests of ``job``'s pods that hold it: placed there, or nominated to it."""
+    out = np.zeros((n_nodes, n_res))
+    for t in job.tasks:
+        if t.status in ALLOCATED_STATES and t.node >= 0:
+            out[t.node] += t.request
+        elif t.status is TaskStatus.PIPELINED and t.nominated >= 0:
+            out[t.nominated] += t.request
+    return out
+
+
 class SubGroupTopology:
     """The sub-group constraints of one session's jobs over its topology domains."""
 
@@ -110,7 +121,9 @@ class SubGroupTopology:
         starts in: the one with the fewest free pod slots that still holds the pods its minimums need
         — the tightest, as KAI sorts domains for packing (``sortTreeFromRoot``) — counted node by node
         at the largest request among its waiting pods; failing that, the tightest whose capacity could
-        hold them once freed; none when no domain could."""
+        hold them once freed — less what the job's own pods hold there (placed or nominated: a
+        sibling sub-group's pods never give way to it, as pods of the preemptor's job are never
+        victims); none when no domain could."""
         tree = job.subgroup_tree
         waiting = [t for t in job.tasks if t.role in leaves and t.status in _WAITING and t.managed]
         count = sum(tree.groups[leaf].min_member or 0 for leaf in leaves)
@@ -123,7 +136,7 @@ class SubGroupTopology:
         cols = cols[cols != res.pos(PODS)]
         hx = self.tree.index()
         live = (within & ~nodes.down).astype(float)
-        for have in (nodes.future_idle, nodes.allocatable):
+        for have in (nodes.future_idle, nodes.allocatable - _held_by(job, len(nodes), req.shape[0])):
             if cols.size:
                 per = np.floor((np.clip(have[:, cols], 0, None) + EPS) / req[cols]).min(axis=1)
             else:

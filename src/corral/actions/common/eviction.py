@@ -70,23 +70,71 @@ def _serve(
     job: Job,
     cache: dict[tuple[Any, ...], np.ndarray],
 ) -> None:
-    """One starving job's turn: its pending pods in TaskOrder make room while it starves — the pods of
-    a sub-group with its own topology inside one of the sub-group's domains (purpose Evict, the first
-    where the sub-group holds its minimum; :func:`~corral.actions.common.subgroups.place_subgroup`), or
-    not at all — then the Statement commits when the job is pipelined."""
+    """One starving job's turn: its pending pods in TaskOrder make room while it starves — inside one
+    domain of the job's own ``networkTopology`` at a time (:func:`job_domains`), the first where the
+    job becomes pipelined kept, each other undone; within it the pods of a sub-group with its own
+    topology inside one of the sub-group's domains (purpose Evict, the first where the sub-group holds
+    its minimum; :func:`~corral.actions.common.subgroups.place_subgroup`), or not at all — then the
+    Statement commits when the job is pipelined."""
     stmt = session.statement()
     evicted: list[Task] = []
     failed: set[tuple[Any, ...]] = set()  # classes that failed since the last plan
     tasks = sorted(
         (t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=session.task_key()
     )
+    domains = job_domains(session, job)
+    for i, within in enumerate(domains):
+        _room_in(session, action, evictor, stmt, job, tasks, within, cache, failed, evicted)
+        if i == len(domains) - 1 or (stmt.ops and session.job_pipelined(job)):
+            break
+        stmt.restore(0)  # not this domain: nothing evicted or nominated in it stays
+        evictor.back(evicted)
+        evicted.clear()
+        failed.clear()
+    finish(session, job, stmt, evictor, evicted)
+
+
+def job_domains(session: Session, job: Job) -> list[np.ndarray | None]:
+    """Where a starving job makes room, one domain at a time: for a job with its own
+    ``networkTopology`` (Volcano's, or a KAI required level) the masks of its search space with
+    purpose Evict (the plugin's top ``evictDomains``, cheapest to enter first; soft mode ends with the
+    cluster), so that its pods — and its sub-groups' domains — lie inside one domain of the job, the
+    same for all of them, as allocate places the job (Volcano's allocate: the job's hyperNode from
+    ``HyperNodeGradientForJobFn`` first, each sub-job's from ``HyperNodeGradientForSubJobFn`` inside
+    it); for any other job the cluster (None). Domains
+    holding every node the job's pods are nominated to come first (allocate's rule), and in hard mode
+    only those, when any does: the pods made room for join the nominated ones."""
+    if not job.topology_mode:
+        return [None]
+    masks = [d.mask for d in session.gang_search_space(job, Purpose.EVICT)]
+    held = [t.nominated for t in job.tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0]
+    holding = [m for m in masks if m[held].all()] if held else []
+    if holding:
+        masks = holding + ([] if job.topology_mode == "hard" else [m for m in masks if not m[held].all()])
+    return list(masks) or [None]
+
+
+def _room_in(
+    session: Session,
+    action: EvictionAction,
+    evictor: Evictor,
+    stmt: Statement,
+    job: Job,
+    tasks: list[Task],
+    within: np.ndarray | None,
+    cache: dict[tuple[Any, ...], np.ndarray],
+    failed: set[tuple[Any, ...]],
+    evicted: list[Task],
+) -> None:
+    """Make room for ``tasks`` inside ``within`` (None: anywhere) while the job starves: pod by pod,
+    a sub-group with its own topology inside one of its domains within ``within``."""
     mark = 0
 
-    def make_room(pods: list[Task], within: np.ndarray | None) -> str:
+    def make_room(pods: list[Task], mask: np.ndarray | None) -> str:
         for task in pods:
             if not session.job_starving(job):
                 break
-            _make_room(session, action, evictor, stmt, job, task, within, cache, failed, evicted)
+            _make_room(session, action, evictor, stmt, job, task, mask, cache, failed, evicted)
         return ""
 
     def undo() -> None:
@@ -95,17 +143,16 @@ def _serve(
         failed.clear()  # a class that failed in one domain may fit in another
 
     if not job.subjobs:
-        make_room(tasks, None)
-    else:
-        for sj, unit in subgroup_units(tasks):
-            if not session.job_starving(job):
-                break
-            mark = len(evicted)
-            if sj is None:
-                make_room(unit, None)
-            else:
-                place_subgroup(session, job, sj, unit, stmt, None, make_room, Purpose.EVICT, undo)
-    finish(session, job, stmt, evictor, evicted)
+        make_room(tasks, within)
+        return
+    for sj, unit in subgroup_units(tasks):
+        if not session.job_starving(job):
+            break
+        mark = len(evicted)
+        if sj is None:
+            make_room(unit, within)
+        else:
+            place_subgroup(session, job, sj, unit, stmt, within, make_room, Purpose.EVICT, undo)
 
 
 def _make_room(
