@@ -53,6 +53,7 @@ from corral.kube.dryrun import DryRun, dry_run_assume
 from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
+from corral.kube.longlived import LongLived
 from corral.kube.metrics import Metrics
 from corral.kube.native_status import native_conditions
 from corral.kube.queuemetrics import unschedulable_by_queue
@@ -95,6 +96,9 @@ class RunOptions:
     #: seconds between recomputations of the per-queue gauges (a session of the queue plugins over every
     #: pod: about half a steady cycle's scheduling at 50,000 pods); 0: every cycle
     queue_metrics_interval: float = 10.0
+    #: seconds between full garbage collections of the long-lived cache and model (kube/longlived.py);
+    #: 0: the collector's own schedule, which walks them every other cycle
+    gc_full_every: float = 300.0
     #: expected starts (kube/expected.py); ``every`` 0 is off, the default of a runner built in code
     forecast: LiveForecast = field(default_factory=lambda: LiveForecast(every=0))
     extra: dict[str, Any] = field(default_factory=dict)
@@ -170,6 +174,7 @@ class Runner:
         self.expected = _expected_starts(self)
         #: called after each cycle with the cycle's cluster, decisions and time (the live dashboard)
         self.after_cycle: Callable[[Cluster, Decisions, float], None] | None = None
+        self.long_lived = LongLived(options.gc_full_every)
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -201,6 +206,7 @@ class Runner:
             self.elector.stop(release=not self.lost)
         self.cache.stop()
         self.applier.close()
+        self.long_lived.release()
 
     def health(self) -> tuple[bool, str]:
         if not self.cache.is_synced():
@@ -297,6 +303,7 @@ class Runner:
             if not self.opts.dry_run:
                 self.applier.resolve()  # ambiguous writes of earlier cycles, read back first
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
+            self.long_lived.after_build()
             times["build"] = time.perf_counter() - t
             times["view"] = self.cache.view_seconds
             model = self.cache.model
