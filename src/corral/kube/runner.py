@@ -191,6 +191,7 @@ class Runner:
                 renew_deadline=r,
                 retry=retry,
                 on_lost=self._lost,
+                ready=self.cache.is_synced,
             )
             self.elector.start()
 
@@ -261,9 +262,11 @@ class Runner:
 
     def _standby(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds as a standby; back at once when this replica becomes leader
-        (its first cycle starts then, not a period later) or is stopped."""
+        (its first cycle starts then, not a period later) or is stopped. The model is kept up to date
+        meanwhile (:meth:`warm`), so the first cycle after a takeover builds only what changed since."""
         assert self.elector is not None
         end = time.monotonic() + timeout
+        self.warm()
         while not self.stopping.is_set() and not self.is_leader():
             left = end - time.monotonic()
             if left <= 0:
@@ -272,6 +275,17 @@ class Runner:
                 self.stopping.wait(min(0.05, left))
             else:
                 self.elector.leading.wait(min(0.05, left))
+
+    def warm(self) -> None:
+        """Bring the kept model up to date with the cache without running a cycle (a standby, once per
+        period): kube-scheduler's standby keeps its scheduling cache current through its informers'
+        handlers, so its first cycle as leader does not assemble the cluster first. A failure is left
+        to the first cycle, which logs it."""
+        try:
+            self.cache.build(self.opts.schedulers)
+            self.long_lived.after_build()
+        except Exception:  # noqa: BLE001 - the first cycle as leader builds again and reports
+            return
 
     def _wait_synced(self, t0: float) -> bool:
         """Wait for the first list of every kind; False when stopped meanwhile; SyncTimeout past
