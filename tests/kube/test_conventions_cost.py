@@ -9,6 +9,9 @@ from __future__ import annotations
 import gc
 from collections import Counter
 
+import pytest
+
+from corral.kube.api import EVENT, APIError
 from corral.kube.conventions import EVENT_REPEAT
 from corral.kube.longlived import LongLived
 from corral.kube.ratelimit import KUBE_SCHEDULER_BURST, KUBE_SCHEDULER_QPS, TokenBucket
@@ -139,3 +142,25 @@ def test_a_runner_freezes_after_its_model_is_built_and_releases_on_stop(
     assert gc.get_freeze_count() > 0
     r.stop()
     assert gc.get_freeze_count() == 0
+
+
+def test_a_write_whose_answer_is_not_read_still_reports_a_refusal(server: FakeAPI, runner_factory) -> None:
+    """``KubeAPI.send`` (Events, pod conditions): the answer is drained, not decoded, but a refusal is
+    still an APIError with its status and message, and a success lands."""
+    server.add_all(gang_objects(count=1))
+    r = runner_factory(now=NOW)
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": "train-0.", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "train-0", "namespace": "other"},
+        "reason": "FailedScheduling",
+        "message": "m",
+        "type": "Warning",
+    }
+    with pytest.raises(APIError) as refused:
+        r.api.send("POST", EVENT.collection("default"), event, "application/json")
+    assert refused.value.status == 422 and "involvedObject.namespace" in refused.value.message
+    event["involvedObject"]["namespace"] = "default"
+    assert r.api.send("POST", EVENT.collection("default"), event, "application/json") is None
+    assert [e["reason"] for e in server.objects("Event")] == ["FailedScheduling"]

@@ -323,7 +323,12 @@ class Recorder:
         }
         ns, name = _split(pod)
         try:
-            self.api.strategic_patch(POD.item(name, ns, "status"), {"status": {"conditions": [cond]}})
+            self.api.send(
+                "PATCH",
+                POD.item(name, ns, "status"),
+                {"status": {"conditions": [cond]}},
+                "application/strategic-merge-patch+json",
+            )
         except APIError as exc:
             if self.metrics is not None:
                 self.metrics.api_errors.labels("patch", "pods/status", str(exc.status)).inc()
@@ -363,7 +368,7 @@ class Recorder:
             "reportingInstance": self.identity,
         }
         try:
-            self.api.post(EVENT.collection(ns), body)
+            self.api.send("POST", EVENT.collection(ns), body, "application/json")
             return True
         except APIError as exc:
             if self.metrics is not None:
