@@ -35,7 +35,7 @@ import yaml
 from tests.kube.fakerules import Refused
 from tests.kube.fakeschema import PEERS
 
-__all__ = ["check_client_write", "rule_problems"]
+__all__ = ["check_client_write", "date_time", "in_range", "rule_problems"]
 
 #: (kind, apiVersion) -> the peer's CRD whose rules and formats are checked
 CRDS = {
@@ -74,7 +74,16 @@ def _cel() -> Any:
     return cel
 
 
-def _date_time(value: str) -> bool:
+def in_range(value: Any, fmt: str) -> bool:
+    """Whether an integer fits ``int32`` / ``int64`` (anything else is not this check's)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return True
+    low, high = _RANGES[fmt]
+    return low <= value <= high
+
+
+def date_time(value: str) -> bool:
+    """RFC 3339 date and time, as ``metav1.Time`` and the API server's ``date-time`` format read it."""
     if not _DATE_TIME.match(value):
         return False
     try:
@@ -102,12 +111,10 @@ def _rule(schema: dict, value: Any, old: Any, path: str, out: set[tuple[str, str
 
 def _format(schema: dict, value: Any, path: str, out: set[tuple[str, str]]) -> None:
     fmt = schema.get("format")
-    if fmt == "date-time" and isinstance(value, str) and not _date_time(value):
+    if fmt == "date-time" and isinstance(value, str) and not date_time(value):
         out.add((path, f'Invalid value: "{value}": {path} in body must be of type date-time'))
-    elif fmt in _RANGES and isinstance(value, int) and not isinstance(value, bool):
-        low, high = _RANGES[fmt]
-        if not low <= value <= high:
-            out.add((path, f"Invalid value: {value}: {path} in body must be of type {fmt}"))
+    elif fmt in _RANGES and not in_range(value, fmt):
+        out.add((path, f"Invalid value: {value}: {path} in body must be of type {fmt}"))
 
 
 def _walk(schema: Any, value: Any, old: Any, path: str, out: set[tuple[str, str]]) -> None:

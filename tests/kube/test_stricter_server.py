@@ -162,3 +162,24 @@ def test_cel_rules_of_a_hypernodes_members(srv: FakeAPI) -> None:
     )
     hn["spec"]["members"][0]["selector"] = {"exactMatch": {"name": "n1"}}
     api.post(HYPERNODE.collection(), hn)
+
+
+def test_a_built_in_kinds_timestamps_are_rfc_3339(srv: FakeAPI) -> None:
+    from tests.kube.fakeschema import checks
+
+    if not checks("Event", "v1"):
+        pytest.skip("jsonschema and kubernetes-validate are not installed")
+    api = _api(srv)
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": "train-0.", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "train-0", "namespace": "default"},
+        "reason": "FailedScheduling",
+        "message": "m",
+        "type": "Warning",
+        "firstTimestamp": "2026-01-01 00:00:00",
+    }
+    _refused(lambda: api.post("/api/v1/namespaces/default/events", event), "firstTimestamp")
+    event["firstTimestamp"] = "2026-01-01T00:00:00Z"
+    api.post("/api/v1/namespaces/default/events", event)
