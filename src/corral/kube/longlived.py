@@ -6,12 +6,17 @@ cycle allocates enough that one comes every other cycle: 0.5 s of CPU at 50,000 
 scheduling itself (measured by ``benchmarks/bench_live.py``). ``corral schedule`` freezes its loaded
 model for the same reason (``gc.freeze`` in :func:`corral.commands.schedule.schedule_snapshot`).
 
-:class:`LongLived` freezes what is alive after each model build, so the collector's passes during the
-cycle walk only what the cycle made; every ``full_every`` seconds it unfreezes and runs one full
-collection first, so a reference cycle among the frozen objects that died since (an old job's model
-replaced by the incremental build) is reclaimed within that time: memory stays bounded by what
-``full_every`` seconds leave behind, and the full pass costs once per ``full_every`` seconds instead of
-every other cycle.
+:class:`LongLived` runs one full collection at the start of each cycle, after the model is brought up to
+date, and then freezes what is alive: the collection walks only what was made since the last freeze
+(the last cycle's objects — a cycle leaves tens of thousands of objects in reference cycles behind, all
+reclaimed here — and what the watch brought in), never the frozen cache, and nothing that is garbage is
+ever frozen. The collector's own full passes are held back while objects are frozen (its third
+threshold raised), since this collection does their work once a cycle at the cycle's start instead of
+in the middle of the scheduling, where they would walk the cycle's live objects for nothing; its young
+generations run as usual. A frozen object that later dies inside a reference cycle (an old job's model
+replaced by the incremental build) waits for the next unfreeze: every ``full_every`` seconds, and at every
+full assembly (the old model is garbage then), the objects are unfrozen before that collection, so
+memory stays bounded by what that time leaves behind.
 """
 
 from __future__ import annotations
@@ -22,9 +27,13 @@ from collections.abc import Callable
 
 __all__ = ["LongLived"]
 
+#: the collector's third threshold while objects are frozen: its own full passes held back
+_HELD = 1_000_000
+
 
 class LongLived:
-    """``after_build`` once per cycle, after the model is brought up to date; ``release`` on stop."""
+    """``after_build`` once per cycle (and per standby period), after the model is brought up to date;
+    ``release`` on stop. ``seconds`` is what the last ``after_build`` took."""
 
     def __init__(self, full_every: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.full_every = full_every
@@ -32,21 +41,32 @@ class LongLived:
         self.last_full = clock()
         self.frozen = False
         self.full_collections = 0
+        self.seconds = 0.0
+        self._threshold: tuple[int, int, int] | None = None
 
-    def after_build(self) -> None:
+    def after_build(self, assembled: bool = False) -> None:
+        """``assembled``: the model was assembled whole in this build (the old one is garbage now)."""
         if self.full_every <= 0:
             return
+        t = time.perf_counter()
         now = self.clock()
-        if self.frozen and now - self.last_full >= self.full_every:
-            gc.unfreeze()
-            gc.collect()
+        if not self.frozen or assembled or now - self.last_full >= self.full_every:
+            gc.unfreeze()  # everything walked once: frozen garbage of earlier cycles is reclaimed too
             self.last_full = now
             self.full_collections += 1
+        gc.collect()
         gc.freeze()
+        if self._threshold is None:
+            self._threshold = gc.get_threshold()
+            gc.set_threshold(self._threshold[0], self._threshold[1], _HELD)
         self.frozen = True
+        self.seconds = time.perf_counter() - t
 
     def release(self) -> None:
-        """Give every frozen object back to the collector (the runner stops)."""
+        """Give every frozen object back to the collector and its thresholds back (the runner stops)."""
+        if self._threshold is not None:
+            gc.set_threshold(*self._threshold)
+            self._threshold = None
         if self.frozen:
             gc.unfreeze()
             self.frozen = False

@@ -283,7 +283,7 @@ class Runner:
         to the first cycle, which logs it."""
         try:
             self.cache.build(self.opts.schedulers)
-            self.long_lived.after_build()
+            self.long_lived.after_build(self.cache.model.last == "full")
         except Exception:  # noqa: BLE001 - the first cycle as leader builds again and reports
             return
 
@@ -317,8 +317,9 @@ class Runner:
             if not self.opts.dry_run:
                 self.applier.resolve()  # ambiguous writes of earlier cycles, read back first
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
-            self.long_lived.after_build()
+            self.long_lived.after_build(self.cache.model.last == "full")
             times["build"] = time.perf_counter() - t
+            times["gc"] = self.long_lived.seconds  # within build: the last cycle's garbage collected
             times["view"] = self.cache.view_seconds
             model = self.cache.model
             if model.last == "full":
