@@ -37,12 +37,44 @@ def test_no_bid_for_the_lease_before_the_cache_is_listed(server: FakeAPI, runner
     r = runner_factory(leader_elect=True, identity="a", lease_namespace="default", lease=LEASE)
     r.start()
     time.sleep(0.5)
-    assert not [p for m, p in server.requests if "/leases" in p], "bid before the cache was listed"
+    lease_writes = [p for m, p in server.requests if "/leases" in p and m != "GET"]
+    assert not lease_writes, "bid before the cache was listed"
     assert not r.is_leader()
     with server.lock:
         server.faults = []
     assert wait_for(r.cache.is_synced, 5)
     assert wait_for(r.is_leader, 5)
+
+
+def test_a_lease_left_unrenewed_while_syncing_is_taken_over_at_once(server: FakeAPI, runner_factory) -> None:
+    """The lease is read while the cache is listed: a lease its holder stopped renewing during the sync
+    is taken over as soon as the sync ends and its duration has passed since it was first read, not a
+    whole duration after the first bid."""
+    server.add_all(gang_objects(count=1, nodes=1))
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    server.add(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "corral", "namespace": "default"},
+            "spec": {
+                "holderIdentity": "gone",
+                "leaseDurationSeconds": 1,
+                "renewTime": now,
+                "acquireTime": now,
+            },
+        }
+    )
+    server.fail("GET", r"/api/v1/pods\?", 503, count=1000)
+    r = runner_factory(leader_elect=True, identity="b", lease_namespace="default", lease=(1.0, 0.6, 0.05))
+    r.start()
+    time.sleep(1.5)  # the holder's lease ran out while b was listing
+    with server.lock:
+        server.faults = []
+    assert wait_for(r.cache.is_synced, 5)
+    synced = time.monotonic()
+    assert wait_for(r.is_leader, 5)
+    assert time.monotonic() - synced < 0.5  # not another lease duration (1 s) after the sync
 
 
 def test_a_standby_keeps_its_model_up_to_date(server: FakeAPI, runner_factory) -> None:

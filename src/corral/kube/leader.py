@@ -19,6 +19,8 @@
 - A replica bids only once ``ready`` says so (the runner: its watch cache is listed), as kube-scheduler
   starts its informers and waits for their sync before ``leaderElector.Run``: a replica that won the
   lease before it could schedule would hold it while a synced standby waits a whole lease duration.
+  While it waits it reads the lease (:meth:`LeaderElector.observe`), so the time the lease was last
+  seen to change counts from then, as client-go's observation does, not from its first bid.
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ class LeaderElector(threading.Thread):
 
     def run(self) -> None:
         while self.ready is not None and not self.ready() and not self.stopping.is_set():
-            self.stopping.wait(min(self.retry, 0.05))  # no bid before this replica can schedule
+            self.observe()  # no bid before this replica can schedule; the lease is watched meanwhile
+            self.stopping.wait(self.retry)
         while not self.stopping.is_set():
             sent = self.clock()
             try:
@@ -118,6 +121,19 @@ class LeaderElector(threading.Thread):
                 if self.on_lost is not None:
                     self.on_lost()
             self.stopping.wait(self.retry)
+
+    def observe(self) -> None:
+        """Read the lease and note when it last changed, without bidding (a replica whose cache is not
+        listed yet): once it may bid, a lease that stopped being renewed meanwhile is taken over as soon
+        as its duration has passed since the change was seen, not a whole duration after the first bid."""
+        try:
+            lease = self.api.get(self.path)
+        except APIError:
+            return
+        cur = lease.get("spec") or {}
+        seen = (cur.get("holderIdentity") or "", str(cur.get("renewTime")))
+        if seen != self.observed:
+            self.observed, self.observed_at = seen, time.monotonic()
 
     def try_acquire_or_renew(self) -> bool:
         now = time.time()

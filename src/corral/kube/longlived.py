@@ -29,6 +29,23 @@ __all__ = ["LongLived"]
 
 #: the collector's third threshold while objects are frozen: its own full passes held back
 _HELD = 1_000_000
+#: the thresholds before the first holder raised them, and how many runners hold them (one process may
+#: run several runners: tests, the soak)
+_saved: list[tuple[int, int, int]] = []
+_holders = [0]
+
+
+def _hold() -> None:
+    if _holders[0] == 0:
+        _saved[:] = [gc.get_threshold()]
+        gc.set_threshold(_saved[0][0], _saved[0][1], _HELD)
+    _holders[0] += 1
+
+
+def _unhold() -> None:
+    _holders[0] -= 1
+    if _holders[0] == 0 and _saved:
+        gc.set_threshold(*_saved[0])
 
 
 class LongLived:
@@ -42,7 +59,7 @@ class LongLived:
         self.frozen = False
         self.full_collections = 0
         self.seconds = 0.0
-        self._threshold: tuple[int, int, int] | None = None
+        self._holding = False
 
     def after_build(self, assembled: bool = False) -> None:
         """``assembled``: the model was assembled whole in this build (the old one is garbage now)."""
@@ -56,17 +73,17 @@ class LongLived:
             self.full_collections += 1
         gc.collect()
         gc.freeze()
-        if self._threshold is None:
-            self._threshold = gc.get_threshold()
-            gc.set_threshold(self._threshold[0], self._threshold[1], _HELD)
+        if not self._holding:
+            _hold()
+            self._holding = True
         self.frozen = True
         self.seconds = time.perf_counter() - t
 
     def release(self) -> None:
         """Give every frozen object back to the collector and its thresholds back (the runner stops)."""
-        if self._threshold is not None:
-            gc.set_threshold(*self._threshold)
-            self._threshold = None
+        if self._holding:
+            _unhold()
+            self._holding = False
         if self.frozen:
             gc.unfreeze()
             self.frozen = False
