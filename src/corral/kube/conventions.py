@@ -32,7 +32,8 @@ kube-scheduler records through, turns a repeated Event into a series and writes 
 ``refreshTime`` = 30 minutes) and an unchanged condition is never written again — a condition just
 written is not sent again while the watch has not shown it yet. The records of what was emitted forget
 entries older than ``event_repeat`` (they would be emitted again anyway) and of conditions sent after
-``CONDITION_MEMORY`` seconds (the watch has shown them by then), so they stay bounded by one window.
+``CONDITION_MEMORY`` seconds (the watch has shown them by then), looked at every ``PRUNE_EVERY``
+seconds, so they stay bounded by one window.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ __all__ = ["Recorder", "gang_condition", "kai_conditions", "merged_conditions"]
 CONDITION_MEMORY = 60.0
 #: client-go's events broadcaster: a repeated Event's series is written again every 30 minutes
 EVENT_REPEAT = 1800.0
+#: seconds between two prunings of the records of what was emitted
+PRUNE_EVERY = 30.0
 
 #: the reason of the Warning Event about fields corral accepts but does not act on
 NOT_ENFORCED = "FieldsNotEnforced"
@@ -154,6 +157,7 @@ class Recorder:
         #: PodScheduled=False conditions written, pod -> (message, monotonic time): not sent again
         #: while the watch lags behind them
         self.conditioned: dict[str, tuple[str, float]] = {}
+        self.pruned_at = -1e18
         #: podgroups whose Events and conditions are all out: podgroup -> (its job object, the reason,
         #: the oldest of its Events' times, when it was found so); only podgroups still waiting
         self.told: dict[str, tuple[Any, str, float, float]] = {}
@@ -169,8 +173,12 @@ class Recorder:
             self.warnings[(kind, key)] = message
 
     def prune(self) -> None:
-        """Forget what was emitted more than ``event_repeat`` seconds ago."""
+        """Forget what was emitted more than ``event_repeat`` seconds ago (looked at every
+        ``PRUNE_EVERY`` seconds: the records hold at most that much more than one window)."""
         mono = time.monotonic()
+        if mono - self.pruned_at < PRUNE_EVERY:
+            return  # a pass over every record costs the backlog: at most once in PRUNE_EVERY seconds
+        self.pruned_at = mono
         cutoff = mono - self.event_repeat
         if self.emitted:
             self.emitted = {k: v for k, v in self.emitted.items() if v[1] >= cutoff}

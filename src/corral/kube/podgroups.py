@@ -94,7 +94,7 @@ class PodGroupWrites:
                 ready = job.ready_count()
                 msg = f"{len(job.tasks) - ready}/{len(job.tasks)} tasks in gang unschedulable: {u.reason}"
                 w = want.setdefault(u.podgroup, {})
-                w["condition"], w["job"] = gang_condition(False, msg, transition, now), job
+                w["message"], w["job"] = msg, job  # the condition itself made only when it is looked at
         placed: dict[str, int] = defaultdict(int)
         decided = {b.pod for b in decisions.binds}
         owner = {t.key: job for job in cluster.jobs.values() for t in job.tasks} if bound else {}
@@ -114,13 +114,16 @@ class PodGroupWrites:
         out: list[tuple[str, str, Callable[[], None]]] = []
         for uid, w in want.items():
             q = self.pg_quiet.get(uid)
-            if (
-                q is not None
-                and w.keys() == {"condition", "job"}
-                and q[0] is w["job"]
-                and q[1] == w["condition"]["message"]
-            ):
-                continue  # the same gang condition on the same job: nothing to write, as last time
+            if "message" in w:
+                if (
+                    q is not None
+                    and w.keys() == {"message", "job"}
+                    and q[0] is w["job"]
+                    and q[1] == w["message"]
+                ):
+                    continue  # the same gang condition on the same job: nothing to write, as last time
+                message = w.pop("message")
+                w.setdefault("condition", gang_condition(False, message, transition, now))  # ready wins
             out.append(("podgroups", uid, functools.partial(self._podgroup, uid, w, report)))
         return out
 
