@@ -21,6 +21,11 @@ What it implements, as the real API server does:
   characters, alphanumeric ends), an Event's namespace against its object's, a Lease's duration and
   transitions; the schemas of the kinds corral writes (Pods, Bindings, Nodes, Events, Leases, ResourceClaims,
   PodGroups and Queues of every API; the merged object after a patch: :mod:`tests.kube.fakeschema`); a 422 Invalid otherwise;
+- what a client's write may not change or must satisfy beyond types (:mod:`tests.kube.fakeupdate`):
+  immutable fields (``metadata.uid``, ``deletionTimestamp``, a Pod's spec but for images and the few
+  fields Kubernetes lets change, a ResourceClaim's spec and allocation, a Node's pod CIDR), the peers'
+  CRDs' CEL rules (``x-kubernetes-validations``, transition rules included) and ``date-time`` /
+  ``int32`` / ``int64`` formats;
 - the Binding's ``metadata.uid`` precondition (409 when the pod was replaced) and the
   ``PodScheduled=True`` condition the binding sets; a strategic merge patch merges a pod's
   ``status.conditions`` by ``type``;
@@ -61,6 +66,7 @@ from tests.kube.fakerules import Refused, check_budgets, validate_fields, valida
 from tests.kube.fakerules import Reply as _Reply
 from tests.kube.fakerules import status as _status
 from tests.kube.fakeschema import check_write
+from tests.kube.fakeupdate import check_client_write
 
 __all__ = ["TYPES", "FakeAPI"]
 
@@ -326,6 +332,7 @@ class FakeAPI:
         validate_fields(kind, obj)
         if schema:
             check_write(kind, api, None, obj)
+            check_client_write(kind, api, None, obj)
         if key in self.store[path]:
             raise _Reply(409, _status(409, "AlreadyExists", f"{kind} {key[1]!r} already exists"))
         self.rv += 1

@@ -18,6 +18,7 @@ from tests.kube.fakeapi import _NO_STATUS, _PATH, _STATUS_SUB, TYPES, merge_patc
 from tests.kube.fakerules import Refused, strategic_patch
 from tests.kube.fakerules import Reply as _Reply
 from tests.kube.fakerules import status as _status
+from tests.kube.fakeupdate import check_client_write
 
 if TYPE_CHECKING:
     from tests.kube.fakeapi import FakeAPI
@@ -286,6 +287,7 @@ class Handler(BaseHTTPRequestHandler):
                     patch.pop("status")  # CRDs with a status subresource ignore status here
                 strategic = "strategic" in (self.headers.get("Content-Type") or "")
                 new = strategic_patch(obj, patch) if strategic else merge_patch(obj, patch)
+            check_client_write(kind, TYPES[tpath][1], obj, new, sub)
             self._send(200, fake._write(tpath, key, new))
 
     def do_GET(self) -> None:  # noqa: N802

@@ -6,7 +6,8 @@ Node, Event, Lease, ResourceClaim, ``scheduling.k8s.io/v1beta1`` PodGroup) again
 
 The object checked is the one the server would store: the merged object after a patch, the whole object
 of a create or a replace, the Binding's body. A field of the wrong type, a value outside an enum or an
-unknown field is refused with a 422 ``Invalid`` naming the field. Unknown fields are refused
+unknown field, or a string or integer outside its ``format`` (``date-time``, ``int32``, ``int64``), is
+refused with a 422 ``Invalid`` naming the field. Unknown fields are refused
 (``fieldValidation=Strict``; a real server's default, ``Warn``, drops them with a warning header), so that
 a write whose field a real cluster would drop fails the tests instead of passing silently.
 
@@ -74,6 +75,18 @@ def _strict(schema: Any) -> Any:
     return out
 
 
+def _formats(jsonschema: Any) -> Any:
+    """The string and integer formats a kube-apiserver checks: ``date-time`` (``metav1.Time`` and
+    ``MicroTime``, and the CRDs' ``format: date-time``; RFC 3339), ``int32``, ``int64``."""
+    from tests.kube.fakeupdate import date_time, in_range
+
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checks("date-time")(lambda v: not isinstance(v, str) or date_time(v))
+    checker.checks("int32")(lambda v: in_range(v, "int32"))
+    checker.checks("int64")(lambda v: in_range(v, "int64"))
+    return checker
+
+
 @functools.cache
 def _validator(kind: str, api: str) -> Any:
     """The validator of one kind, or None when its schema (or jsonschema) is not installed here."""
@@ -91,7 +104,7 @@ def _validator(kind: str, api: str) -> Any:
         schema = json.loads((folder / _BUILTIN[(kind, api)]).read_text())
         defs = json.loads((folder / "_definitions.json").read_text())
         registry: Any = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
-        return jsonschema.Draft202012Validator(schema, registry=registry)
+        return jsonschema.Draft202012Validator(schema, registry=registry, format_checker=_formats(jsonschema))
     if (kind, api) in _CRDS:
         path = PEERS / _CRDS[(kind, api)]
         if not path.is_file():
@@ -100,7 +113,7 @@ def _validator(kind: str, api: str) -> Any:
         version = api.rpartition("/")[2]
         [spec] = [v for v in crd["spec"]["versions"] if v["name"] == version]
         schema = _strict(spec["schema"]["openAPIV3Schema"])
-        return jsonschema.Draft202012Validator(schema)
+        return jsonschema.Draft202012Validator(schema, format_checker=_formats(jsonschema))
     return None
 
 

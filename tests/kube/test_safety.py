@@ -11,6 +11,7 @@ from collections import Counter
 
 from corral.framework.reservation import lock_label_value
 from corral.kube.apply import LOCK_LABEL
+from corral.kube.conventions import PRUNE_EVERY
 from tests.kube.fakeapi import FakeAPI
 from tests.kube.test_live import NOW, PREEMPT, gang_objects, node_of, preempt_objects, wait_for
 from tests.scenarios.expand import expand
@@ -203,6 +204,9 @@ def test_the_record_of_emitted_events_is_pruned(server: FakeAPI, runner_factory)
     rec = r.applier.recorder
     assert len(rec.emitted) == 6
     rec.event_repeat = 0.0  # everything emitted is older than the window
+    rec.prune()  # the cycle pruned a moment ago: the records are looked at every PRUNE_EVERY seconds
+    assert len(rec.emitted) == 6
+    rec.pruned_at -= PRUNE_EVERY
     rec.prune()
     assert not rec.emitted
 

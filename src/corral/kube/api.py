@@ -13,6 +13,7 @@ custom resources (``optional``: a cluster without the CRD answers 404 and the ki
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -272,6 +273,41 @@ class KubeAPI:
                 resp.status, f"answer is not usable JSON: {exc.message}", method=method, path=path
             ) from None
 
+    def send(self, method: str, path: str, body: dict, content_type: str) -> None:
+        """A write whose answer corral does not read (an Event, a pod condition): the body serialized
+        once as JSON bytes and sent over the client's connection pool with its authentication headers,
+        the answer drained but not decoded. About a quarter less CPU than :meth:`request` (measured
+        with ``benchmarks/bench_live.py``), for the writes a backlog of unschedulable pods repeats.
+        Errors as :meth:`request`."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        _method, url, headers, _body, _post = self.client.param_serialize(
+            method, path, header_params=headers, auth_settings=["BearerToken"]
+        )
+        data = json.dumps(body, separators=(",", ":")).encode()
+        try:
+            resp = self.client.rest_client.pool_manager.request(
+                method,
+                url,
+                body=data,
+                headers=headers,
+                timeout=self.timeout,
+                preload_content=False,
+            )
+            answer = resp.read()
+            resp.release_conn()
+        except Exception as exc:  # noqa: BLE001 - connection refused, reset, timeout: no answer
+            raise APIError(0, f"{type(exc).__name__}: {exc}", method=method, path=path) from None
+        if not 200 <= resp.status <= 299:
+            retry = resp.headers.get("Retry-After")
+            raise APIError(
+                resp.status,
+                _message(answer) or str(resp.reason),
+                method=method,
+                path=path,
+                retry_after=float(retry) if retry and retry.isdigit() else None,
+                causes=_causes(answer),
+            )
+
     def get(self, path: str, **query: Any) -> dict:
         return self.request("GET", path, query=query)
 
@@ -374,6 +410,10 @@ class GuardedAPI:
 
     def get(self, path: str, **query: Any) -> dict:
         return self.api.get(path, **query)
+
+    def send(self, method: str, path: str, body: dict, content_type: str) -> None:
+        self._check(method, path)
+        self.api.send(method, path, body, content_type)
 
     def patch(self, path: str, body: dict) -> dict:
         self._check("PATCH", path)

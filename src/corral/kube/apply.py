@@ -55,12 +55,13 @@ from corral.framework.reservation import LOCK_LABEL, lock_label_value
 from corral.kube.api import NODE, POD, APIError, GuardedAPI, KubeAPI
 from corral.kube.apply_report import ApplyReport
 from corral.kube.cache import PRESENT, WatchCache
-from corral.kube.conventions import Recorder
+from corral.kube.conventions import EVENT_REPEAT, Recorder
 from corral.kube.dra_status import write_claims
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.partial import PartialGangs
 from corral.kube.podgroups import PodGroupWrites
+from corral.kube.ratelimit import KUBE_SCHEDULER_BURST, KUBE_SCHEDULER_QPS
 from corral.model import Cluster
 from corral.model.clock import format_time
 
@@ -99,8 +100,9 @@ class Applier(PodGroupWrites, PartialGangs):
         identity: str = "corral",
         workers: int = 16,
         refusal_backoff: float = 60.0,
-        events_per_cycle: int = 100,
-        event_repeat: float = 600.0,
+        events_rate: tuple[float, int] = (KUBE_SCHEDULER_QPS, KUBE_SCHEDULER_BURST),
+        conditions_rate: tuple[float, int] = (KUBE_SCHEDULER_QPS, KUBE_SCHEDULER_BURST),
+        event_repeat: float = EVENT_REPEAT,
         may_write: Callable[[], bool] | None = None,
         lease_left: Callable[[], float] | None = None,
         bind_margin: float = 0.0,
@@ -121,6 +123,7 @@ class Applier(PodGroupWrites, PartialGangs):
         self.retries, self.retry_backoff = retries, retry_backoff
         self.uncertain: dict[str, tuple[str, str]] = {}  # pod -> ("bind", node) | ("evict", "")
         self.partial: set[str] = set()  # gangs whose binds partly failed in the last cycle
+        self.pg_quiet = {}  # PodGroups whose gang condition needed no write (kube/podgroups.py)
         self.recorder = Recorder(
             self.api,
             cache,
@@ -129,7 +132,8 @@ class Applier(PodGroupWrites, PartialGangs):
             self.pool,
             scheduler_name=scheduler_name,
             identity=identity,
-            events_per_cycle=events_per_cycle,
+            events_rate=events_rate,
+            conditions_rate=conditions_rate,
             event_repeat=event_repeat,
         )
         self.after_evictions: Callable[[], None] | None = None  # a test's kill point

@@ -22,11 +22,18 @@
   PodGroup's phase and annotations in one patch by the applier; on KAI PodGroups, KAI's
   ``schedulingConditions`` (:func:`kai_conditions`).
 
-Rate limits: at most ``events_per_cycle`` Events and ``conditions_per_cycle`` pod condition patches per
-cycle (the rest follow in later cycles, oldest decision first; warnings wait behind the decisions'); an unchanged Event is repeated at most
-every ``event_repeat`` seconds and an unchanged condition is never written again. The record of what was
-emitted forgets entries older than ``event_repeat`` (they would be emitted again anyway), so it stays
-bounded by what one window of ``event_repeat`` seconds emitted.
+Rate limits: Events and pod condition patches each go through a token bucket of kube-scheduler's client
+defaults (50 a second, bursts of 100: :mod:`corral.kube.ratelimit`; kube-scheduler's Events have a
+client of their own), so a backlog of pods that cannot be placed reaches the API server at that pace and
+costs each cycle in proportion to the time since the last, not to the backlog; what finds no token
+follows in later cycles, oldest decision first (warnings wait behind the decisions'). An unchanged Event
+is repeated at most every ``event_repeat`` seconds (30 minutes: client-go's events broadcaster, which
+kube-scheduler records through, turns a repeated Event into a series and writes it again every
+``refreshTime`` = 30 minutes) and an unchanged condition is never written again — a condition just
+written is not sent again while the watch has not shown it yet. The records of what was emitted forget
+entries older than ``event_repeat`` (they would be emitted again anyway) and of conditions sent after
+``CONDITION_MEMORY`` seconds (the watch has shown them by then), looked at every ``PRUNE_EVERY``
+seconds, so they stay bounded by one window.
 """
 
 from __future__ import annotations
@@ -40,10 +47,18 @@ from corral.kube.api import EVENT, POD, APIError, GuardedAPI
 from corral.kube.cache import WatchCache
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
+from corral.kube.ratelimit import KUBE_SCHEDULER_BURST, KUBE_SCHEDULER_QPS, TokenBucket
 from corral.model import Cluster
 from corral.model.clock import format_time
 
 __all__ = ["Recorder", "gang_condition", "kai_conditions", "merged_conditions"]
+
+#: seconds a written condition is remembered as sent (the watch shows it well before)
+CONDITION_MEMORY = 60.0
+#: client-go's events broadcaster: a repeated Event's series is written again every 30 minutes
+EVENT_REPEAT = 1800.0
+#: seconds between two prunings of the records of what was emitted
+PRUNE_EVERY = 30.0
 
 #: the reason of the Warning Event about fields corral accepts but does not act on
 NOT_ENFORCED = "FieldsNotEnforced"
@@ -128,16 +143,24 @@ class Recorder:
         *,
         scheduler_name: str = "corral",
         identity: str = "corral",
-        events_per_cycle: int = 100,
-        conditions_per_cycle: int = 500,
-        event_repeat: float = 600.0,
+        events_rate: tuple[float, int] = (KUBE_SCHEDULER_QPS, KUBE_SCHEDULER_BURST),
+        conditions_rate: tuple[float, int] = (KUBE_SCHEDULER_QPS, KUBE_SCHEDULER_BURST),
+        event_repeat: float = EVENT_REPEAT,
     ) -> None:
         self.api, self.cache, self.log, self.metrics, self.pool = api, cache, log, metrics, pool
         self.scheduler_name, self.identity = scheduler_name, identity
-        self.events_per_cycle = events_per_cycle
-        self.conditions_per_cycle = conditions_per_cycle
+        #: (qps, burst) of the Events and of the pod condition patches
+        self.events_limit = TokenBucket(*events_rate)
+        self.conditions_limit = TokenBucket(*conditions_rate)
         self.event_repeat = event_repeat
         self.emitted: dict[tuple[str, str, str], tuple[str, float]] = {}  # (kind, key, reason) -> msg, time
+        #: PodScheduled=False conditions written, pod -> (message, monotonic time): not sent again
+        #: while the watch lags behind them
+        self.conditioned: dict[str, tuple[str, float]] = {}
+        self.pruned_at = -1e18
+        #: podgroups whose Events and conditions are all out: podgroup -> (its job object, the reason,
+        #: the oldest of its Events' times, when it was found so); only podgroups still waiting
+        self.told: dict[str, tuple[Any, str, float, float]] = {}
         #: warnings told but not written yet, (kind, key) -> message: written after the cycle's
         #: decisions, within the Event budget; an entry leaves once its Event was tried
         self.warnings: dict[tuple[str, str], str] = {}
@@ -150,95 +173,147 @@ class Recorder:
             self.warnings[(kind, key)] = message
 
     def prune(self) -> None:
-        """Forget what was emitted more than ``event_repeat`` seconds ago."""
-        cutoff = time.monotonic() - self.event_repeat
+        """Forget what was emitted more than ``event_repeat`` seconds ago (looked at every
+        ``PRUNE_EVERY`` seconds: the records hold at most that much more than one window)."""
+        mono = time.monotonic()
+        if mono - self.pruned_at < PRUNE_EVERY:
+            return  # a pass over every record costs the backlog: at most once in PRUNE_EVERY seconds
+        self.pruned_at = mono
+        cutoff = mono - self.event_repeat
         if self.emitted:
             self.emitted = {k: v for k, v in self.emitted.items() if v[1] >= cutoff}
+        cutoff = mono - min(CONDITION_MEMORY, self.event_repeat)
+        if self.conditioned:
+            self.conditioned = {k: v for k, v in self.conditioned.items() if v[1] >= cutoff}
 
     # -- one cycle --------------------------------------------------------------------------------
     def cycle(
         self, decisions: Decisions, cluster: Cluster, bound: list[tuple[str, str]], count: Any, now: float
     ) -> None:
         """Events and conditions of one cycle: ``bound`` are the (pod, node) binds that landed; ``count``
-        is the applier's outcome counter ``(kind, outcome, what)``."""
+        is the applier's outcome counter ``(kind, outcome, what)``. Preempted, then Scheduled, then the
+        unschedulable podgroups' Events and conditions in the decisions' order, then FieldsNotEnforced,
+        as far as the token buckets reach; what does not fit waits for a later cycle."""
         self.prune()
-        events: list[tuple[str, str, str, str, str]] = []  # kind, key, type, reason, message
+        mono = time.monotonic()
+        todo: list[tuple[str, str, str, str, str]] = []  # kind, key, type, reason, message
         for e in decisions.evictions:
-            events.append(
-                (
-                    "Pod",
-                    e.pod,
-                    "Normal",
-                    "Preempted",
-                    f"Preempted by {e.preemptor} on node {e.node} (corral action {e.action})",
-                )
-            )
+            msg = f"Preempted by {e.preemptor} on node {e.node} (corral action {e.action})"
+            self._want(todo, ("Pod", e.pod, "Normal", "Preempted", msg))
         for pod, node in bound:
             ns, name = _split(pod)
-            events.append(("Pod", pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}"))
-        conditions: list[tuple[str, str]] = []
-        for u in decisions.unschedulable:
-            job = cluster.jobs.get(u.podgroup)
-            if job is None:
-                continue
-            if not job.synthetic and self.cache.find("PodGroup", u.podgroup) is not None:
-                events.append(("PodGroup", u.podgroup, "Warning", "Unschedulable", u.reason))
-            for t in job.tasks:
-                if t.node < 0 and t.managed:
-                    events.append(("Pod", t.key, "Warning", "FailedScheduling", u.reason))
-                    conditions.append((t.key, u.reason))
-        events += [(kind, key, "Warning", NOT_ENFORCED, msg) for (kind, key), msg in self.warnings.items()]
-        mono = time.monotonic()
-        todo = []
-        budget = self.events_per_cycle
-        for kind, key, etype, reason, message in events:
-            last = self.emitted.get((kind, key, reason))
-            if last is not None and last[0] == message:
-                if reason == NOT_ENFORCED:
-                    self.warnings.pop((kind, key), None)
-                continue  # the same, within event_repeat (older records were pruned)
-            if budget <= 0:
+            msg = f"Successfully assigned {ns}/{name} to {node}"
+            self._want(todo, ("Pod", pod, "Normal", "Scheduled", msg))
+        conditions = self._unschedulable(decisions, cluster, todo, mono)
+        for (kind, key), msg in list(self.warnings.items()):
+            if self._want(todo, (kind, key, "Warning", NOT_ENFORCED, msg)) is None:
                 break
-            budget -= 1
-            todo.append((kind, key, etype, reason, message))
-            if reason == NOT_ENFORCED:
-                self.warnings.pop((kind, key), None)
+            self.warnings.pop((kind, key), None)  # written now, or the same was written lately
         event_futures = [(t, self.pool.submit(self.event, *t)) for t in todo]
         condition_futures = [
-            (key, self.pool.submit(self.unschedulable_condition, key, reason, now))
-            for key, reason in self._conditions(conditions)
+            ((key, reason), self.pool.submit(self.unschedulable_condition, key, reason, now))
+            for key, reason in conditions
         ]
         for (kind, key, _etype, reason, message), fut in event_futures:
             ok = fut.result()
             if ok:
                 self.emitted[(kind, key, reason)] = (message, mono)
             count("events", "done" if ok else "failed", key)
-        for key, cfut in condition_futures:
+        for (key, reason), cfut in condition_futures:
             written = cfut.result()
+            if written:
+                self.conditioned[key] = (reason, mono)
             if written is not None:
                 count("conditions", "done" if written else "failed", key)
 
-    def _conditions(self, wanted: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The pods whose PodScheduled condition does not say ``reason`` yet, within the cycle's budget."""
-        out: list[tuple[str, str]] = []
-        for key, reason in wanted:
-            if len(out) >= self.conditions_per_cycle:
+    def _want(self, todo: list, event: tuple[str, str, str, str, str]) -> bool | None:
+        """Queue ``event`` unless the same was emitted within ``event_repeat`` (False); None when the
+        Event budget is spent (nothing queued)."""
+        kind, key, _etype, reason, message = event
+        last = self.emitted.get((kind, key, reason))
+        if last is not None and last[0] == message:
+            return False
+        if not self.events_limit.take():
+            return None
+        todo.append(event)
+        return True
+
+    def _unschedulable(
+        self, decisions: Decisions, cluster: Cluster, todo: list, mono: float
+    ) -> list[tuple[str, str]]:
+        """Queue the Events of the podgroups that cannot be placed and return the pods whose condition
+        to write, as far as the buckets reach. A podgroup whose Events and conditions are all out, whose
+        job (the same object: nothing of it changed) and reason are the same as then, is passed over
+        without looking at its pods until its Events are due again: a steady cycle costs what changed,
+        not the backlog."""
+        told: dict[str, tuple[Any, str, float, float]] = {}
+        conditions: list[tuple[str, str]] = []
+        events_open = conditions_open = True
+        for u in decisions.unschedulable:
+            if not (events_open or conditions_open):
                 break
-            found = self.cache.find("Pod", key)
-            if found is None:
+            job = cluster.jobs.get(u.podgroup)
+            if job is None:
                 continue
-            for c in (found[1].get("status") or {}).get("conditions") or []:
-                if (
-                    isinstance(c, dict)
-                    and c.get("type") == "PodScheduled"
-                    and c.get("status") == "False"
-                    and c.get("reason") == "Unschedulable"
-                    and c.get("message") == reason
-                ):
+            memo = self.told.get(u.podgroup)
+            if memo is not None and memo[0] is job and memo[1] == u.reason and self._fresh(memo, mono):
+                told[u.podgroup] = memo
+                continue
+            group: list[tuple[str, str, str, str, str]] = []
+            if not job.synthetic and self.cache.find("PodGroup", u.podgroup) is not None:
+                group.append(("PodGroup", u.podgroup, "Warning", "Unschedulable", u.reason))
+            pods = [t.key for t in job.tasks if t.node < 0 and t.managed]
+            group += [("Pod", pod, "Warning", "FailedScheduling", u.reason) for pod in pods]
+            done = True
+            for event in group:
+                if not events_open:
+                    done = False
                     break
-            else:
-                out.append((key, reason))
-        return out
+                queued = self._want(todo, event)
+                events_open = queued is not None
+                done = done and queued is False
+            for pod in pods:
+                if not self._needs_condition(pod, u.reason):
+                    continue
+                done = False
+                if not (conditions_open and self.conditions_limit.take()):
+                    conditions_open = False
+                    break
+                conditions.append((pod, u.reason))
+            if done:
+                oldest = min((self.emitted[e[0], e[1], e[3]][1] for e in group), default=mono)
+                told[u.podgroup] = (job, u.reason, oldest, mono)
+        if len(told) < len(self.told):  # keep what the loop did not reach, for podgroups still waiting
+            waiting = {u.podgroup for u in decisions.unschedulable}
+            told = {k: v for k, v in self.told.items() if k in waiting} | told
+        self.told = told
+        return conditions
+
+    def _fresh(self, memo: tuple[Any, str, float, float], mono: float) -> bool:
+        """A podgroup told all may be passed over until its oldest Event is due again, and for at most
+        ``CONDITION_MEMORY`` seconds (then its pods' conditions are looked at again: another writer may
+        have changed one without the model seeing it)."""
+        return mono - memo[2] < self.event_repeat and mono - memo[3] < CONDITION_MEMORY
+
+    def _needs_condition(self, pod: str, reason: str) -> bool:
+        """Whether ``pod``'s PodScheduled condition does not say ``reason`` yet, neither as the watch
+        shows the pod nor as this replica wrote it lately (a pod that is gone needs none)."""
+        sent = self.conditioned.get(pod)
+        if sent is not None and sent[0] == reason:
+            return False
+        found = self.cache.find("Pod", pod)
+        if found is None:
+            return False
+        for c in (found[1].get("status") or {}).get("conditions") or []:
+            if (
+                isinstance(c, dict)
+                and c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == "Unschedulable"
+                and c.get("message") == reason
+            ):
+                return False
+        return True
 
     def unschedulable_condition(self, pod: str, message: str, now: float) -> bool | None:
         """``PodScheduled=False, reason=Unschedulable`` on ``pod`` (kube-scheduler's condition, a strategic
@@ -256,7 +331,12 @@ class Recorder:
         }
         ns, name = _split(pod)
         try:
-            self.api.strategic_patch(POD.item(name, ns, "status"), {"status": {"conditions": [cond]}})
+            self.api.send(
+                "PATCH",
+                POD.item(name, ns, "status"),
+                {"status": {"conditions": [cond]}},
+                "application/strategic-merge-patch+json",
+            )
         except APIError as exc:
             if self.metrics is not None:
                 self.metrics.api_errors.labels("patch", "pods/status", str(exc.status)).inc()
@@ -296,7 +376,7 @@ class Recorder:
             "reportingInstance": self.identity,
         }
         try:
-            self.api.post(EVENT.collection(ns), body)
+            self.api.send("POST", EVENT.collection(ns), body, "application/json")
             return True
         except APIError as exc:
             if self.metrics is not None:

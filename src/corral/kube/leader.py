@@ -16,6 +16,11 @@
   the API server stops counting itself leader before anyone else can start: the runner checks it before a
   cycle starts and before each write of the apply phase.
 - On a clean stop the leader releases the Lease (empty holder), so a standby takes over at once.
+- A replica bids only once ``ready`` says so (the runner: its watch cache is listed), as kube-scheduler
+  starts its informers and waits for their sync before ``leaderElector.Run``: a replica that won the
+  lease before it could schedule would hold it while a synced standby waits a whole lease duration.
+  While it waits it reads the lease (:meth:`LeaderElector.observe`), so the time the lease was last
+  seen to change counts from then, as client-go's observation does, not from its first bid.
 """
 
 from __future__ import annotations
@@ -48,11 +53,13 @@ class LeaderElector(threading.Thread):
         renew_deadline: float = 10.0,
         retry: float = 2.0,
         on_lost: Callable[[], None] | None = None,
+        ready: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(daemon=True, name="corral-leader")
         self.api, self.namespace, self.name, self.identity, self.log = api, namespace, name, identity, log
         self.duration, self.renew_deadline, self.retry = duration, renew_deadline, retry
         self.on_lost = on_lost
+        self.ready = ready
         self.leading = threading.Event()
         self.stopping = threading.Event()
         self._writing = threading.Lock()  # a lease write of run() and stop()'s release, one at a time
@@ -79,6 +86,9 @@ class LeaderElector(threading.Thread):
         return self.valid_for() > 0
 
     def run(self) -> None:
+        while self.ready is not None and not self.ready() and not self.stopping.is_set():
+            self.observe()  # no bid before this replica can schedule; the lease is watched meanwhile
+            self.stopping.wait(self.retry)
         while not self.stopping.is_set():
             sent = self.clock()
             try:
@@ -111,6 +121,19 @@ class LeaderElector(threading.Thread):
                 if self.on_lost is not None:
                     self.on_lost()
             self.stopping.wait(self.retry)
+
+    def observe(self) -> None:
+        """Read the lease and note when it last changed, without bidding (a replica whose cache is not
+        listed yet): once it may bid, a lease that stopped being renewed meanwhile is taken over as soon
+        as its duration has passed since the change was seen, not a whole duration after the first bid."""
+        try:
+            lease = self.api.get(self.path)
+        except APIError:
+            return
+        cur = lease.get("spec") or {}
+        seen = (cur.get("holderIdentity") or "", str(cur.get("renewTime")))
+        if seen != self.observed:
+            self.observed, self.observed_at = seen, time.monotonic()
 
     def try_acquire_or_renew(self) -> bool:
         now = time.time()

@@ -52,8 +52,16 @@ def _split(key: str) -> tuple[str, str]:
 def below_minimum(job: Job) -> bool:
     """Pods on nodes, but fewer bound, running or succeeded than the gang's minimum (what the cycle
     started from: this cycle's own placements not counted)."""
-    ready = sum(1 for t in job.tasks if t.status in _READY)
-    return 0 < ready < job.min_member and any(t.status in _PLACED and t.managed for t in job.tasks)
+    if job.min_member < 2:
+        return False
+    ready, placed = 0, False
+    for t in job.tasks:
+        if t.status in _READY:
+            ready += 1
+            if ready >= job.min_member:
+                return False  # whole: most running gangs stop here
+            placed = placed or (t.status in _PLACED and t.managed)
+    return placed
 
 
 class PartialGangs:

@@ -10,7 +10,10 @@ condition and annotations.
 - Conditions: Volcano's gang plugin's (``Unschedulable``/``NotEnoughResources`` while the gang is not
   ready, ``Scheduled`` once it is, replacing the condition of the same type and keeping the others),
   KAI's ``schedulingConditions`` on KAI PodGroups (:mod:`corral.kube.conventions`); written only when
-  they change, so an unschedulable backlog costs no writes cycle after cycle.
+  they change, so an unschedulable backlog costs no writes cycle after cycle. A PodGroup found to need
+  no write for the same gang condition is passed over without a look at the object while its job is the
+  same object (nothing of it changed) and for at most ``QUIET_MEMORY`` seconds, so the backlog costs no
+  work cycle after cycle either.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from corral.model.clock import format_time
 __all__ = ["PodGroupWrites", "merge_with_rv"]
 
 _READY = frozenset(ALLOCATED_STATES) | {TaskStatus.SUCCEEDED}  # what a gang's readiness counts
+#: seconds a PodGroup that needed no write for its gang condition is passed over (its job unchanged)
+QUIET_MEMORY = 60.0
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -46,6 +51,9 @@ class PodGroupWrites:
     cache: Any
     _count: Any
     _api_error: Any
+    #: podgroup -> (its job object, the gang condition's message, monotonic time) of a PodGroup whose
+    #: gang condition needed no write
+    pg_quiet: dict[str, tuple[Any, str, float]]
 
     def _patch_retry(self, path: str, current: dict, build: Callable[[dict], dict | None]) -> dict | None:
         """Patch with ``current``'s resourceVersion; on 409 read the object again and retry once."""
@@ -85,7 +93,8 @@ class PodGroupWrites:
             if job is not None and not job.synthetic and u.podgroup not in cluster.native_groups:
                 ready = job.ready_count()
                 msg = f"{len(job.tasks) - ready}/{len(job.tasks)} tasks in gang unschedulable: {u.reason}"
-                want.setdefault(u.podgroup, {})["condition"] = gang_condition(False, msg, transition, now)
+                w = want.setdefault(u.podgroup, {})
+                w["message"], w["job"] = msg, job  # the condition itself made only when it is looked at
         placed: dict[str, int] = defaultdict(int)
         decided = {b.pod for b in decisions.binds}
         owner = {t.key: job for job in cluster.jobs.values() for t in job.tasks} if bound else {}
@@ -98,9 +107,25 @@ class PodGroupWrites:
             before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
             if not job.synthetic and before + n >= job.min_member and uid not in cluster.native_groups:
                 want.setdefault(uid, {})["condition"] = gang_condition(True, "", transition, now)
-        return [
-            ("podgroups", uid, functools.partial(self._podgroup, uid, w, report)) for uid, w in want.items()
-        ]
+        mono = time.monotonic()
+        self.pg_quiet = {
+            uid: q for uid, q in self.pg_quiet.items() if uid in want and mono - q[2] < QUIET_MEMORY
+        }
+        out: list[tuple[str, str, Callable[[], None]]] = []
+        for uid, w in want.items():
+            q = self.pg_quiet.get(uid)
+            if "message" in w:
+                if (
+                    q is not None
+                    and w.keys() == {"message", "job"}
+                    and q[0] is w["job"]
+                    and q[1] == w["message"]
+                ):
+                    continue  # the same gang condition on the same job: nothing to write, as last time
+                message = w.pop("message")
+                w.setdefault("condition", gang_condition(False, message, transition, now))  # ready wins
+            out.append(("podgroups", uid, functools.partial(self._podgroup, uid, w, report)))
+        return out
 
     def _podgroup(self, uid: str, want: dict[str, Any], report: ApplyReport) -> None:
         found = self.cache.find("PodGroup", uid)
@@ -180,6 +205,8 @@ class PodGroupWrites:
                 assumed["metadata"] = {"annotations": dict(annotations)}
             if assumed:
                 self.cache.assume("PodGroup", uid, assumed, assumed)
+        if not wrote and cond is not None and want.keys() == {"condition", "job"}:
+            self.pg_quiet[uid] = (want["job"], cond["message"], time.monotonic())
         self._count(report, "podgroups", "done" if wrote else "skipped", uid)
 
 

@@ -53,6 +53,7 @@ from corral.kube.dryrun import DryRun, dry_run_assume
 from corral.kube.expected import ExpectedStarts, LiveForecast
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
+from corral.kube.longlived import LongLived
 from corral.kube.metrics import Metrics
 from corral.kube.native_status import native_conditions
 from corral.kube.queuemetrics import unschedulable_by_queue
@@ -95,6 +96,9 @@ class RunOptions:
     #: seconds between recomputations of the per-queue gauges (a session of the queue plugins over every
     #: pod: about half a steady cycle's scheduling at 50,000 pods); 0: every cycle
     queue_metrics_interval: float = 10.0
+    #: seconds between full garbage collections of the long-lived cache and model (kube/longlived.py);
+    #: 0: the collector's own schedule, which walks them every other cycle
+    gc_full_every: float = 300.0
     #: expected starts (kube/expected.py); ``every`` 0 is off, the default of a runner built in code
     forecast: LiveForecast = field(default_factory=lambda: LiveForecast(every=0))
     extra: dict[str, Any] = field(default_factory=dict)
@@ -170,6 +174,7 @@ class Runner:
         self.expected = _expected_starts(self)
         #: called after each cycle with the cycle's cluster, decisions and time (the live dashboard)
         self.after_cycle: Callable[[Cluster, Decisions, float], None] | None = None
+        self.long_lived = LongLived(options.gc_full_every)
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -186,6 +191,7 @@ class Runner:
                 renew_deadline=r,
                 retry=retry,
                 on_lost=self._lost,
+                ready=self.cache.is_synced,
             )
             self.elector.start()
 
@@ -201,6 +207,7 @@ class Runner:
             self.elector.stop(release=not self.lost)
         self.cache.stop()
         self.applier.close()
+        self.long_lived.release()
 
     def health(self) -> tuple[bool, str]:
         if not self.cache.is_synced():
@@ -255,9 +262,11 @@ class Runner:
 
     def _standby(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds as a standby; back at once when this replica becomes leader
-        (its first cycle starts then, not a period later) or is stopped."""
+        (its first cycle starts then, not a period later) or is stopped. The model is kept up to date
+        meanwhile (:meth:`warm`), so the first cycle after a takeover builds only what changed since."""
         assert self.elector is not None
         end = time.monotonic() + timeout
+        self.warm()
         while not self.stopping.is_set() and not self.is_leader():
             left = end - time.monotonic()
             if left <= 0:
@@ -266,6 +275,17 @@ class Runner:
                 self.stopping.wait(min(0.05, left))
             else:
                 self.elector.leading.wait(min(0.05, left))
+
+    def warm(self) -> None:
+        """Bring the kept model up to date with the cache without running a cycle (a standby, once per
+        period): kube-scheduler's standby keeps its scheduling cache current through its informers'
+        handlers, so its first cycle as leader does not assemble the cluster first. A failure is left
+        to the first cycle, which logs it."""
+        try:
+            self.cache.build(self.opts.schedulers)
+            self.long_lived.after_build(self.cache.model.last == "full")
+        except Exception:  # noqa: BLE001 - the first cycle as leader builds again and reports
+            return
 
     def _wait_synced(self, t0: float) -> bool:
         """Wait for the first list of every kind; False when stopped meanwhile; SyncTimeout past
@@ -297,7 +317,9 @@ class Runner:
             if not self.opts.dry_run:
                 self.applier.resolve()  # ambiguous writes of earlier cycles, read back first
             cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
+            self.long_lived.after_build(self.cache.model.last == "full")
             times["build"] = time.perf_counter() - t
+            times["gc"] = self.long_lived.seconds  # within build: the last cycle's garbage collected
             times["view"] = self.cache.view_seconds
             model = self.cache.model
             if model.last == "full":
