@@ -72,7 +72,9 @@ class Ordering:
         change — enqueue's pending jobs, allocate's jobs waiting their turn (only the job whose turn it
         is gets pods) — where it is the same order at a fraction of the cost (no Python call per
         comparison). The keys are kept across cycles by the history (while the plugins' contexts are
-        unchanged and the job was not touched or reported changed)."""
+        unchanged and the job was not touched or reported changed; with a plugin whose keys of running
+        jobs move with the clock, ``running_keys_move``, a job with a running pod is keyed afresh in each
+        session)."""
         plugins = self._keyed()
         if plugins is None:
             return self.job_key()
@@ -87,6 +89,7 @@ class Ordering:
             compute,
             self.ledger.touched_jobs,
             self.history.reported,
+            moving=any(p.running_keys_move for p in plugins),
         )
 
     def job_order_context(self) -> tuple[Any, ...] | None:

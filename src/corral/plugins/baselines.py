@@ -52,6 +52,7 @@ from corral.framework.extension import (
     KeyedJobOrder,
     Vote,
 )
+from corral.framework.memo.lines import KeptLines, kept_lines
 from corral.framework.plugin import Plugin
 from corral.framework.session import PENDING_LIKE
 from corral.model import Job, PodGroupPhase, Queue, Task, TaskStatus
@@ -59,7 +60,6 @@ from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECT
 from corral.model.clock import annotated_duration
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
-from corral.plugins.baselines_line import KeptLines, kept_lines
 
 __all__ = [
     "ATTAINED_SERVICE",
@@ -124,7 +124,7 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
 
     A queue's line is its valid jobs with waiting pods as the line is first used in the session, in the
     session's JobOrder: kept across cycles where the session has a job index
-    (:mod:`corral.plugins.baselines_line`), else sorted here. The head is the first job of the line that
+    (:mod:`corral.framework.memo.lines`), else sorted here. The head is the first job of the line that
     still holds it (moving on as jobs become ready); the first job of the line waiting for admission is
     found the same way."""
 
@@ -244,9 +244,6 @@ class _RuntimeOrder(Plugin, KeyedJobOrder):
     """Order jobs by a run-time figure, smallest first; jobs without one last, undecided among
     themselves."""
 
-    #: whether the figure moves with the clock (then the keys are kept only within a cycle)
-    timed = False
-
     def on_session_open(self) -> None:
         self._cache: dict[str, float | None] = {}
 
@@ -264,8 +261,9 @@ class _RuntimeOrder(Plugin, KeyedJobOrder):
         return (True, 0.0) if v is None else (False, v)
 
     def job_order_key_context(self) -> tuple[Any, ...]:
-        """The figure is the job's own, except a remaining time, which moves with the clock."""
-        return (self.session.now,) if self.timed else ()
+        """The figure is the job's own: a remaining time moves with the clock only while the job runs
+        (``running_keys_move``), and such keys are never kept."""
+        return ()
 
 
 class SjfPlugin(_RuntimeOrder):
@@ -281,7 +279,8 @@ class SrtfPlugin(_RuntimeOrder):
     """Shortest remaining time first: expected run time minus the work already kept."""
 
     name = "srtf"
-    timed = True
+    #: the remaining time of a job with a running pod falls with the clock; any other's is its own
+    running_keys_move = True
 
     def _figure(self, job: Job) -> float | None:
         total = expected_runtime(job)
@@ -323,6 +322,8 @@ class LasPlugin(Plugin, KeyedJobOrder):
 
     name = "las"
     Args = LasArgs
+    #: the attained service of a job with a running pod grows with the clock; any other's is annotated
+    running_keys_move = True
 
     def on_session_open(self) -> None:
         self._limits = [h * 3600.0 for h in _thresholds(self.args.thresholds)]
@@ -343,5 +344,6 @@ class LasPlugin(Plugin, KeyedJobOrder):
         return (self._level_of(job), job.creation)
 
     def job_order_key_context(self) -> tuple[Any, ...]:
-        """Attained service grows with the clock while a job runs: keys are kept within a cycle."""
-        return (self.session.now,)
+        """Attained service grows with the clock only while a job runs (``running_keys_move``: such
+        keys are never kept); any other job's comes from its annotation."""
+        return ()

@@ -37,6 +37,8 @@ class OrderKeys:
         compute: Callable[[Job], tuple[Any, ...]],
         touched: set[str],
         changed: set[str] | None,
+        *,
+        moving: bool = False,
     ) -> Callable[[Job], tuple[Any, ...]]:
         """A key function that reuses kept keys, when every JobOrder plugin says its key is a function of
         the job's own pods and fields (its priority and minMember are checked too) plus ``context``: a
@@ -45,14 +47,16 @@ class OrderKeys:
         last session closed; ``touched`` the jobs this session changed; a closing session forgets both
         (:meth:`forget`). Without tracking (``changed`` None) each job's pod states are compared. A job
         with a nominated pod is not kept (a nomination from an earlier cycle counts for its job only
-        once the session places it again)."""
+        once the session places it again). ``moving``: a key of a job with a running pod moves with the
+        clock (``JobOrderKey.running_keys_move``) and is not kept either."""
         if self.context != context:
             self.context, self.kept = context, {}
         kept = self.kept
         if len(kept) > 2 * len(jobs) + 64:
             for uid in [u for u in kept if u not in jobs]:
                 del kept[uid]
-        pipelined = TaskStatus.PIPELINED
+        # the pod states whose jobs' keys are not kept
+        fleeting = (TaskStatus.PIPELINED, TaskStatus.RUNNING) if moving else (TaskStatus.PIPELINED,)
 
         if changed is not None:
 
@@ -69,7 +73,7 @@ class OrderKeys:
                 ):
                     return got[2]
                 key = compute(job)
-                if all(t.status is not pipelined for t in job.tasks):
+                if all(t.status not in fleeting for t in job.tasks):
                     kept[uid] = (job, (job.priority, job.min_member), key)
                 return key
 
@@ -81,7 +85,7 @@ class OrderKeys:
             if got is not None and got[0] is job and got[1] == state:
                 return got[2]
             key = compute(job)
-            if all(s is not pipelined for s, _ in state[2]):
+            if all(s not in fleeting for s, _ in state[2]):
                 kept[job.uid] = (job, state, key)
             return key
 
