@@ -83,7 +83,7 @@ def _run(monkeypatch, order: str, args: dict[str, Any], **history: bool) -> tupl
 def _no_kept_keys(monkeypatch) -> None:
     """Every JobOrder key computed afresh whenever it is asked for: the reference."""
 
-    def keyed(self, jobs, context, compute, touched, changed, *, moving=False):
+    def keyed(self, jobs, context, compute, touched, changed, *, moving=None):
         return compute
 
     monkeypatch.setattr(OrderKeys, "keyed", keyed)

@@ -140,6 +140,7 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
         self._key_of: dict[str, tuple[tuple[Any, ...], str]] = {}  # uid -> (its key, its queue)
         self._head: dict[str, int] = {}  # queue -> index of the head in its line
         self._admit: dict[str, int] = {}  # queue -> index of the first job waiting for admission
+        self._refused: Task | None = None  # the task allocatable last refused
 
     def job_order_key(self, job: Job) -> float:
         """Arrival: the earlier created goes first."""
@@ -188,11 +189,15 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
         if mine is None:  # not waiting when the line was taken: nothing to hold it back
             return True
         head = self._advance(job.queue)
-        return head is None or mine <= head
+        ok = head is None or mine <= head
+        self._refused = None if ok else task
+        return ok
 
     def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
-        """Why Allocatable refuses ``task`` (None when fifo does not): the head its job waits behind."""
-        if self.allocatable(queue, task):
+        """Why Allocatable refuses ``task`` (None when fifo does not): the head its job waits behind.
+        Asked right after :meth:`allocatable` refused the same task (the dispatch asks so), the answer
+        stands: nothing moved in between."""
+        if self._refused is not task and self.allocatable(queue, task):
             return None
         job = task.job
         head = self.session.cluster.jobs[self._lines[job.queue][self._head[job.queue]][-1]]
