@@ -288,13 +288,37 @@ class SrtfPlugin(_RuntimeOrder):
     running_keys_move = True
 
     def _figure(self, job: Job) -> float | None:
-        total = expected_runtime(job)
+        notes = job.annotations
+        pod = job.tasks[0].annotations if job.tasks else None
+        texts = (
+            notes.get(EXPECTED_RUNTIME) if notes else None,
+            pod.get(EXPECTED_RUNTIME) if pod else None,
+            notes.get(COMPLETED_RUNTIME) if notes else None,
+        )
+        if all(v is None or isinstance(v, str) for v in texts):
+            total, done = _total_and_done(*texts)
+        else:
+            total, done = expected_runtime(job), _annotated(COMPLETED_RUNTIME, notes) or 0.0
         if total is None:
             return None
-        # the work kept from past runs plus the current run's (a resumed job counts both)
-        done = _annotated(COMPLETED_RUNTIME, job.annotations) or 0.0
-        done += max((run for _, run in _running_since(job, self.session.now)), default=0.0)
-        return max(total - done, 0.0)
+        # the work kept from past runs plus the current run's (a resumed job counts both): the longest
+        # any running pod has run (one pass, no list: taken for every running job at every cycle)
+        now, ran = self.session.now, 0.0
+        for t in job.tasks:
+            if t.status is TaskStatus.RUNNING and t.start_time is not None and now - t.start_time > ran:
+                ran = now - t.start_time
+        return max(total - (done + ran), 0.0)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _total_and_done(
+    expected: str | None, pod_expected: str | None, completed: str | None
+) -> tuple[float | None, float]:
+    """``srtf``'s expected run time (the PodGroup's annotation, else the first pod's) and the work kept
+    from past runs, from the annotations' texts: remembered, as a running job's remaining time is
+    taken at every cycle while its annotations stay."""
+    total = _annotated(EXPECTED_RUNTIME, {EXPECTED_RUNTIME: expected}, {EXPECTED_RUNTIME: pod_expected})
+    return total, _annotated(COMPLETED_RUNTIME, {COMPLETED_RUNTIME: completed}) or 0.0
 
 
 def _thresholds(text: str) -> tuple[float, ...]:
