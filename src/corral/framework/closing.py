@@ -86,8 +86,10 @@ def _closing(session: Session) -> list[str]:
     else:
         phase0 = session.phase0
         picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
-    picked.update(reported, ledger.reasons, ledger.annotations, ledger.touched_jobs)
+    picked.update(reported, ledger.annotations, ledger.touched_jobs)
+    # a job only given a reason changed nothing the index keeps (a phase _close_job moves is named after)
     history.closed(picked)
+    picked.update(ledger.reasons)
     return sorted(uid for uid in picked if uid in jobs)
 
 
