@@ -1,17 +1,22 @@
-"""The ``fifo`` plugin's lines, kept across cycles: a strict-order cycle costs what changed, not the backlog.
+"""Each queue's waiting jobs in JobOrder, kept across cycles: a strict-order or time-slicing cycle costs
+what changed, not the backlog.
 
 Strict FIFO (and strict SJF: ``sjf`` then ``fifo``) needs, per queue, the jobs with waiting pods in the
-session's JobOrder: the head blocks the jobs behind it. Sorting thousands of waiting jobs at every cycle
+session's JobOrder: the head blocks the jobs behind it; ``timeslice`` walks the waiting jobs in the same
+order (:func:`corral.actions.timeslice.ranked_waiting`). Sorting thousands of waiting jobs at every cycle
 made a congested 1 s run cost 37-41 ms a cycle. Where the session has a kept job index
 (:mod:`corral.framework.memo.jobindex`: the simulator, ``corral schedule --cycles``) and every JobOrder
 plugin is keyed (:meth:`corral.framework.session.Session.job_sort_key`), :class:`KeptLines` keeps the
 sorted lines beside the index (``JobIndex.extras``) and, at a session's first use, re-keys only the jobs
 the index saw change since the last session (``JobIndex.last_changed``) and the jobs holding a nominated
 pod or, under an order whose keys of running jobs move with the clock (``srtf``, ``las``), a running pod
-(their key is not kept: see :mod:`corral.framework.memo.orderkeys`). A new order context, a missed
+(their key is not kept whole: see :mod:`corral.framework.memo.orderkeys`). The lines hold a job the
+session changed after their first use in it as they first found it (``timeslice``, after ``allocate``,
+keys those again). A new order context, a missed
 session or a new index rebuilds the lines. The lines are exactly the sorted waiting jobs of each queue
 (with ``CORRAL_CHECK_INDEX=1`` every session compares them with a fresh sort; ``tests/plugins/test_fifo_line.py``
-runs congested simulations so, and checks that decisions are byte-identical with the index on and off).
+and ``tests/sim/test_timeslice_kept.py`` run congested simulations so, and check that decisions are
+byte-identical with the index on and off).
 """
 
 from __future__ import annotations
