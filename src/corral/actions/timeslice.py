@@ -61,6 +61,10 @@ places what fits first and binds the nominations of the cycle before) and withou
 podgroup ``enqueue`` has not admitted cannot take a stopped job's room. The argument ``interval`` is
 the simulator's: it runs a cycle at least that often while jobs wait (under ``las`` time alone changes
 a rank); elsewhere cycles run every period anyway and it has no effect.
+
+The ranking costs what changed, not what waits: the waiting jobs come in order from the lines kept
+across cycles (:func:`ranked_waiting`), as far as the walk goes, and only jobs holding a node are looked
+at for running ones; the same order as sorting every job (``CORRAL_CHECK_INDEX=1`` compares them).
 """
 
 from __future__ import annotations
