@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import resource
 import signal
 import sys
@@ -159,6 +160,8 @@ def report(nodes: int, jobs: list, got: dict, full: bool) -> bool:
         f"cpu           {got['cpu']:8.1f} s   (this process; wall time above includes waiting for a shared CPU)"
     )
     print(f"peak RSS      {peak_rss() / 2**20:8.0f} MiB")
+    # a loaded machine inflates CPU time too (shared caches, frequency): the figures need the load
+    print(f"load average  {os.getloadavg()[0]:8.1f}     (1 minute, at the end of the run)")
     table, cpu_table = bucket_table(engine.cycle_times), bucket_table(engine.cycle_cpu)
     print("waiting jobs      cycles   mean cycle (wall)   mean cycle (cpu)")
     for (low, high), (n, mean) in table.items():

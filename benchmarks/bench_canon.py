@@ -9,16 +9,21 @@ the research simulators place (consolidated):
 - ``sjf``: ``sjf-consolidated.yaml`` at 1 s (strict SJF on exact run times);
 - ``srtf``: ``srtf.yaml`` at 1 s (Lucid's preemptive SRTF: ``timeslice`` with ``srtf``);
 - ``tiresias``: ``tiresias.yaml`` at 60 s (Lucid's Tiresias: ``timeslice`` with ``las``, 2 queues at
-  18,000 GPU-seconds).
+  18,000 GPU-seconds);
+- ``default``: corral's built-in default configuration at the simulator's default period (10 s), as
+  ``bench_backlog.py`` runs it: the yardstick of issue 29's CPU bar (every baseline within 2x its CPU).
 
 Prints per cluster and policy: jobs completed, mean and p95 JCT, mean queueing time (every wait counted,
 those after a preemption too: ``queue_time`` of the job records), preemptions (stops caused by the
-scheduler), GPU-hours spent restoring, simulated cycles, and the CPU and wall seconds of the run; and
-strict FIFO's CPU on 40 nodes against issue 29's target (<= 60 s) when the whole week ran.
+scheduler), GPU-hours spent restoring, simulated cycles, the CPU and wall seconds of the run and, when
+the default configuration ran too (it runs first), each policy's CPU as a multiple of the default's on
+the same cluster against the target (<= 2x); the load average beside each run (a loaded machine inflates
+CPU time too); and strict FIFO's CPU on 40 nodes against issue 29's target (<= 60 s) when the whole week
+ran.
 There is no target for the figures themselves; Lucid's own results on this week are not published, so the
 held-out comparison of mean JCT with Lucid (aim: within 5 %) needs a Lucid run on the same week.
 
-    python benchmarks/bench_canon.py [--nodes 40 80] [--policies fifo greedy sjf srtf tiresias]
+    python benchmarks/bench_canon.py [--nodes 40 80] [--policies default fifo greedy sjf srtf tiresias]
                                      [--until SECONDS]
 
 Not part of CI: the whole grid takes tens of minutes of CPU. Skips with a message when the trace is absent.
@@ -27,6 +32,7 @@ Not part of CI: the whole grid takes tens of minutes of CPU. Skips with a messag
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -36,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from corral.framework.config import load_config_file  # noqa: E402
-from corral.registry import REGISTRY  # noqa: E402
+from corral.registry import REGISTRY, default_config  # noqa: E402
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec  # noqa: E402
 from corral.sim.engine import SimOptions  # noqa: E402
 from corral.sim.runs import RunInputs, run_config  # noqa: E402
@@ -47,8 +53,11 @@ from bench_backlog import TRACE, week  # noqa: E402
 BASELINES = ROOT / "docs" / "examples" / "baselines"
 #: issue 29: strict FIFO at a 1 s period on the 40-node week (916 s of CPU when the issue was filed)
 FIFO_CPU_TARGET = 60.0
-#: policy -> (configuration file, scheduling period in seconds)
+#: issue 29: every baseline within this multiple of the default configuration's CPU on the same run
+RATIO_TARGET = 2.0
+#: policy -> (configuration file, scheduling period in seconds); "default": the built-in configuration
 POLICIES = {
+    "default": ("", 10.0),
     "fifo": ("fifo-consolidated.yaml", 1.0),
     "greedy": ("greedy-consolidated.yaml", 1.0),
     "sjf": ("sjf-consolidated.yaml", 1.0),
@@ -64,7 +73,7 @@ def p95(values: list[float]) -> float:
 
 def run(policy: str, jobs: list, nodes: int, until: float | None) -> dict:
     file, period = POLICIES[policy]
-    config = load_config_file(BASELINES / file, REGISTRY)
+    config = load_config_file(BASELINES / file, REGISTRY) if file else default_config()
     template = from_spec(
         ClusterSpec(
             (NodeShape("gpu", nodes, gpus=8, cpu=96, memory="768Gi"),), tiers=(32,), name=f"{nodes} x 8 GPUs"
@@ -90,6 +99,29 @@ def run(policy: str, jobs: list, nodes: int, until: float | None) -> dict:
     }
 
 
+def ratio_text(cpu: dict[tuple[str, int], float], policy: str, nodes: int) -> str:
+    base = cpu.get(("default", nodes))
+    if policy == "default" or not base:
+        return "-"
+    return f"{cpu[(policy, nodes)] / base:.2f}x"
+
+
+def print_ratios(cpu: dict[tuple[str, int], float], policies: list[str], nodes: int) -> None:
+    """Each baseline's CPU against the default configuration's on the same cluster (issue 29's bar)."""
+    base = cpu.get(("default", nodes))
+    if not base:
+        print("CPU against the default: not measured (add --policies default)")
+        return
+    for policy in policies:
+        if policy == "default":
+            continue
+        ratio = cpu[(policy, nodes)] / base
+        print(
+            f"CPU {policy:9} {ratio:5.2f}x the default's {base:.1f} s; target <= {RATIO_TARGET:g}x: "
+            + ("met" if ratio <= RATIO_TARGET else "NOT met")
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[40, 80])
@@ -101,21 +133,25 @@ def main() -> int:
         return 0
     jobs = week()
     cpu: dict[tuple[str, int], float] = {}
+    # the default first: the others' CPU is shown as a multiple of it
+    policies = sorted(args.policies, key=lambda p: p != "default")
     for nodes in args.nodes:
         print(f"\n== {len(jobs):,} Philly jobs (1-8 Oct 2017, one queue) on {nodes} nodes x 8 GPUs")
         print(
             f"{'policy':9} {'period':>6} {'done':>6} {'JCT mean':>9} {'JCT p95':>9} {'queue mean':>10} "
-            f"{'preempt':>8} {'restore':>9} {'cycles':>8} {'cpu':>8} {'wall':>8}"
+            f"{'preempt':>8} {'restore':>9} {'cycles':>8} {'cpu':>8} {'wall':>8} {'x default':>10} {'load':>5}"
         )
-        for policy in args.policies:
+        for policy in policies:
             got = run(policy, jobs, nodes, args.until)
             cpu[(policy, nodes)] = got["cpu"]
             print(
                 f"{policy:9} {POLICIES[policy][1]:5.0f}s {got['done']:6,} {got['jct_mean'] / 3600:8.2f}h "
                 f"{got['jct_p95'] / 3600:8.2f}h {got['queue_mean'] / 3600:9.2f}h {got['preemptions']:8,} "
-                f"{got['restore_gpu_h']:7.1f}Gh {got['cycles']:8,} {got['cpu']:7.1f}s {got['wall']:7.1f}s",
+                f"{got['restore_gpu_h']:7.1f}Gh {got['cycles']:8,} {got['cpu']:7.1f}s {got['wall']:7.1f}s "
+                f"{ratio_text(cpu, policy, nodes):>10} {os.getloadavg()[0]:5.1f}",
                 flush=True,
             )
+        print_ratios(cpu, policies, nodes)
     if ("fifo", 40) in cpu and args.until is None:
         fifo = cpu[("fifo", 40)]
         print(

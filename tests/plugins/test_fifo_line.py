@@ -1,4 +1,4 @@
-"""The ``fifo`` plugin's lines kept across cycles (plugins/baselines_line.py) are a speed change only: on
+"""The ``fifo`` plugin's lines kept across cycles (framework/memo/lines.py) are a speed change only: on
 congested simulations under strict FIFO and strict SJF (two queues, gang restarts, a node failure and
 injected evictions) the kept lines equal a fresh sort at every session (the index check), and every
 cycle's decisions, reasons included, and every record are the same with the kept lines (job index on)
@@ -12,7 +12,7 @@ import pytest
 
 from corral.framework.config import parse_config
 from corral.framework.memo import ClusterHistory
-from corral.plugins import baselines_line
+from corral.framework.memo import lines as baselines_line
 from corral.registry import REGISTRY
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
 from corral.sim.engine import Engine, SimOptions

@@ -61,12 +61,17 @@ places what fits first and binds the nominations of the cycle before) and withou
 podgroup ``enqueue`` has not admitted cannot take a stopped job's room. The argument ``interval`` is
 the simulator's: it runs a cycle at least that often while jobs wait (under ``las`` time alone changes
 a rank); elsewhere cycles run every period anyway and it has no effect.
+
+The ranking costs what changed, not what waits: the waiting jobs come in order from the lines kept
+across cycles (:func:`ranked_waiting`), as far as the walk goes, and only jobs holding a node are looked
+at for running ones; the same order as sorting every job (``CORRAL_CHECK_INDEX=1`` compares them).
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +82,7 @@ from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
 from corral.actions.common.placement import best_node
 from corral.actions.common.subgroups import greedy_trial, place_held
 from corral.framework.config import arg
+from corral.framework.memo.lines import kept_lines
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
@@ -86,7 +92,7 @@ from corral.model.clock import annotated_duration, format_time, parse_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, GPU
 
-__all__ = ["STOPPED_AT", "TimesliceAction", "TimesliceArgs", "rank_and_walk"]
+__all__ = ["STOPPED_AT", "TimesliceAction", "TimesliceArgs", "rank_and_walk", "ranked_waiting"]
 
 #: When ``timeslice`` last stopped the job (RFC 3339), on its PodGroup: the start of its wait.
 STOPPED_AT = "corral.io/timeslice-stopped-at"
@@ -155,9 +161,18 @@ def _demand(tasks: list[Task], width: int) -> np.ndarray:
 
 def _running(session: Session) -> list[Job]:
     """Jobs running at or above their minimums whose pods hold nodes and none is leaving or placed in
-    this cycle."""
+    this cycle, in the cluster's order. With the session's job index only the jobs holding a node at
+    open, or changed by the session, are looked at (the others hold nothing)."""
     out = []
-    for job in session.cluster.jobs.values():
+    jobs = session.cluster.jobs
+    index = session.index
+    if index is None:
+        walk = list(jobs.values())
+    else:
+        touched, moved = session.ledger.since_open()
+        maybe = index.holding.keys() | touched | moved
+        walk = [job for uid, job in jobs.items() if uid in maybe]
+    for job in walk:
         held = _held(job)
         if not held or not healthy(job):
             continue
@@ -206,7 +221,15 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
     for name in sorted({j.queue for j in waiting}):
         mine = [j for j in running if j.queue == name]
         got = _walk(
-            session, key, [j for j in waiting if j.queue == name], mine, room, min_lease, width, limits[name]
+            session,
+            key,
+            [j for j in waiting if j.queue == name],
+            mine,
+            room,
+            min_lease,
+            width,
+            limits[name],
+            name,
         )
         stop += got.stop
         start += got.start
@@ -245,19 +268,21 @@ def _walk(
     min_lease: float,
     width: int,
     limit: np.ndarray | None = None,
+    queue: str | None = None,
 ) -> Walk:
     """The walk over ``waiting`` and ``running_jobs`` against ``room`` (the idle room); with ``limit``
-    (a queue's share), the room is at most the share less what the queue's jobs that keep running hold."""
-    top = min(waiting, key=key)
-    running = [j for j in running_jobs if key(j) > key(top)]
-    if not running:  # every running job ranks above every waiting one: all keep their room
-        return Walk([], [])
+    (a queue's share, ``queue`` its name), the room is at most the share less what the queue's jobs
+    that keep running hold."""
+    ranked = ranked_waiting(session, key, waiting, queue)
+    top_key, top = next(ranked)
     stoppable: list[tuple[Any, Job, np.ndarray]] = []
-    for job in running:
-        if _stoppable(session, job, top, min_lease):
+    for job in running_jobs:
+        k = key(job)
+        # a job ranked above every waiting one keeps its room
+        if k > top_key and _stoppable(session, job, top, min_lease):
             held = _demand(_held(job), width)
             room = room + held
-            stoppable.append((key(job), job, held))
+            stoppable.append((k, job, held))
     if not stoppable:
         return Walk([], [])
     if limit is not None:
@@ -265,21 +290,22 @@ def _walk(
         keeps = sum((_demand(_held(j), width) for j in running_jobs if id(j) not in kept), np.zeros(width))
         room = np.minimum(room, np.maximum(limit - keeps, 0.0))
     stoppable.sort(key=lambda r: r[0])
-    # the waiting jobs are taken from a heap as the walk reaches them: once every stoppable job is
+    # the waiting jobs are taken in rank order as the walk reaches them: once every stoppable job is
     # decided and one waiting job fits, the rest of the order changes nothing (a congested cluster
     # has thousands waiting; a full sort each cycle would cost what waits, not what changed)
-    heap = [(key(j), i) for i, j in enumerate(waiting)]
-    heapq.heapify(heap)
+    head: tuple[Any, Job] | None = (top_key, top)
     stop: list[Job] = []
     start: list[Job] = []
     at = 0
-    while at < len(stoppable) or (heap and not start):
-        if at < len(stoppable) and (not heap or stoppable[at][0] < heap[0][0]):
+    while at < len(stoppable) or (head is not None and not start):
+        if at < len(stoppable) and (head is None or stoppable[at][0] < head[0]):
             _, job, need = stoppable[at]
             at += 1
             running_job = True
         else:
-            job = waiting[heapq.heappop(heap)[1]]
+            assert head is not None
+            job = head[1]
+            head = next(ranked, None)
             # what it holds already is in use: it needs its waiting pods
             need = _demand(waiting_tasks(job), width)
             running_job = False
@@ -290,6 +316,42 @@ def _walk(
         elif running_job:
             stop.append(job)
     return Walk(stop if start else [], start)
+
+
+def ranked_waiting(
+    session: Session, key: Any, waiting: list[Job], queue: str | None = None
+) -> Iterator[tuple[Any, Job]]:
+    """``waiting`` (not empty) best first with their JobOrder keys, taken as the walk reaches them.
+    Where the session keeps the waiting jobs' lines across cycles (:mod:`corral.framework.memo.lines`:
+    the job index, every JobOrder plugin keyed) they are merged from the lines, ``queue``'s alone when
+    given, and only the jobs the session changed (or missing from the lines) are keyed here; else the
+    keys of every waiting job are taken and heaped. Both give the order of ``sorted(waiting, key=key)``
+    (every key ends with the job's uid: no two are equal)."""
+    kept = kept_lines(session)
+    if kept is None:
+        heap = [(key(j), i) for i, j in enumerate(waiting)]
+        heapq.heapify(heap)
+        while heap:
+            k, i = heapq.heappop(heap)
+            yield k, waiting[i]
+        return
+    wanted = {j.uid: j for j in waiting}
+    touched = session.ledger.touched_jobs
+    key_of = kept.key_of
+    fresh = sorted(((key(j), j) for j in waiting if j.uid in touched or j.uid not in key_of), key=_first)
+    lines = [kept.lines.get(queue, [])] if queue is not None else list(kept.lines.values())
+    merged = ((k, wanted[k[-1]]) for k in heapq.merge(*lines) if k[-1] in wanted and k[-1] not in touched)
+    if not session.history.check_index:
+        yield from heapq.merge(fresh, merged, key=_first)
+        return
+    got = list(heapq.merge(fresh, merged, key=_first))  # CORRAL_CHECK_INDEX=1: against a fresh sort
+    if [j.uid for _, j in got] != [j.uid for j in sorted(waiting, key=key)]:
+        raise AssertionError("timeslice's ranking from the kept lines differs from a fresh sort")
+    yield from got
+
+
+def _first(pair: tuple[Any, Job]) -> Any:
+    return pair[0]
 
 
 class TimesliceAction(Action):

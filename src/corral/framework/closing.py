@@ -73,10 +73,12 @@ def _closing(session: Session) -> list[str]:
     an earlier close in the same state, which made it Running if it was ready (JobReady is a function
     of the job's pods), so it has nothing new."""
     ledger, history = session.ledger, session.history
-    reported = history.forget_reported(ledger.touched_jobs)
+    # an annotation the session wrote may move a job's key (``las`` reads the attained service)
+    annotated = ledger.annotations.keys()
+    reported = history.forget_reported(ledger.touched_jobs | annotated)
     if reported is None or session.report_reasons:
         if reported is not None:
-            history.closed(reported | ledger.touched_jobs | ledger.moved_jobs)
+            history.closed(reported | ledger.touched_jobs | ledger.moved_jobs | annotated)
         return session.job_uids()
     jobs = session.cluster.jobs
     if session.index is not None:
@@ -84,8 +86,10 @@ def _closing(session: Session) -> list[str]:
     else:
         phase0 = session.phase0
         picked = {uid for uid, job in jobs.items() if job.phase is not phase0.get(uid)}
-    picked.update(reported, ledger.reasons, ledger.annotations, ledger.touched_jobs)
+    picked.update(reported, ledger.annotations, ledger.touched_jobs)
+    # a job only given a reason changed nothing the index keeps (a phase _close_job moves is named after)
     history.closed(picked)
+    picked.update(ledger.reasons)
     return sorted(uid for uid in picked if uid in jobs)
 
 

@@ -447,6 +447,11 @@ class JobEnqueued(Protocol):
 # --- keyed job order (one key per plugin; the comparison derived from it) ----------------------------
 @runtime_checkable
 class JobOrderKey(Protocol):
+    #: True when this plugin's key of a job with a running pod moves with the clock (a remaining time,
+    #: an attained service) and is otherwise a function of the job and the context: the key of a job
+    #: with a running pod is then never kept across sessions (``srtf``, ``las``)
+    running_keys_move: ClassVar[bool] = False
+
     def job_order_key(self, job: Job) -> Any:
         """A sort key of ``job`` for this plugin's order: smaller goes first; equal keys cannot tell."""
 

@@ -72,14 +72,24 @@ class Ordering:
         change — enqueue's pending jobs, allocate's jobs waiting their turn (only the job whose turn it
         is gets pods) — where it is the same order at a fraction of the cost (no Python call per
         comparison). The keys are kept across cycles by the history (while the plugins' contexts are
-        unchanged and the job was not touched or reported changed)."""
+        unchanged and the job was not touched or reported changed; with a plugin whose keys of running
+        jobs move with the clock, ``running_keys_move``, the moving keys of a job with a running
+        pod are taken again at each use, the other plugins' kept)."""
         plugins = self._keyed()
         if plugins is None:
             return self.job_key()
         keys = [p.job_order_key for p in plugins]
+        movers = [(i, p.job_order_key) for i, p in enumerate(plugins) if p.running_keys_move]
 
         def compute(job: Job) -> tuple[Any, ...]:
             return (tuple([k(job) for k in keys]), job.creation, job.uid)
+
+        def moved(job: Job, kept: tuple[Any, ...]) -> tuple[Any, ...]:
+            """A running job's kept key with the moving plugins' keys taken again."""
+            parts = list(kept[0])
+            for i, k in movers:
+                parts[i] = k(job)
+            return (tuple(parts), kept[1], kept[2])
 
         return self.history.order_keys.keyed(
             self.cluster.jobs,
@@ -87,6 +97,7 @@ class Ordering:
             compute,
             self.ledger.touched_jobs,
             self.history.reported,
+            moving=moved if movers else None,
         )
 
     def job_order_context(self) -> tuple[Any, ...] | None:

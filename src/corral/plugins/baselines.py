@@ -52,6 +52,7 @@ from corral.framework.extension import (
     KeyedJobOrder,
     Vote,
 )
+from corral.framework.memo.lines import KeptLines, kept_lines
 from corral.framework.plugin import Plugin
 from corral.framework.session import PENDING_LIKE
 from corral.model import Job, PodGroupPhase, Queue, Task, TaskStatus
@@ -59,7 +60,6 @@ from corral.model.annotations import ATTAINED_SERVICE, COMPLETED_RUNTIME, EXPECT
 from corral.model.clock import annotated_duration
 from corral.model.quantity import MILLI
 from corral.model.resources import GPU
-from corral.plugins.baselines_line import KeptLines, kept_lines
 
 __all__ = [
     "ATTAINED_SERVICE",
@@ -124,7 +124,7 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
 
     A queue's line is its valid jobs with waiting pods as the line is first used in the session, in the
     session's JobOrder: kept across cycles where the session has a job index
-    (:mod:`corral.plugins.baselines_line`), else sorted here. The head is the first job of the line that
+    (:mod:`corral.framework.memo.lines`), else sorted here. The head is the first job of the line that
     still holds it (moving on as jobs become ready); the first job of the line waiting for admission is
     found the same way."""
 
@@ -140,6 +140,7 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
         self._key_of: dict[str, tuple[tuple[Any, ...], str]] = {}  # uid -> (its key, its queue)
         self._head: dict[str, int] = {}  # queue -> index of the head in its line
         self._admit: dict[str, int] = {}  # queue -> index of the first job waiting for admission
+        self._refused: Task | None = None  # the task allocatable last refused
 
     def job_order_key(self, job: Job) -> float:
         """Arrival: the earlier created goes first."""
@@ -188,11 +189,15 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
         if mine is None:  # not waiting when the line was taken: nothing to hold it back
             return True
         head = self._advance(job.queue)
-        return head is None or mine <= head
+        ok = head is None or mine <= head
+        self._refused = None if ok else task
+        return ok
 
     def allocatable_refusal(self, queue: Queue, task: Task) -> str | None:
-        """Why Allocatable refuses ``task`` (None when fifo does not): the head its job waits behind."""
-        if self.allocatable(queue, task):
+        """Why Allocatable refuses ``task`` (None when fifo does not): the head its job waits behind.
+        Asked right after :meth:`allocatable` refused the same task (the dispatch asks so), the answer
+        stands: nothing moved in between."""
+        if self._refused is not task and self.allocatable(queue, task):
             return None
         job = task.job
         head = self.session.cluster.jobs[self._lines[job.queue][self._head[job.queue]][-1]]
@@ -244,9 +249,6 @@ class _RuntimeOrder(Plugin, KeyedJobOrder):
     """Order jobs by a run-time figure, smallest first; jobs without one last, undecided among
     themselves."""
 
-    #: whether the figure moves with the clock (then the keys are kept only within a cycle)
-    timed = False
-
     def on_session_open(self) -> None:
         self._cache: dict[str, float | None] = {}
 
@@ -264,8 +266,9 @@ class _RuntimeOrder(Plugin, KeyedJobOrder):
         return (True, 0.0) if v is None else (False, v)
 
     def job_order_key_context(self) -> tuple[Any, ...]:
-        """The figure is the job's own, except a remaining time, which moves with the clock."""
-        return (self.session.now,) if self.timed else ()
+        """The figure is the job's own: a remaining time moves with the clock only while the job runs
+        (``running_keys_move``), and such keys are never kept."""
+        return ()
 
 
 class SjfPlugin(_RuntimeOrder):
@@ -281,16 +284,41 @@ class SrtfPlugin(_RuntimeOrder):
     """Shortest remaining time first: expected run time minus the work already kept."""
 
     name = "srtf"
-    timed = True
+    #: the remaining time of a job with a running pod falls with the clock; any other's is its own
+    running_keys_move = True
 
     def _figure(self, job: Job) -> float | None:
-        total = expected_runtime(job)
+        notes = job.annotations
+        pod = job.tasks[0].annotations if job.tasks else None
+        texts = (
+            notes.get(EXPECTED_RUNTIME) if notes else None,
+            pod.get(EXPECTED_RUNTIME) if pod else None,
+            notes.get(COMPLETED_RUNTIME) if notes else None,
+        )
+        if all(v is None or isinstance(v, str) for v in texts):
+            total, done = _total_and_done(*texts)
+        else:
+            total, done = expected_runtime(job), _annotated(COMPLETED_RUNTIME, notes) or 0.0
         if total is None:
             return None
-        # the work kept from past runs plus the current run's (a resumed job counts both)
-        done = _annotated(COMPLETED_RUNTIME, job.annotations) or 0.0
-        done += max((run for _, run in _running_since(job, self.session.now)), default=0.0)
-        return max(total - done, 0.0)
+        # the work kept from past runs plus the current run's (a resumed job counts both): the longest
+        # any running pod has run (one pass, no list: taken for every running job at every cycle)
+        now, ran = self.session.now, 0.0
+        for t in job.tasks:
+            if t.status is TaskStatus.RUNNING and t.start_time is not None and now - t.start_time > ran:
+                ran = now - t.start_time
+        return max(total - (done + ran), 0.0)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _total_and_done(
+    expected: str | None, pod_expected: str | None, completed: str | None
+) -> tuple[float | None, float]:
+    """``srtf``'s expected run time (the PodGroup's annotation, else the first pod's) and the work kept
+    from past runs, from the annotations' texts: remembered, as a running job's remaining time is
+    taken at every cycle while its annotations stay."""
+    total = _annotated(EXPECTED_RUNTIME, {EXPECTED_RUNTIME: expected}, {EXPECTED_RUNTIME: pod_expected})
+    return total, _annotated(COMPLETED_RUNTIME, {COMPLETED_RUNTIME: completed}) or 0.0
 
 
 def _thresholds(text: str) -> tuple[float, ...]:
@@ -323,6 +351,8 @@ class LasPlugin(Plugin, KeyedJobOrder):
 
     name = "las"
     Args = LasArgs
+    #: the attained service of a job with a running pod grows with the clock; any other's is annotated
+    running_keys_move = True
 
     def on_session_open(self) -> None:
         self._limits = [h * 3600.0 for h in _thresholds(self.args.thresholds)]
@@ -343,5 +373,6 @@ class LasPlugin(Plugin, KeyedJobOrder):
         return (self._level_of(job), job.creation)
 
     def job_order_key_context(self) -> tuple[Any, ...]:
-        """Attained service grows with the clock while a job runs: keys are kept within a cycle."""
-        return (self.session.now,)
+        """Attained service grows with the clock only while a job runs (``running_keys_move``: such
+        keys are never kept); any other job's comes from its annotation."""
+        return ()

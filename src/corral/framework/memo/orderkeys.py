@@ -21,7 +21,8 @@ class OrderKeys:
 
     def __init__(self) -> None:
         self.context: tuple[Any, ...] | None = None
-        self.kept: dict[str, tuple[Job, Any, tuple[Any, ...]]] = {}
+        # uid -> (job, state, key, whether the key's moving parts are taken again at each use)
+        self.kept: dict[str, tuple[Job, Any, tuple[Any, ...], bool]] = {}
 
     def forget(self, *groups: Iterable[str]) -> None:
         """Drop the kept keys of jobs whose pods changed (a closing session's and the front end's)."""
@@ -37,6 +38,8 @@ class OrderKeys:
         compute: Callable[[Job], tuple[Any, ...]],
         touched: set[str],
         changed: set[str] | None,
+        *,
+        moving: Callable[[Job, tuple[Any, ...]], tuple[Any, ...]] | None = None,
     ) -> Callable[[Job], tuple[Any, ...]]:
         """A key function that reuses kept keys, when every JobOrder plugin says its key is a function of
         the job's own pods and fields (its priority and minMember are checked too) plus ``context``: a
@@ -45,7 +48,9 @@ class OrderKeys:
         last session closed; ``touched`` the jobs this session changed; a closing session forgets both
         (:meth:`forget`). Without tracking (``changed`` None) each job's pod states are compared. A job
         with a nominated pod is not kept (a nomination from an earlier cycle counts for its job only
-        once the session places it again)."""
+        once the session places it again). ``moving``: the keys of jobs with a running pod move with
+        the clock (``JobOrderKey.running_keys_move``); such a job's key is kept but its moving parts are
+        taken again at each use (``moving(job, kept_key)``: the other plugins' keys stay)."""
         if self.context != context:
             self.context, self.kept = context, {}
         kept = self.kept
@@ -53,6 +58,8 @@ class OrderKeys:
             for uid in [u for u in kept if u not in jobs]:
                 del kept[uid]
         pipelined = TaskStatus.PIPELINED
+        # the pod state whose jobs' keys move with the clock (none without a moving plugin)
+        live = TaskStatus.RUNNING if moving is not None else None
 
         if changed is not None:
 
@@ -67,10 +74,15 @@ class OrderKeys:
                     and got[1][0] == job.priority
                     and got[1][1] == job.min_member
                 ):
-                    return got[2]
+                    return moving(job, got[2]) if got[3] and moving is not None else got[2]
                 key = compute(job)
                 if all(t.status is not pipelined for t in job.tasks):
-                    kept[uid] = (job, (job.priority, job.min_member), key)
+                    kept[uid] = (
+                        job,
+                        (job.priority, job.min_member),
+                        key,
+                        any(t.status is live for t in job.tasks),
+                    )
                 return key
 
             return tracked
@@ -79,10 +91,10 @@ class OrderKeys:
             state = (job.priority, job.min_member, [(t.status, t.nominated) for t in job.tasks])
             got = kept.get(job.uid)
             if got is not None and got[0] is job and got[1] == state:
-                return got[2]
+                return moving(job, got[2]) if got[3] and moving is not None else got[2]
             key = compute(job)
             if all(s is not pipelined for s, _ in state[2]):
-                kept[job.uid] = (job, state, key)
+                kept[job.uid] = (job, state, key, any(s is live for s, _ in state[2]))
             return key
 
         return walked

@@ -1,0 +1,112 @@
+"""``timeslice`` under ``srtf`` and ``las`` with keys kept across cycles (issue 29: baselines as fast as
+the default) is a speed change only. A waiting job's remaining time or attained service is its own, so
+its key is kept; a running job's moves with the clock (``running_keys_move``), so its key is taken again
+in every session; the waiting jobs are ranked from the lines kept beside the job index
+(framework/memo/lines.py). On congested simulations (two queues, gangs of 1-4 pods, a node failure,
+injected evictions, checkpoints and restore times) every cycle's decisions and every record are the same
+as with no key kept at all (every key computed afresh whenever asked), with the job index off, and with
+skipping off; ``CORRAL_CHECK_INDEX=1``'s checks (the kept lines and the ranking against a fresh sort)
+hold at every session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from corral.framework.config import parse_config
+from corral.framework.memo import ClusterHistory
+from corral.framework.memo.orderkeys import OrderKeys
+from corral.registry import REGISTRY
+from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
+from corral.sim.engine import Engine, SimOptions
+from corral.sim.estimates import EstimateModel
+from corral.sim.synthetic import synthetic
+from tests.framework.test_skipcache import record_cycles
+
+_ORDERS: dict[str, dict[str, Any]] = {
+    "srtf": {"name": "srtf"},
+    "las": {"name": "las", "arguments": {"thresholds": "0.5,2"}},
+}
+
+
+def _config(order: str, **args: Any) -> Any:
+    raw: dict[str, Any] = {
+        "actions": "allocate, timeslice, backfill",
+        "tiers": [
+            {
+                "plugins": [
+                    _ORDERS[order],
+                    {"name": "priority"},
+                    {"name": "gang", "enablePreemptable": False},
+                    {"name": "conformance"},
+                ]
+            },
+            {"plugins": [{"name": "predicates"}, {"name": "binpack"}]},
+        ],
+        "configurations": [{"name": "timeslice", "arguments": {"interval": "60s", **args}}],
+    }
+    return parse_config(raw, REGISTRY, "timeslice.yaml")
+
+
+def _run(monkeypatch, order: str, args: dict[str, Any], **history: bool) -> tuple[list[str], str]:
+    cycles = record_cycles(monkeypatch)
+    jobs = synthetic(
+        11, n_jobs=160, arrival_rate=1 / 20, queues={"a": 2, "b": 1}, gang_sizes={1: 8, 2: 4, 4: 2}
+    )
+    cluster = from_spec(ClusterSpec((NodeShape("n", 4, gpus=8),), tiers=(2,))).instantiate(["a", "b"])
+    eng = Engine(
+        cluster,
+        jobs,
+        _config(order, **args),
+        options=SimOptions(
+            schedule_period=10.0,
+            until=3 * 3600,
+            checkpoint_interval=600,
+            checkpoint_on_preempt=True,
+            resume_overhead=((8.0, 40.0), (float("inf"), 60.0)),
+            estimates=EstimateModel("exact"),
+        ),
+        history=ClusterHistory(tracked=True, **history),
+    )
+    eng.node_down(3000.0, cluster.nodes.names[1], duration=1200.0)
+    eng.evict(6000.0, [jobs[4].name, jobs[7].name])
+    result = eng.run()
+    meta = dict(result.meta)
+    meta.pop("wall_time")
+    meta.pop("pending_reasons")
+    records = [{k: v for k, v in r.__dict__.items() if k != "reason"} for r in result.jobs]
+    return cycles, json.dumps({"jobs": records, "meta": meta}, sort_keys=True, default=str)
+
+
+def _no_kept_keys(monkeypatch) -> None:
+    """Every JobOrder key computed afresh whenever it is asked for: the reference."""
+
+    def keyed(self, jobs, context, compute, touched, changed, *, moving=None):
+        return compute
+
+    monkeypatch.setattr(OrderKeys, "keyed", keyed)
+
+
+@pytest.mark.parametrize(
+    "order,args",
+    [
+        ("srtf", {}),
+        ("las", {"starvationFactor": 2, "minLease": "60s"}),
+        ("las", {"perQueue": True, "minLease": "120s"}),
+    ],
+)
+def test_kept_keys_and_lines_change_no_decision(monkeypatch, order, args):
+    kept_cycles, kept = _run(monkeypatch, order, args, skip=True, check_index=True)
+    got = json.loads(kept)
+    assert len(kept_cycles) > 100, "the workload should keep the cluster busy"
+    assert sum(r["preemptions"] for r in got["jobs"]) > 5, "timeslice should stop running jobs"
+    walk_cycles, walk = _run(monkeypatch, order, args, skip=True, keep_index=False)
+    off_cycles, off = _run(monkeypatch, order, args, skip=False)
+    with monkeypatch.context() as patched:
+        _no_kept_keys(patched)
+        ref_cycles, ref = _run(patched, order, args, skip=False)
+    assert kept_cycles == ref_cycles and kept == ref
+    assert walk_cycles == ref_cycles and walk == ref
+    assert off_cycles == ref_cycles and off == ref
