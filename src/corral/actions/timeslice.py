@@ -86,7 +86,15 @@ from corral.model.clock import annotated_duration, format_time, parse_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, GPU
 
-__all__ = ["MODES", "STOPPED_AT", "TimesliceAction", "TimesliceArgs", "quota_pass", "quota_walk", "rank_and_walk"]
+__all__ = [
+    "MODES",
+    "STOPPED_AT",
+    "TimesliceAction",
+    "TimesliceArgs",
+    "quota_pass",
+    "quota_walk",
+    "rank_and_walk",
+]
 
 #: When ``timeslice`` last stopped the job (RFC 3339), on its PodGroup: the start of its wait.
 STOPPED_AT = "corral.io/timeslice-stopped-at"
@@ -401,6 +409,7 @@ _SIZED = _HELD_NOW | {TaskStatus.PIPELINED, TaskStatus.PENDING}
 
 def _nominated(task: Task) -> bool:
     return task.status is TaskStatus.PIPELINED and task.nominated >= 0
+
 
 QUOTA_REASON = "timeslice: ranks outside the quota (the better-ranked jobs take the cluster's GPUs)"
 PLACE_REASON = "timeslice: inside the quota, but no placement fits it now"
