@@ -52,6 +52,6 @@ def test_mean_jct_within_the_aim_of_lucids_run(day, policy: str) -> None:
     assert abs(reference.within(got, ref)) <= reference.AIM, reference.beside(policy, 4, got, "day1")
     if policy == "tiresias-lucid":
         # Lucid's pass is reproduced, not only its mean: as many stops (corral's default, mode useful,
-        # stops 81 times here) and the same tail
+        # stops 65 times here) and the same tail
         assert got["preemptions"] == ref["preemptions"]
         assert got["jct_p95"] == pytest.approx(ref["jct_p95_s"], rel=0.01)

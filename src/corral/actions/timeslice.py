@@ -76,6 +76,7 @@ from corral.actions.common.broken import healthy
 from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
 from corral.actions.common.placement import best_node
 from corral.actions.common.subgroups import greedy_trial, place_held
+from corral.errors import ConfigError
 from corral.framework.config import arg
 from corral.framework.plugin import Action
 from corral.framework.session import Session
@@ -141,6 +142,14 @@ class TimesliceArgs:
         "back to the first las queue (0: off)",
         minimum=0.0,
     )
+
+    def __post_init__(self) -> None:
+        if self.mode == "quota" and self.per_queue:
+            raise ConfigError(
+                "mode quota (Lucid's pass) ranks the whole cluster together and cannot rank per queue: "
+                "set perQueue to false or mode to useful",
+                field="arguments.perQueue",
+            )
 
 
 @dataclass
