@@ -21,6 +21,18 @@ hold the room, so it goes to the jobs the order chose; ``allocate`` binds them i
 simulator runs that cycle at the same instant when evicted pods leave at once. Each evicted pod's
 ``preemptor`` is the best-ranked job nominated into the freed room.
 
+Of the jobs the walk would stop, only those on whose nodes a nominated pod lands are stopped: a job
+whose room no waiting job takes keeps running where it is (stopped, ``allocate`` would restart it at the
+same instant, and it would pay a checkpoint and a restore for nothing).
+
+**Lucid's pass** (argument ``mode: quota``; the default ``useful`` is the above): the walk of Lucid's
+``tiresias.py`` and ``srtf.py`` as it is — every running job outside the quota is stopped, whether or
+not a waiting job can use its room, and only the waiting jobs inside the quota start, placed by this
+action itself (bound where the room is free, nominated where a stop frees it; the follow-up cycle at the
+same instant binds them); a job inside the quota that cannot be placed keeps its share of the quota, so
+the jobs behind it wait even when GPUs are idle. Configure it without ``allocate`` and ``backfill``
+(:func:`quota_walk`, :func:`quota_pass`). It ranks the whole cluster (``perQueue`` is refused with it).
+
 Which running jobs may be stopped (the others keep their room first, before the walk):
 
 - every pod they hold is a possible victim: managed by corral, not ``volcano.sh/preemptable: "false"``,
