@@ -9,8 +9,9 @@ Only results are stored: mean and p95 JCT, mean queueing (every wait, those afte
 preemptions, per policy; the file says how they were produced.
 
 corral's side: ``fifo-consolidated.yaml``, ``sjf-consolidated.yaml``, ``srtf.yaml`` and ``tiresias.yaml``
-(corral's time-slicing, ``timeslice`` mode ``useful``) and ``srtf-lucid.yaml`` and ``tiresias-lucid.yaml``
-(Lucid's pass, mode ``quota``), each compared with the Lucid policy it reproduces (``LUCID``).
+(corral's time-slicing, ``timeslice`` mode ``useful``), ``sjf-lucid.yaml`` (strict SJF without ``enqueue``,
+as Lucid has no admission step) and ``srtf-lucid.yaml`` and ``tiresias-lucid.yaml`` (Lucid's pass, mode
+``quota``), each compared with the Lucid policy it reproduces (``LUCID``).
 
     python benchmarks/canon_reference.py [--nodes 40 80] [--policies ...] [--window week|day1]
 
@@ -34,11 +35,17 @@ LUCID = {
     "sjf": "sjf",
     "srtf": "srtf",
     "tiresias": "tiresias",
+    "sjf-lucid": "sjf",
     "srtf-lucid": "srtf",
     "tiresias-lucid": "tiresias",
 }
-#: the configurations that run Lucid's pass (timeslice mode quota), as bench_canon's POLICIES entries
-QUOTA_POLICIES = {"srtf-lucid": ("srtf-lucid.yaml", 1.0), "tiresias-lucid": ("tiresias-lucid.yaml", 60.0)}
+#: the configurations that run as Lucid does (strict SJF without enqueue; timeslice mode quota), as
+#: bench_canon's POLICIES entries
+LUCID_POLICIES = {
+    "sjf-lucid": ("sjf-lucid.yaml", 1.0),
+    "srtf-lucid": ("srtf-lucid.yaml", 1.0),
+    "tiresias-lucid": ("tiresias-lucid.yaml", 60.0),
+}
 DAY = 86400.0
 
 
@@ -81,7 +88,7 @@ def main() -> int:
     import bench_canon
     from bench_backlog import TRACE, week
 
-    bench_canon.POLICIES.update(QUOTA_POLICIES)
+    bench_canon.POLICIES.update(LUCID_POLICIES)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=None)
     parser.add_argument("--policies", nargs="+", choices=sorted(LUCID), default=list(LUCID))

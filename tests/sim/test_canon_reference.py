@@ -2,7 +2,8 @@
 (``benchmarks/reference/lucid_philly.json``, produced by running Lucid's simulator; its provenance is in
 the file). On the first day of the Philly week on 4 nodes x 8 GPUs (271 jobs, congested: Tiresias stops
 running jobs 62 times), Lucid's pass (``timeslice`` mode ``quota``: ``tiresias-lucid.yaml``,
-``srtf-lucid.yaml``) and strict FIFO must stay within the 5 % aim on mean JCT. Skips when the shared
+``srtf-lucid.yaml``), strict SJF as Lucid runs it (``sjf-lucid.yaml``) and strict FIFO must stay within
+the 5 % aim on mean JCT. Skips when the shared
 traces are absent."""
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ def day() -> tuple:
         reference = _module("canon_reference")
     finally:
         sys.path.remove(str(BENCH))
-    canon.POLICIES.update(reference.QUOTA_POLICIES)
+    canon.POLICIES.update(reference.LUCID_POLICIES)
     jobs = [j for j in backlog.week() if j.submit < reference.DAY]
     return canon, reference, jobs
 
 
-@pytest.mark.parametrize("policy", ["tiresias-lucid", "srtf-lucid", "fifo"])
+@pytest.mark.parametrize("policy", ["tiresias-lucid", "srtf-lucid", "sjf-lucid", "fifo"])
 def test_mean_jct_within_the_aim_of_lucids_run(day, policy: str) -> None:
     canon, reference, jobs = day
     ref = reference.lucid(policy, 4, "day1")
