@@ -97,3 +97,9 @@ def test_bad_arguments_are_refused_with_their_path(args: dict[str, Any], field: 
     with pytest.raises(ConfigError) as err:
         _config({"name": "las"}, **args)
     assert field in str(err.value)
+
+
+def test_mode_quota_refuses_per_queue() -> None:
+    with pytest.raises(ConfigError, match="perQueue"):
+        _config({"name": "las"}, actions="timeslice", mode="quota", perQueue=True)
+    assert _config({"name": "las"}, actions="timeslice", mode="quota").actions

@@ -21,6 +21,18 @@ hold the room, so it goes to the jobs the order chose; ``allocate`` binds them i
 simulator runs that cycle at the same instant when evicted pods leave at once. Each evicted pod's
 ``preemptor`` is the best-ranked job nominated into the freed room.
 
+Of the jobs the walk would stop, only those on whose nodes a nominated pod lands are stopped: a job
+whose room no waiting job takes keeps running where it is (stopped, ``allocate`` would restart it at the
+same instant, and it would pay a checkpoint and a restore for nothing).
+
+**Lucid's pass** (argument ``mode: quota``; the default ``useful`` is the above): the walk of Lucid's
+``tiresias.py`` and ``srtf.py`` as it is — every running job outside the quota is stopped, whether or
+not a waiting job can use its room, and only the waiting jobs inside the quota start, placed by this
+action itself (bound where the room is free, nominated where a stop frees it; the follow-up cycle at the
+same instant binds them); a job inside the quota that cannot be placed keeps its share of the quota, so
+the jobs behind it wait even when GPUs are idle. Configure it without ``allocate`` and ``backfill``
+(:func:`quota_walk`, :func:`quota_pass`). It ranks the whole cluster (``perQueue`` is refused with it).
+
 Which running jobs may be stopped (the others keep their room first, before the walk):
 
 - every pod they hold is a possible victim: managed by corral, not ``volcano.sh/preemptable: "false"``,
@@ -81,6 +93,7 @@ from corral.actions.common.broken import healthy
 from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
 from corral.actions.common.placement import best_node
 from corral.actions.common.subgroups import greedy_trial, place_held
+from corral.errors import ConfigError
 from corral.framework.config import arg
 from corral.framework.memo.lines import kept_lines
 from corral.framework.plugin import Action
@@ -92,12 +105,23 @@ from corral.model.clock import annotated_duration, format_time, parse_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, GPU
 
-__all__ = ["STOPPED_AT", "TimesliceAction", "TimesliceArgs", "rank_and_walk", "ranked_waiting"]
+__all__ = [
+    "MODES",
+    "STOPPED_AT",
+    "TimesliceAction",
+    "TimesliceArgs",
+    "quota_pass",
+    "quota_walk",
+    "rank_and_walk",
+    "ranked_waiting",
+]
 
 #: When ``timeslice`` last stopped the job (RFC 3339), on its PodGroup: the start of its wait.
 STOPPED_AT = "corral.io/timeslice-stopped-at"
 _HELD = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
+#: the ``mode`` argument: corral's pass (the default) and Lucid's quota pass
+MODES = ("useful", "quota")
 
 
 @dataclass(frozen=True)
@@ -122,6 +146,14 @@ class TimesliceArgs:
         False,
         "rank each queue's jobs apart, within the queue's deserved share (else the whole cluster together)",
     )
+    mode: str = arg(
+        "mode",
+        "useful",
+        "useful: stop only for a waiting job that takes the room (idle room is left to allocate); quota: "
+        "Lucid's pass (stop every job outside the GPU quota, start only the jobs inside it; configure "
+        "without allocate)",
+        choices=MODES,
+    )
     starvation_factor: float = arg(
         "starvationFactor",
         0.0,
@@ -129,6 +161,14 @@ class TimesliceArgs:
         "back to the first las queue (0: off)",
         minimum=0.0,
     )
+
+    def __post_init__(self) -> None:
+        if self.mode == "quota" and self.per_queue:
+            raise ConfigError(
+                "mode quota (Lucid's pass) ranks the whole cluster together and cannot rank per queue: "
+                "set perQueue to false or mode to useful",
+                field="arguments.perQueue",
+            )
 
 
 @dataclass
@@ -363,15 +403,18 @@ class TimesliceAction(Action):
     def execute(self, session: Session) -> None:
         if self.args.starvation_factor > 0:
             promote_starving(session, self.args.starvation_factor)
+        if self.args.mode == "quota":
+            quota_pass(session, self.args.min_lease, self.name)
+            return
         walk = rank_and_walk(session, self.args.min_lease, self.args.per_queue)
         if not walk.stop:
             return
+        stops = walk.stop
         with session.statement() as stmt:
             # the jobs that fit without the stops are nominated first (allocate would place them anyway)
             rest = [j for j in walk.start if not _nominate(session, stmt, j)]
             mark = stmt.save()
-            _stop(stmt, walk.stop, self.name)
-            placed = [j for j in rest if _nominate(session, stmt, j)]
+            placed, stops = _stop_for(session, stmt, stops, rest, self.name)
             if not placed:
                 return  # the room would go unused (fragmentation): stopping would only thrash
             for op in stmt.ops[mark:]:
@@ -380,8 +423,31 @@ class TimesliceAction(Action):
                     op.reason = f"{self.name}: ranks below {placed[0].uid}, which takes its room"
             stmt.commit()
         stamp = format_time(session.now)
-        for job in walk.stop:
+        for job in stops:
             session.ledger.annotate(job, STOPPED_AT, stamp)
+
+
+def _stop_for(
+    session: Session, stmt: Statement, stops: list[Job], rest: list[Job], action: str
+) -> tuple[list[Job], list[Job]]:
+    """Stop ``stops`` and nominate ``rest`` into the freed room; then keep only the stops whose room a
+    nomination took (a node of theirs received a nominated pod): a job whose room no waiting job
+    takes keeps running, where it stood, instead of being stopped and restarted by ``allocate`` at
+    the same instant (each stop costs a checkpoint and a restore). Returns (nominated jobs, stops)."""
+    nodes = {j.uid: {t.node for t in _held(j)} for j in stops}
+    mark = stmt.save()
+    _stop(stmt, stops, action)
+    placed = [j for j in rest if _nominate(session, stmt, j)]
+    if not placed:
+        return [], []
+    taken = {op.node for op in stmt.ops[mark:] if op.kind == "pipeline"}
+    used = [j for j in stops if nodes[j.uid] & taken]
+    if len(used) == len(stops):
+        return placed, stops
+    stmt.restore(mark)
+    _stop(stmt, used, action)
+    placed = [j for j in rest if _nominate(session, stmt, j)]
+    return (placed, used) if placed else ([], [])
 
 
 def _stop(stmt: Statement, jobs: list[Job], action: str) -> None:
@@ -440,3 +506,125 @@ def promote_starving(session: Session, factor: float) -> None:
         since = parse_time(stopped, obj=f"PodGroup {job.uid}", field=f"metadata.annotations.{STOPPED_AT}")
         if session.now - since >= factor * attained / gpus:
             session.ledger.annotate(job, ATTAINED_SERVICE, "0s")
+
+
+# ------------------------------------------------------------------ Lucid's quota pass (mode: quota)
+
+_HELD_NOW = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+_SIZED = _HELD_NOW | {TaskStatus.PIPELINED, TaskStatus.PENDING}
+
+
+def _nominated(task: Task) -> bool:
+    return task.status is TaskStatus.PIPELINED and task.nominated >= 0
+
+
+QUOTA_REASON = "timeslice: ranks outside the quota (the better-ranked jobs take the cluster's GPUs)"
+PLACE_REASON = "timeslice: inside the quota, but no placement fits it now"
+
+
+def quota_walk(session: Session, min_lease: float = 0.0) -> tuple[Walk, list[Job]]:
+    """Lucid's pass (``simulation/policy/tiresias.py`` and ``srtf.py``, steps 3-5): every stoppable
+    running job and every waiting job, ranked together by the JobOrder, walk against a quota of what the
+    cluster holds for them (the idle room plus what they hold or have nominated: Lucid's ``quota =
+    total GPUs``); a job whose whole size fits takes it from the quota (``if gpu_num <= quota``), a
+    running job that does not fit is stopped — whether or not a waiting job can use its room. The
+    waiting jobs inside the quota are the ones to start, in rank order (``prerun_list``); every other
+    waiting job waits, even when GPUs are idle (the second list: the waiting jobs left out)."""
+    cluster = session.cluster
+    nodes = cluster.nodes
+    live = ~(nodes.down | nodes.unschedulable)
+    width = len(cluster.resources)
+    key = session.job_sort_key()
+    # a job nominated by the last pass is not starving (gang) but is still to be bound, if it ranks inside
+    waiting = [
+        j
+        for j in schedulable_jobs(session, quiet=True)
+        if (session.job_starving(j) or any(_nominated(t) for t in j.tasks)) and not (_held(j) and healthy(j))
+    ]
+    if not waiting:
+        return Walk([], []), []
+    top = min(waiting, key=key)
+    quota = nodes.future_idle[live].sum(axis=0)
+    ranked: list[tuple[Any, bool, Job, np.ndarray]] = []
+    for job in _running(session):
+        if _stoppable(session, job, top, min_lease):
+            held = _demand(_held(job), width)
+            quota = quota + held
+            ranked.append((key(job), False, job, held))
+    for job in waiting:
+        # what it holds or has nominated already is in the quota (outside the idle room), its size is
+        # what it needs: Lucid counts a job whole
+        mine = [t for t in job.tasks if t.managed and not t.best_effort]
+        own = [t for t in mine if (t.status in _HELD_NOW and t.node >= 0) or _nominated(t)]
+        quota = quota + _demand(own, width)
+        need = _demand([t for t in mine if t.status in _SIZED], width)
+        ranked.append((key(job), True, job, need))
+    ranked.sort(key=lambda r: r[0])
+    stop: list[Job] = []
+    start: list[Job] = []
+    left: list[Job] = []
+    for _, is_waiting, job, need in ranked:
+        if bool(np.all(need <= quota + EPS)):
+            quota = quota - need
+            if is_waiting:
+                start.append(job)
+        elif not is_waiting:
+            stop.append(job)
+        else:
+            left.append(job)
+            session.ledger.unschedulable(job, QUOTA_REASON)
+    return Walk(stop, start), left
+
+
+def quota_pass(session: Session, min_lease: float, action: str) -> None:
+    """One Lucid pass: stop the running jobs outside the quota, then place the waiting jobs inside it
+    in rank order with the session's placement (``binpack`` on GPUs is Lucid's consolidate placer):
+    onto free room at once (bound), onto room a stop is freeing as a nomination that the follow-up
+    cycle at the same instant binds (Lucid places after its stops, in the same step). A job inside the
+    quota that cannot be placed waits for the next pass (Lucid: "may place fail because consolidate
+    requirement"); the stops stand even then."""
+    walk, left = quota_walk(session, min_lease)
+    # a nomination of a job left out holds room no job inside the quota could use (Lucid has none)
+    dropped = [t for job in left for t in job.tasks if _nominated(t)]
+    if not walk.stop and not walk.start and not dropped:
+        return
+    with session.statement() as stmt:
+        for task in dropped:
+            stmt.clear_nomination(task)
+        _stop(stmt, walk.stop, action)
+        placed = []
+        for job in walk.start:
+            if _place(session, stmt, job):
+                placed.append(job)
+            else:
+                for task in job.tasks:
+                    if _nominated(task):
+                        stmt.clear_nomination(task)
+                session.ledger.unschedulable(job, PLACE_REASON)
+        for op in stmt.ops:
+            if op.kind == "evict":
+                if placed:
+                    op.preemptor = placed[0].uid
+                op.reason = f"{action}: ranks outside the quota"
+        stmt.commit()
+    stamp = format_time(session.now)
+    for job in walk.stop:
+        session.ledger.annotate(job, STOPPED_AT, stamp)
+
+
+def _place(session: Session, stmt: Statement, job: Job) -> bool:
+    """Place every waiting pod of ``job`` (all or nothing): allocated where the room is free, nominated
+    where it is still being freed; a nomination from an earlier cycle is kept when its node fits."""
+    if job.subjobs:
+        return _nominate(session, stmt, job)
+    mark = stmt.save()
+    for task in sorted(waiting_tasks(job), key=session.task_key()):
+        row, later = best_node(session, task)
+        if row < 0:
+            stmt.restore(mark)
+            return False
+        if later:
+            stmt.pipeline(task, row)
+        else:
+            stmt.allocate(task, row)
+    return True

@@ -501,11 +501,14 @@ class Engine:
     def _forecast(self) -> None:
         """The expected start a forecast made now gives each waiting job; the first one made for a job
         is kept, so its record can show how far off it was (:mod:`corral.sim.forecast`)."""
-        from corral.sim.forecast import first_estimates
+        from corral.sim.forecast import first_estimates, plan_speed
 
         assert self.options.forecast_every is not None
         self._forecast_at = self.now + self.options.forecast_every
-        first_estimates(self.cluster, self.config, self.now, self.metrics.expected)
+        speed = (
+            None if self._speed is None else plan_speed(self._speed, self._active, self._running, self.now)
+        )
+        first_estimates(self.cluster, self.config, self.now, self.metrics.expected, speed)
 
     def _cycle(self, payload: str | None) -> None:
         """A CYCLE event (payload ``"beat"``: the heartbeat's): run one scheduling cycle when jobs wait

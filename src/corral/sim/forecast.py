@@ -23,6 +23,14 @@ gets no estimate, and says so. A job already past its expected end is taken to e
 the plan ends that long after its start. A gang evicted by the plan (preempt, reclaim) goes back to
 waiting: its pods come back Pending, as Volcano's RestartJob has it, and it is estimated again.
 
+**Job speed** (the simulator's ``simulation.speed``, :mod:`corral.sim.speed`): an expected run time is
+work, the seconds a job takes at rate 1, as a trace's duration is under the model. With the model on, the
+simulator's forecast (:class:`PlanSpeed`) ends a job running when it is made at ``now`` plus its work
+left (expected run time less the work it has done, every run counted) over its current rate, after the
+restore it may be in; a job the plan starts ends its expected run time over the rate of the placement
+the plan gave it (spread, GPU type, elastic pods: the model's rate of its running pods there). Without
+the model every job runs at rate 1 from the start of its earliest running pod.
+
 **Limits.** No new arrivals; expected run times are taken as exact; pods of other schedulers never end;
 nodes never fail. The estimate is as good as the run times it is given (the simulator measures its error
 on a trace: ``simulation.forecast`` in docs/simulator.md).
@@ -34,9 +42,9 @@ import copy
 import gc
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,9 +58,14 @@ from corral.model.clock import format_time, parse_duration
 from corral.plugins.baselines import expected_runtime
 from corral.registry import REGISTRY
 
+if TYPE_CHECKING:
+    from corral.sim.simjob import SimJob
+    from corral.sim.speed import SpeedTracker
+
 __all__ = [
     "Estimate",
     "ForecastSettings",
+    "PlanSpeed",
     "clone_cluster",
     "first_estimates",
     "forecast",
@@ -94,6 +107,30 @@ class Estimate:
 
 
 _KEYS = {"defaultRuntime", "queues", "priorityClasses", "horizon", "maxSteps"}
+
+
+@dataclass(frozen=True)
+class PlanSpeed:
+    """The job-speed model as a forecast uses it (see the module docstring): ``rate(job)``, the rate the
+    job's running pods give it where they are on the plan's cluster; ``running``, per job making
+    progress when the forecast is made, ``(work done, when its progress goes on, its rate)``."""
+
+    rate: Callable[[Job], float]
+    running: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)
+
+
+def plan_speed(
+    tracker: SpeedTracker, active: Mapping[str, SimJob], running: set[str], now: float
+) -> PlanSpeed:
+    """The simulator's :class:`PlanSpeed` at ``now``: its speed tracker's rates, its running jobs'
+    progress."""
+    made: dict[str, tuple[float, float, float]] = {}
+    for uid in running:
+        sim = active[uid]
+        if sim.speed is not None and sim.since is not None:
+            done, goes_on = tracker.progress(sim, now)
+            made[uid] = (done, goes_on, sim.speed.rate)
+    return PlanSpeed(lambda job: tracker.placement_of(job, active[job.uid].gpus)[0], made)
 
 
 def forecast_settings(raw: Any, file: str = "") -> ForecastSettings:
@@ -166,8 +203,19 @@ def waiting_jobs(cluster: Cluster) -> list[Job]:
 class _Plan:
     """The forward run's state: the cluster, the expected ends, and what it has found so far."""
 
-    def __init__(self, cluster: Cluster, config: Config, now: float, settings: ForecastSettings) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: Config,
+        now: float,
+        settings: ForecastSettings,
+        speed: PlanSpeed | None = None,
+    ) -> None:
         self.cluster, self.config, self.now, self.settings = cluster, config, now, settings
+        self.speed = speed
+        # the progress of the jobs running when the forecast is made: used once (a job the plan stops
+        # and starts again runs its whole expected time, as without the model)
+        self.progress = dict(speed.running) if speed is not None else {}
         self.ends: dict[str, float] = {}
         self.unknown: set[str] = set()  # running jobs with no expected end
         self.found: dict[str, Estimate] = {}
@@ -186,7 +234,19 @@ class _Plan:
             self.unknown.add(job.uid)
             return
         started = min((t.start_time for t in running if t.start_time is not None), default=now)
-        self.ends[job.uid] = max(started + seconds, now)
+        if self.speed is None:
+            self.ends[job.uid] = max(started + seconds, now)
+            return
+        known = self.progress.pop(job.uid, None)
+        if known is not None:
+            done, goes_on, rate = known
+            seconds, started = max(seconds - done, 0.0), max(goes_on, now)
+        else:
+            rate = self.speed.rate(job)
+        if not rate > 0:
+            self.unknown.add(job.uid)
+            return
+        self.ends[job.uid] = max(started + seconds / rate, now)
 
     def cycle(self, at: float, number: int, after: list[str], waiting: list[Job]) -> None:
         decisions = run_cycle(self.cluster, self.config, REGISTRY, at, number, history=self.history)
@@ -242,19 +302,21 @@ def forecast(
     now: float,
     settings: ForecastSettings | None = None,
     budget: float | None = None,
+    speed: PlanSpeed | None = None,
 ) -> list[Estimate]:
     """An :class:`Estimate` for every waiting podgroup of ``cluster`` (by name), from a forward run of
     ``config`` starting at ``now``. The cluster is changed: pass one the caller no longer needs.
 
     ``budget`` (seconds of wall time, ``corral run --forecast-budget``): the run stops after the first
     planned cycle that ends past it; the podgroups not started by then get no estimate, and their basis
-    says how far the plan got (a time budget bounds the cost on a large backlog, as ``maxSteps`` does)."""
+    says how far the plan got (a time budget bounds the cost on a large backlog, as ``maxSteps`` does).
+    ``speed``: the simulator's job-speed model (see the module docstring); None: every job at rate 1."""
     settings = settings or ForecastSettings()
     deadline = None if budget is None else time.monotonic() + budget
     waiting = waiting_jobs(cluster)
     if not waiting:
         return []
-    plan = _Plan(cluster, config, now, settings)
+    plan = _Plan(cluster, config, now, settings, speed)
     at, stopped = now, ""
     after = sorted(u for u, end in plan.ends.items() if end <= now)  # overdue: they end now
     plan.finish(after)
@@ -294,14 +356,19 @@ def forecast(
 
 
 def first_estimates(
-    cluster: Cluster, config: Config, now: float, into: dict[str, tuple[float, float]]
+    cluster: Cluster,
+    config: Config,
+    now: float,
+    into: dict[str, tuple[float, float]],
+    speed: PlanSpeed | None = None,
 ) -> None:
     """The simulator's forecast (``simulation.forecast.every``): a forecast of a copy of ``cluster``
-    made at ``now``; each waiting job not yet in ``into`` gets ``(expected start, now)`` there."""
+    made at ``now`` (``speed``: with the simulator's job-speed model); each waiting job not yet in
+    ``into`` gets ``(expected start, now)`` there."""
     if all(j.uid in into for j in waiting_jobs(cluster)):
         return
     settings = forecast_settings(config.forecast, config.source)
-    for e in forecast(clone_cluster(cluster), config, now, settings):
+    for e in forecast(clone_cluster(cluster), config, now, settings, speed=speed):
         if e.start is not None and e.podgroup not in into:
             into[e.podgroup] = (e.start, now)
 

@@ -235,7 +235,11 @@ class SpeedTracker:
 
     def _placement(self, sim: SimJob) -> tuple[float, float, float, int]:
         """(rate, spread factor, GPUs of the running pods, level) of ``sim``'s running pods now."""
-        job: Job = sim.job
+        return self.placement_of(sim.job, sim.gpus)
+
+    def placement_of(self, job: Job, total_gpus: float) -> tuple[float, float, float, int]:
+        """:meth:`_placement` of ``job`` (``total_gpus``: the job's GPUs) on any cluster of the same nodes
+        (the forecast's plan asks it of the jobs it starts on its copy)."""
         running = [t for t in job.tasks if t.status is TaskStatus.RUNNING]
         rows = sorted({t.node for t in running})
         level = self.level(rows)
@@ -243,7 +247,7 @@ class SpeedTracker:
         model = self.model
         spread = model.spread_factor(klass, level)
         workers = [self._workers[r] for r in rows] if self._workers else []
-        rate = model.gpu_factor(klass, workers, round(sim.gpus))
+        rate = model.gpu_factor(klass, workers, round(total_gpus))
         rate *= model.elastic_speedup(klass, len(running) / max(job.min_member, 1))
         gpu = self.cluster.resources.get(GPU)
         gpus = 0.0 if gpu is None else sum(float(t.request[gpu]) for t in running) / MILLI
@@ -283,6 +287,15 @@ class SpeedTracker:
         assert state is not None
         self._advance(state, now)
         return state.done
+
+    @staticmethod
+    def progress(sim: SimJob, now: float) -> tuple[float, float]:
+        """A running job's work done by ``now`` (every run) and when its progress goes on (``now``, or
+        the end of the restore it is in)."""
+        state = sim.speed
+        assert state is not None
+        ran = (now - state.mark) * state.rate if now > state.mark else 0.0
+        return sim.progress + state.done + ran, max(now, state.mark)
 
     @staticmethod
     def lost(sim: SimJob, now: float) -> float:
