@@ -256,14 +256,7 @@ class KubeAPI:
             raise APIError(0, f"{type(exc).__name__}: {exc}", method=method, path=path) from None
         if not 200 <= resp.status <= 299:
             retry = resp.getheader("Retry-After") if hasattr(resp, "getheader") else None
-            raise APIError(
-                resp.status,
-                _message(data) or str(resp.reason),
-                method=method,
-                path=path,
-                retry_after=float(retry) if retry and retry.isdigit() else None,
-                causes=_causes(data),
-            )
+            raise _refused(resp.status, str(resp.reason), data, retry, method, path)
         if not data:
             return {}
         try:
@@ -298,14 +291,8 @@ class KubeAPI:
         except Exception as exc:  # noqa: BLE001 - connection refused, reset, timeout: no answer
             raise APIError(0, f"{type(exc).__name__}: {exc}", method=method, path=path) from None
         if not 200 <= resp.status <= 299:
-            retry = resp.headers.get("Retry-After")
-            raise APIError(
-                resp.status,
-                _message(answer) or str(resp.reason),
-                method=method,
-                path=path,
-                retry_after=float(retry) if retry and retry.isdigit() else None,
-                causes=_causes(answer),
+            raise _refused(
+                resp.status, str(resp.reason), answer, resp.headers.get("Retry-After"), method, path
             )
 
     def get(self, path: str, **query: Any) -> dict:
@@ -450,3 +437,16 @@ def list_pages(api: KubeAPI | GuardedAPI, rtype: ResourceType, page: int = 5000)
         cont = meta.get("continue")
         if not cont:
             return items, str(meta.get("resourceVersion") or "")
+
+
+def _refused(status: int, reason: str, data: bytes, retry: str | None, method: str, path: str) -> APIError:
+    """The error for an answer outside 2xx: the server's message (else the HTTP reason), its
+    ``Retry-After`` in seconds when it gave a number, and the causes it named."""
+    return APIError(
+        status,
+        _message(data) or reason,
+        method=method,
+        path=path,
+        retry_after=float(retry) if retry and retry.isdigit() else None,
+        causes=_causes(data),
+    )
