@@ -26,16 +26,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from corral.actions.common.consolidate_landing import State, Unit, _cover
+from corral.actions.common.consolidate_landing import Landing, State, Unit, _cover
 from corral.model import Task
 from corral.model.resources import EPS
-
-if TYPE_CHECKING:
-    from corral.actions.common.consolidate_plan import MovePlanner
 
 __all__ = ["HELPER_WIDTH", "Repack"]
 
@@ -46,10 +42,10 @@ _NEW_JOB = 1e9
 
 
 class Repack:
-    """The repack for one planner (its domain, gang, units and cap); :meth:`search` gives the state
-    to finish (:meth:`MovePlanner._finish`), or None."""
+    """The repack for one planner (a :class:`~corral.actions.common.consolidate_plan.MovePlanner`: its
+    domain, gang, units and cap); :meth:`search` gives the state for the planner to finish, or None."""
 
-    def __init__(self, pl: MovePlanner) -> None:
+    def __init__(self, pl: Landing) -> None:
         self.pl = pl
         whole: dict[int, Unit] = {}
         singles: dict[int, list[Unit]] = {}
