@@ -53,8 +53,8 @@ _MOST = 1 << 20
 class Budget:
     """The per-decision search budget: steps tried (a moved set evaluated with its pods landed). When
     it is spent the greedy stops (no plan, or the best so far), so a decision's time is bounded; a
-    count, not a clock, so the same input gives the same decisions. The repack, run only when the job
-    cap stops the greedy short of a plan, counts its packs apart (``packs``)."""
+    count, not a clock, so the same input gives the same decisions. The repack, run only when the
+    greedy finds no plan, counts its packs apart (``packs``)."""
 
     left: int = 1 << 30
     #: the repack's packs left (:data:`REPACKS`)

@@ -1,19 +1,22 @@
-"""The repack of a :mod:`consolidate plan <corral.actions.common.consolidate_plan>`: when the job cap
-(``maxMovedJobs``) stops the greedy and it finds no plan, the jobs are chosen first and their pods
-packed again — the exact move oracle's view (:mod:`corral.solvers.move_oracle`), which stays within
-the cap by moving young gangs spread over many nodes whole: one job, and each of its pods free to go
-anywhere or to restart where it runs.
+"""The repack of a :mod:`consolidate plan <corral.actions.common.consolidate_plan>`: when the greedy
+finds no plan — the job cap (``maxMovedJobs``) stops it, or no landing keeps the slots its moves
+open —, the jobs are chosen first and their pods packed again: the exact move oracle's view
+(:mod:`corral.solvers.move_oracle`), which stays within the cap by moving young gangs spread over
+many nodes whole (one job, and each of its pods free to go anywhere or to restart where it runs),
+and gathers a gang moved whole on one of its own nodes.
 
 1. **targets** (:meth:`Repack.targets`) — the domain's nodes to open slots on, a slot at a time: the
    node whose cheapest set of jobs opening one more slot there (a covering knapsack, a job weighing
    more than any work) counts fewest jobs *plus the pods it displaces that would find no hole* (their
    sizes in the column the gang needs most, first fit, largest first, into the free room of the nodes
-   not chosen); ties to the jobs spread over most nodes, then the least work. The chosen jobs are
-   *lifted*: a job that may move whole all its running pods, else its movable pods;
+   not chosen; the pods it displaces are those of lifted jobs that the room the gang leaves there does
+   not hold); ties to the jobs spread over most nodes, then the least work — and once more with the
+   least work first, the cheaper repack kept. The chosen jobs are *lifted*: a job that may move whole
+   all its running pods, else its movable pods;
 2. **pack** (:meth:`Repack.pack`) — the gang's pods on the chosen nodes (else where lifting displaces
    least), then every lifted pod, largest first: back where it runs when the room there is still free
    (it does not move), else where it fits tightest, never on the node it leaves;
-3. **helpers** (:meth:`Repack.search`) — while lifted pods find no place and the cap allows, one more
+3. **helpers** (:meth:`Repack._search`) — while lifted pods find no place and the cap allows, one more
    job lifted: of the first :data:`HELPER_WIDTH` by the holes their leaving opens for the pods left
    over (pods smaller than those they make room for), the one whose pack leaves least unplaced.
 
@@ -102,9 +105,10 @@ class Repack:
                 total = total + freed[i]
         return [cands[i] for i in picked] if (total >= want - EPS).all() else None
 
-    def targets(self) -> tuple[set[int], dict[int, int]] | None:
+    def targets(self, by_cost: bool = False) -> tuple[set[int], dict[int, int]] | None:
         """The lifted jobs and, per node, the gang's pods it is to hold (step 1 of the module doc), or
-        None."""
+        None. Ties between nodes go to the jobs spread over most nodes, then the least work
+        (``by_cost``: the least work first)."""
         pl = self.pl
         free, c = pl.base.copy(), self.col
         st = pl._fresh()
@@ -112,28 +116,26 @@ class Repack:
             float(free[q, c]) for q in np.flatnonzero((free[:, c] > EPS) & (st.slots == 0)).tolist()
         )
         lifted: set[int] = set()
-        chosen: dict[
-            int, int
-        ] = {}  # node row -> the gang's pods it holds (its slots before, and those opened)
+        chosen: dict[int, int] = {}  # node row -> the gang's pods it is to hold
+        away: set[int] = set()  # the lifted pods counted as leaving their node
         rows = [
             p for p in sorted(set(self.on) | set(np.flatnonzero(free[:, c] > EPS).tolist())) if pl.gang_ok[p]
         ]
         steps: dict[int, list[int] | None] = {}  # node row -> its jobs to open one more slot (while valid)
         for _ in range(len(pl.gang) - st.total):
-            best: tuple[tuple[float, ...], int, list[int], list[float]] | None = None
+            best: tuple[tuple[float, ...], int, list[int], list[Task]] | None = None
             for p in rows:
+                slots = chosen.get(p, int(st.slots[p]))
                 if p not in steps:
-                    steps[p] = self._open(free, lifted, p, chosen.get(p, int(st.slots[p])))
+                    steps[p] = self._open(free, lifted, p, slots)
                 new = steps[p]
                 if new is None or (best is not None and len(new) > best[0][0]):
                     continue
-                gone = [float(t.request[c]) for j in new for t in self.on[p][j]]
-                key = (
-                    len(new) + _first_fit(holes, gone)[1],
-                    -sum(self.spread[j] for j in new),
-                    sum(self.cost[j] for j in new),
-                    p,
-                )
+                gone = self._gone(free, lifted, new, p, slots + 1, away)
+                spread = -sum(self.spread[j] for j in new)
+                work = sum(self.cost[j] for j in new)
+                missed = _first_fit(holes, [float(t.request[c]) for t in gone])[1]
+                key = (len(new) + missed, *((work, spread) if by_cost else (spread, work)), p)
                 if best is None or key < best[0]:
                     best = (key, p, new, gone)
             if best is None:
@@ -143,7 +145,8 @@ class Repack:
                 k = bisect.bisect_left(holes, float(free[p, c]) - EPS)
                 if k < len(holes) and abs(holes[k] - float(free[p, c])) <= EPS:
                     holes.pop(k)
-            holes = _first_fit(holes, gone)[0]
+            holes = _first_fit(holes, [float(t.request[c]) for t in gone])[0]
+            away |= {id(t) for t in gone}
             chosen[p] = chosen.get(p, int(st.slots[p])) + 1
             steps.pop(p)
             for j in new:
@@ -152,6 +155,24 @@ class Repack:
                     free[t.node] += t.request
                     steps.pop(t.node, None)
         return lifted, chosen
+
+    def _gone(
+        self, free: np.ndarray, lifted: set[int], new: list[int], p: int, slots: int, away: set[int]
+    ) -> list[Task]:
+        """The pods of the jobs ``lifted`` and ``new`` on node ``p`` (``free`` with the lifted ones gone;
+        none counted as leaving yet) that leave it when it holds ``slots`` of the gang's pods: those
+        that do not fit, largest first, in the room the gang leaves there."""
+        c, on = self.col, self.on.get(p, {})
+        room = float(free[p, c]) - float(self.pl.req[c]) * slots
+        room += sum(float(t.request[c]) for j in new for t in on.get(j, ()))
+        pods = [t for j in sorted(lifted | set(new)) for t in on.get(j, ()) if id(t) not in away]
+        out = []
+        for t in sorted(pods, key=lambda t: (-float(t.request[c]), t.uid)):
+            if float(t.request[c]) <= room + EPS:
+                room -= float(t.request[c])
+            else:
+                out.append(t)
+        return out
 
     # -- 2. pack --------------------------------------------------------------------------------------
     def pack(
@@ -240,10 +261,18 @@ class Repack:
         return [h for *_, h in sorted(out)]
 
     def search(self) -> State | None:
-        """The state with the repacked moves (module doc), or None: no targets, no pack within the cap
-        or the decision's packs."""
+        """The cheaper of the repacks with either tie order of :meth:`targets` (module doc), or None:
+        no targets, no pack within the cap or the decision's packs."""
+        best: State | None = None
+        for by_cost in (False, True):
+            st = self._search(by_cost)
+            if st is not None and (best is None or _work(st) < _work(best)):
+                best = st
+        return best
+
+    def _search(self, by_cost: bool) -> State | None:
         pl = self.pl
-        got = self.targets() if pl.budget.packs > 0 else None
+        got = self.targets(by_cost) if pl.budget.packs > 0 else None
         if got is None:
             return None
         lifted, chosen = got
@@ -294,6 +323,10 @@ class Repack:
         st.moves = list(moves)
         pl._touch(st, rows)
         return st
+
+
+def _work(st: State) -> float:
+    return sum(u.cost for u in st.taken)
 
 
 def _first_fit(holes: list[float], sizes: list[float]) -> tuple[list[float], int]:
