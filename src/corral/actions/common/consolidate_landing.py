@@ -44,7 +44,7 @@ DEEP_ROWS = 12
 #: The deeper pass's move sets, at most, as a multiple of those the first passes spent.
 DEEP_SHARE = 1
 #: Packs of the repack (:mod:`corral.actions.common.consolidate_repack`) per decision, at most.
-REPACKS = 32
+REPACKS = 48
 #: Slots counted per node at most (an unlimited resource would count infinitely many).
 _MOST = 1 << 20
 

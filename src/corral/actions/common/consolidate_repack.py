@@ -19,6 +19,10 @@ and gathers a gang moved whole on one of its own nodes.
 3. **helpers** (:meth:`Repack._search`) — while lifted pods find no place and the cap allows, one more
    job lifted: of the first :data:`HELPER_WIDTH` by the holes their leaving opens for the pods left
    over (pods smaller than those they make room for), the one whose pack leaves least unplaced.
+4. **spread first** (:meth:`Repack._spread`) — besides: the jobs spread over most nodes lifted
+   first, one more per pack up to the cap, the gang where lifting displaces least.
+
+Of the three searches (two tie orders, spread first) the repack of least work is kept.
 
 A job whose moved pods stay within its surplus moves them as pod units, else it moves whole (its other
 pods restart where they run, as a job the greedy moves whole). Every pack counts against the
@@ -264,11 +268,32 @@ class Repack:
         """The cheaper of the repacks with either tie order of :meth:`targets` (module doc), or None:
         no targets, no pack within the cap or the decision's packs."""
         best: State | None = None
-        for by_cost in (False, True):
-            st = self._search(by_cost)
+        for st in (self._search(False), self._search(True), self._spread()):
             if st is not None and (best is None or _work(st) < _work(best)):
                 best = st
         return best
+
+    def _spread(self) -> State | None:
+        """The jobs spread over most nodes lifted first (then the least work), one more each pack, up
+        to the cap: the pack's gang on the nodes where lifting displaces least."""
+        pl = self.pl
+        mine = [j for j in self.jobs if any(pl.gang_ok[t.node] for t in self.lift[j])]
+        order = sorted(mine, key=lambda j: (-self.spread[j], self.cost[j], j))
+        lifted: set[int] = set()
+        rows = np.flatnonzero(pl.gang_ok)
+        free = pl.base.copy()
+        for j in order[: pl.max_jobs] if pl.max_jobs >= 0 else order:
+            lifted.add(j)
+            for t in self.lift[j]:
+                free[t.node] += t.request
+            if pl.budget.packs <= 0:
+                return None
+            if int(pl._slots(free, rows).sum()) < len(pl.gang):
+                continue  # not room enough yet, whatever the pack
+            moves, _, _ = self.pack(lifted, {})
+            if moves is not None:
+                return self._state(moves)
+        return None
 
     def _search(self, by_cost: bool) -> State | None:
         pl = self.pl
