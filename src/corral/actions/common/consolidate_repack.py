@@ -76,6 +76,7 @@ class Repack:
         cap = (pl.base + pl._movable)[:, pl.cols].max(axis=0)
         self.col = int(pl.cols[np.argmax(self.scale / np.maximum(cap, EPS))])  # the scarcest column
         self.rest = pl.base  # the free room the last pack left
+        self.sizes: dict[int, float] = {}  # id(pod) -> its request in the gang's pods, summed over columns
 
     def possible(self) -> bool:
         """The domain's bound: would its nodes hold the gang with every movable pod gone?"""
@@ -84,7 +85,10 @@ class Repack:
         return int(pl._slots(pl.base + pl._movable, rows).sum()) >= len(pl.gang)
 
     def _size(self, t: Task) -> float:
-        return float((t.request[self.pl.cols] / self.scale).sum())
+        got = self.sizes.get(id(t))
+        if got is None:
+            got = self.sizes[id(t)] = float((t.request[self.pl.cols] / self.scale).sum())
+        return got
 
     # -- 1. targets ---------------------------------------------------------------------------------
     def _open(self, free: np.ndarray, lifted: set[int], p: int, slots: int) -> list[int] | None:
