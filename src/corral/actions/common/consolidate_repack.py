@@ -19,10 +19,13 @@ and gathers a gang moved whole on one of its own nodes.
 3. **helpers** (:meth:`Repack._search`) — while lifted pods find no place and the cap allows, one more
    job lifted: of the first :data:`HELPER_WIDTH` by the holes their leaving opens for the pods left
    over (pods smaller than those they make room for), the one whose pack leaves least unplaced.
-4. **spread first** (:meth:`Repack._spread`) — besides: the jobs spread over most nodes lifted
-   first, one more per pack up to the cap, the gang where lifting displaces least.
+4. **jobs alone** — besides, with no targets (the gang where lifting displaces least): the jobs spread
+   over most nodes lifted first, one more per pack up to the cap (:meth:`Repack._spread`); and jobs
+   lifted one at a time, each the one of the first :data:`HELPER_WIDTH` by spread whose pack leaves
+   least unplaced (:meth:`Repack._grow`).
 
-Of the three searches (two tie orders, spread first) the repack of least work is kept.
+Of the four searches (two tie orders of the targets, two of jobs alone) the repack of least work is
+kept.
 
 A job whose moved pods stay within its surplus moves them as pod units, else it moves whole (its other
 pods restart where they run, as a job the greedy moves whole). Every pack counts against the
@@ -32,7 +35,6 @@ decision's :attr:`Budget.packs <corral.actions.common.consolidate_landing.Budget
 from __future__ import annotations
 
 import bisect
-import math
 
 import numpy as np
 
@@ -187,7 +189,8 @@ class Repack:
         self, lifted: set[int], chosen: dict[int, int]
     ) -> tuple[list[tuple[Task, int]] | None, float, list[Task]]:
         """The lifted jobs' pods packed again around the gang (step 2 of the module doc): the moves
-        (pod, new row; None when some pod finds no place), the size left unplaced, the pods left."""
+        (pod, new row; None when some pod finds no place), the size left unplaced (the gang's pods with
+        no room too), the lifted pods left."""
         pl = self.pl
         pl.budget.packs -= 1
         free = pl.base.copy()
@@ -197,11 +200,13 @@ class Repack:
             free[t.node] += t.request
             held[t.node] += float(t.request[self.col])
         want = dict(chosen)
+        short = 0.0  # the gang's pods with no room, in the lifted pods' measure
         for t in pl.gang:
             cols = np.flatnonzero(t.request > 0)
             rows = np.flatnonzero(pl.gang_ok & (free[:, cols] >= t.request[cols] - EPS).all(axis=1))
             if not len(rows):
-                return None, math.inf, []
+                short += self._size(t)
+                continue
             after = free[rows][:, self.col] - t.request[self.col]
             displaced = np.maximum(held[rows] - np.maximum(after, 0.0), 0.0)
             spare = ((free[rows][:, pl.cols] - t.request[pl.cols]) / self.scale).sum(axis=1)
@@ -209,7 +214,8 @@ class Repack:
             row = int(rows[np.lexsort((rows, spare, displaced, aim))[0]])
             want[row] = want.get(row, 0) - 1
             free[row] -= t.request
-        return self._place(free, pods)
+        moves, left_size, left = self._place(free, pods)
+        return (moves if not short else None), left_size + short, left
 
     def _place(
         self, free: np.ndarray, pods: list[Task]
@@ -272,7 +278,7 @@ class Repack:
         """The cheaper of the repacks with either tie order of :meth:`targets` (module doc), or None:
         no targets, no pack within the cap or the decision's packs."""
         best: State | None = None
-        for st in (self._search(False), self._search(True), self._spread()):
+        for st in (self._search(False), self._search(True), self._spread(), self._grow()):
             if st is not None and (best is None or _work(st) < _work(best)):
                 best = st
         return best
@@ -297,6 +303,30 @@ class Repack:
             moves, _, _ = self.pack(lifted, {})
             if moves is not None:
                 return self._state(moves)
+        return None
+
+    def _grow(self) -> State | None:
+        """Jobs lifted one at a time, up to the cap, with no targets (the pack's gang where lifting
+        displaces least): of the first :data:`HELPER_WIDTH` not lifted by the nodes they spread over
+        (then the least work), the one whose pack leaves least unplaced — the gang's pods counted
+        when there is not room enough for them yet."""
+        pl = self.pl
+        mine = [j for j in self.jobs if any(pl.gang_ok[t.node] for t in self.lift[j])]
+        order = sorted(mine, key=lambda j: (-self.spread[j], self.cost[j], j))
+        lifted: set[int] = set()
+        while pl.max_jobs < 0 or len(lifted) < pl.max_jobs:
+            best: tuple[float, float, int] | None = None
+            for j in [j for j in order if j not in lifted][:HELPER_WIDTH]:
+                if pl.budget.packs <= 0:
+                    return None
+                moves, short, _ = self.pack(lifted | {j}, {})
+                if moves is not None:
+                    return self._state(moves)
+                if best is None or (short, self.cost[j]) < best[:2]:
+                    best = (short, self.cost[j], j)
+            if best is None:
+                return None
+            lifted.add(best[2])
         return None
 
     def _search(self, by_cost: bool) -> State | None:
