@@ -120,7 +120,9 @@ class NodeOrderPlugin(Plugin, NodeOrder, CacheHints):
 
     def sign_pod(self, task: Task) -> tuple[Any, ...] | None:
         """Scores depend on the pod's request, affinity, tolerations and (with inter-pod terms, required
-        or preferred: they select pods of its own namespace by default) namespace, which its class holds."""
+        or preferred: they select pods of its own namespace by default) namespace, which its class holds.
+        Its labels and namespace also decide which placed pods' terms select it, but such a pod's score
+        scope is ``"all"`` (:meth:`score_scope`), so no score of it is kept under the signature."""
         k = task.klass
         return None if k is None else (k.affinity, k.tolerations, k.namespace)
 
