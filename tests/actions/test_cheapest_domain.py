@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from corral.actions.common.evict import Evictor
 from corral.actions.common.eviction import cheapest_domain
 from corral.framework.session import Session
 from corral.model import Task
@@ -63,3 +64,16 @@ def test_a_domain_without_victims_ends_the_search_and_none_when_nowhere() -> Non
     assert cheapest_domain(s, want, list(masks), attempt) == 1
     assert tried == [0, 1]
     assert cheapest_domain(s, want, list(masks), lambda mask: None) is None
+
+
+def test_a_pod_nominated_in_several_tried_domains_is_listed_once() -> None:
+    """A job that tries several domains nominates its pod in each (undone in between): the Evictor's
+    list of nominations, which later preemptors clear from, must hold it once, else its room would be
+    counted once per listing."""
+    s = _session()
+    evictor = Evictor(s, "preempt")
+    (task,) = _pods(s, "want")
+    before = len(evictor.nominated)
+    for _ in range(3):
+        evictor.nominate(task)
+    assert len(evictor.nominated) == before + 1
