@@ -16,7 +16,10 @@ domain. Both are priced by :func:`corral.solvers.move_oracle.move_cost` (GPU-hou
 loses its own work, a job moved whole all of its pods').
 
 Targets: placed wherever the oracle places; cost ≤ oracle + 10 % on ≥ 95 % of the instances the oracle
-places; p95 decision time ≤ 50 ms at 512 nodes (process CPU time; wall printed beside).
+places; p95 decision time ≤ 50 ms at 512 nodes (process CPU time; wall printed beside). Both keep the
+same cap, ``MAX_JOBS`` jobs moved (jobs, not pods, on both sides): each decision is checked against it
+and the most jobs one decision moved is printed. Small tight clusters with small caps:
+``bench_consolidate_small.py``.
 
     python benchmarks/bench_consolidate.py [--scenarios N] [--seed S] [--max-nodes M] [--quick] [-v]
         [--oracle-cache FILE]   # keep the oracle's answers: a planner change is then measured in seconds
