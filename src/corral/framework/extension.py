@@ -46,6 +46,7 @@ __all__ = [
     "JobStarving",
     "JobValid",
     "KeyedJobOrder",
+    "LineRefusal",
     "NodeOrder",
     "Overused",
     "OverusedReason",
@@ -342,6 +343,16 @@ class AllocatableReason(Protocol):
 
 
 @runtime_checkable
+class LineRefusal(Protocol):
+    def line_refusal(self, queue: Queue, job: Job) -> str | None:
+        """Is ``job`` behind a closed line of ``queue`` (a strict order's blocked head)? Then this
+        plugin's Allocatable refuses every pod of ``job`` now, for this one reason (its
+        AllocatableReason for each of them); None: no such promise (the pods are asked one by one).
+        Asked only of the first Allocatable plugin, so that its refusal is the first: ``allocate``
+        then gives ``job`` that reason without a turn (no Statement, no placement, no pod asked)."""
+
+
+@runtime_checkable
 class OverusedReason(Protocol):
     def overused_reason(self, queue: Queue, task: Task) -> str | None:
         """Why an Overused ``queue`` holds ``task`` back; None when its share is not the cause (it
@@ -532,6 +543,7 @@ POINTS: tuple[Point, ...] = (
     Point("ReservedNodes", ReservedNodes, "enableReservedNodes"),
     Point("PredicateReason", PredicateReason, "enablePredicate"),
     Point("AllocatableReason", AllocatableReason, "enableAllocatable"),
+    Point("LineRefusal", LineRefusal, "enableAllocatable"),
     Point("OverusedReason", OverusedReason, "enableOverused"),
     Point("EnqueueReason", EnqueueReason, None),
     Point("ReasonNote", ReasonNote, None),

@@ -50,6 +50,7 @@ from corral.framework.extension import (
     EnqueueReason,
     JobEnqueueable,
     KeyedJobOrder,
+    LineRefusal,
     Vote,
 )
 from corral.framework.memo.lines import KeptLines, kept_lines
@@ -119,7 +120,9 @@ def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
     return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
 
 
-class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, AllocatableReason, EnqueueReason):
+class FifoPlugin(
+    Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, AllocatableReason, LineRefusal, EnqueueReason
+):
     """Strict FIFO: a queue's blocked head job blocks the queue (see the module docstring).
 
     A queue's line is its valid jobs with waiting pods as the line is first used in the session, in the
@@ -199,8 +202,22 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
         stands: nothing moved in between."""
         if self._refused is not task and self.allocatable(queue, task):
             return None
-        job = task.job
-        head = self.session.cluster.jobs[self._lines[job.queue][self._head[job.queue]][-1]]
+        return self._behind(task.job.queue)
+
+    def line_refusal(self, queue: Queue, job: Job) -> str | None:
+        """The line is closed behind a head that is not ready: every pod of a job behind it is refused
+        for the same reason (:meth:`allocatable_refusal`'s), so ``allocate`` gives the job that reason
+        without a turn. None for a job not in line or at or before the head."""
+        mine = self._place(job)
+        if mine is None:
+            return None
+        head = self._advance(job.queue)
+        if head is None or mine <= head:
+            return None
+        return self._behind(job.queue)
+
+    def _behind(self, queue: str) -> str:
+        head = self.session.cluster.jobs[self._lines[queue][self._head[queue]][-1]]
         return f"waiting behind {head.uid}, the head of queue {head.queue!r} (fifo)"
 
     def _place(self, job: Job) -> tuple[Any, ...] | None:

@@ -53,39 +53,59 @@ class OrderKeys:
         taken again at each use (``moving(job, kept_key)``: the other plugins' keys stay)."""
         if self.context != context:
             self.context, self.kept = context, {}
+        if len(self.kept) > 2 * len(jobs) + 64:
+            for uid in [u for u in self.kept if u not in jobs]:
+                del self.kept[uid]
+        if changed is not None:
+            return self._tracked(compute, touched, changed, moving)
+        return self._walked(compute, moving)
+
+    def _tracked(
+        self,
+        compute: Callable[[Job], tuple[Any, ...]],
+        touched: set[str],
+        changed: set[str],
+        moving: Callable[[Job, tuple[Any, ...]], tuple[Any, ...]] | None,
+    ) -> Callable[[Job], tuple[Any, ...]]:
+        """The key function where the front end names the jobs changed since the last session."""
         kept = self.kept
-        if len(kept) > 2 * len(jobs) + 64:
-            for uid in [u for u in kept if u not in jobs]:
-                del kept[uid]
         pipelined = TaskStatus.PIPELINED
         # the pod state whose jobs' keys move with the clock (none without a moving plugin)
         live = TaskStatus.RUNNING if moving is not None else None
 
-        if changed is not None:
+        def tracked(job: Job) -> tuple[Any, ...]:
+            uid = job.uid
+            got = kept.get(uid)
+            if (
+                got is not None
+                and got[0] is job
+                and uid not in changed
+                and uid not in touched
+                and got[1][0] == job.priority
+                and got[1][1] == job.min_member
+            ):
+                return moving(job, got[2]) if got[3] and moving is not None else got[2]
+            key = compute(job)
+            if all(t.status is not pipelined for t in job.tasks):
+                kept[uid] = (
+                    job,
+                    (job.priority, job.min_member),
+                    key,
+                    any(t.status is live for t in job.tasks),
+                )
+            return key
 
-            def tracked(job: Job) -> tuple[Any, ...]:
-                uid = job.uid
-                got = kept.get(uid)
-                if (
-                    got is not None
-                    and got[0] is job
-                    and uid not in changed
-                    and uid not in touched
-                    and got[1][0] == job.priority
-                    and got[1][1] == job.min_member
-                ):
-                    return moving(job, got[2]) if got[3] and moving is not None else got[2]
-                key = compute(job)
-                if all(t.status is not pipelined for t in job.tasks):
-                    kept[uid] = (
-                        job,
-                        (job.priority, job.min_member),
-                        key,
-                        any(t.status is live for t in job.tasks),
-                    )
-                return key
+        return tracked
 
-            return tracked
+    def _walked(
+        self,
+        compute: Callable[[Job], tuple[Any, ...]],
+        moving: Callable[[Job, tuple[Any, ...]], tuple[Any, ...]] | None,
+    ) -> Callable[[Job], tuple[Any, ...]]:
+        """The key function without tracking: each job's pod states are compared with the kept ones."""
+        kept = self.kept
+        pipelined = TaskStatus.PIPELINED
+        live = TaskStatus.RUNNING if moving is not None else None
 
         def walked(job: Job) -> tuple[Any, ...]:
             state = (job.priority, job.min_member, [(t.status, t.nominated) for t in job.tasks])
