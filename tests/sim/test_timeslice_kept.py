@@ -110,3 +110,36 @@ def test_kept_keys_and_lines_change_no_decision(monkeypatch, order, args):
     assert kept_cycles == ref_cycles and kept == ref
     assert walk_cycles == ref_cycles and walk == ref
     assert off_cycles == ref_cycles and off == ref
+
+
+def test_the_running_jobs_clock_leaves_keys_untaken(monkeypatch):
+    """Under ``srtf`` the kept running jobs' clock spares the keys of running jobs that surely rank
+    before the best waiting job (actions/common/timeslice_running.py), and changes no decision: the
+    run with it equals the run where every running job is keyed (the clock off)."""
+    from corral.actions import timeslice
+    from corral.actions.common import timeslice_running
+
+    spared: list[int] = []
+    real = timeslice_running.after
+
+    def spying(session, kept, top_key, now):
+        got = real(session, kept, top_key, now)
+        spared.append(len(kept.jobs) - (len(kept.jobs) if got is None else len(got)))
+        return got
+
+    monkeypatch.setattr(timeslice, "after", spying)
+    on_cycles, on = _run(monkeypatch, "srtf", {}, skip=True, check_index=True)
+    assert sum(spared) > 100, "the clock should spare the keys of running jobs"
+    monkeypatch.setattr(timeslice, "after", lambda session, kept, top_key, now: None)
+    off_cycles, off = _run(monkeypatch, "srtf", {}, skip=True)
+    assert on_cycles == off_cycles and on == off
+
+
+def test_the_clock_check_catches_a_wrong_clock(monkeypatch):
+    """``CORRAL_CHECK_INDEX=1``: a running job left out by the clock must rank before the waiting job."""
+    from corral.plugins.baselines import SrtfPlugin
+
+    real = SrtfPlugin.key_clock
+    monkeypatch.setattr(SrtfPlugin, "key_clock", lambda self, job: None if real(self, job) is None else -1e9)
+    with pytest.raises(AssertionError, match="left out by the clock"):
+        _run(monkeypatch, "srtf", {}, skip=True, check_index=True)

@@ -102,6 +102,8 @@ from corral.actions.common.timeslice_jobs import (
     stop_jobs,
     stoppable,
 )
+from corral.actions.common.timeslice_running import KeptRunning, after, kept_running
+from corral.actions.common.timeslice_running import running as kept_jobs
 from corral.errors import ConfigError
 from corral.framework.config import arg
 from corral.framework.memo.lines import kept_lines
@@ -192,9 +194,10 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
     ]
     if not waiting:
         return Walk([], [])
+    kept = kept_running(session)
+    running = running_jobs(session) if kept is None else kept_jobs(kept)
     if not per_queue:
-        return _walk(session, key, waiting, running_jobs(session), room, min_lease, width)
-    running = running_jobs(session)
+        return _walk(session, key, waiting, running, room, min_lease, width, kept=kept)
     limits = _queue_limits(session, width)
     stop: list[Job] = []
     start: list[Job] = []
@@ -249,14 +252,17 @@ def _walk(
     width: int,
     limit: np.ndarray | None = None,
     queue: str | None = None,
+    kept: KeptRunning | None = None,
 ) -> Walk:
     """The walk over ``waiting`` and ``running`` against ``room`` (the idle room); with ``limit``
     (a queue's share, ``queue`` its name), the room is at most the share less what the queue's jobs
-    that keep running hold."""
+    that keep running hold. With ``kept`` (the whole cluster ranked together) only the running jobs
+    its clock cannot place before the best waiting job are keyed."""
     ranked = ranked_waiting(session, key, waiting, queue)
     top_key, top = next(ranked)
+    pool = after(session, kept, top_key, session.now) if kept is not None and limit is None else None
     candidates: list[tuple[Any, Job, np.ndarray]] = []
-    for job in running:
+    for job in running if pool is None else pool:
         k = key(job)
         # a job ranked above every waiting one keeps its room
         if k > top_key and stoppable(session, job, top, min_lease, TimesliceAction.name):
@@ -266,14 +272,25 @@ def _walk(
     if not candidates:
         return Walk([], [])
     if limit is not None:
-        kept = {id(j) for _, j, _ in candidates}
-        keeps = sum((demand(held(j), width) for j in running if id(j) not in kept), np.zeros(width))
+        chosen = {id(j) for _, j, _ in candidates}
+        keeps = sum((demand(held(j), width) for j in running if id(j) not in chosen), np.zeros(width))
         room = np.minimum(room, np.maximum(limit - keeps, 0.0))
-    candidates.sort(key=lambda r: r[0])
+    return _merge(ranked, (top_key, top), sorted(candidates, key=lambda r: r[0]), room, width)
+
+
+def _merge(
+    ranked: Iterator[tuple[Any, Job]],
+    head: tuple[Any, Job] | None,
+    candidates: list[tuple[Any, Job, np.ndarray]],
+    room: np.ndarray,
+    width: int,
+) -> Walk:
+    """The walk proper: the stoppable running jobs (sorted by key) and the waiting ones (``head``, then
+    ``ranked``) best first against ``room``: a job that fits takes its room; a running one that does not
+    is to be stopped."""
     # the waiting jobs are taken in rank order as the walk reaches them: once every stoppable job is
     # decided and one waiting job fits, the rest of the order changes nothing (a congested cluster
     # has thousands waiting; a full sort each cycle would cost what waits, not what changed)
-    head: tuple[Any, Job] | None = (top_key, top)
     stop: list[Job] = []
     start: list[Job] = []
     at = 0

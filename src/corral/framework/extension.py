@@ -45,6 +45,7 @@ __all__ = [
     "JobReady",
     "JobStarving",
     "JobValid",
+    "KeyClock",
     "KeyedJobOrder",
     "LineRefusal",
     "NodeOrder",
@@ -471,6 +472,22 @@ class JobOrderKey(Protocol):
         kept across cycles while it is equal and the job did not change."""
 
 
+@runtime_checkable
+class KeyClock(Protocol):
+    def key_clock(self, job: Job) -> float | None:
+        """For a job with a running pod, whose key moves with the clock (``running_keys_move``): the
+        instant its figure reaches zero at the current rate (``srtf``: the completion time, start of
+        the run plus the expected run time less the work kept before it), so that at ``now`` its key
+        carries the figure ``max(clock - now, 0)`` up to rounding; constant while the job's pods and
+        annotations are. None: the job's key has no figure."""
+
+    def key_figure(self, key: Any) -> float | None:
+        """The figure one of this plugin's keys carries (None: none). Keys order by their figure,
+        smallest first, and every key without one comes after every key with one. ``timeslice`` keeps
+        the running jobs sorted by their clock and takes the exact key only of those that can rank
+        after a given waiting job."""
+
+
 class KeyedJobOrder(JobOrder, JobOrderKey):
     """Base of a plugin whose job order is a key: ``job_order`` compares the keys, so the order is
     written once and :meth:`corral.framework.session.Session.job_sort_key` can sort by plain tuples."""
@@ -554,6 +571,7 @@ POINTS: tuple[Point, ...] = (
     Point("QueueReport", QueueReport, None),
     Point("JobEnqueued", JobEnqueued, None),
     Point("JobOrderKey", JobOrderKey, "enableJobOrder"),
+    Point("KeyClock", KeyClock, "enableJobOrder"),
     Point("SubGroupSearchSpace", SubGroupSearchSpace, "enableGangSearchSpace"),
     Point("CacheHints", CacheHints, None),
 )

@@ -49,6 +49,7 @@ from corral.framework.extension import (
     AllocatableReason,
     EnqueueReason,
     JobEnqueueable,
+    KeyClock,
     KeyedJobOrder,
     LineRefusal,
     Vote,
@@ -297,14 +298,14 @@ class SjfPlugin(_RuntimeOrder):
         return expected_runtime(job)
 
 
-class SrtfPlugin(_RuntimeOrder):
+class SrtfPlugin(_RuntimeOrder, KeyClock):
     """Shortest remaining time first: expected run time minus the work already kept."""
 
     name = "srtf"
     #: the remaining time of a job with a running pod falls with the clock; any other's is its own
     running_keys_move = True
 
-    def _figure(self, job: Job) -> float | None:
+    def _total_and_done(self, job: Job) -> tuple[float | None, float]:
         notes = job.annotations
         pod = job.tasks[0].annotations if job.tasks else None
         texts = (
@@ -313,9 +314,11 @@ class SrtfPlugin(_RuntimeOrder):
             notes.get(COMPLETED_RUNTIME) if notes else None,
         )
         if all(v is None or isinstance(v, str) for v in texts):
-            total, done = _total_and_done(*texts)
-        else:
-            total, done = expected_runtime(job), _annotated(COMPLETED_RUNTIME, notes) or 0.0
+            return _total_and_done(*texts)
+        return expected_runtime(job), _annotated(COMPLETED_RUNTIME, notes) or 0.0
+
+    def _figure(self, job: Job) -> float | None:
+        total, done = self._total_and_done(job)
         if total is None:
             return None
         # the work kept from past runs plus the current run's (a resumed job counts both): the longest
@@ -325,6 +328,21 @@ class SrtfPlugin(_RuntimeOrder):
             if t.status is TaskStatus.RUNNING and t.start_time is not None and now - t.start_time > ran:
                 ran = now - t.start_time
         return max(total - (done + ran), 0.0)
+
+    def key_clock(self, job: Job) -> float | None:
+        """The completion instant at the current run: the earliest start of a running pod plus the
+        expected run time less the work kept (None: no estimate, or no running pod)."""
+        total, done = self._total_and_done(job)
+        starts = [
+            t.start_time for t in job.tasks if t.status is TaskStatus.RUNNING and t.start_time is not None
+        ]
+        if total is None or not starts:
+            return None
+        return min(starts) + (total - done)
+
+    def key_figure(self, key: Any) -> float | None:
+        """The remaining time of a key ``(no figure, figure)``."""
+        return None if key[0] else float(key[1])
 
 
 @functools.lru_cache(maxsize=1 << 16)
