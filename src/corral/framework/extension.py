@@ -46,6 +46,7 @@ __all__ = [
     "JobStarving",
     "JobValid",
     "KeyClock",
+    "KeyHorizon",
     "KeyedJobOrder",
     "LineRefusal",
     "NodeOrder",
@@ -488,6 +489,16 @@ class KeyClock(Protocol):
         after a given waiting job."""
 
 
+@runtime_checkable
+class KeyHorizon(Protocol):
+    def key_until(self, job: Job) -> float:
+        """For a job with a running pod (its key moves with the clock, ``running_keys_move``): an instant
+        before which this plugin's key of it stays what it is at the session's ``now``, while the job's
+        pods and annotations stay as they are (``las``: just before its attained service reaches the
+        next threshold; infinity past the last). The key is then kept until that instant instead of
+        being taken again at every use."""
+
+
 class KeyedJobOrder(JobOrder, JobOrderKey):
     """Base of a plugin whose job order is a key: ``job_order`` compares the keys, so the order is
     written once and :meth:`corral.framework.session.Session.job_sort_key` can sort by plain tuples."""
@@ -572,6 +583,7 @@ POINTS: tuple[Point, ...] = (
     Point("JobEnqueued", JobEnqueued, None),
     Point("JobOrderKey", JobOrderKey, "enableJobOrder"),
     Point("KeyClock", KeyClock, "enableJobOrder"),
+    Point("KeyHorizon", KeyHorizon, "enableJobOrder"),
     Point("SubGroupSearchSpace", SubGroupSearchSpace, "enableGangSearchSpace"),
     Point("CacheHints", CacheHints, None),
 )

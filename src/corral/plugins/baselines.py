@@ -51,6 +51,7 @@ from corral.framework.extension import (
     JobEnqueueable,
     KeyClock,
     KeyedJobOrder,
+    KeyHorizon,
     LineRefusal,
     Vote,
 )
@@ -74,6 +75,10 @@ __all__ = [
     "attained_service",
     "expected_runtime",
 ]
+
+
+#: seconds before a computed threshold crossing at which ``las`` takes a running job's key again
+_CROSSING_MARGIN = 1e-3
 
 
 def _cmp(a: float, b: float) -> int:
@@ -381,7 +386,7 @@ class LasArgs:
         _thresholds(self.thresholds)
 
 
-class LasPlugin(Plugin, KeyedJobOrder):
+class LasPlugin(Plugin, KeyedJobOrder, KeyHorizon):
     """Discretised least-attained-service (Tiresias): queues by GPU-time received, FIFO inside one."""
 
     name = "las"
@@ -411,3 +416,17 @@ class LasPlugin(Plugin, KeyedJobOrder):
         """Attained service grows with the clock only while a job runs (``running_keys_move``: such
         keys are never kept); any other job's comes from its annotation."""
         return ()
+
+    def key_until(self, job: Job) -> float:
+        """Just before the job's attained service reaches the next threshold at its current GPUs (it
+        grows by the running pods' GPUs each second); infinity past the last threshold or with no GPU
+        running. The margin (1 ms) covers the rounding of the crossing instant."""
+        level = self._level_of(job)
+        if level >= len(self._limits) or self._gpu is None:
+            return float("inf")
+        now = self.session.now
+        rate = sum(float(t.request[self._gpu]) / MILLI for t, _ in _running_since(job, now))
+        if rate <= 0:
+            return float("inf")
+        left = self._limits[level] - attained_service(job, now, self._gpu)
+        return now + left / rate - _CROSSING_MARGIN
