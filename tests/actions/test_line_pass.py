@@ -19,8 +19,8 @@ def test_passing_over_a_closed_line_changes_no_decision(monkeypatch, order, rest
     passed: list[bool] = []
     real = AllocateAction.pass_over
 
-    def spying(self, session, queue, job):
-        got = real(self, session, queue, job)
+    def spying(self, session, queue, job, task_key=None):
+        got = real(self, session, queue, job, task_key)
         passed.append(got)
         return got
 

@@ -81,17 +81,23 @@ class AllocateAction(Action):
         queue_key = session.queue_key()
         pending: dict[str, Pending] = {}
         lines = self.pass_over_lines and session.history.skip and bool(session.implementers("LineRefusal"))
+        passing = ""  # the queue whose last job was passed over (nothing changed since its turn began)
         while by_queue:
-            name = min(by_queue, key=lambda n: queue_key(queues[n]))
+            if passing and len(by_queue) == 1 and passing in by_queue:
+                name = passing  # the only queue left, still not Overused: nothing was placed since
+            else:
+                name = min(by_queue, key=lambda n: queue_key(queues[n]))
+                if session.overused(queues[name]):
+                    for _, _, job in by_queue.pop(name):
+                        session.ledger.unschedulable(job, overused_reason(session, job))
+                    continue
             queue = queues[name]
-            if session.overused(queue):
-                for _, _, job in by_queue.pop(name):
-                    session.ledger.unschedulable(job, overused_reason(session, job))
-                continue
             _, _, job = by_queue[name].pop()
             if not by_queue[name]:
                 del by_queue[name]
-            if lines and job.uid not in pending and self.pass_over(session, queue, job):
+            passing = ""
+            if lines and job.uid not in pending and self.pass_over(session, queue, job, task_key):
+                passing = name
                 continue
             state = pending.get(job.uid)
             if state is None:
@@ -103,7 +109,7 @@ class AllocateAction(Action):
                 by_queue[name].push((job_key(job), next(seq), job))
 
     # -- a job behind a closed line: its reason without a turn -----------------------------------
-    def pass_over(self, session: Session, queue: Queue, job: Job) -> bool:
+    def pass_over(self, session: Session, queue: Queue, job: Job, task_key: Any = None) -> bool:
         """Give ``job`` the outcome of its turn without the turn when the first Allocatable plugin says
         the queue's line is closed before it (LineRefusal: strict FIFO's blocked head): every pod would
         be refused for that one reason, so the turn would place nothing and end with the job's reason
@@ -116,7 +122,7 @@ class AllocateAction(Action):
         why = session.line_refusal(queue, job)
         if why is None:
             return False
-        tasks = sorted(waiting_tasks(job), key=session.task_key())
+        tasks = sorted(waiting_tasks(job), key=task_key or session.task_key())
         if not tasks:
             return False
         if session.history.check_index:  # CORRAL_CHECK_INDEX=1: the promise holds for every pod
