@@ -250,15 +250,7 @@ class AllocateAction(Action):
             self.place_pods(session, job, state, stmt, chosen.mask)
             return state.reason
         state.pos = len(state.tasks)  # nothing placed: the turn is over
-        if not reasons:
-            return "no topology domain can hold the gang"
-        names = ", ".join(n for n, _ in reasons[:5]) + (", ..." if len(reasons) > 5 else "")
-        last, why = reasons[-1]
-        return (
-            f"none of {len(reasons)} topology domain(s) ({names}) can hold the "
-            + ("gang's waiting pods" if session.job_ready(job) else "gang")
-            + (f"; in {last}: {why}" if why else "")
-        )
+        return _no_domain(reasons, session.job_ready(job))
 
     def place_pods(
         self, session: Session, job: Job, state: Pending, stmt: Statement, domain: np.ndarray | None
@@ -338,3 +330,17 @@ class AllocateAction(Action):
             session.ledger.unschedulable(
                 job, reason or f"gang not ready: {job.ready_count()} of {job.min_member} pods can be placed"
             )
+
+
+def _no_domain(reasons: list[tuple[str, str]], ready: bool) -> str:
+    """The reason of a gang no topology domain can hold: the domains tried (``reasons``: each one's name
+    and why its dry run placed nothing) and the last one's reason."""
+    if not reasons:
+        return "no topology domain can hold the gang"
+    names = ", ".join(n for n, _ in reasons[:5]) + (", ..." if len(reasons) > 5 else "")
+    last, why = reasons[-1]
+    return (
+        f"none of {len(reasons)} topology domain(s) ({names}) can hold the "
+        + ("gang's waiting pods" if ready else "gang")
+        + (f"; in {last}: {why}" if why else "")
+    )
