@@ -75,8 +75,10 @@ the simulator's: it runs a cycle at least that often while jobs wait (under ``la
 a rank); elsewhere cycles run every period anyway and it has no effect.
 
 The ranking costs what changed, not what waits: the waiting jobs come in order from the lines kept
-across cycles (:func:`ranked_waiting`), as far as the walk goes, and only jobs holding a node are looked
-at for running ones; the same order as sorting every job (``CORRAL_CHECK_INDEX=1`` compares them).
+across cycles (:func:`ranked_waiting`), as far as the walk goes; the running jobs are kept across cycles
+too, and under ``srtf`` only those its clock cannot rank before the best waiting job are keyed
+(:mod:`corral.actions.common.timeslice_running`); the same order as sorting every job
+(``CORRAL_CHECK_INDEX=1`` compares them).
 """
 
 from __future__ import annotations
