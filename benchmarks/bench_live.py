@@ -32,10 +32,12 @@ single-threaded-Python server, so binds per second is a floor. Timings are noisy
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import io
 import multiprocessing as mp
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -69,6 +71,13 @@ def main() -> int:
     ap.add_argument("--steady", type=int, default=7, help="steady cycles to time")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="write a cProfile of the steady cycles once the backlog is written (the scheduler's main "
+        "thread) to this file, and print what they spend besides run_cycle",
+    )
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
     urls: mp.Queue[str] = ctx.Queue()
@@ -173,7 +182,7 @@ def main() -> int:
         f"reference:         run_cycle on a full assembly of the same snapshot (as corral schedule runs it) "
         f"{fresh:.3f} s wall, {fresh_cpu:.3f} s CPU"
     )
-    _drained(runner, args.steady, T0 + 3 + args.steady)
+    _drained(runner, args.steady, T0 + 3 + args.steady, args.profile)
     runner.stop()
     stop.set()
     proc.join(timeout=10)
@@ -188,7 +197,7 @@ def _overhead(rows: list[dict[str, float]]) -> tuple[float, float]:
     )
 
 
-def _drained(runner: Runner, steady: int, now: float) -> None:
+def _drained(runner: Runner, steady: int, now: float, profile: Path | None = None) -> None:
     """The steady cycle once the conventions' backlog is written: the buckets opened until a cycle writes
     nothing, the watch let catch up, the buckets back to kube-scheduler's pace, then ``steady`` cycles."""
     rec = runner.applier.recorder
@@ -210,10 +219,18 @@ def _drained(runner: Runner, steady: int, now: float) -> None:
     rec.events_limit, rec.conditions_limit = paced
     drained = time.perf_counter() - t
     rows = []
+    prof = cProfile.Profile() if profile is not None else None
     for k in range(steady):
+        if prof is not None:
+            prof.enable()
         res = runner.cycle(now + 200 + k)
+        if prof is not None:
+            prof.disable()
         assert res is not None
         rows.append(res.seconds)
+    if prof is not None and profile is not None:
+        prof.dump_stats(str(profile))
+        _print_profile(profile)
     wall, cpu = _overhead(rows)
     print(
         f"backlog written at once ({drained:.0f} s); then the steady cycle: "
@@ -222,6 +239,15 @@ def _drained(runner: Runner, steady: int, now: float) -> None:
         f"{statistics.median(r['schedule_cpu'] for r in rows):.3f} s CPU; overhead {100 * wall:.1f} % wall, "
         f"{100 * cpu:.1f} % CPU (target <= 20 %) {'OK' if cpu <= 0.20 else 'MISSED'}"
     )
+
+
+def _print_profile(path: Path) -> None:
+    """What the profiled cycles spent besides ``run_cycle``: the callees of ``Runner.cycle`` and the
+    functions with the most time of their own outside ``run_cycle``."""
+    stats = pstats.Stats(str(path), stream=sys.stdout)
+    stats.sort_stats("cumulative")
+    print(f"profile written to {path}; the callees of Runner.cycle (cumulative seconds over the cycles):")
+    stats.print_callees("runner.py.*\\(cycle\\)")
 
 
 def _serve(args: argparse.Namespace, urls: mp.Queue[str], stop: mp.synchronize.Event) -> None:

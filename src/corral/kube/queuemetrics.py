@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from corral.model import Cluster
     from corral.queueview import QueueRow
 
-__all__ = ["QueueCollector", "QueueOutcomes", "unit_of", "unschedulable_by_queue"]
+__all__ = ["QueueCollector", "QueueOutcomes", "unit_of", "unschedulable_by_queue", "unschedulable_kept"]
 
 #: the queue label of Volcano's and KAI's queue metrics
 QUEUE = "queue_name"
@@ -197,6 +197,27 @@ def unschedulable_by_queue(cluster: Cluster, decisions: Decisions) -> dict[str, 
             continue
         groups[job.queue] += 1
         pods[job.queue] += sum(1 for t in job.tasks if t.managed and t.status in _WAITING)
+    return {q: (groups[q], pods[q]) for q in groups}
+
+
+def unschedulable_kept(
+    cluster: Cluster, decisions: Decisions, waiting: dict[str, int]
+) -> dict[str, tuple[int, int]]:
+    """:func:`unschedulable_by_queue` from each job's waiting pods as built (``waiting``, kept by the
+    model: :class:`~corral.kube.jobfacts.JobFacts`) and the pods the cycle's operations moved
+    (``decisions.touched``, each with its state before): the same counts, at the cost of the decisions."""
+    moved: Tally[str] = Tally()
+    for t, before, _nominated in decisions.touched or ():
+        if t.managed and t.job is not None:
+            moved[t.job.uid] += (t.status in _WAITING) - (before in _WAITING)
+    groups: Tally[str] = Tally()
+    pods: Tally[str] = Tally()
+    for u in decisions.unschedulable:
+        job = cluster.jobs.get(u.podgroup)
+        if job is None:
+            continue
+        groups[job.queue] += 1
+        pods[job.queue] += waiting.get(u.podgroup, 0) + moved.get(u.podgroup, 0)
     return {q: (groups[q], pods[q]) for q in groups}
 
 
