@@ -15,6 +15,7 @@ import yaml
 
 from corral.framework.config import parse_config
 from corral.framework.cycle import run_cycle
+from corral.framework.decisions import Decisions
 from corral.framework.notices import cluster_notices
 from corral.kube import jobfacts, partial, queuemetrics
 from corral.kube.apply import Applier
@@ -22,7 +23,7 @@ from corral.kube.dryrun import dry_run_assume
 from corral.kube.jobfacts import IndexMismatch, JobFacts
 from corral.kube.logs import Log
 from corral.kube.queuemetrics import unschedulable_by_queue, unschedulable_kept
-from corral.model import Job
+from corral.model import Job, TaskStatus
 from corral.model.clock import parse_time
 from corral.registry import REGISTRY, default_config
 from tests.kube.test_live import NOW, wait_for
@@ -190,3 +191,41 @@ def test_the_check_names_a_kept_answer_that_is_wrong(monkeypatch) -> None:
     fresh = JobFacts()
     fresh.reset(cluster.jobs.values())
     assert fresh.below == set() and decisions.unschedulable
+
+
+def test_a_gang_the_cycle_itself_breaks_is_a_candidate(monkeypatch) -> None:
+    """A gang whole as built (one pod bound and not started, two running) whose running pod the cycle
+    moves (an eviction leaves it Releasing): below its minimum only after the cycle, so the kept
+    candidates count the pods the cycle moved, not only the gangs below their minimum as built."""
+    monkeypatch.setenv("CORRAL_CHECK_INDEX", "0")  # the kept answer alone
+    objects = expand(
+        {
+            "nodes": [{"name": "n0"}, {"name": "n1"}, {"name": "n2"}],
+            "jobs": [
+                {
+                    "name": "low",
+                    "minMember": 3,
+                    "pods": [
+                        {"count": 1, "gpu": 4, "nodes": ["n0"], "phase": "Pending"},
+                        {"count": 2, "gpu": 8, "nodes": ["n1", "n2"], "role": "b"},
+                    ],
+                },
+            ],
+        }
+    )
+    cache = _cache(objects)
+    applier = Applier(None, cache, Log(stream=io.StringIO()))  # type: ignore[arg-type]  # never writes
+    try:
+        cache.build()
+        cluster = cache.build()[0]  # the kept model's (the first is the full assembly's own)
+        assert cluster.jobs is cache.model.jobs and cache.model.last == "unchanged"
+        assert cache.model.facts.below == set()  # whole as built
+        assert applier._incomplete(cluster, Decisions(touched=[])) == {}
+        victim = cluster.jobs["default/low"].tasks[1]
+        assert victim.status is TaskStatus.RUNNING
+        victim.status = TaskStatus.RELEASING  # what an eviction in the session leaves
+        decisions = Decisions(touched=[(victim, TaskStatus.RUNNING, -1)])
+        assert list(applier._incomplete(cluster, decisions)) == ["default/low"]
+        assert list(applier._incomplete_of(cluster, cluster.jobs)) == ["default/low"]
+    finally:
+        applier.close()
