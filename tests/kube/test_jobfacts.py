@@ -229,3 +229,41 @@ def test_a_gang_the_cycle_itself_breaks_is_a_candidate(monkeypatch) -> None:
         assert list(applier._incomplete_of(cluster, cluster.jobs)) == ["default/low"]
     finally:
         applier.close()
+
+
+class _NoWalk(dict):
+    def values(self):  # type: ignore[override]
+        raise AssertionError("every pod walked")
+
+
+def test_the_outcome_counters_look_up_only_the_pods_the_cycle_moved() -> None:
+    """Binds counted by queue (and their latency) from the pods the cycle's operations changed; every pod
+    is walked only for a released gang's pods, which the cycle did not move."""
+    from prometheus_client import CollectorRegistry
+
+    from corral.kube.apply_report import ApplyReport
+    from corral.kube.queuemetrics import QueueOutcomes
+
+    cache = _cache(
+        expand(
+            {
+                "nodes": [{"name": "n0"}, {"name": "n1"}],
+                "jobs": [
+                    {"name": "run0", "pods": [{"count": 1, "gpu": 8, "nodes": ["n0"]}]},
+                    {"name": "new", "pods": [{"count": 1, "gpu": 8}]},
+                ],
+            }
+        )
+    )
+    cluster = cache.build()[0]
+    decisions = run_cycle(cluster, default_config(), REGISTRY, NOW)
+    assert [b.pod for b in decisions.binds] == ["default/new-0"]
+    report = ApplyReport()
+    report.add("binds", "done", "default/new-0")
+    outcomes = QueueOutcomes(CollectorRegistry())
+    cluster.tasks = _NoWalk(cluster.tasks)
+    outcomes.observe(cluster, decisions, report, NOW + 5)
+    assert outcomes.binds.labels("default", "done")._value.get() == 1
+    report.add("evictions", "done", "default/run0-0")  # a released gang's pod: looked for among all
+    with pytest.raises(AssertionError, match="every pod walked"):
+        outcomes.observe(cluster, decisions, report, NOW + 5)

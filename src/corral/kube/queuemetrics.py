@@ -251,7 +251,11 @@ class QueueOutcomes:
         if not any(written.values()):
             return
         wanted = {p for outcomes in written.values() for pods in outcomes.values() for p in pods}
-        tasks = {t.key: t for t in cluster.tasks.values() if t.key in wanted}
+        # the pods the cycle bound or evicted are among those its operations changed; only a released
+        # gang's pods (evicted by the applier, not the cycle) are looked for among every pod
+        tasks = {t.key: t for t, _s, _n in decisions.touched or () if t.key in wanted}
+        if len(tasks) < len(wanted):
+            tasks.update({t.key: t for t in cluster.tasks.values() if t.key in wanted and t.key not in tasks})
 
         def queue(pod: str) -> str:
             task = tasks.get(pod)
