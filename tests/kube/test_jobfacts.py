@@ -7,6 +7,7 @@ every job: ``CORRAL_CHECK_INDEX=1`` compares them each time (the whole ``tests/k
 
 from __future__ import annotations
 
+import copy
 import io
 from pathlib import Path
 
@@ -267,3 +268,44 @@ def test_the_outcome_counters_look_up_only_the_pods_the_cycle_moved() -> None:
     report.add("evictions", "done", "default/run0-0")  # a released gang's pod: looked for among all
     with pytest.raises(AssertionError, match="every pod walked"):
         outcomes.observe(cluster, decisions, report, NOW + 5)
+
+
+def test_a_rebuilt_job_gets_its_notices_made_again() -> None:
+    """The notices are kept by job object: a job rebuilt (a new object) has them made again, the others
+    are reused; the same model version reuses the whole list."""
+    from corral.framework.config import parse_config as parse
+
+    config = parse(
+        {"actions": "enqueue, allocate", "tiers": [{"plugins": [{"name": "gang"}, {"name": "predicates"}]}]},
+        REGISTRY,
+        "test",
+    )
+    spec = {
+        "nodes": [{"name": "n0"}],
+        "hypernodes": [{"name": "h0", "tier": 1, "nodes": ["n0"]}],
+        "jobs": [
+            {
+                "name": "a",
+                "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+                "pods": [{"count": 1}],
+            },
+            {"name": "b", "pods": [{"count": 1}]},
+        ],
+    }
+    cache = _cache(expand(spec))
+    cache.build()
+    cluster = cache.build()[0]
+    notices = jobfacts.PodGroupNotices(config, REGISTRY)
+    first = notices.of(cluster, cache.model.version)
+    assert [n.obj for n in first] == ["PodGroup default/a"]  # no topology plugin: not enforced
+    assert notices.of(cluster, cache.model.version) is first
+    # b gets the same constraint: its PodGroup changes, its job is rebuilt, its notices made again
+    pg_type = next(r for r in cache.stores if r.kind == "PodGroup" and cache.stores[r])
+    raw = copy.deepcopy(cache.stores[pg_type]["default/b"].raw)
+    raw["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    cache.event(pg_type, "MODIFIED", raw)
+    cluster = cache.build()[0]
+    assert cache.model.last == "incremental"
+    got = notices.of(cluster, cache.model.version)
+    assert [n.obj for n in got] == ["PodGroup default/a", "PodGroup default/b"]
+    assert got == cluster_notices(cluster, config, REGISTRY)
