@@ -155,7 +155,9 @@ def _steady(
             d = res.decisions
             print(
                 f"  cycle {res.cycle}: { ({k: round(v, 3) for k, v in s.items()}) } binds {len(d.binds)} "
-                f"podgroups {len(d.podgroups)} unschedulable {len(d.unschedulable)} model {m.last}"
+                f"podgroups {len(d.podgroups)} (written: "
+                f"{ {o: len(v) for o, v in (res.report.outcomes.get('podgroups') or {}).items()} if res.report else {} }) "
+                f"unschedulable {len(d.unschedulable)} model {m.last}"
                 f"{' (' + m.reason + ')' if m.last == 'full' else ''}"
             )
         rows.append(s)
