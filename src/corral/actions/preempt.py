@@ -21,8 +21,10 @@ Topology (where corral goes further than Volcano): Volcano's preempt passes over
 that carries a ``networkTopology``, its own or a sub-group's (``job.ContainsNetworkTopology()``, a TODO
 that names volcano-sh/volcano#4374), leaving such jobs to gang preemption. corral's preempt serves them
 and keeps their constraints: a job with its own ``networkTopology`` (or a KAI required level) makes room
-inside one of its domains at a time — its search space with purpose Evict, cheapest to enter first —
-and keeps the first where it becomes pipelined; each Volcano sub-group with its own topology makes room
+inside one of its domains — its search space with purpose Evict, each dry-run, the one where it
+becomes pipelined at the least cost by the gang-eviction cost model kept
+(:func:`~corral.actions.common.eviction.cheapest_domain`; KAI's solver grows one victim set in its
+victim order until the job fits, with no per-domain rule); each Volcano sub-group with its own topology makes room
 inside one of its domains within that one job domain, the same for every sub-group, as ``allocate``
 places the job (:func:`~corral.actions.common.eviction.job_domains`). KAI sub-groups' required levels
 narrow every pod's nodes through the Predicate (``plugins/subgroup_topology.py``).

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.framework.memo.jobindex import JobIndex, exact_sum
+from corral.framework.memo.jobindex import JobIndex, exact_sum, scores_others
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
 
 if TYPE_CHECKING:
@@ -75,6 +75,19 @@ class Queries:
         if self.index is None or self.index.sets["anti"]:
             return True
         return any(t.affinity is not None and t.affinity.pod_anti_affinity for t in self.cluster.foreign)
+
+    def pods_scoring_others(self) -> list[Task]:
+        """The pods of the cluster, placed or not, whose inter-pod terms score other pods
+        (:func:`~corral.framework.memo.jobindex.scores_others`), in job order then the pods of other
+        schedulers: from the index's ``scoring`` set when there is one, by a walk otherwise."""
+
+        def compute() -> list[Task]:
+            jobs = self.cluster.jobs
+            uids = sorted(self.index.sets["scoring"]) if self.index is not None else sorted(jobs)
+            tasks = [t for u in uids for t in jobs[u].tasks] + list(self.cluster.foreign)
+            return [t for t in tasks if scores_others(t)]
+
+        return self._once("pods_scoring_others", compute)
 
 
 def job_usage(cluster: Cluster, index: Any = None) -> dict[str, np.ndarray]:

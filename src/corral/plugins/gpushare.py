@@ -120,9 +120,24 @@ class GpuSharePlugin(
             self.capacity = np.full(n, -np.inf)
             self._seen = self.session.capacity.version
             return
-        annotations = nodes.annotations
-        res = cluster.resources
-        alloc = nodes.allocatable
+        count, size = self._device_shapes()
+        self.devices, self.per_device = count.astype(np.int64), size
+        width = max(int(self.devices.max(initial=0)), 1)
+        self.free = np.where(np.arange(width)[None, :] < self.devices[:, None], size[:, None], -np.inf)
+        self.capacity = np.where(self.devices > 0, self.per_device, -np.inf)
+        self._book_placed()
+        self.max_free = self.free.max(axis=1)
+        self._seen = self.session.capacity.version
+
+    def _device_shapes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(devices, memory per device) per node: Volcano's convention — the node's GPU memory total
+        over its GPU count (``nvidia.com/gpu``, else ``volcano.sh/gpu-number``; one device when it gives
+        no count) — unless the node's ``GPU_MEMORY_PER_DEVICE`` annotation or label gives the size, then
+        the count is the GPU count, else the total over that size."""
+        assert self.col is not None
+        cluster = self.session.cluster
+        nodes, res = cluster.nodes, cluster.resources
+        n, alloc = self.n, nodes.allocatable
         count = np.zeros(n, dtype=np.int64)
         gpu, number = res.get(GPU), res.get(GPU_NUMBER)
         if gpu is not None:
@@ -134,7 +149,7 @@ class GpuSharePlugin(
         has_total = total > 0
         count = np.where(has_total, np.maximum(count, 1), 0)
         size = np.where(has_total, total / np.maximum(count, 1), 0.0)
-        key, labels = GPU_MEMORY_PER_DEVICE, nodes.labels
+        key, labels, annotations = GPU_MEMORY_PER_DEVICE, nodes.labels, nodes.annotations
         given = [(r, per) for r in range(n) if (per := annotations[r].get(key) or labels[r].get(key))]
         if given:  # the per-device label/annotation wins
             rr = np.array([r for r, _ in given])
@@ -150,23 +165,24 @@ class GpuSharePlugin(
                 np.int64
             )
             count[rr] = np.where(given_count > 0, given_count, by_total)
-        self.devices, self.per_device = count.astype(np.int64), size
-        width = max(int(self.devices.max(initial=0)), 1)
-        self.free = np.where(np.arange(width)[None, :] < self.devices[:, None], size[:, None], -np.inf)
-        self.capacity = np.where(self.devices > 0, self.per_device, -np.inf)
-        # existing pods: annotated first, then running/bound before nominated, by creation then name;
-        # plain lists while assigning (thousands of pods), one array write at the end
+        return count, size
+
+    def _book_placed(self) -> None:
+        """Put the pods that hold or are nominated to GPU memory on devices: annotated first, then
+        running/bound before nominated, by creation then name; one that fits nowhere is a fact, put on
+        the freest device. Plain lists while assigning (thousands of pods), one array write at the end."""
         col = self.col
+        assert col is not None
         placed = [
             (t, r, self._annotated(t))
-            for t in cluster.tasks.values()
+            for t in self.session.cluster.tasks.values()
             if t.request[col] > 0 and (r := t.future_row) >= 0
         ]
         placed.sort(
             key=lambda x: (x[2] is None, x[0].status is TaskStatus.PIPELINED, x[0].creation, x[0].name)
         )
         rows: dict[int, list[float]] = {}
-        counts, sizes = self.devices.tolist(), size.tolist()
+        counts, sizes = self.devices.tolist(), self.per_device.tolist()
         for t, r, dev in placed:
             k = counts[r]
             if k <= 0:
@@ -190,8 +206,6 @@ class GpuSharePlugin(
                 self._watch.append(t)
         for r, free in rows.items():
             self.free[r, : len(free)] = free
-        self.max_free = self.free.max(axis=1)
-        self._seen = self.session.capacity.version
 
     def on_session_close(self) -> None:
         """Write the device of pods bound or nominated this cycle into their annotations (the model's)."""

@@ -30,7 +30,9 @@ Extension points (Volcano switches ``enableTargetJob``, ``enableReservedNodes``)
 
 **Backfill with a plan** (argument ``plan``, default true; beyond the seed, after Slurm's backfill):
 the target's *planned start* is the first instant at which its waiting pods (as many as it needs to
-start) fit on the locked nodes once the pods running there end at their expected ends (start time plus
+start) fit on the locked nodes — with a hard topology constraint, inside one domain of the job and each
+sub-group inside one of its own, as allocate places it (:meth:`TopologyLocks.fit`) — once the pods
+running there end at their expected ends (start time plus
 ``corral.io/expected-runtime``; a pod past its estimate is expected to end now; a pod without an estimate
 never ends in the plan). Another job may then use a locked node only if it has an estimate and either
 ends (now + its estimate) no later than the planned start, or fits in what the target will leave free on
@@ -80,6 +82,7 @@ from corral.model import OCCUPYING_STATES, Job, Task, TaskStatus
 from corral.model.clock import format_time
 from corral.model.quantity import MILLI
 from corral.model.resources import EPS, PODS
+from corral.plugins.reservation_plan import Plan, occupant_end, occupants, packer
 from corral.plugins.reservation_topology import TopologyLocks, could_go, has_topology
 
 __all__ = ["LOCK_MODES", "Plan", "ReservationArgs", "ReservationPlugin", "parse_lock_nodes"]
@@ -99,16 +102,6 @@ class ReservationArgs:
         "targetJob.resources.", {}, "custom mode: request thresholds (plain units)", prefix=True
     )
     plan: bool = arg("plan", True, "backfill with a plan (needs expected runtimes)")
-
-
-@dataclass
-class Plan:
-    """The target's planned start (``math.inf``: cannot be dated) and, per node row, what it leaves free
-    at that start (``spare``, meaningful on locked rows); ``blocked``: occupants without an estimate."""
-
-    start: float
-    spare: np.ndarray
-    blocked: int = 0
 
 
 class ReservationPlugin(
@@ -287,7 +280,7 @@ class ReservationPlugin(
         occupants = []
         for t in list(session.cluster.tasks.values()) + list(session.cluster.foreign):
             if t.status in OCCUPYING_STATES and t.node >= 0 and not np.isfinite(avail[t.node]):
-                end = self._occupant_end(t, now)
+                end = occupant_end(t, now)
                 if end is not None:
                     occupants.append((end, t.node, t.request))
         occupants.sort(key=lambda o: (o[0], o[1]))
@@ -394,85 +387,29 @@ class ReservationPlugin(
         return self._plan
 
     def _compute_plan(self) -> Plan:
+        """The first instant (now, or an occupant's expected end) at which the target's needed pods fit
+        on the locked nodes, bisected: free capacity only grows with time."""
         session, target = self.session, self._target
         assert target is not None  # a plan is asked for only while there is a target
         nodes, now = session.cluster.nodes, session.now
         rows = np.flatnonzero(self._locked)
-        pos = np.full(len(nodes), -1)
-        pos[rows] = np.arange(len(rows))
-        free0 = nodes.allocatable[rows] - nodes.used[rows] - nodes.pipelined[rows]
-        ends, late, where, reqs, blocked = [], [], [], [], 0
-        tasks = list(session.cluster.tasks.values()) + list(session.cluster.foreign)
-        for t in tasks:
-            if t.job is target:
-                if t.status is TaskStatus.PIPELINED and t.nominated >= 0 and pos[t.nominated] >= 0:
-                    free0[pos[t.nominated]] += t.request  # the target's own nominations are its own
-                continue
-            if t.status not in OCCUPYING_STATES or t.node < 0 or pos[t.node] < 0:
-                continue
-            end = self._occupant_end(t, now)
-            if end is None:
-                blocked += 1
-                continue
-            ends.append(end)
-            late.append(self._overran(t, now))
-            where.append(pos[t.node])
-            reqs.append(t.request)
-        need = self._needed(target)
-        ends_a = np.array(ends, dtype=float)
-        late_a = np.array(late, dtype=bool)
-        where_a = np.array(where, dtype=np.int64)
-        reqs_a = np.array(reqs, dtype=float).reshape(len(reqs), free0.shape[1])
-        masks: dict[Any, Any] = {}
-        allowed = [masks.setdefault(t.klass or id(t), self._eligible([t])[rows]) for t in need]
-        index = np.arange(len(rows))
-
-        def free_at(t: float) -> tuple[np.ndarray, np.ndarray]:
-            """Free capacity per locked row at ``t``, and the order the target takes the rows in: node
-            order, except that rows counting on an overrunning pod to leave come last (its true end is
-            unknown, so an idle node is the surer start, and it is not lent away for the overrun's sake).
-            Node order otherwise keeps the plan's nodes the same from cycle to cycle."""
-            free = free0.copy()
-            done = ends_a <= t
-            overrun = np.zeros(len(rows), dtype=bool)
-            if done.any():
-                np.add.at(free, where_a[done], reqs_a[done])
-                overrun[where_a[done & late_a]] = True
-            return free, np.lexsort((index, overrun))
-
-        times = np.unique(np.concatenate([[now], ends_a[ends_a > now]]))
+        occ = occupants(session, target, rows)
+        pack = packer(session, target, rows, self._needed(target), lambda t: self._eligible([t]))
+        times = np.unique(np.concatenate([[now], occ.ends[occ.ends > now]]))
         lo, hi, found = 0, len(times) - 1, None
-        while lo <= hi:  # free capacity only grows with time: bisect the instants
+        while lo <= hi:
             mid = (lo + hi) // 2
-            use = _pack(*free_at(times[mid]), need, allowed)
+            use = pack(*occ.free_at(times[mid]))
             if use is not None:
                 found, hi = (mid, use), mid - 1
             else:
                 lo = mid + 1
         spare = np.zeros_like(nodes.allocatable)
         if found is None:
-            return Plan(math.inf, spare, blocked)
+            return Plan(math.inf, spare, occ.blocked)
         start = float(times[found[0]])
-        spare[rows] = free_at(start)[0] - found[1]
-        return Plan(start, spare, blocked)
-
-    @staticmethod
-    def _overran(t: Task, now: float) -> bool:
-        """Has running pod ``t`` passed its estimate (so the plan expects it to end now, not knowing when)?"""
-        if t.status is TaskStatus.RELEASING or not t.managed or t.start_time is None:
-            return False
-        est = expected_runtime(t)
-        return est is not None and t.start_time + est < now - 1e-6
-
-    @staticmethod
-    def _occupant_end(t: Task, now: float) -> float | None:
-        if t.status is TaskStatus.RELEASING:
-            return now
-        est = expected_runtime(t) if t.managed else None
-        if est is None:
-            return None
-        started = t.start_time if t.start_time is not None else now
-        return max(started + est, now)  # an overrun is expected to end now, never evicted
+        spare[rows] = occ.free_at(start)[0] - found[1]
+        return Plan(start, spare, occ.blocked)
 
     def _needed(self, target: Job) -> list[Task]:
         """The target's waiting pods it needs to start (all of them when it needs them all)."""
@@ -555,20 +492,3 @@ class ReservationPlugin(
                 self._locked & ~self._lendable(t) & self.session.capacity.fits(t, future=True)
             )
         return (rows, t) if rows.size else None
-
-
-def _pack(
-    free: np.ndarray, order: np.ndarray, tasks: list[Task], allowed: list[np.ndarray]
-) -> np.ndarray | None:
-    """Place ``tasks`` greedily (first fit, in order, over the rows in ``order``) into ``free`` (rows ×
-    resources); the resources they use per row, or None when one does not fit."""
-    free = free.copy()
-    use = np.zeros_like(free)
-    for t, ok in zip(tasks, allowed):
-        fit = (ok & (free >= t.request - EPS).all(axis=1))[order]
-        if not fit.any():
-            return None
-        r = int(order[np.argmax(fit)])
-        free[r] -= t.request
-        use[r] += t.request
-    return use

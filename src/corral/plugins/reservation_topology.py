@@ -205,6 +205,20 @@ class TopologyLocks:
             return None
         return left, used | more_pods
 
+    def fit(self, job: Job, pods: list[Task], cap: np.ndarray) -> np.ndarray | None:
+        """The capacity ``cap`` (nodes × resources, -inf where the pods may not go) leaves once ``pods``
+        of ``job`` are packed as allocate would place them under its constraints — inside the first
+        domain of the job (its search space, purpose Evict) where they all fit, each sub-group inside
+        one of its domains, first fit onto the nodes in ``order`` — or None when no domain holds them
+        (the reservation plan's date, :mod:`corral.plugins.reservation`)."""
+        universe = np.isfinite(cap).all(axis=1)
+        root = self._scopes(job, pods)
+        for mask in root.domains(universe.copy())[:MAX_DOMAINS]:
+            got = self._fill(root, mask & universe, cap)
+            if got is not None:
+                return got[0]
+        return None
+
     # -- the lock -----------------------------------------------------------------------------------
     def eligible(self, job: Job) -> np.ndarray:
         """The nodes where some waiting pod of ``job`` could ever go (:meth:`_pod_mask`)."""

@@ -175,9 +175,13 @@ class Evictor:
         self.dry_runs = 0
         self.ties = ties
         self.nominated = [t for t in cluster.tasks.values() if t.status is TaskStatus.PIPELINED]
+        self._listed = {id(t) for t in self.nominated}
 
     def nominate(self, task: Task) -> None:
-        self.nominated.append(task)
+        """``task`` was nominated (listed once: a job that tries several domains nominates it in each)."""
+        if id(task) not in self._listed:
+            self._listed.add(id(task))
+            self.nominated.append(task)
 
     def _nominations(self, task: Task, row: int | None = None) -> list[Task]:
         """Lower-priority pods of other jobs of the same queue nominated (to ``row``, or anywhere) that

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from corral.actions.common.bundles import CostModel
 from corral.actions.common.evict import Evictor
 from corral.actions.common.jobs import schedulable_jobs
 from corral.actions.common.subgroups import place_subgroup, subgroup_units
@@ -20,6 +21,7 @@ from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
 from corral.model import Job, Task, TaskStatus
+from corral.model.resources import PODS
 
 __all__ = ["EvictArgs", "EvictionAction", "run_evictions"]
 
@@ -71,47 +73,107 @@ def _serve(
     cache: dict[tuple[Any, ...], np.ndarray],
 ) -> None:
     """One starving job's turn: its pending pods in TaskOrder make room while it starves — inside one
-    domain of the job's own ``networkTopology`` at a time (:func:`job_domains`), the first where the
-    job becomes pipelined kept, each other undone; within it the pods of a sub-group with its own
-    topology inside one of the sub-group's domains (purpose Evict, the first where the sub-group holds
-    its minimum; :func:`~corral.actions.common.subgroups.place_subgroup`), or not at all — then the
-    Statement commits when the job is pipelined."""
+    domain of the job's own ``networkTopology`` at a time (:func:`job_domains`); within it the pods of
+    a sub-group with its own topology inside one of the sub-group's domains (purpose Evict, the first
+    where the sub-group holds its minimum; :func:`~corral.actions.common.subgroups.place_subgroup`),
+    or not at all. With several domains each is dry-run and undone, and the job enters the one where it
+    becomes pipelined at the least cost (:func:`cheapest_domain`) — then the Statement commits when the
+    job is pipelined."""
     stmt = session.statement()
     evicted: list[Task] = []
     failed: set[tuple[Any, ...]] = set()  # classes that failed since the last plan
     tasks = sorted(
         (t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed), key=session.task_key()
     )
-    domains = job_domains(session, job)
-    for i, within in enumerate(domains):
-        _room_in(session, action, evictor, stmt, job, tasks, within, cache, failed, evicted)
-        if i == len(domains) - 1 or (stmt.ops and session.job_pipelined(job)):
-            break
-        stmt.restore(0)  # not this domain: nothing evicted or nominated in it stays
+
+    def undo() -> None:
+        stmt.restore(0)  # nothing evicted or nominated in the domain stays
         evictor.back(evicted)
         evicted.clear()
         failed.clear()
+
+    def attempt(within: np.ndarray | None) -> list[Task] | None:
+        """Make room in ``within``, then undo it: the victims when the job became pipelined there."""
+        _room_in(session, action, evictor, stmt, job, tasks, within, cache, failed, evicted)
+        got = list(evicted) if stmt.ops and session.job_pipelined(job) else None
+        undo()
+        return got
+
+    groups = job_domains(session, job)
+    for g, group in enumerate(groups):
+        if len(group) > 1:
+            best = cheapest_domain(session, job, group, attempt)
+            if best is None:
+                continue
+            group = [group[best]]
+        _room_in(session, action, evictor, stmt, job, tasks, group[0], cache, failed, evicted)
+        if g == len(groups) - 1 or (stmt.ops and session.job_pipelined(job)):
+            break
+        undo()
     finish(session, job, stmt, evictor, evicted)
 
 
-def job_domains(session: Session, job: Job) -> list[np.ndarray | None]:
-    """Where a starving job makes room, one domain at a time: for a job with its own
+def cheapest_domain(
+    session: Session,
+    job: Job,
+    domains: list[np.ndarray | None],
+    attempt: Callable[[np.ndarray | None], list[Task] | None],
+) -> int | None:
+    """The domain ``job`` should make room in: each is tried (``attempt`` makes room there, undoes it and
+    gives the victims, or None when the job did not become pipelined) and the cheapest by the
+    gang-eviction cost model wins — first a domain that breaks no healthy gang, then the least work
+    lost (:class:`~corral.actions.common.bundles.CostModel`: each broken job's pods, weighted by the
+    hours they ran since their checkpoint), then the fewest victims, then the search-space order; a
+    domain with no victim at all ends the search. None when the job becomes pipelined nowhere.
+
+    KAI-Scheduler's JobSolver (``actions/common/solvers``) has no per-domain rule: it grows one victim
+    set in its victim-queue order until the job fits in some node set of its required level, so the
+    domain it enters is the one reached with the cheapest victims; corral's eviction actions make room
+    per domain, so the domains' victim sets are compared by the cost model instead."""
+    waiting = [t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed]
+    need = sum((t.request for t in waiting), np.zeros(len(session.cluster.resources)))
+    need[session.cluster.resources.pos(PODS)] = 0  # the pod slot is no measure of work
+    model = CostModel(session.now, need)
+    best: tuple[tuple[bool, float, int], int] | None = None
+    for i, within in enumerate(domains):
+        victims = attempt(within)
+        if victims is None:
+            continue
+        if not victims:
+            return i
+        jobs = {id(v.job): model.victim(v.job, 0.0) for v in victims if v.job is not None}
+        breaks, work, _ = CostModel.price(victims, jobs)
+        key = (breaks, work, len(victims))
+        if best is None or key < best[0]:
+            best = (key, i)
+    return None if best is None else best[1]
+
+
+def job_domains(session: Session, job: Job) -> list[list[np.ndarray | None]]:
+    """Where a starving job makes room, in groups tried one after the other (the cheapest domain of the
+    first group where the job can start is taken, :func:`cheapest_domain`): for a job with its own
     ``networkTopology`` (Volcano's, or a KAI required level) the masks of its search space with
-    purpose Evict (the plugin's top ``evictDomains``, cheapest to enter first; soft mode ends with the
-    cluster), so that its pods — and its sub-groups' domains — lie inside one domain of the job, the
-    same for all of them, as allocate places the job (Volcano's allocate: the job's hyperNode from
-    ``HyperNodeGradientForJobFn`` first, each sub-job's from ``HyperNodeGradientForSubJobFn`` inside
-    it); for any other job the cluster (None). Domains
+    purpose Evict (the plugin's top ``evictDomains``), so that its pods — and its sub-groups' domains
+    — lie inside one domain of the job, the same for all of them, as allocate places the job
+    (Volcano's allocate: the job's hyperNode from ``HyperNodeGradientForJobFn`` first, each sub-job's
+    from ``HyperNodeGradientForSubJobFn`` inside it); for any other job the cluster (None). Domains
     holding every node the job's pods are nominated to come first (allocate's rule), and in hard mode
-    only those, when any does: the pods made room for join the nominated ones."""
+    only those, when any does: the pods made room for join the nominated ones. Soft mode's last
+    resort, the whole cluster, is a group of its own, after every domain."""
     if not job.topology_mode:
-        return [None]
-    masks = [d.mask for d in session.gang_search_space(job, Purpose.EVICT)]
+        return [[None]]
+    masks: list[np.ndarray | None] = [d.mask for d in session.gang_search_space(job, Purpose.EVICT)]
+    if not masks:
+        return [[None]]
+    last: list[np.ndarray | None] = []
+    if job.topology_mode == "soft":
+        masks, last = masks[:-1], masks[-1:]
     held = [t.nominated for t in job.tasks if t.status is TaskStatus.PIPELINED and t.nominated >= 0]
-    holding = [m for m in masks if m[held].all()] if held else []
-    if holding:
-        masks = holding + ([] if job.topology_mode == "hard" else [m for m in masks if not m[held].all()])
-    return list(masks) or [None]
+    holding: list[np.ndarray | None] = [m for m in masks if m is not None and m[held].all()] if held else []
+    groups: list[list[np.ndarray | None]] = [holding] if holding else []
+    if not holding or job.topology_mode == "soft":
+        groups.append([m for m in masks if not any(m is h for h in holding)])
+    return [g for g in groups + [last] if g]
 
 
 def _room_in(

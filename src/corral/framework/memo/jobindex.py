@@ -43,10 +43,20 @@ import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Job, PodGroupPhase, Task, TaskStatus
 
-__all__ = ["JobIndex", "exact_sum"]
+__all__ = ["JobIndex", "exact_sum", "scores_others"]
 
 _SCALE = 1 << 1074  # every finite double is an integer multiple of 2**-1074
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
+
+
+def scores_others(task: Task) -> bool:
+    """Do ``task``'s inter-pod terms score other pods once it is placed? kube-scheduler's
+    InterPodAffinity Score adds a placed pod's preferred affinity and anti-affinity terms, and its
+    required affinity terms (with ``hardPodAffinityWeight``), that select the pod being scored."""
+    aff = task.affinity
+    return aff is not None and bool(
+        aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred or aff.pod_affinity
+    )
 
 
 def exact_sum(rows: list[np.ndarray], width: int) -> np.ndarray:
@@ -85,6 +95,7 @@ class _Entry:
         "phase",
         "pipelined",
         "queue",
+        "scoring",
         "waiting",
         "waiting_all",
     )
@@ -122,6 +133,8 @@ class _Entry:
             pipelined,
             anti,
         )
+        # pods whose inter-pod terms score other pods (the nodeorder plugin's inter-pod score)
+        self.scoring = any(scores_others(t) for t in job.tasks)
         self.enqueue = job.awaiting_admission()
         self.inqueue = job.admitted_unstarted()
         # what the job holds, summed in task order exactly as shares.job_usage sums it
@@ -168,6 +181,7 @@ class JobIndex:
                 "admitted",
                 "pipelined",
                 "anti",
+                "scoring",
             )
         }
         self.holding: dict[str, np.ndarray] = {}  # shares.job_usage
@@ -202,7 +216,17 @@ class JobIndex:
         e = self.entries[uid] = _Entry(job, self.width)
         self.phase[uid] = e.phase
         sets = self.sets
-        for name in ("waiting", "waiting_all", "best_effort", "enqueue", "inqueue", "pipelined", "anti"):
+        names = (
+            "waiting",
+            "waiting_all",
+            "best_effort",
+            "enqueue",
+            "inqueue",
+            "pipelined",
+            "anti",
+            "scoring",
+        )
+        for name in names:
             if getattr(e, name):
                 sets[name].add(uid)
         if e.phase is not PodGroupPhase.PENDING:
