@@ -110,3 +110,68 @@ def test_kept_keys_and_lines_change_no_decision(monkeypatch, order, args):
     assert kept_cycles == ref_cycles and kept == ref
     assert walk_cycles == ref_cycles and walk == ref
     assert off_cycles == ref_cycles and off == ref
+
+
+def test_the_running_jobs_clock_leaves_keys_untaken(monkeypatch):
+    """Under ``srtf`` the kept running jobs' clock spares the keys of running jobs that surely rank
+    before the best waiting job (actions/common/timeslice_running.py), and changes no decision: the
+    run with it equals the run where every running job is keyed (the clock off)."""
+    from corral.actions import timeslice
+    from corral.actions.common import timeslice_running
+
+    spared: list[int] = []
+    real = timeslice_running.after
+
+    def spying(session, kept, top_key, now):
+        got = real(session, kept, top_key, now)
+        spared.append(len(kept.jobs) - (len(kept.jobs) if got is None else len(got)))
+        return got
+
+    monkeypatch.setattr(timeslice, "after", spying)
+    on_cycles, on = _run(monkeypatch, "srtf", {}, skip=True, check_index=True)
+    assert sum(spared) > 100, "the clock should spare the keys of running jobs"
+    monkeypatch.setattr(timeslice, "after", lambda session, kept, top_key, now: None)
+    off_cycles, off = _run(monkeypatch, "srtf", {}, skip=True)
+    assert on_cycles == off_cycles and on == off
+
+
+def test_the_clock_check_catches_a_wrong_clock(monkeypatch):
+    """``CORRAL_CHECK_INDEX=1``: a running job left out by the clock must rank before the waiting job."""
+    from corral.plugins.baselines import SrtfPlugin
+
+    real = SrtfPlugin.key_clock
+    monkeypatch.setattr(SrtfPlugin, "key_clock", lambda self, job: None if real(self, job) is None else -1e9)
+    with pytest.raises(AssertionError, match="left out by the clock"):
+        _run(monkeypatch, "srtf", {}, skip=True, check_index=True)
+
+
+def test_las_keys_held_until_their_threshold_crossing(monkeypatch):
+    """Under ``las`` a running job's key is kept until its attained service reaches the next threshold
+    (``KeyHorizon``), and changes no decision: the run equals the run with every running job's key
+    taken again at each use (no horizon)."""
+    from corral.plugins.baselines import LasPlugin
+
+    spans: list[float] = []
+    real = LasPlugin.key_until
+
+    def spying(self, job):
+        got = real(self, job)
+        spans.append(got - self.session.now)
+        return got
+
+    monkeypatch.setattr(LasPlugin, "key_until", spying)
+    args = {"starvationFactor": 2, "minLease": "60s"}
+    on_cycles, on = _run(monkeypatch, "las", args, skip=True, check_index=True)
+    assert sum(1 for s in spans if 60 < s < float("inf")) > 20, "running keys should be held for a while"
+    monkeypatch.setattr(LasPlugin, "key_until", lambda self, job: self.session.now)
+    off_cycles, off = _run(monkeypatch, "las", args, skip=True)
+    assert on_cycles == off_cycles and on == off
+
+
+def test_the_horizon_check_catches_a_late_horizon(monkeypatch):
+    """``CORRAL_CHECK_INDEX=1``: a key reused past its real change is caught."""
+    from corral.plugins.baselines import LasPlugin
+
+    monkeypatch.setattr(LasPlugin, "key_until", lambda self, job: float("inf"))
+    with pytest.raises(AssertionError, match="changed before its horizon"):
+        _run(monkeypatch, "las", {}, skip=True, check_index=True)

@@ -52,7 +52,7 @@ from corral.framework.extension import Domain, Purpose
 from corral.framework.plugin import Action
 from corral.framework.session import PENDING_LIKE, Session
 from corral.framework.statement import Statement
-from corral.model import Job, PodGroupPhase, TaskStatus
+from corral.model import Job, PodGroupPhase, Queue, TaskStatus
 from corral.model.clock import format_time
 
 __all__ = ["AllocateAction"]
@@ -63,6 +63,9 @@ MAX_DRY_RUNS = 32
 
 class AllocateAction(Action):
     name = "allocate"
+    #: pass over the jobs behind a closed line (:meth:`pass_over`) while skipping is on; a switch for
+    #: the equivalence tests (decisions and records are the same either way)
+    pass_over_lines = True
 
     def execute(self, session: Session) -> None:
         queues = session.cluster.queues
@@ -77,16 +80,25 @@ class AllocateAction(Action):
             by_queue[job.queue].push((job_key(job), next(seq), job))
         queue_key = session.queue_key()
         pending: dict[str, Pending] = {}
+        lines = self.pass_over_lines and session.history.skip and bool(session.implementers("LineRefusal"))
+        passing = ""  # the queue whose last job was passed over (nothing changed since its turn began)
         while by_queue:
-            name = min(by_queue, key=lambda n: queue_key(queues[n]))
+            if passing and len(by_queue) == 1 and passing in by_queue:
+                name = passing  # the only queue left, still not Overused: nothing was placed since
+            else:
+                name = min(by_queue, key=lambda n: queue_key(queues[n]))
+                if session.overused(queues[name]):
+                    for _, _, job in by_queue.pop(name):
+                        session.ledger.unschedulable(job, overused_reason(session, job))
+                    continue
             queue = queues[name]
-            if session.overused(queue):
-                for _, _, job in by_queue.pop(name):
-                    session.ledger.unschedulable(job, overused_reason(session, job))
-                continue
             _, _, job = by_queue[name].pop()
             if not by_queue[name]:
                 del by_queue[name]
+            passing = ""
+            if lines and job.uid not in pending and self.pass_over(session, queue, job, task_key):
+                passing = name
+                continue
             state = pending.get(job.uid)
             if state is None:
                 state = pending[job.uid] = Pending(sorted(waiting_tasks(job), key=task_key))
@@ -95,6 +107,42 @@ class AllocateAction(Action):
                 if name not in by_queue:
                     by_queue[name] = skipcache.JobHeap(group)
                 by_queue[name].push((job_key(job), next(seq), job))
+
+    # -- a job behind a closed line: its reason without a turn -----------------------------------
+    def pass_over(self, session: Session, queue: Queue, job: Job, task_key: Any = None) -> bool:
+        """Give ``job`` the outcome of its turn without the turn when the first Allocatable plugin says
+        the queue's line is closed before it (LineRefusal: strict FIFO's blocked head): every pod would
+        be refused for that one reason, so the turn would place nothing and end with the job's reason
+        "``k`` of ``m`` pods placed; <refusal>" (and, for a plain job, a first-pod failure in the skip
+        memory, or no reason at all when the skip memory knows it fails and reasons are not
+        reported) — exactly that is recorded here. A job with a topology constraint or sub-groups
+        takes its turn (its reason names the domains). False: the job takes its turn."""
+        if job.topology_mode or job.subjobs:
+            return False
+        why = session.line_refusal(queue, job)
+        if why is None:
+            return False
+        tasks = sorted(waiting_tasks(job), key=task_key or session.task_key())
+        if not tasks:
+            return False
+        if session.history.check_index:  # CORRAL_CHECK_INDEX=1: the promise holds for every pod
+            for t in tasks:
+                got = session.allocatable_refusal(queue, t)
+                if got != why:
+                    raise AssertionError(f"LineRefusal says {why!r} for {job.uid}, pod {t.name}: {got!r}")
+        skip: skipcache.Skipper | None = getattr(self, "skip", None)
+        plain = (
+            skip is not None and not session.job_ready(job) and all(t.klass == tasks[0].klass for t in tasks)
+        )
+        reason = f"{job.ready_count()} of {job.min_member} pods placed; {why}"
+        if plain and skip is not None and skip.known_to_fail(job, tasks[0]):
+            if session.report_reasons:
+                session.ledger.unschedulable(job, reason)
+            return True
+        session.ledger.unschedulable(job, reason)
+        if plain and skip is not None:
+            skip.record(job, tasks[0], True)
+        return True
 
     # -- one turn of one job ---------------------------------------------------------------------
     def place_job(self, session: Session, job: Job, state: Pending | None = None) -> bool:
@@ -202,15 +250,7 @@ class AllocateAction(Action):
             self.place_pods(session, job, state, stmt, chosen.mask)
             return state.reason
         state.pos = len(state.tasks)  # nothing placed: the turn is over
-        if not reasons:
-            return "no topology domain can hold the gang"
-        names = ", ".join(n for n, _ in reasons[:5]) + (", ..." if len(reasons) > 5 else "")
-        last, why = reasons[-1]
-        return (
-            f"none of {len(reasons)} topology domain(s) ({names}) can hold the "
-            + ("gang's waiting pods" if session.job_ready(job) else "gang")
-            + (f"; in {last}: {why}" if why else "")
-        )
+        return _no_domain(reasons, session.job_ready(job))
 
     def place_pods(
         self, session: Session, job: Job, state: Pending, stmt: Statement, domain: np.ndarray | None
@@ -290,3 +330,17 @@ class AllocateAction(Action):
             session.ledger.unschedulable(
                 job, reason or f"gang not ready: {job.ready_count()} of {job.min_member} pods can be placed"
             )
+
+
+def _no_domain(reasons: list[tuple[str, str]], ready: bool) -> str:
+    """The reason of a gang no topology domain can hold: the domains tried (``reasons``: each one's name
+    and why its dry run placed nothing) and the last one's reason."""
+    if not reasons:
+        return "no topology domain can hold the gang"
+    names = ", ".join(n for n, _ in reasons[:5]) + (", ..." if len(reasons) > 5 else "")
+    last, why = reasons[-1]
+    return (
+        f"none of {len(reasons)} topology domain(s) ({names}) can hold the "
+        + ("gang's waiting pods" if ready else "gang")
+        + (f"; in {last}: {why}" if why else "")
+    )

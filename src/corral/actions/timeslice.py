@@ -31,7 +31,7 @@ not a waiting job can use its room, and only the waiting jobs inside the quota s
 action itself (bound where the room is free, nominated where a stop frees it; the follow-up cycle at the
 same instant binds them); a job inside the quota that cannot be placed keeps its share of the quota, so
 the jobs behind it wait even when GPUs are idle. Configure it without ``allocate`` and ``backfill``
-(:func:`quota_walk`, :func:`quota_pass`). It ranks the whole cluster (``perQueue`` is refused with it).
+(:mod:`corral.actions.common.quota_pass`). It ranks the whole cluster (``perQueue`` is refused with it).
 
 Which running jobs may be stopped (the others keep their room first, before the walk):
 
@@ -75,8 +75,10 @@ the simulator's: it runs a cycle at least that often while jobs wait (under ``la
 a rank); elsewhere cycles run every period anyway and it has no effect.
 
 The ranking costs what changed, not what waits: the waiting jobs come in order from the lines kept
-across cycles (:func:`ranked_waiting`), as far as the walk goes, and only jobs holding a node are looked
-at for running ones; the same order as sorting every job (``CORRAL_CHECK_INDEX=1`` compares them).
+across cycles (:func:`ranked_waiting`), as far as the walk goes; the running jobs are kept across cycles
+too, and under ``srtf`` only those its clock cannot rank before the best waiting job are keyed
+(:mod:`corral.actions.common.timeslice_running`); the same order as sorting every job
+(``CORRAL_CHECK_INDEX=1`` compares them).
 """
 
 from __future__ import annotations
@@ -91,15 +93,26 @@ import numpy as np
 
 from corral.actions.common.broken import healthy
 from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
-from corral.actions.common.placement import best_node
-from corral.actions.common.subgroups import greedy_trial, place_held
+from corral.actions.common.quota_pass import quota_pass, quota_walk
+from corral.actions.common.timeslice_jobs import (
+    STOPPED_AT,
+    Walk,
+    demand,
+    held,
+    nominate,
+    running_jobs,
+    stop_jobs,
+    stoppable,
+)
+from corral.actions.common.timeslice_running import KeptRunning, after, kept_running
+from corral.actions.common.timeslice_running import running as kept_jobs
 from corral.errors import ConfigError
 from corral.framework.config import arg
 from corral.framework.memo.lines import kept_lines
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
-from corral.model import Job, Task, TaskStatus
+from corral.model import Job
 from corral.model.annotations import ATTAINED_SERVICE
 from corral.model.clock import annotated_duration, format_time, parse_time
 from corral.model.quantity import MILLI
@@ -116,10 +129,6 @@ __all__ = [
     "ranked_waiting",
 ]
 
-#: When ``timeslice`` last stopped the job (RFC 3339), on its PodGroup: the start of its wait.
-STOPPED_AT = "corral.io/timeslice-stopped-at"
-_HELD = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
-_CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 #: the ``mode`` argument: corral's pass (the default) and Lucid's quota pass
 MODES = ("useful", "quota")
 
@@ -171,71 +180,6 @@ class TimesliceArgs:
             )
 
 
-@dataclass
-class Walk:
-    """The outcome of one ranking: the running jobs to stop and the waiting jobs that fit."""
-
-    stop: list[Job]
-    start: list[Job]
-
-
-def _victim(task: Task) -> bool:
-    return (
-        task.managed
-        and task.preemptable
-        and task.namespace != "kube-system"
-        and task.priority_class not in _CRITICAL
-    )
-
-
-def _held(job: Job) -> list[Task]:
-    return [t for t in job.tasks if t.status in _HELD and t.node >= 0]
-
-
-def _demand(tasks: list[Task], width: int) -> np.ndarray:
-    out = np.zeros(width)
-    for t in tasks:
-        out += t.request
-    return out
-
-
-def _running(session: Session) -> list[Job]:
-    """Jobs running at or above their minimums whose pods hold nodes and none is leaving or placed in
-    this cycle, in the cluster's order. With the session's job index only the jobs holding a node at
-    open, or changed by the session, are looked at (the others hold nothing)."""
-    out = []
-    jobs = session.cluster.jobs
-    index = session.index
-    if index is None:
-        walk = list(jobs.values())
-    else:
-        touched, moved = session.ledger.since_open()
-        maybe = index.holding.keys() | touched | moved
-        walk = [job for uid, job in jobs.items() if uid in maybe]
-    for job in walk:
-        held = _held(job)
-        if not held or not healthy(job):
-            continue
-        if any(t.status in (TaskStatus.RELEASING, TaskStatus.ALLOCATED) for t in job.tasks):
-            continue
-        out.append(job)
-    return out
-
-
-def _run_start(job: Job) -> float | None:
-    starts = [t.start_time for t in _held(job) if t.start_time is not None]
-    return min(starts) if starts else None
-
-
-def _stoppable(session: Session, job: Job, top: Job | None, lease: float) -> bool:
-    if top is None or not all(_victim(t) for t in job.tasks if t.status in _HELD):
-        return False
-    start = _run_start(job)
-    if start is None or session.now - start < lease:
-        return False
-    return session.victim_filter(top, job, TimesliceAction.name)
-
-
 def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = False) -> Walk:
     """Rank running and waiting jobs together by JobOrder and walk them against the cluster's room (see
     the module docstring); ``per_queue``: each queue's jobs apart, against the queue's share."""
@@ -248,13 +192,14 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
     waiting = [
         j
         for j in schedulable_jobs(session, quiet=True)
-        if session.job_starving(j) and not (_held(j) and healthy(j))
+        if session.job_starving(j) and not (held(j) and healthy(j))
     ]
     if not waiting:
         return Walk([], [])
+    kept = kept_running(session)
+    running = running_jobs(session) if kept is None else kept_jobs(kept)
     if not per_queue:
-        return _walk(session, key, waiting, _running(session), room, min_lease, width)
-    running = _running(session)
+        return _walk(session, key, waiting, running, room, min_lease, width, kept=kept)
     limits = _queue_limits(session, width)
     stop: list[Job] = []
     start: list[Job] = []
@@ -275,8 +220,8 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
         start += got.start
         if got.stop:
             # what the queue's starts take beyond what its stops free comes out of the idle room
-            taken = sum((_demand(waiting_tasks(j), width) for j in got.start), np.zeros(width))
-            freed = sum((_demand(_held(j), width) for j in got.stop), np.zeros(width))
+            taken = sum((demand(waiting_tasks(j), width) for j in got.start), np.zeros(width))
+            freed = sum((demand(held(j), width) for j in got.stop), np.zeros(width))
             room = np.maximum(room - np.maximum(taken - freed, 0.0), 0.0)
     start.sort(key=key)
     return Walk(stop, start)
@@ -303,43 +248,57 @@ def _walk(
     session: Session,
     key: Any,
     waiting: list[Job],
-    running_jobs: list[Job],
+    running: list[Job],
     room: np.ndarray,
     min_lease: float,
     width: int,
     limit: np.ndarray | None = None,
     queue: str | None = None,
+    kept: KeptRunning | None = None,
 ) -> Walk:
-    """The walk over ``waiting`` and ``running_jobs`` against ``room`` (the idle room); with ``limit``
+    """The walk over ``waiting`` and ``running`` against ``room`` (the idle room); with ``limit``
     (a queue's share, ``queue`` its name), the room is at most the share less what the queue's jobs
-    that keep running hold."""
+    that keep running hold. With ``kept`` (the whole cluster ranked together) only the running jobs
+    its clock cannot place before the best waiting job are keyed."""
     ranked = ranked_waiting(session, key, waiting, queue)
     top_key, top = next(ranked)
-    stoppable: list[tuple[Any, Job, np.ndarray]] = []
-    for job in running_jobs:
+    pool = after(session, kept, top_key, session.now) if kept is not None and limit is None else None
+    candidates: list[tuple[Any, Job, np.ndarray]] = []
+    for job in running if pool is None else pool:
         k = key(job)
         # a job ranked above every waiting one keeps its room
-        if k > top_key and _stoppable(session, job, top, min_lease):
-            held = _demand(_held(job), width)
-            room = room + held
-            stoppable.append((k, job, held))
-    if not stoppable:
+        if k > top_key and stoppable(session, job, top, min_lease, TimesliceAction.name):
+            mine = demand(held(job), width)
+            room = room + mine
+            candidates.append((k, job, mine))
+    if not candidates:
         return Walk([], [])
     if limit is not None:
-        kept = {id(j) for _, j, _ in stoppable}
-        keeps = sum((_demand(_held(j), width) for j in running_jobs if id(j) not in kept), np.zeros(width))
+        chosen = {id(j) for _, j, _ in candidates}
+        keeps = sum((demand(held(j), width) for j in running if id(j) not in chosen), np.zeros(width))
         room = np.minimum(room, np.maximum(limit - keeps, 0.0))
-    stoppable.sort(key=lambda r: r[0])
+    return _merge(ranked, (top_key, top), sorted(candidates, key=lambda r: r[0]), room, width)
+
+
+def _merge(
+    ranked: Iterator[tuple[Any, Job]],
+    head: tuple[Any, Job] | None,
+    candidates: list[tuple[Any, Job, np.ndarray]],
+    room: np.ndarray,
+    width: int,
+) -> Walk:
+    """The walk proper: the stoppable running jobs (sorted by key) and the waiting ones (``head``, then
+    ``ranked``) best first against ``room``: a job that fits takes its room; a running one that does not
+    is to be stopped."""
     # the waiting jobs are taken in rank order as the walk reaches them: once every stoppable job is
     # decided and one waiting job fits, the rest of the order changes nothing (a congested cluster
     # has thousands waiting; a full sort each cycle would cost what waits, not what changed)
-    head: tuple[Any, Job] | None = (top_key, top)
     stop: list[Job] = []
     start: list[Job] = []
     at = 0
-    while at < len(stoppable) or (head is not None and not start):
-        if at < len(stoppable) and (head is None or stoppable[at][0] < head[0]):
-            _, job, need = stoppable[at]
+    while at < len(candidates) or (head is not None and not start):
+        if at < len(candidates) and (head is None or candidates[at][0] < head[0]):
+            _, job, need = candidates[at]
             at += 1
             running_job = True
         else:
@@ -347,7 +306,7 @@ def _walk(
             job = head[1]
             head = next(ranked, None)
             # what it holds already is in use: it needs its waiting pods
-            need = _demand(waiting_tasks(job), width)
+            need = demand(waiting_tasks(job), width)
             running_job = False
         if bool(np.all(need <= room + EPS)):
             room = room - need
@@ -412,7 +371,7 @@ class TimesliceAction(Action):
         stops = walk.stop
         with session.statement() as stmt:
             # the jobs that fit without the stops are nominated first (allocate would place them anyway)
-            rest = [j for j in walk.start if not _nominate(session, stmt, j)]
+            rest = [j for j in walk.start if not nominate(session, stmt, j)]
             mark = stmt.save()
             placed, stops = _stop_for(session, stmt, stops, rest, self.name)
             if not placed:
@@ -434,10 +393,10 @@ def _stop_for(
     nomination took (a node of theirs received a nominated pod): a job whose room no waiting job
     takes keeps running, where it stood, instead of being stopped and restarted by ``allocate`` at
     the same instant (each stop costs a checkpoint and a restore). Returns (nominated jobs, stops)."""
-    nodes = {j.uid: {t.node for t in _held(j)} for j in stops}
+    nodes = {j.uid: {t.node for t in held(j)} for j in stops}
     mark = stmt.save()
-    _stop(stmt, stops, action)
-    placed = [j for j in rest if _nominate(session, stmt, j)]
+    stop_jobs(stmt, stops, action)
+    placed = [j for j in rest if nominate(session, stmt, j)]
     if not placed:
         return [], []
     taken = {op.node for op in stmt.ops[mark:] if op.kind == "pipeline"}
@@ -445,37 +404,9 @@ def _stop_for(
     if len(used) == len(stops):
         return placed, stops
     stmt.restore(mark)
-    _stop(stmt, used, action)
-    placed = [j for j in rest if _nominate(session, stmt, j)]
+    stop_jobs(stmt, used, action)
+    placed = [j for j in rest if nominate(session, stmt, j)]
     return (placed, used) if placed else ([], [])
-
-
-def _stop(stmt: Statement, jobs: list[Job], action: str) -> None:
-    """Evict every pod the ``jobs`` hold (gangs whole)."""
-    for job in jobs:
-        for task in sorted(_held(job), key=lambda t: t.name):
-            stmt.evict(task, f"{action}: stopped", action=action)
-
-
-def _nominate(session: Session, stmt: Statement, job: Job) -> bool:
-    """Nominate every waiting pod of ``job`` to the best node whose capacity is free or being freed
-    (``allocate`` binds a nominated pod to its node in the next cycle); all or nothing. Nominations
-    hold their room, so ``allocate`` does not give it to a job ranked lower (or to a stopped one)."""
-    mark = stmt.save()
-    tasks = sorted(waiting_tasks(job), key=session.task_key())
-    if job.subjobs:  # a sub-group with its own topology inside one of its domains, as allocate places it
-        trial = greedy_trial(session, job, stmt, pipeline=True, queue_limits=False)
-        if place_held(session, job, tasks, stmt, None, trial):
-            stmt.restore(mark)
-            return False
-        return True
-    for task in tasks:
-        row, _ = best_node(session, task)
-        if row < 0:
-            stmt.restore(mark)
-            return False
-        stmt.pipeline(task, row)
-    return True
 
 
 def _las_limits(session: Session) -> list[float] | None:
@@ -495,7 +426,7 @@ def promote_starving(session: Session, factor: float) -> None:
         return
     for job in schedulable_jobs(session, quiet=True):
         stopped = job.annotations.get(STOPPED_AT)
-        if not stopped or _held(job):
+        if not stopped or held(job):
             continue
         attained = annotated_duration(ATTAINED_SERVICE, job.annotations) or 0.0
         if attained <= 0 or bisect.bisect_right(limits, attained) == 0:
@@ -506,125 +437,3 @@ def promote_starving(session: Session, factor: float) -> None:
         since = parse_time(stopped, obj=f"PodGroup {job.uid}", field=f"metadata.annotations.{STOPPED_AT}")
         if session.now - since >= factor * attained / gpus:
             session.ledger.annotate(job, ATTAINED_SERVICE, "0s")
-
-
-# ------------------------------------------------------------------ Lucid's quota pass (mode: quota)
-
-_HELD_NOW = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
-_SIZED = _HELD_NOW | {TaskStatus.PIPELINED, TaskStatus.PENDING}
-
-
-def _nominated(task: Task) -> bool:
-    return task.status is TaskStatus.PIPELINED and task.nominated >= 0
-
-
-QUOTA_REASON = "timeslice: ranks outside the quota (the better-ranked jobs take the cluster's GPUs)"
-PLACE_REASON = "timeslice: inside the quota, but no placement fits it now"
-
-
-def quota_walk(session: Session, min_lease: float = 0.0) -> tuple[Walk, list[Job]]:
-    """Lucid's pass (``simulation/policy/tiresias.py`` and ``srtf.py``, steps 3-5): every stoppable
-    running job and every waiting job, ranked together by the JobOrder, walk against a quota of what the
-    cluster holds for them (the idle room plus what they hold or have nominated: Lucid's ``quota =
-    total GPUs``); a job whose whole size fits takes it from the quota (``if gpu_num <= quota``), a
-    running job that does not fit is stopped — whether or not a waiting job can use its room. The
-    waiting jobs inside the quota are the ones to start, in rank order (``prerun_list``); every other
-    waiting job waits, even when GPUs are idle (the second list: the waiting jobs left out)."""
-    cluster = session.cluster
-    nodes = cluster.nodes
-    live = ~(nodes.down | nodes.unschedulable)
-    width = len(cluster.resources)
-    key = session.job_sort_key()
-    # a job nominated by the last pass is not starving (gang) but is still to be bound, if it ranks inside
-    waiting = [
-        j
-        for j in schedulable_jobs(session, quiet=True)
-        if (session.job_starving(j) or any(_nominated(t) for t in j.tasks)) and not (_held(j) and healthy(j))
-    ]
-    if not waiting:
-        return Walk([], []), []
-    top = min(waiting, key=key)
-    quota = nodes.future_idle[live].sum(axis=0)
-    ranked: list[tuple[Any, bool, Job, np.ndarray]] = []
-    for job in _running(session):
-        if _stoppable(session, job, top, min_lease):
-            held = _demand(_held(job), width)
-            quota = quota + held
-            ranked.append((key(job), False, job, held))
-    for job in waiting:
-        # what it holds or has nominated already is in the quota (outside the idle room), its size is
-        # what it needs: Lucid counts a job whole
-        mine = [t for t in job.tasks if t.managed and not t.best_effort]
-        own = [t for t in mine if (t.status in _HELD_NOW and t.node >= 0) or _nominated(t)]
-        quota = quota + _demand(own, width)
-        need = _demand([t for t in mine if t.status in _SIZED], width)
-        ranked.append((key(job), True, job, need))
-    ranked.sort(key=lambda r: r[0])
-    stop: list[Job] = []
-    start: list[Job] = []
-    left: list[Job] = []
-    for _, is_waiting, job, need in ranked:
-        if bool(np.all(need <= quota + EPS)):
-            quota = quota - need
-            if is_waiting:
-                start.append(job)
-        elif not is_waiting:
-            stop.append(job)
-        else:
-            left.append(job)
-            session.ledger.unschedulable(job, QUOTA_REASON)
-    return Walk(stop, start), left
-
-
-def quota_pass(session: Session, min_lease: float, action: str) -> None:
-    """One Lucid pass: stop the running jobs outside the quota, then place the waiting jobs inside it
-    in rank order with the session's placement (``binpack`` on GPUs is Lucid's consolidate placer):
-    onto free room at once (bound), onto room a stop is freeing as a nomination that the follow-up
-    cycle at the same instant binds (Lucid places after its stops, in the same step). A job inside the
-    quota that cannot be placed waits for the next pass (Lucid: "may place fail because consolidate
-    requirement"); the stops stand even then."""
-    walk, left = quota_walk(session, min_lease)
-    # a nomination of a job left out holds room no job inside the quota could use (Lucid has none)
-    dropped = [t for job in left for t in job.tasks if _nominated(t)]
-    if not walk.stop and not walk.start and not dropped:
-        return
-    with session.statement() as stmt:
-        for task in dropped:
-            stmt.clear_nomination(task)
-        _stop(stmt, walk.stop, action)
-        placed = []
-        for job in walk.start:
-            if _place(session, stmt, job):
-                placed.append(job)
-            else:
-                for task in job.tasks:
-                    if _nominated(task):
-                        stmt.clear_nomination(task)
-                session.ledger.unschedulable(job, PLACE_REASON)
-        for op in stmt.ops:
-            if op.kind == "evict":
-                if placed:
-                    op.preemptor = placed[0].uid
-                op.reason = f"{action}: ranks outside the quota"
-        stmt.commit()
-    stamp = format_time(session.now)
-    for job in walk.stop:
-        session.ledger.annotate(job, STOPPED_AT, stamp)
-
-
-def _place(session: Session, stmt: Statement, job: Job) -> bool:
-    """Place every waiting pod of ``job`` (all or nothing): allocated where the room is free, nominated
-    where it is still being freed; a nomination from an earlier cycle is kept when its node fits."""
-    if job.subjobs:
-        return _nominate(session, stmt, job)
-    mark = stmt.save()
-    for task in sorted(waiting_tasks(job), key=session.task_key()):
-        row, later = best_node(session, task)
-        if row < 0:
-            stmt.restore(mark)
-            return False
-        if later:
-            stmt.pipeline(task, row)
-        else:
-            stmt.allocate(task, row)
-    return True

@@ -13,6 +13,7 @@ import numpy as np
 from corral.framework.extension import (
     AllocatableReason,
     Domain,
+    LineRefusal,
     OverusedReason,
     Purpose,
     QueueLimit,
@@ -107,6 +108,17 @@ class Dispatch:
             why = plugin.allocatable_refusal(queue, task) if declares(plugin, AllocatableReason) else None
             return why or f"queue {queue.name!r} may not take pod {task.name} ({plugin.name})"
         return None
+
+    def line_refusal(self, queue: Queue, job: Job) -> str | None:
+        """The reason every pod of ``job`` is refused by Allocatable now, when the first Allocatable
+        plugin declares LineRefusal and answers for ``job`` (a strict FIFO line closed behind its
+        head): that plugin's refusal comes first for each pod, whatever the later plugins say. None:
+        ask pod by pod (:meth:`allocatable_refusal`)."""
+        plugins = self.implementers("Allocatable")
+        first = plugins[0] if plugins else None
+        if first is None or not declares(first, LineRefusal):
+            return None
+        return first.line_refusal(queue, job)
 
     def overused(self, queue: Queue) -> bool:
         return any(fn(queue) for fn in self.fns("Overused"))

@@ -45,7 +45,10 @@ __all__ = [
     "JobReady",
     "JobStarving",
     "JobValid",
+    "KeyClock",
+    "KeyHorizon",
     "KeyedJobOrder",
+    "LineRefusal",
     "NodeOrder",
     "Overused",
     "OverusedReason",
@@ -342,6 +345,16 @@ class AllocatableReason(Protocol):
 
 
 @runtime_checkable
+class LineRefusal(Protocol):
+    def line_refusal(self, queue: Queue, job: Job) -> str | None:
+        """Is ``job`` behind a closed line of ``queue`` (a strict order's blocked head)? Then this
+        plugin's Allocatable refuses every pod of ``job`` now, for this one reason (its
+        AllocatableReason for each of them); None: no such promise (the pods are asked one by one).
+        Asked only of the first Allocatable plugin, so that its refusal is the first: ``allocate``
+        then gives ``job`` that reason without a turn (no Statement, no placement, no pod asked)."""
+
+
+@runtime_checkable
 class OverusedReason(Protocol):
     def overused_reason(self, queue: Queue, task: Task) -> str | None:
         """Why an Overused ``queue`` holds ``task`` back; None when its share is not the cause (it
@@ -460,6 +473,32 @@ class JobOrderKey(Protocol):
         kept across cycles while it is equal and the job did not change."""
 
 
+@runtime_checkable
+class KeyClock(Protocol):
+    def key_clock(self, job: Job) -> float | None:
+        """For a job with a running pod, whose key moves with the clock (``running_keys_move``): the
+        instant its figure reaches zero at the current rate (``srtf``: the completion time, start of
+        the run plus the expected run time less the work kept before it), so that at ``now`` its key
+        carries the figure ``max(clock - now, 0)`` up to rounding; constant while the job's pods and
+        annotations are. None: the job's key has no figure."""
+
+    def key_figure(self, key: Any) -> float | None:
+        """The figure one of this plugin's keys carries (None: none). Keys order by their figure,
+        smallest first, and every key without one comes after every key with one. ``timeslice`` keeps
+        the running jobs sorted by their clock and takes the exact key only of those that can rank
+        after a given waiting job."""
+
+
+@runtime_checkable
+class KeyHorizon(Protocol):
+    def key_until(self, job: Job) -> float:
+        """For a job with a running pod (its key moves with the clock, ``running_keys_move``): an instant
+        before which this plugin's key of it stays what it is at the session's ``now``, while the job's
+        pods and annotations stay as they are (``las``: just before its attained service reaches the
+        next threshold; infinity past the last). The key is then kept until that instant instead of
+        being taken again at every use."""
+
+
 class KeyedJobOrder(JobOrder, JobOrderKey):
     """Base of a plugin whose job order is a key: ``job_order`` compares the keys, so the order is
     written once and :meth:`corral.framework.session.Session.job_sort_key` can sort by plain tuples."""
@@ -532,6 +571,7 @@ POINTS: tuple[Point, ...] = (
     Point("ReservedNodes", ReservedNodes, "enableReservedNodes"),
     Point("PredicateReason", PredicateReason, "enablePredicate"),
     Point("AllocatableReason", AllocatableReason, "enableAllocatable"),
+    Point("LineRefusal", LineRefusal, "enableAllocatable"),
     Point("OverusedReason", OverusedReason, "enableOverused"),
     Point("EnqueueReason", EnqueueReason, None),
     Point("ReasonNote", ReasonNote, None),
@@ -542,6 +582,8 @@ POINTS: tuple[Point, ...] = (
     Point("QueueReport", QueueReport, None),
     Point("JobEnqueued", JobEnqueued, None),
     Point("JobOrderKey", JobOrderKey, "enableJobOrder"),
+    Point("KeyClock", KeyClock, "enableJobOrder"),
+    Point("KeyHorizon", KeyHorizon, "enableJobOrder"),
     Point("SubGroupSearchSpace", SubGroupSearchSpace, "enableGangSearchSpace"),
     Point("CacheHints", CacheHints, None),
 )

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from corral.framework.extension import JobOrderKey
+from corral.framework.extension import JobOrderKey, KeyHorizon
 from corral.framework.points import declares
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class Ordering:
     cluster: Cluster
     ledger: Ledger
     history: ClusterHistory
+    now: float
     points: dict[str, list[list[Callable[..., Any]]]]
     members: dict[str, list[list[Any]]]
 
@@ -84,12 +85,18 @@ class Ordering:
         def compute(job: Job) -> tuple[Any, ...]:
             return (tuple([k(job) for k in keys]), job.creation, job.uid)
 
-        def moved(job: Job, kept: tuple[Any, ...]) -> tuple[Any, ...]:
+        def retaken(job: Job, kept: tuple[Any, ...]) -> tuple[Any, ...]:
             """A running job's kept key with the moving plugins' keys taken again."""
             parts = list(kept[0])
             for i, k in movers:
                 parts[i] = k(job)
             return (tuple(parts), kept[1], kept[2])
+
+        moved: Callable[[Job, tuple[Any, ...]], tuple[Any, ...]] = retaken
+        if movers and all(declares(plugins[i], KeyHorizon) for i, _ in movers):
+            moved = self.history.order_keys.until_horizon(
+                retaken, [plugins[i].key_until for i, _ in movers], self.now, self.history.check_index
+            )
 
         return self.history.order_keys.keyed(
             self.cluster.jobs,

@@ -91,24 +91,10 @@ class Session(Dispatch, Ordering, Queries):
             else {id(t): t for t in cluster.tasks.values() if t.status is TaskStatus.PIPELINED},
         )
         self.capacity = CapacityView(cluster, [], self.score_key)
-        self.tiers: list[list[Any]] = []
-        for tier in config.tiers:
-            row = []
-            for pc in tier:
-                cls = registry.plugin_class(pc.name)
-                if cls is None:
-                    raise PluginError(f"plugin {pc.name!r} is not registered")
-                row.append((cls(self, pc.args, dict(pc.switches)), pc))
-            self.tiers.append(row)
-        self.members: dict[str, list[list[Any]]] = {}
+        self.tiers = self._instantiate(config, registry)
         self._implementers: dict[str, list[Any]] = {}
         self._memo: dict[str, Any] = {}  # the queries' answers (framework/queries.py)
-        self.points: dict[str, list[list[Callable[..., Any]]]] = {}
-        rows_of = layout(self.tiers)
-        for point in POINTS:  # ``points`` binds the first method of each point's Protocol
-            tiers = [[self.tiers[ti][pi][0] for pi in idx] for ti, idx in rows_of[point.name]]
-            self.members[point.name] = tiers
-            self.points[point.name] = [[getattr(p, point.methods[0]) for p in tier] for tier in tiers]
+        self.members, self.points = self._bind_points()
         self._flat: dict[str, tuple[list[Any], list[Callable[..., Any]]]] = {}  # point -> (tiers, flat)
         self._signatures: dict[tuple[int, str], tuple[Any, ...] | None] = {}
         self._signers: dict[str, tuple[Callable[..., Any], ...] | Literal[False]] = {}
@@ -118,6 +104,37 @@ class Session(Dispatch, Ordering, Queries):
         for row in self.tiers:
             for p, _ in row:
                 p.on_session_open()
+
+    def _instantiate(self, config: Config, registry: Registry) -> list[list[Any]]:
+        """The configured plugins, tier by tier, as ``(plugin, PluginConf)`` pairs."""
+        tiers: list[list[Any]] = []
+        for tier in config.tiers:
+            row = []
+            for pc in tier:
+                cls = registry.plugin_class(pc.name)
+                if cls is None:
+                    raise PluginError(f"plugin {pc.name!r} is not registered")
+                row.append((cls(self, pc.args, dict(pc.switches)), pc))
+            tiers.append(row)
+        return tiers
+
+    def _bind_points(self) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[Callable[..., Any]]]]]:
+        """Per point, the plugins that extend it tier by tier (``members``) and the bound first method
+        of the point's Protocol of each (``points``); a point no plugin extends has none (most of the
+        points, in most configurations: the layout is worked out once per configuration shape)."""
+        members: dict[str, list[list[Any]]] = {}
+        points: dict[str, list[list[Callable[..., Any]]]] = {}
+        rows_of = layout(self.tiers)
+        for point in POINTS:
+            rows = rows_of[point.name]
+            if not rows:
+                members[point.name], points[point.name] = [], []
+                continue
+            tiers = [[self.tiers[ti][pi][0] for pi in idx] for ti, idx in rows]
+            members[point.name] = tiers
+            method = point.methods[0]
+            points[point.name] = [[getattr(p, method) for p in tier] for tier in tiers]
+        return members, points
 
     @property
     def decisions(self) -> Decisions:

@@ -49,7 +49,10 @@ from corral.framework.extension import (
     AllocatableReason,
     EnqueueReason,
     JobEnqueueable,
+    KeyClock,
     KeyedJobOrder,
+    KeyHorizon,
+    LineRefusal,
     Vote,
 )
 from corral.framework.memo.lines import KeptLines, kept_lines
@@ -72,6 +75,10 @@ __all__ = [
     "attained_service",
     "expected_runtime",
 ]
+
+
+#: seconds before a computed threshold crossing at which ``las`` takes a running job's key again
+_CROSSING_MARGIN = 1e-3
 
 
 def _cmp(a: float, b: float) -> int:
@@ -119,7 +126,9 @@ def attained_service(job: Job, now: float, gpu_col: int | None) -> float:
     return past + sum(float(t.request[gpu_col]) / MILLI * run for t, run in _running_since(job, now))
 
 
-class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, AllocatableReason, EnqueueReason):
+class FifoPlugin(
+    Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, AllocatableReason, LineRefusal, EnqueueReason
+):
     """Strict FIFO: a queue's blocked head job blocks the queue (see the module docstring).
 
     A queue's line is its valid jobs with waiting pods as the line is first used in the session, in the
@@ -199,8 +208,22 @@ class FifoPlugin(Plugin, KeyedJobOrder, JobEnqueueable, Allocatable, Allocatable
         stands: nothing moved in between."""
         if self._refused is not task and self.allocatable(queue, task):
             return None
-        job = task.job
-        head = self.session.cluster.jobs[self._lines[job.queue][self._head[job.queue]][-1]]
+        return self._behind(task.job.queue)
+
+    def line_refusal(self, queue: Queue, job: Job) -> str | None:
+        """The line is closed behind a head that is not ready: every pod of a job behind it is refused
+        for the same reason (:meth:`allocatable_refusal`'s), so ``allocate`` gives the job that reason
+        without a turn. None for a job not in line or at or before the head."""
+        mine = self._place(job)
+        if mine is None:
+            return None
+        head = self._advance(job.queue)
+        if head is None or mine <= head:
+            return None
+        return self._behind(job.queue)
+
+    def _behind(self, queue: str) -> str:
+        head = self.session.cluster.jobs[self._lines[queue][self._head[queue]][-1]]
         return f"waiting behind {head.uid}, the head of queue {head.queue!r} (fifo)"
 
     def _place(self, job: Job) -> tuple[Any, ...] | None:
@@ -280,14 +303,14 @@ class SjfPlugin(_RuntimeOrder):
         return expected_runtime(job)
 
 
-class SrtfPlugin(_RuntimeOrder):
+class SrtfPlugin(_RuntimeOrder, KeyClock):
     """Shortest remaining time first: expected run time minus the work already kept."""
 
     name = "srtf"
     #: the remaining time of a job with a running pod falls with the clock; any other's is its own
     running_keys_move = True
 
-    def _figure(self, job: Job) -> float | None:
+    def _total_and_done(self, job: Job) -> tuple[float | None, float]:
         notes = job.annotations
         pod = job.tasks[0].annotations if job.tasks else None
         texts = (
@@ -296,9 +319,11 @@ class SrtfPlugin(_RuntimeOrder):
             notes.get(COMPLETED_RUNTIME) if notes else None,
         )
         if all(v is None or isinstance(v, str) for v in texts):
-            total, done = _total_and_done(*texts)
-        else:
-            total, done = expected_runtime(job), _annotated(COMPLETED_RUNTIME, notes) or 0.0
+            return _total_and_done(*texts)
+        return expected_runtime(job), _annotated(COMPLETED_RUNTIME, notes) or 0.0
+
+    def _figure(self, job: Job) -> float | None:
+        total, done = self._total_and_done(job)
         if total is None:
             return None
         # the work kept from past runs plus the current run's (a resumed job counts both): the longest
@@ -308,6 +333,21 @@ class SrtfPlugin(_RuntimeOrder):
             if t.status is TaskStatus.RUNNING and t.start_time is not None and now - t.start_time > ran:
                 ran = now - t.start_time
         return max(total - (done + ran), 0.0)
+
+    def key_clock(self, job: Job) -> float | None:
+        """The completion instant at the current run: the earliest start of a running pod plus the
+        expected run time less the work kept (None: no estimate, or no running pod)."""
+        total, done = self._total_and_done(job)
+        starts = [
+            t.start_time for t in job.tasks if t.status is TaskStatus.RUNNING and t.start_time is not None
+        ]
+        if total is None or not starts:
+            return None
+        return min(starts) + (total - done)
+
+    def key_figure(self, key: Any) -> float | None:
+        """The remaining time of a key ``(no figure, figure)``."""
+        return None if key[0] else float(key[1])
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -346,7 +386,7 @@ class LasArgs:
         _thresholds(self.thresholds)
 
 
-class LasPlugin(Plugin, KeyedJobOrder):
+class LasPlugin(Plugin, KeyedJobOrder, KeyHorizon):
     """Discretised least-attained-service (Tiresias): queues by GPU-time received, FIFO inside one."""
 
     name = "las"
@@ -376,3 +416,17 @@ class LasPlugin(Plugin, KeyedJobOrder):
         """Attained service grows with the clock only while a job runs (``running_keys_move``: such
         keys are never kept); any other job's comes from its annotation."""
         return ()
+
+    def key_until(self, job: Job) -> float:
+        """Just before the job's attained service reaches the next threshold at its current GPUs (it
+        grows by the running pods' GPUs each second); infinity past the last threshold or with no GPU
+        running. The margin (1 ms) covers the rounding of the crossing instant."""
+        level = self._level_of(job)
+        if level >= len(self._limits) or self._gpu is None:
+            return float("inf")
+        now = self.session.now
+        rate = sum(float(t.request[self._gpu]) / MILLI for t, _ in _running_since(job, now))
+        if rate <= 0:
+            return float("inf")
+        left = self._limits[level] - attained_service(job, now, self._gpu)
+        return now + left / rate - _CROSSING_MARGIN
