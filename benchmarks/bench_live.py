@@ -32,10 +32,12 @@ single-threaded-Python server, so binds per second is a floor. Timings are noisy
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import io
 import multiprocessing as mp
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -61,15 +63,7 @@ T0 = parse_time("2026-01-01T00:00:00Z")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--nodes", type=int, default=5_000)
-    ap.add_argument("--running", type=int, default=30_000)
-    ap.add_argument("--gangs", type=int, default=2_500)
-    ap.add_argument("--pending", type=int, default=20_000)
-    ap.add_argument("--steady", type=int, default=7, help="steady cycles to time")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args()
+    args = _args()
     ctx = mp.get_context("spawn")
     urls: mp.Queue[str] = ctx.Queue()
     stop = ctx.Event()
@@ -90,6 +84,38 @@ def main() -> int:
     print(
         f"cache sync:        {sync:8.2f} s   (target <= 30 s)   {'OK' if synced and sync <= 30 else 'MISSED'}"
     )
+    _first_cycles(runner, log)
+    rows, writes = _steady(runner, args.steady, args.verbose)
+    _report(rows, writes, args.steady)
+    _reference(runner, T0 + 2 + args.steady)
+    _drained(runner, args.steady, T0 + 3 + args.steady, args.profile)
+    runner.stop()
+    stop.set()
+    proc.join(timeout=10)
+    return 0
+
+
+def _args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", type=int, default=5_000)
+    ap.add_argument("--running", type=int, default=30_000)
+    ap.add_argument("--gangs", type=int, default=2_500)
+    ap.add_argument("--pending", type=int, default=20_000)
+    ap.add_argument("--steady", type=int, default=7, help="steady cycles to time")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--verbose", action="store_true")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="write a cProfile of the steady cycles once the backlog is written (the scheduler's main "
+        "thread) to this file, and print what they spend besides run_cycle",
+    )
+    return ap.parse_args()
+
+
+def _first_cycles(runner: Runner, log: Log) -> None:
+    """The first cycle (a full assembly, the binds), and the cycle after the watch delivered them."""
     first = runner.cycle(T0)
     assert first is not None, log.stream.getvalue()[-2000:]  # type: ignore[attr-defined]
     binds = len(first.report.get("binds", "done")) if first.report else 0
@@ -112,18 +138,26 @@ def main() -> int:
         f"cycle after binds: {after.seconds['total']:8.3f} s   (model {after.seconds['build']:.3f} s: {m.last}, "
         f"{m.rebuilt} jobs rebuilt; run_cycle {after.seconds['schedule']:.3f} s, apply {after.seconds['apply']:.3f} s)"
     )
+
+
+def _steady(
+    runner: Runner, steady: int, verbose: bool
+) -> tuple[list[dict[str, float]], list[tuple[int, int]]]:
+    """``steady`` cycles with no object changed: their times, and the Events and conditions each wrote."""
     rows = []
     writes: list[tuple[int, int]] = []
-    for k in range(args.steady):
+    for k in range(steady):
         res = runner.cycle(T0 + 2 + k)
         assert res is not None
         s = res.seconds
         m = runner.cache.model
-        if args.verbose:
+        if verbose:
             d = res.decisions
             print(
                 f"  cycle {res.cycle}: { ({k: round(v, 3) for k, v in s.items()}) } binds {len(d.binds)} "
-                f"podgroups {len(d.podgroups)} unschedulable {len(d.unschedulable)} model {m.last}"
+                f"podgroups {len(d.podgroups)} (written: "
+                f"{ {o: len(v) for o, v in (res.report.outcomes.get('podgroups') or {}).items()} if res.report else {} }) "
+                f"unschedulable {len(d.unschedulable)} model {m.last}"
                 f"{' (' + m.reason + ')' if m.last == 'full' else ''}"
             )
         rows.append(s)
@@ -132,12 +166,17 @@ def main() -> int:
             if res.report
             else (0, 0)
         )
+    return rows, writes
+
+
+def _report(rows: list[dict[str, float]], writes: list[tuple[int, int]], steady: int) -> None:
+    """The steady cycles' medians, writes and overhead beyond the scheduling, with its parts."""
     med = {
         k: statistics.median(r[k] for r in rows)
         for k in ("total", "schedule", "build", "apply", "total_cpu", "schedule_cpu")
     }
     print(
-        f"steady cycle:      {med['total']:8.3f} s wall, {med['total_cpu']:.3f} s CPU   (medians of {args.steady}: "
+        f"steady cycle:      {med['total']:8.3f} s wall, {med['total_cpu']:.3f} s CPU   (medians of {steady}: "
         f"model {med['build']:.3f} s, run_cycle {med['schedule']:.3f} s ({med['schedule_cpu']:.3f} s CPU), "
         f"apply {med['apply']:.3f} s)"
     )
@@ -147,8 +186,7 @@ def main() -> int:
     )
     print(f"  load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     # per cycle: (cycle - run_cycle) / run_cycle; the median over the steady cycles
-    share = statistics.median((r["total"] - r["schedule"]) / r["schedule"] for r in rows)
-    share_cpu = statistics.median((r["total_cpu"] - r["schedule_cpu"]) / r["schedule_cpu"] for r in rows)
+    share, share_cpu = _overhead(rows)
     model = statistics.median(r["build"] / r["schedule"] for r in rows)
     apply_share = statistics.median(r["apply"] / r["schedule"] for r in rows)
     queues = statistics.median(r["queues"] / r["schedule"] for r in rows)
@@ -163,21 +201,20 @@ def main() -> int:
         f"{100 * queues:5.1f} %, the rest (cycle bookkeeping, other metrics) "
         f"{100 * max(share - model - apply_share - queues, 0.0):5.1f} %"
     )
-    # the scheduling itself as corral schedule does it: run_cycle on a full assembly of the same snapshot
+
+
+def _reference(runner: Runner, now: float) -> None:
+    """The scheduling itself as ``corral schedule`` does it: run_cycle on a full assembly of the same
+    snapshot."""
     cluster, _ = runner.cache.build(runner.opts.schedulers, with_objects=True)
     gc.collect()  # the fresh objects' first collection is not the scheduling's cost
     t, cpu = time.perf_counter(), time.process_time()
-    run_cycle(cluster, runner.config, REGISTRY, T0 + 2 + args.steady, 99)
+    run_cycle(cluster, runner.config, REGISTRY, now, 99)
     fresh, fresh_cpu = time.perf_counter() - t, time.process_time() - cpu
     print(
         f"reference:         run_cycle on a full assembly of the same snapshot (as corral schedule runs it) "
         f"{fresh:.3f} s wall, {fresh_cpu:.3f} s CPU"
     )
-    _drained(runner, args.steady, T0 + 3 + args.steady)
-    runner.stop()
-    stop.set()
-    proc.join(timeout=10)
-    return 0
 
 
 def _overhead(rows: list[dict[str, float]]) -> tuple[float, float]:
@@ -188,7 +225,7 @@ def _overhead(rows: list[dict[str, float]]) -> tuple[float, float]:
     )
 
 
-def _drained(runner: Runner, steady: int, now: float) -> None:
+def _drained(runner: Runner, steady: int, now: float, profile: Path | None = None) -> None:
     """The steady cycle once the conventions' backlog is written: the buckets opened until a cycle writes
     nothing, the watch let catch up, the buckets back to kube-scheduler's pace, then ``steady`` cycles."""
     rec = runner.applier.recorder
@@ -210,11 +247,27 @@ def _drained(runner: Runner, steady: int, now: float) -> None:
     rec.events_limit, rec.conditions_limit = paced
     drained = time.perf_counter() - t
     rows = []
+    prof = cProfile.Profile() if profile is not None else None
     for k in range(steady):
+        if prof is not None:
+            prof.enable()
         res = runner.cycle(now + 200 + k)
+        if prof is not None:
+            prof.disable()
         assert res is not None
         rows.append(res.seconds)
+    if prof is not None and profile is not None:
+        prof.dump_stats(str(profile))
+        _print_profile(profile)
     wall, cpu = _overhead(rows)
+    parts = {
+        k: statistics.median(r.get(k, 0.0) / r["schedule"] for r in rows) for k in ("build", "gc", "apply")
+    }
+    print(
+        f"  of which (wall): model {100 * parts['build']:.1f} % (the garbage collection of the last cycle's "
+        f"objects {100 * parts['gc']:.1f} % of it), apply {100 * parts['apply']:.1f} %; "
+        f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     print(
         f"backlog written at once ({drained:.0f} s); then the steady cycle: "
         f"{statistics.median(r['total'] for r in rows):.3f} s wall, "
@@ -222,6 +275,15 @@ def _drained(runner: Runner, steady: int, now: float) -> None:
         f"{statistics.median(r['schedule_cpu'] for r in rows):.3f} s CPU; overhead {100 * wall:.1f} % wall, "
         f"{100 * cpu:.1f} % CPU (target <= 20 %) {'OK' if cpu <= 0.20 else 'MISSED'}"
     )
+
+
+def _print_profile(path: Path) -> None:
+    """What the profiled cycles spent besides ``run_cycle``: the callees of ``Runner.cycle`` and the
+    functions with the most time of their own outside ``run_cycle``."""
+    stats = pstats.Stats(str(path), stream=sys.stdout)
+    stats.sort_stats("cumulative")
+    print(f"profile written to {path}; the callees of Runner.cycle (cumulative seconds over the cycles):")
+    stats.print_callees("runner.py.*\\(cycle\\)")
 
 
 def _serve(args: argparse.Namespace, urls: mp.Queue[str], stop: mp.synchronize.Event) -> None:

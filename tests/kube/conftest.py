@@ -23,6 +23,13 @@ FAST = {
 }
 
 
+@pytest.fixture(autouse=True)
+def check_kept_indexes(monkeypatch):
+    """Every kept index of ``corral run`` (the model's, the applier's, the runner's) is compared with a
+    walk over every job each time it is used (``CORRAL_CHECK_INDEX=1``, :mod:`corral.kube.jobfacts`)."""
+    monkeypatch.setenv("CORRAL_CHECK_INDEX", "1")
+
+
 @pytest.fixture
 def server():
     srv = FakeAPI().start()  # bookmarks once a minute, history trimmed: as a real API server

@@ -22,13 +22,18 @@ def _cluster(server: FakeAPI) -> None:
     )
 
 
+# Leases longer than the suite's fast ones: a loaded test machine can stall a renewing thread past 0.6 s,
+# and a leader that misses its renew deadline stops writing mid-test (as it must).
+LEASE = (3.0, 2.0, 0.1)
+
+
 def _killed_after_one_bind(server: FakeAPI, runner_factory):
     """Replica ``a`` leads, binds one pod of the gang ``train`` and is killed before the second bind
     (no write goes out from then on, its lease is not released); replica ``b`` stands by."""
-    a = runner_factory(leader_elect=True, identity="a", lease_namespace="default", now=NOW)
+    a = runner_factory(leader_elect=True, identity="a", lease_namespace="default", now=NOW, lease=LEASE)
     a.start()
     assert a.cache.wait_synced(5) and wait_for(a.is_leader)
-    b = runner_factory(leader_elect=True, identity="b", lease_namespace="default", now=NOW)
+    b = runner_factory(leader_elect=True, identity="b", lease_namespace="default", now=NOW, lease=LEASE)
     b.start()
     assert b.cache.wait_synced(5) and not b.is_leader()
     guarded = a.applier.api

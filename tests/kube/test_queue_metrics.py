@@ -216,10 +216,10 @@ def test_the_interval_option(server) -> None:
     from typer.testing import CliRunner
 
     from corral.cli import app
-    from corral.commands.run import _make_runner
+    from corral.commands.run import RunFlags, _make_runner
 
-    args = (None, [], 1.0, True, 1, None, None, False, None, "corral", None, None, server.url, "json", "info")
-    assert _make_runner(*args).opts.queue_metrics_interval == 10.0
-    assert _make_runner(*args, 300.0, 2.5).opts.queue_metrics_interval == 2.5
+    flags = {"dry_run": True, "cycles": 1, "server": server.url}
+    assert _make_runner(RunFlags(**flags)).opts.queue_metrics_interval == 10.0
+    assert _make_runner(RunFlags(**flags, queue_metrics_interval=2.5)).opts.queue_metrics_interval == 2.5
     res = CliRunner().invoke(app, ["run", "--server", server.url, "--queue-metrics-interval", "-1"])
     assert res.exit_code == 2 and "--queue-metrics-interval" in res.output

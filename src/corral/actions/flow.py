@@ -6,9 +6,10 @@ The network (:mod:`corral.actions.common.flow_build`, :mod:`corral.solvers.flow_
 waiting pods, grouped in equivalence classes, through aggregators to the nodes where they fit, or to the
 job's unscheduled aggregator at a cost that grows with the job's priority and wait. Several classes may
 share a node and together oversubscribe it (multi-resource fit is not one commodity), so the answer is
-checked pod by pod through a Statement per job with the same hard checks allocate makes — the queue's
-Allocatable (capability, capacity), every Predicate plugin's mask on the chosen node, the resource fit now
-or once releasing pods are gone (then the pod is pipelined, as allocate does). A few pods that fail
+checked pod by pod (:mod:`corral.actions.common.flow_check`) through a Statement per job with the same
+hard checks allocate makes — the queue's Allocatable (capability, capacity), every Predicate plugin's mask
+on the chosen node, the resource fit now or once releasing pods are gone (then the pod is pipelined, as
+allocate does). A few pods that fail
 (``REPAIR_MAX``) are placed in place, through the same checks, on the best-fitting node; more go back into
 a re-solve of the residual network (what still waits, on the capacity left), at most ``maxResolves``
 times. Jobs whose classes have no room for their lower bound are left out of each network.
@@ -40,26 +41,28 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from corral.actions.common.flow_build import Built, build_network
+from corral.actions.common.flow_check import FlowRound, check_answer, may_fit, repair
 from corral.actions.common.jobs import LAST_START, schedulable_jobs, waiting_tasks
 from corral.actions.common.placement import no_fit_reason, overused_reason
 from corral.actions.common.subgroups import has_subgroup_topology, place_job
 from corral.framework.config import arg
 from corral.framework.plugin import Action
-from corral.framework.session import PENDING_LIKE, Session
+from corral.framework.session import Session
 from corral.framework.statement import Statement
-from corral.model import Job, PodGroupPhase, Task, TaskStatus
+from corral.model import Job, PodGroupPhase, Task
 from corral.model.clock import format_time
-from corral.model.resources import EPS
 from corral.solvers.flow_network import FlowSolution, Solver
 
 __all__ = ["FlowAction", "FlowArgs"]
 
-#: Pods that failed the pod-by-pod check are placed in place (:meth:`FlowAction._repair`) when there are
-#: at most this many; more go to a re-solve of the residual network, cheaper than that many greedy fits.
+#: Pods that failed the pod-by-pod check are placed in place
+#: (:func:`~corral.actions.common.flow_check.repair`) when there are at most this many; more go to a
+#: re-solve of the residual network, cheaper than that many greedy fits.
 REPAIR_MAX = 64
 
 
@@ -91,30 +94,6 @@ class FlowArgs:
         "rollback by a full dry run, larger ones by the first solve",
         minimum=0,
     )
-
-
-@dataclass
-class _Round:
-    """One solve-and-check pass over a set of jobs: per job its Statement, the reason it stopped and
-    what it held when the pass began."""
-
-    jobs: list[Job]
-    stmts: dict[str, Statement]
-    reasons: dict[str, str | Callable[[], str]]
-    was_ready: dict[str, bool]
-
-    def placed(self, session: Session) -> int:
-        """Pods that would stay placed: those of jobs that are ready or pipelined."""
-        return sum(
-            len(s.ops)
-            for j in self.jobs
-            for s in [self.stmts[j.uid]]
-            if s.ops and (session.job_ready(j) or session.job_pipelined(j))
-        )
-
-    def discard(self) -> None:
-        for j in reversed(self.jobs):
-            self.stmts[j.uid].discard()
 
 
 class FlowAction(Action):
@@ -209,102 +188,105 @@ class FlowAction(Action):
     def _lower(job: Job) -> int:
         return max(0, job.min_member - job.ready_count())
 
-    def solve_and_check(self, session: Session, jobs: list[Job], mode: str, compare: bool = False) -> _Round:
+    def solve_and_check(
+        self, session: Session, jobs: list[Job], mode: str, compare: bool = False
+    ) -> FlowRound:
         """Solve, check pod by pod (repairing a few failed pods in place), re-solve the residual network
         (what is still waiting, on the capacity left) at most ``maxResolves`` times. ``mode``
         ``lowerbound`` puts the lower bounds in the network, rolls back the gangs the optimum leaves
         partial and re-solves the residual so their capacity goes to the rest; ``rollback`` solves
         without them and drops the gangs the answer leaves partial (their capacity idles)."""
-        rnd = _Round(
-            jobs, {j.uid: session.statement() for j in jobs}, {}, {j.uid: session.job_ready(j) for j in jobs}
-        )
-        need = {j.uid: self._lower(j) for j in jobs}
         key = session.task_key()
-        pending = {
-            j.uid: sorted(waiting_tasks(j), key=key) if len(j.tasks) > 1 else waiting_tasks(j) for j in jobs
-        }
-        out: set[str] = set()
-        room: dict[object, int] = {}
+        rnd = FlowRound(
+            jobs,
+            {j.uid: session.statement() for j in jobs},
+            {},
+            {j.uid: session.job_ready(j) for j in jobs},
+            need={j.uid: self._lower(j) for j in jobs},
+            pending={j.uid: _waiting(j, key) for j in jobs},
+        )
         for attempt in range(self.args.max_resolves + 1):
-            t0, c0 = time.perf_counter(), time.process_time()
-            live = [
-                j
-                for j in jobs
-                if j.uid not in out
-                and pending[j.uid]
-                and _may_fit(session, pending[j.uid], need[j.uid] - len(rnd.stmts[j.uid].ops), room)
-            ]
-            if not live:
-                break
-            if attempt:
-                self.stats["resolves"] += 1
-            lower = [max(0, need[j.uid] - len(rnd.stmts[j.uid].ops)) for j in live]
-            # a lower bound of one pod is no gang: its bypass would cost what waiting costs
-            bounds = [k if mode == "lowerbound" and k > 1 else 0 for k in lower]
-            built = build_network(
-                session,
-                live,
-                [pending[j.uid] for j in live],
-                bounds,
-                model=self.args.cost_model,
-                wait_unit=self.args.wait_unit,
-            )
-            t1, c1 = time.perf_counter(), time.process_time()
-            solver = Solver(built.net)
-            sol, dropped, had = self._solve(solver, lower)
-            if compare and not attempt:
-                plain = self._solve(solver, lower, bounded=False)
-                if _kept(plain) > _kept((sol, dropped, had)):
-                    sol, dropped, had = plain
-                    mode = "rollback"
-            t2, c2 = time.perf_counter(), time.process_time()
-            self.stats["build"] += t1 - t0
-            self.stats["solve"] += t2 - t1
-            self.stats["build_cpu"] += c1 - c0
-            self.stats["solve_cpu"] += c2 - c1
-            self.stats["solves"] += solver.solves
-            if not self.stats["first"]:
-                self.stats["first"] = t1 - t0 + self.first_solve
-            for i in np.flatnonzero(dropped):
-                job = live[int(i)]
-                out.add(job.uid)
-                rnd.reasons[job.uid] = _gang_reason(session, job, int(had[i]), mode)
-            failed = self._check(session, rnd, live, built, sol, dropped, pending, out)
-            room.clear()
-            # rolled-back gangs free capacity the residual network gives to the rest (lowerbound); in
-            # rollback mode it idles for the round, the seed's weakness
-            again = failed or (mode == "lowerbound" and bool(dropped.any()))
-            if again and attempt < self.args.max_resolves:
-                self._release_partial(session, rnd, live, need, pending, out)
-            self.stats["check"] += time.perf_counter() - t2
-            self.stats["check_cpu"] += time.process_time() - c2
+            again, mode = self._attempt(session, rnd, mode, attempt, compare)
             if not again:
                 break
         for job in jobs:  # what the round left wholly waiting says why
-            if job.uid not in rnd.reasons and pending[job.uid] and not rnd.stmts[job.uid].ops:
+            if job.uid not in rnd.reasons and rnd.pending[job.uid] and not rnd.stmts[job.uid].ops:
                 rnd.reasons[job.uid] = _fit_reason(session, job)
         return rnd
 
+    def _attempt(
+        self, session: Session, rnd: FlowRound, mode: str, attempt: int, compare: bool
+    ) -> tuple[bool, str]:
+        """One solve of the round (``attempt`` 0) or of its residual network, and its check. Return
+        whether to solve again and the mode of the answer kept (with ``compare``, the first solve's
+        answer without lower bounds when it keeps more pods: then ``rollback``)."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        room: dict[object, int] = {}
+        live = [
+            j
+            for j in rnd.jobs
+            if j.uid not in rnd.out
+            and rnd.pending[j.uid]
+            and may_fit(session, rnd.pending[j.uid], rnd.need[j.uid] - len(rnd.stmts[j.uid].ops), room)
+        ]
+        if not live:
+            return False, mode
+        if attempt:
+            self.stats["resolves"] += 1
+        lower = [max(0, rnd.need[j.uid] - len(rnd.stmts[j.uid].ops)) for j in live]
+        # a lower bound of one pod is no gang: its bypass would cost what waiting costs
+        bounds = [k if mode == "lowerbound" and k > 1 else 0 for k in lower]
+        built = build_network(
+            session,
+            live,
+            [rnd.pending[j.uid] for j in live],
+            bounds,
+            model=self.args.cost_model,
+            wait_unit=self.args.wait_unit,
+        )
+        t1, c1 = self._timed("build", t0, c0)
+        solver = Solver(built.net)
+        sol, dropped, had = self._solve(solver, lower)
+        if compare and not attempt:
+            plain = self._solve(solver, lower, bounded=False)
+            if _kept(plain) > _kept((sol, dropped, had)):
+                sol, dropped, had = plain
+                mode = "rollback"
+        t2, c2 = self._timed("solve", t1, c1)
+        self.stats["solves"] += solver.solves
+        if not self.stats["first"]:
+            self.stats["first"] = t1 - t0 + self.first_solve
+        for i in np.flatnonzero(dropped):
+            job = live[int(i)]
+            rnd.out.add(job.uid)
+            rnd.reasons[job.uid] = _gang_reason(session, job, int(had[i]), mode)
+        failed = self._check(session, rnd, live, built, sol, dropped)
+        # rolled-back gangs free capacity the residual network gives to the rest (lowerbound); in
+        # rollback mode it idles for the round, the seed's weakness
+        again = failed or (mode == "lowerbound" and bool(dropped.any()))
+        if again and attempt < self.args.max_resolves:
+            self._release_partial(session, rnd, live)
+        self._timed("check", t2, c2)
+        return again, mode
+
+    def _timed(self, stage: str, wall: float, cpu: float) -> tuple[float, float]:
+        """Add the wall and CPU seconds since ``(wall, cpu)`` to ``stage``'s stats; return the clocks."""
+        t, c = time.perf_counter(), time.process_time()
+        self.stats[stage] += t - wall
+        self.stats[f"{stage}_cpu"] += c - cpu
+        return t, c
+
     @staticmethod
-    def _release_partial(
-        session: Session,
-        rnd: _Round,
-        live: list[Job],
-        need: dict[str, int],
-        pending: dict[str, list[Task]],
-        out: set[str],
-    ) -> None:
+    def _release_partial(session: Session, rnd: FlowRound, live: list[Job]) -> None:
         """Before a re-solve, undo the gangs the check left below their lower bound, so that what they
         hold goes back into the network with them instead of idling until the round's end."""
         key = session.task_key()
         for job in live:
             stmt = rnd.stmts[job.uid]
-            if job.uid in out or not stmt.ops or len(stmt.ops) >= need[job.uid]:
+            if job.uid in rnd.out or not stmt.ops or len(stmt.ops) >= rnd.need[job.uid]:
                 continue
             stmt.restore(0)
-            pending[job.uid] = (
-                sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
-            )
+            rnd.pending[job.uid] = _waiting(job, key)
 
     def _solve(
         self, solver: Solver, lower: list[int], bounded: bool = True
@@ -324,115 +306,25 @@ class FlowAction(Action):
     def _check(
         self,
         session: Session,
-        rnd: _Round,
+        rnd: FlowRound,
         live: list[Job],
         built: Built,
         sol: FlowSolution,
         dropped: np.ndarray,
-        pending: dict[str, list[Task]],
-        out: set[str],
     ) -> bool:
-        """Apply the answer pod by pod through each job's Statement (jobs in the order of their waiting
-        cost, dearest first); pods that fail are placed elsewhere through the same checks when they are
-        few (:meth:`_repair`). Return True if any pod is still failed (a re-solve may place it)."""
+        """Apply the answer pod by pod (:func:`~corral.actions.common.flow_check.check_answer`); pods
+        that fail are placed elsewhere through the same checks when they are at most ``REPAIR_MAX``
+        (:func:`~corral.actions.common.flow_check.repair`). Return True if any pod is still failed (a
+        re-solve may place it)."""
         if not sol.unit_group.size:
             return False
-        groups, group_job = built.groups, built.net.group_job
-        order = np.lexsort((sol.unit_node, sol.unit_group))
-        ug, un, uk = sol.unit_group[order], sol.unit_node[order], sol.unit_kind[order]
-        starts = np.searchsorted(ug, np.arange(len(groups) + 1))
-        by_job: dict[int, list[int]] = {}
-        for g in np.unique(ug).tolist():
-            by_job.setdefault(int(group_job[g]), []).append(g)
-        failed: list[tuple[int, Task]] = []
-        queues = session.cluster.queues
-        dear = built.net.job_wait_cost
-        jobs_order = sorted(by_job, key=lambda i: (-int(dear[i]), i))
-        for j in jobs_order:
-            job = live[j]
-            if dropped[j]:
-                continue
-            stmt = rnd.stmts[job.uid]
-            queue = queues[job.queue]
-            done: set[int] = set()
-            stop = ""
-            for g in by_job[j]:
-                tasks = groups[g]
-                fit = _GroupFit(session, tasks[0], un[starts[g] : starts[g + 1]])
-                for u, task in zip(range(starts[g], starts[g + 1]), tasks):
-                    row = int(un[u])
-                    how = fit.peek(task, row, int(uk[u]))
-                    if how == 2:
-                        failed.append((j, task))
-                        continue
-                    refused = session.allocatable_refusal(queue, task)
-                    if refused:
-                        stop = f"{job.ready_count()} of {job.min_member} pods placed; {refused}"
-                        break
-                    if not session.predicate(task)[row]:
-                        failed.append((j, task))
-                        continue
-                    if how == 0:
-                        stmt.allocate(task, row)
-                    else:
-                        stmt.pipeline(task, row)
-                    fit.take(row, how)
-                    done.add(id(task))
-                if stop:
-                    break
-            pending[job.uid] = [t for t in pending[job.uid] if id(t) not in done and t.status in PENDING_LIKE]
-            if stop:
-                out.add(job.uid)
-                rnd.reasons[job.uid] = stop
+        failed = check_answer(session, rnd, live, built, sol, dropped)
         self.stats["failed"] += len(failed)
         if failed and len(failed) <= REPAIR_MAX:
-            left = self._repair(session, rnd, live, failed, pending, out)
+            left = repair(session, rnd, live, failed)
             self.stats["repaired"] += len(failed) - left
             return left > 0
         return bool(failed)
-
-    def _repair(
-        self,
-        session: Session,
-        rnd: _Round,
-        live: list[Job],
-        failed: list[tuple[int, Task]],
-        pending: dict[str, list[Task]],
-        out: set[str],
-    ) -> int:
-        """Place the few pods that failed the check without a re-solve: each goes, through the same hard
-        checks (queue Allocatable, every predicate, the resource fit now or once releasing pods are
-        gone), to the fitting node with the least free of its dominant resource (its largest request as
-        a share of the largest node; best fit, so large holes stay for large pods). Return how many are still failed."""
-        left = 0
-        queues = session.cluster.queues
-        for j, task in failed:
-            job = live[j]
-            if job.uid in out or task.status not in PENDING_LIKE:
-                continue
-            if not session.allocatable(queues[job.queue], task):
-                left += 1
-                continue
-            ok = session.predicate(task)
-            for future in (False, True):
-                rows = np.flatnonzero(ok & session.capacity.fits(task, future=future))
-                if rows.size:
-                    break
-            if not rows.size:
-                left += 1
-                continue
-            free = session.capacity.free(task, future=future, rows=rows)
-            cols, need = session.capacity.request_cols(task)
-            largest = session.cluster.nodes.allocatable[:, cols].max(axis=0)
-            dominant = int(np.argmax(need / np.where(largest > 0, largest, 1.0)))  # by share, not amount
-            row = int(rows[np.argmin(free[:, dominant])])
-            stmt = rnd.stmts[job.uid]
-            if future:
-                stmt.pipeline(task, row)
-            else:
-                stmt.allocate(task, row)
-            pending[job.uid] = [t for t in pending[job.uid] if t is not task]
-        return left
 
     @staticmethod
     def _finish(
@@ -456,102 +348,15 @@ class FlowAction(Action):
             session.ledger.unschedulable(job, reason or _fit_reason(session, job))
 
 
+def _waiting(job: Job, key: Callable[[Task], Any]) -> list[Task]:
+    """The job's waiting pods, in task order (a job of one pod needs no sort)."""
+    return sorted(waiting_tasks(job), key=key) if len(job.tasks) > 1 else waiting_tasks(job)
+
+
 def _kept(answer: tuple[FlowSolution, np.ndarray, np.ndarray]) -> int:
     """Pods an answer places outside the gangs it rolls back."""
     sol, dropped, _ = answer
     return int(sol.placed[~dropped].sum())
-
-
-def _may_fit(session: Session, tasks: list[Task], lower: int, room: dict[object, int]) -> bool:
-    """Can the job place anything this solve? Its classes must offer room for at least its lower bound
-    (at least one pod), each class counted alone: pods of the class that fit in the future on the nodes
-    its predicates allow (``room`` caches it per class for one solve). A job that cannot is left out of
-    the network (it keeps waiting with allocate's reason), so the networks of a full cluster stay small.
-    A pod nominated to a node holds capacity of its own: such a job always enters."""
-    total = 0
-    for t in {t.klass or ("task", t.uid): t for t in tasks}.values():
-        if t.status is TaskStatus.PIPELINED and t.nominated >= 0:
-            return True
-        key = t.klass or ("task", t.uid)
-        got = room.get(key)
-        if got is None:
-            need = session.capacity.request_cols(t)[1]
-            per = (
-                np.floor((session.capacity.free(t, future=True) + EPS) / need).min(axis=1)
-                if need.size
-                else None
-            )
-            got = room[key] = (
-                len(tasks) if per is None else int(np.clip(per, 0, None)[session.predicate(t)].sum())
-            )
-        total += got
-        if total >= max(1, lower):
-            return True
-    return False
-
-
-class _GroupFit:
-    """The resource fit of one group's pods on the nodes the flow gave them, exact and without a
-    ``Session.free`` call per pod: free now and free in the future are read once per group, for all
-    its nodes at once; a bind takes the request from both, a nomination from the future only, and
-    "now" is the smaller of what is idle and the future (``Session.free``), so after ``a`` binds and
-    ``p`` nominations on a node a pod fits there now iff ``a + 1 <= Qnow`` and ``a + p + 1 <= Qfuture``
-    (Q: pods of the request each amount holds, by every resource at once) and in the future iff
-    ``a + p + 1 <= Qfuture``. Nothing else changes those nodes while the group is checked. A pod
-    nominated to the node holds a reservation of its own and is checked against ``Session.free``
-    alone (its group's pods all share that nomination)."""
-
-    def __init__(self, session: Session, task: Task, rows: np.ndarray) -> None:
-        self.session = session
-        rows = np.unique(rows)
-        need = session.capacity.request_cols(task)[1]
-        q = [
-            np.floor((session.capacity.free(task, future=f, rows=rows) + EPS) / need)
-            .min(axis=1)
-            .astype(np.int64)
-            .tolist()
-            for f in (False, True)
-        ]
-        self.room = {r: [qn, qf, 0, 0] for r, qn, qf in zip(rows.tolist(), q[0], q[1])}  # Qnow, Qfut, a, p
-
-    def peek(self, task: Task, row: int, kind: int) -> int:
-        """0: bind now, 1: nominate (fits once releasing pods are gone), 2: does not fit."""
-        session = self.session
-        if task.status is TaskStatus.PIPELINED and task.nominated >= 0 and task.nominated != row:
-            # a nominated pod stays on its node within a round: moving it frees its reservation for the
-            # jobs checked after it, and if its own job is then rolled back the restored nomination
-            # would find its room taken (bound + nominated beyond the node, SPEC.md §5)
-            return 2
-        if task.status is TaskStatus.PIPELINED and task.nominated == row:
-            self.room.pop(row, None)  # its reservation is its own: read the node again
-            if kind == 0 and _fits_at(session, task, row, False):
-                return 0
-            return 1 if _fits_at(session, task, row, True) else 2
-        got = self.room.get(row)
-        if got is None:
-            need = session.capacity.request_cols(task)[1]
-            one = np.array([row])
-            got = self.room[row] = [
-                int(np.floor((session.capacity.free(task, future=f, rows=one)[0] + EPS) / need).min())
-                for f in (False, True)
-            ] + [0, 0]
-        q_now, q_fut, binds, noms = got
-        if binds + noms + 1 > q_fut:
-            return 2
-        return 0 if kind == 0 and binds + 1 <= q_now else 1
-
-    def take(self, row: int, how: int) -> None:
-        """Record a bind (0) or a nomination (1) made on node ``row``."""
-        got = self.room.get(row)
-        if got is not None:
-            got[2 if how == 0 else 3] += 1
-
-
-def _fits_at(session: Session, task: Task, row: int, future: bool) -> bool:
-    """Does ``task`` fit on node ``row`` now (or once releasing pods are gone)? ``Session.free`` for one
-    row, without refreshing the whole per-class mask."""
-    free = session.capacity.free(task, future=future, rows=np.array([row]))
-    return bool((free[0] >= session.capacity.request_cols(task)[1] - EPS).all())
 
 
 def _fit_reason(session: Session, job: Job) -> Callable[[], str]:

@@ -59,18 +59,9 @@ def schedule_snapshot(
     remember (:class:`~corral.framework.memo.history.ClusterHistory`)."""
     from corral.framework.cycle import run_cycles
     from corral.kube.native_status import native_conditions
-    from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
     from corral.registry import REGISTRY
 
-    schedulers = DEFAULT_SCHEDULERS if schedulers is None else schedulers
-    collecting = gc.isenabled()
-    gc.disable()
-    try:  # frozen before the collector runs again: a first collection would walk every object loaded
-        cluster = load_snapshot(paths, schedulers)
-        gc.freeze()
-    finally:
-        if collecting:
-            gc.enable()
+    cluster = _load_frozen(paths, schedulers)
     if report is not None:
         for line in cluster.notes.warning_lines(most=20):
             report(line)
@@ -90,16 +81,45 @@ def schedule_snapshot(
             derive=conditions,
             carry_out_last=estimates is not None or after is not None,
         )
-        if estimates is not None:
-            from corral.sim.forecast import clone_cluster, forecast, forecast_settings
-
-            plan = clone_cluster(cluster) if after is not None else cluster
-            estimates.extend(forecast(plan, config, now, forecast_settings(config.forecast, config.source)))
-        if after is not None:
-            after(cluster, now)
+        _after_cycles(cluster, config, now, estimates, after)
     finally:
         gc.unfreeze()
     return out
+
+
+def _load_frozen(paths: list[Path], schedulers: tuple[str, ...] | None) -> Cluster:
+    """The snapshot loaded with the garbage collector off, then frozen (``gc.freeze``) before the
+    collector runs again: a first collection would walk every object loaded. The caller unfreezes."""
+    from corral.manifests.build import DEFAULT_SCHEDULERS, load_snapshot
+
+    schedulers = DEFAULT_SCHEDULERS if schedulers is None else schedulers
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        cluster = load_snapshot(paths, schedulers)
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
+    return cluster
+
+
+def _after_cycles(
+    cluster: Cluster,
+    config: Config,
+    now: float,
+    estimates: list[Any] | None,
+    after: Callable[[Cluster, float], None] | None,
+) -> None:
+    """After the cycles: the forecast appended to ``estimates`` (on a copy of the cluster when ``after``
+    still needs it), then ``after`` called with the cluster and the time."""
+    if estimates is not None:
+        from corral.sim.forecast import clone_cluster, forecast, forecast_settings
+
+        plan = clone_cluster(cluster) if after is not None else cluster
+        estimates.extend(forecast(plan, config, now, forecast_settings(config.forecast, config.source)))
+    if after is not None:
+        after(cluster, now)
 
 
 def schedule(
@@ -156,6 +176,11 @@ def schedule(
         )
         if html_dir is not None:
             _write_page(html_dir, force, page, decisions, estimates)
+    _print(decisions, output, cycles, estimates)
+
+
+def _print(decisions: Decisions, output: str, cycles: int, estimates: list[Any] | None) -> None:
+    """The decisions (and the forecast) on stdout as JSON or tables; their warnings on stderr."""
     for w in decisions.warnings:  # once, on stderr: the decisions stay machine-readable
         typer.echo(w.note().line(), err=True)
     if output == "json":

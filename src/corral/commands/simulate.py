@@ -19,7 +19,7 @@ import typer
 from corral.commands.boundary import boundary
 from corral.commands.options import named_config
 from corral.files import check_output_folder
-from corral.sim.runs import prepare, run_config
+from corral.sim.runs import RunInputs, prepare, run_config
 from corral.terminal import plain
 
 # The simulator (engine, workloads with pandas, reports with matplotlib) and rich's console are imported
@@ -28,6 +28,7 @@ from corral.terminal import plain
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from corral.framework.config import Config
     from corral.sim.result import SimResult
 
 __all__ = ["FORMATS", "compare_command", "register", "simulate_command"]
@@ -204,7 +205,7 @@ def compare_command(
         require("sim", "corral compare")  # pandas, pyarrow, matplotlib, OR-Tools: pip install 'corral[sim]'
     from corral.commands.tables import wide_console
     from corral.sim.breakdown import parse_buckets
-    from corral.sim.report import size_table, summarize, summary_table, write_comparison
+    from corral.sim.report import write_comparison
 
     console = wide_console()
     with boundary():
@@ -227,13 +228,17 @@ def compare_command(
             grace_period,
             restart_policy,
         )
-        results: dict[str, SimResult] = {}
-        for name, cfg in loaded:
-            unique, n = name, 2
-            while unique in results:
-                unique, n = f"{name}-{n}", n + 1
-            results[unique] = run_config(inputs, cfg, unique, console=console, show_progress=not no_progress)
+        results = _run_each(inputs, loaded, console, not no_progress)
         folder = write_comparison(results, output, buckets, force=force, whole_run=plot_whole_run)
+    _print_comparison(console, results, buckets, folder)
+
+
+def _print_comparison(
+    console: Console, results: dict[str, SimResult], buckets: tuple[float, ...], folder: Path
+) -> None:
+    """The comparison's summary and job-size tables, each run's notes and where the page is."""
+    from corral.sim.report import size_table, summarize, summary_table
+
     console.print(summary_table({n: summarize(r) for n, r in results.items()}, title="corral compare"))
     console.print(size_table(results, buckets))
     for result in results.values():
@@ -241,6 +246,20 @@ def compare_command(
     console.print(
         f"comparison: {plain(folder / 'index.html')}", soft_wrap=True, markup=False, highlight=False
     )
+
+
+def _run_each(
+    inputs: RunInputs, loaded: list[tuple[str, Config]], console: Console, show_progress: bool
+) -> dict[str, SimResult]:
+    """Each configuration run on ``inputs``, in order, by name; a name given twice gains ``-2``,
+    ``-3``, ..."""
+    results: dict[str, SimResult] = {}
+    for name, cfg in loaded:
+        unique, n = name, 2
+        while unique in results:
+            unique, n = f"{name}-{n}", n + 1
+        results[unique] = run_config(inputs, cfg, unique, console=console, show_progress=show_progress)
+    return results
 
 
 def register(app: typer.Typer) -> None:

@@ -48,19 +48,38 @@ def sweep_command(
 ) -> None:
     """Run a grid of configs × workloads × clusters × seeds in parallel; resumable."""
     from corral.commands.tables import wide_console
+
+    console = wide_console()
+    try:
+        sweep, summary = _sweep(spec, output, executor, workers, address, None if no_progress else console)
+    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
+        fail(exc)
+        return
+    _print(console, summary, sweep.baseline)
+    console.print(
+        f"sweep: {plain(output.resolve() / 'index.html')}", soft_wrap=True, markup=False, highlight=False
+    )
+
+
+def _sweep(
+    spec: Path, output: Path, executor: str | None, workers: int | None, address: str | None, console: Any
+) -> tuple[Any, Any]:
+    """The spec loaded, its grid run (:func:`corral.sim.sweep.run_sweep`; with a progress bar on
+    ``console`` unless it is None, closed however the run ends) and its tables and page written; the
+    spec and the summary table."""
+    import json
+
     from corral.errors import InputError
     from corral.sim.progress import CellProgress
     from corral.sim.sweep import SWEEP_MARKER, run_sweep
     from corral.sim.sweep_report import write_sweep_outputs
     from corral.sim.sweep_spec import EXECUTORS, load_sweep_spec
 
-    console = wide_console()
-    progress = None
+    if executor is not None and executor not in EXECUTORS:
+        raise InputError(f"expected local or ray, got {executor!r}", field="--executor")
+    sweep = load_sweep_spec(spec)
+    progress = None if console is None else CellProgress(console)
     try:
-        if executor is not None and executor not in EXECUTORS:
-            raise InputError(f"expected local or ray, got {executor!r}", field="--executor")
-        sweep = load_sweep_spec(spec)
-        progress = None if no_progress else CellProgress(console)
         records = run_sweep(
             sweep,
             output,
@@ -69,22 +88,11 @@ def sweep_command(
             address=address,
             progress=progress.update if progress else None,
         )
+    finally:
         if progress:
             progress.close()
-            progress = None
-        import json
-
-        described = json.loads((output / SWEEP_MARKER).read_text(encoding="utf-8"))
-        summary = write_sweep_outputs(output, records, described, sweep.baseline)
-    except BaseException as exc:  # noqa: BLE001 - the CLI boundary
-        if progress:
-            progress.close()
-        fail(exc)
-        return
-    _print(console, summary, sweep.baseline)
-    console.print(
-        f"sweep: {plain(output.resolve() / 'index.html')}", soft_wrap=True, markup=False, highlight=False
-    )
+    described = json.loads((output / SWEEP_MARKER).read_text(encoding="utf-8"))
+    return sweep, write_sweep_outputs(output, records, described, sweep.baseline)
 
 
 def _print(console: Any, summary: Any, baseline: str) -> None:

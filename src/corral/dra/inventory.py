@@ -276,6 +276,40 @@ def build_inventory(
 ) -> Inventory:
     """The inventory of a snapshot's DRA objects (pods are added by :func:`corral.dra.pods.attach_pods`)."""
     env = CelEnv()
+    by_class, by_claim = _compiled(env, classes, claims, templates)
+    rows = {n: i for i, n in enumerate(node_names)}
+    per_node, bad, pool_sets = _pools(slices, rows)
+    devs = _Devices(len(node_names))
+    for row, offered in enumerate(per_node):
+        for s, i in offered:
+            devs.add(row, s, i, pool_sets)
+    domains: set[str] = set()
+    for s in slices:
+        domains.add(s.driver)
+        for d in s.devices:
+            domains.update(k.split("/", 1)[0] for k, _ in d.attributes + d.capacity)
+    return Inventory(
+        env=env,
+        classes=by_class,
+        claims=by_claim,
+        node_names=list(node_names),
+        dev_node=np.asarray(devs.node, dtype=np.int64),
+        dev_id=devs.ids,
+        devices=devs.devices,
+        domains=tuple(sorted(domains)),
+        node_devices=devs.node_devices,
+        node_bad_pool=bad,
+        counter_cap=np.asarray(devs.counter_cap, dtype=np.int64),
+        dev_counters=devs.counters,
+    )
+
+
+def _compiled(
+    env: CelEnv, classes: list[DeviceClass], claims: list[Claim], templates: dict[tuple[str, str], ClaimSpec]
+) -> tuple[dict[str, DeviceClass], dict[str, Claim]]:
+    """The device classes and the claims by name, every CEL selector of theirs and of the templates
+    compiled into ``env``; a class or claim named twice, or a selector that does not compile, is an
+    InputError naming the object and the field."""
     by_class = {}
     for c in classes:
         if c.name in by_class:
@@ -293,50 +327,42 @@ def build_inventory(
         _compile_spec(env, cl.spec, f"ResourceClaim {cl.key}", "spec")
     for (ns, name), spec in templates.items():
         _compile_spec(env, spec, f"ResourceClaimTemplate {ns}/{name}", "spec.spec")
-    rows = {n: i for i, n in enumerate(node_names)}
-    per_node, bad, pool_sets = _pools(slices, rows)
-    slots: dict[tuple[str, str, str, str], int] = {}  # (driver, pool, counter set, counter) -> slot
-    counter_cap: list[int] = []
-    dev_counters: list[tuple[tuple[int, int], ...]] = []
-    dev_node: list[int] = []
-    dev_id: list[tuple[str, str, str]] = []
-    devices: list[Device] = []
-    node_devices: list[list[int]] = [[] for _ in node_names]
-    domains: set[str] = set()
-    for s in slices:
-        domains.add(s.driver)
-        for d in s.devices:
-            domains.update(k.split("/", 1)[0] for k, _ in d.attributes + d.capacity)
-    for row, offered in enumerate(per_node):
-        for s, i in offered:
-            node_devices[row].append(len(dev_id))
-            dev_node.append(row)
-            dev_id.append((s.driver, s.pool, s.devices[i].name))
-            devices.append(s.devices[i])
-            consumed = []
-            for set_name, counters in s.devices[i].counters:
-                for counter, milli in counters:
-                    key = (s.driver, s.pool, set_name, counter)
-                    slot = slots.get(key)
-                    if slot is None:
-                        slot = slots[key] = len(counter_cap)
-                        counter_cap.append(pool_sets[(s.driver, s.pool)][set_name][counter])
-                    consumed.append((slot, milli))
-            dev_counters.append(tuple(consumed))
-    return Inventory(
-        env=env,
-        classes=by_class,
-        claims=by_claim,
-        node_names=list(node_names),
-        dev_node=np.asarray(dev_node, dtype=np.int64),
-        dev_id=dev_id,
-        devices=devices,
-        domains=tuple(sorted(domains)),
-        node_devices=node_devices,
-        node_bad_pool=bad,
-        counter_cap=np.asarray(counter_cap, dtype=np.int64),
-        dev_counters=dev_counters,
-    )
+    return by_class, by_claim
+
+
+class _Devices:
+    """The device rows of the inventory as they are gathered, node by node in offer order, with the
+    counter slots they consume (one slot per (driver, pool, counter set, counter), numbered as first
+    consumed)."""
+
+    def __init__(self, n_nodes: int) -> None:
+        self.slots: dict[tuple[str, str, str, str], int] = {}
+        self.counter_cap: list[int] = []
+        self.counters: list[tuple[tuple[int, int], ...]] = []
+        self.node: list[int] = []
+        self.ids: list[tuple[str, str, str]] = []
+        self.devices: list[Device] = []
+        self.node_devices: list[list[int]] = [[] for _ in range(n_nodes)]
+
+    def add(
+        self, row: int, s: Slice, i: int, pool_sets: dict[tuple[str, str], dict[str, dict[str, int]]]
+    ) -> None:
+        """Device ``i`` of slice ``s`` on node ``row``; ``pool_sets``: the counter sets of every pool that
+        defines some (:func:`_pools`)."""
+        self.node_devices[row].append(len(self.ids))
+        self.node.append(row)
+        self.ids.append((s.driver, s.pool, s.devices[i].name))
+        self.devices.append(s.devices[i])
+        consumed = []
+        for set_name, counters in s.devices[i].counters:
+            for counter, milli in counters:
+                key = (s.driver, s.pool, set_name, counter)
+                slot = self.slots.get(key)
+                if slot is None:
+                    slot = self.slots[key] = len(self.counter_cap)
+                    self.counter_cap.append(pool_sets[(s.driver, s.pool)][set_name][counter])
+                consumed.append((slot, milli))
+        self.counters.append(tuple(consumed))
 
 
 def _compile_spec(env: CelEnv, spec: ClaimSpec, obj: str, base: str) -> None:

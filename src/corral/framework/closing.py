@@ -62,6 +62,7 @@ def close(session: Session) -> Decisions:
     for p in session.plugins():
         p.on_session_close()
     ledger.decisions.touched = list(ledger.first_state.values())
+    ledger.decisions.changed_jobs = ledger.touched_jobs | ledger.moved_jobs | set(ledger.annotations)
     return ledger.decisions
 
 

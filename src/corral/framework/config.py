@@ -387,38 +387,8 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
             file=file,
             field=unknown[0],
         )
-    actions_raw = raw.get("actions")
-    if not isinstance(actions_raw, str) or not actions_raw.strip():
-        raise ConfigError("expected a comma-separated list of actions", file=file, field="actions")
-    names = []
-    for a in actions_raw.split(","):
-        a = a.strip()
-        if not a:
-            continue
-        canon = _action_name(a, registry, file, "actions")
-        if canon in names:
-            raise ConfigError(f"action {a!r} listed twice", file=file, field="actions")
-        names.append(canon)
-    confs: dict[str, Any] = {}
-    configurations = raw.get("configurations") or []
-    if not isinstance(configurations, list):
-        raise ConfigError(
-            f"expected a list of {{name, arguments}}, got {type(configurations).__name__}",
-            file=file,
-            field="configurations",
-        )
-    for i, c in enumerate(configurations):
-        path = f"configurations[{i}]"
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise ConfigError("expected {name, arguments}", file=file, field=path)
-        canon = _action_name(c["name"], registry, file, f"{path}.name")
-        confs[canon] = parse_args(
-            getattr(registry.action_class(canon), "Args", NoArgs),
-            c.get("arguments"),
-            f"{path}.arguments",
-            file,
-            FIXED_ACTION_ARGS.get(canon),
-        )
+    names = _action_names(raw.get("actions"), registry, file)
+    confs = _configurations(raw.get("configurations") or [], registry, file)
     actions = tuple(
         ActionConfig(
             n, confs.get(n) or parse_args(getattr(registry.action_class(n), "Args", NoArgs), None, "", file)
@@ -438,6 +408,48 @@ def parse_config(raw: Any, registry: Registry, file: str = "<config>") -> Config
         if check is not None:
             check(config, file)
     return config
+
+
+def _action_names(actions: Any, registry: Registry, file: str) -> list[str]:
+    """The canonical names of ``actions`` (a comma-separated string), in order; empty, unknown or
+    repeated actions are a ConfigError naming the field."""
+    if not isinstance(actions, str) or not actions.strip():
+        raise ConfigError("expected a comma-separated list of actions", file=file, field="actions")
+    names: list[str] = []
+    for a in actions.split(","):
+        a = a.strip()
+        if not a:
+            continue
+        canon = _action_name(a, registry, file, "actions")
+        if canon in names:
+            raise ConfigError(f"action {a!r} listed twice", file=file, field="actions")
+        names.append(canon)
+    return names
+
+
+def _configurations(configurations: Any, registry: Registry, file: str) -> dict[str, Any]:
+    """The arguments of ``configurations`` (a list of ``{name, arguments}``) by canonical action name,
+    parsed against each action's ``Args`` (with the arguments Volcano fixes for it)."""
+    if not isinstance(configurations, list):
+        raise ConfigError(
+            f"expected a list of {{name, arguments}}, got {type(configurations).__name__}",
+            file=file,
+            field="configurations",
+        )
+    confs: dict[str, Any] = {}
+    for i, c in enumerate(configurations):
+        path = f"configurations[{i}]"
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise ConfigError("expected {name, arguments}", file=file, field=path)
+        canon = _action_name(c["name"], registry, file, f"{path}.name")
+        confs[canon] = parse_args(
+            getattr(registry.action_class(canon), "Args", NoArgs),
+            c.get("arguments"),
+            f"{path}.arguments",
+            file,
+            FIXED_ACTION_ARGS.get(canon),
+        )
+    return confs
 
 
 def load_config_file(path: str | Path, registry: Registry) -> Config:

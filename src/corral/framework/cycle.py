@@ -94,6 +94,9 @@ def run_cycle(
             FieldWarning(n.obj.removeprefix("PodGroup "), n.field, n.message, cycle)
             for n in cluster_notices(cluster, config, registry)
         ]
+    # the session, its plugins and ledger refer to each other: dropped here, their objects are freed now
+    # instead of waiting, with every per-pod record they hold, for a full pass of the garbage collector
+    session.__dict__.clear()
     return decisions
 
 

@@ -102,6 +102,9 @@ class Decisions:
     #: change, set by ``Session.close`` (None: unknown); lets ``apply_decisions`` and the simulator's
     #: change test look at what changed instead of every pod. Never part of the JSON.
     touched: list[Any] | None = field(default=None, repr=False, compare=False)
+    #: the uids of the jobs the session changed (a pod operated on, the phase moved, an annotation
+    #: written), set by ``Session.close`` (None: unknown); ``corral run`` puts back only those. Never JSON.
+    changed_jobs: set[str] | None = field(default=None, repr=False, compare=False)
 
     def extend(self, other: Decisions) -> None:
         for name in (

@@ -162,7 +162,7 @@ class Applier(PodGroupWrites, PartialGangs):
         report = ApplyReport()
         self.now = now
         self._prune()
-        retried = self._release_unfinished(self._incomplete(cluster), decisions, report)
+        retried = self._release_unfinished(self._incomplete(cluster, decisions), decisions, report)
         self._evictions(decisions, report)
         if self.after_evictions is not None:
             self.after_evictions()
@@ -352,14 +352,7 @@ class Applier(PodGroupWrites, PartialGangs):
         for c in decisions.claim_allocations:
             self.claims_for[c.pod].append(c)
         self.dra = cluster.dra
-        gangs: dict[str, list] = defaultdict(list)
-        released = set(report.released)
-        for b in decisions.binds:
-            job = b.podgroup or b.pod  # a pod of no podgroup is a gang of its own
-            if job in released:  # its pods on nodes were just evicted: it starts again whole later
-                self._count(report, "binds", "skipped", b.pod)
-                continue
-            gangs[job].append(b)
+        gangs = self._gangs(decisions, report)
         futures = [
             (job, b, self.pool.submit(self._bind, b.pod, b.node))
             for job, binds in gangs.items()
@@ -385,6 +378,27 @@ class Applier(PodGroupWrites, PartialGangs):
                 self.log.warning(
                     "bind not applied", pod=b.pod, node=b.node, podgroup=job, outcome=outcome, error=detail
                 )
+        self._report_partial(failed, gangs, report)
+        return bound, failed
+
+    def _gangs(self, decisions: Decisions, report: ApplyReport) -> dict[str, list]:
+        """The cycle's binds by gang (a pod of no podgroup is a gang of its own), less those of the gangs
+        just released (counted as skipped)."""
+        gangs: dict[str, list] = defaultdict(list)
+        released = set(report.released)
+        for b in decisions.binds:
+            job = b.podgroup or b.pod
+            if job in released:  # its pods on nodes were just evicted: it starts again whole later
+                self._count(report, "binds", "skipped", b.pod)
+                continue
+            gangs[job].append(b)
+        return gangs
+
+    def _report_partial(
+        self, failed: dict[str, list[str]], gangs: dict[str, list], report: ApplyReport
+    ) -> None:
+        """Gangs some of whose binds failed (``failed``: their pods) and some landed: logged, an Event on
+        the PodGroup, and remembered, so the next cycle completes or releases them."""
         for job, pods in failed.items():
             if len(pods) < len(gangs[job]):
                 report.partial_gangs[job] = pods
@@ -402,7 +416,6 @@ class Applier(PodGroupWrites, PartialGangs):
                     "PartiallyBound",
                     f"{len(pods)} of {len(gangs[job])} binds failed; retrying next cycle",
                 )
-        return bound, failed
 
     def _bind(self, pod: str, node: str) -> tuple[str, str]:
         found = self.cache.find("Pod", pod)

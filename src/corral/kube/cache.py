@@ -39,6 +39,7 @@ from typing import Any
 from corral.errors import InputError
 from corral.kube.api import RESOURCES, KubeAPI, ResourceType
 from corral.kube.informer import Informer
+from corral.kube.jobfacts import IndexMismatch
 from corral.kube.logs import Log
 from corral.kube.metrics import Metrics
 from corral.kube.model import LiveModel
@@ -426,61 +427,68 @@ class WatchCache:
         paused = gc.isenabled()
         gc.disable()
         try:
-            t0 = time.perf_counter()
             if not with_objects and self.model.ready:
-                delta = self.delta()
-                self.view_seconds = time.perf_counter() - t0
-                try:
-                    cluster = self.model.advance(delta, schedulers)
-                except Exception as exc:  # noqa: BLE001 - the full assembly below is always right
-                    self.log.error(
-                        "incremental model failed: assembling every object",
-                        error=f"{type(exc).__name__}: {exc}",
-                    )
-                    cluster = None
+                cluster = self._advance(schedulers)
                 if cluster is not None:
                     return self._warned(cluster, schedulers), []
-                t0 = time.perf_counter()
             if with_objects:
                 self.model.reason = "a dump of the cache"
-            self.model.ready = False  # until the full assembly below is adopted
-            rows = self.view()
-            topo_key = self.view_topology
-            self.view_seconds = time.perf_counter() - t0
-            dropped: set[tuple[str, str]] = set()
-            for _ in range(len(rows) + 1):
-                tree = (
-                    self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
-                )
-                try:
-                    cluster = assemble_cluster(_records(rows, dropped), schedulers, tree)
-                except InputError as exc:
-                    culprit = _culprit(exc, rows, dropped)
-                    if culprit is None:
-                        raise
-                    dropped.add(culprit)
-                    self.log.once(
-                        ("assembly", culprit),
-                        "warning",
-                        "object left out: the model cannot use it",
-                        object=f"{culprit[0]} {culprit[1]}",
-                        field=exc.field,
-                        error=exc.describe(),
-                    )
-                    continue
-                # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
-                self.topology = (topo_key, cluster.hypernodes)
-                self.model.adopt(cluster, rows, dropped, schedulers)
-                objects = (
-                    [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped]
-                    if with_objects
-                    else []
-                )
-                return self._warned(cluster, schedulers), objects
-            raise InputError("the cache cannot be assembled into a cluster")
+            return self._assemble(schedulers, with_objects)
         finally:
             if paused:
                 gc.enable()
+
+    def _advance(self, schedulers: Sequence[str]) -> Cluster | None:
+        """The kept model brought up to date with the changes since the last build; None when it needs a
+        full assembly (or failed: logged, and the full assembly is always right)."""
+        t0 = time.perf_counter()
+        delta = self.delta()
+        self.view_seconds = time.perf_counter() - t0
+        try:
+            return self.model.advance(delta, schedulers)
+        except IndexMismatch:
+            raise  # CORRAL_CHECK_INDEX=1: a kept index is wrong, which the fallback must not hide
+        except Exception as exc:  # noqa: BLE001 - the full assembly is always right
+            self.log.error(
+                "incremental model failed: assembling every object", error=f"{type(exc).__name__}: {exc}"
+            )
+            return None
+
+    def _assemble(self, schedulers: Sequence[str], with_objects: bool) -> tuple[Cluster, list[dict]]:
+        """Every object assembled (the snapshot loader's assembly), an object the assembly rejects left
+        out (logged once), and the model adopting the result."""
+        t0 = time.perf_counter()
+        self.model.ready = False  # until the full assembly below is adopted
+        rows = self.view()
+        topo_key = self.view_topology
+        self.view_seconds = time.perf_counter() - t0
+        dropped: set[tuple[str, str]] = set()
+        for _ in range(len(rows) + 1):
+            tree = self.topology[1] if self.topology is not None and self.topology[0] == topo_key else None
+            try:
+                cluster = assemble_cluster(_records(rows, dropped), schedulers, tree)
+            except InputError as exc:
+                culprit = _culprit(exc, rows, dropped)
+                if culprit is None:
+                    raise
+                dropped.add(culprit)
+                self.log.once(
+                    ("assembly", culprit),
+                    "warning",
+                    "object left out: the model cannot use it",
+                    object=f"{culprit[0]} {culprit[1]}",
+                    field=exc.field,
+                    error=exc.describe(),
+                )
+                continue
+            # the HyperNode tree is read-only in a session: reused while no Node or HyperNode changes
+            self.topology = (topo_key, cluster.hypernodes)
+            self.model.adopt(cluster, rows, dropped, schedulers)
+            objects = (
+                [raw for r, key, raw, (kind, _) in rows if (kind, key) not in dropped] if with_objects else []
+            )
+            return self._warned(cluster, schedulers), objects
+        raise InputError("the cache cannot be assembled into a cluster")
 
     def _warned(self, cluster: Cluster, schedulers: Sequence[str]) -> Cluster:
         """``cluster`` with its warnings as the snapshot loader gives them (``Cluster.notes``): the

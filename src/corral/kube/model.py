@@ -46,7 +46,6 @@ clusters are. A task with any other amount makes the cycle recompute the columns
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,26 +53,20 @@ from typing import Any
 import numpy as np
 
 from corral.errors import InputError
-from corral.kube.namespaces import relabel, uses_namespace_selector
+from corral.kube.builtstate import BuiltState
+from corral.kube.jobfacts import JobFacts
+from corral.kube.modelrecords import Bucket, ModelRecords, key_of_record
+from corral.kube.namespaces import relabel
 from corral.manifests.build import assemble_hypernodes, assemble_jobs_and_tasks, assemble_nodes
 from corral.manifests.native import native_topologies, topology_family, workload_podgroups
-from corral.manifests.records import PodGroupRec, PodRec
 from corral.model import Cluster, Job, Task, TaskStatus
 from corral.model.notes import Note, Notes
-from corral.model.resources import CPU, MEMORY, PODS
 
 __all__ = ["LiveModel"]
 
 _EXACT = float(2**50)  # amounts below this (whole milli-units) sum exactly in float64
 _INCREMENTAL = ("Pod", "PodGroup", "Node")
 _WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
-
-
-Bucket = tuple[str, str]  # ("job", job uid) or ("pod", pod key): what one piece of assembly builds
-
-
-def _key(rec: Any) -> str:
-    return f"{rec.namespace}/{rec.name}"
 
 
 def _exact(requests: list[np.ndarray]) -> bool:
@@ -93,7 +86,7 @@ class _Built:
     notes: list[Note] = field(default_factory=list)
 
 
-class LiveModel:
+class LiveModel(ModelRecords):
     """Cluster pieces kept across cycles, the records they were built from, and their state as built."""
 
     def __init__(self) -> None:
@@ -103,6 +96,9 @@ class LiveModel:
         self.reason = "first build"  # why the next build assembles everything
         self.rebuilt = 0  # buckets rebuilt by the last incremental step
         self.pending = 0  # pods of served schedulers waiting for a node
+        self.state = BuiltState()  # the state as built of every task, job and node
+        self.version = 0  # bumped by every build that changed a job (full or incremental)
+        self.facts = JobFacts()  # what the applier and the runner ask of every job, kept
 
     # -- adopting a full assembly --------------------------------------------------------------------
     def adopt(
@@ -118,46 +114,13 @@ class LiveModel:
         self.served = set(schedulers)
         self.dropped = bool(dropped)
         self.dra = cluster.dra
-        self.dra_built = dict(cluster.dra.allocations) if cluster.dra is not None else {}
         #: pods (namespace, name) some claim is reserved for: the device books read them
         self.dra_reserved = (
             {(c.namespace, n) for c in cluster.dra.claims.values() for n in c.reserved_for}
             if cluster.dra is not None
             else set()
         )
-        self.records: dict[tuple[str, str], Any] = {}  # (resource type name, cache key) -> record
-        self.pods: dict[str, PodRec] = {}  # pod key -> record
-        self.groups: dict[str, PodGroupRec] = {}  # podgroup key -> record
-        self.members: dict[Bucket, set[str]] = {}  # bucket -> pod keys
-        self.bucket_of: dict[str, Bucket] = {}  # pod key -> bucket
-        self.names: dict[str, int] = {}  # resource name -> pods and podgroups naming it
-        self.node_recs: dict[str, Any] = {}  # cache key -> Node record
-        self.hyper_recs: list[Any] = []  # HyperNode records, in the loader's order
-        self.topo_recs: list[Any] = []  # KAI Topology records
-        self.workloads: list[Any] = []  # scheduling.k8s.io Workload records (1.35's groups)
-        self.composites = False  # a CompositePodGroup is watched: its tree is assembled whole
-        queued: set[str] = {CPU, MEMORY, PODS}  # columns every cluster has, and the queues'
-        self.selector_pods = 0  # pods whose inter-pod terms have a namespaceSelector (kube/namespaces.py)
-        for r, key, _raw, (kind, rec) in rows:
-            self.records[(r.name, key)] = rec
-            if kind == "Pod":
-                self._add_pod(rec)
-            elif kind == "PodGroup":
-                self._add_group(rec)
-            elif kind == "Node":
-                self.node_recs[key] = rec
-            elif kind == "HyperNode":
-                self.hyper_recs.append(rec)
-            elif kind == "Topology":
-                self.topo_recs.append(rec)
-            elif kind == "Workload":
-                self.workloads.append(rec)
-            elif kind == "CompositePodGroup":
-                self.composites = True
-            elif kind == "Queue":
-                for d in (rec.capability, rec.deserved, rec.guarantee):
-                    queued.update(d or ())
-        self.queued = queued
+        self._adopt_records(rows)
         self.fixed = self._fixed()
         self.resources, self.nodes = cluster.resources, cluster.nodes
         self.queues, self.hypernodes = cluster.queues, cluster.hypernodes
@@ -168,6 +131,26 @@ class LiveModel:
         self.jobs: dict[str, Job] = dict(cluster.jobs)
         self.tasks: dict[str, Task] = dict(cluster.tasks)
         self.foreign: list[Task] = list(cluster.foreign)
+        self._adopt_buckets(cluster)
+        self._adopt_notes(cluster.notes.warnings)
+        self.pod_order = sorted((rec.namespace, rec.name) for rec in self.pods.values())
+        self.group_order = sorted((rec.namespace, rec.name) for rec in self.groups.values())
+        self.exact = _exact([t.request for t in cluster.tasks.values()])
+        self.pending = sum(map(_waiting, cluster.tasks.values()))
+        self.state = BuiltState()
+        for t in self.task_of.values():
+            self.state.keep_task(t)
+        for job in self.jobs.values():
+            self.state.keep_job(job)
+        self.state.keep_nodes(self.nodes)
+        self.state.dra_built = dict(cluster.dra.allocations) if cluster.dra is not None else {}
+        self.facts.reset(self.jobs.values())
+        self.ready = True
+        self.last, self.rebuilt = "full", 0
+        self.version += 1
+
+    def _adopt_buckets(self, cluster: Cluster) -> None:
+        """What each bucket of ``cluster`` built (its jobs and tasks), and each pod's task."""
         self.built: dict[Bucket, _Built] = {}
         for job in cluster.jobs.values():
             self.built.setdefault(("job", job.uid), _Built()).jobs.append(job)
@@ -176,21 +159,6 @@ class LiveModel:
             self.task_of[task.key] = task
             b = ("job", task.job.uid) if task.job is not None else ("pod", task.key)
             self.built.setdefault(b, _Built()).tasks.append(task)
-        self._adopt_notes(cluster.notes.warnings)
-        self.pod_order = sorted((rec.namespace, rec.name) for rec in self.pods.values())
-        self.group_order = sorted((rec.namespace, rec.name) for rec in self.groups.values())
-        self.exact = _exact([t.request for t in cluster.tasks.values()])
-        self.pending = sum(map(_waiting, cluster.tasks.values()))
-        self.task_state: dict[str, tuple] = {k: _task_state(t) for k, t in self.task_of.items()}
-        self.job_state: dict[str, tuple] = {u: _job_state(j) for u, j in self.jobs.items()}
-        for job in self.jobs.values():
-            job.annotations = dict(job.annotations)  # a record's dict never reaches a cycle
-        nodes = self.nodes
-        self.columns = (nodes.used.copy(), nodes.releasing.copy(), nodes.pipelined.copy())
-        self.locks = list(nodes.locked_for)
-        self.down = nodes.down.copy()
-        self.ready = True
-        self.last, self.rebuilt = "full", 0
 
     def _adopt_notes(self, notes: Iterable[Note]) -> None:
         """Keep the full assembly's warnings by the bucket whose rebuild makes them again: a PodGroup's
@@ -228,47 +196,6 @@ class LiveModel:
             for extra in (*self.dra.node_extra.values(), *self.dra.pod_extra.values()):
                 fixed.update(extra)
         return fixed
-
-    def _bucket(self, rec: PodRec) -> Bucket:
-        if rec.scheduler not in self.served:
-            return ("pod", _key(rec))
-        group = rec.group
-        return ("job", f"{rec.namespace}/{group or rec.name}")
-
-    def _add_pod(self, rec: PodRec) -> bool:
-        key = _key(rec)
-        if key in self.pods:
-            return False
-        self.pods[key] = rec
-        b = self.bucket_of[key] = self._bucket(rec)
-        self.members.setdefault(b, set()).add(key)
-        _count(self.names, rec.requests, 1)
-        self.selector_pods += uses_namespace_selector(rec)
-        return True
-
-    def _drop_pod(self, rec: PodRec) -> Bucket:
-        key = _key(rec)
-        del self.pods[key]
-        b = self.bucket_of.pop(key)
-        m = self.members[b]
-        m.discard(key)
-        if not m:
-            del self.members[b]
-        _count(self.names, rec.requests, -1)
-        self.selector_pods -= uses_namespace_selector(rec)
-        return b
-
-    def _add_group(self, rec: PodGroupRec) -> bool:
-        key = _key(rec)
-        if key in self.groups:
-            return False
-        self.groups[key] = rec
-        _count(self.names, rec.min_resources or (), 1)
-        return True
-
-    def _drop_group(self, rec: PodGroupRec) -> None:
-        del self.groups[_key(rec)]
-        _count(self.names, rec.min_resources or (), -1)
 
     # -- a cycle --------------------------------------------------------------------------------------
     def advance(self, delta: Sequence[tuple[Any, str, Any]], schedulers: Sequence[str]) -> Cluster | None:
@@ -325,6 +252,7 @@ class LiveModel:
             self._full(why)
             return None
         self.last = "incremental"
+        self.version += 1
         return self._result()
 
     def _beside_dra(self, changes: list[tuple[Any, str, Any]]) -> bool:
@@ -350,24 +278,14 @@ class LiveModel:
         self.ready, self.reason = False, why
 
     def _restore(self) -> None:
-        """Put back the state as built of every task, job and node (what the last cycle changed)."""
-        for t, status, node, nominated, notes in self.task_state.values():
-            t.status, t.node, t.nominated, t.annotations = status, node, nominated, notes
-        for job, phase, notes in self.job_state.values():
-            job.phase = phase
-            job.annotations = dict(notes)
-        nodes = self.nodes
-        for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
-            np.copyto(target, built)
-        nodes.locked_for[:] = self.locks
-        np.copyto(nodes.down, self.down)
-        if self.dra is not None:  # the claims allocated as built (a cycle's allocations undone)
-            self.dra.allocations = dict(self.dra_built)
+        """Put back the state as built of what the last cycle changed (:mod:`corral.kube.builtstate`)."""
+        self.state.restore(self.nodes, self.dra)
 
     def _result(self) -> Cluster:
         """The cluster of a cycle, with the assembly's warnings."""
         cluster = self._cluster()
         cluster.notes = self.notes()
+        self.state.handed_out()
         return cluster
 
     def _cluster(self) -> Cluster:
@@ -407,9 +325,10 @@ class LiveModel:
         nodes = assemble_nodes(list(self.node_recs.values()), self.resources)
         if nodes.names != self.nodes.names:
             return "the node rows changed"
-        for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.columns):
+        for target, built in zip((nodes.used, nodes.releasing, nodes.pipelined), self.state.columns):
             np.copyto(target, built)
-        self.nodes, self.locks, self.down = nodes, list(nodes.locked_for), nodes.down.copy()
+        self.nodes = nodes
+        self.state.keep_nodes(nodes)
         labels = native_topologies(list(self.groups.values()))  # domains of native groups' node labels
         self.hypernodes = assemble_hypernodes(self.hyper_recs, nodes, self.topo_recs + labels)
         self.rebuilt = 0
@@ -421,7 +340,9 @@ class LiveModel:
         dirty: set[Bucket] = set()
         for r, key, rec in changes:
             old = self.records.pop((r.name, key), None)
-            moved = old is None or rec is None or _key(old) != _key(rec)  # the set of keys changes
+            moved = (
+                old is None or rec is None or key_of_record(old) != key_of_record(rec)
+            )  # the set of keys changes
             if r.kind == "Pod":
                 if old is not None:
                     dirty.add(self._drop_pod(old))
@@ -429,8 +350,8 @@ class LiveModel:
                         self._order(self.pod_order, old, False)
                 if rec is not None:
                     if not self._add_pod(rec):
-                        return f"two objects read as pod {_key(rec)}"
-                    dirty.add(self.bucket_of[_key(rec)])
+                        return f"two objects read as pod {key_of_record(rec)}"
+                    dirty.add(self.bucket_of[key_of_record(rec)])
                     if moved:
                         self._order(self.pod_order, rec, True)
             else:
@@ -438,28 +359,19 @@ class LiveModel:
                     self._drop_group(old)
                     if moved:
                         self._order(self.group_order, old, False)
-                    dirty.add(("job", _key(old)))
+                    dirty.add(("job", key_of_record(old)))
                 if rec is not None:
                     if not self._add_group(rec):
-                        return f"two objects read as podgroup {_key(rec)}"
+                        return f"two objects read as podgroup {key_of_record(rec)}"
                     if moved:
                         self._order(self.group_order, rec, True)
-                    dirty.add(("job", _key(rec)))
+                    dirty.add(("job", key_of_record(rec)))
             if rec is not None:
                 self.records[(r.name, key)] = rec
         if {n for n, c in self.names.items() if c > 0} | self.fixed != set(self.resources.names):
             return "the set of resource names changed"
         self.rebuilt = len(dirty)
         return self._rebuild(dirty)
-
-    @staticmethod
-    def _order(order: list[tuple[str, str]], rec: Any, add: bool) -> None:
-        k = (rec.namespace, rec.name)
-        i = bisect.bisect_left(order, k)
-        if add:
-            order.insert(i, k)
-        elif i < len(order) and order[i] == k:
-            del order[i]
 
     def _rebuild(self, dirty: set[Bucket]) -> str:
         """Rebuild the ``dirty`` buckets; the node columns move by what their tasks held before and after."""
@@ -477,7 +389,8 @@ class LiveModel:
                 self.pending -= sum(map(_waiting, old.tasks))
                 for t in old.tasks:
                     cluster.charge(t, -1)
-                    del self.task_of[t.key], self.task_state[t.key]
+                    del self.task_of[t.key]
+                    self.state.drop_task(t.key)
                     before.append((t.uid, t.key))
                     foreign_moved = foreign_moved or not t.managed
                 jobs_before.update(j.uid for j in old.jobs)
@@ -488,37 +401,46 @@ class LiveModel:
                 if t.key in self.task_of:
                     return f"two objects read as pod {t.key}"
                 self.task_of[t.key] = t
-                self.task_state[t.key] = _task_state(t)
+                self.state.keep_task(t)
                 after.append((t.uid, t.key))
             fresh.extend(new.tasks)
             self.pending += sum(map(_waiting, new.tasks))
             for j in new.jobs:
                 jobs_after.add(j.uid)
                 self.jobs[j.uid] = j  # in place when the uid was there
-                self.job_state[j.uid] = _job_state(j)
-                j.annotations = dict(j.annotations)
+                self.state.keep_job(j)
             if new.tasks or new.jobs:
                 self.built[b] = new
             if new.notes:
                 self.bucket_notes[b] = new.notes
         for uid in jobs_before - jobs_after:
-            del self.jobs[uid], self.job_state[uid]
-        if sorted(before) == sorted(after):
+            del self.jobs[uid]
+            self.state.drop_job(uid)
+        self.facts.replace(jobs_before, [self.jobs[u] for u in jobs_after])
+        why = self._place_tasks(sorted(before) == sorted(after), fresh, foreign_moved)
+        if why:
+            return why
+        if jobs_before != jobs_after or any(b[0] == "job" and b[1] not in self.groups for b in dirty):
+            self._order_jobs()  # a job ordered by its first pod may move
+        self._charge(fresh)
+        return ""
+
+    def _place_tasks(self, same: bool, fresh: list[Task], foreign_moved: bool) -> str:
+        """The rebuilt tasks into the dict of tasks: in the old places when the pods are the ``same``, else
+        the dict made again in the loader's order (why not, when two pods share a uid)."""
+        if same:
             for t in fresh:  # the same pods: new tasks take the old places
                 self.tasks[t.uid] = t
             if foreign_moved or any(not t.managed for t in fresh):
                 self.foreign = [t for t in self.tasks.values() if not t.managed]
-        else:
-            ordered = [
-                self.task_of[k] for k in (f"{ns}/{name}" for ns, name in self.pod_order) if k in self.task_of
-            ]
-            self.tasks = {t.uid: t for t in ordered}
-            if len(self.tasks) != len(ordered):
-                return "a duplicate pod uid"  # the full assembly names the culprit
-            self.foreign = [t for t in ordered if not t.managed]
-        if jobs_before != jobs_after or any(b[0] == "job" and b[1] not in self.groups for b in dirty):
-            self._order_jobs()  # a job ordered by its first pod may move
-        self._charge(fresh)
+            return ""
+        ordered = [
+            self.task_of[k] for k in (f"{ns}/{name}" for ns, name in self.pod_order) if k in self.task_of
+        ]
+        self.tasks = {t.uid: t for t in ordered}
+        if len(self.tasks) != len(ordered):
+            return "a duplicate pod uid"  # the full assembly names the culprit
+        self.foreign = [t for t in ordered if not t.managed]
         return ""
 
     def _charge(self, fresh: list[Task]) -> None:
@@ -534,8 +456,7 @@ class LiveModel:
                 self.exact = False
         if not self.exact:
             cluster.account()
-        for built, now in zip(self.columns, (nodes.used, nodes.releasing, nodes.pipelined)):
-            np.copyto(built, now)
+        self.state.keep_columns(nodes)
 
     def _build(self, b: Bucket) -> _Built | None:
         """The jobs and tasks of bucket ``b``: the loader's assembly on a cluster of that bucket alone."""
@@ -585,19 +506,6 @@ def _new_topology(rec: Any, topologies: dict[str, Any]) -> bool:
     )
 
 
-def _count(counts: dict[str, int], names: Iterable[str], step: int) -> None:
-    for n in names:
-        counts[n] = counts.get(n, 0) + step
-
-
 def _waiting(t: Task) -> bool:
     """A pod of a served scheduler waiting for a node (``corral_pending_pods``)."""
     return t.managed and t.status in _WAITING
-
-
-def _task_state(t: Task) -> tuple:
-    return (t, t.status, t.node, t.nominated, t.annotations)
-
-
-def _job_state(j: Job) -> tuple:
-    return (j, j.phase, dict(j.annotations))

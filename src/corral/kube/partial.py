@@ -29,16 +29,18 @@ as the gang plugin does.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from corral.framework.decisions import Decisions
 from corral.kube.api import POD, APIError
+from corral.kube.jobfacts import IndexMismatch, below_minimum
 from corral.model import Cluster, Job, TaskStatus
 
 if TYPE_CHECKING:
     from corral.kube.apply_report import ApplyReport
 
-__all__ = ["PartialGangs"]
+__all__ = ["PartialGangs", "below_minimum"]
 
 _PLACED = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 _READY = _PLACED | {TaskStatus.SUCCEEDED}
@@ -47,21 +49,6 @@ _READY = _PLACED | {TaskStatus.SUCCEEDED}
 def _split(key: str) -> tuple[str, str]:
     ns, _, name = key.partition("/")
     return ns, name
-
-
-def below_minimum(job: Job) -> bool:
-    """Pods on nodes, but fewer bound, running or succeeded than the gang's minimum (what the cycle
-    started from: this cycle's own placements not counted)."""
-    if job.min_member < 2:
-        return False
-    ready, placed = 0, False
-    for t in job.tasks:
-        if t.status in _READY:
-            ready += 1
-            if ready >= job.min_member:
-                return False  # whole: most running gangs stop here
-            placed = placed or (t.status in _PLACED and t.managed)
-    return placed
 
 
 class PartialGangs:
@@ -77,16 +64,37 @@ class PartialGangs:
     _api_error: Any
     partial: set[str]
 
-    def _incomplete(self, cluster: Cluster) -> dict[str, Job]:
+    def _incomplete(self, cluster: Cluster, decisions: Decisions | None = None) -> dict[str, Job]:
         """The gangs found below their minimum at the start of this cycle (see the module's docstring);
-        the memory of gangs that are gone or whole is dropped."""
+        the memory of gangs that are gone or whole is dropped. On the kept model's cluster only the
+        candidates are looked at: the gangs below their minimum as built (kept by the model,
+        :class:`~corral.kube.jobfacts.JobFacts`), those this replica saw partly bound, and those whose
+        pods the cycle's operations moved (``decisions.touched``); ``CORRAL_CHECK_INDEX=1`` compares
+        them with a walk over every job."""
+        model = self.cache.model
+        if decisions is None or decisions.touched is None or cluster.jobs is not model.jobs:
+            found = self._incomplete_of(cluster, cluster.jobs)
+        else:
+            candidates = model.facts.below | self.partial
+            candidates |= {t.job.uid for t, _s, _n in decisions.touched if t.job is not None}
+            found = self._incomplete_of(cluster, sorted(candidates))
+            if model.facts.check:
+                full = self._incomplete_of(cluster, cluster.jobs)
+                if full.keys() != found.keys():
+                    raise IndexMismatch(f"partly bound gangs: kept {sorted(found)}, walked {sorted(full)}")
+        self.partial &= set(found)
+        return found
+
+    def _incomplete_of(self, cluster: Cluster, uids: Iterable[str]) -> dict[str, Job]:
+        """The gangs of ``uids`` below their minimum with a pod bound and not started (or partly bound
+        by this replica)."""
         found: dict[str, Job] = {}
-        for uid, job in cluster.jobs.items():
-            if job.synthetic or not below_minimum(job):
+        for uid in uids:
+            job = cluster.jobs.get(uid)
+            if job is None or job.synthetic or not below_minimum(job):
                 continue
             if uid in self.partial or any(t.status is TaskStatus.BOUND for t in job.tasks):
                 found[uid] = job
-        self.partial &= set(found)
         return found
 
     def _release_unfinished(

@@ -51,8 +51,8 @@ class PodGroupWrites:
     cache: Any
     _count: Any
     _api_error: Any
-    #: podgroup -> (its job object, the gang condition's message, monotonic time) of a PodGroup whose
-    #: gang condition needed no write
+    #: podgroup -> (its job object, the reason it cannot be placed, monotonic time) of a PodGroup whose
+    #: gang condition needed no write, found in a cycle that changed none of its pods
     pg_quiet: dict[str, tuple[Any, str, float]]
 
     def _patch_retry(self, path: str, current: dict, build: Callable[[dict], dict | None]) -> dict | None:
@@ -81,50 +81,79 @@ class PodGroupWrites:
         report: ApplyReport,
     ) -> list[tuple[str, str, Callable[[], None]]]:
         """One write per PodGroup the cycle touched: its phase and annotations (the decisions) and its gang
-        condition (Volcano's gang plugin: Unschedulable while the gang is not ready, Scheduled once it is)."""
+        condition (Volcano's gang plugin: Unschedulable while the gang is not ready, Scheduled once it is).
+
+        A gang that cannot be placed, whose job is the object found needing no write (nothing of it
+        rebuilt), for the same reason, with its pods in their states as built in both cycles (the cycle's
+        operations left none of them in another state, :func:`_status_moved`), would get the same
+        condition message: it is passed over without counting its pods."""
         want: dict[str, dict[str, Any]] = {}
         for update in decisions.podgroups:
             want[update.podgroup] = {"phase": update.phase, "annotations": dict(update.annotations or {})}
         transition = f"corral-{now:.0f}"
         for c in decisions.conditions:  # Kubernetes' own PodGroups: kube-scheduler's conditions
             want.setdefault(c.podgroup, {}).setdefault("native", []).append(native_condition(c, now))
+        ready = self._ready_gangs(decisions, cluster, bound)
+        moved = _status_moved(decisions)
+        mono = time.monotonic()
+        quiet: set[str] = set()
         for u in decisions.unschedulable:
             job = cluster.jobs.get(u.podgroup)
-            if job is not None and not job.synthetic and u.podgroup not in cluster.native_groups:
-                ready = job.ready_count()
-                msg = f"{len(job.tasks) - ready}/{len(job.tasks)} tasks in gang unschedulable: {u.reason}"
-                w = want.setdefault(u.podgroup, {})
-                w["message"], w["job"] = msg, job  # the condition itself made only when it is looked at
-        placed: dict[str, int] = defaultdict(int)
-        decided = {b.pod for b in decisions.binds}
-        owner = {t.key: job for job in cluster.jobs.values() for t in job.tasks} if bound else {}
-        for pod, _node in bound:
-            job = owner.get(pod)
-            if job is not None:
-                placed[job.uid] += 1
-        for uid, n in placed.items():
-            job = cluster.jobs[uid]
-            before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
-            if not job.synthetic and before + n >= job.min_member and uid not in cluster.native_groups:
-                want.setdefault(uid, {})["condition"] = gang_condition(True, "", transition, now)
-        mono = time.monotonic()
+            if job is None or job.synthetic or u.podgroup in cluster.native_groups:
+                continue
+            untouched = moved is not None and u.podgroup not in moved
+            q = self.pg_quiet.get(u.podgroup)
+            if (
+                untouched
+                and q is not None
+                and q[0] is job
+                and q[1] == u.reason
+                and mono - q[2] < QUIET_MEMORY
+                and u.podgroup not in want
+                and u.podgroup not in ready
+            ):
+                quiet.add(u.podgroup)  # the same gang condition on the same job: nothing to write
+                continue
+            n_ready = job.ready_count()
+            msg = f"{len(job.tasks) - n_ready}/{len(job.tasks)} tasks in gang unschedulable: {u.reason}"
+            w = want.setdefault(u.podgroup, {})
+            w["message"], w["job"], w["reason"], w["untouched"] = msg, job, u.reason, untouched
+        for uid in ready:
+            want.setdefault(uid, {})["condition"] = gang_condition(True, "", transition, now)
         self.pg_quiet = {
-            uid: q for uid, q in self.pg_quiet.items() if uid in want and mono - q[2] < QUIET_MEMORY
+            uid: q
+            for uid, q in self.pg_quiet.items()
+            if (uid in want or uid in quiet) and mono - q[2] < QUIET_MEMORY
         }
         out: list[tuple[str, str, Callable[[], None]]] = []
         for uid, w in want.items():
-            q = self.pg_quiet.get(uid)
             if "message" in w:
-                if (
-                    q is not None
-                    and w.keys() == {"message", "job"}
-                    and q[0] is w["job"]
-                    and q[1] == w["message"]
-                ):
-                    continue  # the same gang condition on the same job: nothing to write, as last time
                 message = w.pop("message")
                 w.setdefault("condition", gang_condition(False, message, transition, now))  # ready wins
             out.append(("podgroups", uid, functools.partial(self._podgroup, uid, w, report)))
+        return out
+
+    @staticmethod
+    def _ready_gangs(decisions: Decisions, cluster: Cluster, bound: list[tuple[str, str]]) -> list[str]:
+        """The gangs the cycle's binds that landed (``bound``) brought to their minimum, in the order of
+        their first bind."""
+        if not bound:
+            return []
+        placed: dict[str, int] = defaultdict(int)
+        decided = {b.pod for b in decisions.binds}
+        owner = {b.pod: b.podgroup for b in decisions.binds}
+        for pod, _node in bound:
+            uid = owner.get(pod)
+            if uid:
+                placed[uid] += 1
+        out = []
+        for uid, n in placed.items():
+            job = cluster.jobs.get(uid)
+            if job is None or job.synthetic or uid in cluster.native_groups:
+                continue
+            before = sum(1 for t in job.tasks if t.key not in decided and t.status in _READY)
+            if before + n >= job.min_member:
+                out.append(uid)
         return out
 
     def _podgroup(self, uid: str, want: dict[str, Any], report: ApplyReport) -> None:
@@ -134,70 +163,17 @@ class PodGroupWrites:
             return
         rtype, raw = found
         ns, name = _split(uid)
-        phase, annotations, cond = want.get("phase"), want.get("annotations") or {}, want.get("condition")
-        native = rtype.api_version.startswith(NATIVE_GROUP + "/")
-        # a phase only in Volcano's PodGroupStatus: the native API's conditions say it, and KAI's CRD has no
-        # status.phase (a real API server prunes it, so it would be written again every cycle); for those
-        # the phase is kept in the cache alone
-        write_phase = phase if rtype.api_version.startswith("scheduling.volcano.sh") else None
-
-        def status_of(cur: dict) -> dict:
-            status: dict[str, Any] = {}
-            have = cur.get("status") or {}
-            if native:
-                conditions = have.get("conditions")
-                generation = (cur.get("metadata") or {}).get("generation")
-                for c in want.get("native") or []:
-                    c = {**c, "observedGeneration": generation} if generation is not None else c
-                    conditions = merged_conditions(conditions, c) or conditions
-                if conditions is not have.get("conditions"):
-                    status["conditions"] = conditions
-            if write_phase and have.get("phase") != write_phase:
-                status["phase"] = write_phase
-            if cond is not None and rtype.api_version.startswith("scheduling.volcano.sh"):
-                conditions = merged_conditions(have.get("conditions"), cond)
-                if conditions is not None:
-                    status["conditions"] = conditions
-            elif cond is not None:
-                labels = (cur.get("metadata") or {}).get("labels") or {}
-                kai = kai_conditions(have.get("schedulingConditions"), cond, labels, time.time())
-                if kai is not None:
-                    status["schedulingConditions"] = kai
-            return status
-
-        def annotations_of(cur: dict) -> dict:
-            have = (cur.get("metadata") or {}).get("annotations") or {}
-            return {k: v for k, v in annotations.items() if have.get(k) != v}
-
-        def one_patch(cur: dict) -> dict | None:
-            status, ann = status_of(cur), annotations_of(cur)
-            patch: dict[str, Any] = {}
-            if status:
-                patch["status"] = status
-            if ann:
-                patch["metadata"] = {"annotations": ann}
-            return patch or None
-
-        wrote = False
+        patch = _PodGroupPatch(rtype, want)
         if not rtype.status_subresource:
-            answer = self._patch_retry(rtype.item(name, ns), raw, one_patch)
+            answer = self._patch_retry(rtype.item(name, ns), raw, patch.whole)
             wrote = answer is not None
         else:
-            answer = self._patch_retry(
-                rtype.item(name, ns, "status"),
-                raw,
-                lambda cur: {"status": status_of(cur)} if status_of(cur) else None,
-            )
+            answer = self._patch_retry(rtype.item(name, ns, "status"), raw, patch.status_only)
             current = answer if answer is not None else raw
-            second = self._patch_retry(
-                rtype.item(name, ns),
-                current,
-                lambda cur: (
-                    {"metadata": {"annotations": annotations_of(cur)}} if annotations_of(cur) else None
-                ),
-            )
+            second = self._patch_retry(rtype.item(name, ns), current, patch.annotations_only)
             wrote = answer is not None or second is not None
-        if wrote or (write_phase is None and phase):
+        phase, annotations, cond = want.get("phase"), want.get("annotations") or {}, want.get("condition")
+        if wrote or (patch.write_phase is None and phase):
             assumed: dict[str, Any] = {}
             if phase:
                 assumed["status"] = {"phase": phase}
@@ -205,9 +181,85 @@ class PodGroupWrites:
                 assumed["metadata"] = {"annotations": dict(annotations)}
             if assumed:
                 self.cache.assume("PodGroup", uid, assumed, assumed)
-        if not wrote and cond is not None and want.keys() == {"condition", "job"}:
-            self.pg_quiet[uid] = (want["job"], cond["message"], time.monotonic())
+        if (
+            not wrote
+            and cond is not None
+            and want.get("untouched")
+            and "phase" not in want
+            and "native" not in want
+        ):
+            self.pg_quiet[uid] = (want["job"], want["reason"], time.monotonic())
         self._count(report, "podgroups", "done" if wrote else "skipped", uid)
+
+
+class _PodGroupPatch:
+    """What one PodGroup should say (its phase, annotations and conditions of ``want``), as the patch of
+    a current object: only what differs."""
+
+    def __init__(self, rtype: Any, want: dict[str, Any]) -> None:
+        self.want = want
+        self.volcano = rtype.api_version.startswith("scheduling.volcano.sh")
+        self.native = rtype.api_version.startswith(NATIVE_GROUP + "/")
+        # a phase only in Volcano's PodGroupStatus: the native API's conditions say it, and KAI's CRD has
+        # no status.phase (a real API server prunes it, so it would be written again every cycle); for
+        # those the phase is kept in the cache alone
+        self.write_phase = want.get("phase") if self.volcano else None
+        self.annotations: dict[str, str] = want.get("annotations") or {}
+        self.cond: dict | None = want.get("condition")
+
+    def status(self, cur: dict) -> dict:
+        status: dict[str, Any] = {}
+        have = cur.get("status") or {}
+        if self.native:
+            conditions = have.get("conditions")
+            generation = (cur.get("metadata") or {}).get("generation")
+            for c in self.want.get("native") or []:
+                c = {**c, "observedGeneration": generation} if generation is not None else c
+                conditions = merged_conditions(conditions, c) or conditions
+            if conditions is not have.get("conditions"):
+                status["conditions"] = conditions
+        if self.write_phase and have.get("phase") != self.write_phase:
+            status["phase"] = self.write_phase
+        if self.cond is not None and self.volcano:
+            conditions = merged_conditions(have.get("conditions"), self.cond)
+            if conditions is not None:
+                status["conditions"] = conditions
+        elif self.cond is not None:
+            labels = (cur.get("metadata") or {}).get("labels") or {}
+            kai = kai_conditions(have.get("schedulingConditions"), self.cond, labels, time.time())
+            if kai is not None:
+                status["schedulingConditions"] = kai
+        return status
+
+    def annotations_of(self, cur: dict) -> dict:
+        have = (cur.get("metadata") or {}).get("annotations") or {}
+        return {k: v for k, v in self.annotations.items() if have.get(k) != v}
+
+    def whole(self, cur: dict) -> dict | None:
+        """Status and annotations in one merge patch (a PodGroup without a status subresource)."""
+        status, ann = self.status(cur), self.annotations_of(cur)
+        patch: dict[str, Any] = {}
+        if status:
+            patch["status"] = status
+        if ann:
+            patch["metadata"] = {"annotations": ann}
+        return patch or None
+
+    def status_only(self, cur: dict) -> dict | None:
+        status = self.status(cur)
+        return {"status": status} if status else None
+
+    def annotations_only(self, cur: dict) -> dict | None:
+        ann = self.annotations_of(cur)
+        return {"metadata": {"annotations": ann}} if ann else None
+
+
+def _status_moved(decisions: Decisions) -> set[str] | None:
+    """The jobs whose pods the cycle's operations left in another state than the cycle found them
+    (``decisions.touched``: each pod operated on, with its state before; None: unknown)."""
+    if decisions.touched is None:
+        return None
+    return {t.job.uid for t, before, _n in decisions.touched if t.job is not None and t.status is not before}
 
 
 def native_condition(c: Any, now: float) -> dict:

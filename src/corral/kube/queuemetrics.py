@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from corral.model import Cluster
     from corral.queueview import QueueRow
 
-__all__ = ["QueueCollector", "QueueOutcomes", "unit_of", "unschedulable_by_queue"]
+__all__ = ["QueueCollector", "QueueOutcomes", "unit_of", "unschedulable_by_queue", "unschedulable_kept"]
 
 #: the queue label of Volcano's and KAI's queue metrics
 QUEUE = "queue_name"
@@ -200,6 +200,27 @@ def unschedulable_by_queue(cluster: Cluster, decisions: Decisions) -> dict[str, 
     return {q: (groups[q], pods[q]) for q in groups}
 
 
+def unschedulable_kept(
+    cluster: Cluster, decisions: Decisions, waiting: dict[str, int]
+) -> dict[str, tuple[int, int]]:
+    """:func:`unschedulable_by_queue` from each job's waiting pods as built (``waiting``, kept by the
+    model: :class:`~corral.kube.jobfacts.JobFacts`) and the pods the cycle's operations moved
+    (``decisions.touched``, each with its state before): the same counts, at the cost of the decisions."""
+    moved: Tally[str] = Tally()
+    for t, before, _nominated in decisions.touched or ():
+        if t.managed and t.job is not None:
+            moved[t.job.uid] += (t.status in _WAITING) - (before in _WAITING)
+    groups: Tally[str] = Tally()
+    pods: Tally[str] = Tally()
+    for u in decisions.unschedulable:
+        job = cluster.jobs.get(u.podgroup)
+        if job is None:
+            continue
+        groups[job.queue] += 1
+        pods[job.queue] += waiting.get(u.podgroup, 0) + moved.get(u.podgroup, 0)
+    return {q: (groups[q], pods[q]) for q in groups}
+
+
 class QueueOutcomes:
     """The counters and the latency histogram of what the applier wrote, by queue."""
 
@@ -230,7 +251,11 @@ class QueueOutcomes:
         if not any(written.values()):
             return
         wanted = {p for outcomes in written.values() for pods in outcomes.values() for p in pods}
-        tasks = {t.key: t for t in cluster.tasks.values() if t.key in wanted}
+        # the pods the cycle bound or evicted are among those its operations changed; only a released
+        # gang's pods (evicted by the applier, not the cycle) are looked for among every pod
+        tasks = {t.key: t for t, _s, _n in decisions.touched or () if t.key in wanted}
+        if len(tasks) < len(wanted):
+            tasks.update({t.key: t for t in cluster.tasks.values() if t.key in wanted and t.key not in tasks})
 
         def queue(pod: str) -> str:
             task = tasks.get(pod)

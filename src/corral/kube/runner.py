@@ -44,19 +44,20 @@ from corral.framework.config import Config
 from corral.framework.cycle import run_cycle
 from corral.framework.decisions import Decisions, FieldWarning
 from corral.framework.memo import ClusterHistory
-from corral.framework.notices import Warned, cluster_notices, configuration_notes
+from corral.framework.notices import Warned, configuration_notes
 from corral.kube.api import KubeAPI, NotLeader
 from corral.kube.apply import Applier
 from corral.kube.apply_report import ApplyReport
 from corral.kube.cache import WatchCache
 from corral.kube.dryrun import DryRun, dry_run_assume
 from corral.kube.expected import ExpectedStarts, LiveForecast
+from corral.kube.jobfacts import IndexMismatch, PodGroupNotices
 from corral.kube.leader import LeaderElector
 from corral.kube.logs import Log
 from corral.kube.longlived import LongLived
 from corral.kube.metrics import Metrics
 from corral.kube.native_status import native_conditions
-from corral.kube.queuemetrics import unschedulable_by_queue
+from corral.kube.queuemetrics import unschedulable_by_queue, unschedulable_kept
 from corral.model import Cluster
 from corral.model.clock import format_time
 from corral.model.notes import record_text
@@ -168,6 +169,7 @@ class Runner:
         self.history = ClusterHistory()
         #: the objects warned about, with what they were told (framework/notices.py)
         self.warned = Warned()
+        self.notices = PodGroupNotices(config, REGISTRY)  # each podgroup's notices, kept by job
         self.queue_rows_failed = False
         self.queue_rows_last: list[QueueRow] | None = None
         self.queue_rows_at = 0.0
@@ -283,7 +285,10 @@ class Runner:
         to the first cycle, which logs it."""
         try:
             self.cache.build(self.opts.schedulers)
+            self.cache.model.state.untouched()  # the cluster is dropped: nothing to put back
             self.long_lived.after_build(self.cache.model.last == "full")
+        except IndexMismatch:
+            raise
         except Exception:  # noqa: BLE001 - the first cycle as leader builds again and reports
             return
 
@@ -313,60 +318,25 @@ class Runner:
         times: dict[str, float] = {}
         t, cpu = time.perf_counter(), time.process_time()
         try:
-            dump = self.opts.dump is not None and n == 1
-            if not self.opts.dry_run:
-                self.applier.resolve()  # ambiguous writes of earlier cycles, read back first
-            cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
-            self.long_lived.after_build(self.cache.model.last == "full")
-            times["build"] = time.perf_counter() - t
-            times["gc"] = self.long_lived.seconds  # within build: the last cycle's garbage collected
-            times["view"] = self.cache.view_seconds
-            model = self.cache.model
-            if model.last == "full":
-                self.log.debug("model assembled from every object", cycle=n, reason=model.reason)
-            self.metrics.builds.labels(model.last).inc()
-            if dump:
-                assert self.opts.dump is not None
-                path = self.cache.dump(self.opts.dump, objects, now)
-                self.log.info(
-                    "cache dumped",
-                    path=str(path),
-                    now=format_time(now),
-                    reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}",
-                )
-            pending = model.pending
+            cluster, pending = self._build(n, now, times)
             tq = time.perf_counter()
             rows = self._queue_rows(cluster, now)
             times["queues"] = time.perf_counter() - tq
-            t1, cpu1 = time.perf_counter(), time.process_time()
-            decisions = run_cycle(cluster, self.config, REGISTRY, now, n, history=self.history)
-            decisions.conditions.extend(native_conditions(cluster, decisions, n))
-            times["schedule"] = time.perf_counter() - t1
-            times["schedule_cpu"] = time.process_time() - cpu1
-            unschedulable = unschedulable_by_queue(cluster, decisions)
+            decisions = self._schedule(cluster, now, n, times)
+            unschedulable = self._unschedulable(cluster, decisions)
             self.warn(cluster, decisions, n)
+        except IndexMismatch:
+            raise  # CORRAL_CHECK_INDEX=1: a kept index is wrong, which no cycle may hide
         except Exception as exc:  # noqa: BLE001 - a cycle fault never stops the scheduler
             self.log.error("cycle failed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             self.metrics.api_errors.labels("cycle", "scheduler", "fault").inc()
             self.last_cycle_end = time.monotonic()
             return None
         t2 = time.perf_counter()
-        report = None
-        if self.opts.dry_run:
-            self.sink.apply(decisions, cluster, now)
-            if self.opts.cycles is None and _any(decisions):
-                self.out.write(
-                    json.dumps({"cycle": n, "now": format_time(now), **decisions.to_json(1)}) + "\n"
-                )
-                self.out.flush()
-        else:
-            try:
-                report = self.sink.apply(decisions, cluster, now)
-            except NotLeader as exc:
-                self.log.error("leadership lost: apply phase stopped", cycle=n, at=str(exc))
-                self._lost()
-                self.last_cycle_end = time.monotonic()
-                return None
+        applied, report = self._apply(decisions, cluster, now, n)
+        if not applied:
+            self.last_cycle_end = time.monotonic()
+            return None
         times["apply"] = time.perf_counter() - t2
         times["total"] = time.perf_counter() - t
         times["total_cpu"] = time.process_time() - cpu
@@ -379,16 +349,92 @@ class Runner:
             times["forecast"] = self.expected.run(cluster, decisions, now + self.opts.period)
         if self.after_cycle is not None:
             self.after_cycle(cluster, decisions, now)
+        return self._finish(CycleResult(n, now, decisions, report, times))
+
+    def _build(self, n: int, now: float, times: dict[str, float]) -> tuple[Cluster, int]:
+        """The cycle's cluster from the cache (ambiguous writes of earlier cycles read back first), and
+        the pods waiting; the first cycle's cache written out with ``dump``."""
+        t = time.perf_counter()
+        dump = self.opts.dump is not None and n == 1
+        if not self.opts.dry_run:
+            self.applier.resolve()  # ambiguous writes of earlier cycles, read back first
+        cluster, objects = self.cache.build(self.opts.schedulers, with_objects=dump)
+        model = self.cache.model
+        self.long_lived.after_build(model.last == "full")
+        times["build"] = time.perf_counter() - t
+        times["gc"] = self.long_lived.seconds  # within build: the last cycle's garbage collected
+        times["view"] = self.cache.view_seconds
+        if model.last == "full":
+            self.log.debug("model assembled from every object", cycle=n, reason=model.reason)
+        self.metrics.builds.labels(model.last).inc()
+        if dump:
+            assert self.opts.dump is not None
+            path = self.cache.dump(self.opts.dump, objects, now)
+            self.log.info(
+                "cache dumped",
+                path=str(path),
+                now=format_time(now),
+                reproduce=f"corral schedule {self.opts.dump} --now {format_time(now)}",
+            )
+        return cluster, model.pending
+
+    def _schedule(self, cluster: Cluster, now: float, n: int, times: dict[str, float]) -> Decisions:
+        """``run_cycle`` on the cycle's cluster (what ``corral schedule`` runs), and the conditions of
+        Kubernetes' own PodGroups; the model is told what the cycle changed, so only that is put back."""
+        t1, cpu1 = time.perf_counter(), time.process_time()
+        decisions = run_cycle(cluster, self.config, REGISTRY, now, n, history=self.history)
+        if cluster.jobs is self.cache.model.jobs:  # the kept model's cluster (not a dump's assembly)
+            self.cache.model.state.changed(decisions.touched, decisions.changed_jobs)
+        decisions.conditions.extend(native_conditions(cluster, decisions, n))
+        times["schedule"] = time.perf_counter() - t1
+        times["schedule_cpu"] = time.process_time() - cpu1
+        return decisions
+
+    def _unschedulable(self, cluster: Cluster, decisions: Decisions) -> dict[str, tuple[int, int]]:
+        """Per leaf queue, the podgroups the cycle could not start and their waiting pods: from the
+        model's kept counts when ``cluster`` is its own (checked with ``CORRAL_CHECK_INDEX=1``)."""
+        model = self.cache.model
+        if cluster.jobs is not model.jobs or decisions.touched is None:
+            return unschedulable_by_queue(cluster, decisions)
+        kept = unschedulable_kept(cluster, decisions, model.facts.waiting)
+        if model.facts.check:
+            full = unschedulable_by_queue(cluster, decisions)
+            if kept != full:
+                raise IndexMismatch(f"unschedulable pods by queue: kept {kept}, walked {full}")
+        return kept
+
+    def _apply(
+        self, decisions: Decisions, cluster: Cluster, now: float, n: int
+    ) -> tuple[bool, ApplyReport | None]:
+        """Carry the decisions out (written, or with ``dry_run`` assumed and printed); False when the
+        leadership was lost meanwhile (the runner stops)."""
+        if self.opts.dry_run:
+            self.sink.apply(decisions, cluster, now)
+            if self.opts.cycles is None and _any(decisions):
+                self.out.write(
+                    json.dumps({"cycle": n, "now": format_time(now), **decisions.to_json(1)}) + "\n"
+                )
+                self.out.flush()
+            return True, None
+        try:
+            return True, self.sink.apply(decisions, cluster, now)
+        except NotLeader as exc:
+            self.log.error("leadership lost: apply phase stopped", cycle=n, at=str(exc))
+            self._lost()
+            return False, None
+
+    def _finish(self, result: CycleResult) -> CycleResult:
+        """The cycle's record kept (bounded runs, tests) and logged when it decided anything."""
+        decisions, times = result.decisions, result.seconds
         if self.opts.cycles is not None:  # kept for the caller of a bounded run; never grows unbounded
             self.total.extend(decisions)
         self.last_cycle_end = time.monotonic()
-        result = CycleResult(n, now, decisions, report, times)
         if self.keep_results:
             self.results.append(result)
         if _any(decisions):
             self.log.info(
                 "cycle",
-                cycle=n,
+                cycle=result.cycle,
                 binds=len(decisions.binds),
                 evictions=len(decisions.evictions),
                 nominations=len(decisions.nominations),
@@ -405,11 +451,14 @@ class Runner:
         in :func:`~corral.framework.notices.cluster_notices`' order, so cycle 1 lists what ``corral
         schedule`` lists."""
         try:
-            podgroups = cluster_notices(cluster, self.config, REGISTRY)
+            model = self.cache.model
+            podgroups = self.notices.of(cluster, model.version if cluster.jobs is model.jobs else None)
             notes = [
                 *cluster.notes.warnings,
                 *configuration_notes(cluster, self.config, REGISTRY, podgroups).warnings,
             ]
+        except IndexMismatch:
+            raise
         except Exception as exc:  # noqa: BLE001 - warnings never stop a cycle
             self.log.error("warnings not computed", cycle=n, error=f"{type(exc).__name__}: {exc}")
             return

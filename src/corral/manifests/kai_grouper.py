@@ -286,26 +286,41 @@ def _replicated_job(
                 **({"topologyConstraint": topology} if topology else {}),
             }
         )
-        if not create:
-            continue
-        child = f"{o.name}-{name}-{idx}"
-        for i in range(count):
-            labels = {
-                "jobset.sigs.k8s.io/jobset-name": o.name,
-                "jobset.sigs.k8s.io/replicatedjob-name": name,
-                "jobset.sigs.k8s.io/job-index": str(idx),
-                "job-name": child,
-                SUBGROUP_LABEL: leaf,
-            }
-            ann = {KAI_GROUP_KEY: pg_name}
-            pod = pod_from_template(
-                o, template, f"{p}.template.spec.template", f"{child}-{i}", labels, ann, {}
-            )
-            if exclusive:
-                _place_exclusively(pod, f"{o.namespace}_{child}")
-            made.objects.append((o.file, pod))
-            made.pods.append(pod["metadata"]["name"])
+        if create:
+            _replica_pods(o, template, p, name, idx, count, pg_name, exclusive, made)
     return template
+
+
+def _replica_pods(
+    o: Obj,
+    template: dict,
+    p: str,
+    name: str,
+    idx: int,
+    count: int,
+    pg_name: str,
+    exclusive: bool,
+    made: Made,
+) -> None:
+    """The ``count`` pods of replica ``idx`` of replicated job ``name`` (at ``p``), as the JobSet
+    controller's child Job ``<jobset>-<name>-<idx>`` makes them: labelled with the JobSet's labels and
+    their leaf sub-group, annotated with podgroup ``pg_name``, placed exclusively when asked."""
+    child = f"{o.name}-{name}-{idx}"
+    leaf = f"{name}-replica-{idx}"
+    for i in range(count):
+        labels = {
+            "jobset.sigs.k8s.io/jobset-name": o.name,
+            "jobset.sigs.k8s.io/replicatedjob-name": name,
+            "jobset.sigs.k8s.io/job-index": str(idx),
+            "job-name": child,
+            SUBGROUP_LABEL: leaf,
+        }
+        ann = {KAI_GROUP_KEY: pg_name}
+        pod = pod_from_template(o, template, f"{p}.template.spec.template", f"{child}-{i}", labels, ann, {})
+        if exclusive:
+            _place_exclusively(pod, f"{o.namespace}_{child}")
+        made.objects.append((o.file, pod))
+        made.pods.append(pod["metadata"]["name"])
 
 
 def _exclusive_selector(o: Obj, js_ann: dict[str, str], jann: dict[str, str], p: str) -> bool:

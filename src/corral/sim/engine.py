@@ -116,12 +116,23 @@ class Engine:
         # untracked history (given by a test) makes every cycle walk every job: the same decisions.
         self.history = history if history is not None else ClusterHistory(tracked=True)
         self._speed = SpeedTracker(options.speed, cluster) if options.speed else None
-        span = options.until if options.until is not None else (self.specs[-1].submit if self.specs else 0.0)
-        self.metrics = RunMetrics(
-            cluster,
-            config,
-            registry,
-            self.specs,
+        self.metrics = self._metrics(meta)
+        self._clock = CycleClock(options.schedule_period, heartbeat(config, options))
+        self._handlers = self._dispatch()
+        self._progress_at = 0.0
+        for index in range(len(self.specs)):
+            self._push(self.specs[index].submit, SUBMIT, index)
+        self._push(0.0, SAMPLE, 0)
+
+    def _metrics(self, meta: Mapping[str, object] | None) -> RunMetrics:
+        """The run's observer; queues sampled every ``sample_period``, else every period or 1/500 of the run."""
+        options, specs = self.options, self.specs
+        span = options.until if options.until is not None else (specs[-1].submit if specs else 0.0)
+        return RunMetrics(
+            self.cluster,
+            self.config,
+            self.registry,
+            specs,
             self.book,
             options,
             never_fits=self.never_fits,
@@ -130,8 +141,9 @@ class Engine:
             speed=self._speed,
             meta=meta,
         )
-        self._clock = CycleClock(options.schedule_period, heartbeat(config, options))
-        # step()'s dispatch table: the handler of each event kind, indexed by the kind (0, 1, ...)
+
+    def _dispatch(self) -> list[Callable[[Any], None]]:
+        """step()'s dispatch table: the handler of each event kind, indexed by the kind (0, 1, ...)."""
         handlers: dict[int, Callable[[Any], None]] = {
             SUBMIT: self._submit,
             CYCLE: self._cycle,
@@ -142,11 +154,7 @@ class Engine:
             NODE: self._node,
             SAMPLE: self._sample_queues,
         }
-        self._handlers = [handlers[kind] for kind in range(len(handlers))]
-        self._progress_at = 0.0
-        for index in range(len(self.specs)):
-            self._push(self.specs[index].submit, SUBMIT, index)
-        self._push(0.0, SAMPLE, 0)
+        return [handlers[kind] for kind in range(len(handlers))]
 
     def _init_state(self) -> None:
         """The engine's own state at the start of a run."""

@@ -145,31 +145,14 @@ def prepare(
     Without ``workload``: the built-in example's jobs; without ``cluster``: the example's cluster (with
     its three queues for the example, with the workload's own queues otherwise)."""
     from corral.sim.cluster_keys import route_queues
-    from corral.sim.clusters import from_spec, load_cluster
-    from corral.sim.example import EXAMPLE_CLUSTER, example_cluster, example_workload
+    from corral.sim.example import example_workload
     from corral.sim.options import SimOptions
-    from corral.sim.workload import filter_jobs, scale_arrivals
 
     check_options(scale, schedule_period, checkpoint_interval, startup_delay, eviction_grace)
-    if cluster is not None:
-        template = load_cluster(cluster)
-    elif workload is None:
-        template = example_cluster()
-    else:
-        template = from_spec(
-            replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"), "built-in example cluster"
-        )
+    template = _template(cluster, workload)
     jobs = example_workload(seed) if workload is None else _load_workload(workload, fmt, template, seed)
     skipped = dict(getattr(jobs, "skipped", None) or {})
-    lo, hi = parse_seconds(start, "--start"), parse_seconds(end, "--end")
-    if lo is not None or hi is not None or queues:
-        jobs = filter_jobs(jobs, lo, hi, queues or None)
-    if scale is not None:
-        jobs = scale_arrivals(jobs, scale)
-    if not jobs:
-        raise InputError(
-            "the workload has no jobs (check --start/--end/--queue)", file=str(workload) if workload else None
-        )
+    jobs = _shape(jobs, start, end, queues, scale, workload)
     jobs, moved = route_queues(template, list(jobs))
     options = SimOptions(
         schedule_period=schedule_period,
@@ -192,6 +175,45 @@ def prepare(
     if moved:
         meta["queues_to_default"] = {"queue": template.default_queue, "jobs": moved}
     return RunInputs(template, list(jobs), options, meta)
+
+
+def _template(cluster: Path | None, workload: Path | None) -> ClusterTemplate:
+    """The cluster of a run: read from ``cluster``; else the built-in example's, with its three queues
+    for the example workload and with none of its own (the workload's queues) for any other."""
+    from corral.sim.clusters import from_spec, load_cluster
+    from corral.sim.example import EXAMPLE_CLUSTER, example_cluster
+
+    if cluster is not None:
+        return load_cluster(cluster)
+    if workload is None:
+        return example_cluster()
+    return from_spec(
+        replace(EXAMPLE_CLUSTER, queues=None, name="64 nodes x 8 GPUs"), "built-in example cluster"
+    )
+
+
+def _shape(
+    jobs: list[JobSpec],
+    start: str | None,
+    end: str | None,
+    queues: list[str] | None,
+    scale: float | None,
+    workload: Path | None,
+) -> list[JobSpec]:
+    """The jobs of the window ``[start, end)`` and of ``queues``, re-based (:func:`filter_jobs`), their
+    arrivals scaled by ``scale``; none left is an InputError."""
+    from corral.sim.workload import filter_jobs, scale_arrivals
+
+    lo, hi = parse_seconds(start, "--start"), parse_seconds(end, "--end")
+    if lo is not None or hi is not None or queues:
+        jobs = filter_jobs(jobs, lo, hi, queues or None)
+    if scale is not None:
+        jobs = scale_arrivals(jobs, scale)
+    if not jobs:
+        raise InputError(
+            "the workload has no jobs (check --start/--end/--queue)", file=str(workload) if workload else None
+        )
+    return jobs
 
 
 def run_config(

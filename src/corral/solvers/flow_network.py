@@ -120,64 +120,8 @@ class Solver:
         X0 = G0 + n_groups
         N0 = X0 + net.n_aggs
         self.n_vertices = N0 + net.n_nodes
-        sink = 0
-        gq = np.arange(n_groups, dtype=_I64)
-        n_aa = len(net.aa_src)
-        sizes = [
-            n_jobs,
-            n_jobs,
-            n_jobs,
-            n_jobs,
-            n_groups,
-            len(net.ga_group),
-            len(net.gn_group),
-            len(net.an_agg),
-            net.n_nodes,
-            n_aa,
-        ]
-        self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(_I64)
-        tails = np.concatenate(
-            [
-                self.J,
-                self.J,
-                self.A,
-                U,
-                self.A[net.group_job],
-                G0 + net.ga_group,
-                G0 + net.gn_group,
-                X0 + net.an_agg,
-                N0 + np.arange(net.n_nodes, dtype=_I64),
-                X0 + net.aa_src,
-            ]
-        ).astype(_I64)
-        heads = np.concatenate(
-            [
-                self.A,
-                U,
-                U,
-                np.full(n_jobs, sink, _I64),
-                G0 + gq,
-                X0 + net.ga_agg,
-                N0 + net.gn_node,
-                N0 + net.an_node,
-                np.full(net.n_nodes, sink, _I64),
-                X0 + net.aa_dst,
-            ]
-        ).astype(_I64)
-        zeros = np.zeros(n_jobs, _I64)
-        costs = np.concatenate(
-            [
-                zeros,
-                net.job_wait_cost,
-                net.job_penalty,
-                zeros,
-                np.zeros(n_groups, _I64),
-                net.ga_cost,
-                net.gn_cost,
-                net.an_cost,
-                np.zeros(net.n_nodes + n_aa, _I64),
-            ]
-        ).astype(_I64)
+        tails, heads, self.starts = _arc_ends(net, self.J, self.A, U, G0, X0, N0)
+        costs = _arc_costs(net)
         self.n_arcs = len(tails)
         from ortools.graph.python.min_cost_flow import SimpleMinCostFlow  # only where the flow action runs
 
@@ -243,6 +187,78 @@ class Solver:
             else np.zeros(len(net.job_supply), _I64)
         )
         return FlowSolution(ug, un, uk, placed.astype(_I64), int(mcf.optimal_cost()))
+
+
+def _arc_ends(
+    net: FlowNetwork, J: np.ndarray, A: np.ndarray, U: np.ndarray, G0: int, X0: int, N0: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every arc's tail and head, in the blocks of ``Solver._PARTS`` (the module docstring's arcs;
+    vertex 0 is the sink, ``J``/``A``/``U`` the jobs' vertices, ``G0``/``X0``/``N0`` the first group,
+    aggregator and node vertex), and where each block starts (the last entry: the arc count)."""
+    n_jobs, n_groups = len(net.job_supply), len(net.group_job)
+    sink = 0
+    n_aa = len(net.aa_src)
+    sizes = [
+        n_jobs,
+        n_jobs,
+        n_jobs,
+        n_jobs,
+        n_groups,
+        len(net.ga_group),
+        len(net.gn_group),
+        len(net.an_agg),
+        net.n_nodes,
+        n_aa,
+    ]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(_I64)
+    tails = np.concatenate(
+        [
+            J,
+            J,
+            A,
+            U,
+            A[net.group_job],
+            G0 + net.ga_group,
+            G0 + net.gn_group,
+            X0 + net.an_agg,
+            N0 + np.arange(net.n_nodes, dtype=_I64),
+            X0 + net.aa_src,
+        ]
+    ).astype(_I64)
+    heads = np.concatenate(
+        [
+            A,
+            U,
+            U,
+            np.full(n_jobs, sink, _I64),
+            G0 + np.arange(n_groups, dtype=_I64),
+            X0 + net.ga_agg,
+            N0 + net.gn_node,
+            N0 + net.an_node,
+            np.full(net.n_nodes, sink, _I64),
+            X0 + net.aa_dst,
+        ]
+    ).astype(_I64)
+    return tails, heads, starts
+
+
+def _arc_costs(net: FlowNetwork) -> np.ndarray:
+    """Every arc's unit cost, in the order of :func:`_arc_ends`."""
+    n_jobs, n_groups = len(net.job_supply), len(net.group_job)
+    zeros = np.zeros(n_jobs, _I64)
+    return np.concatenate(
+        [
+            zeros,
+            net.job_wait_cost,
+            net.job_penalty,
+            zeros,
+            np.zeros(n_groups, _I64),
+            net.ga_cost,
+            net.gn_cost,
+            net.an_cost,
+            np.zeros(net.n_nodes + len(net.aa_src), _I64),
+        ]
+    ).astype(_I64)
 
 
 def solve(net: FlowNetwork, active: np.ndarray | None = None, *, bounded: bool = True) -> FlowSolution:

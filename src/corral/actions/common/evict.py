@@ -99,6 +99,46 @@ class Plan:
         )
 
 
+class _Room:
+    """The free capacity of one node during a dry run for one preemptor, and the preemptor's fit in it:
+    the node's idle capacity with what releasing pods hold, without what nominations hold, except the
+    lower-priority nominations that may give way (``cleared``) and the preemptor's own nomination to
+    the node. The preemptor fits when the resources fit and the SimulatePredicate and
+    SimulateAllocatable points agree."""
+
+    __slots__ = ("cols", "free", "queue", "row", "session", "task")
+
+    def __init__(self, session: Session, task: Task, job: Job, row: int, cleared: list[Task]) -> None:
+        nodes = session.cluster.nodes
+        self.session, self.task, self.row = session, task, row
+        self.queue = session.cluster.queues[job.queue]
+        self.free = nodes.allocatable[row] - nodes.used[row] + nodes.releasing[row] - nodes.pipelined[row]
+        for t in cleared:
+            self.free += t.request
+        if task.status is TaskStatus.PIPELINED and task.nominated == row:
+            self.free += task.request
+        self.cols = np.flatnonzero(task.request)
+
+    def fits(self) -> bool:
+        task, cols = self.task, self.cols
+        return (
+            bool(np.all(self.free[cols] >= task.request[cols] - EPS))
+            and self.session.simulate_predicate(task, self.row)
+            and self.session.simulate_allocatable(self.queue, task)
+        )
+
+    def spare(self, cleared: list[Task]) -> list[Task]:
+        """The nominations that must give way: keep each (highest priority first) that still lets the
+        pod fit."""
+        out = []
+        for t in sorted(cleared, key=lambda t: (-t.priority, t.creation, t.name)):
+            self.free[:] -= t.request
+            if not self.fits():
+                self.free[:] += t.request
+                out.append(t)
+        return out
+
+
 class Evictor:
     """Per-action index of the pods that hold nodes, and the per-node dry run."""
 
@@ -229,39 +269,35 @@ class Evictor:
         """A plan for ``task`` on node ``row``, or None. ``victim_ok`` applies the plugins' filters to
         the node's candidates; ``evicted`` are the victims already chosen for this job (for the
         ScenarioValidator). ``order``: the action's victim order (PDB-safe pods still come first, the
-        reprieve goes the other way); by default :meth:`_victim_order`."""
-        session = self.session
+        reprieve goes the other way); by default :meth:`_victim_order`. Steps 1 and 2 of the module
+        docstring on this node (the simulated state restored after), then :meth:`_settle`: steps 4
+        and 3."""
         self.dry_runs += 1
-        nodes = session.cluster.nodes
-        queue = session.cluster.queues[job.queue]
         cleared = self._nominations(task, row)
-        free = nodes.allocatable[row] - nodes.used[row] + nodes.releasing[row] - nodes.pipelined[row]
-        for t in cleared:
-            free += t.request
-        if task.status is TaskStatus.PIPELINED and task.nominated == row:
-            free += task.request
-        cols = np.flatnonzero(task.request)
+        room = _Room(self.session, task, job, row, cleared)
+        if room.fits():
+            return Plan(row, [], 0, room.spare(cleared))
+        pods, bad = self._node_victims(row, allowed, victim_ok, order)
+        if not pods:
+            return None
+        removed = self._remove_until_fit(room, pods)
+        if removed is None:
+            return None
+        victims = self._reprieve(room, removed, bad)
+        cleared = room.spare(cleared)  # with the victims still gone
+        self._restore(victims, row)
+        return self._settle(job, row, victims, cleared, allowed, victim_ok, evicted)
 
-        def fits() -> bool:
-            return (
-                bool(np.all(free[cols] >= task.request[cols] - EPS))
-                and session.simulate_predicate(task, row)
-                and session.simulate_allocatable(queue, task)
-            )
-
-        def spare(cleared: list[Task]) -> list[Task]:
-            """The nominations that must give way: keep each (highest priority first) that still lets
-            the pod fit."""
-            out = []
-            for t in sorted(cleared, key=lambda t: (-t.priority, t.creation, t.name)):
-                free[:] -= t.request
-                if not fits():
-                    free[:] += t.request
-                    out.append(t)
-            return out
-
-        if fits():
-            return Plan(row, [], 0, spare(cleared))
+    def _node_victims(
+        self,
+        row: int,
+        allowed: np.ndarray,
+        victim_ok: Callable[[list[Task]], list[Task]],
+        order: Callable[[Task], Any] | None,
+    ) -> tuple[list[Task], dict[int, bool]]:
+        """The pods on node ``row`` this preemptor may evict (alive, allowed by the action, in a victim
+        state, passed by the plugins' filters) in victim order — PDB-safe first, then ``order`` (by
+        default :meth:`_victim_order`) — and whether each (by ``id``) violates a budget."""
         idx = [
             i
             for i in self.by_node.get(row, [])
@@ -269,33 +305,54 @@ class Evictor:
         ]
         pods = victim_ok([self.tasks[i] for i in idx])
         if not pods:
-            return None
+            return pods, {}
         pods.sort(key=order or self._victim_order())
-        bad = dict(zip(map(id, pods), session.violations(pods)))
+        bad = dict(zip(map(id, pods), self.session.violations(pods)))
         pods.sort(key=lambda t: bad[id(t)])  # stable: PDB-safe first, then as above
-        rank = {id(t): i for i, t in enumerate(pods)}
+        return pods, bad
+
+    def _remove_until_fit(self, room: _Room, pods: list[Task]) -> list[Task] | None:
+        """Remove ``pods`` in order through SimulateRemoveTask until the preemptor fits; the pods
+        removed (they stay removed), or None when it never fits (the node is restored)."""
         removed: list[Task] = []
         for v in pods:
-            session.simulate_remove(v, row)
-            free += v.request
+            self.session.simulate_remove(v, room.row)
+            room.free += v.request
             removed.append(v)
-            if fits():
-                break
-        else:
-            self._restore(removed, row)
-            return None
+            if room.fits():
+                return removed
+        self._restore(removed, room.row)
+        return None
+
+    def _reprieve(self, room: _Room, removed: list[Task], bad: dict[int, bool]) -> list[Task]:
+        """Add the removed pods back (SimulateAddTask), PDB-violating first, then in the reverse of the
+        victim order, keeping each that still lets the preemptor fit; the victims left (still removed)."""
+        session, row = self.session, room.row
+        rank = {id(t): i for i, t in enumerate(removed)}
         victims: list[Task] = []
-        back = lambda t: (not bad[id(t)], -rank[id(t)])  # noqa: E731 - the reprieve: the other way
-        for v in sorted(removed, key=back):
+        for v in sorted(removed, key=lambda t: (not bad[id(t)], -rank[id(t)])):
             session.simulate_add(v, row)
-            free -= v.request
-            if fits():
+            room.free -= v.request
+            if room.fits():
                 continue  # reprieved
             session.simulate_remove(v, row)
-            free += v.request
+            room.free += v.request
             victims.append(v)
-        cleared = spare(cleared)  # with the victims still gone
-        self._restore(victims, row)
+        return victims
+
+    def _settle(
+        self,
+        job: Job,
+        row: int,
+        victims: list[Task],
+        cleared: list[Task],
+        allowed: np.ndarray,
+        victim_ok: Callable[[list[Task]], list[Task]],
+        evicted: list[Task],
+    ) -> Plan | None:
+        """The plan of ``victims`` on ``row``: with the rest of every gang they break (:meth:`_whole`)
+        and seen by the ScenarioValidator points, or None when either refuses it."""
+        session = self.session
         if victims:
             whole = self._whole(victims, allowed, victim_ok)
             if whole is None:

@@ -424,29 +424,58 @@ def build_network(
     groups, group_job, group_key = _group_tasks(tasks, model)
     group_class = [cls.of(ts[0], len(ts)) for ts in groups]
     cls.capacities()
-    nodes = session.cluster.nodes
     b = _Builder(session, cls, model)
-    job_classes: dict[int, list[int]] = {}
-    for g, j in enumerate(group_job):
-        job_classes.setdefault(j, []).append(group_class[g])
-    chains = {
-        j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
-        for j, cs in job_classes.items()
-        if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)
-    }
+    chains = _chains(session, jobs, tasks, cls, group_job, group_class, model)
     b.trees = {group_class[g] for g, j in enumerate(group_job) if chains.get(j)}
     for g, ts in enumerate(groups):
         j = group_job[g]
         b.group(g, group_class[g], ts, *group_key[g], chains.get(j), jobs[j].topology_mode == "hard")
     u, p = _job_costs(session, jobs, tasks, wait_unit, lower)
+    net = _network(session, b, tasks, lower, u, p, group_job, groups)
+    return Built(net, groups, sorted(b.aggs, key=b.aggs.__getitem__))
+
+
+def _chains(
+    session: Session,
+    jobs: list[Job],
+    tasks: list[list[Task]],
+    cls: _Classes,
+    group_job: list[int],
+    group_class: list[int],
+    model: str,
+) -> dict[int, list[tuple[str, np.ndarray | None, int]] | None]:
+    """Per job that has one — a ``networkTopology``, or more than one pod under ``costModel:
+    topology`` — its chain of domains (:func:`_chain`)."""
+    job_classes: dict[int, list[int]] = {}
+    for g, j in enumerate(group_job):
+        job_classes.setdefault(j, []).append(group_class[g])
+    return {
+        j: _chain(session, jobs[j], sorted(set(cs)), cls, len(tasks[j]), model == "topology")
+        for j, cs in job_classes.items()
+        if jobs[j].topology_mode or (model == "topology" and len(tasks[j]) > 1)
+    }
+
+
+def _network(
+    session: Session,
+    b: _Builder,
+    tasks: list[list[Task]],
+    lower: list[int],
+    u: np.ndarray,
+    p: np.ndarray,
+    group_job: list[int],
+    groups: list[list[Task]],
+) -> FlowNetwork:
+    """The arrays of the network: the jobs' supplies, lower bounds and costs, the groups, the arcs
+    ``b`` gathered and each node's free pod slots (none on a node that is down)."""
+    nodes = session.cluster.nodes
     ga_group, ga_agg, ga_cost = (np.array(x, dtype=_I64) for x in b.ga)
     gn_group, gn_node, gn_cap, gn_cost, gn_kind = _Arcs.cat(b.arcs.gn, 5)
     an_agg, an_node, an_cap, an_cost, an_kind = _Arcs.cat(b.arcs.an, 5)
     pods = session.cluster.resources.pos(PODS)
     slots = np.floor((nodes.future_idle[:, pods] + EPS) / 1000.0)  # a pod takes 1000 milli-pods
     node_cap = np.where(nodes.down, 0, np.clip(slots, 0, None)).astype(_I64)
-    n_aggs = len(b.aggs)
-    net = FlowNetwork(
+    return FlowNetwork(
         len(nodes),
         np.array([len(ts) for ts in tasks], _I64),
         np.array(lower, _I64),
@@ -454,7 +483,7 @@ def build_network(
         p,
         np.array(group_job, _I64),
         np.array([len(ts) for ts in groups], _I64),
-        n_aggs,
+        len(b.aggs),
         ga_group,
         ga_agg,
         ga_cost,
@@ -472,4 +501,3 @@ def build_network(
         np.array(b.aa[0], _I64),
         np.array(b.aa[1], _I64),
     )
-    return Built(net, groups, sorted(b.aggs, key=b.aggs.__getitem__))
