@@ -16,7 +16,10 @@ domain. Both are priced by :func:`corral.solvers.move_oracle.move_cost` (GPU-hou
 loses its own work, a job moved whole all of its pods').
 
 Targets: placed wherever the oracle places; cost ≤ oracle + 10 % on ≥ 95 % of the instances the oracle
-places; p95 decision time ≤ 50 ms at 512 nodes (process CPU time; wall printed beside).
+places; p95 decision time ≤ 50 ms at 512 nodes (process CPU time; wall printed beside). Both keep the
+same cap, ``MAX_JOBS`` jobs moved (jobs, not pods, on both sides): each decision is checked against it
+and the most jobs one decision moved is printed. Small tight clusters with small caps:
+``bench_consolidate_small.py``.
 
     python benchmarks/bench_consolidate.py [--scenarios N] [--seed S] [--max-nodes M] [--quick] [-v]
         [--oracle-cache FILE]   # keep the oracle's answers: a planner change is then measured in seconds
@@ -232,6 +235,7 @@ class Outcome:
     placed: bool = False
     cost: float = 0.0
     moved: int = 0
+    jobs: int = 0  # jobs whose pods moved (the cap, ``MAX_JOBS``, counts these)
     ms: float = 0.0
     cpu_ms: float = 0.0
     status: str = ""
@@ -284,6 +288,8 @@ def _cycle(sc: Scenario, pristine: Cluster, cluster: Cluster) -> Outcome:
     moved = [by_key[e.pod] for e in decisions.evictions]
     assert all(t.key in where for t in moved), "a moved pod without a new node"
     out.moved = len(moved)
+    out.jobs = len({id(t.job) for t in moved})
+    assert out.jobs <= MAX_JOBS, "more jobs moved than maxMovedJobs"
     out.cost = move_cost(pristine, moved, NOW)
     out.victims = sorted(e.pod for e in decisions.evictions)
     return out
@@ -294,7 +300,12 @@ def run_oracle(sc: Scenario, pristine: Cluster, time_limit: float, workers: int)
         pristine, pristine.jobs[sc.gang], now=NOW, time_limit=time_limit, workers=workers, max_jobs=MAX_JOBS
     )
     return Outcome(
-        placed=res.placed, cost=res.cost, moved=len(res.moved), ms=res.wall * 1000.0, status=res.status
+        placed=res.placed,
+        cost=res.cost,
+        moved=len(res.moved),
+        jobs=len({id(t.job) for t in res.moved}),
+        ms=res.wall * 1000.0,
+        status=res.status,
     )
 
 
@@ -359,13 +370,13 @@ def main() -> int:
             orc = Outcome(**cache[key])
         else:
             orc = run_oracle(sc, pristine, args.oracle_time, args.oracle_workers)
-            cache[key] = {f: getattr(orc, f) for f in ("placed", "cost", "moved", "ms", "status")}
+            cache[key] = {f: getattr(orc, f) for f in ("placed", "cost", "moved", "jobs", "ms", "status")}
             _save_cache(args.oracle_cache, cache)
         rows.append((sc, act, orc))
         if args.verbose:
             print(
                 f"#{i:3d} {sc.nodes:4d} nodes fill {sc.fill:.3f} {'rack' if sc.topology else '-':<4} "
-                f"need {sc.need:2d} GPU | consolidate {'P' if act.placed else '-'} m{act.moved} "
+                f"need {sc.need:2d} GPU | consolidate {'P' if act.placed else '-'} m{act.moved} j{act.jobs} "
                 f"{act.cost:.2f} GPU-h {act.cpu_ms:.1f} ms cpu | oracle {'P' if orc.placed else '-'} "
                 f"m{orc.moved} {orc.cost:.2f} GPU-h {orc.status} {orc.ms:.0f} ms",
                 flush=True,
@@ -398,7 +409,8 @@ def report(args, rows, wall: float, cpu: float) -> int:
     print(
         f"work lost, GPU-h: consolidate {sum(a.cost for _, a, o in can if a.placed):.1f}, "
         f"oracle {sum(o.cost for _, _, o in can):.1f}; pods moved {sum(a.moved for _, a, _ in can)} vs "
-        f"{sum(o.moved for _, _, o in can)}; median cost ratio {np.median(ratios) if ratios else float('nan'):.2f}"
+        f"{sum(o.moved for _, _, o in can)}; median cost ratio {np.median(ratios) if ratios else float('nan'):.2f}; "
+        f"most jobs one decision moved {max((a.jobs for _, a, _ in rows), default=0)} (cap {MAX_JOBS})"
     )
     cpu95, wall95 = _pct([a.cpu_ms for a in big], 95), _pct([a.ms for a in big], 95)
     print(

@@ -586,6 +586,8 @@ def fingerprint() -> str:
         "plugins/network_topology",
         "plugins/queues",
         "solvers/oracle",
+        "solvers/eviction_model",
+        "solvers/oracle_work",
     ):
         path = base / f"{name}.py"
         if path.exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corral.actions.common.consolidate_plan import Budget, MovePlanner, Unit
+from corral.actions.common.consolidate_plan import Budget, MovePlanner, Pool, Unit
 from corral.manifests.build import build_cluster
 from corral.solvers.move_oracle import move_cost, solve_moves
 from tests.solvers.test_oracle import NOW, Snap
@@ -142,3 +142,50 @@ def test_planner_bounds_are_below_every_nodes_step() -> None:
                 continue
             assert planner.bound(p) <= sum(u.cost for u in step) + 1e-9
             assert planner.bound(p, jobs=True) <= len({u.job for u in step})
+
+
+def _cap_binds() -> Snap:
+    """The scenario ``consolidate_job_cap_repacks_jobs_first``: 18 GPUs free on six nodes, a gang of two
+    8-GPU pods; within two jobs only the young gangs j3 (on n4, n5) and j4 (on n2, n4, n2), lifted
+    together and packed again, open two nodes cheaply."""
+    return (
+        Snap()
+        .node("n1")
+        .node("n2")
+        .node("n3")
+        .node("n4")
+        .node("n5")
+        .node("n6")
+        .gang("j0", ["n1", "n3"], 1, hours=20.0)
+        .gang("j1", ["n1"], 4, hours=12.0)
+        .gang("j2", ["n3"], 4, hours=3.0)
+        .gang("j3", ["n4", "n5"], 2, hours=3.0)
+        .gang("j4", ["n2", "n4", "n2"], 4, hours=5.0)
+        .gang("j5", ["n6"], 4, hours=48.0)
+        .gang("big", [None, None], 8)
+    )
+
+
+def test_planner_places_where_the_oracle_does_when_the_job_cap_binds() -> None:
+    cluster = build_cluster(("t", d) for d in _cap_binds().docs)
+    res = solve_moves(cluster, cluster.jobs["t/big"], now=NOW, time_limit=10, max_jobs=2)
+    assert res.status == "OPTIMAL" and res.placed
+    plan = _planner(cluster, "t/big", max_jobs=2).plan()
+    assert plan is not None and plan.jobs <= 2
+    moved = [t for t, _ in plan.moves]
+    assert len({t.job.uid for t in moved}) <= 2
+    assert abs(move_cost(cluster, moved, NOW) - res.cost) < 1e-6  # j3 and j4 whole: 12 + 60 GPU-h
+    assert abs(res.cost - 72.0) < 1e-6
+    # without the cap the greedy's own plan (three jobs) is found as before
+    free = _planner(cluster, "t/big").plan()
+    assert free is not None and free.jobs == 3
+
+
+def test_pool_without_single_pod_units() -> None:
+    # every movable job a gang of two pods: the single-pod units are none, with the node columns' width
+    cluster = build_cluster(("t", d) for d in _young_spanning().docs)
+    planner = _planner(cluster, "t/big")
+    wide = [u for u in planner.units if len(u.pods) > 1]
+    pool = Pool(wide, planner.base)
+    singles, rows, req = pool.singles
+    assert singles == [] and rows.shape == (0,) and req.shape == (0, planner.base.shape[1])

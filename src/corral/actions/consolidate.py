@@ -18,7 +18,8 @@ the cluster but scattered (KAI's ``IsEnoughGPUsAllocatableForJob`` check first),
    keeps its minimums without it moves alone; a job that would fall below a minimum moves whole (every running
    pod of it evicted and re-placed in the same decision — those on nodes it need not leave on the node
    they ran on —: the gang restarts together and is never left bound below its minimum); at most
-   ``maxMovedJobs`` jobs move. The cost is the work lost since the last
+   ``maxMovedJobs`` jobs move (when the greedy finds no plan, the jobs are chosen first and their
+   pods packed again: the repack). The cost is the work lost since the last
    checkpoint, by gang eviction's cost model: a pod moved alone loses its own work, a job moved whole
    all of its pods'. The domains are the gang's search space (purpose Evict: the whole cluster, or for
    a topology-bound gang the HyperNodes it may use, so that pods move out of a domain into others and

@@ -45,14 +45,14 @@ import numpy as np
 
 from corral.model import ALLOCATED_STATES, Cluster, Job, Task
 from corral.model.resources import EPS
-from corral.solvers.oracle import (
+from corral.solvers.oracle import allowed_domains
+from corral.solvers.oracle_work import (
     VICTIM_STATES,
     _gpus,
     _healthy,
     _needed,
     _running,
     _scale,
-    allowed_domains,
     pod_work,
     waiting_pods,
 )

@@ -65,19 +65,18 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from corral.model import ALLOCATED_STATES, Cluster, Job, Task, TaskStatus
-from corral.model.resources import EPS, GPU
-from corral.model.work import checkpoint, run_hours
+from corral.model import ALLOCATED_STATES, Cluster, Job, Task
+from corral.model.resources import EPS
+from corral.solvers.eviction_model import EvictionModel, queue_rule
+from corral.solvers.oracle_work import VICTIM_STATES, _needed, pod_work, waiting_pods, work_lost
 
 if TYPE_CHECKING:
-    from ortools.sat.python.cp_model import CpModel, IntVar
-
     from corral.framework.session import Session
     from corral.plugins.queues import QueuePlugin
 
@@ -94,10 +93,6 @@ __all__ = [
     "work_lost",
 ]
 
-#: Pods that can be victims (as in ``corral.actions.common.evict``): running, or bound by an earlier cycle.
-VICTIM_STATES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
-_READY = ALLOCATED_STATES | {TaskStatus.SUCCEEDED}
-_HAVE = _READY | {TaskStatus.PIPELINED}
 _CRITICAL = {"system-cluster-critical", "system-node-critical"}
 
 
@@ -124,68 +119,7 @@ class OracleResult:
         return self.status in ("OPTIMAL", "INFEASIBLE", "NOTHING_TO_DO", "NO_DOMAIN")
 
 
-# -- work ------------------------------------------------------------------------------------------
-def _gpus(cluster: Cluster, task: Task) -> float:
-    col = cluster.resources.get(GPU)
-    return 0.0 if col is None else float(task.request[col]) / 1000.0
-
-
-def pod_work(cluster: Cluster, task: Task, now: float) -> float:
-    """GPU-seconds ``task`` has run since it started or its job's last checkpoint (0 without GPUs)."""
-    return _gpus(cluster, task) * run_hours(task, now, checkpoint(task.job)) * 3600.0
-
-
-def _running(job: Job) -> list[Task]:
-    return [t for t in job.tasks if t.status in VICTIM_STATES]
-
-
-def _role_surplus(job: Job) -> dict[str, int] | None:
-    """Per role: ready pods above minTaskMember, when role limits bind (None otherwise)."""
-    if not job.min_task_member or job.elastic:
-        return None
-    counts: dict[str, int] = {}
-    for t in job.tasks:
-        if t.status in _READY:
-            counts[t.role] = counts.get(t.role, 0) + 1
-    return {r: counts.get(r, 0) - n for r, n in job.min_task_member.items()}
-
-
-def _healthy(job: Job) -> bool:
-    if job.ready_count() < job.min_member:
-        return False
-    roles = _role_surplus(job)
-    return roles is None or all(s >= 0 for s in roles.values())
-
-
-def work_lost(cluster: Cluster, victims: Iterable[Task], now: float) -> tuple[float, list[Job]]:
-    """The work (GPU-hours) destroyed by evicting ``victims`` from the cluster state *before* the
-    eviction, and the healthy jobs they break (running pods below minMember or a binding role below its
-    minTaskMember): a broken job loses all its running pods' work; any other victim costs nothing."""
-    by_job: dict[int, tuple[Job | None, list[Task]]] = {}
-    for v in victims:
-        by_job.setdefault(id(v.job) if v.job is not None else id(v), (v.job, []))[1].append(v)
-    total = 0.0
-    broken: list[Job] = []
-    for job, pods in by_job.values():
-        if job is not None and _healthy(job):
-            left = job.ready_count() - len(pods)
-            roles = _role_surplus(job)
-            gone_roles: dict[str, int] = {}
-            for p in pods:
-                gone_roles[p.role] = gone_roles.get(p.role, 0) + 1
-            if left < job.min_member or (
-                roles is not None and any(roles[r] - gone_roles.get(r, 0) < 0 for r in roles)
-            ):
-                broken.append(job)
-                total += sum(pod_work(cluster, t, now) for t in _running(job))
-    return total / 3600.0, broken
-
-
 # -- eligibility -----------------------------------------------------------------------------------
-def waiting_pods(job: Job) -> list[Task]:
-    return [t for t in job.tasks if t.status is TaskStatus.PENDING and t.managed and not t.best_effort]
-
-
 def allowed_domains(cluster: Cluster, job: Job) -> list[tuple[str, np.ndarray]]:
     """The domains the gang may land in, as (name, node mask): the hypernodes of allowed tiers holding
     every node the gang already occupies and enough allocatable capacity (hard topology), else the
@@ -333,88 +267,7 @@ def solve_by_rules(
 _STOP = ("UNKNOWN", "MODEL_INVALID", "NO_DOMAIN", "NOTHING_TO_DO")
 
 
-# -- the model -------------------------------------------------------------------------------------
-def _victims_by_queue(cluster: Cluster, victims: list[Task], queues: Mapping) -> dict[str, list[int]]:
-    """The indexes of ``victims`` under each queue of ``queues`` (a victim counts for its queue and every
-    ancestor the mapping names)."""
-    out: dict[str, list[int]] = {}
-    for i, v in enumerate(victims):
-        for name in cluster.queue_chain(v.job.queue):
-            if name in queues:
-                out.setdefault(name, []).append(i)
-    return out
-
-
-def _queue_rule(
-    model: CpModel,
-    cluster: Cluster,
-    victims: list[Task],
-    evict: list[IntVar],
-    limits: Mapping[str, tuple[np.ndarray, np.ndarray]],
-) -> None:
-    """The queue rule of proportion/capacity, exactly for each queue alone: the victims of a queue
-    (those of it and its descendants) pass, in their best order (the largest last), when in some
-    resource what they free less one of them (the pod that crosses the line) stays below the queue's
-    ``above``, and in every resource what they free stays within its ``keep``. (In a queue tree one
-    order must suit every queue of a side at once: then this is a relaxation.)"""
-    for name, idx in _victims_by_queue(cluster, victims, limits).items():
-        above, keep = limits[name]
-        cols = [c for c in range(len(above)) if any(victims[i].request[c] > 0 for i in idx)]
-        units = {c: _scale(victims[i].request[c] for i in idx) for c in cols}
-        amount = {c: [(i, int(round(victims[i].request[c] / units[c]))) for i in idx] for c in cols}
-        for c in cols:
-            if np.isfinite(keep[c]):
-                model.add(
-                    sum(q * evict[i] for i, q in amount[c]) <= max(math.floor((keep[c] + EPS) / units[c]), 0)
-                )
-        if any(a > EPS for c, a in enumerate(above) if c not in units):
-            continue  # above its line in a resource no victim frees: the line never binds
-        # lim: the most (in units) the victims may free less the crossing pod: k * u < above - EPS
-        lims = {c: math.ceil((above[c] - EPS) / units[c]) - 1 for c in cols if np.isfinite(above[c])}
-        lims = {c: v for c, v in lims.items() if v >= 0}
-        if not lims:
-            for i in idx:
-                model.add(evict[i] == 0)
-            continue
-        cross = [model.new_bool_var(f"x_{name}_{i}") for i in idx]
-        for z, i in zip(cross, idx):
-            model.add_implication(z, evict[i])
-        model.add(sum(cross) <= 1)
-        which = {c: model.new_bool_var(f"y_{name}_{c}") for c in lims}
-        for i in idx:
-            model.add(sum(which.values()) >= 1).only_enforce_if(evict[i])
-        for c, lim in lims.items():
-            model.add(sum(q * (evict[i] - z) for (i, q), z in zip(amount[c], cross)) <= lim).only_enforce_if(
-                which[c]
-            )
-
-
-def _needed(job: Job) -> tuple[int, dict[str, int]]:
-    have = sum(1 for t in job.tasks if t.status in _HAVE)
-    missing = max(job.min_member - have, 0)
-    roles: dict[str, int] = {}
-    if job.min_task_member:
-        counts: dict[str, int] = {}
-        for t in job.tasks:
-            if t.status in _HAVE:
-                counts[t.role] = counts.get(t.role, 0) + 1
-        for r, n in job.min_task_member.items():
-            if n - counts.get(r, 0) > 0:
-                roles[r] = n - counts.get(r, 0)
-    return missing, roles
-
-
-def _scale(values: Iterable[float]) -> int:
-    """The largest integer unit (gcd, in milli-units) dividing every value: keeps CP-SAT coefficients
-    small and, since all sums are sums of these values, keeps capacity checks exact after flooring."""
-    g = 0
-    for v in values:
-        iv = int(round(v))
-        if iv:
-            g = math.gcd(g, abs(iv))
-    return g or 1
-
-
+# -- the solve -------------------------------------------------------------------------------------
 def solve_gang_eviction(
     cluster: Cluster,
     job: Job,
@@ -431,7 +284,8 @@ def solve_gang_eviction(
     max_rank: float | None = None,
     break_gangs: bool = True,
 ) -> OracleResult:
-    """The victim set of least work lost with which ``job`` fits in one allowed domain (module doc).
+    """The victim set of least work lost with which ``job`` fits in one allowed domain (module doc;
+    the model's steps: :mod:`corral.solvers.eviction_model`).
 
     ``cluster`` is read only. ``action``: "preempt" or "reclaim". ``now``: seconds since the epoch
     (run times are measured to it). ``queue_slack``: per queue, what it may give up (reclaim; see
@@ -445,189 +299,53 @@ def solve_gang_eviction(
     from ortools.sat.python import cp_model
 
     t0 = time.perf_counter()
-    nodes = cluster.nodes
-    n_res = len(cluster.resources)
     missing, role_missing = _needed(job)
-    waiting = waiting_pods(job)
     if missing == 0 and not role_missing:
         return OracleResult("NOTHING_TO_DO", True, wall=time.perf_counter() - t0)
     domains = allowed_domains(cluster, job)
     if not domains:
         return OracleResult("NO_DOMAIN", False, wall=time.perf_counter() - t0)
-    union = np.zeros(len(nodes), dtype=bool)
+    union = np.zeros(len(cluster.nodes), dtype=bool)
     for _, m in domains:
         union |= m
-    eligible = union & ~nodes.unschedulable
-
-    # classes of waiting pods: (role, request)
-    classes: dict[tuple, list[Task]] = {}
-    for t in sorted(waiting, key=lambda t: (-t.priority, t.creation, t.name)):
-        classes.setdefault((t.role, tuple(np.round(t.request, 6))), []).append(t)
-    klist = list(classes.values())
-    cols = np.flatnonzero(np.any([k[0].request for k in klist], axis=0)) if klist else np.zeros(0, int)
-    masks = []
-    for pods in klist:
-        m = eligible.copy()
-        if node_mask is not None:
-            m &= node_mask(pods[0])
-        masks.append(m)
-    rows = np.flatnonzero(np.any(masks, axis=0)) if masks else np.zeros(0, int)
-
-    victims = candidate_victims(cluster, job, action, union)
-    victims = [
-        v
-        for v in victims
-        if eligible[v.node]
-        and any(m[v.node] for m in masks)
-        and (max_rank is None or (rank(v.job) if rank else v.job.priority) <= max_rank)
-    ]
-    by_node: dict[int, list[int]] = {}
-    for i, v in enumerate(victims):
-        by_node.setdefault(v.node, []).append(i)
-
-    # integer units per requested column
-    free = nodes.future_idle
-    units = {}
-    for c in cols:
-        vals = [k[0].request[c] for k in klist] + [v.request[c] for v in victims]
-        units[c] = _scale(vals)
-
-    model = cp_model.CpModel()
-    count: dict[tuple[int, int], cp_model.IntVar] = {}
-    evict = [model.new_bool_var(f"e{i}") for i in range(len(victims))]
-    use_dom: list[tuple[str, np.ndarray, cp_model.IntVar]] = []
-    if len(domains) > 1:
-        for name, m in domains:
-            use_dom.append((name, m, model.new_bool_var(f"d_{name}")))
-        model.add_exactly_one(d for _, _, d in use_dom)
-
-    for r in rows:
-        vic = by_node.get(int(r), [])
-        cap_int = {}  # column -> (free now, freed by evicting every victim), in units
-        for c in cols:
-            u = units[c]
-            freed = sum(victims[i].request[c] for i in vic)
-            cap_int[c] = (math.floor((free[r, c] + EPS) / u), int(round(freed / u)))
-        node_vars = []
-        for k, pods in enumerate(klist):
-            if not masks[k][r]:
-                continue
-            req = pods[0].request
-            ub = len(pods)
-            for c in cols:
-                q = int(round(req[c] / units[c]))
-                if q > 0:
-                    ub = min(ub, max(cap_int[c][0] + cap_int[c][1], 0) // q)
-            if ub <= 0:
-                continue
-            x = model.new_int_var(0, ub, f"x{k}_{r}")
-            count[(k, int(r))] = x
-            node_vars.append((k, x))
-        if not node_vars:
-            continue
-        for c in cols:
-            u = units[c]
-            placed = [(x, int(round(klist[k][0].request[c] / u))) for k, x in node_vars]
-            placed = [(x, q) for x, q in placed if q > 0]
-            if not placed:
-                continue
-            base, _ = cap_int[c]
-            freed_terms = [(evict[i], int(round(victims[i].request[c] / u))) for i in vic]
-            model.add(sum(q * x for x, q in placed) <= base + sum(q * e for e, q in freed_terms if q))
-        if use_dom:
-            doms = [d for _, m, d in use_dom if m[r]]
-            for k, x in node_vars:
-                model.add(x <= len(klist[k]) * sum(doms))
-
-    # how many pods, per class, overall and per role
-    totals = []
-    for k, pods in enumerate(klist):
-        xs = [x for (kk, _), x in count.items() if kk == k]
-        tot = sum(xs) if xs else 0
-        if xs:
-            model.add(tot <= len(pods))
-        totals.append(tot)
-    model.add(sum(totals) >= missing)
-    for role, n in role_missing.items():
-        model.add(sum(tot for k, tot in enumerate(totals) if klist[k][0].role == role) >= n)
-
-    # victims' jobs: broken switches and the cost (seed 000: only a healthy job that is broken loses
-    # work — all its running pods'; surplus pods and pods of jobs broken already are free)
-    jobs: dict[int, tuple[Job, list[int]]] = {}
-    for i, v in enumerate(victims):
-        jobs.setdefault(id(v.job), (v.job, []))[1].append(i)
-    cost_terms = []
-    for vj, idx in jobs.values():
-        if not _healthy(vj):
-            continue
-        whole = int(round(sum(pod_work(cluster, t, now) for t in _running(vj))))
-        b = model.new_bool_var(f"b_{vj.uid}")  # the job drops below its minimums: restarts whole
-        if not break_gangs:
-            model.add(b == 0)
-        surplus = vj.ready_count() - vj.min_member
-        n = len(idx)
-        if surplus < n:
-            model.add(sum(evict[i] for i in idx) <= surplus + n * b)
-        roles = _role_surplus(vj)
-        if roles is not None:
-            for role, s in roles.items():
-                ri = [i for i in idx if victims[i].role == role]
-                if s < len(ri):
-                    model.add(sum(evict[i] for i in ri) <= s + len(ri) * b)
-        cost_terms.append(whole * b)
-
-    # reclaim: victim queues keep their deserved share
+    em = EvictionModel(cp_model.CpModel(), cluster, job, union & ~cluster.nodes.unschedulable, node_mask)
+    em.take(candidate_victims(cluster, job, action, union), rank, max_rank)
+    em.domains(domains)
+    em.capacity()
+    em.counts(missing, role_missing)
+    cost_terms = em.breaks(now, break_gangs)
     if action == "reclaim" and queue_slack:
-        for name, idx in _victims_by_queue(cluster, victims, queue_slack).items():
-            slack = queue_slack[name]
-            for c in range(n_res):
-                reqs = [victims[i].request[c] for i in idx]
-                if not any(r > 0 for r in reqs) or not np.isfinite(slack[c]):
-                    continue
-                u = _scale(reqs)
-                limit = max(math.floor((slack[c] + EPS) / u), 0)
-                model.add(
-                    sum(
-                        int(round(victims[i].request[c] / u)) * evict[i]
-                        for i in idx
-                        if victims[i].request[c] > 0
-                    )
-                    <= limit
-                )
-
+        em.slack(queue_slack)
     if action == "reclaim" and queue_limits:
-        _queue_rule(model, cluster, victims, evict, queue_limits)
+        queue_rule(em.model, cluster, em.victims, em.evict, queue_limits)
+    weight = em.objective(cost_terms, hint)
+    res = _solve(em, domains, now, time_limit, workers, weight)
+    res.nodes = int(union.sum())
+    res.wall = time.perf_counter() - t0
+    return res
 
-    weight = len(victims) + 1
-    model.minimize(weight * sum(cost_terms) + sum(evict))
-    if hint:
-        chosen = {id(t) for t in hint}
-        for i, v in enumerate(victims):
-            model.add_hint(evict[i], id(v) in chosen)
+
+def _solve(
+    em: EvictionModel,
+    domains: list[tuple[str, np.ndarray]],
+    now: float,
+    time_limit: float,
+    workers: int,
+    weight: int,
+) -> OracleResult:
+    """Solve the model built and read its answer (``weight``: the work's, in the objective)."""
+    from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = max(int(workers), 1)
-    code = solver.solve(model)
-    status = solver.status_name(code)
-    res = OracleResult(status, False, candidates=len(victims), nodes=int(union.sum()))
+    code = solver.solve(em.model)
+    res = OracleResult(solver.status_name(code), False, candidates=len(em.victims))
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         res.placed = True
-        res.victims = [v for i, v in enumerate(victims) if solver.value(evict[i])]
-        res.work_lost, res.broken = work_lost(cluster, res.victims, now)
+        res.victims, res.domain, res.placement = em.read(solver, domains)
+        res.work_lost, res.broken = work_lost(em.cluster, res.victims, now)
         res.bound = math.floor(solver.best_objective_bound / weight + 1e-9) / 3600.0  # the work part
-        if use_dom:
-            res.domain = next(name for name, _, d in use_dom if solver.value(d))
-        else:
-            res.domain = domains[0][0]
-        for k, pods in enumerate(klist):
-            queue = list(pods)
-            for (kk, r), x in sorted(count.items(), key=lambda kv: kv[0][1]):
-                if kk != k:
-                    continue
-                for _ in range(solver.value(x)):
-                    res.placement.append((queue.pop(0), r))
     elif code == cp_model.INFEASIBLE:
         res.bound = math.inf
-    res.wall = time.perf_counter() - t0
     return res

@@ -22,7 +22,18 @@ import numpy as np
 from corral.model import Task
 from corral.model.resources import EPS
 
-__all__ = ["CHAIN", "DEEP_CHAINS", "DEEP_ROWS", "DEEP_SHARE", "Budget", "Landing", "Pool", "State", "Unit"]
+__all__ = [
+    "CHAIN",
+    "DEEP_CHAINS",
+    "DEEP_ROWS",
+    "DEEP_SHARE",
+    "REPACKS",
+    "Budget",
+    "Landing",
+    "Pool",
+    "State",
+    "Unit",
+]
 
 #: Single-pod units tried, at most, to make room for a moved pod with nowhere to go.
 CHAIN = 16
@@ -32,6 +43,8 @@ DEEP_CHAINS = 8
 DEEP_ROWS = 12
 #: The deeper pass's move sets, at most, as a multiple of those the first passes spent.
 DEEP_SHARE = 1
+#: Packs of the repack (:mod:`corral.actions.common.consolidate_repack`) per decision, at most.
+REPACKS = 48
 #: Slots counted per node at most (an unlimited resource would count infinitely many).
 _MOST = 1 << 20
 
@@ -40,9 +53,12 @@ _MOST = 1 << 20
 class Budget:
     """The per-decision search budget: steps tried (a moved set evaluated with its pods landed). When
     it is spent the greedy stops (no plan, or the best so far), so a decision's time is bounded; a
-    count, not a clock, so the same input gives the same decisions."""
+    count, not a clock, so the same input gives the same decisions. The repack, run only when the
+    greedy finds no plan, counts its packs apart (``packs``)."""
 
     left: int = 1 << 30
+    #: the repack's packs left (:data:`REPACKS`)
+    packs: int = REPACKS
 
     def spent(self) -> bool:
         return self.left <= 0
@@ -140,7 +156,7 @@ class Pool:
         """``singles``, with their pods' rows and requests as arrays."""
         singles = sorted((u for u in self.units if len(u.pods) == 1), key=lambda u: (u.cost, u.order))
         rows = np.array([u.pods[0].node for u in singles], dtype=np.int64)
-        req = np.array([u.pods[0].request for u in singles]).reshape(len(singles), -1)
+        req = np.array([u.pods[0].request for u in singles]).reshape(len(singles), self.shape[1])
         return singles, rows, req
 
 
@@ -162,10 +178,15 @@ class Landing:
         _colreq: list[tuple[int, float]]
         _pods: dict[int, tuple[Any, ...]]
         _pool: Pool
+        allowed: Callable[[int, list[Task]], bool]
+        max_jobs: int
         at: dict[int, list[Unit]]
         job_rows: dict[int, set[int]]
 
         def bound(self, p: int, jobs: bool = False) -> float: ...
+        def _slots(self, free: np.ndarray, rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray: ...
+        def _fresh(self) -> State: ...
+        def _touch(self, st: State, rows: set[int]) -> None: ...
         def spanning(self) -> list[tuple[Unit, int]]: ...
         def _first(self, st: State, p: int) -> list[Unit] | None: ...
         def _step(self, st: State, p: int) -> list[Unit] | None: ...

@@ -40,6 +40,10 @@ it (a chain of two moves). The steps:
    over the first ``DEEP_ROWS`` nodes by a lower bound, ``DEEP_CHAINS`` such searches per planner),
    within as many move sets as the first passes spent, and stopped once its moves (with the slots
    still lacking at the line's cheapest rate) cost what the plan in hand costs;
+   **the repack** — before it, when the greedy found no plan (the job cap stopped it, or no landing
+   kept the slots its moves opened) and the domain would hold the gang with every movable pod gone:
+   the jobs chosen first, fewest first, and their pods packed again
+   (:mod:`corral.actions.common.consolidate_repack`);
 2. **reprieve** — units whose move turns out not to be needed are given back, dearest first: its
    pods back where they run, when the room there is still free and the gang still fits;
 3. **the gang's pods** go, each, to the node of the domain where it leaves fewest slots unused.
@@ -68,6 +72,7 @@ from corral.actions.common.consolidate_landing import (
 )
 from corral.actions.common.consolidate_landing import State as _State
 from corral.actions.common.consolidate_line import Line
+from corral.actions.common.consolidate_repack import Repack
 from corral.model import Task
 from corral.model.resources import EPS
 
@@ -517,7 +522,8 @@ class MovePlanner(Landing):
 
     def plan(self) -> MovePlan | None:
         """The cheapest plan the search finds (None: none): the greedy, and — when the job cap stopped
-        it — the greedy that adds fewest jobs first; each with its reprieve. Then the deeper pass:
+        it — the greedy that adds fewest jobs first; each with its reprieve; when neither found a plan,
+        the repack (:class:`Repack`). Then the deeper pass:
         the greedy again with the deeper landing search (:meth:`_room_deep`), stopped once its moves
         cost what the best plan costs (and, when there is none and the cap stopped the greedy, the
         greedy by jobs so too)."""
@@ -527,6 +533,10 @@ class MovePlanner(Landing):
             found += [st for st in (self._greedy(by_jobs=True),) if st is not None]
         plans = [p for p in (self._finish(st) for st in found) if p is not None]
         best = min(plans, key=lambda p: (p.cost, p.pods)) if plans else None
+        if best is None:  # the greedy fell short: the jobs first
+            rp = Repack(self)
+            st = rp.search() if rp.possible() else None
+            best = self._finish(st) if st is not None else None
         if (best is not None and best.cost <= 0.0) or not self.rooms:
             return best  # nothing cheaper, or no landing that the deeper search could change
         shared = self.budget
