@@ -170,28 +170,8 @@ def apply_decisions(
     for task in by_key.values():
         if task.status is TaskStatus.ALLOCATED:
             task.status, task.node = TaskStatus.PENDING, -1
-    for b in decisions.binds:
-        task = by_key[b.pod]
-        task.status, task.node, task.nominated = bound, nodes.index[b.node], -1
-        task.start_time = now
-    for n in decisions.nominations:
-        nominee = by_key.get(n.pod)
-        if nominee is None or nominee.status not in (TaskStatus.PENDING, TaskStatus.PIPELINED):
-            continue
-        if n.node:
-            nominee.status, nominee.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
-        else:  # an empty node clears the nomination
-            nominee.status, nominee.nominated = TaskStatus.PENDING, -1
-    moved_to = {n.pod: n.node for n in decisions.nominations if n.node}  # a pod evicted and nominated
-    for e in decisions.evictions:
-        task = by_key[e.pod]
-        if remove_evicted:
-            del cluster.tasks[task.uid]
-            if task.job is not None:
-                task.job.tasks.remove(task)
-        else:  # a moved pod (``consolidate``) holds its new node while it leaves and comes back there
-            task.status = TaskStatus.RELEASING
-            task.nominated = nodes.index[moved_to[e.pod]] if e.pod in moved_to else -1
+    _place_pods(cluster, decisions, by_key, now, bound)
+    _evict_pods(cluster, decisions, by_key, remove_evicted)
     for u in decisions.podgroups:
         job = cluster.jobs.get(u.podgroup)
         if job is not None:
@@ -205,3 +185,41 @@ def apply_decisions(
         for task in candidates:
             if task.uid in cluster.tasks:
                 cluster.charge(task, +1)
+
+
+def _place_pods(
+    cluster: Cluster, decisions: Decisions, by_key: dict[str, Task], now: float, bound: TaskStatus
+) -> None:
+    """The binds (the pod on its node in state ``bound``) and the nominations (nominatedNodeName set, or
+    cleared by an empty node) of ``decisions``."""
+    nodes = cluster.nodes
+    for b in decisions.binds:
+        task = by_key[b.pod]
+        task.status, task.node, task.nominated = bound, nodes.index[b.node], -1
+        task.start_time = now
+    for n in decisions.nominations:
+        nominee = by_key.get(n.pod)
+        if nominee is None or nominee.status not in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+            continue
+        if n.node:
+            nominee.status, nominee.nominated = TaskStatus.PIPELINED, nodes.index[n.node]
+        else:  # an empty node clears the nomination
+            nominee.status, nominee.nominated = TaskStatus.PENDING, -1
+
+
+def _evict_pods(
+    cluster: Cluster, decisions: Decisions, by_key: dict[str, Task], remove_evicted: bool
+) -> None:
+    """The evictions of ``decisions``: the pod leaves (``remove_evicted``) or stays Releasing, holding the
+    node it was nominated to when it was moved (``consolidate``)."""
+    nodes = cluster.nodes
+    moved_to = {n.pod: n.node for n in decisions.nominations if n.node}  # a pod evicted and nominated
+    for e in decisions.evictions:
+        task = by_key[e.pod]
+        if remove_evicted:
+            del cluster.tasks[task.uid]
+            if task.job is not None:
+                task.job.tasks.remove(task)
+        else:  # a moved pod holds its new node while it leaves and comes back there
+            task.status = TaskStatus.RELEASING
+            task.nominated = nodes.index[moved_to[e.pod]] if e.pod in moved_to else -1
