@@ -13,7 +13,9 @@ the research simulators place (consolidated):
 - ``default``: corral's built-in default configuration at the simulator's default period (10 s), as
   ``bench_backlog.py`` runs it: the yardstick of issue 29's CPU bar (every baseline within 2x its CPU);
 - ``default-1s``: the same at the baselines' own 1 s period (Lucid's): the bar read as "the same run"
-  at the same period. Both yardsticks are printed.
+  at the same period. Both yardsticks are printed. ``--period S`` runs every policy at S seconds in
+  place of its own (the bar read with the default and the baselines at the default's 10 s); those runs
+  are not Lucid's, so no Lucid figure is printed beside them.
 
 Prints per cluster and policy: jobs completed, mean and p95 JCT, mean queueing time (every wait counted,
 those after a preemption too: ``queue_time`` of the job records), preemptions (stops caused by the
@@ -27,7 +29,7 @@ figures for the same week (benchmarks/reference/lucid_philly.json, via canon_ref
 corral's mean JCT is within the held-out aim of 5 %.
 
     python benchmarks/bench_canon.py [--nodes 40 80] [--policies default default-1s fifo greedy sjf srtf tiresias]
-                                     [--until SECONDS]
+                                     [--until SECONDS] [--period SECONDS]
 
 Not part of CI: the whole grid takes tens of minutes of CPU. Skips with a message when the trace is absent.
 """
@@ -77,8 +79,10 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else float("nan")
 
 
-def run(policy: str, jobs: list, nodes: int, until: float | None) -> dict:
-    file, period = POLICIES[policy]
+def run(policy: str, jobs: list, nodes: int, until: float | None, period: float | None = None) -> dict:
+    """One whole-week (or ``until``) run of ``policy``, at its own period unless ``period`` is given."""
+    file, own = POLICIES[policy]
+    period = period or own
     config = load_config_file(BASELINES / file, REGISTRY) if file else default_config()
     template = from_spec(
         ClusterSpec(
@@ -116,14 +120,17 @@ def ratio_text(cpu: dict[tuple[str, int], float], policy: str, nodes: int, defau
     return f"{cpu[(policy, nodes)] / base:.2f}x"
 
 
-def print_ratios(cpu: dict[tuple[str, int], float], policies: list[str], nodes: int) -> None:
+def print_ratios(
+    cpu: dict[tuple[str, int], float], policies: list[str], nodes: int, override: float | None = None
+) -> None:
     """Each baseline's CPU against the default configuration's on the same cluster (issue 29's bar),
     at the default's 10 s period and at the baselines' 1 s."""
     for default in DEFAULTS:
         base = cpu.get((default, nodes))
-        period = POLICIES[default][1]
+        period = override or POLICIES[default][1]
         if not base:
-            print(f"CPU against {default} ({period:g} s): not measured (add --policies {default})")
+            if override is None:
+                print(f"CPU against {default} ({period:g} s): not measured (add --policies {default})")
             continue
         for policy in policies:
             if policy in DEFAULTS:
@@ -140,6 +147,13 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, nargs="+", default=[40, 80])
     parser.add_argument("--policies", nargs="+", choices=sorted(POLICIES), default=list(POLICIES))
     parser.add_argument("--until", type=float, default=None, help="stop at this simulated time (seconds)")
+    parser.add_argument(
+        "--period",
+        type=float,
+        default=None,
+        help="run every policy at this scheduling period (seconds) in place of its own: the CPU bar read "
+        "with the default and the baselines at one period (the 'x dflt 10s' column then compares like runs)",
+    )
     args = parser.parse_args()
     if not TRACE.exists():
         print(f"skipped: the Philly trace is not at {TRACE}")
@@ -158,20 +172,20 @@ def main() -> int:
             f"{'x dflt 1s':>9} {'load':>5}"
         )
         for policy in policies:
-            got = run(policy, jobs, nodes, args.until)
+            got = run(policy, jobs, nodes, args.until, args.period)
             cpu[(policy, nodes)] = got["cpu"]
             print(
-                f"{policy:9} {POLICIES[policy][1]:5.0f}s {got['done']:6,} {got['jct_mean'] / 3600:8.2f}h "
+                f"{policy:9} {args.period or POLICIES[policy][1]:5.0f}s {got['done']:6,} {got['jct_mean'] / 3600:8.2f}h "
                 f"{got['jct_p95'] / 3600:8.2f}h {got['queue_mean'] / 3600:9.2f}h {got['preemptions']:8,} "
                 f"{got['restore_gpu_h']:7.1f}Gh {got['cycles']:8,} {got['cpu']:7.1f}s {got['wall']:7.1f}s "
                 f"{ratio_text(cpu, policy, nodes):>10} {ratio_text(cpu, policy, nodes, 'default-1s'):>9} "
                 f"{os.getloadavg()[0]:5.1f}",
                 flush=True,
             )
-            if args.until is None and policy not in DEFAULTS:
+            if args.until is None and args.period is None and policy not in DEFAULTS:
                 print("          " + beside(policy, nodes, got), flush=True)
-        print_ratios(cpu, policies, nodes)
-    if ("fifo", 40) in cpu and args.until is None:
+        print_ratios(cpu, policies, nodes, args.period)
+    if ("fifo", 40) in cpu and args.until is None and args.period in (None, 1.0):
         fifo = cpu[("fifo", 40)]
         print(
             f"\nstrict FIFO, 40 nodes, 1 s: {fifo:.1f} s of CPU; target <= {FIFO_CPU_TARGET:.0f} s: "
