@@ -132,6 +132,7 @@ def test_corral_run_runs_on_the_live_extra(tmp_path: Path) -> None:
         (["run", "--server", "http://127.0.0.1:9", "--dry-run"], ["prometheus_client"], "live"),
         (["simulate", "-o", "OUT"], ["pandas"], "sim"),
         (["compare", "default", "-o", "OUT"], ["ortools"], "sim"),
+        (["sweep", "SPEC", "-o", "OUT"], ["pandas"], "sim"),
         (["schedule", "DRA"], ["cel"], "dra"),
     ],
 )
@@ -139,6 +140,7 @@ def test_a_missing_extra_is_one_line(args, blocked, extra, monkeypatch, tmp_path
     for m in blocked:
         monkeypatch.setitem(sys.modules, m, None)
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    args = [str(tmp_path / "sweep.yaml") if a == "SPEC" else a for a in args]  # never read: refused first
     if "DRA" in args:  # a snapshot whose pods have resource claims (CEL selectors)
         from tests.scenarios.expand import expand
 

@@ -2,8 +2,8 @@
 needs one that is missing.
 
 ``pip install corral`` is the core (``corral schedule``, ``validate``, ``queues``, ``what-if``); each
-front end's libraries are an extra: ``live`` (``corral run``), ``sim`` (``corral simulate`` and
-``compare``), ``flow`` (the ``flow`` action outside the simulator), ``fast-yaml`` (rapidyaml, the fast
+front end's libraries are an extra: ``live`` (``corral run``), ``sim`` (``corral simulate``,
+``compare`` and ``sweep``), ``flow`` (the ``flow`` action outside the simulator), ``fast-yaml`` (rapidyaml, the fast
 path for large YAML snapshots; without it libyaml reads them), ``dra`` (the CEL library that evaluates the
 device selectors of Dynamic Resource Allocation; ``live`` includes it). A command that needs a missing extra
 exits with code 2 and one line naming it and the ``pip install`` that adds it, instead of an import

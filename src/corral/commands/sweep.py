@@ -70,6 +70,9 @@ def _sweep(
     import json
 
     from corral.errors import InputError
+    from corral.extras import require
+
+    require("sim", "corral sweep")  # pandas, pyarrow, matplotlib, OR-Tools: pip install 'corral[sim]'
     from corral.sim.progress import CellProgress
     from corral.sim.sweep import SWEEP_MARKER, run_sweep
     from corral.sim.sweep_report import write_sweep_outputs
