@@ -5,36 +5,20 @@ nodeorder's inter-pod score, which placed pods' own terms change) shows up here 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from corral.framework.session import Session
-from tests.scenarios.test_scenarios import CASES, run_case
-
-
-def _suite(tmp_path: Path) -> dict[str, str]:
-    out = {}
-    for path in CASES:
-        case = yaml.safe_load(path.read_text())
-        folder = tmp_path / path.stem
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            got = json.dumps(run_case(case, folder), sort_keys=True)
-        except Exception as exc:  # a case that fails fails the same way both times
-            got = f"error: {type(exc).__name__}: {exc}"
-        out[path.stem] = got
-    return out
+from tests.scenarios.test_scenarios import CASES, suite_decisions
 
 
 def test_scenario_suite_decisions_identical_with_and_without_the_score_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    on = _suite(tmp_path / "on")
+    on = suite_decisions(tmp_path / "on")
     monkeypatch.setattr(Session, "score_key", lambda self, task: None)
-    off = _suite(tmp_path / "off")
+    off = suite_decisions(tmp_path / "off")
     assert len(on) == len(CASES) > 100
     different = [name for name in on if on[name] != off[name]]
     assert not different, f"decisions differ with the score cache on/off: {different[:5]}"

@@ -7,7 +7,6 @@ record field but the reason texts."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 
@@ -18,26 +17,12 @@ from corral.registry import REGISTRY, default_config
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
 from corral.sim.engine import Engine, SimOptions
 from corral.sim.synthetic import synthetic
-from tests.scenarios.test_scenarios import CASES, run_case
-
-
-def _suite(tmp_path: Path, skip: bool) -> dict[str, str]:
-    out = {}
-    for path in CASES:
-        case = yaml.safe_load(path.read_text())
-        folder = tmp_path / path.stem
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            got = json.dumps(run_case(case, folder, skip=skip), sort_keys=True)
-        except Exception as exc:  # a case that fails fails the same way both times
-            got = f"error: {type(exc).__name__}: {exc}"
-        out[path.stem] = got
-    return out
+from tests.scenarios.test_scenarios import CASES, suite_decisions
 
 
 def test_scenario_suite_decisions_identical_with_and_without_skipping(tmp_path):
-    on = _suite(tmp_path / "on", skip=True)
-    off = _suite(tmp_path / "off", skip=False)
+    on = suite_decisions(tmp_path / "on", skip=True)
+    off = suite_decisions(tmp_path / "off", skip=False)
     assert len(on) == len(CASES) > 100
     different = [name for name in on if on[name] != off[name]]
     assert not different, f"decisions differ with skipping on/off: {different[:5]}"

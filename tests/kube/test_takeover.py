@@ -14,7 +14,7 @@ from tests.kube.test_live import gang_objects, wait_for
 LEASE = (5.0, 3.0, 0.05)
 
 
-def _hold_lease(server: FakeAPI, holder: str) -> None:
+def _hold_lease(server: FakeAPI, holder: str, duration: int = 60) -> None:
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
     server.add(
         {
@@ -23,7 +23,7 @@ def _hold_lease(server: FakeAPI, holder: str) -> None:
             "metadata": {"name": "corral", "namespace": "default"},
             "spec": {
                 "holderIdentity": holder,
-                "leaseDurationSeconds": 60,
+                "leaseDurationSeconds": duration,
                 "renewTime": now,
                 "acquireTime": now,
             },
@@ -51,20 +51,7 @@ def test_a_lease_left_unrenewed_while_syncing_is_taken_over_at_once(server: Fake
     is taken over as soon as the sync ends and its duration has passed since it was first read, not a
     whole duration after the first bid."""
     server.add_all(gang_objects(count=1, nodes=1))
-    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
-    server.add(
-        {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": "corral", "namespace": "default"},
-            "spec": {
-                "holderIdentity": "gone",
-                "leaseDurationSeconds": 1,
-                "renewTime": now,
-                "acquireTime": now,
-            },
-        }
-    )
+    _hold_lease(server, "gone", duration=1)
     server.fail("GET", r"/api/v1/pods\?", 503, count=1000)
     r = runner_factory(leader_elect=True, identity="b", lease_namespace="default", lease=(1.0, 0.6, 0.05))
     r.start()

@@ -11,6 +11,7 @@ evicted or nominated. ``xfail: "reason"`` marks a case whose expectation is righ
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,22 @@ def run_case(case: dict, tmp_path: Path, **history: bool) -> dict:
         derive=_conditions,
     )
     return decisions.to_json(case.get("cycles", 1))
+
+
+def suite_decisions(tmp_path: Path, **history: bool) -> dict[str, str]:
+    """Every case's decisions (:func:`run_case` with ``history``) as sorted JSON, by case name; a case
+    that raises gives its error, so an on/off comparison of a speed path sees it fail the same way."""
+    out = {}
+    for path in CASES:
+        case = yaml.safe_load(path.read_text())
+        folder = tmp_path / path.stem
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            got = json.dumps(run_case(case, folder, **history), sort_keys=True)
+        except Exception as exc:  # noqa: BLE001 - a case that fails fails the same way both times
+            got = f"error: {type(exc).__name__}: {exc}"
+        out[path.stem] = got
+    return out
 
 
 def _conditions(cluster: Cluster, decisions: Decisions, cycle: int) -> None:

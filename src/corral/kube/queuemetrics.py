@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter as Tally
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,7 +51,7 @@ from corral.model import TaskStatus
 if TYPE_CHECKING:
     from corral.framework.decisions import Decisions
     from corral.kube.apply_report import ApplyReport
-    from corral.model import Cluster
+    from corral.model import Cluster, Job
     from corral.queueview import QueueRow
 
 __all__ = ["QueueCollector", "QueueOutcomes", "unit_of", "unschedulable_by_queue", "unschedulable_kept"]
@@ -189,15 +189,9 @@ class QueueCollector(Collector):
 def unschedulable_by_queue(cluster: Cluster, decisions: Decisions) -> dict[str, tuple[int, int]]:
     """Per leaf queue: the podgroups of the cycle's ``unschedulable`` decisions and their managed pods
     still waiting (the cluster in the session's end state, as :func:`run_cycle` leaves it)."""
-    groups: Tally[str] = Tally()
-    pods: Tally[str] = Tally()
-    for u in decisions.unschedulable:
-        job = cluster.jobs.get(u.podgroup)
-        if job is None:
-            continue
-        groups[job.queue] += 1
-        pods[job.queue] += sum(1 for t in job.tasks if t.managed and t.status in _WAITING)
-    return {q: (groups[q], pods[q]) for q in groups}
+    return _by_queue(
+        cluster, decisions, lambda job: sum(1 for t in job.tasks if t.managed and t.status in _WAITING)
+    )
 
 
 def unschedulable_kept(
@@ -210,6 +204,13 @@ def unschedulable_kept(
     for t, before, _nominated in decisions.touched or ():
         if t.managed and t.job is not None:
             moved[t.job.uid] += (t.status in _WAITING) - (before in _WAITING)
+    return _by_queue(cluster, decisions, lambda job: waiting.get(job.uid, 0) + moved.get(job.uid, 0))
+
+
+def _by_queue(
+    cluster: Cluster, decisions: Decisions, waiting_pods: Callable[[Job], int]
+) -> dict[str, tuple[int, int]]:
+    """Per leaf queue: the podgroups of ``decisions.unschedulable`` and ``waiting_pods`` of each."""
     groups: Tally[str] = Tally()
     pods: Tally[str] = Tally()
     for u in decisions.unschedulable:
@@ -217,7 +218,7 @@ def unschedulable_kept(
         if job is None:
             continue
         groups[job.queue] += 1
-        pods[job.queue] += waiting.get(u.podgroup, 0) + moved.get(u.podgroup, 0)
+        pods[job.queue] += waiting_pods(job)
     return {q: (groups[q], pods[q]) for q in groups}
 
 
