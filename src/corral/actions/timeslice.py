@@ -360,11 +360,14 @@ def _walk(
     top_key, top = head
     pool = after(session, kept, top_key, session.now) if kept is not None and limit is None else None
     candidates: list[tuple[Any, Job, np.ndarray]] = []
+    facts = kept.facts if kept is not None else {}
     for job in running if pool is None else pool:
         k = key(job)
-        # a job ranked above every waiting one keeps its room
-        if k > top_key and stoppable(session, job, top, min_lease, TimesliceAction.name):
-            mine = demand(held(job), width)
+        if k <= top_key:
+            continue  # a job ranked above every waiting one keeps its room
+        fact = facts.get(job.uid)
+        if stoppable(session, job, top, min_lease, TimesliceAction.name, fact and fact[0]):
+            mine = fact[1] if fact is not None else demand(held(job), width)
             room = room + mine
             candidates.append((k, job, mine))
     if not candidates:
@@ -404,7 +407,7 @@ def _merge(
             # what it holds already is in use: it needs its waiting pods
             need = demand(waiting_tasks(job), width)
             running_job = False
-        if bool(np.all(need <= room + EPS)):
+        if (need <= room + EPS).all():
             room = room - need
             if not running_job:
                 start.append(job)

@@ -31,6 +31,7 @@ __all__ = [
     "demand",
     "held",
     "nominate",
+    "run_facts",
     "run_start",
     "running_jobs",
     "stop_jobs",
@@ -102,12 +103,26 @@ def run_start(job: Job) -> float | None:
     return min(starts) if starts else None
 
 
-def stoppable(session: Session, job: Job, top: Job | None, lease: float, action: str) -> bool:
-    """May ``action`` stop ``job`` for ``top`` (the best-ranked waiting job)? See the module docstring."""
-    if top is None or not all(_victim(t) for t in job.tasks if t.status in HELD):
+def run_facts(job: Job) -> tuple[bool, float | None]:
+    """What :func:`stoppable` reads of the job's own pods, constant while they are: whether every pod
+    it holds is a possible victim, and when its current run started (:func:`run_start`)."""
+    return all(_victim(t) for t in job.tasks if t.status in HELD), run_start(job)
+
+
+def stoppable(
+    session: Session,
+    job: Job,
+    top: Job | None,
+    lease: float,
+    action: str,
+    facts: tuple[bool, float | None] | None = None,
+) -> bool:
+    """May ``action`` stop ``job`` for ``top`` (the best-ranked waiting job)? See the module docstring.
+    ``facts``: the job's :func:`run_facts` when the caller keeps them."""
+    if top is None:
         return False
-    start = run_start(job)
-    if start is None or session.now - start < lease:
+    victims, start = run_facts(job) if facts is None else facts
+    if not victims or start is None or session.now - start < lease:
         return False
     return session.victim_filter(top, job, action)
 

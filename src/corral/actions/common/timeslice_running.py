@@ -26,8 +26,10 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import Any
 
+import numpy as np
+
 from corral.actions.common.broken import healthy
-from corral.actions.common.timeslice_jobs import held
+from corral.actions.common.timeslice_jobs import demand, held, run_facts
 from corral.framework.extension import KeyClock
 from corral.framework.points import declares
 from corral.framework.session import Session
@@ -45,21 +47,29 @@ def _runs(job: Job) -> bool:
     return bool(held(job)) and healthy(job) and not any(t.status in _NOT_NOW for t in job.tasks)
 
 
+def _facts(job: Job) -> tuple[tuple[bool, float | None], np.ndarray]:
+    pods = held(job)
+    return run_facts(job), demand(pods, len(pods[0].request))
+
+
 class KeptRunning:
     """The running jobs (uid -> job) and, with a clock, their clocks sorted and those without one."""
 
-    __slots__ = ("clock_of", "clocks", "context", "generation", "jobs", "plain")
+    __slots__ = ("clock_of", "clocks", "context", "facts", "generation", "jobs", "plain")
 
     def __init__(self, context: tuple[Any, ...]) -> None:
         self.context = context
         self.generation = -1
         self.jobs: dict[str, Job] = {}
+        # per running job: its run facts (timeslice_jobs.run_facts) and what it holds (a vector)
+        self.facts: dict[str, tuple[tuple[bool, float | None], np.ndarray]] = {}
         self.clocks: list[tuple[float, str]] = []
         self.clock_of: dict[str, float] = {}
         self.plain: set[str] = set()  # running, without a figure
 
     def _drop(self, uid: str) -> None:
         self.jobs.pop(uid, None)
+        self.facts.pop(uid, None)
         self.plain.discard(uid)
         c = self.clock_of.pop(uid, None)
         if c is not None:
@@ -69,6 +79,7 @@ class KeptRunning:
         if not _runs(job):
             return
         self.jobs[job.uid] = job
+        self.facts[job.uid] = _facts(job)
         if clock is None:
             return
         c = clock.key_clock(job)
@@ -120,6 +131,10 @@ def kept_running(session: Session) -> KeptRunning | None:
         fresh = {uid for uid in maybe if uid in jobs and _runs(jobs[uid])}
         if fresh != set(got.jobs):
             raise AssertionError("timeslice's kept running jobs differ from a fresh walk")
+        for uid, (facts, holds) in got.facts.items():
+            now, now_holds = _facts(jobs[uid])
+            if facts != now or not np.array_equal(holds, now_holds):
+                raise AssertionError(f"timeslice's kept facts of running job {uid} differ from its pods")
     return got
 
 
