@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import time
 
+from corral.kube.api import POD
 from corral.kube.cache import WatchCache
+from corral.kube.logs import Log
+from corral.model.clock import parse_time
 from tests.kube.conftest import make_runner
 from tests.kube.fakeapi import FakeAPI
 from tests.scenarios.expand import T0, expand
-
-from corral.model.clock import parse_time
 
 NOW = parse_time(T0)
 GANGS = 30  # placed in the first cycle: 30 podgroup writes, beyond the window of 20 events
@@ -87,3 +88,58 @@ def test_a_steady_cycle_after_a_watch_fell_behind_decides_no_podgroup_update() -
     finally:
         runner.stop()
         srv.stop()
+
+
+def test_a_podgroup_found_already_written_on_a_read_back_is_not_decided_again() -> None:
+    """A watch that lags past the assumptions' 60 s (no event lost, none delivered yet): the cache holds
+    the placed gangs' PodGroups as before the first cycle's writes, so the next cycle makes them Running
+    again; each write meets a 409 and a read back that finds them Running. That read is assumed like a
+    write, so the cycle after it decides nothing while the watch still lags."""
+    srv = FakeAPI().start()
+    runner = make_runner(srv, now=NOW)
+    try:
+        srv.add_all(_objects())
+        runner.start()
+        assert runner.cache.wait_synced(5)
+        srv.hold_watches("PodGroup")
+        assert len(runner.cycle(NOW).decisions.podgroups) == GANGS
+        with runner.cache.lock:  # the assumptions' 60 s run out before the watch delivers their echo
+            for a in runner.cache.assumed.values():
+                if a.patch is not None and "status" in a.patch:
+                    a.deadline = 0.0
+        again = runner.cycle(NOW + 1)
+        assert len(again.decisions.podgroups) == GANGS  # the cache is behind: decided again ...
+        assert not again.report.get("podgroups", "done")  # ... found written on the read back
+        conflicts = sum(1 for m, p in srv.requests if m == "PATCH" and "/podgroups/" in p)
+        assert runner.cycle(NOW + 2).decisions.podgroups == []
+        assert sum(1 for m, p in srv.requests if m == "PATCH" and "/podgroups/" in p) == conflicts
+        srv.release_watches()
+        assert _settled(runner.cache)
+        assert not _podgroups_as_served(srv, runner.cache)
+        assert runner.cycle(NOW + 3).decisions.podgroups == []
+    finally:
+        runner.stop()
+        srv.stop()
+
+
+def _pod(node: str | None) -> dict:
+    return {
+        "metadata": {"name": "p", "namespace": "default", "resourceVersion": "7"},
+        "spec": {"schedulerName": "corral", "containers": [], **({"nodeName": node} if node else {})},
+    }
+
+
+def test_a_write_whose_echo_came_before_its_answer_is_not_assumed() -> None:
+    """The watch may deliver a bind's echo before the bind's answer comes back; the assumption made then
+    would never be confirmed and would overlay the pod for its 60 s, over later versions of it."""
+    cache = WatchCache(None, Log())
+    cache.replace(POD, [_pod("n1")])  # the echo first
+    cache.assume("Pod", "default/p", {"spec": {"nodeName": "n1"}}, {"spec": {"nodeName": "n1"}})
+    assert not cache.assumed
+    cache.assume("Pod", "default/p", {"spec": {"nodeName": "n2"}}, {"spec": {"nodeName": "n2"}})
+    assert list(cache.assumed) == [("Pod", "default/p")]  # not shown yet: overlaid until the watch does
+    cache.event(POD, "MODIFIED", _pod("n2"))
+    assert not cache.assumed
+    cache.assume("Pod", "default/p", {"spec": {"nodeName": "n2"}}, None)  # a dry run's: never confirmed
+    cache.assume("Pod", "default/p", {"spec": {"nodeName": "n2"}}, {"spec": {"nodeName": "n2"}})
+    assert list(cache.assumed) == [("Pod", "default/p")]
