@@ -89,6 +89,7 @@ def main() -> int:
     _report(rows, writes, args.steady)
     _reference(runner, T0 + 2 + args.steady)
     _drained(runner, args.steady, T0 + 3 + args.steady, args.profile)
+    print(f"watch restarts over the run (410: relisted): {_restarts(runner) or 'none'}")
     runner.stop()
     stop.set()
     proc.join(timeout=10)
@@ -198,19 +199,24 @@ def _why_podgroups(runner: Runner, res: CycleResult) -> str:
         for p, v in wanted.items()
         if field(cached, p) != v
     ]
-    restarts = {
-        f"{s.labels['resource']}/{s.labels['reason']}": int(s.value)
-        for metric in runner.metrics.registry.collect()
-        if metric.name == "corral_watch_restarts"
-        for s in metric.samples
-        if s.name.endswith("_total") and s.value
-    }
+    restarts = _restarts(runner)
     return (
         f"  ! cycle {res.cycle} decided {len(res.decisions.podgroups)} podgroup updates with nothing changed; "
         f"first {update.podgroup}: {'; '.join(changed) or 'no field differs from the cache'}; "
         f"cache resourceVersion {(cached.get('metadata') or {}).get('resourceVersion')}, server "
         f"{(served.get('metadata') or {}).get('resourceVersion')}; watch restarts {restarts or 'none'}"
     )
+
+
+def _restarts(runner: Runner) -> dict[str, int]:
+    """The watches restarted so far, by resource and reason (``gone``: a 410, relisted)."""
+    return {
+        f"{s.labels['resource']}/{s.labels['reason']}": int(s.value)
+        for metric in runner.metrics.registry.collect()
+        if metric.name == "corral_watch_restarts"
+        for s in metric.samples
+        if s.name.endswith("_total") and s.value
+    }
 
 
 def _report(rows: list[dict[str, float]], writes: list[tuple[int, int]], steady: int) -> None:
