@@ -15,7 +15,9 @@ What it implements, as the real API server does:
 - a 404 for any resource whose group is not served (a CRD the cluster lacks).
 
 - watch history kept per kind for the last ``history_limit`` events (the watch cache's window): a watch
-  from an older version gets the 410 a real API server sends routinely; bookmarks every
+  from an older version gets the 410 a real API server sends routinely, and so does an open watch that
+  falls behind the window (kube-apiserver closes an unresponsive watcher; its re-watch is too old):
+  events are never skipped (``gone_mid_watch`` counts those watches); bookmarks every
   ``bookmark_interval`` seconds (about a minute, as the API server's watch cache sends them);
 - validation a real API server applies: object names (DNS subdomain), label keys and values (63
   characters, alphanumeric ends), an Event's namespace against its object's, a Lease's duration and
