@@ -174,12 +174,15 @@ def _steady(
 
 def _why_podgroups(runner: Runner, res: CycleResult) -> str:
     """A steady cycle decided podgroup updates (none is expected: nothing changed): the first one, the
-    fields it changes from what the cycle's cache held, what the API server holds of them (a cache
-    behind the server: a watch gap), and the watches restarted so far."""
+    fields it changes from the watch's copy of the PodGroup (what the cache holds without the scheduler's
+    own assumptions), what the API server holds of them (a copy behind the server: a watch gap), and the
+    watches restarted so far."""
     update = res.decisions.podgroups[0]
     ns, _, name = update.podgroup.partition("/")
     found = runner.cache.find("PodGroup", update.podgroup)
-    cached = found[1] if found is not None else {}
+    with runner.cache.lock:
+        entry = runner.cache.stores[found[0]].get(update.podgroup) if found is not None else None
+        watched = entry.raw if entry is not None else {}
     try:
         served = runner.api.get(found[0].item(name, ns)) if found is not None else {}
     except APIError as exc:
@@ -195,16 +198,15 @@ def _why_podgroups(runner: Runner, res: CycleResult) -> str:
         return ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
 
     changed = [
-        f"{p}: cache {field(cached, p)!r} -> {v!r} (server {field(served, p)!r})"
+        f"{p}: watched {field(watched, p)!r} -> {v!r} (server {field(served, p)!r})"
         for p, v in wanted.items()
-        if field(cached, p) != v
+        if field(watched, p) != v
     ]
-    restarts = _restarts(runner)
     return (
         f"  ! cycle {res.cycle} decided {len(res.decisions.podgroups)} podgroup updates with nothing changed; "
-        f"first {update.podgroup}: {'; '.join(changed) or 'no field differs from the cache'}; "
-        f"cache resourceVersion {(cached.get('metadata') or {}).get('resourceVersion')}, server "
-        f"{(served.get('metadata') or {}).get('resourceVersion')}; watch restarts {restarts or 'none'}"
+        f"first {update.podgroup}: {'; '.join(changed) or 'no field differs from the watched copy'}; "
+        f"resourceVersion watched {(watched.get('metadata') or {}).get('resourceVersion')}, server "
+        f"{(served.get('metadata') or {}).get('resourceVersion')}; watch restarts {_restarts(runner) or 'none'}"
     )
 
 

@@ -14,7 +14,11 @@ keeps.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import time
+from pathlib import Path
+from types import ModuleType
 
 from corral.kube.api import POD
 from corral.kube.cache import WatchCache
@@ -109,6 +113,10 @@ def test_a_podgroup_found_already_written_on_a_read_back_is_not_decided_again() 
                     a.deadline = 0.0
         again = runner.cycle(NOW + 1)
         assert len(again.decisions.podgroups) == GANGS  # the cache is behind: decided again ...
+        why = _bench_live()._why_podgroups(runner, again)  # what bench_live prints for such a cycle
+        assert "first default/g00: status.phase: watched 'Inqueue' -> 'Running' (server 'Running')" in why, (
+            why
+        )
         assert not again.report.get("podgroups", "done")  # ... found written on the read back
         conflicts = sum(1 for m, p in srv.requests if m == "PATCH" and "/podgroups/" in p)
         assert runner.cycle(NOW + 2).decisions.podgroups == []
@@ -120,6 +128,20 @@ def test_a_podgroup_found_already_written_on_a_read_back_is_not_decided_again() 
     finally:
         runner.stop()
         srv.stop()
+
+
+def _bench_live() -> ModuleType:
+    """``benchmarks/bench_live.py`` as a module (its guard explains a steady cycle's podgroup updates)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_live.py"
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_live", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
 
 
 def _pod(node: str | None) -> dict:
