@@ -71,8 +71,9 @@ keys were taken by ``allocate``). Without a ``las`` plugin the factor has no eff
 Configure ``timeslice`` after ``allocate`` (``actions: "allocate, timeslice, backfill"``: ``allocate``
 places what fits first and binds the nominations of the cycle before) and without ``enqueue``: a
 podgroup ``enqueue`` has not admitted cannot take a stopped job's room. The argument ``interval`` is
-the simulator's: it runs a cycle at least that often while jobs wait (under ``las`` time alone changes
-a rank); elsewhere cycles run every period anyway and it has no effect.
+the simulator's: it runs a cycle at least that often while jobs wait when the clock alone can change
+what this action decides (:func:`ranks_move_with_clock`: under ``las``, not under ``srtf``); elsewhere
+cycles run every period anyway and it has no effect.
 
 The ranking costs what changed, not what waits: the waiting jobs come in order from the lines kept
 across cycles (:func:`ranked_waiting`), as far as the walk goes; the running jobs are kept across cycles
@@ -107,7 +108,8 @@ from corral.actions.common.timeslice_jobs import (
 from corral.actions.common.timeslice_running import KeptRunning, after, kept_running
 from corral.actions.common.timeslice_running import running as kept_jobs
 from corral.errors import ConfigError
-from corral.framework.config import arg
+from corral.framework.config import Config, PluginConfig, Registry, arg
+from corral.framework.extension import POINTS, JobOrder, JobOrderKey, JobStarving, KeyClock, VictimFilter
 from corral.framework.memo.lines import kept_lines
 from corral.framework.plugin import Action
 from corral.framework.session import Session
@@ -127,6 +129,7 @@ __all__ = [
     "quota_walk",
     "rank_and_walk",
     "ranked_waiting",
+    "ranks_move_with_clock",
 ]
 
 #: the ``mode`` argument: corral's pass (the default) and Lucid's quota pass
@@ -145,8 +148,9 @@ class TimesliceArgs:
     interval: float = arg(
         "interval",
         60.0,
-        "the simulator runs a cycle at least this often while jobs wait (time alone changes a job's rank "
-        "under las); the action itself ranks at every cycle",
+        "the simulator runs a cycle at least this often while jobs wait when the clock alone can change "
+        "the action's answer (las, minLease, starvationFactor, minruntime; not srtf); the action itself "
+        "ranks at every cycle",
         kind="duration",
         minimum=0.0,
     )
@@ -178,6 +182,52 @@ class TimesliceArgs:
                 "set perQueue to false or mode to useful",
                 field="arguments.perQueue",
             )
+
+
+#: the points this action asks whose answers could move with the clock alone (JobOrder's switch keys too)
+_ASKED = [p for p in POINTS if p.protocol in (JobOrder, JobStarving, VictimFilter)]
+
+
+def ranks_move_with_clock(args: TimesliceArgs, config: Config, registry: Registry) -> bool:
+    """Can the clock alone — no submit, completion, stop, bind or node change — change what this action
+    decides? Then it needs a cycle every ``interval`` while jobs wait (the simulator's heartbeat,
+    :func:`corral.sim.cycle_clock.heartbeat`); else cycles at events suffice and the heartbeat's
+    cycles could only repeat the last one's answer.
+
+    The clock moves the answer through: a minimum lease (a run's lease ends), starvation promotion (a
+    wait reaches its factor), a JobOrder plugin whose keys of running jobs move other than as a clock
+    (``las``: attained service crosses a threshold and the job drops a queue) or whose order has no key
+    to look into, and a JobStarving or VictimFilter answer that moves with the clock
+    (``minruntime``: a run's protection ends; a plugin says its answers do not with
+    ``starving_moves_with_clock`` / ``victims_move_with_clock`` False). Under keys that move as a clock
+    (``srtf``, KeyClock: a running job's remaining time falls, a waiting job's stays) time only moves
+    running jobs ahead: no waiting job comes to outrank a running one, and a job the walk keeps that
+    moves ahead leaves every job it passes what it needed (they all fitted beside it before), so the
+    walk keeps the same jobs — Lucid's quota walk too. A key's context (``job_order_key_context``, e.g.
+    ``drf``'s shares) is taken to change only with the cluster's objects. A plugin the registry does
+    not know counts as moving."""
+    if args.min_lease > 0 or args.starvation_factor > 0:
+        return True
+    return any(_moves_with_clock(registry.plugin_class(pc.name), pc) for tier in config.tiers for pc in tier)
+
+
+def _moves_with_clock(cls: type | None, conf: PluginConfig) -> bool:
+    """Does a configured plugin answer one of the points :data:`_ASKED` in a way the clock may move?"""
+    if cls is None:
+        return True
+    mro = cls.__mro__
+    for point in _ASKED:
+        if point.protocol not in mro or not conf.enabled(point.switch):
+            continue
+        if point.protocol is JobOrder:
+            keys_move = getattr(cls, "running_keys_move", False)
+            if JobOrderKey not in mro or (keys_move and KeyClock not in mro):
+                return True
+        elif getattr(
+            cls, "starving_moves_with_clock" if point.protocol is JobStarving else "victims_move_with_clock"
+        ):
+            return True
+    return False
 
 
 def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = False) -> Walk:

@@ -166,6 +166,10 @@ class JobPipelined(Protocol):
 
 @runtime_checkable
 class JobStarving(Protocol):
+    #: False when the answer is a function of the job's pods and annotations alone, so the clock by
+    #: itself never changes it (``priority``, ``gang``); True (the safe default) when it may
+    starving_moves_with_clock: ClassVar[bool] = True
+
     def job_starving(self, job: Job) -> bool:
         """True when the job wants more than it holds (a preemptor candidate). The first tier with a
         plugin that answers decides, AND inside it (Volcano's ``JobStarving``); no plugin means not
@@ -241,6 +245,10 @@ class VictimTasks(Protocol):
 
 @runtime_checkable
 class VictimFilter(Protocol):
+    #: False when the answer never changes with the clock alone; True (the safe default) when it may
+    #: (``minruntime``: a run's protection ends with time)
+    victims_move_with_clock: ClassVar[bool] = True
+
     def victim_filter(self, preemptor: Job, victim: Job, action: str) -> bool:
         """Seed 002: may ``victim`` be touched at all for ``preemptor``? Job level, AND over plugins,
         asked only after the basic preemptable/reclaimable filters."""

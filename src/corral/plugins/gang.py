@@ -99,6 +99,8 @@ class GangPlugin(
     UnifiedEvictable,
 ):
     name = "gang"
+    #: starving: some pod neither placed nor nominated, a function of the pods alone
+    starving_moves_with_clock = False
 
     def job_valid(self, job: Job) -> str | None:
         valid = [t for t in job.tasks if t.status is not TaskStatus.FAILED]

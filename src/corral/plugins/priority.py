@@ -23,6 +23,8 @@ _HELD = ALLOCATED_STATES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}
 
 class PriorityPlugin(Plugin, KeyedJobOrder, TaskOrder, JobStarving, Preemptable, UnifiedEvictable):
     name = "priority"
+    #: starving: some pod neither placed nor nominated, a function of the pods alone
+    starving_moves_with_clock = False
 
     def job_order_key(self, job: Job) -> int:
         """A sort key giving the order of ``job_order`` (Session.job_sort_key)."""

@@ -4,7 +4,8 @@ Contract: :class:`CycleClock` decides, the engine schedules. A cycle runs at a m
 ``schedule_period``, after something changed (:meth:`CycleClock.wake`: a submit, a completion, a release,
 a node event, or a cycle that changed anything), and only while jobs wait; the last cycle's instant is
 never repeated except by a follow-up. With a heartbeat a cycle also runs at least that often while jobs
-wait (:func:`heartbeat`: ``--heartbeat``, or the interval of a ``timeslice`` action). When ``timeslice``
+wait (:func:`heartbeat`: ``--heartbeat``, or the interval of a ``timeslice`` action whose ranks the
+clock alone can change). When ``timeslice``
 stopped jobs whose pods left at once, one follow-up cycle runs at the same instant. A policy whose
 cycles keep changing state without binding anything for :data:`STALL_CYCLES` cycles in a row, with
 nothing else happening, livelocks: the clock stops planning cycles and remembers when (``stalled``).
@@ -17,8 +18,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from corral.actions.timeslice import ranks_move_with_clock
+
 if TYPE_CHECKING:
-    from corral.framework.config import Config
+    from corral.framework.config import Config, Registry
     from corral.sim.options import SimOptions
 
 __all__ = ["STALL_CYCLES", "CycleClock", "heartbeat"]
@@ -29,12 +32,19 @@ STALL_CYCLES = 100
 BEAT = "beat"
 
 
-def heartbeat(config: Config, options: SimOptions) -> float | None:
-    """How often a cycle runs at least while jobs wait (None: only when something changed). A
-    time-slicing action re-ranks by time alone (attained service, remaining time): it needs a cycle
-    every period while jobs wait, even when no event happened (the period is its interval)."""
-    slicing = [a.args.interval for a in config.actions if a.name == "timeslice"]
-    return options.heartbeat or (max(slicing[0], options.schedule_period) if slicing else None)
+def heartbeat(config: Config, options: SimOptions, registry: Registry) -> float | None:
+    """How often a cycle runs at least while jobs wait (None: only when something changed):
+    ``--heartbeat`` when given; else, with a ``timeslice`` action whose answer the clock alone can
+    change (:func:`corral.actions.timeslice.ranks_move_with_clock`: ``las``'s attained service, a
+    minimum lease, ``minruntime``), its ``interval`` (at least the period), as such an action needs a
+    cycle while jobs wait even when no event happened; else none (``srtf``: a remaining time changes
+    nothing between events)."""
+    if options.heartbeat:
+        return options.heartbeat
+    for action in config.actions:
+        if action.name == "timeslice" and ranks_move_with_clock(action.args, config, registry):
+            return float(max(action.args.interval, options.schedule_period))
+    return None
 
 
 class CycleClock:

@@ -117,7 +117,7 @@ class Engine:
         self.history = history if history is not None else ClusterHistory(tracked=True)
         self._speed = SpeedTracker(options.speed, cluster) if options.speed else None
         self.metrics = self._metrics(meta)
-        self._clock = CycleClock(options.schedule_period, heartbeat(config, options))
+        self._clock = CycleClock(options.schedule_period, heartbeat(config, options, registry))
         self._handlers = self._dispatch()
         self._progress_at = 0.0
         for index in range(len(self.specs)):
