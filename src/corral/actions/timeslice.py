@@ -76,7 +76,8 @@ what this action decides (:func:`ranks_move_with_clock`: under ``las``, not unde
 cycles run every period anyway and it has no effect.
 
 The ranking costs what changed, not what waits: the waiting jobs come in order from the lines kept
-across cycles (:func:`ranked_waiting`), as far as the walk goes; the running jobs are kept across cycles
+across cycles, each tested (schedulable, starving) only as the walk reaches it
+(:func:`_ranked_from_lines`; :func:`ranked_waiting` per queue); the running jobs are kept across cycles
 too, and under ``srtf`` only those its clock cannot rank before the best waiting job are keyed
 (:mod:`corral.actions.common.timeslice_running`); the same order as sorting every job
 (``CORRAL_CHECK_INDEX=1`` compares them).
@@ -86,14 +87,14 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from corral.actions.common.broken import healthy
-from corral.actions.common.jobs import schedulable_jobs, waiting_tasks
+from corral.actions.common.jobs import schedulable, schedulable_jobs, waiting_tasks
 from corral.actions.common.quota_pass import quota_pass, quota_walk
 from corral.actions.common.timeslice_jobs import (
     STOPPED_AT,
@@ -110,7 +111,7 @@ from corral.actions.common.timeslice_running import running as kept_jobs
 from corral.errors import ConfigError
 from corral.framework.config import Config, PluginConfig, Registry, arg
 from corral.framework.extension import POINTS, JobOrder, JobOrderKey, JobStarving, KeyClock, VictimFilter
-from corral.framework.memo.lines import kept_lines
+from corral.framework.memo.lines import KeptLines, kept_lines
 from corral.framework.plugin import Action
 from corral.framework.session import Session
 from corral.framework.statement import Statement
@@ -239,33 +240,26 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
     room = nodes.future_idle[live].sum(axis=0)
     width = len(cluster.resources)
     key = session.job_sort_key()  # the JobOrder as plain tuples where every plugin is keyed
-    waiting = [
-        j
-        for j in schedulable_jobs(session, quiet=True)
-        if session.job_starving(j) and not (held(j) and healthy(j))
-    ]
-    if not waiting:
-        return Walk([], [])
     kept = kept_running(session)
     running = running_jobs(session) if kept is None else kept_jobs(kept)
+    lines = None if per_queue else kept_lines(session)
+    if lines is not None:
+        return _walk(
+            session, key, _ranked_from_lines(session, key, lines), running, room, min_lease, width, kept=kept
+        )
+    waiting = _waiting(session)
+    if not waiting:
+        return Walk([], [])
     if not per_queue:
-        return _walk(session, key, waiting, running, room, min_lease, width, kept=kept)
+        ranked = ranked_waiting(session, key, waiting)
+        return _walk(session, key, ranked, running, room, min_lease, width, kept=kept)
     limits = _queue_limits(session, width)
     stop: list[Job] = []
     start: list[Job] = []
     for name in sorted({j.queue for j in waiting}):
         mine = [j for j in running if j.queue == name]
-        got = _walk(
-            session,
-            key,
-            [j for j in waiting if j.queue == name],
-            mine,
-            room,
-            min_lease,
-            width,
-            limits[name],
-            name,
-        )
+        ranked = ranked_waiting(session, key, [j for j in waiting if j.queue == name], name)
+        got = _walk(session, key, ranked, mine, room, min_lease, width, limits[name])
         stop += got.stop
         start += got.start
         if got.stop:
@@ -275,6 +269,57 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
             room = np.maximum(room - np.maximum(taken - freed, 0.0), 0.0)
     start.sort(key=key)
     return Walk(stop, start)
+
+
+def _startable(session: Session) -> Callable[[Job], bool]:
+    """The test of a waiting job the walk may start: schedulable now (``schedulable_jobs``), starving,
+    and not holding a healthy run already."""
+    admit_all = "enqueue" not in session.actions
+
+    def test(job: Job) -> bool:
+        return (
+            schedulable(session, job, admit_all)
+            and session.job_starving(job)
+            and not (held(job) and healthy(job))
+        )
+
+    return test
+
+
+def _waiting(session: Session) -> list[Job]:
+    """Every waiting job the walk may start, in the order of ``schedulable_jobs``."""
+    return [
+        j
+        for j in schedulable_jobs(session, quiet=True)
+        if session.job_starving(j) and not (held(j) and healthy(j))
+    ]
+
+
+def _ranked_from_lines(session: Session, key: Any, lines: KeptLines) -> Iterator[tuple[Any, Job]]:
+    """The waiting jobs the walk may start, best first with their keys, from the kept lines
+    (:mod:`corral.framework.memo.lines`) as the walk reaches them: a job is tested (:func:`_startable`)
+    only when reached — the walk stops once the stoppable running jobs are decided and one waiting job
+    fits, so a cycle costs the jobs it reaches, not every job that waits — and the jobs the session
+    changed are keyed again. The same jobs in the same order as :func:`ranked_waiting` over every
+    startable job (``CORRAL_CHECK_INDEX=1`` compares them)."""
+    jobs = session.cluster.jobs
+    startable = _startable(session)
+    touched = session.ledger.touched_jobs
+    fresh = sorted(
+        ((key(j), j) for uid in touched if (j := jobs.get(uid)) is not None and startable(j)), key=_first
+    )
+    merged = (
+        (k, j)
+        for k in heapq.merge(*lines.lines.values())
+        if k[-1] not in touched and (j := jobs.get(k[-1])) is not None and startable(j)
+    )
+    got = heapq.merge(fresh, merged, key=_first)
+    if not session.history.check_index:
+        return got
+    listed = list(got)
+    if [j.uid for _, j in listed] != [j.uid for j in sorted(_waiting(session), key=key)]:
+        raise AssertionError("timeslice's ranking from the kept lines differs from a fresh sort")
+    return iter(listed)
 
 
 def _queue_limits(session: Session, width: int) -> dict[str, np.ndarray]:
@@ -297,21 +342,22 @@ def _queue_limits(session: Session, width: int) -> dict[str, np.ndarray]:
 def _walk(
     session: Session,
     key: Any,
-    waiting: list[Job],
+    ranked: Iterator[tuple[Any, Job]],
     running: list[Job],
     room: np.ndarray,
     min_lease: float,
     width: int,
     limit: np.ndarray | None = None,
-    queue: str | None = None,
     kept: KeptRunning | None = None,
 ) -> Walk:
-    """The walk over ``waiting`` and ``running`` against ``room`` (the idle room); with ``limit``
-    (a queue's share, ``queue`` its name), the room is at most the share less what the queue's jobs
-    that keep running hold. With ``kept`` (the whole cluster ranked together) only the running jobs
-    its clock cannot place before the best waiting job are keyed."""
-    ranked = ranked_waiting(session, key, waiting, queue)
-    top_key, top = next(ranked)
+    """The walk over the waiting jobs (``ranked``: best first, with their keys) and ``running`` against
+    ``room`` (the idle room); with ``limit`` (a queue's share), the room is at most the share less what
+    the queue's jobs that keep running hold. With ``kept`` (the whole cluster ranked together) only
+    the running jobs its clock cannot place before the best waiting job are keyed."""
+    head = next(ranked, None)
+    if head is None:
+        return Walk([], [])
+    top_key, top = head
     pool = after(session, kept, top_key, session.now) if kept is not None and limit is None else None
     candidates: list[tuple[Any, Job, np.ndarray]] = []
     for job in running if pool is None else pool:

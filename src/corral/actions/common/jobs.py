@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from corral.framework.session import PENDING_LIKE, Session
 from corral.model import ALLOCATED_STATES, Job, PodGroupPhase, Task, TaskStatus
 
-__all__ = ["LAST_START", "Pending", "continue_allocating", "schedulable_jobs", "waiting_tasks"]
+__all__ = ["LAST_START", "Pending", "continue_allocating", "schedulable", "schedulable_jobs", "waiting_tasks"]
 
 LAST_START = "kai.scheduler/last-start-timestamp"
 #: Pods that count toward a role minimum already held (ready).
@@ -70,16 +70,31 @@ def schedulable_jobs(
                 job.uid, "podgroup not yet admitted (Pending): enqueue has not admitted it"
             )
             continue
-        reason = session.job_valid(job) or session.gang_predicate(job)
-        queue = session.cluster.queues.get(job.queue)
-        if not reason and (queue is None or not queue.open):
-            reason = f"queue {job.queue!r} is closed"
+        reason = _blocker(session, job)
         if reason:
             if not quiet:
                 session.ledger.unschedulable(job, reason)
             continue
         out.append(job)
     return out
+
+
+def _blocker(session: Session, job: Job) -> str | None:
+    """Why a job with waiting pods may not be scheduled this cycle (None or "": it may)."""
+    reason = session.job_valid(job) or session.gang_predicate(job)
+    queue = session.cluster.queues.get(job.queue)
+    if not reason and (queue is None or not queue.open):
+        reason = f"queue {job.queue!r} is closed"
+    return reason
+
+
+def schedulable(session: Session, job: Job, admit_all: bool) -> bool:
+    """Would ``schedulable_jobs(session, quiet=True)`` hand ``job`` over (``admit_all``: no ``enqueue``
+    action in the session)? One job's test, for a walk that takes jobs in its own order and stops early
+    (``timeslice`` from its kept lines)."""
+    if not admit_all and job.phase is PodGroupPhase.PENDING:
+        return False
+    return bool(waiting_tasks(job)) and not _blocker(session, job)
 
 
 @dataclass
