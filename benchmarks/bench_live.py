@@ -51,11 +51,11 @@ from tests.kube.fakeapi import FakeAPI  # noqa: E402
 
 from bench_allocate import generate  # noqa: E402
 from corral.framework.cycle import run_cycle  # noqa: E402
-from corral.kube.api import KubeAPI, load_client  # noqa: E402
+from corral.kube.api import APIError, KubeAPI, load_client  # noqa: E402
 from corral.kube.logs import Log  # noqa: E402
 from corral.kube.metrics import Metrics  # noqa: E402
 from corral.kube.ratelimit import TokenBucket  # noqa: E402
-from corral.kube.runner import Runner, RunOptions  # noqa: E402
+from corral.kube.runner import CycleResult, Runner, RunOptions  # noqa: E402
 from corral.model.clock import parse_time  # noqa: E402
 from corral.registry import REGISTRY, default_config  # noqa: E402
 
@@ -89,6 +89,7 @@ def main() -> int:
     _report(rows, writes, args.steady)
     _reference(runner, T0 + 2 + args.steady)
     _drained(runner, args.steady, T0 + 3 + args.steady, args.profile)
+    print(f"watch restarts over the run (410: relisted): {_restarts(runner) or 'none'}")
     runner.stop()
     stop.set()
     proc.join(timeout=10)
@@ -160,6 +161,8 @@ def _steady(
                 f"unschedulable {len(d.unschedulable)} model {m.last}"
                 f"{' (' + m.reason + ')' if m.last == 'full' else ''}"
             )
+        if res.decisions.podgroups:
+            print(_why_podgroups(runner, res))
         rows.append(s)
         writes.append(
             (len(res.report.get("events", "done")), len(res.report.get("conditions", "done")))
@@ -167,6 +170,55 @@ def _steady(
             else (0, 0)
         )
     return rows, writes
+
+
+def _why_podgroups(runner: Runner, res: CycleResult) -> str:
+    """A steady cycle decided podgroup updates (none is expected: nothing changed): the first one, the
+    fields it changes from the watch's copy of the PodGroup (what the cache holds without the scheduler's
+    own assumptions), what the API server holds of them (a copy behind the server: a watch gap), and the
+    watches restarted so far."""
+    update = res.decisions.podgroups[0]
+    ns, _, name = update.podgroup.partition("/")
+    found = runner.cache.find("PodGroup", update.podgroup)
+    with runner.cache.lock:
+        entry = runner.cache.stores[found[0]].get(update.podgroup) if found is not None else None
+        watched = entry.raw if entry is not None else {}
+    try:
+        served = runner.api.get(found[0].item(name, ns)) if found is not None else {}
+    except APIError as exc:
+        served = {"error": f"{exc.status} {exc.message}"}
+    wanted = {"status.phase": update.phase} | {
+        f"metadata.annotations[{k}]": v for k, v in (update.annotations or {}).items()
+    }
+
+    def field(obj: dict, path: str) -> object:
+        if path == "status.phase":
+            return (obj.get("status") or {}).get("phase")
+        key = path[len("metadata.annotations[") : -1]
+        return ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+
+    changed = [
+        f"{p}: watched {field(watched, p)!r} -> {v!r} (server {field(served, p)!r})"
+        for p, v in wanted.items()
+        if field(watched, p) != v
+    ]
+    return (
+        f"  ! cycle {res.cycle} decided {len(res.decisions.podgroups)} podgroup updates with nothing changed; "
+        f"first {update.podgroup}: {'; '.join(changed) or 'no field differs from the watched copy'}; "
+        f"resourceVersion watched {(watched.get('metadata') or {}).get('resourceVersion')}, server "
+        f"{(served.get('metadata') or {}).get('resourceVersion')}; watch restarts {_restarts(runner) or 'none'}"
+    )
+
+
+def _restarts(runner: Runner) -> dict[str, int]:
+    """The watches restarted so far, by resource and reason (``gone``: a 410, relisted)."""
+    return {
+        f"{s.labels['resource']}/{s.labels['reason']}": int(s.value)
+        for metric in runner.metrics.registry.collect()
+        if metric.name == "corral_watch_restarts"
+        for s in metric.samples
+        if s.name.endswith("_total") and s.value
+    }
 
 
 def _report(rows: list[dict[str, float]], writes: list[tuple[int, int]], steady: int) -> None:
@@ -255,6 +307,8 @@ def _drained(runner: Runner, steady: int, now: float, profile: Path | None = Non
         if prof is not None:
             prof.disable()
         assert res is not None
+        if res.decisions.podgroups:
+            print(_why_podgroups(runner, res))
         rows.append(res.seconds)
     if prof is not None and profile is not None:
         prof.dump_stats(str(profile))

@@ -15,7 +15,9 @@ What it implements, as the real API server does:
 - a 404 for any resource whose group is not served (a CRD the cluster lacks).
 
 - watch history kept per kind for the last ``history_limit`` events (the watch cache's window): a watch
-  from an older version gets the 410 a real API server sends routinely; bookmarks every
+  from an older version gets the 410 a real API server sends routinely, and so does an open watch that
+  falls behind the window (kube-apiserver closes an unresponsive watcher; its re-watch is too old):
+  events are never skipped (``gone_mid_watch`` counts those watches); bookmarks every
   ``bookmark_interval`` seconds (about a minute, as the API server's watch cache sends them);
 - validation a real API server applies: object names (DNS subdomain), label keys and values (63
   characters, alphanumeric ends), an Event's namespace against its object's, a Lease's duration and
@@ -41,7 +43,8 @@ in :mod:`tests.kube.fakehttp`.
 
 Test controls: :meth:`FakeAPI.fail` (answer the next N matching requests with a status, before or, with
 ``after=True``, after carrying the request out: an ambiguous answer), :meth:`slow` (delay answers),
-:meth:`drop_watches`, :meth:`compact`, :meth:`finish_deletions`; ``requests`` (what came in),
+:meth:`drop_watches`, :meth:`hold_watches` (a watcher falling behind), :meth:`compact`,
+:meth:`finish_deletions`; ``requests`` (what came in),
 ``fired`` (the faults and delays that met a request) and :meth:`pending` (those still queued).
 
 Differences from a real kube-apiserver that remain: no authentication or authorization, no admission
@@ -166,6 +169,10 @@ class FakeAPI:
         self.evictions: list[str] = []
         self.bindings: list[tuple[str, str]] = []
         self.generation = 0  # drop_watches bumps it
+        #: API paths whose open watch streams send nothing until :meth:`release_watches` (a watcher that
+        #: falls behind: a slow consumer, or the server thread serving it not getting to run)
+        self.held: set[str] = set()
+        self.gone_mid_watch = 0  # watches ended with 410 because their position left the history
         self.server: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
@@ -230,6 +237,17 @@ class FakeAPI:
         """Cut every open watch connection (the client sees the stream end without a timeout)."""
         with self.lock:
             self.generation += 1
+            self.lock.notify_all()
+
+    def hold_watches(self, kind: str) -> None:
+        """Hold every open watch of ``kind`` (events are kept in the history, not sent) until
+        :meth:`release_watches`: a watcher falling behind, deterministically."""
+        with self.lock:
+            self.held.update(p for p, (k, _, _) in TYPES.items() if k == kind)
+
+    def release_watches(self) -> None:
+        with self.lock:
+            self.held.clear()
             self.lock.notify_all()
 
     def compact(self) -> None:

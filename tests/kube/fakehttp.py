@@ -1,5 +1,6 @@
 """The wire protocol of the tests' API server (:class:`tests.kube.fakeapi.FakeAPI`): routing of paths to
-resources, paged lists, chunked watch streams with bookmarks and 410s, single-object verbs, the binding
+resources, paged lists, chunked watch streams with bookmarks and 410s (at the start, and when an open
+watch falls behind the history window: events are never skipped), single-object verbs, the binding
 and eviction subresources, and the faults and delays the tests queue, answered before or after the
 request is carried out."""
 
@@ -199,6 +200,21 @@ class Handler(BaseHTTPRequestHandler):
                 with fake.lock:
                     if fake.generation != gen:
                         break  # dropped: end the stream with no terminator
+                    if tpath in fake.held:
+                        fake.lock.wait(0.05)
+                        continue
+                    if pos and pos < fake.trimmed[tpath]:
+                        # fallen behind the window: kube-apiserver closes an unresponsive watcher and
+                        # answers its re-watch from this version with 410; never a silent gap
+                        fake.gone_mid_watch += 1
+                        self._chunk(
+                            {
+                                "type": "ERROR",
+                                "object": _status(410, "Expired", f"too old resource version: {pos}"),
+                            }
+                        )
+                        self.wfile.write(b"0\r\n\r\n")
+                        return
                     hist = fake.history[tpath]
                     start = bisect.bisect_right(hist, pos, key=lambda e: e[0])
                     batch = [

@@ -54,6 +54,28 @@ def test_watch_history_is_trimmed_so_410_is_routine(small: FakeAPI) -> None:
     assert first["type"] == "ERROR" and first["object"]["code"] == 410
 
 
+def test_a_watch_that_falls_behind_the_history_gets_410_not_a_gap(small: FakeAPI) -> None:
+    """An open watch whose position leaves the history window (its consumer or its server thread fell
+    behind) ends with 410, as kube-apiserver closes an unresponsive watcher and answers its re-watch from
+    a version older than its window: events are never skipped silently (a skipped podgroup write left
+    the watch cache stale and the bench deciding the same podgroup updates every cycle)."""
+    api = _api(small)
+    small.add_all(_pods(1))
+    rv = api.get(POD.collection())["metadata"]["resourceVersion"]
+    stream = api.watch(POD.collection(), rv, 5, 10)
+    events = iter(stream.events())
+    small.update("Pod", "app-0", "default", {"metadata": {"labels": {"k": "first"}}})
+    assert next(events)["object"]["metadata"]["labels"]["k"] == "first"  # the stream is open and serving
+    small.hold_watches("Pod")
+    for k in range(30):  # beyond the window of 10: the history is trimmed past the watch's position
+        small.update("Pod", "app-0", "default", {"metadata": {"labels": {"k": str(k)}}})
+    small.release_watches()
+    after = next(events)
+    stream.close()
+    assert after["type"] == "ERROR" and after["object"]["code"] == 410, after
+    assert small.gone_mid_watch == 1
+
+
 def test_binding_checks_the_uid_precondition(small: FakeAPI) -> None:
     api = _api(small)
     small.add_all(_pods(1, phase="Pending"))

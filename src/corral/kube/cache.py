@@ -314,7 +314,9 @@ class WatchCache:
         self, kind: str, key: str, patch: dict | None, confirm: dict | None, ttl: float = 60.0
     ) -> None:
         """Overlay ``patch`` on ``kind`` ``key`` until the watch shows ``confirm`` (or ``ttl`` runs out);
-        successive patches of one object merge."""
+        successive patches of one object merge. A write whose echo the watch delivered before it was
+        assumed (the answer came back after the event) is shown already: nothing is overlaid, so no
+        assumption outlives the write for ``ttl`` seconds over later versions of the object."""
         with self.lock:
             old = self.assumed.get((kind, key))
             if old is not None and old.patch is not None and patch is not None:
@@ -322,9 +324,32 @@ class WatchCache:
                 if old.confirm is not None and confirm is not None:
                     confirm = merge_patches(old.confirm, confirm)
             created = old is not None and old.created
+            confirmed_before = old is None or old.confirm is not None  # a dry run's overlay never ends
+            if (
+                confirm is not None
+                and patch is not None
+                and not created
+                and confirmed_before
+                and self._shows(kind, key, confirm)
+            ):
+                if old is not None:
+                    del self.assumed[(kind, key)]
+                    self._bump(kind)
+                    self._touch(kind, key)
+                return
             self.assumed[(kind, key)] = _Assumption(patch, confirm, time.monotonic() + ttl, created)
             self._bump(kind)
             self._touch(kind, key)
+
+    def _shows(self, kind: str, key: str, confirm: dict) -> bool:
+        """Whether the stored ``kind`` ``key`` (as the watch delivered it) contains ``confirm``; under the
+        lock."""
+        for r in self.resources:
+            if r.kind == kind:
+                entry = self.stores[r].get(key)
+                if entry is not None:
+                    return contains(entry.raw, confirm)
+        return False
 
     def assume_created(self, kind: str, key: str, raw: dict, ttl: float) -> bool:
         """Overlay an object the API server does not hold (a dry run's claim made from a template, as

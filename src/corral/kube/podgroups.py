@@ -6,7 +6,9 @@ condition and annotations.
   the whole object. KAI's PodGroup has a status subresource: its status goes to ``/status`` and the
   annotations follow with the ``resourceVersion`` that write returned (never the stale one, so corral
   does not conflict with itself).
-- A 409 reads the object again and retries once.
+- A 409 reads the object again and retries once. A read that finds the object already holding what was
+  decided (the watch cache was behind the server) is assumed in the cache as a write would be, until the
+  watch shows it: the next cycles do not decide it again while the watch catches up.
 - Conditions: Volcano's gang plugin's (``Unschedulable``/``NotEnoughResources`` while the gang is not
   ready, ``Scheduled`` once it is, replacing the condition of the same type and keeping the others),
   KAI's ``schedulingConditions`` on KAI PodGroups (:mod:`corral.kube.conventions`); written only when
@@ -55,22 +57,26 @@ class PodGroupWrites:
     #: gang condition needed no write, found in a cycle that changed none of its pods
     pg_quiet: dict[str, tuple[Any, str, float]]
 
-    def _patch_retry(self, path: str, current: dict, build: Callable[[dict], dict | None]) -> dict | None:
-        """Patch with ``current``'s resourceVersion; on 409 read the object again and retry once."""
+    def _patch_retry(
+        self, path: str, current: dict, build: Callable[[dict], dict | None]
+    ) -> tuple[dict | None, bool]:
+        """Patch with ``current``'s resourceVersion; on 409 read the object again and retry once. The
+        server's answer (None: nothing written), and whether the server is known to hold what ``build``
+        asks: written, or found so by the read after a 409 (the cache was behind the server)."""
         for attempt in (1, 2):
             patch = build(current)
             if patch is None:
-                return None
+                return None, attempt == 2
             rv = (current.get("metadata") or {}).get("resourceVersion")
             body = merge_with_rv(patch, rv)
             try:
-                return self.api.patch(path, body)
+                return self.api.patch(path, body), True
             except APIError as exc:
                 if exc.status != 409 or attempt == 2:
                     raise
                 self._api_error("patch", path.split("/")[-2] if path.endswith("status") else "object", exc)
                 current = self.api.get(path[: -len("/status")] if path.endswith("/status") else path)
-        return None
+        return None, False
 
     def _podgroup_writes(
         self,
@@ -165,15 +171,17 @@ class PodGroupWrites:
         ns, name = _split(uid)
         patch = _PodGroupPatch(rtype, want)
         if not rtype.status_subresource:
-            answer = self._patch_retry(rtype.item(name, ns), raw, patch.whole)
+            answer, held = self._patch_retry(rtype.item(name, ns), raw, patch.whole)
             wrote = answer is not None
         else:
-            answer = self._patch_retry(rtype.item(name, ns, "status"), raw, patch.status_only)
+            answer, held = self._patch_retry(rtype.item(name, ns, "status"), raw, patch.status_only)
             current = answer if answer is not None else raw
-            second = self._patch_retry(rtype.item(name, ns), current, patch.annotations_only)
-            wrote = answer is not None or second is not None
+            second, held_too = self._patch_retry(rtype.item(name, ns), current, patch.annotations_only)
+            wrote, held = answer is not None or second is not None, held or held_too
         phase, annotations, cond = want.get("phase"), want.get("annotations") or {}, want.get("condition")
-        if wrote or (patch.write_phase is None and phase):
+        # what the server holds (written, or found on a read back the cache was behind) is assumed until
+        # the watch shows it: the next cycle does not decide it again while the watch lags
+        if held or (patch.write_phase is None and phase):
             assumed: dict[str, Any] = {}
             if phase:
                 assumed["status"] = {"phase": phase}
