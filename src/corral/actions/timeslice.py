@@ -86,6 +86,7 @@ too, and under ``srtf`` only those its clock cannot rank before the best waiting
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -241,7 +242,10 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
     width = len(cluster.resources)
     key = session.job_sort_key()  # the JobOrder as plain tuples where every plugin is keyed
     kept = kept_running(session)
-    running = running_jobs(session) if kept is None else kept_jobs(kept)
+
+    def running() -> list[Job]:  # taken only where the clock does not narrow them down (after)
+        return running_jobs(session) if kept is None else kept_jobs(kept)
+
     lines = None if per_queue else kept_lines(session)
     if lines is not None:
         return _walk(
@@ -256,10 +260,11 @@ def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = Fa
     limits = _queue_limits(session, width)
     stop: list[Job] = []
     start: list[Job] = []
+    every = running()
     for name in sorted({j.queue for j in waiting}):
-        mine = [j for j in running if j.queue == name]
+        mine = [j for j in every if j.queue == name]
         ranked = ranked_waiting(session, key, [j for j in waiting if j.queue == name], name)
-        got = _walk(session, key, ranked, mine, room, min_lease, width, limits[name])
+        got = _walk(session, key, ranked, functools.partial(list, mine), room, min_lease, width, limits[name])
         stop += got.stop
         start += got.start
         if got.stop:
@@ -343,7 +348,7 @@ def _walk(
     session: Session,
     key: Any,
     ranked: Iterator[tuple[Any, Job]],
-    running: list[Job],
+    running: Callable[[], list[Job]],
     room: np.ndarray,
     min_lease: float,
     width: int,
@@ -361,7 +366,7 @@ def _walk(
     pool = after(session, kept, top_key, session.now) if kept is not None and limit is None else None
     candidates: list[tuple[Any, Job, np.ndarray]] = []
     facts = kept.facts if kept is not None else {}
-    for job in running if pool is None else pool:
+    for job in running() if pool is None else pool:
         k = key(job)
         if k <= top_key:
             continue  # a job ranked above every waiting one keeps its room
@@ -374,7 +379,7 @@ def _walk(
         return Walk([], [])
     if limit is not None:
         chosen = {id(j) for _, j, _ in candidates}
-        keeps = sum((demand(held(j), width) for j in running if id(j) not in chosen), np.zeros(width))
+        keeps = sum((demand(held(j), width) for j in running() if id(j) not in chosen), np.zeros(width))
         room = np.minimum(room, np.maximum(limit - keeps, 0.0))
     return _merge(ranked, (top_key, top), sorted(candidates, key=lambda r: r[0]), room, width)
 
