@@ -97,6 +97,7 @@ import numpy as np
 from corral.actions.common.broken import healthy
 from corral.actions.common.jobs import schedulable, schedulable_jobs, waiting_tasks
 from corral.actions.common.quota_pass import quota_pass, quota_walk
+from corral.actions.common.timeslice_clock import clock_dependence, clock_horizon
 from corral.actions.common.timeslice_jobs import (
     STOPPED_AT,
     Walk,
@@ -110,8 +111,7 @@ from corral.actions.common.timeslice_jobs import (
 from corral.actions.common.timeslice_running import KeptRunning, after, kept_running
 from corral.actions.common.timeslice_running import running as kept_jobs
 from corral.errors import ConfigError
-from corral.framework.config import Config, PluginConfig, Registry, arg
-from corral.framework.extension import POINTS, JobOrder, JobOrderKey, JobStarving, KeyClock, VictimFilter
+from corral.framework.config import Config, Registry, arg
 from corral.framework.memo.lines import KeptLines, kept_lines
 from corral.framework.plugin import Action
 from corral.framework.session import Session
@@ -186,50 +186,11 @@ class TimesliceArgs:
             )
 
 
-#: the points this action asks whose answers could move with the clock alone (JobOrder's switch keys too)
-_ASKED = [p for p in POINTS if p.protocol in (JobOrder, JobStarving, VictimFilter)]
-
-
 def ranks_move_with_clock(args: TimesliceArgs, config: Config, registry: Registry) -> bool:
     """Can the clock alone — no submit, completion, stop, bind or node change — change what this action
-    decides? Then it needs a cycle every ``interval`` while jobs wait (the simulator's heartbeat,
-    :func:`corral.sim.cycle_clock.heartbeat`); else cycles at events suffice and the heartbeat's
-    cycles could only repeat the last one's answer.
-
-    The clock moves the answer through: a minimum lease (a run's lease ends), starvation promotion (a
-    wait reaches its factor), a JobOrder plugin whose keys of running jobs move other than as a clock
-    (``las``: attained service crosses a threshold and the job drops a queue) or whose order has no key
-    to look into, and a JobStarving or VictimFilter answer that moves with the clock
-    (``minruntime``: a run's protection ends; a plugin says its answers do not with
-    ``starving_moves_with_clock`` / ``victims_move_with_clock`` False). Under keys that move as a clock
-    (``srtf``, KeyClock: a running job's remaining time falls, a waiting job's stays) time only moves
-    running jobs ahead: no waiting job comes to outrank a running one, and a job the walk keeps that
-    moves ahead leaves every job it passes what it needed (they all fitted beside it before), so the
-    walk keeps the same jobs — Lucid's quota walk too. A key's context (``job_order_key_context``, e.g.
-    ``drf``'s shares) is taken to change only with the cluster's objects. A plugin the registry does
-    not know counts as moving."""
-    if args.min_lease > 0 or args.starvation_factor > 0:
-        return True
-    return any(_moves_with_clock(registry.plugin_class(pc.name), pc) for tier in config.tiers for pc in tier)
-
-
-def _moves_with_clock(cls: type | None, conf: PluginConfig) -> bool:
-    """Does a configured plugin answer one of the points :data:`_ASKED` in a way the clock may move?"""
-    if cls is None:
-        return True
-    mro = cls.__mro__
-    for point in _ASKED:
-        if point.protocol not in mro or not conf.enabled(point.switch):
-            continue
-        if point.protocol is JobOrder:
-            keys_move = getattr(cls, "running_keys_move", False)
-            if JobOrderKey not in mro or (keys_move and KeyClock not in mro):
-                return True
-        elif getattr(
-            cls, "starving_moves_with_clock" if point.protocol is JobStarving else "victims_move_with_clock"
-        ):
-            return True
-    return False
+    decides under ``config``? Then the simulator runs a heartbeat while jobs wait
+    (:func:`corral.sim.cycle_clock.heartbeat`; :mod:`corral.actions.common.timeslice_clock`)."""
+    return clock_dependence(args.min_lease, args.starvation_factor, config, registry) != "none"
 
 
 def rank_and_walk(session: Session, min_lease: float = 0.0, per_queue: bool = False) -> Walk:
@@ -467,8 +428,16 @@ class TimesliceAction(Action):
         if self.args.starvation_factor > 0:
             promote_starving(session, self.args.starvation_factor)
         if self.args.mode == "quota":
+            # Lucid's pass keeps Lucid's tick: a pass every interval (no horizon: the heartbeat is literal)
             quota_pass(session, self.args.min_lease, self.name)
             return
+        self._useful_pass(session)
+        # when the clock alone can next change this answer (the simulator's heartbeat: timeslice_clock)
+        session.ledger.decisions.clock_horizon = clock_horizon(
+            session, self.args.min_lease, self.args.starvation_factor
+        )
+
+    def _useful_pass(self, session: Session) -> None:
         walk = rank_and_walk(session, self.args.min_lease, self.args.per_queue)
         if not walk.stop:
             return

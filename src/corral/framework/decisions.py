@@ -105,6 +105,11 @@ class Decisions:
     #: the uids of the jobs the session changed (a pod operated on, the phase moved, an annotation
     #: written), set by ``Session.close`` (None: unknown); ``corral run`` puts back only those. Never JSON.
     changed_jobs: set[str] | None = field(default=None, repr=False, compare=False)
+    #: the earliest instant at which the clock alone may change what this cycle's actions decided, when
+    #: an action whose answer moves with the clock says so (``timeslice`` under ``las``:
+    #: corral.actions.common.timeslice_clock); None: none said. The simulator plans its heartbeat by it.
+    #: Never JSON.
+    clock_horizon: float | None = field(default=None, repr=False, compare=False)
 
     def extend(self, other: Decisions) -> None:
         for name in (

@@ -546,7 +546,14 @@ class Engine:
         )
         waiting = bool(self._waiting)
         for at, kind in self._clock.end(
-            self.now, bound=bool(decisions.binds), changed=changed, follow=follow, waiting=waiting
+            self.now,
+            bound=bool(decisions.binds),
+            changed=changed,
+            follow=follow,
+            waiting=waiting,
+            horizon=None
+            if self.options.heartbeat
+            else decisions.clock_horizon,  # the heartbeat option: literal
         ):
             self._push(at, CYCLE, kind)
 

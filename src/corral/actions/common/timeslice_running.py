@@ -55,7 +55,7 @@ def _facts(job: Job) -> tuple[tuple[bool, float | None], np.ndarray]:
 class KeptRunning:
     """The running jobs (uid -> job) and, with a clock, their clocks sorted and those without one."""
 
-    __slots__ = ("clock_of", "clocks", "context", "facts", "generation", "jobs", "plain")
+    __slots__ = ("clock_of", "clocks", "context", "facts", "generation", "jobs", "plain", "until")
 
     def __init__(self, context: tuple[Any, ...]) -> None:
         self.context = context
@@ -63,6 +63,8 @@ class KeptRunning:
         self.jobs: dict[str, Job] = {}
         # per running job: its run facts (timeslice_jobs.run_facts) and what it holds (a vector)
         self.facts: dict[str, tuple[tuple[bool, float | None], np.ndarray]] = {}
+        # per running job, until when its key holds (KeyHorizon; timeslice_clock.clock_horizon's)
+        self.until: dict[str, float] = {}
         self.clocks: list[tuple[float, str]] = []
         self.clock_of: dict[str, float] = {}
         self.plain: set[str] = set()  # running, without a figure
@@ -70,6 +72,7 @@ class KeptRunning:
     def _drop(self, uid: str) -> None:
         self.jobs.pop(uid, None)
         self.facts.pop(uid, None)
+        self.until.pop(uid, None)
         self.plain.discard(uid)
         c = self.clock_of.pop(uid, None)
         if c is not None:
