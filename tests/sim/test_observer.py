@@ -8,7 +8,7 @@ from typing import Any
 from corral.framework.config import parse_config
 from corral.registry import REGISTRY
 from corral.sim.clusters import ClusterSpec, NodeShape, from_spec
-from corral.sim.cycle_clock import BEAT, STALL_CYCLES, CycleClock
+from corral.sim.cycle_clock import BEAT, FOLLOW, STALL_CYCLES, CycleClock
 from corral.sim.engine import Engine, SimOptions
 from corral.sim.jobspec import GPU, JobSpec, RoleSpec
 
@@ -95,11 +95,13 @@ def test_a_follow_up_runs_once_per_instant_and_the_heartbeat_once_per_beat() -> 
     clock = CycleClock(10.0, 60.0)
     clock.wake(0.0, waiting=True)
     assert clock.begin(0.0, None, waiting=True)
-    # the follow-up takes the place of the next period's cycle; the heartbeat is planned
-    assert clock.end(0.0, bound=True, changed=True, follow=True, waiting=True) == [(0.0, None), (60.0, BEAT)]
-    assert clock.begin(0.0, None, waiting=True)  # the follow-up: the first cycle changed things
-    # a second follow-up at the same instant is refused; the heartbeat is planned already
-    assert clock.end(0.0, bound=True, changed=True, follow=True, waiting=True) == [(10.0, None)]
+    # the follow-up at once, beside the next period's cycle (planned once); the heartbeat is planned
+    first = clock.end(0.0, bound=True, changed=True, follow=True, waiting=True)
+    assert first == [(0.0, FOLLOW), (10.0, None), (60.0, BEAT)]
+    assert clock.begin(0.0, FOLLOW, waiting=True)  # the follow-up: the first cycle changed things
+    # a second follow-up at the same instant is refused; the next cycle and the heartbeat are planned
+    assert clock.end(0.0, bound=True, changed=True, follow=True, waiting=True) == []
+    assert clock.cycle_at == 10.0
     assert clock.begin(10.0, None, waiting=True)
     assert clock.end(10.0, bound=False, changed=False, follow=False, waiting=True) == []
     assert clock.begin(60.0, BEAT, waiting=True)  # a beat runs a cycle though nothing changed

@@ -526,35 +526,26 @@ class Engine:
         if self.options.forecast_every and (self._forecast_at is None or self.now >= self._forecast_at):
             self._forecast()
         self.cycles += 1
+        config, history = self.config, self.history
         decisions = run_cycle(
-            self.cluster,
-            self.config,
-            self.registry,
-            self.now,
-            self.cycles,
-            explain=False,
-            history=self.history,
+            self.cluster, config, self.registry, self.now, self.cycles, explain=False, history=history
         )
         apply_decisions(self.cluster, decisions, self.now, bound=TaskStatus.BOUND, remove_evicted=False)
         changed = self._carry_out(decisions)
         self._changed = True
         # the next cycles (CycleClock): a follow-up at once when timeslice stopped jobs whose pods left at
         # once (Lucid and Tiresias start the jobs that take their room in the step that stops the
-        # others), the next period's, the heartbeat's; none once the policy livelocks
+        # others), the next period's, the heartbeat's (the heartbeat option's is literal: no horizon);
+        # none once the policy livelocks
         follow = self.options.eviction_grace <= 0 and any(
             e.action == "timeslice" for e in decisions.evictions
         )
-        waiting = bool(self._waiting)
-        for at, kind in self._clock.end(
-            self.now,
-            bound=bool(decisions.binds),
-            changed=changed,
-            follow=follow,
-            waiting=waiting,
-            horizon=None
-            if self.options.heartbeat
-            else decisions.clock_horizon,  # the heartbeat option: literal
-        ):
+        horizon = None if self.options.heartbeat else decisions.clock_horizon
+        bound, waiting = bool(decisions.binds), bool(self._waiting)
+        ends = self._clock.end(
+            self.now, bound=bound, changed=changed, follow=follow, waiting=waiting, horizon=horizon
+        )
+        for at, kind in ends:
             self._push(at, CYCLE, kind)
 
     def _carry_out(self, decisions: Decisions) -> bool:
