@@ -270,20 +270,34 @@ def _ranked_from_lines(session: Session, key: Any, lines: KeptLines) -> Iterator
     startable job (``CORRAL_CHECK_INDEX=1`` compares them)."""
     jobs = session.cluster.jobs
     startable = _startable(session)
+
+    def pick(uid: str) -> Job | None:
+        job = jobs.get(uid)
+        return job if job is not None and startable(job) else None
+
+    fresh = [j for uid in session.ledger.touched_jobs if (j := pick(uid)) is not None]
+    return _merged(session, key, list(lines.lines.values()), fresh, pick, lambda: _waiting(session))
+
+
+def _merged(
+    session: Session,
+    key: Any,
+    lines: list[list[tuple[Any, ...]]],
+    fresh: list[Job],
+    pick: Callable[[str], Job | None],
+    expected: Callable[[], list[Job]],
+) -> Iterator[tuple[Any, Job]]:
+    """The kept ``lines`` (sorted keys, each ending with its job's uid) merged with ``fresh`` (jobs keyed
+    here), best first with their keys: a line's job is the one ``pick`` gives for its uid (None: left
+    out), a job the session changed only as keyed here. ``CORRAL_CHECK_INDEX=1`` compares the order
+    with a fresh sort of ``expected()``."""
     touched = session.ledger.touched_jobs
-    fresh = sorted(
-        ((key(j), j) for uid in touched if (j := jobs.get(uid)) is not None and startable(j)), key=_first
-    )
-    merged = (
-        (k, j)
-        for k in heapq.merge(*lines.lines.values())
-        if k[-1] not in touched and (j := jobs.get(k[-1])) is not None and startable(j)
-    )
-    got = heapq.merge(fresh, merged, key=_first)
+    merged = ((k, j) for k in heapq.merge(*lines) if k[-1] not in touched and (j := pick(k[-1])) is not None)
+    got = heapq.merge(sorted(((key(j), j) for j in fresh), key=_first), merged, key=_first)
     if not session.history.check_index:
         return got
     listed = list(got)
-    if [j.uid for _, j in listed] != [j.uid for j in sorted(_waiting(session), key=key)]:
+    if [j.uid for _, j in listed] != [j.uid for j in sorted(expected(), key=key)]:
         raise AssertionError("timeslice's ranking from the kept lines differs from a fresh sort")
     return iter(listed)
 
@@ -393,25 +407,21 @@ def ranked_waiting(
     (every key ends with the job's uid: no two are equal)."""
     kept = kept_lines(session)
     if kept is None:
-        heap = [(key(j), i) for i, j in enumerate(waiting)]
-        heapq.heapify(heap)
-        while heap:
-            k, i = heapq.heappop(heap)
-            yield k, waiting[i]
-        return
+        return _heaped(key, waiting)
     wanted = {j.uid: j for j in waiting}
-    touched = session.ledger.touched_jobs
-    key_of = kept.key_of
-    fresh = sorted(((key(j), j) for j in waiting if j.uid in touched or j.uid not in key_of), key=_first)
+    touched, key_of = session.ledger.touched_jobs, kept.key_of
+    fresh = [j for j in waiting if j.uid in touched or j.uid not in key_of]
     lines = [kept.lines.get(queue, [])] if queue is not None else list(kept.lines.values())
-    merged = ((k, wanted[k[-1]]) for k in heapq.merge(*lines) if k[-1] in wanted and k[-1] not in touched)
-    if not session.history.check_index:
-        yield from heapq.merge(fresh, merged, key=_first)
-        return
-    got = list(heapq.merge(fresh, merged, key=_first))  # CORRAL_CHECK_INDEX=1: against a fresh sort
-    if [j.uid for _, j in got] != [j.uid for j in sorted(waiting, key=key)]:
-        raise AssertionError("timeslice's ranking from the kept lines differs from a fresh sort")
-    yield from got
+    return _merged(session, key, lines, fresh, wanted.get, lambda: waiting)
+
+
+def _heaped(key: Any, waiting: list[Job]) -> Iterator[tuple[Any, Job]]:
+    """``waiting`` best first with their keys, every key taken and heaped."""
+    heap = [(key(j), i) for i, j in enumerate(waiting)]
+    heapq.heapify(heap)
+    while heap:
+        k, i = heapq.heappop(heap)
+        yield k, waiting[i]
 
 
 def _first(pair: tuple[Any, Job]) -> Any:
